@@ -1,0 +1,242 @@
+//! Page memory: one allocation for all buffers, aligned for O_DIRECT, on huge pages where
+//! the kernel allows; and [`AlignedBuf`], a small aligned scratch buffer.
+//!
+//! Owns: the mapping of `nbuffers * page_size` bytes. Invariants: frame `i` is the
+//! `page_size` bytes at `base + i * page_size`, aligned to at least 4096; the memory lives
+//! as long as the arena. The arena hands out raw pointers only; who may read or write a
+//! frame is the buffer protocol's business (content lock held, or the buffer's exclusive
+//! I/O, see `buffer/mod.rs`).
+//! Locks: none.
+//!
+//! Huge pages follow PostgreSQL's `huge_pages`: `try` asks for explicit huge pages
+//! (MAP_HUGETLB, needs pages reserved in vm.nr_hugepages), then for transparent huge pages
+//! (madvise MADV_HUGEPAGE on a 2 MiB-aligned range), then settles for normal pages; `on`
+//! fails unless explicit huge pages are granted; `off` uses normal pages. Which one was used
+//! is reported by [`PageArena::huge_pages`]. Reading the THP mode from sysfs is the one
+//! file access that does not go through `vfs`: it is a kernel setting, not data.
+
+use std::alloc::{self, Layout};
+use std::io;
+use std::ptr::NonNull;
+
+use crate::config::HugePages;
+
+/// O_DIRECT needs buffers aligned to the logical block size; 4096 covers every device here.
+pub const IO_ALIGN: usize = 4096;
+/// Size of a huge page on x86_64 and aarch64 with 4 KiB base pages.
+const HUGE_PAGE_SIZE: usize = 2 << 20;
+
+/// Which kind of pages back the arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HugePageUse {
+    /// Explicit huge pages (MAP_HUGETLB).
+    Explicit,
+    /// Transparent huge pages requested with madvise (the kernel may still split them).
+    Transparent,
+    /// Normal 4 KiB pages.
+    None,
+}
+
+impl HugePageUse {
+    pub fn name(self) -> &'static str {
+        match self {
+            HugePageUse::Explicit => "explicit (MAP_HUGETLB)",
+            HugePageUse::Transparent => "transparent (madvise)",
+            HugePageUse::None => "none",
+        }
+    }
+}
+
+pub struct PageArena {
+    base: NonNull<u8>,
+    map_len: usize,
+    page_size: usize,
+    nbuffers: usize,
+    huge: HugePageUse,
+}
+
+// SAFETY: the arena is plain memory owned by this struct; it is freed only in Drop. Access
+// to the bytes is synchronized by the buffer protocol (content locks, I/O ownership), not by
+// the arena, which only computes addresses.
+unsafe impl Send for PageArena {}
+// SAFETY: as above; `&PageArena` exposes only address arithmetic and metadata.
+unsafe impl Sync for PageArena {}
+
+impl std::fmt::Debug for PageArena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PageArena({} x {} bytes, huge pages: {})", self.nbuffers, self.page_size, self.huge.name())
+    }
+}
+
+fn thp_enabled() -> bool {
+    match std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled") {
+        Ok(s) => !s.contains("[never]"),
+        Err(_) => false,
+    }
+}
+
+fn mmap_anon(len: usize, extra_flags: libc::c_int) -> Option<NonNull<u8>> {
+    // SAFETY: an anonymous private mapping with no address hint; the kernel chooses the
+    // address and the result is checked for MAP_FAILED before use.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra_flags,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        None
+    } else {
+        NonNull::new(p.cast())
+    }
+}
+
+impl PageArena {
+    pub fn new(nbuffers: usize, page_size: usize, huge: HugePages) -> io::Result<Self> {
+        let len = nbuffers
+            .checked_mul(page_size)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "pool size overflows"))?;
+        let rounded = len.div_ceil(HUGE_PAGE_SIZE) * HUGE_PAGE_SIZE;
+        if huge != HugePages::Off {
+            if let Some(base) = mmap_anon(rounded, libc::MAP_HUGETLB) {
+                return Ok(Self { base, map_len: rounded, page_size, nbuffers, huge: HugePageUse::Explicit });
+            }
+            if huge == HugePages::On {
+                return Err(io::Error::new(
+                    io::ErrorKind::OutOfMemory,
+                    format!(
+                        "huge_pages=on but {} of explicit huge pages could not be mapped \
+                         (reserve them in vm.nr_hugepages, or set huge_pages=try)",
+                        crate::config::format_size(rounded as u64)
+                    ),
+                ));
+            }
+        }
+        if huge == HugePages::Try && thp_enabled() {
+            // Over-map by one huge page so the used range can start on a 2 MiB boundary,
+            // which is what lets the kernel back it with transparent huge pages.
+            let map_len = rounded + HUGE_PAGE_SIZE;
+            let raw = mmap_anon(map_len, 0).ok_or_else(io::Error::last_os_error)?;
+            let addr = raw.as_ptr() as usize;
+            let aligned = addr.next_multiple_of(HUGE_PAGE_SIZE);
+            let head = aligned - addr;
+            // SAFETY: [raw, raw + map_len) is our mapping; trimming the unaligned head and
+            // the unused tail returns parts of it to the kernel, and nothing points there.
+            unsafe {
+                if head > 0 {
+                    libc::munmap(raw.as_ptr().cast(), head);
+                }
+                let tail = map_len - head - rounded;
+                if tail > 0 {
+                    libc::munmap((aligned + rounded) as *mut libc::c_void, tail);
+                }
+            }
+            // SAFETY: [aligned, aligned + rounded) is mapped; madvise only sets a hint.
+            let rc = unsafe { libc::madvise(aligned as *mut libc::c_void, rounded, libc::MADV_HUGEPAGE) };
+            let base = NonNull::new(aligned as *mut u8).expect("mapped address is non-null");
+            let huge = if rc == 0 { HugePageUse::Transparent } else { HugePageUse::None };
+            return Ok(Self { base, map_len: rounded, page_size, nbuffers, huge });
+        }
+        let base = mmap_anon(rounded, 0).ok_or_else(io::Error::last_os_error)?;
+        Ok(Self { base, map_len: rounded, page_size, nbuffers, huge: HugePageUse::None })
+    }
+
+    pub fn huge_pages(&self) -> HugePageUse {
+        self.huge
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Start of frame `id`.
+    #[inline]
+    pub fn frame(&self, id: u32) -> *mut u8 {
+        debug_assert!((id as usize) < self.nbuffers);
+        // SAFETY: id < nbuffers, so the offset stays inside the mapping.
+        unsafe { self.base.as_ptr().add(id as usize * self.page_size) }
+    }
+
+    /// Start of the whole arena (for the raw-memory baseline of `experiment pool`).
+    pub fn base(&self) -> *const u8 {
+        self.base.as_ptr()
+    }
+}
+
+impl Drop for PageArena {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the range mapped in `new`; no frame pointer outlives the
+        // arena because the pool owns it and drops it last.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.map_len);
+        }
+    }
+}
+
+/// A zeroed heap buffer aligned to [`IO_ALIGN`], usable with O_DIRECT.
+pub struct AlignedBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: AlignedBuf uniquely owns its allocation, like a Box<[u8]>.
+unsafe impl Send for AlignedBuf {}
+// SAFETY: shared access only hands out `&[u8]`.
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    pub fn zeroed(len: usize) -> Self {
+        assert!(len > 0);
+        let layout = Layout::from_size_align(len, IO_ALIGN).expect("valid layout");
+        // SAFETY: layout has non-zero size.
+        let p = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(p).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        Self { ptr, len }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is a live allocation of len initialized (zeroed) bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        let layout = Layout::from_size_align(self.len, IO_ALIGN).expect("valid layout");
+        // SAFETY: allocated in `zeroed` with this same layout.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_aligned_and_disjoint() {
+        for huge in [HugePages::Try, HugePages::Off] {
+            let a = PageArena::new(64, 8192, huge).unwrap();
+            assert_eq!(a.frame(0) as usize % IO_ALIGN, 0);
+            assert_eq!(a.frame(1) as usize - a.frame(0) as usize, 8192);
+            if huge == HugePages::Off {
+                assert_eq!(a.huge_pages(), HugePageUse::None);
+            }
+        }
+    }
+
+    #[test]
+    fn aligned_buf_is_aligned_and_zeroed() {
+        let b = AlignedBuf::zeroed(32768);
+        assert_eq!(b.as_slice().as_ptr() as usize % IO_ALIGN, 0);
+        assert!(b.as_slice().iter().all(|&x| x == 0));
+    }
+}

@@ -1,0 +1,96 @@
+//! Replacement: the free list of never-used buffers and the clock sweep.
+//!
+//! Owns: the clock hand (a monotonically increasing `u64`: buffer = hand mod nbuffers,
+//! completed passes = hand / nbuffers) and the free list.
+//! Invariants: a buffer on the free list has TAG_VALID clear, or is checked before use; the
+//! sweep never takes a pinned buffer and never spins forever: after `nbuffers` consecutive
+//! busy buffers without finding usage credit to take, it reports that every buffer is
+//! pinned (PostgreSQL's trycounter).
+//! Locks: the free list's mutex, taken only when its atomic length says it is non-empty, so
+//! the steady state (empty free list) takes no lock. The hand is an atomic.
+
+use super::descriptor::{BufferDesc, Visit};
+use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
+
+#[repr(align(64))]
+#[derive(Debug)]
+struct Hand(AtomicU64);
+
+#[derive(Debug)]
+pub struct Clock {
+    hand: Hand,
+    /// Buffers handed out by the sweep or the free list (bgwriter's allocation estimate).
+    allocs: Hand,
+    free: Mutex<Vec<u32>>,
+    free_len: AtomicUsize,
+    nbuffers: u64,
+}
+
+/// The sweep found every buffer pinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllPinned;
+
+impl Clock {
+    pub fn new(nbuffers: usize) -> Self {
+        // Popped from the end: hand out buffer 0 first.
+        let free: Vec<u32> = (0..nbuffers as u32).rev().collect();
+        Self {
+            hand: Hand(AtomicU64::new(0)),
+            allocs: Hand(AtomicU64::new(0)),
+            free_len: AtomicUsize::new(free.len()),
+            free: Mutex::new(free),
+            nbuffers: nbuffers as u64,
+        }
+    }
+
+    /// Returns a buffer to the free list (after invalidation).
+    pub fn push_free(&self, id: u32) {
+        let mut f = self.free.lock();
+        f.push(id);
+        self.free_len.store(f.len(), Ordering::Release);
+    }
+
+    /// (completed passes, next buffer) of the hand.
+    pub fn position(&self) -> (u64, u64) {
+        let h = self.hand.0.load(Ordering::Relaxed);
+        (h / self.nbuffers, h % self.nbuffers)
+    }
+
+    /// Buffers allocated so far.
+    pub fn allocations(&self) -> u64 {
+        self.allocs.0.load(Ordering::Relaxed)
+    }
+
+    /// Finds a victim and returns it pinned (refcount includes the caller's pin) with its
+    /// state after pinning.
+    pub fn victim(&self, descs: &[BufferDesc]) -> Result<(u32, u64), AllPinned> {
+        self.allocs.0.fetch_add(1, Ordering::Relaxed);
+        while self.free_len.load(Ordering::Acquire) > 0 {
+            let id = {
+                let mut f = self.free.lock();
+                let id = f.pop();
+                self.free_len.store(f.len(), Ordering::Release);
+                id
+            };
+            let Some(id) = id else { break };
+            // A free buffer may have been pinned meanwhile by a stale lookup; then skip it.
+            if let Visit::Pinned(s) = descs[id as usize].sweep_visit() {
+                return Ok((id, s));
+            }
+        }
+        let mut busy_left = self.nbuffers;
+        loop {
+            let id = (self.hand.0.fetch_add(1, Ordering::Relaxed) % self.nbuffers) as usize;
+            match descs[id].sweep_visit() {
+                Visit::Pinned(s) => return Ok((id as u32, s)),
+                Visit::Decremented => busy_left = self.nbuffers,
+                Visit::Busy => {
+                    busy_left -= 1;
+                    if busy_left == 0 {
+                        return Err(AllPinned);
+                    }
+                }
+            }
+        }
+    }
+}

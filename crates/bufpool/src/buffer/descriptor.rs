@@ -1,0 +1,199 @@
+//! Buffer descriptors: per-buffer state word, tag, mapping-chain link and content lock.
+//!
+//! Owns: one cache-line-sized [`BufferDesc`] per buffer. Invariants: see `state.rs`. The tag
+//! words change only under the header lock while the changer holds the only pin, so a
+//! thread holding a pin reads a stable tag without locking. `hash_next` belongs to the
+//! mapping table and changes only under the partition lock of the chain it is on.
+//! Locks: the header lock is the LOCKED bit of the state word; it is held for a few
+//! instructions, never across I/O or another lock acquisition except a content lock try.
+//! Order: mapping partition → header → content lock.
+
+use super::state::*;
+use crate::sync::{AtomicU32, AtomicU64, Ordering, RawContentLock, SpinWait};
+use crate::types::BufferTag;
+
+/// "No buffer": the end of a mapping chain.
+pub const NIL: u32 = u32::MAX;
+
+#[repr(C, align(64))]
+pub struct BufferDesc {
+    pub(super) state: AtomicU64,
+    tag0: AtomicU64,
+    tag1: AtomicU64,
+    /// Next buffer on this buffer's mapping chain (owned by `mapping.rs`).
+    pub(super) hash_next: AtomicU32,
+    pub(super) id: u32,
+    pub(super) content_lock: RawContentLock,
+}
+
+#[cfg(not(feature = "shuttle"))]
+const _: () = assert!(std::mem::size_of::<BufferDesc>() == 64, "descriptor should fill one cache line");
+
+impl std::fmt::Debug for BufferDesc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "buffer {} [{}] {}", self.id, describe(self.state.load(Ordering::Relaxed)), self.tag())
+    }
+}
+
+impl BufferDesc {
+    pub fn new(id: u32) -> Self {
+        Self {
+            state: AtomicU64::new(0),
+            tag0: AtomicU64::new(0),
+            tag1: AtomicU64::new(0),
+            hash_next: AtomicU32::new(NIL),
+            id,
+            content_lock: RawContentLock::new(),
+        }
+    }
+
+    /// The tag. Stable while the caller holds a pin or the header lock; otherwise a hint.
+    #[inline]
+    pub fn tag(&self) -> BufferTag {
+        BufferTag::from_words(self.tag0.load(Ordering::Acquire), self.tag1.load(Ordering::Acquire))
+    }
+
+    #[inline]
+    pub fn tag_is(&self, tag: &BufferTag) -> bool {
+        self.tag0.load(Ordering::Acquire) == tag.word0() && self.tag1.load(Ordering::Acquire) == tag.word1()
+    }
+
+    /// Sets the tag; the caller holds the header lock and the only pin.
+    pub(super) fn set_tag(&self, tag: &BufferTag) {
+        debug_assert!(self.state.load(Ordering::Relaxed) & LOCKED != 0);
+        self.tag0.store(tag.word0(), Ordering::Release);
+        self.tag1.store(tag.word1(), Ordering::Release);
+    }
+
+    #[inline]
+    pub fn load_state(&self) -> u64 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// Spins until the header lock is free; returns the unlocked state seen.
+    #[inline]
+    fn wait_unlocked(&self) -> u64 {
+        let mut spin = SpinWait::new();
+        loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if s & LOCKED == 0 {
+                return s;
+            }
+            spin.spin();
+        }
+    }
+
+    /// Takes the header lock; returns the state (with LOCKED set).
+    pub fn lock_header(&self) -> u64 {
+        let mut spin = SpinWait::new();
+        loop {
+            let old = self.state.fetch_or(LOCKED, Ordering::Acquire);
+            if old & LOCKED == 0 {
+                return old | LOCKED;
+            }
+            while self.state.load(Ordering::Relaxed) & LOCKED != 0 {
+                spin.spin();
+            }
+        }
+    }
+
+    /// Releases the header lock, storing `state` (LOCKED cleared).
+    pub fn unlock_header(&self, state: u64) {
+        debug_assert!(self.state.load(Ordering::Relaxed) & LOCKED != 0, "header not locked");
+        self.state.store(state & !LOCKED, Ordering::Release);
+    }
+
+    /// Adds a pin (and usage credit); waits out a held header lock. Returns the new state.
+    #[inline]
+    pub fn pin(&self) -> u64 {
+        let mut old = self.state.load(Ordering::Relaxed);
+        loop {
+            if old & LOCKED != 0 {
+                old = self.wait_unlocked();
+            }
+            let new = pinned(old);
+            match self.state.compare_exchange_weak(old, new, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return new,
+                Err(x) => old = x,
+            }
+        }
+    }
+
+    /// Drops a pin; waits out a held header lock (whose holder stores the whole word).
+    #[inline]
+    pub fn unpin(&self) {
+        let mut old = self.state.load(Ordering::Relaxed);
+        loop {
+            if old & LOCKED != 0 {
+                old = self.wait_unlocked();
+            }
+            debug_assert!(refcount(old) > 0, "unpin of unpinned {self:?}");
+            match self.state.compare_exchange_weak(
+                old,
+                old - REFCOUNT_ONE,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(x) => old = x,
+            }
+        }
+    }
+
+    /// Clock sweep's visit: if unpinned with usage credit left, takes one unit and returns
+    /// `Visit::Decremented`; if unpinned with none, pins it (refcount 0 → 1) and returns
+    /// `Visit::Pinned`; if pinned or header-locked, `Visit::Busy`.
+    #[inline]
+    pub fn sweep_visit(&self) -> Visit {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & LOCKED != 0 || refcount(s) != 0 {
+            return Visit::Busy;
+        }
+        if usage(s) > 0 {
+            // A lost race just means someone pinned it meanwhile: it stays hot.
+            let _ = self.state.compare_exchange(s, s - USAGE_ONE, Ordering::Relaxed, Ordering::Relaxed);
+            Visit::Decremented
+        } else if self
+            .state
+            .compare_exchange(s, s + REFCOUNT_ONE, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            Visit::Pinned(s + REFCOUNT_ONE)
+        } else {
+            Visit::Busy
+        }
+    }
+
+    /// Sets DIRTY and JUST_DIRTIED; the caller holds a pin and the exclusive content lock.
+    #[inline]
+    pub fn mark_dirty(&self) {
+        let mut old = self.state.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(refcount(old) > 0 && old & VALID != 0, "mark_dirty on {self:?}");
+            if old & (DIRTY | JUST_DIRTIED) == (DIRTY | JUST_DIRTIED) {
+                return;
+            }
+            if old & LOCKED != 0 {
+                old = self.wait_unlocked();
+            }
+            match self.state.compare_exchange_weak(
+                old,
+                old | DIRTY | JUST_DIRTIED,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(x) => old = x,
+            }
+        }
+    }
+}
+
+/// What the clock sweep did at one buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visit {
+    Busy,
+    Decremented,
+    /// Pinned as a victim; carries the new state.
+    Pinned(u64),
+}

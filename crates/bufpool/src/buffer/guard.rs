@@ -1,0 +1,158 @@
+//! Pins and content-lock guards: the only way callers touch page memory.
+//!
+//! [`BufferRef`] is a pin: while it lives the buffer keeps its page (never evicted or
+//! retagged). [`PageReadGuard`] and [`PageWriteGuard`] borrow a `BufferRef` and hold its
+//! content lock shared or exclusive; only they hand out the page bytes. A write guard marks
+//! the buffer dirty the first time the page is borrowed mutably.
+//! Invariants: a `BufferRef` exists only for a VALID buffer; page bytes are reachable only
+//! through a guard, so every `&[u8]` coexists only with other `&[u8]` (shared lock) and a
+//! `&mut [u8]` is unique (exclusive lock).
+
+use std::ops::{Deref, DerefMut};
+
+use super::{BufferPool, BufferResult};
+use crate::page;
+use crate::types::{BufferTag, Lsn};
+
+/// A pinned buffer.
+pub struct BufferRef<'a> {
+    pub(super) pool: &'a BufferPool,
+    pub(super) id: u32,
+}
+
+impl std::fmt::Debug for BufferRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BufferRef({:?})", self.pool.descs[self.id as usize])
+    }
+}
+
+impl<'a> BufferRef<'a> {
+    /// The page this buffer holds (stable while pinned).
+    pub fn tag(&self) -> BufferTag {
+        self.pool.descs[self.id as usize].tag()
+    }
+
+    /// The buffer's number in the pool.
+    pub fn buffer_id(&self) -> u32 {
+        self.id
+    }
+
+    /// Takes the content lock shared.
+    pub fn read(&self) -> PageReadGuard<'_> {
+        let d = &self.pool.descs[self.id as usize];
+        d.content_lock.lock_shared();
+        // SAFETY: we hold the pin (self) and now the content lock shared; the slice lives in
+        // the guard, which releases the lock only when dropped, after the last use.
+        let page = unsafe { self.pool.page_slice(self.id) };
+        PageReadGuard { buf: self, page }
+    }
+
+    /// Takes the content lock exclusively.
+    pub fn write(&self) -> PageWriteGuard<'_> {
+        let d = &self.pool.descs[self.id as usize];
+        d.content_lock.lock_exclusive();
+        PageWriteGuard { buf: self, dirtied: false }
+    }
+
+    /// Writes the page out if it is dirty (taking the content lock shared); returns whether
+    /// it wrote. Must not be called while this thread holds a guard on this buffer.
+    pub fn flush(&self) -> BufferResult<bool> {
+        let _g = self.read();
+        self.pool.flush_locked(self.id, crate::stats::IoContext::Normal)
+    }
+}
+
+impl Drop for BufferRef<'_> {
+    fn drop(&mut self) {
+        self.pool.descs[self.id as usize].unpin();
+    }
+}
+
+/// Shared access to a page.
+pub struct PageReadGuard<'b> {
+    buf: &'b BufferRef<'b>,
+    page: &'b [u8],
+}
+
+impl PageReadGuard<'_> {
+    pub fn tag(&self) -> BufferTag {
+        self.buf.tag()
+    }
+    pub fn lsn(&self) -> Lsn {
+        page::lsn(self.page)
+    }
+}
+
+impl Deref for PageReadGuard<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.page
+    }
+}
+
+impl Drop for PageReadGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: this guard took the lock shared in `BufferRef::read` and gives it up once.
+        unsafe { self.buf.pool.descs[self.buf.id as usize].content_lock.unlock_shared() };
+    }
+}
+
+/// Exclusive access to a page; mutable access marks the buffer dirty.
+pub struct PageWriteGuard<'b> {
+    buf: &'b BufferRef<'b>,
+    dirtied: bool,
+}
+
+impl PageWriteGuard<'_> {
+    pub fn tag(&self) -> BufferTag {
+        self.buf.tag()
+    }
+
+    pub fn lsn(&self) -> Lsn {
+        page::lsn(self)
+    }
+
+    /// Sets the page LSN (the WAL record that changed the page); marks the page dirty.
+    pub fn set_lsn(&mut self, lsn: Lsn) {
+        page::set_lsn(self, lsn);
+    }
+
+    /// Marks the buffer dirty without changing bytes.
+    pub fn mark_dirty(&mut self) {
+        self.buf.pool.descs[self.buf.id as usize].mark_dirty();
+        self.dirtied = true;
+    }
+
+    /// Writes the page out now if dirty, keeping the exclusive lock.
+    pub fn flush(&mut self) -> BufferResult<bool> {
+        self.buf.pool.flush_locked(self.buf.id, crate::stats::IoContext::Normal)
+    }
+}
+
+impl Deref for PageWriteGuard<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: this guard holds the pin and the exclusive content lock; the shared borrow
+        // of self prevents a simultaneous `deref_mut`.
+        unsafe { self.buf.pool.page_slice(self.buf.id) }
+    }
+}
+
+impl DerefMut for PageWriteGuard<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        if !self.dirtied {
+            self.mark_dirty();
+        }
+        // SAFETY: this guard holds the content lock exclusively and the pin (through
+        // `buf`), so no other reference to the frame exists, and `&mut self` makes this one
+        // unique among the guard's own borrows.
+        unsafe { self.buf.pool.page_slice_mut(self.buf.id) }
+    }
+}
+
+impl Drop for PageWriteGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: this guard took the lock exclusively in `BufferRef::write` and gives it up.
+        unsafe { self.buf.pool.descs[self.buf.id as usize].content_lock.unlock_exclusive() };
+    }
+}

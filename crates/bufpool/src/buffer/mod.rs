@@ -1,0 +1,619 @@
+//! The buffer pool: a fixed set of page frames shared by all threads, caching the pages of
+//! relation files.
+//!
+//! Owns: the descriptors, the page arena, the mapping table, the clock, I/O wait stripes,
+//! and the one write path ([`BufferPool::flush_locked`]).
+//!
+//! Reading a page ([`BufferPool::read`]):
+//! 1. Hit path, no lock: walk the mapping chain lock-free, pin the candidate, re-check its
+//!    tag (a pinned buffer cannot be retagged). VALID → done: one CAS to pin, one to unpin.
+//! 2. Miss: under the shared partition lock, look again (authoritative). Still absent →
+//!    take a victim from the free list or the clock sweep (pinned by the sweep), write it
+//!    out if dirty (content lock taken with try-lock, as PostgreSQL does, so a victim locked
+//!    by someone waiting on us cannot deadlock), lock the old and new partitions in index
+//!    order, re-check that nobody loaded the page meanwhile, lock the victim's header and
+//!    retag it only if our pin is the only one and it is still clean. The retag sets
+//!    IO_IN_PROGRESS, so the loader owns the read; concurrent readers of the same page pin
+//!    it and wait (no duplicate reads). A failed read sets IO_ERROR and wakes them; each then
+//!    retries the read itself (PostgreSQL's rule), so nothing stays "in progress".
+//! 3. Page frames are written only under the exclusive content lock: the loader takes it
+//!    (uncontended: nobody holds a reference to a !VALID buffer) around the read.
+//!
+//! Writing ([`BufferPool::flush_locked`], the only write path): caller holds a pin and the
+//! content lock; under the header lock set IO_IN_PROGRESS and clear JUST_DIRTIED; flush WAL
+//! to the page LSN through the [`WalFlush`] hook; copy the page, stamp its checksum in the
+//! copy, write it; clear DIRTY unless JUST_DIRTIED was set again meanwhile. A failed write
+//! leaves the buffer DIRTY with IO_ERROR set and returns the error.
+//!
+//! Invariants: a pinned buffer is never evicted; a tag is mapped to at most one buffer; a
+//! dirty buffer is written before it is reused; no thread waits forever for a buffer: a
+//! pool with every buffer pinned returns [`BufferError::AllPinned`].
+//! Locks, in order: mapping partition (at most two, ascending) → buffer header (spin bit) →
+//! content lock (try-lock only, when under a header or partition lock). The hit path takes
+//! none of the first two. Nothing is allocated on the hit path.
+
+mod arena;
+mod clock;
+mod descriptor;
+mod error;
+mod guard;
+mod io_wait;
+mod mapping;
+pub mod state;
+
+pub use arena::{AlignedBuf, HugePageUse, PageArena, IO_ALIGN};
+pub use error::{BufferError, BufferResult};
+pub use guard::{BufferRef, PageReadGuard, PageWriteGuard};
+
+use std::cell::RefCell;
+use std::path::Path;
+
+use descriptor::BufferDesc;
+use mapping::Mapping;
+use state::*;
+
+use crate::config::Config;
+use crate::page::{self, MAX_PAGE_SIZE};
+use crate::smgr::{Smgr, SmgrOptions};
+use crate::stats::{IoContext, IoOp, IoStatsSnapshot};
+use crate::sync::Arc;
+use crate::types::{BlockNumber, BufferTag, ForkNumber, Lsn, RelFileId};
+use crate::vfs::Vfs;
+
+/// Called before a dirty page is written: the WAL must be durable up to the page's LSN
+/// (DESIGN rule 1). The WAL issue plugs in the real log; until then [`NoWal`].
+pub trait WalFlush: Send + Sync {
+    /// Makes the log durable up to `lsn`. Returns an error message on failure.
+    fn flush(&self, lsn: Lsn) -> Result<(), String>;
+}
+
+/// A WAL hook for pools without a log: nothing to flush.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoWal;
+
+impl WalFlush for NoWal {
+    fn flush(&self, _lsn: Lsn) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// How a page is brought into the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// Read from storage and verify.
+    Read,
+    /// Zero the frame (a page just added at the end of a relation).
+    Zero,
+}
+
+/// Tries before `drop_buffers` gives up on a buffer that stays pinned. Transient pins (a
+/// sweep's probe, a lock-free lookup's verification) last nanoseconds; a pin that outlives
+/// this many yields is held by a caller and is a usage error.
+const DROP_PIN_RETRIES: u32 = 100_000;
+
+thread_local! {
+    /// Per-thread copy buffer for the write path (checksums are stamped into a stable copy).
+    static WRITE_SCRATCH: RefCell<Option<AlignedBuf>> = const { RefCell::new(None) };
+}
+
+/// A shared buffer pool over one storage manager.
+pub struct BufferPool {
+    descs: Box<[BufferDesc]>,
+    arena: PageArena,
+    mapping: Mapping,
+    clock: clock::Clock,
+    io_wait: io_wait::IoWait,
+    smgr: Arc<Smgr>,
+    wal: Arc<dyn WalFlush>,
+    page_size: usize,
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("nbuffers", &self.descs.len())
+            .field("page_size", &self.page_size)
+            .field("arena", &self.arena)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BufferPool {
+    /// Opens (or creates, with `create`) the data directory `dir` and builds a pool for it.
+    pub fn open(vfs: Arc<dyn Vfs>, dir: &Path, config: &Config, create: bool) -> BufferResult<Self> {
+        config.validate()?;
+        let smgr = Smgr::open(vfs, dir, SmgrOptions::from_config(config, create))?;
+        Self::new(Arc::new(smgr), config, Arc::new(NoWal))
+    }
+
+    /// Builds a pool of `config.shared_buffers` over `smgr`, with `wal` as the WAL hook.
+    pub fn new(smgr: Arc<Smgr>, config: &Config, wal: Arc<dyn WalFlush>) -> BufferResult<Self> {
+        config.validate()?;
+        let page_size = smgr.block_size();
+        let mut cfg = config.clone();
+        cfg.block_size = page_size;
+        let nbuffers = cfg.nbuffers();
+        let arena = PageArena::new(nbuffers, page_size, config.huge_pages).map_err(|source| {
+            BufferError::Memory { bytes: (nbuffers * page_size) as u64, source }
+        })?;
+        Ok(Self {
+            descs: (0..nbuffers as u32).map(BufferDesc::new).collect(),
+            arena,
+            mapping: Mapping::new(nbuffers, config.buffer_mapping_partitions),
+            clock: clock::Clock::new(nbuffers),
+            io_wait: io_wait::IoWait::new(),
+            smgr,
+            wal,
+            page_size,
+        })
+    }
+
+    pub fn nbuffers(&self) -> usize {
+        self.descs.len()
+    }
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+    pub fn smgr(&self) -> &Arc<Smgr> {
+        &self.smgr
+    }
+    pub fn huge_pages(&self) -> HugePageUse {
+        self.arena.huge_pages()
+    }
+    /// The I/O counters.
+    pub fn stats(&self) -> IoStatsSnapshot {
+        self.smgr.stats().snapshot()
+    }
+    /// (completed passes, next buffer) of the clock hand.
+    pub fn clock_position(&self) -> (u64, u64) {
+        self.clock.position()
+    }
+    /// Buffers handed out by replacement so far (the bgwriter's demand estimate).
+    pub fn allocations(&self) -> u64 {
+        self.clock.allocations()
+    }
+    /// Start of page memory; for the raw-memory baseline of `bufpool experiment pool` only.
+    pub fn arena_base(&self) -> *const u8 {
+        self.arena.base()
+    }
+
+    /// Page bytes of buffer `id`.
+    ///
+    /// # Safety
+    /// The caller holds a pin and the content lock (either mode) for as long as the slice
+    /// lives, and no `&mut` to the same frame exists meanwhile.
+    #[inline]
+    unsafe fn page_slice(&self, id: u32) -> &[u8] {
+        // SAFETY: frame(id) points at page_size bytes inside the arena (id < nbuffers);
+        // aliasing is excluded by the caller's content lock per this function's contract.
+        unsafe { std::slice::from_raw_parts(self.arena.frame(id), self.page_size) }
+    }
+
+    /// Mutable page bytes of buffer `id`.
+    ///
+    /// # Safety
+    /// The caller holds a pin and the exclusive content lock for as long as the slice lives,
+    /// and creates no other reference to the frame meanwhile.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn page_slice_mut(&self, id: u32) -> &mut [u8] {
+        // SAFETY: in bounds as above; uniqueness from the exclusive content lock.
+        unsafe { std::slice::from_raw_parts_mut(self.arena.frame(id), self.page_size) }
+    }
+
+    /// Creates a relation fork on storage.
+    pub fn create_relation(&self, rel: RelFileId, fork: ForkNumber) -> BufferResult<()> {
+        Ok(self.smgr.create(rel, fork)?)
+    }
+
+    /// Number of blocks of a relation fork.
+    pub fn nblocks(&self, rel: RelFileId, fork: ForkNumber) -> BufferResult<BlockNumber> {
+        Ok(self.smgr.nblocks(rel, fork)?)
+    }
+
+    /// Reads a page into the pool (or finds it there) and returns it pinned.
+    #[inline]
+    pub fn read(&self, tag: BufferTag) -> BufferResult<BufferRef<'_>> {
+        self.read_in(tag, IoContext::Normal)
+    }
+
+    /// [`BufferPool::read`], counting I/O under `context`.
+    #[inline]
+    pub fn read_in(&self, tag: BufferTag, context: IoContext) -> BufferResult<BufferRef<'_>> {
+        let hash = tag.hash64();
+        if let Some(id) = self.mapping.lookup_optimistic(&self.descs, &tag, hash) {
+            let d = &self.descs[id as usize];
+            let s = d.pin();
+            if s & TAG_VALID != 0 && d.tag_is(&tag) {
+                if s & VALID != 0 {
+                    self.smgr.stats().count(context, IoOp::Hit, 1);
+                    return Ok(BufferRef { pool: self, id });
+                }
+                return self.finish_load(id, tag, context, Fill::Read);
+            }
+            d.unpin();
+        }
+        self.load(tag, hash, context, Fill::Read)
+    }
+
+    /// Adds a zeroed page at the end of a relation fork and returns it pinned; its block
+    /// number is `tag().block`.
+    pub fn extend(&self, rel: RelFileId, fork: ForkNumber) -> BufferResult<BufferRef<'_>> {
+        self.extend_in(rel, fork, IoContext::Normal)
+    }
+
+    /// [`BufferPool::extend`], counting I/O under `context`.
+    pub fn extend_in(&self, rel: RelFileId, fork: ForkNumber, context: IoContext) -> BufferResult<BufferRef<'_>> {
+        let zero = AlignedBuf::zeroed(self.page_size);
+        let block = self.smgr.extend(rel, fork, &[zero.as_slice()], context)?;
+        let tag = BufferTag::new(rel, fork, block);
+        self.load(tag, tag.hash64(), context, Fill::Zero)
+    }
+
+    /// Miss path: find or load `tag`, returning it pinned.
+    fn load(&self, tag: BufferTag, hash: u64, context: IoContext, fill: Fill) -> BufferResult<BufferRef<'_>> {
+        let partition = self.mapping.partition_of(hash);
+        loop {
+            {
+                let _p = self.mapping.lock_shared(partition);
+                if let Some(id) = self.mapping.lookup_locked(&self.descs, &tag, hash) {
+                    self.descs[id as usize].pin();
+                    drop(_p);
+                    return self.finish_load(id, tag, context, fill);
+                }
+            }
+            let (victim, vstate) = self
+                .clock
+                .victim(&self.descs)
+                .map_err(|_| BufferError::AllPinned { nbuffers: self.descs.len(), tag })?;
+            let vd = &self.descs[victim as usize];
+            if vstate & DIRTY != 0 {
+                if !vd.content_lock.try_lock_shared() {
+                    vd.unpin();
+                    continue;
+                }
+                let r = self.flush_locked(victim, context);
+                // SAFETY: taken by the successful try_lock_shared above.
+                unsafe { vd.content_lock.unlock_shared() };
+                if let Err(e) = r {
+                    vd.unpin();
+                    return Err(e);
+                }
+            }
+            // Our pin keeps the victim's tag stable: nobody else can retag it.
+            let old_valid = vstate & TAG_VALID != 0;
+            let old_tag = vd.tag();
+            let old_hash = old_tag.hash64();
+            let old_partition = self.mapping.partition_of(old_hash);
+            let (_g1, _g2) = if old_valid && old_partition != partition {
+                let (lo, hi) = (partition.min(old_partition), partition.max(old_partition));
+                let a = self.mapping.lock_exclusive(lo);
+                let b = self.mapping.lock_exclusive(hi);
+                (a, Some(b))
+            } else {
+                (self.mapping.lock_exclusive(partition), None)
+            };
+            if let Some(existing) = self.mapping.lookup_locked(&self.descs, &tag, hash) {
+                // Someone loaded the page while we looked for a victim: use theirs.
+                self.descs[existing as usize].pin();
+                drop((_g1, _g2));
+                vd.unpin();
+                return self.finish_load(existing, tag, context, fill);
+            }
+            let s = vd.lock_header();
+            if refcount(s) != 1 || s & DIRTY != 0 || s & IO_IN_PROGRESS != 0 {
+                // Pinned or dirtied by someone who found it under its old tag: try another.
+                vd.unlock_header(s);
+                drop((_g1, _g2));
+                vd.unpin();
+                continue;
+            }
+            if old_valid {
+                let removed = self.mapping.remove_locked(&self.descs, victim, old_hash);
+                debug_assert!(removed, "victim {victim} was not on its mapping chain");
+                if s & VALID != 0 {
+                    self.smgr.stats().count(context, IoOp::Eviction, 1);
+                }
+            }
+            vd.set_tag(&tag);
+            self.mapping.insert_locked(&self.descs, victim, hash);
+            vd.unlock_header((s & REFCOUNT_MASK) | USAGE_ONE | TAG_VALID | IO_IN_PROGRESS);
+            drop((_g1, _g2));
+            return self.do_load_io(victim, tag, context, fill);
+        }
+    }
+
+    /// A pinned buffer mapped to `tag` that may not be VALID yet: wait for the loader, or
+    /// load it ourselves if the last attempt failed.
+    fn finish_load(&self, id: u32, tag: BufferTag, context: IoContext, fill: Fill) -> BufferResult<BufferRef<'_>> {
+        let d = &self.descs[id as usize];
+        loop {
+            let s = d.load_state();
+            if s & VALID != 0 {
+                self.smgr.stats().count(context, IoOp::Hit, 1);
+                return Ok(BufferRef { pool: self, id });
+            }
+            if s & IO_IN_PROGRESS != 0 {
+                self.io_wait.wait(d);
+                continue;
+            }
+            let s = d.lock_header();
+            if s & (VALID | IO_IN_PROGRESS) != 0 {
+                d.unlock_header(s);
+                continue;
+            }
+            d.unlock_header(s | IO_IN_PROGRESS);
+            return self.do_load_io(id, tag, context, fill);
+        }
+    }
+
+    /// Performs the read (or zero fill) of a buffer whose IO_IN_PROGRESS this thread set.
+    fn do_load_io(&self, id: u32, tag: BufferTag, context: IoContext, fill: Fill) -> BufferResult<BufferRef<'_>> {
+        let d = &self.descs[id as usize];
+        // Uncontended: no BufferRef to a !VALID buffer exists, so nobody holds this lock.
+        d.content_lock.lock_exclusive();
+        // SAFETY: pinned by us, content lock held exclusively (just taken), slice dropped
+        // before the lock is released below.
+        let frame = unsafe { self.page_slice_mut(id) };
+        let result = match fill {
+            Fill::Zero => {
+                frame.fill(0);
+                Ok(())
+            }
+            Fill::Read => self.smgr.read(&tag, frame, context).map_err(BufferError::from).and_then(|()| {
+                page::verify(frame, &tag).map_err(|problem| BufferError::Corrupt {
+                    tag,
+                    path: self.smgr.segment_path(tag.rel, tag.fork, tag.block / self.smgr.segment_blocks()),
+                    problem,
+                })
+            }),
+        };
+        // SAFETY: taken above; `frame` is not used after this point.
+        unsafe { d.content_lock.unlock_exclusive() };
+        let s = d.lock_header();
+        debug_assert!(s & IO_IN_PROGRESS != 0 && s & VALID == 0, "{}", describe(s));
+        match result {
+            Ok(()) => {
+                d.unlock_header((s & !(IO_IN_PROGRESS | IO_ERROR)) | VALID);
+                self.io_wait.wake(d);
+                Ok(BufferRef { pool: self, id })
+            }
+            Err(e) => {
+                d.unlock_header((s & !IO_IN_PROGRESS) | IO_ERROR);
+                self.io_wait.wake(d);
+                d.unpin();
+                Err(e)
+            }
+        }
+    }
+
+    /// The one write path. The caller holds a pin and the content lock (shared or
+    /// exclusive) of buffer `id`. Writes the page if it is dirty; returns whether it wrote.
+    pub(crate) fn flush_locked(&self, id: u32, context: IoContext) -> BufferResult<bool> {
+        let d = &self.descs[id as usize];
+        loop {
+            let s = d.lock_header();
+            if s & DIRTY == 0 || s & VALID == 0 {
+                d.unlock_header(s);
+                return Ok(false);
+            }
+            if s & IO_IN_PROGRESS != 0 {
+                d.unlock_header(s);
+                self.io_wait.wait(d);
+                continue;
+            }
+            d.unlock_header((s | IO_IN_PROGRESS) & !JUST_DIRTIED);
+            break;
+        }
+        let tag = d.tag();
+        let result = WRITE_SCRATCH.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let scratch = slot.get_or_insert_with(|| AlignedBuf::zeroed(MAX_PAGE_SIZE));
+            let copy = &mut scratch.as_mut_slice()[..self.page_size];
+            // SAFETY: the caller holds the pin and the content lock, so the frame is not
+            // being changed; the shared slice lives only for this copy.
+            copy.copy_from_slice(unsafe { self.page_slice(id) });
+            let lsn = page::lsn(copy);
+            self.wal
+                .flush(lsn)
+                .map_err(|message| BufferError::WalFlush { tag, lsn, message })?;
+            page::set_checksum(copy, &tag);
+            self.smgr.write(&tag, copy, context).map_err(BufferError::from)
+        });
+        let s = d.lock_header();
+        match result {
+            Ok(()) => {
+                let mut new = s & !(IO_IN_PROGRESS | IO_ERROR);
+                if s & JUST_DIRTIED == 0 {
+                    new &= !(DIRTY | CHECKPOINT_NEEDED);
+                }
+                d.unlock_header(new);
+                self.io_wait.wake(d);
+                Ok(true)
+            }
+            Err(e) => {
+                d.unlock_header((s & !IO_IN_PROGRESS) | IO_ERROR);
+                self.io_wait.wake(d);
+                Err(e)
+            }
+        }
+    }
+
+    /// Pins buffer `id` if it still holds a page accepted by `want` (checked under the
+    /// header lock). Used by scans over all buffers; does not add usage credit.
+    fn pin_if(&self, id: u32, want: impl Fn(&BufferTag, u64) -> bool) -> Option<BufferRef<'_>> {
+        let d = &self.descs[id as usize];
+        let hint = d.load_state();
+        if hint & TAG_VALID == 0 || !want(&d.tag(), hint) {
+            return None;
+        }
+        let s = d.lock_header();
+        if s & TAG_VALID == 0 || !want(&d.tag(), s) {
+            d.unlock_header(s);
+            return None;
+        }
+        d.unlock_header(s + REFCOUNT_ONE);
+        Some(BufferRef { pool: self, id })
+    }
+
+    fn flush_matching(&self, want: impl Fn(&BufferTag) -> bool + Copy) -> BufferResult<usize> {
+        let mut written = 0;
+        for id in 0..self.descs.len() as u32 {
+            let dirty_valid = |t: &BufferTag, s: u64| s & (DIRTY | VALID) == (DIRTY | VALID) && want(t);
+            if let Some(b) = self.pin_if(id, dirty_valid) {
+                let _g = b.read();
+                if self.flush_locked(id, IoContext::Normal)? {
+                    written += 1;
+                }
+            }
+        }
+        Ok(written)
+    }
+
+    /// Writes every dirty page of a relation (all forks). Returns the pages written.
+    pub fn flush_relation(&self, rel: RelFileId) -> BufferResult<usize> {
+        self.flush_matching(|t| t.rel == rel)
+    }
+
+    /// Writes every dirty page. Returns the pages written. Holds no lock across buffers.
+    pub fn flush_all(&self) -> BufferResult<usize> {
+        self.flush_matching(|_| true)
+    }
+
+    /// fsyncs every segment written since its last fsync.
+    pub fn sync(&self) -> BufferResult<usize> {
+        Ok(self.smgr.sync()?)
+    }
+
+    /// Discards the buffers of `rel` (one fork or all) from block `from` on, dirty or not,
+    /// and returns them to the free list: for dropping or truncating a relation. Fails if
+    /// one of them stays pinned.
+    pub fn drop_buffers(&self, rel: RelFileId, fork: Option<ForkNumber>, from: BlockNumber) -> BufferResult<usize> {
+        let want = |t: &BufferTag| t.rel == rel && fork.is_none_or(|f| f == t.fork) && t.block >= from;
+        let mut dropped = 0;
+        for id in 0..self.descs.len() as u32 {
+            let d = &self.descs[id as usize];
+            let mut tries = 0;
+            loop {
+                let tag = d.tag();
+                if d.load_state() & TAG_VALID == 0 || !want(&tag) {
+                    break;
+                }
+                let hash = tag.hash64();
+                let _p = self.mapping.lock_exclusive(self.mapping.partition_of(hash));
+                let s = d.lock_header();
+                if s & TAG_VALID == 0 || !d.tag_is(&tag) {
+                    d.unlock_header(s);
+                    continue;
+                }
+                if refcount(s) > 0 || s & IO_IN_PROGRESS != 0 {
+                    d.unlock_header(s);
+                    drop(_p);
+                    tries += 1;
+                    if tries > DROP_PIN_RETRIES {
+                        return Err(BufferError::Pinned { tag, state: describe(s) });
+                    }
+                    std::thread::yield_now();
+                    continue;
+                }
+                let removed = self.mapping.remove_locked(&self.descs, id, hash);
+                debug_assert!(removed);
+                d.unlock_header(0);
+                drop(_p);
+                self.clock.push_free(id);
+                dropped += 1;
+                break;
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Drops a relation: discards its buffers and unlinks all its forks.
+    pub fn drop_relation(&self, rel: RelFileId) -> BufferResult<()> {
+        self.drop_buffers(rel, None, 0)?;
+        for fork in ForkNumber::ALL {
+            if self.smgr.exists(rel, fork)? {
+                self.smgr.unlink(rel, fork)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cuts a fork to `nblocks`, discarding buffers past the new end.
+    pub fn truncate_relation(&self, rel: RelFileId, fork: ForkNumber, nblocks: BlockNumber) -> BufferResult<()> {
+        self.drop_buffers(rel, Some(fork), nblocks)?;
+        Ok(self.smgr.truncate(rel, fork, nblocks)?)
+    }
+
+    /// How many buffers are in each state (a snapshot; not atomic across buffers).
+    pub fn usage_summary(&self) -> UsageSummary {
+        let mut u = UsageSummary::default();
+        for d in self.descs.iter() {
+            let s = d.load_state();
+            if s & VALID != 0 {
+                u.valid += 1;
+            }
+            if s & DIRTY != 0 {
+                u.dirty += 1;
+            }
+            if refcount(s) > 0 {
+                u.pinned += 1;
+            }
+        }
+        u
+    }
+
+    /// Checks the pool's invariants; meant for tests and debugging, with no thread using
+    /// the pool (it does not lock). Returns a description of every violation.
+    pub fn check_invariants(&self) -> Result<(), Vec<String>> {
+        let mut problems = Vec::new();
+        let mut seen_tags = std::collections::HashMap::new();
+        let mut on_chain = vec![false; self.descs.len()];
+        for (bucket, id) in self.mapping.entries(&self.descs) {
+            let d = &self.descs[id as usize];
+            let s = d.load_state();
+            let tag = d.tag();
+            if on_chain[id as usize] {
+                problems.push(format!("buffer {id} is on two mapping chains"));
+            }
+            on_chain[id as usize] = true;
+            if s & TAG_VALID == 0 {
+                problems.push(format!("buffer {id} is mapped without TAG_VALID ({})", describe(s)));
+            }
+            if self.mapping.bucket_of(tag.hash64()) != bucket {
+                problems.push(format!("buffer {id} ({tag}) is on the wrong chain"));
+            }
+            if let Some(other) = seen_tags.insert(tag, id) {
+                problems.push(format!("{tag} is mapped to buffers {other} and {id}"));
+            }
+        }
+        for d in self.descs.iter() {
+            let s = d.load_state();
+            if s & TAG_VALID != 0 && !on_chain[d.id as usize] {
+                problems.push(format!("buffer {} has TAG_VALID but is not mapped", d.id));
+            }
+            if s & (LOCKED | IO_IN_PROGRESS) != 0 || refcount(s) != 0 {
+                problems.push(format!("buffer {} is not idle: {}", d.id, describe(s)));
+            }
+            if s & DIRTY != 0 && s & VALID == 0 {
+                problems.push(format!("buffer {} is dirty but not valid", d.id));
+            }
+            if usage(s) > USAGE_COUNT_MAX {
+                problems.push(format!("buffer {} has usage count {}", d.id, usage(s)));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+/// Counts of buffers by state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UsageSummary {
+    pub valid: usize,
+    pub dirty: usize,
+    pub pinned: usize,
+}

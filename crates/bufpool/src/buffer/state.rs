@@ -1,0 +1,111 @@
+//! The buffer state word: reference count, usage count and flags packed in one `u64`, so a
+//! pin is one compare-and-swap.
+//!
+//! ```text
+//! bits  0..32  reference count (pins, all threads)
+//! bits 32..36  usage count, 0..=USAGE_COUNT_MAX (clock-sweep "recently used" credit)
+//! bit  40      LOCKED            buffer header lock (short critical sections, spun on)
+//! bit  41      DIRTY             page differs from storage
+//! bit  42      VALID             page contents are loaded and usable
+//! bit  43      TAG_VALID         the tag names a page and the mapping table points here
+//! bit  44      IO_IN_PROGRESS    a read or write of this page is under way
+//! bit  45      IO_ERROR          the last I/O failed
+//! bit  46      JUST_DIRTIED      dirtied since the current write started
+//! bit  47      CHECKPOINT_NEEDED must be written by the checkpoint in progress
+//! ```
+//!
+//! States and transitions (function that performs each):
+//! - free: TAG_VALID clear, refcount 0 → (retag in `BufferPool::load`) → mapped and
+//!   IO_IN_PROGRESS, pinned by the loader.
+//! - mapped, IO_IN_PROGRESS, !VALID → (`complete_read`) VALID | or (`abort_io`) IO_ERROR.
+//! - VALID → (`mark_dirty`) VALID | DIRTY | JUST_DIRTIED.
+//! - DIRTY → (`start_write`) IO_IN_PROGRESS, JUST_DIRTIED cleared → (`complete_write`)
+//!   DIRTY cleared unless JUST_DIRTIED was set again | (`abort_io`) IO_ERROR, still DIRTY.
+//! - refcount 0, usage 0, !DIRTY, unlocked → (sweep pins it, retag) a new tag.
+//! - any mapped, refcount 0 → (`invalidate`) free.
+//!
+//! Invariants: a buffer with refcount > 0 is never retagged or invalidated (retag needs
+//! refcount == 1, the evictor's own pin, checked under the header lock); IO_IN_PROGRESS is
+//! only set by a thread holding a pin; a !VALID buffer is never DIRTY; the usage count
+//! never exceeds `USAGE_COUNT_MAX`.
+
+/// One pin.
+pub const REFCOUNT_ONE: u64 = 1;
+pub const REFCOUNT_MASK: u64 = 0xFFFF_FFFF;
+/// One unit of usage count.
+pub const USAGE_ONE: u64 = 1 << 32;
+pub const USAGE_SHIFT: u32 = 32;
+pub const USAGE_MASK: u64 = 0xF << USAGE_SHIFT;
+/// Usage count cap: PostgreSQL's BM_MAX_USAGE_COUNT. Higher values let hot pages survive
+/// more sweep passes, but make the sweep slower to find victims when all pages are hot.
+pub const USAGE_COUNT_MAX: u64 = 5;
+
+pub const LOCKED: u64 = 1 << 40;
+pub const DIRTY: u64 = 1 << 41;
+pub const VALID: u64 = 1 << 42;
+pub const TAG_VALID: u64 = 1 << 43;
+pub const IO_IN_PROGRESS: u64 = 1 << 44;
+pub const IO_ERROR: u64 = 1 << 45;
+pub const JUST_DIRTIED: u64 = 1 << 46;
+pub const CHECKPOINT_NEEDED: u64 = 1 << 47;
+
+const _: () = assert!(USAGE_COUNT_MAX < 16, "usage count must fit its 4 bits");
+const _: () = assert!(REFCOUNT_MASK & USAGE_MASK == 0 && USAGE_MASK & LOCKED == 0);
+
+#[inline]
+pub fn refcount(s: u64) -> u64 {
+    s & REFCOUNT_MASK
+}
+
+#[inline]
+pub fn usage(s: u64) -> u64 {
+    (s & USAGE_MASK) >> USAGE_SHIFT
+}
+
+/// The state after one more pin: refcount + 1 and usage + 1 up to the cap.
+#[inline]
+pub fn pinned(s: u64) -> u64 {
+    let s = s + REFCOUNT_ONE;
+    if usage(s) < USAGE_COUNT_MAX {
+        s + USAGE_ONE
+    } else {
+        s
+    }
+}
+
+/// Human-readable flags, for errors and `check_invariants` messages.
+pub fn describe(s: u64) -> String {
+    let mut out = format!("refcount={} usage={}", refcount(s), usage(s));
+    for (bit, name) in [
+        (LOCKED, "LOCKED"),
+        (DIRTY, "DIRTY"),
+        (VALID, "VALID"),
+        (TAG_VALID, "TAG_VALID"),
+        (IO_IN_PROGRESS, "IO_IN_PROGRESS"),
+        (IO_ERROR, "IO_ERROR"),
+        (JUST_DIRTIED, "JUST_DIRTIED"),
+        (CHECKPOINT_NEEDED, "CHECKPOINT_NEEDED"),
+    ] {
+        if s & bit != 0 {
+            out.push(' ');
+            out.push_str(name);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pin_caps_usage_and_counts_refs() {
+        let mut s = 0;
+        for _ in 0..10 {
+            s = pinned(s);
+        }
+        assert_eq!(refcount(s), 10);
+        assert_eq!(usage(s), USAGE_COUNT_MAX);
+        assert_eq!(describe(s | DIRTY | VALID), "refcount=10 usage=5 DIRTY VALID");
+    }
+}

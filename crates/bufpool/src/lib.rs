@@ -1,0 +1,41 @@
+//! bufpool: an embeddable, PostgreSQL-grade database buffer manager.
+//!
+//! Layers, bottom up (nothing imports upward): [`vfs`] (the only door to the OS),
+//! [`smgr`] (relation files in segments), [`page`] (header and checksum), [`buffer`] (the
+//! shared pool), with [`stats`] counting I/O like pg_stat_io and [`config`] holding knobs.
+//! See docs/ARCHITECTURE.md for the map and the rules that hold everywhere.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId};
+//!
+//! let mut config = Config::default();
+//! config.set("shared_buffers", "64MB").unwrap();
+//! let pool = BufferPool::open(Arc::new(RealVfs::new()), "db".as_ref(), &config, true).unwrap();
+//! let rel = RelFileId::new(0, 16384);
+//! pool.create_relation(rel, ForkNumber::Main).unwrap();
+//! let page = pool.extend(rel, ForkNumber::Main).unwrap();
+//! page.write()[100] = 42; // marks the buffer dirty
+//! drop(page);
+//! let page = pool.read(BufferTag::new(rel, ForkNumber::Main, 0)).unwrap();
+//! assert_eq!(page.read()[100], 42);
+//! drop(page);
+//! pool.flush_all().unwrap();
+//! pool.sync().unwrap();
+//! ```
+
+pub mod buffer;
+pub mod config;
+pub mod page;
+pub mod smgr;
+pub mod stats;
+pub mod sync;
+pub mod types;
+pub mod vfs;
+
+pub use buffer::{BufferError, BufferPool, BufferRef, NoWal, PageReadGuard, PageWriteGuard, WalFlush};
+pub use config::{Config, ConfigError, HugePages, PoolSize};
+pub use smgr::{Smgr, SmgrError, SmgrOptions};
+pub use stats::{IoContext, IoOp, IoStats, IoStatsSnapshot, IoWriter};
+pub use types::{BlockNumber, BufferTag, ForkNumber, Lsn, RelFileId};
+pub use vfs::{FaultKind, FaultOp, FaultRule, FaultVfs, MemVfs, OpenOptions, RealVfs, Vfs, VfsFile};

@@ -1,0 +1,70 @@
+//! Storage-manager errors: each names the file, the block where there is one, and keeps the
+//! OS error (errno) as its source.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::types::{BlockNumber, BufferTag};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SmgrError {
+    #[error("data directory {dir} is in use by process {pid} (lock file {lock}); stop that process first")]
+    DirectoryLocked { dir: PathBuf, lock: PathBuf, pid: String },
+    #[error("data directory {dir}: {problem}")]
+    Directory { dir: PathBuf, problem: String },
+    #[error("{op} {path}: {source}")]
+    File {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("reading {tag} from {path}: {source}")]
+    Read {
+        tag: BufferTag,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("reading {tag} from {path}: read only {got} of {want} bytes (file truncated or block beyond its end)")]
+    ShortRead { tag: BufferTag, path: PathBuf, got: usize, want: usize },
+    #[error("writing {tag} to {path}: {source}")]
+    Write {
+        tag: BufferTag,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("writing {tag} to {path}: wrote only {got} of {want} bytes (check free disk space)")]
+    ShortWrite { tag: BufferTag, path: PathBuf, got: usize, want: usize },
+    #[error("fsync of {path} failed: {source}; data written since the last checkpoint must be recovered from the WAL")]
+    Fsync {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("an earlier fsync of {path} failed ({first}); durability can no longer be promised: reopen the data directory to recover")]
+    FsyncLatched { path: PathBuf, first: String },
+    #[error("block {block} is beyond the largest block number a relation may have")]
+    BlockOutOfRange { block: BlockNumber },
+}
+
+impl SmgrError {
+    /// The OS error number behind this error, if there is one.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            SmgrError::File { source, .. }
+            | SmgrError::Read { source, .. }
+            | SmgrError::Write { source, .. }
+            | SmgrError::Fsync { source, .. } => source.raw_os_error(),
+            _ => None,
+        }
+    }
+}
+
+pub type SmgrResult<T> = Result<T, SmgrError>;
+
+/// Wraps an OS error from a whole-file operation with the operation and the path.
+pub(crate) fn file_err<'a>(op: &'static str, path: &'a std::path::Path) -> impl FnOnce(io::Error) -> SmgrError + 'a {
+    move |source| SmgrError::File { op, path: path.to_path_buf(), source }
+}

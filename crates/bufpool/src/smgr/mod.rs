@@ -1,0 +1,568 @@
+//! Storage manager: relation files in segments under tablespace directories.
+//!
+//! Owns: the data directory (its lock and metadata files), open segment files, the cached
+//! size of each relation fork, and the fsync request queue.
+//! Layout: `<dir>/base/<tablespace>/<relation><fork suffix>[.<segno>]`, PostgreSQL's naming:
+//! fork suffixes `_fsm`, `_vm`, `_init`; segment 0 has no number. Each segment holds
+//! `segment_blocks` pages; a fork's size is the full segments plus the last one's pages.
+//! Invariants: this process is the only one with the directory open (flock on
+//! `bufpool.lock`), so the cached fork sizes are exact; every write registers an fsync
+//! request for its segment (unless the file is O_DSYNC); every error names the path, the
+//! block and the OS error.
+//! Locks: `forks` (RwLock, map of open forks) → one fork's `segments` (RwLock) → its
+//! `extend_lock` is taken only by extend/truncate/unlink, before `segments`. No lock is held
+//! across a read or write system call except a fork's extend lock during extension.
+
+mod dir;
+mod error;
+mod fsync;
+
+pub use error::{SmgrError, SmgrResult};
+use error::file_err;
+pub use fsync::SegmentId;
+
+use std::collections::HashMap;
+use std::io::{IoSlice, IoSliceMut};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::config::Config;
+use crate::stats::{IoContext, IoOp, IoStats};
+use crate::sync::{Arc, AtomicU32, Mutex, Ordering, RwLock};
+use crate::types::{BlockNumber, BufferTag, ForkNumber, RelFileId, MAX_BLOCK_NUMBER};
+use crate::vfs::{OpenOptions, Vfs, VfsFile};
+
+/// Marks a fork size as not yet known.
+const NBLOCKS_UNKNOWN: u32 = u32::MAX;
+
+/// How to open a data directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmgrOptions {
+    /// Page size for a new directory; an existing one must match what it was created with.
+    pub block_size: usize,
+    /// Segment size for a new directory; an existing one must match.
+    pub segment_size: u64,
+    /// Create the directory if it has no metadata file yet.
+    pub create: bool,
+    /// Open data files with O_DIRECT.
+    pub direct: bool,
+    /// Open data files with O_DSYNC (every write durable; no fsync requests).
+    pub dsync: bool,
+}
+
+impl SmgrOptions {
+    pub fn from_config(config: &Config, create: bool) -> Self {
+        Self {
+            block_size: config.block_size,
+            segment_size: config.segment_size,
+            create,
+            direct: config.io_direct,
+            dsync: false,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Fork {
+    segments: RwLock<Vec<Arc<dyn VfsFile>>>,
+    nblocks: AtomicU32,
+    extend_lock: Mutex<()>,
+}
+
+/// The storage manager of one open data directory.
+#[derive(Debug)]
+pub struct Smgr {
+    vfs: Arc<dyn Vfs>,
+    dir: PathBuf,
+    block_size: usize,
+    segment_blocks: u32,
+    direct: bool,
+    dsync: bool,
+    forks: RwLock<HashMap<(RelFileId, ForkNumber), Arc<Fork>>>,
+    sync_queue: fsync::SyncQueue,
+    stats: Arc<IoStats>,
+    _lock: Arc<dyn VfsFile>,
+}
+
+impl Smgr {
+    /// Opens (or with `opts.create`, creates) a data directory.
+    pub fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: SmgrOptions) -> SmgrResult<Smgr> {
+        let exists = vfs.exists(&dir.join(dir::META_FILE)).map_err(file_err("checking", dir))?;
+        if !exists {
+            if !opts.create {
+                return Err(SmgrError::Directory {
+                    dir: dir.to_path_buf(),
+                    problem: "is not a bufpool data directory (no bufpool.meta); create it first"
+                        .into(),
+                });
+            }
+            vfs.create_dir_all(&dir.join("base")).map_err(file_err("creating", dir))?;
+        }
+        let lock = dir::lock_directory(&*vfs, dir)?;
+        let meta = if exists {
+            let meta = dir::read_meta(&*vfs, dir)?;
+            if meta.block_size != opts.block_size || meta.segment_size != opts.segment_size {
+                return Err(SmgrError::Directory {
+                    dir: dir.to_path_buf(),
+                    problem: format!(
+                        "was created with block_size={} and segment_size={}, but the \
+                         configuration asks for block_size={} and segment_size={}; these are \
+                         fixed at creation",
+                        meta.block_size, meta.segment_size, opts.block_size, opts.segment_size
+                    ),
+                });
+            }
+            meta
+        } else {
+            let meta = dir::Meta { block_size: opts.block_size, segment_size: opts.segment_size };
+            dir::write_meta(&*vfs, dir, &meta)?;
+            vfs.sync_dir(dir).map_err(file_err("fsync of directory", dir))?;
+            meta
+        };
+        Ok(Smgr {
+            vfs,
+            dir: dir.to_path_buf(),
+            block_size: meta.block_size,
+            segment_blocks: (meta.segment_size / meta.block_size as u64) as u32,
+            direct: opts.direct,
+            dsync: opts.dsync,
+            forks: RwLock::new(HashMap::new()),
+            sync_queue: fsync::SyncQueue::default(),
+            stats: Arc::new(IoStats::new()),
+            _lock: lock,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn block_size(&self) -> usize {
+        self.block_size
+    }
+    pub fn segment_blocks(&self) -> u32 {
+        self.segment_blocks
+    }
+    pub fn vfs(&self) -> &Arc<dyn Vfs> {
+        &self.vfs
+    }
+    /// The I/O counters this storage manager (and the pool above it) record into.
+    pub fn stats(&self) -> &Arc<IoStats> {
+        &self.stats
+    }
+
+    /// Directory of a tablespace.
+    pub fn tablespace_dir(&self, tablespace: u32) -> PathBuf {
+        self.dir.join("base").join(tablespace.to_string())
+    }
+
+    /// Path of one segment file.
+    pub fn segment_path(&self, rel: RelFileId, fork: ForkNumber, segno: u32) -> PathBuf {
+        let mut name = format!("{}{}", rel.relation, fork.suffix());
+        if segno > 0 {
+            name.push_str(&format!(".{segno}"));
+        }
+        self.tablespace_dir(rel.tablespace).join(name)
+    }
+
+    fn open_options(&self) -> OpenOptions {
+        OpenOptions { direct: self.direct, dsync: self.dsync, ..OpenOptions::read_write() }
+    }
+
+    fn fork(&self, rel: RelFileId, fork: ForkNumber) -> Arc<Fork> {
+        if let Some(f) = self.forks.read().get(&(rel, fork)) {
+            return f.clone();
+        }
+        self.forks
+            .write()
+            .entry((rel, fork))
+            .or_insert_with(|| {
+                Arc::new(Fork {
+                    segments: RwLock::new(Vec::new()),
+                    nblocks: AtomicU32::new(NBLOCKS_UNKNOWN),
+                    extend_lock: Mutex::new(()),
+                })
+            })
+            .clone()
+    }
+
+    /// The open segment `segno`, opening it (and those before it) if needed. With `create`,
+    /// missing segments are created (extension); otherwise a missing file is an error.
+    fn segment(
+        &self,
+        f: &Fork,
+        rel: RelFileId,
+        fork: ForkNumber,
+        segno: u32,
+        create: bool,
+    ) -> SmgrResult<Arc<dyn VfsFile>> {
+        if let Some(s) = f.segments.read().get(segno as usize) {
+            return Ok(s.clone());
+        }
+        let mut segs = f.segments.write();
+        while segs.len() <= segno as usize {
+            let n = segs.len() as u32;
+            let path = self.segment_path(rel, fork, n);
+            let mut opts = self.open_options();
+            opts.create = create;
+            let file = self.vfs.open(&path, opts).map_err(file_err("opening", &path))?;
+            segs.push(file);
+        }
+        Ok(segs[segno as usize].clone())
+    }
+
+    /// Creates a relation fork (an empty segment 0). Fails if it exists.
+    pub fn create(&self, rel: RelFileId, fork: ForkNumber) -> SmgrResult<()> {
+        let ts = self.tablespace_dir(rel.tablespace);
+        let new_ts = !self.vfs.exists(&ts).map_err(file_err("checking", &ts))?;
+        if new_ts {
+            self.vfs.create_dir_all(&ts).map_err(file_err("creating tablespace directory", &ts))?;
+            let base = self.dir.join("base");
+            self.vfs.sync_dir(&base).map_err(file_err("fsync of directory", &base))?;
+        }
+        let path = self.segment_path(rel, fork, 0);
+        let opts = OpenOptions { create_new: true, create: true, ..self.open_options() };
+        let file = self.vfs.open(&path, opts).map_err(file_err("creating", &path))?;
+        self.vfs.sync_dir(&ts).map_err(file_err("fsync of directory", &ts))?;
+        let f = self.fork(rel, fork);
+        let mut segs = f.segments.write();
+        segs.clear();
+        segs.push(file);
+        f.nblocks.store(0, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether a relation fork exists on disk.
+    pub fn exists(&self, rel: RelFileId, fork: ForkNumber) -> SmgrResult<bool> {
+        let path = self.segment_path(rel, fork, 0);
+        self.vfs.exists(&path).map_err(file_err("checking", &path))
+    }
+
+    /// Number of blocks in a relation fork.
+    pub fn nblocks(&self, rel: RelFileId, fork: ForkNumber) -> SmgrResult<BlockNumber> {
+        let f = self.fork(rel, fork);
+        let cached = f.nblocks.load(Ordering::Acquire);
+        if cached != NBLOCKS_UNKNOWN {
+            return Ok(cached);
+        }
+        let _ext = f.extend_lock.lock();
+        self.nblocks_locked(&f, rel, fork)
+    }
+
+    fn nblocks_locked(&self, f: &Fork, rel: RelFileId, fork: ForkNumber) -> SmgrResult<u32> {
+        let cached = f.nblocks.load(Ordering::Acquire);
+        if cached != NBLOCKS_UNKNOWN {
+            return Ok(cached);
+        }
+        let mut segno = 0u32;
+        let total = loop {
+            if segno > 0 {
+                let path = self.segment_path(rel, fork, segno);
+                if !self.vfs.exists(&path).map_err(file_err("checking", &path))? {
+                    break segno as u64 * u64::from(self.segment_blocks);
+                }
+            }
+            let file = self.segment(f, rel, fork, segno, false)?;
+            let len = file.len().map_err(file_err("reading size of", file.path()))?;
+            let blocks = len / self.block_size as u64;
+            if blocks < u64::from(self.segment_blocks) {
+                break segno as u64 * u64::from(self.segment_blocks) + blocks;
+            }
+            segno += 1;
+        };
+        let total = u32::try_from(total).unwrap_or(MAX_BLOCK_NUMBER).min(MAX_BLOCK_NUMBER);
+        f.nblocks.store(total, Ordering::Release);
+        Ok(total)
+    }
+
+    fn locate(&self, block: BlockNumber) -> (u32, u64) {
+        let segno = block / self.segment_blocks;
+        let off = u64::from(block % self.segment_blocks) * self.block_size as u64;
+        (segno, off)
+    }
+
+    /// Reads one page.
+    pub fn read(&self, tag: &BufferTag, buf: &mut [u8], context: IoContext) -> SmgrResult<()> {
+        debug_assert_eq!(buf.len(), self.block_size);
+        let f = self.fork(tag.rel, tag.fork);
+        let (segno, off) = self.locate(tag.block);
+        let file = self.segment(&f, tag.rel, tag.fork, segno, false).map_err(|e| match e {
+            SmgrError::File { path, source, .. } => SmgrError::Read { tag: *tag, path, source },
+            e => e,
+        })?;
+        let start = Instant::now();
+        let got = file.read_at(buf, off).map_err(|source| SmgrError::Read {
+            tag: *tag,
+            path: file.path().to_path_buf(),
+            source,
+        })?;
+        self.stats.count_timed(context, IoOp::Read, 1, start.elapsed());
+        if got != buf.len() {
+            return Err(SmgrError::ShortRead {
+                tag: *tag,
+                path: file.path().to_path_buf(),
+                got,
+                want: buf.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads consecutive pages starting at `first` into `bufs` (one page each), with one
+    /// vectored read per segment touched.
+    pub fn readv(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        first: BlockNumber,
+        bufs: &mut [&mut [u8]],
+        context: IoContext,
+    ) -> SmgrResult<()> {
+        let f = self.fork(rel, fork);
+        let mut done = 0usize;
+        while done < bufs.len() {
+            let block = first + done as u32;
+            let (segno, off) = self.locate(block);
+            let room = (self.segment_blocks - block % self.segment_blocks) as usize;
+            let n = room.min(bufs.len() - done);
+            let tag = BufferTag::new(rel, fork, block);
+            let file = self.segment(&f, rel, fork, segno, false)?;
+            let mut iov: Vec<IoSliceMut<'_>> =
+                bufs[done..done + n].iter_mut().map(|b| IoSliceMut::new(b)).collect();
+            let want = n * self.block_size;
+            let start = Instant::now();
+            let got = file.read_vectored_at(&mut iov, off).map_err(|source| SmgrError::Read {
+                tag,
+                path: file.path().to_path_buf(),
+                source,
+            })?;
+            self.stats.count_timed(context, IoOp::Read, n as u64, start.elapsed());
+            if got != want {
+                let tag = BufferTag::new(rel, fork, block + (got / self.block_size) as u32);
+                return Err(SmgrError::ShortRead {
+                    tag,
+                    path: file.path().to_path_buf(),
+                    got: got % self.block_size,
+                    want: self.block_size,
+                });
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Writes one page over an existing block (or at the end; see `extend`).
+    pub fn write(&self, tag: &BufferTag, buf: &[u8], context: IoContext) -> SmgrResult<()> {
+        self.writev(tag.rel, tag.fork, tag.block, &[buf], context)
+    }
+
+    /// Writes consecutive pages starting at `first`, one vectored write per segment.
+    pub fn writev(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        first: BlockNumber,
+        bufs: &[&[u8]],
+        context: IoContext,
+    ) -> SmgrResult<()> {
+        self.writev_op(rel, fork, first, bufs, context, IoOp::Write, false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn writev_op(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        first: BlockNumber,
+        bufs: &[&[u8]],
+        context: IoContext,
+        op: IoOp,
+        create: bool,
+    ) -> SmgrResult<()> {
+        let f = self.fork(rel, fork);
+        let mut done = 0usize;
+        while done < bufs.len() {
+            let block = first + done as u32;
+            let (segno, off) = self.locate(block);
+            let room = (self.segment_blocks - block % self.segment_blocks) as usize;
+            let n = room.min(bufs.len() - done);
+            let tag = BufferTag::new(rel, fork, block);
+            let file = self.segment(&f, rel, fork, segno, create).map_err(|e| match e {
+                SmgrError::File { path, source, .. } => SmgrError::Write { tag, path, source },
+                e => e,
+            })?;
+            let want = n * self.block_size;
+            let start = Instant::now();
+            let got = if n == 1 {
+                file.write_at(bufs[done], off)
+            } else {
+                let iov: Vec<IoSlice<'_>> =
+                    bufs[done..done + n].iter().map(|b| IoSlice::new(b)).collect();
+                file.write_vectored_at(&iov, off)
+            }
+            .map_err(|source| SmgrError::Write { tag, path: file.path().to_path_buf(), source })?;
+            self.stats.count_timed(context, op, n as u64, start.elapsed());
+            if !self.dsync {
+                self.sync_queue.register(SegmentId { rel, fork, segno });
+            }
+            if got != want {
+                let tag = BufferTag::new(rel, fork, block + (got / self.block_size) as u32);
+                return Err(SmgrError::ShortWrite {
+                    tag,
+                    path: file.path().to_path_buf(),
+                    got: got % self.block_size,
+                    want: self.block_size,
+                });
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Adds pages at the end of a fork: writes `bufs` at blocks `nblocks..`, creating new
+    /// segment files as needed. Returns the first new block. On failure (ENOSPC, say) the
+    /// fork is cut back to its old size, best effort, and its size stays as before.
+    pub fn extend(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        bufs: &[&[u8]],
+        context: IoContext,
+    ) -> SmgrResult<BlockNumber> {
+        let f = self.fork(rel, fork);
+        let _ext = f.extend_lock.lock();
+        let first = self.nblocks_locked(&f, rel, fork)?;
+        let last = u64::from(first) + bufs.len() as u64;
+        if last > u64::from(MAX_BLOCK_NUMBER) {
+            return Err(SmgrError::BlockOutOfRange { block: MAX_BLOCK_NUMBER });
+        }
+        match self.writev_op(rel, fork, first, bufs, context, IoOp::Extend, true) {
+            Ok(()) => {
+                f.nblocks.store(last as u32, Ordering::Release);
+                Ok(first)
+            }
+            Err(e) => {
+                let (segno, off) = self.locate(first);
+                if let Ok(file) = self.segment(&f, rel, fork, segno, false) {
+                    let _ = file.set_len(off);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Hints the OS to start writing back `n` pages from `first` (sync_file_range).
+    pub fn writeback(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        first: BlockNumber,
+        n: u32,
+        context: IoContext,
+    ) -> SmgrResult<()> {
+        let f = self.fork(rel, fork);
+        let mut done = 0u32;
+        while done < n {
+            let block = first + done;
+            let (segno, off) = self.locate(block);
+            let k = (self.segment_blocks - block % self.segment_blocks).min(n - done);
+            let file = self.segment(&f, rel, fork, segno, false)?;
+            let start = Instant::now();
+            file.writeback(off, u64::from(k) * self.block_size as u64)
+                .map_err(file_err("writeback of", file.path()))?;
+            self.stats.count_timed(context, IoOp::Writeback, u64::from(k), start.elapsed());
+            done += k;
+        }
+        Ok(())
+    }
+
+    /// Cuts a fork to `nblocks` pages; whole segments past the end are emptied (segment 0
+    /// stays, later ones are unlinked).
+    pub fn truncate(&self, rel: RelFileId, fork: ForkNumber, nblocks: BlockNumber) -> SmgrResult<()> {
+        let f = self.fork(rel, fork);
+        let _ext = f.extend_lock.lock();
+        let old = self.nblocks_locked(&f, rel, fork)?;
+        if nblocks >= old {
+            return Ok(());
+        }
+        let last_old_seg = old.saturating_sub(1) / self.segment_blocks;
+        let keep_seg = nblocks / self.segment_blocks;
+        let keep_blocks = u64::from(nblocks % self.segment_blocks);
+        // Open every segment first so the handle list is complete before trimming it.
+        self.segment(&f, rel, fork, last_old_seg, false)?;
+        let mut segs = f.segments.write();
+        for segno in (keep_seg..=last_old_seg).rev() {
+            if segno > keep_seg || (keep_blocks == 0 && segno > 0) {
+                // A segment left with no pages is removed; only segment 0 stays, empty.
+                let path = self.segment_path(rel, fork, segno);
+                self.vfs.unlink(&path).map_err(file_err("unlinking", &path))?;
+                segs.truncate(segno as usize);
+            } else {
+                let file = &segs[segno as usize];
+                file.set_len(keep_blocks * self.block_size as u64)
+                    .map_err(file_err("truncating", file.path()))?;
+            }
+        }
+        self.sync_queue.forget(rel, fork, segs.len() as u32);
+        for segno in 0..segs.len() as u32 {
+            if !self.dsync {
+                self.sync_queue.register(SegmentId { rel, fork, segno });
+            }
+        }
+        f.nblocks.store(nblocks, Ordering::Release);
+        Ok(())
+    }
+
+    /// Removes every segment of a fork and forgets its pending fsyncs.
+    pub fn unlink(&self, rel: RelFileId, fork: ForkNumber) -> SmgrResult<()> {
+        let f = self.fork(rel, fork);
+        let _ext = f.extend_lock.lock();
+        self.sync_queue.forget(rel, fork, 0);
+        f.segments.write().clear();
+        let mut segno = 0;
+        loop {
+            let path = self.segment_path(rel, fork, segno);
+            match self.vfs.unlink(&path) {
+                Ok(()) => segno += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Err(e) => return Err(SmgrError::File { op: "unlinking", path, source: e }),
+            }
+        }
+        f.nblocks.store(NBLOCKS_UNKNOWN, Ordering::Release);
+        self.forks.write().remove(&(rel, fork));
+        let ts = self.tablespace_dir(rel.tablespace);
+        self.vfs.sync_dir(&ts).map_err(file_err("fsync of directory", &ts))?;
+        Ok(())
+    }
+
+    /// Number of segments with writes not yet fsynced.
+    pub fn pending_syncs(&self) -> usize {
+        self.sync_queue.pending_len()
+    }
+
+    /// fsyncs every segment written since its last fsync. A failure is latched: this and
+    /// every later call report it.
+    pub fn sync(&self) -> SmgrResult<usize> {
+        if let Some((path, first)) = self.sync_queue.latched() {
+            return Err(SmgrError::FsyncLatched { path, first });
+        }
+        let segs = self.sync_queue.drain();
+        for (i, seg) in segs.iter().enumerate() {
+            let f = self.fork(seg.rel, seg.fork);
+            let file = match self.segment(&f, seg.rel, seg.fork, seg.segno, false) {
+                Ok(file) => file,
+                Err(e) => {
+                    self.sync_queue.requeue(&segs[i..]);
+                    return Err(e);
+                }
+            };
+            let start = Instant::now();
+            if let Err(source) = file.sync_data() {
+                let path = file.path().to_path_buf();
+                self.sync_queue.latch(path.clone(), source.to_string());
+                return Err(SmgrError::Fsync { path, source });
+            }
+            self.stats.count_timed(IoContext::Normal, IoOp::Fsync, 1, start.elapsed());
+        }
+        Ok(segs.len())
+    }
+}

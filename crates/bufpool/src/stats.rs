@@ -1,0 +1,310 @@
+//! I/O counters per (writer, context, operation), like PostgreSQL's pg_stat_io.
+//!
+//! Owns: [`IoStats`], a set of counter stripes, and the thread-local writer role.
+//! Invariants: stripe `i < EXCLUSIVE_STRIPES` is written only by the one live thread whose
+//! process-wide slot index is `i`, so its counters are bumped with a plain load and store (no
+//! locked instruction, no shared cache line on the hit path); threads beyond that share an
+//! overflow stripe updated with `fetch_add`. A snapshot sums all stripes with relaxed loads:
+//! it is exact for counts that stopped changing and may lag by in-flight increments.
+//! These counters are statistics, not synchronization, so they use `std` atomics directly
+//! rather than the `crate::sync` facade (model tests do not assert on them).
+//! Locks: a global mutex guards slot assignment, taken once per thread lifetime.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Who performed an I/O (pg_stat_io's `backend_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IoWriter {
+    #[default]
+    Backend = 0,
+    Bgwriter = 1,
+    Checkpointer = 2,
+}
+
+/// Why the buffer was used (pg_stat_io's `context`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IoContext {
+    #[default]
+    Normal = 0,
+    BulkRead = 1,
+    BulkWrite = 2,
+    Vacuum = 3,
+}
+
+/// What happened (pg_stat_io's columns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IoOp {
+    Hit = 0,
+    Read = 1,
+    Write = 2,
+    Writeback = 3,
+    Extend = 4,
+    Eviction = 5,
+    Reuse = 6,
+    Fsync = 7,
+}
+
+impl IoWriter {
+    pub const ALL: [IoWriter; 3] = [IoWriter::Backend, IoWriter::Bgwriter, IoWriter::Checkpointer];
+    pub fn name(self) -> &'static str {
+        ["backend", "bgwriter", "checkpointer"][self as usize]
+    }
+}
+
+impl IoContext {
+    pub const ALL: [IoContext; 4] =
+        [IoContext::Normal, IoContext::BulkRead, IoContext::BulkWrite, IoContext::Vacuum];
+    pub fn name(self) -> &'static str {
+        ["normal", "bulkread", "bulkwrite", "vacuum"][self as usize]
+    }
+}
+
+impl IoOp {
+    pub const ALL: [IoOp; 8] = [
+        IoOp::Hit,
+        IoOp::Read,
+        IoOp::Write,
+        IoOp::Writeback,
+        IoOp::Extend,
+        IoOp::Eviction,
+        IoOp::Reuse,
+        IoOp::Fsync,
+    ];
+    pub fn name(self) -> &'static str {
+        ["hits", "reads", "writes", "writebacks", "extends", "evictions", "reuses", "fsyncs"]
+            [self as usize]
+    }
+}
+
+const NWRITERS: usize = 3;
+const NCONTEXTS: usize = 4;
+const NOPS: usize = 8;
+/// Per op: one count slot and one time slot (nanoseconds; used by timed ops only).
+const NSLOTS: usize = 2 * NOPS;
+/// Threads with their own stripe; the rest share one. Sized above any sane client count on
+/// one machine; raising it costs 1.5 KiB per stripe per pool.
+const EXCLUSIVE_STRIPES: usize = 128;
+
+#[repr(align(128))] // two cache lines: keeps adjacent-line prefetch from pairing stripes
+struct Stripe {
+    c: [[[AtomicU64; NSLOTS]; NCONTEXTS]; NWRITERS],
+}
+
+impl Stripe {
+    fn new() -> Self {
+        Self { c: std::array::from_fn(|_| std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0)))) }
+    }
+}
+
+/// Process-wide slot indices of live threads.
+static SLOTS: Mutex<Vec<bool>> = Mutex::new(Vec::new());
+
+struct ThreadSlot {
+    index: usize,
+    writer: Cell<IoWriter>,
+}
+
+impl ThreadSlot {
+    fn acquire() -> Self {
+        let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+        let index = match slots.iter().position(|used| !used) {
+            Some(i) => i,
+            None => {
+                slots.push(false);
+                slots.len() - 1
+            }
+        };
+        slots[index] = true;
+        Self { index, writer: Cell::new(IoWriter::Backend) }
+    }
+}
+
+impl Drop for ThreadSlot {
+    fn drop(&mut self) {
+        // Release ordering comes from the mutex: this thread's last relaxed stores to its
+        // stripe happen-before the next owner's first ones.
+        let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+        slots[self.index] = false;
+    }
+}
+
+thread_local! {
+    static SLOT: ThreadSlot = ThreadSlot::acquire();
+}
+
+/// Sets who the calling thread's I/O is counted as (the bgwriter and checkpointer threads
+/// call this once at start). Returns the previous role.
+pub fn set_thread_writer(writer: IoWriter) -> IoWriter {
+    SLOT.with(|s| s.writer.replace(writer))
+}
+
+/// The calling thread's writer role.
+pub fn thread_writer() -> IoWriter {
+    SLOT.with(|s| s.writer.get())
+}
+
+/// The counters of one pool (shared by its storage manager).
+pub struct IoStats {
+    stripes: Box<[Stripe]>,
+}
+
+impl Default for IoStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for IoStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IoStats").finish_non_exhaustive()
+    }
+}
+
+impl IoStats {
+    pub fn new() -> Self {
+        Self { stripes: (0..=EXCLUSIVE_STRIPES).map(|_| Stripe::new()).collect() }
+    }
+
+    #[inline]
+    fn add_slot(&self, context: IoContext, slot: usize, n: u64) {
+        SLOT.with(|s| {
+            let writer = s.writer.get() as usize;
+            if s.index < EXCLUSIVE_STRIPES {
+                let c = &self.stripes[s.index].c[writer][context as usize][slot];
+                // Single writer (see module invariants): a plain load and store suffice.
+                c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+            } else {
+                self.stripes[EXCLUSIVE_STRIPES].c[writer][context as usize][slot]
+                    .fetch_add(n, Relaxed);
+            }
+        })
+    }
+
+    /// Counts `n` operations.
+    #[inline]
+    pub fn count(&self, context: IoContext, op: IoOp, n: u64) {
+        self.add_slot(context, op as usize, n);
+    }
+
+    /// Counts one operation that took `elapsed`.
+    #[inline]
+    pub fn count_timed(&self, context: IoContext, op: IoOp, n: u64, elapsed: Duration) {
+        self.add_slot(context, op as usize, n);
+        self.add_slot(context, NOPS + op as usize, elapsed.as_nanos() as u64);
+    }
+
+    /// Sums every stripe.
+    pub fn snapshot(&self) -> IoStatsSnapshot {
+        let mut s = IoStatsSnapshot::default();
+        for stripe in self.stripes.iter() {
+            for w in 0..NWRITERS {
+                for c in 0..NCONTEXTS {
+                    for k in 0..NSLOTS {
+                        s.c[w][c][k] = s.c[w][c][k].wrapping_add(stripe.c[w][c][k].load(Relaxed));
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
+/// A copy of the counters at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IoStatsSnapshot {
+    c: [[[u64; NSLOTS]; NCONTEXTS]; NWRITERS],
+}
+
+impl IoStatsSnapshot {
+    pub fn get(&self, writer: IoWriter, context: IoContext, op: IoOp) -> u64 {
+        self.c[writer as usize][context as usize][op as usize]
+    }
+
+    /// Time spent in `op` (reads, writes, writebacks, extends, fsyncs).
+    pub fn time(&self, writer: IoWriter, context: IoContext, op: IoOp) -> Duration {
+        Duration::from_nanos(self.c[writer as usize][context as usize][NOPS + op as usize])
+    }
+
+    /// `op` summed over all writers and contexts.
+    pub fn total(&self, op: IoOp) -> u64 {
+        self.c.iter().flat_map(|w| w.iter()).map(|c| c[op as usize]).sum()
+    }
+
+    /// `op` by one writer, over all contexts.
+    pub fn by_writer(&self, writer: IoWriter, op: IoOp) -> u64 {
+        self.c[writer as usize].iter().map(|c| c[op as usize]).sum()
+    }
+
+    /// Counts since an earlier snapshot.
+    pub fn since(&self, earlier: &IoStatsSnapshot) -> IoStatsSnapshot {
+        let mut d = *self;
+        for w in 0..NWRITERS {
+            for c in 0..NCONTEXTS {
+                for k in 0..NSLOTS {
+                    d.c[w][c][k] = self.c[w][c][k].wrapping_sub(earlier.c[w][c][k]);
+                }
+            }
+        }
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn counts_from_many_threads_add_up() {
+        let stats = Arc::new(IoStats::new());
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let stats = stats.clone();
+                std::thread::spawn(move || {
+                    if i % 2 == 1 {
+                        set_thread_writer(IoWriter::Bgwriter);
+                    }
+                    for _ in 0..10_000 {
+                        stats.count(IoContext::Normal, IoOp::Hit, 1);
+                    }
+                    stats.count_timed(IoContext::Vacuum, IoOp::Read, 2, Duration::from_micros(5));
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = stats.snapshot();
+        assert_eq!(s.total(IoOp::Hit), 80_000);
+        assert_eq!(s.get(IoWriter::Bgwriter, IoContext::Normal, IoOp::Hit), 40_000);
+        assert_eq!(s.by_writer(IoWriter::Backend, IoOp::Read), 8);
+        assert_eq!(s.time(IoWriter::Backend, IoContext::Vacuum, IoOp::Read), Duration::from_micros(20));
+        assert_eq!(s.since(&s).total(IoOp::Hit), 0);
+    }
+
+    #[test]
+    fn more_threads_than_stripes_still_count_exactly() {
+        let stats = Arc::new(IoStats::new());
+        let barrier = Arc::new(std::sync::Barrier::new(EXCLUSIVE_STRIPES + 8));
+        let threads: Vec<_> = (0..EXCLUSIVE_STRIPES + 8)
+            .map(|_| {
+                let (stats, barrier) = (stats.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    // All alive at once, so some land on the shared overflow stripe.
+                    barrier.wait();
+                    for _ in 0..100 {
+                        stats.count(IoContext::Normal, IoOp::Write, 1);
+                    }
+                    barrier.wait();
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(stats.snapshot().total(IoOp::Write), 100 * (EXCLUSIVE_STRIPES as u64 + 8));
+    }
+}

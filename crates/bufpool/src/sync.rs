@@ -1,0 +1,296 @@
+//! The one door to atomics, locks and condition variables.
+//!
+//! Owns: nothing but type aliases and thin wrappers. Normal builds use `std` atomics and
+//! `parking_lot` locks; with the `shuttle` feature every primitive comes from `shuttle`, so the
+//! model test (`tests/model.rs`) can explore interleavings of the real buffer-pool code.
+//! Invariants: no module outside this one names `std::sync::atomic`, `parking_lot` or
+//! `shuttle` directly for state that other threads share.
+//! Locks: none of its own.
+
+#[cfg(not(feature = "shuttle"))]
+pub use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+#[cfg(feature = "shuttle")]
+pub use shuttle::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+pub use std::sync::Arc;
+
+/// Mutual exclusion lock with parking_lot's panic-free API (`lock()` returns the guard).
+#[derive(Debug, Default)]
+pub struct Mutex<T>(
+    #[cfg(not(feature = "shuttle"))] parking_lot::Mutex<T>,
+    #[cfg(feature = "shuttle")] shuttle::sync::Mutex<T>,
+);
+
+#[cfg(not(feature = "shuttle"))]
+pub type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+#[cfg(feature = "shuttle")]
+pub type MutexGuard<'a, T> = shuttle::sync::MutexGuard<'a, T>;
+
+impl<T> Mutex<T> {
+    pub fn new(value: T) -> Self {
+        #[cfg(not(feature = "shuttle"))]
+        return Self(parking_lot::Mutex::new(value));
+        #[cfg(feature = "shuttle")]
+        return Self(shuttle::sync::Mutex::new(value));
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, T> {
+        #[cfg(not(feature = "shuttle"))]
+        return self.0.lock();
+        #[cfg(feature = "shuttle")]
+        return self.0.lock().unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// Reader-writer lock with parking_lot's panic-free API.
+#[derive(Debug, Default)]
+pub struct RwLock<T>(
+    #[cfg(not(feature = "shuttle"))] parking_lot::RwLock<T>,
+    #[cfg(feature = "shuttle")] shuttle::sync::RwLock<T>,
+);
+
+#[cfg(not(feature = "shuttle"))]
+pub type RwLockReadGuard<'a, T> = parking_lot::RwLockReadGuard<'a, T>;
+#[cfg(not(feature = "shuttle"))]
+pub type RwLockWriteGuard<'a, T> = parking_lot::RwLockWriteGuard<'a, T>;
+#[cfg(feature = "shuttle")]
+pub type RwLockReadGuard<'a, T> = shuttle::sync::RwLockReadGuard<'a, T>;
+#[cfg(feature = "shuttle")]
+pub type RwLockWriteGuard<'a, T> = shuttle::sync::RwLockWriteGuard<'a, T>;
+
+impl<T> RwLock<T> {
+    pub fn new(value: T) -> Self {
+        #[cfg(not(feature = "shuttle"))]
+        return Self(parking_lot::RwLock::new(value));
+        #[cfg(feature = "shuttle")]
+        return Self(shuttle::sync::RwLock::new(value));
+    }
+
+    pub fn read(&self) -> RwLockReadGuard<'_, T> {
+        #[cfg(not(feature = "shuttle"))]
+        return self.0.read();
+        #[cfg(feature = "shuttle")]
+        return self.0.read().unwrap_or_else(|e| e.into_inner());
+    }
+
+    pub fn write(&self) -> RwLockWriteGuard<'_, T> {
+        #[cfg(not(feature = "shuttle"))]
+        return self.0.write();
+        #[cfg(feature = "shuttle")]
+        return self.0.write().unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// Condition variable paired with [`Mutex`].
+#[derive(Debug, Default)]
+pub struct Condvar(
+    #[cfg(not(feature = "shuttle"))] parking_lot::Condvar,
+    #[cfg(feature = "shuttle")] shuttle::sync::Condvar,
+);
+
+impl Condvar {
+    pub fn new() -> Self {
+        #[cfg(not(feature = "shuttle"))]
+        return Self(parking_lot::Condvar::new());
+        #[cfg(feature = "shuttle")]
+        return Self(shuttle::sync::Condvar::new());
+    }
+
+    /// Blocks until notified; the caller re-checks its condition in a loop.
+    pub fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+        #[cfg(not(feature = "shuttle"))]
+        {
+            let mut guard = guard;
+            self.0.wait(&mut guard);
+            guard
+        }
+        #[cfg(feature = "shuttle")]
+        return self.0.wait(guard).unwrap_or_else(|e| e.into_inner());
+    }
+
+    pub fn notify_all(&self) {
+        self.0.notify_all();
+    }
+}
+
+/// Spins politely while another thread holds a short critical section (a buffer header
+/// lock). After a few rounds of CPU spin hints it yields the core, so that a holder that was
+/// descheduled on this 2-core machine can run. Under shuttle every call yields to the
+/// scheduler, so spin loops cannot starve the other modeled threads.
+#[derive(Debug, Default)]
+pub struct SpinWait {
+    #[cfg_attr(feature = "shuttle", allow(dead_code))]
+    rounds: u32,
+}
+
+impl SpinWait {
+    /// Rounds of busy spinning before each spin turns into a yield.
+    #[cfg_attr(feature = "shuttle", allow(dead_code))]
+    const SPIN_ROUNDS: u32 = 6;
+
+    pub fn new() -> Self {
+        Self { rounds: 0 }
+    }
+
+    pub fn spin(&mut self) {
+        #[cfg(not(feature = "shuttle"))]
+        {
+            if self.rounds < Self::SPIN_ROUNDS {
+                for _ in 0..(1u32 << self.rounds) {
+                    std::hint::spin_loop();
+                }
+                self.rounds += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        #[cfg(feature = "shuttle")]
+        shuttle::thread::yield_now();
+    }
+}
+
+/// The content lock of one buffer: a raw reader-writer lock whose guards live in
+/// `buffer::guard`, so that a guard can hold both a pin and the lock without borrowing a
+/// lock object. Normal builds use parking_lot's word-sized lock.
+pub struct RawContentLock {
+    #[cfg(not(feature = "shuttle"))]
+    raw: parking_lot::RawRwLock,
+    /// Under shuttle: (readers, writer) behind a modeled mutex and condition variable.
+    #[cfg(feature = "shuttle")]
+    state: shuttle::sync::Mutex<(u32, bool)>,
+    #[cfg(feature = "shuttle")]
+    cond: shuttle::sync::Condvar,
+}
+
+#[cfg(not(feature = "shuttle"))]
+use parking_lot::lock_api::RawRwLock as _;
+
+impl Default for RawContentLock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RawContentLock {
+    pub fn new() -> Self {
+        #[cfg(not(feature = "shuttle"))]
+        return Self { raw: parking_lot::RawRwLock::INIT };
+        #[cfg(feature = "shuttle")]
+        return Self {
+            state: shuttle::sync::Mutex::new((0, false)),
+            cond: shuttle::sync::Condvar::new(),
+        };
+    }
+
+    #[inline]
+    pub fn lock_shared(&self) {
+        #[cfg(not(feature = "shuttle"))]
+        self.raw.lock_shared();
+        #[cfg(feature = "shuttle")]
+        {
+            let mut s = self.state.lock().unwrap();
+            while s.1 {
+                s = self.cond.wait(s).unwrap();
+            }
+            s.0 += 1;
+        }
+    }
+
+    #[inline]
+    pub fn try_lock_shared(&self) -> bool {
+        #[cfg(not(feature = "shuttle"))]
+        return self.raw.try_lock_shared();
+        #[cfg(feature = "shuttle")]
+        {
+            let mut s = self.state.lock().unwrap();
+            if s.1 {
+                return false;
+            }
+            s.0 += 1;
+            true
+        }
+    }
+
+    #[inline]
+    pub fn lock_exclusive(&self) {
+        #[cfg(not(feature = "shuttle"))]
+        self.raw.lock_exclusive();
+        #[cfg(feature = "shuttle")]
+        {
+            let mut s = self.state.lock().unwrap();
+            while s.1 || s.0 > 0 {
+                s = self.cond.wait(s).unwrap();
+            }
+            s.1 = true;
+        }
+    }
+
+    /// Releases a shared hold.
+    ///
+    /// # Safety
+    /// The calling context must hold the lock shared (acquired by `lock_shared` or a
+    /// successful `try_lock_shared`) and give that hold up with this call.
+    #[inline]
+    pub unsafe fn unlock_shared(&self) {
+        #[cfg(not(feature = "shuttle"))]
+        // SAFETY: forwarded from this function's contract: the lock is held shared.
+        unsafe {
+            self.raw.unlock_shared()
+        };
+        #[cfg(feature = "shuttle")]
+        {
+            let mut s = self.state.lock().unwrap();
+            assert!(s.0 > 0 && !s.1, "unlock_shared without a shared hold");
+            s.0 -= 1;
+            self.cond.notify_all();
+        }
+    }
+
+    /// Releases an exclusive hold.
+    ///
+    /// # Safety
+    /// The calling context must hold the lock exclusively and give that hold up.
+    #[inline]
+    pub unsafe fn unlock_exclusive(&self) {
+        #[cfg(not(feature = "shuttle"))]
+        // SAFETY: forwarded from this function's contract: the lock is held exclusively.
+        unsafe {
+            self.raw.unlock_exclusive()
+        };
+        #[cfg(feature = "shuttle")]
+        {
+            let mut s = self.state.lock().unwrap();
+            assert!(s.1, "unlock_exclusive without an exclusive hold");
+            s.1 = false;
+            self.cond.notify_all();
+        }
+    }
+
+    /// Turns an exclusive hold into a shared one without letting a writer in between.
+    ///
+    /// # Safety
+    /// The calling context must hold the lock exclusively.
+    #[inline]
+    pub unsafe fn downgrade(&self) {
+        #[cfg(not(feature = "shuttle"))]
+        // SAFETY: forwarded from this function's contract: the lock is held exclusively.
+        unsafe {
+            parking_lot::lock_api::RawRwLockDowngrade::downgrade(&self.raw)
+        };
+        #[cfg(feature = "shuttle")]
+        {
+            let mut s = self.state.lock().unwrap();
+            assert!(s.1, "downgrade without an exclusive hold");
+            s.1 = false;
+            s.0 += 1;
+            self.cond.notify_all();
+        }
+    }
+}
+
+impl std::fmt::Debug for RawContentLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RawContentLock")
+    }
+}

@@ -1,0 +1,326 @@
+//! The fault-injecting I/O layer: wraps another [`Vfs`] and fails chosen calls.
+//!
+//! Owns: a list of [`FaultRule`]s, each with a counter of the calls it matched. A rule
+//! matches a call when the file's path contains `path_contains` and the operation is `op`
+//! (or `op` is `Any`); matched calls number `nth`, `nth + 1`, ... `nth + times - 1` (1-based)
+//! fail with the rule's fault. Invariants: a call that does not fail is passed through
+//! unchanged; a short transfer really moves the bytes it reports (half the request, rounded
+//! down to 512) and no more. Locks: the rule list's mutex, held only to count and decide.
+
+use std::io::{self, IoSlice, IoSliceMut};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{iov_len, OpenOptions, Vfs, VfsFile};
+use crate::sync::{AtomicU64, Mutex, Ordering};
+
+/// Which calls a rule matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultOp {
+    Open,
+    /// read_at and read_vectored_at.
+    Read,
+    /// write_at and write_vectored_at.
+    Write,
+    Writeback,
+    /// sync_all and sync_data.
+    Fsync,
+    Truncate,
+    Unlink,
+    Rename,
+    SyncDir,
+    Any,
+}
+
+/// What a failing call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Fails with EIO.
+    Eio,
+    /// Fails with ENOSPC.
+    Enospc,
+    /// Transfers half the bytes (rounded down to 512) and reports that count; for calls
+    /// that move no data it behaves like `Eio`.
+    Short,
+}
+
+/// One fault to inject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultRule {
+    pub path_contains: String,
+    pub op: FaultOp,
+    /// 1-based number of the first matching call that fails.
+    pub nth: u64,
+    /// How many consecutive matching calls fail.
+    pub times: u64,
+    pub kind: FaultKind,
+}
+
+impl FaultRule {
+    /// Fails only the `nth` call of `op` on paths containing `path_contains`.
+    pub fn nth(path_contains: &str, op: FaultOp, nth: u64, kind: FaultKind) -> Self {
+        Self { path_contains: path_contains.to_string(), op, nth, times: 1, kind }
+    }
+}
+
+#[derive(Debug)]
+struct RuleState {
+    rule: FaultRule,
+    seen: u64,
+}
+
+#[derive(Debug, Default)]
+struct Faults {
+    rules: Mutex<Vec<RuleState>>,
+    injected: AtomicU64,
+}
+
+impl Faults {
+    fn check(&self, path: &Path, op: FaultOp) -> Option<FaultKind> {
+        let mut rules = self.rules.lock();
+        let path = path.to_string_lossy();
+        let mut fault = None;
+        for r in rules.iter_mut() {
+            if (r.rule.op == op || r.rule.op == FaultOp::Any) && path.contains(&r.rule.path_contains)
+            {
+                r.seen += 1;
+                if fault.is_none() && r.seen >= r.rule.nth && r.seen < r.rule.nth + r.rule.times {
+                    fault = Some(r.rule.kind);
+                }
+            }
+        }
+        if fault.is_some() {
+            self.injected.fetch_add(1, Ordering::Relaxed);
+        }
+        fault
+    }
+}
+
+fn error_of(kind: FaultKind) -> io::Error {
+    match kind {
+        FaultKind::Enospc => io::Error::from_raw_os_error(libc::ENOSPC),
+        FaultKind::Eio | FaultKind::Short => io::Error::from_raw_os_error(libc::EIO),
+    }
+}
+
+fn short_len(len: usize) -> usize {
+    (len / 2) & !511
+}
+
+/// Wraps a [`Vfs`] and fails the calls its rules select.
+#[derive(Debug, Clone)]
+pub struct FaultVfs {
+    inner: Arc<dyn Vfs>,
+    faults: Arc<Faults>,
+}
+
+impl FaultVfs {
+    pub fn new(inner: Arc<dyn Vfs>) -> Self {
+        Self { inner, faults: Arc::default() }
+    }
+
+    /// Adds a rule; calls before this one are not counted by it.
+    pub fn add_rule(&self, rule: FaultRule) {
+        self.faults.rules.lock().push(RuleState { rule, seen: 0 });
+    }
+
+    /// Removes every rule.
+    pub fn clear_rules(&self) {
+        self.faults.rules.lock().clear();
+    }
+
+    /// How many calls have failed by injection so far.
+    pub fn injected(&self) -> u64 {
+        self.faults.injected.load(Ordering::Relaxed)
+    }
+
+    fn check(&self, path: &Path, op: FaultOp) -> io::Result<()> {
+        match self.faults.check(path, op) {
+            Some(kind) => Err(error_of(kind)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Vfs for FaultVfs {
+    fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>> {
+        self.check(path, FaultOp::Open)?;
+        let inner = self.inner.open(path, opts)?;
+        Ok(Arc::new(FaultFile { inner, faults: self.faults.clone(), path: path.to_path_buf() }))
+    }
+
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        self.check(path, FaultOp::Unlink)?;
+        self.inner.unlink(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.check(from, FaultOp::Rename)?;
+        self.inner.rename(from, to)
+    }
+
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        self.check(path, FaultOp::SyncDir)?;
+        self.inner.sync_dir(path)
+    }
+
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.inner.exists(path)
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        self.inner.list_dir(path)
+    }
+}
+
+#[derive(Debug)]
+struct FaultFile {
+    inner: Arc<dyn VfsFile>,
+    faults: Arc<Faults>,
+    path: PathBuf,
+}
+
+impl FaultFile {
+    fn fault(&self, op: FaultOp) -> Option<FaultKind> {
+        self.faults.check(&self.path, op)
+    }
+}
+
+impl VfsFile for FaultFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        match self.fault(FaultOp::Read) {
+            None => self.inner.read_at(buf, offset),
+            Some(FaultKind::Short) => {
+                let n = short_len(buf.len());
+                let got = self.inner.read_at(&mut buf[..n], offset)?;
+                Ok(got.min(n))
+            }
+            Some(kind) => Err(error_of(kind)),
+        }
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        match self.fault(FaultOp::Write) {
+            None => self.inner.write_at(buf, offset),
+            Some(FaultKind::Short) => self.inner.write_at(&buf[..short_len(buf.len())], offset),
+            Some(kind) => Err(error_of(kind)),
+        }
+    }
+
+    fn read_vectored_at(&self, bufs: &mut [IoSliceMut<'_>], offset: u64) -> io::Result<usize> {
+        match self.fault(FaultOp::Read) {
+            None => self.inner.read_vectored_at(bufs, offset),
+            Some(FaultKind::Short) => {
+                // Read only into the first buffer, and only half of it.
+                let first = bufs.first_mut().map(|b| &mut b[..]).unwrap_or(&mut []);
+                let n = short_len(first.len());
+                self.inner.read_at(&mut first[..n], offset)
+            }
+            Some(kind) => Err(error_of(kind)),
+        }
+    }
+
+    fn write_vectored_at(&self, bufs: &[IoSlice<'_>], offset: u64) -> io::Result<usize> {
+        match self.fault(FaultOp::Write) {
+            None => self.inner.write_vectored_at(bufs, offset),
+            Some(FaultKind::Short) => {
+                let want = short_len(iov_len(bufs));
+                let mut done = 0;
+                for b in bufs {
+                    if done >= want {
+                        break;
+                    }
+                    let take = b.len().min(want - done);
+                    done += self.inner.write_at(&b[..take], offset + done as u64)?;
+                }
+                Ok(done)
+            }
+            Some(kind) => Err(error_of(kind)),
+        }
+    }
+
+    fn writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        match self.fault(FaultOp::Writeback) {
+            None => self.inner.writeback(offset, len),
+            Some(kind) => Err(error_of(kind)),
+        }
+    }
+
+    fn sync_all(&self) -> io::Result<()> {
+        match self.fault(FaultOp::Fsync) {
+            None => self.inner.sync_all(),
+            Some(kind) => Err(error_of(kind)),
+        }
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        match self.fault(FaultOp::Fsync) {
+            None => self.inner.sync_data(),
+            Some(kind) => Err(error_of(kind)),
+        }
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        match self.fault(FaultOp::Truncate) {
+            None => self.inner.set_len(len),
+            Some(kind) => Err(error_of(kind)),
+        }
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+
+    fn try_lock_exclusive(&self) -> io::Result<bool> {
+        self.inner.try_lock_exclusive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::MemVfs;
+
+    #[test]
+    fn fails_exactly_the_chosen_calls() {
+        let mem = MemVfs::new();
+        mem.create_dir_all(Path::new("/d")).unwrap();
+        let vfs = FaultVfs::new(Arc::new(mem));
+        vfs.add_rule(FaultRule { times: 2, ..FaultRule::nth("rel1", FaultOp::Write, 2, FaultKind::Enospc) });
+        let a = vfs.open(Path::new("/d/rel1"), OpenOptions::create()).unwrap();
+        let b = vfs.open(Path::new("/d/rel2"), OpenOptions::create()).unwrap();
+        let buf = [7u8; 4096];
+        assert_eq!(a.write_at(&buf, 0).unwrap(), 4096); // 1st: passes
+        assert_eq!(b.write_at(&buf, 0).unwrap(), 4096); // other path: not counted
+        let e = a.write_at(&buf, 0).unwrap_err(); // 2nd: fails
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+        assert!(a.write_at(&buf, 0).is_err()); // 3rd: fails (times = 2)
+        assert_eq!(a.write_at(&buf, 0).unwrap(), 4096); // 4th: passes
+        assert_eq!(vfs.injected(), 2);
+    }
+
+    #[test]
+    fn short_transfers_move_what_they_report() {
+        let mem = MemVfs::new();
+        mem.create_dir_all(Path::new("/d")).unwrap();
+        let vfs = FaultVfs::new(Arc::new(mem.clone()));
+        let f = vfs.open(Path::new("/d/x"), OpenOptions::create()).unwrap();
+        vfs.add_rule(FaultRule::nth("x", FaultOp::Write, 1, FaultKind::Short));
+        assert_eq!(f.write_at(&[1u8; 8192], 0).unwrap(), 4096);
+        assert_eq!(mem.contents(Path::new("/d/x")).unwrap().len(), 4096);
+        vfs.add_rule(FaultRule::nth("x", FaultOp::Read, 1, FaultKind::Short));
+        let mut buf = [0u8; 4096];
+        assert_eq!(f.read_at(&mut buf, 0).unwrap(), 2048);
+        vfs.add_rule(FaultRule::nth("x", FaultOp::Fsync, 1, FaultKind::Eio));
+        assert_eq!(f.sync_data().unwrap_err().raw_os_error(), Some(libc::EIO));
+        assert!(f.sync_data().is_ok());
+    }
+}

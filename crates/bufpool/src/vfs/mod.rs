@@ -1,0 +1,100 @@
+//! The I/O layer: the only door from the library to the operating system's files.
+//!
+//! Owns: the [`Vfs`] and [`VfsFile`] traits and their implementations: [`RealVfs`] (Linux
+//! system calls), [`MemVfs`] (in memory, for model tests) and [`FaultVfs`] (wraps another and
+//! fails chosen calls with EIO, ENOSPC or a short transfer).
+//! Invariants: every file operation of the library goes through these traits, so faults can
+//! be injected anywhere and counted in one place. Errors are the OS's `io::Error` (errno
+//! kept); the storage manager adds path and block.
+//! Locks: implementations may lock internally; no lock is held across calls.
+
+mod fault;
+mod mem;
+mod real;
+
+pub use fault::{FaultKind, FaultOp, FaultRule, FaultVfs};
+pub use mem::MemVfs;
+pub use real::RealVfs;
+
+use std::fmt;
+use std::io::{self, IoSlice, IoSliceMut};
+use std::path::Path;
+use std::sync::Arc;
+
+/// How to open a file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Open for writing as well as reading.
+    pub write: bool,
+    /// Create the file if it does not exist.
+    pub create: bool,
+    /// Fail if the file exists (implies create).
+    pub create_new: bool,
+    /// Bypass the OS page cache (O_DIRECT): buffers and offsets must be aligned.
+    pub direct: bool,
+    /// Every write is durable on return (O_DSYNC).
+    pub dsync: bool,
+}
+
+impl OpenOptions {
+    pub fn read_only() -> Self {
+        Self::default()
+    }
+    pub fn read_write() -> Self {
+        Self { write: true, ..Self::default() }
+    }
+    pub fn create() -> Self {
+        Self { write: true, create: true, ..Self::default() }
+    }
+    pub fn create_new() -> Self {
+        Self { write: true, create: true, create_new: true, ..Self::default() }
+    }
+}
+
+/// File-system level operations.
+pub trait Vfs: Send + Sync + fmt::Debug {
+    fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>>;
+    fn unlink(&self, path: &Path) -> io::Result<()>;
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// fsync of a directory, making creations, renames and unlinks in it durable.
+    fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    fn exists(&self, path: &Path) -> io::Result<bool>;
+    /// Names of the entries of a directory, unsorted.
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
+}
+
+/// Operations on one open file. Offsets are absolute (pread/pwrite style), so one handle is
+/// shared by all threads without a seek position.
+pub trait VfsFile: Send + Sync + fmt::Debug {
+    fn path(&self) -> &Path;
+    /// One pread; may return fewer bytes than asked at end of file.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// One pwrite; a short count is returned as is.
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize>;
+    /// One preadv into consecutive buffers.
+    fn read_vectored_at(&self, bufs: &mut [IoSliceMut<'_>], offset: u64) -> io::Result<usize>;
+    /// One pwritev from consecutive buffers.
+    fn write_vectored_at(&self, bufs: &[IoSlice<'_>], offset: u64) -> io::Result<usize>;
+    /// Asks the OS to start writing back a range (sync_file_range with WRITE); a hint, not
+    /// a durability guarantee.
+    fn writeback(&self, offset: u64, len: u64) -> io::Result<()>;
+    /// fsync.
+    fn sync_all(&self) -> io::Result<()>;
+    /// fdatasync.
+    fn sync_data(&self) -> io::Result<()>;
+    /// ftruncate (shrink or extend with zeros).
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    fn len(&self) -> io::Result<u64>;
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+    /// Takes an advisory exclusive lock for the life of this handle without waiting;
+    /// `Ok(false)` when another handle holds it.
+    fn try_lock_exclusive(&self) -> io::Result<bool>;
+}
+
+/// Total length of a set of buffers.
+pub(crate) fn iov_len(bufs: &[IoSlice<'_>]) -> usize {
+    bufs.iter().map(|b| b.len()).sum()
+}
