@@ -21,7 +21,11 @@ pub struct ConfigError {
 
 impl ConfigError {
     fn new(knob: &'static str, value: impl fmt::Display, allowed: impl Into<String>) -> Self {
-        Self { knob, value: value.to_string(), allowed: allowed.into() }
+        Self {
+            knob,
+            value: value.to_string(),
+            allowed: allowed.into(),
+        }
     }
 }
 
@@ -71,12 +75,36 @@ pub const MAX_MAPPING_PARTITIONS: usize = 1 << 16;
 
 /// Every knob this layer knows: name, unit, description. `bufpool config` prints them.
 pub const KNOBS: &[(&str, &str, &str)] = &[
-    ("shared_buffers", "buffers or bytes", "size of the buffer pool"),
-    ("block_size", "bytes", "page size, fixed when a data directory is created"),
-    ("segment_size", "bytes", "size of one relation segment file, fixed at creation"),
-    ("buffer_mapping_partitions", "count", "lock partitions of the buffer mapping table"),
-    ("huge_pages", "enum", "use huge pages for page memory: try, on, off"),
-    ("io_direct", "bool", "open data files with O_DIRECT (bypass the OS page cache)"),
+    (
+        "shared_buffers",
+        "buffers or bytes",
+        "size of the buffer pool",
+    ),
+    (
+        "block_size",
+        "bytes",
+        "page size, fixed when a data directory is created",
+    ),
+    (
+        "segment_size",
+        "bytes",
+        "size of one relation segment file, fixed at creation",
+    ),
+    (
+        "buffer_mapping_partitions",
+        "count",
+        "lock partitions of the buffer mapping table",
+    ),
+    (
+        "huge_pages",
+        "enum",
+        "use huge pages for page memory: try, on, off",
+    ),
+    (
+        "io_direct",
+        "bool",
+        "open data files with O_DIRECT (bypass the OS page cache)",
+    ),
 ];
 
 /// The engine's configuration.
@@ -138,8 +166,9 @@ impl Config {
                 self.check_segment_size(v)?;
             }
             "buffer_mapping_partitions" => {
-                self.buffer_mapping_partitions =
-                    v.parse().map_err(|_| ConfigError::new(name, v, partitions_allowed()))?;
+                self.buffer_mapping_partitions = v
+                    .parse()
+                    .map_err(|_| ConfigError::new(name, v, partitions_allowed()))?;
                 self.check_partitions(v)?;
             }
             "huge_pages" => {
@@ -151,7 +180,8 @@ impl Config {
                 }
             }
             "io_direct" => {
-                self.io_direct = parse_bool(v).ok_or_else(|| ConfigError::new(name, v, "on or off"))?
+                self.io_direct =
+                    parse_bool(v).ok_or_else(|| ConfigError::new(name, v, "on or off"))?
             }
             _ => unreachable!("every name in KNOBS is handled"),
         }
@@ -177,7 +207,11 @@ impl Config {
     /// Checks every knob and their relations.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !PAGE_SIZES.contains(&self.block_size) {
-            return Err(ConfigError::new("block_size", self.block_size, "4kB, 8kB, 16kB or 32kB"));
+            return Err(ConfigError::new(
+                "block_size",
+                self.block_size,
+                "4kB, 8kB, 16kB or 32kB",
+            ));
         }
         self.nbuffers_checked()?;
         self.check_segment_size(&format_size(self.segment_size))?;
@@ -233,14 +267,21 @@ impl Config {
     fn check_partitions(&self, v: &str) -> Result<(), ConfigError> {
         let p = self.buffer_mapping_partitions;
         if p == 0 || !p.is_power_of_two() || p > MAX_MAPPING_PARTITIONS {
-            return Err(ConfigError::new("buffer_mapping_partitions", v, partitions_allowed()));
+            return Err(ConfigError::new(
+                "buffer_mapping_partitions",
+                v,
+                partitions_allowed(),
+            ));
         }
         Ok(())
     }
 }
 
 fn segment_allowed() -> String {
-    format!("a multiple of block_size, at most {}", format_size(MAX_SEGMENT_SIZE_BYTES))
+    format!(
+        "a multiple of block_size, at most {}",
+        format_size(MAX_SEGMENT_SIZE_BYTES)
+    )
 }
 
 fn partitions_allowed() -> String {
@@ -274,7 +315,8 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "tb" => 40,
         other => return Err(format!("unknown unit \"{other}\": use B, kB, MB, GB or TB")),
     };
-    n.checked_mul(1u64 << shift).ok_or_else(|| format!("\"{s}\" is too large"))
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("\"{s}\" is too large"))
 }
 
 /// Formats a byte count with the largest PostgreSQL unit that divides it exactly.
@@ -350,9 +392,16 @@ mod tests {
 
     #[test]
     fn validate_catches_relations_between_knobs() {
-        let c = Config { segment_size: 8192 * 3, block_size: 16384, ..Config::default() };
+        let c = Config {
+            segment_size: 8192 * 3,
+            block_size: 16384,
+            ..Config::default()
+        };
         assert_eq!(c.validate().unwrap_err().knob, "segment_size");
-        let c = Config { shared_buffers: PoolSize::Bytes(100 << 10), ..Config::default() };
+        let c = Config {
+            shared_buffers: PoolSize::Bytes(100 << 10),
+            ..Config::default()
+        };
         assert_eq!(c.validate().unwrap_err().knob, "shared_buffers");
     }
 
@@ -361,7 +410,8 @@ mod tests {
         let mut c = Config::default();
         for (name, _, _) in KNOBS {
             let v = c.get(name).unwrap();
-            c.set(name, &v).unwrap_or_else(|e| panic!("{name}={v}: {e}"));
+            c.set(name, &v)
+                .unwrap_or_else(|e| panic!("{name}={v}: {e}"));
         }
         assert_eq!(c, Config::default());
     }

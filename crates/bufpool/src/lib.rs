@@ -33,9 +33,13 @@ pub mod sync;
 pub mod types;
 pub mod vfs;
 
-pub use buffer::{BufferError, BufferPool, BufferRef, NoWal, PageReadGuard, PageWriteGuard, WalFlush};
+pub use buffer::{
+    BufferError, BufferPool, BufferRef, NoWal, PageReadGuard, PageWriteGuard, WalFlush,
+};
 pub use config::{Config, ConfigError, HugePages, PoolSize};
 pub use smgr::{Smgr, SmgrError, SmgrOptions};
 pub use stats::{IoContext, IoOp, IoStats, IoStatsSnapshot, IoWriter};
 pub use types::{BlockNumber, BufferTag, ForkNumber, Lsn, RelFileId};
-pub use vfs::{FaultKind, FaultOp, FaultRule, FaultVfs, MemVfs, OpenOptions, RealVfs, Vfs, VfsFile};
+pub use vfs::{
+    FaultKind, FaultOp, FaultRule, FaultVfs, MemVfs, OpenOptions, RealVfs, Vfs, VfsFile,
+};

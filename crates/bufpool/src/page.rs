@@ -68,7 +68,9 @@ fn put_u16(page: &mut [u8], off: usize, v: u16) {
 /// The page LSN.
 #[inline]
 pub fn lsn(page: &[u8]) -> Lsn {
-    Lsn(u64::from_le_bytes(page[OFF_LSN..OFF_LSN + 8].try_into().expect("8 bytes")))
+    Lsn(u64::from_le_bytes(
+        page[OFF_LSN..OFF_LSN + 8].try_into().expect("8 bytes"),
+    ))
 }
 
 /// Sets the page LSN (the caller holds the exclusive content lock).
@@ -107,7 +109,10 @@ pub fn is_new(page: &[u8]) -> bool {
 pub fn init(page: &mut [u8], special_size: usize) {
     let size = page.len();
     debug_assert!(is_valid_page_size(size));
-    assert!(special_size <= size - PAGE_HEADER_SIZE, "special area larger than the page");
+    assert!(
+        special_size <= size - PAGE_HEADER_SIZE,
+        "special area larger than the page"
+    );
     page.fill(0);
     put_u16(page, OFF_LAYOUT, layout_word(size));
     put_u16(page, OFF_LOWER, PAGE_HEADER_SIZE as u16);
@@ -141,7 +146,11 @@ pub fn set_checksum(page: &mut [u8], tag: &BufferTag) {
 
 /// The stored checksum field.
 pub fn stored_checksum(page: &[u8]) -> u32 {
-    u32::from_le_bytes(page[OFF_CHECKSUM..OFF_CHECKSUM + 4].try_into().expect("4 bytes"))
+    u32::from_le_bytes(
+        page[OFF_CHECKSUM..OFF_CHECKSUM + 4]
+            .try_into()
+            .expect("4 bytes"),
+    )
 }
 
 /// Why a page read from storage was refused.
@@ -206,7 +215,10 @@ mod tests {
             for pos in [0, 9, 13, 100, size - 1] {
                 let mut q = p.clone();
                 q[pos] ^= 0x10;
-                assert!(verify(&q, &tag(3)).is_err(), "flip at {pos} undetected (size {size})");
+                assert!(
+                    verify(&q, &tag(3)).is_err(),
+                    "flip at {pos} undetected (size {size})"
+                );
             }
         }
     }
@@ -216,7 +228,10 @@ mod tests {
         let mut p = vec![0u8; 8192];
         init(&mut p, 0);
         set_checksum(&mut p, &tag(5));
-        assert!(matches!(verify(&p, &tag(6)), Err(PageProblem::Checksum { .. })));
+        assert!(matches!(
+            verify(&p, &tag(6)),
+            Err(PageProblem::Checksum { .. })
+        ));
         let other_rel = BufferTag::new(RelFileId::new(0, 16385), ForkNumber::Main, 5);
         assert!(verify(&p, &other_rel).is_err());
     }
@@ -235,7 +250,10 @@ mod tests {
         // Pretend it was a 4 KiB page: rewrite the layout word, re-checksum.
         put_u16(&mut p, OFF_LAYOUT, layout_word(4096));
         set_checksum(&mut p, &tag(0));
-        assert!(matches!(verify(&p, &tag(0)), Err(PageProblem::Layout { .. })));
+        assert!(matches!(
+            verify(&p, &tag(0)),
+            Err(PageProblem::Layout { .. })
+        ));
     }
 
     #[test]

@@ -48,15 +48,23 @@ pub enum IoOp {
 }
 
 impl IoWriter {
-    pub const ALL: [IoWriter; 3] = [IoWriter::Backend, IoWriter::Bgwriter, IoWriter::Checkpointer];
+    pub const ALL: [IoWriter; 3] = [
+        IoWriter::Backend,
+        IoWriter::Bgwriter,
+        IoWriter::Checkpointer,
+    ];
     pub fn name(self) -> &'static str {
         ["backend", "bgwriter", "checkpointer"][self as usize]
     }
 }
 
 impl IoContext {
-    pub const ALL: [IoContext; 4] =
-        [IoContext::Normal, IoContext::BulkRead, IoContext::BulkWrite, IoContext::Vacuum];
+    pub const ALL: [IoContext; 4] = [
+        IoContext::Normal,
+        IoContext::BulkRead,
+        IoContext::BulkWrite,
+        IoContext::Vacuum,
+    ];
     pub fn name(self) -> &'static str {
         ["normal", "bulkread", "bulkwrite", "vacuum"][self as usize]
     }
@@ -74,8 +82,16 @@ impl IoOp {
         IoOp::Fsync,
     ];
     pub fn name(self) -> &'static str {
-        ["hits", "reads", "writes", "writebacks", "extends", "evictions", "reuses", "fsyncs"]
-            [self as usize]
+        [
+            "hits",
+            "reads",
+            "writes",
+            "writebacks",
+            "extends",
+            "evictions",
+            "reuses",
+            "fsyncs",
+        ][self as usize]
     }
 }
 
@@ -95,7 +111,11 @@ struct Stripe {
 
 impl Stripe {
     fn new() -> Self {
-        Self { c: std::array::from_fn(|_| std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0)))) }
+        Self {
+            c: std::array::from_fn(|_| {
+                std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+            }),
+        }
     }
 }
 
@@ -118,7 +138,10 @@ impl ThreadSlot {
             }
         };
         slots[index] = true;
-        Self { index, writer: Cell::new(IoWriter::Backend) }
+        Self {
+            index,
+            writer: Cell::new(IoWriter::Backend),
+        }
     }
 }
 
@@ -165,7 +188,9 @@ impl std::fmt::Debug for IoStats {
 
 impl IoStats {
     pub fn new() -> Self {
-        Self { stripes: (0..=EXCLUSIVE_STRIPES).map(|_| Stripe::new()).collect() }
+        Self {
+            stripes: (0..=EXCLUSIVE_STRIPES).map(|_| Stripe::new()).collect(),
+        }
     }
 
     #[inline]
@@ -230,7 +255,11 @@ impl IoStatsSnapshot {
 
     /// `op` summed over all writers and contexts.
     pub fn total(&self, op: IoOp) -> u64 {
-        self.c.iter().flat_map(|w| w.iter()).map(|c| c[op as usize]).sum()
+        self.c
+            .iter()
+            .flat_map(|w| w.iter())
+            .map(|c| c[op as usize])
+            .sum()
     }
 
     /// `op` by one writer, over all contexts.
@@ -279,9 +308,15 @@ mod tests {
         }
         let s = stats.snapshot();
         assert_eq!(s.total(IoOp::Hit), 80_000);
-        assert_eq!(s.get(IoWriter::Bgwriter, IoContext::Normal, IoOp::Hit), 40_000);
+        assert_eq!(
+            s.get(IoWriter::Bgwriter, IoContext::Normal, IoOp::Hit),
+            40_000
+        );
         assert_eq!(s.by_writer(IoWriter::Backend, IoOp::Read), 8);
-        assert_eq!(s.time(IoWriter::Backend, IoContext::Vacuum, IoOp::Read), Duration::from_micros(20));
+        assert_eq!(
+            s.time(IoWriter::Backend, IoContext::Vacuum, IoOp::Read),
+            Duration::from_micros(20)
+        );
         assert_eq!(s.since(&s).total(IoOp::Hit), 0);
     }
 
@@ -305,6 +340,9 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        assert_eq!(stats.snapshot().total(IoOp::Write), 100 * (EXCLUSIVE_STRIPES as u64 + 8));
+        assert_eq!(
+            stats.snapshot().total(IoOp::Write),
+            100 * (EXCLUSIVE_STRIPES as u64 + 8)
+        );
     }
 }

@@ -175,7 +175,9 @@ impl Default for RawContentLock {
 impl RawContentLock {
     pub fn new() -> Self {
         #[cfg(not(feature = "shuttle"))]
-        return Self { raw: parking_lot::RawRwLock::INIT };
+        return Self {
+            raw: parking_lot::RawRwLock::INIT,
+        };
         #[cfg(feature = "shuttle")]
         return Self {
             state: shuttle::sync::Mutex::new((0, false)),

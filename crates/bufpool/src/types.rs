@@ -21,7 +21,10 @@ pub struct RelFileId {
 
 impl RelFileId {
     pub const fn new(tablespace: u32, relation: u32) -> Self {
-        Self { tablespace, relation }
+        Self {
+            tablespace,
+            relation,
+        }
     }
 }
 
@@ -43,8 +46,12 @@ pub enum ForkNumber {
 }
 
 impl ForkNumber {
-    pub const ALL: [ForkNumber; 4] =
-        [ForkNumber::Main, ForkNumber::FreeSpace, ForkNumber::Visibility, ForkNumber::Init];
+    pub const ALL: [ForkNumber; 4] = [
+        ForkNumber::Main,
+        ForkNumber::FreeSpace,
+        ForkNumber::Visibility,
+        ForkNumber::Init,
+    ];
 
     /// File-name suffix, as PostgreSQL names its forks.
     pub fn suffix(self) -> &'static str {
@@ -89,7 +96,10 @@ impl BufferTag {
     #[inline]
     pub(crate) fn from_words(w0: u64, w1: u64) -> Self {
         Self {
-            rel: RelFileId { tablespace: (w0 >> 32) as u32, relation: w0 as u32 },
+            rel: RelFileId {
+                tablespace: (w0 >> 32) as u32,
+                relation: w0 as u32,
+            },
             fork: ForkNumber::from_u8((w1 >> 32) as u8).unwrap_or(ForkNumber::Main),
             block: w1 as u32,
         }
@@ -115,7 +125,13 @@ impl BufferTag {
 
 impl fmt::Display for BufferTag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "rel {}{} block {}", self.rel, self.fork.suffix(), self.block)
+        write!(
+            f,
+            "rel {}{} block {}",
+            self.rel,
+            self.fork.suffix(),
+            self.block
+        )
     }
 }
 
@@ -167,7 +183,11 @@ mod tests {
             low_bits.insert(BufferTag::new(rel, ForkNumber::Main, block).hash64() & 127);
         }
         // 1024 consecutive blocks should touch (nearly) all 128 partitions.
-        assert!(low_bits.len() > 120, "only {} partitions used", low_bits.len());
+        assert!(
+            low_bits.len() > 120,
+            "only {} partitions used",
+            low_bits.len()
+        );
     }
 
     #[test]

@@ -64,7 +64,13 @@ unsafe impl Sync for PageArena {}
 
 impl std::fmt::Debug for PageArena {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PageArena({} x {} bytes, huge pages: {})", self.nbuffers, self.page_size, self.huge.name())
+        write!(
+            f,
+            "PageArena({} x {} bytes, huge pages: {})",
+            self.nbuffers,
+            self.page_size,
+            self.huge.name()
+        )
     }
 }
 
@@ -103,7 +109,13 @@ impl PageArena {
         let rounded = len.div_ceil(HUGE_PAGE_SIZE) * HUGE_PAGE_SIZE;
         if huge != HugePages::Off {
             if let Some(base) = mmap_anon(rounded, libc::MAP_HUGETLB) {
-                return Ok(Self { base, map_len: rounded, page_size, nbuffers, huge: HugePageUse::Explicit });
+                return Ok(Self {
+                    base,
+                    map_len: rounded,
+                    page_size,
+                    nbuffers,
+                    huge: HugePageUse::Explicit,
+                });
             }
             if huge == HugePages::On {
                 return Err(io::Error::new(
@@ -136,13 +148,31 @@ impl PageArena {
                 }
             }
             // SAFETY: [aligned, aligned + rounded) is mapped; madvise only sets a hint.
-            let rc = unsafe { libc::madvise(aligned as *mut libc::c_void, rounded, libc::MADV_HUGEPAGE) };
+            let rc = unsafe {
+                libc::madvise(aligned as *mut libc::c_void, rounded, libc::MADV_HUGEPAGE)
+            };
             let base = NonNull::new(aligned as *mut u8).expect("mapped address is non-null");
-            let huge = if rc == 0 { HugePageUse::Transparent } else { HugePageUse::None };
-            return Ok(Self { base, map_len: rounded, page_size, nbuffers, huge });
+            let huge = if rc == 0 {
+                HugePageUse::Transparent
+            } else {
+                HugePageUse::None
+            };
+            return Ok(Self {
+                base,
+                map_len: rounded,
+                page_size,
+                nbuffers,
+                huge,
+            });
         }
         let base = mmap_anon(rounded, 0).ok_or_else(io::Error::last_os_error)?;
-        Ok(Self { base, map_len: rounded, page_size, nbuffers, huge: HugePageUse::None })
+        Ok(Self {
+            base,
+            map_len: rounded,
+            page_size,
+            nbuffers,
+            huge: HugePageUse::None,
+        })
     }
 
     pub fn huge_pages(&self) -> HugePageUse {

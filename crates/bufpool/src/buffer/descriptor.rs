@@ -27,11 +27,20 @@ pub struct BufferDesc {
 }
 
 #[cfg(not(feature = "shuttle"))]
-const _: () = assert!(std::mem::size_of::<BufferDesc>() == 64, "descriptor should fill one cache line");
+const _: () = assert!(
+    std::mem::size_of::<BufferDesc>() == 64,
+    "descriptor should fill one cache line"
+);
 
 impl std::fmt::Debug for BufferDesc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "buffer {} [{}] {}", self.id, describe(self.state.load(Ordering::Relaxed)), self.tag())
+        write!(
+            f,
+            "buffer {} [{}] {}",
+            self.id,
+            describe(self.state.load(Ordering::Relaxed)),
+            self.tag()
+        )
     }
 }
 
@@ -50,12 +59,16 @@ impl BufferDesc {
     /// The tag. Stable while the caller holds a pin or the header lock; otherwise a hint.
     #[inline]
     pub fn tag(&self) -> BufferTag {
-        BufferTag::from_words(self.tag0.load(Ordering::Acquire), self.tag1.load(Ordering::Acquire))
+        BufferTag::from_words(
+            self.tag0.load(Ordering::Acquire),
+            self.tag1.load(Ordering::Acquire),
+        )
     }
 
     #[inline]
     pub fn tag_is(&self, tag: &BufferTag) -> bool {
-        self.tag0.load(Ordering::Acquire) == tag.word0() && self.tag1.load(Ordering::Acquire) == tag.word1()
+        self.tag0.load(Ordering::Acquire) == tag.word0()
+            && self.tag1.load(Ordering::Acquire) == tag.word1()
     }
 
     /// Sets the tag; the caller holds the header lock and the only pin.
@@ -99,7 +112,10 @@ impl BufferDesc {
 
     /// Releases the header lock, storing `state` (LOCKED cleared).
     pub fn unlock_header(&self, state: u64) {
-        debug_assert!(self.state.load(Ordering::Relaxed) & LOCKED != 0, "header not locked");
+        debug_assert!(
+            self.state.load(Ordering::Relaxed) & LOCKED != 0,
+            "header not locked"
+        );
         self.state.store(state & !LOCKED, Ordering::Release);
     }
 
@@ -112,7 +128,10 @@ impl BufferDesc {
                 old = self.wait_unlocked();
             }
             let new = pinned(old);
-            match self.state.compare_exchange_weak(old, new, Ordering::Acquire, Ordering::Relaxed) {
+            match self
+                .state
+                .compare_exchange_weak(old, new, Ordering::Acquire, Ordering::Relaxed)
+            {
                 Ok(_) => return new,
                 Err(x) => old = x,
             }
@@ -151,7 +170,9 @@ impl BufferDesc {
         }
         if usage(s) > 0 {
             // A lost race just means someone pinned it meanwhile: it stays hot.
-            let _ = self.state.compare_exchange(s, s - USAGE_ONE, Ordering::Relaxed, Ordering::Relaxed);
+            let _ =
+                self.state
+                    .compare_exchange(s, s - USAGE_ONE, Ordering::Relaxed, Ordering::Relaxed);
             Visit::Decremented
         } else if self
             .state
@@ -169,7 +190,10 @@ impl BufferDesc {
     pub fn mark_dirty(&self) {
         let mut old = self.state.load(Ordering::Relaxed);
         loop {
-            debug_assert!(refcount(old) > 0 && old & VALID != 0, "mark_dirty on {self:?}");
+            debug_assert!(
+                refcount(old) > 0 && old & VALID != 0,
+                "mark_dirty on {self:?}"
+            );
             if old & (DIRTY | JUST_DIRTIED) == (DIRTY | JUST_DIRTIED) {
                 return;
             }

@@ -11,13 +11,21 @@ pub enum BufferError {
     #[error(transparent)]
     Storage(#[from] SmgrError),
     #[error("invalid page {tag} in {path}: {problem}")]
-    Corrupt { tag: BufferTag, path: PathBuf, problem: PageProblem },
+    Corrupt {
+        tag: BufferTag,
+        path: PathBuf,
+        problem: PageProblem,
+    },
     #[error("all {nbuffers} buffers are pinned, none can be evicted to load {tag} (release pins, or raise shared_buffers)")]
     AllPinned { nbuffers: usize, tag: BufferTag },
     #[error("cannot drop the buffer of {tag}: it stays pinned ({state})")]
     Pinned { tag: BufferTag, state: String },
     #[error("flushing the WAL to {lsn} before writing {tag} failed: {message}")]
-    WalFlush { tag: BufferTag, lsn: Lsn, message: String },
+    WalFlush {
+        tag: BufferTag,
+        lsn: Lsn,
+        message: String,
+    },
     #[error("allocating {bytes} bytes of page memory: {source}")]
     Memory {
         bytes: u64,

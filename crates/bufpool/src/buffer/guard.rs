@@ -51,14 +51,18 @@ impl<'a> BufferRef<'a> {
     pub fn write(&self) -> PageWriteGuard<'_> {
         let d = &self.pool.descs[self.id as usize];
         d.content_lock.lock_exclusive();
-        PageWriteGuard { buf: self, dirtied: false }
+        PageWriteGuard {
+            buf: self,
+            dirtied: false,
+        }
     }
 
     /// Writes the page out if it is dirty (taking the content lock shared); returns whether
     /// it wrote. Must not be called while this thread holds a guard on this buffer.
     pub fn flush(&self) -> BufferResult<bool> {
         let _g = self.read();
-        self.pool.flush_locked(self.id, crate::stats::IoContext::Normal)
+        self.pool
+            .flush_locked(self.id, crate::stats::IoContext::Normal)
     }
 }
 
@@ -93,7 +97,11 @@ impl Deref for PageReadGuard<'_> {
 impl Drop for PageReadGuard<'_> {
     fn drop(&mut self) {
         // SAFETY: this guard took the lock shared in `BufferRef::read` and gives it up once.
-        unsafe { self.buf.pool.descs[self.buf.id as usize].content_lock.unlock_shared() };
+        unsafe {
+            self.buf.pool.descs[self.buf.id as usize]
+                .content_lock
+                .unlock_shared()
+        };
     }
 }
 
@@ -125,7 +133,9 @@ impl PageWriteGuard<'_> {
 
     /// Writes the page out now if dirty, keeping the exclusive lock.
     pub fn flush(&mut self) -> BufferResult<bool> {
-        self.buf.pool.flush_locked(self.buf.id, crate::stats::IoContext::Normal)
+        self.buf
+            .pool
+            .flush_locked(self.buf.id, crate::stats::IoContext::Normal)
     }
 }
 
@@ -153,6 +163,10 @@ impl DerefMut for PageWriteGuard<'_> {
 impl Drop for PageWriteGuard<'_> {
     fn drop(&mut self) {
         // SAFETY: this guard took the lock exclusively in `BufferRef::write` and gives it up.
-        unsafe { self.buf.pool.descs[self.buf.id as usize].content_lock.unlock_exclusive() };
+        unsafe {
+            self.buf.pool.descs[self.buf.id as usize]
+                .content_lock
+                .unlock_exclusive()
+        };
     }
 }

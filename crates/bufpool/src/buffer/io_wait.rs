@@ -21,7 +21,11 @@ pub struct IoWait {
 
 impl IoWait {
     pub fn new() -> Self {
-        Self { stripes: (0..STRIPES).map(|_| (Mutex::new(()), Condvar::new())).collect() }
+        Self {
+            stripes: (0..STRIPES)
+                .map(|_| (Mutex::new(()), Condvar::new()))
+                .collect(),
+        }
     }
 
     /// Blocks until `desc` has no I/O in progress.

@@ -42,7 +42,9 @@ impl Mapping {
         Self {
             buckets: (0..nbuckets).map(|_| AtomicU32::new(NIL)).collect(),
             bucket_mask: nbuckets as u64 - 1,
-            partitions: (0..partitions).map(|_| Partition(RwLock::new(()))).collect(),
+            partitions: (0..partitions)
+                .map(|_| Partition(RwLock::new(())))
+                .collect(),
             partition_mask: partitions as u64 - 1,
         }
     }
@@ -69,7 +71,12 @@ impl Mapping {
     /// A lock-free guess: the buffer that seemed to hold `tag`, or None (which may be a
     /// false miss). The caller must pin the candidate and re-check its tag.
     #[inline]
-    pub fn lookup_optimistic(&self, descs: &[BufferDesc], tag: &BufferTag, hash: u64) -> Option<u32> {
+    pub fn lookup_optimistic(
+        &self,
+        descs: &[BufferDesc],
+        tag: &BufferTag,
+        hash: u64,
+    ) -> Option<u32> {
         let mut id = self.buckets[self.bucket(hash)].load(Ordering::Acquire);
         for _ in 0..OPTIMISTIC_WALK_MAX {
             if id == NIL {
@@ -101,7 +108,9 @@ impl Mapping {
     /// lock exclusively and has checked the tag is absent.
     pub fn insert_locked(&self, descs: &[BufferDesc], id: u32, hash: u64) {
         let head = &self.buckets[self.bucket(hash)];
-        descs[id as usize].hash_next.store(head.load(Ordering::Relaxed), Ordering::Release);
+        descs[id as usize]
+            .hash_next
+            .store(head.load(Ordering::Relaxed), Ordering::Release);
         head.store(id, Ordering::Release);
     }
 

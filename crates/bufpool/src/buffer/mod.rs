@@ -120,7 +120,12 @@ impl std::fmt::Debug for BufferPool {
 
 impl BufferPool {
     /// Opens (or creates, with `create`) the data directory `dir` and builds a pool for it.
-    pub fn open(vfs: Arc<dyn Vfs>, dir: &Path, config: &Config, create: bool) -> BufferResult<Self> {
+    pub fn open(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        config: &Config,
+        create: bool,
+    ) -> BufferResult<Self> {
         config.validate()?;
         let smgr = Smgr::open(vfs, dir, SmgrOptions::from_config(config, create))?;
         Self::new(Arc::new(smgr), config, Arc::new(NoWal))
@@ -134,7 +139,10 @@ impl BufferPool {
         cfg.block_size = page_size;
         let nbuffers = cfg.nbuffers();
         let arena = PageArena::new(nbuffers, page_size, config.huge_pages).map_err(|source| {
-            BufferError::Memory { bytes: (nbuffers * page_size) as u64, source }
+            BufferError::Memory {
+                bytes: (nbuffers * page_size) as u64,
+                source,
+            }
         })?;
         Ok(Self {
             descs: (0..nbuffers as u32).map(BufferDesc::new).collect(),
@@ -243,7 +251,12 @@ impl BufferPool {
     }
 
     /// [`BufferPool::extend`], counting I/O under `context`.
-    pub fn extend_in(&self, rel: RelFileId, fork: ForkNumber, context: IoContext) -> BufferResult<BufferRef<'_>> {
+    pub fn extend_in(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        context: IoContext,
+    ) -> BufferResult<BufferRef<'_>> {
         let zero = AlignedBuf::zeroed(self.page_size);
         let block = self.smgr.extend(rel, fork, &[zero.as_slice()], context)?;
         let tag = BufferTag::new(rel, fork, block);
@@ -251,7 +264,13 @@ impl BufferPool {
     }
 
     /// Miss path: find or load `tag`, returning it pinned.
-    fn load(&self, tag: BufferTag, hash: u64, context: IoContext, fill: Fill) -> BufferResult<BufferRef<'_>> {
+    fn load(
+        &self,
+        tag: BufferTag,
+        hash: u64,
+        context: IoContext,
+        fill: Fill,
+    ) -> BufferResult<BufferRef<'_>> {
         let partition = self.mapping.partition_of(hash);
         loop {
             {
@@ -262,10 +281,13 @@ impl BufferPool {
                     return self.finish_load(id, tag, context, fill);
                 }
             }
-            let (victim, vstate) = self
-                .clock
-                .victim(&self.descs)
-                .map_err(|_| BufferError::AllPinned { nbuffers: self.descs.len(), tag })?;
+            let (victim, vstate) =
+                self.clock
+                    .victim(&self.descs)
+                    .map_err(|_| BufferError::AllPinned {
+                        nbuffers: self.descs.len(),
+                        tag,
+                    })?;
             let vd = &self.descs[victim as usize];
             if vstate & DIRTY != 0 {
                 if !vd.content_lock.try_lock_shared() {
@@ -325,7 +347,13 @@ impl BufferPool {
 
     /// A pinned buffer mapped to `tag` that may not be VALID yet: wait for the loader, or
     /// load it ourselves if the last attempt failed.
-    fn finish_load(&self, id: u32, tag: BufferTag, context: IoContext, fill: Fill) -> BufferResult<BufferRef<'_>> {
+    fn finish_load(
+        &self,
+        id: u32,
+        tag: BufferTag,
+        context: IoContext,
+        fill: Fill,
+    ) -> BufferResult<BufferRef<'_>> {
         let d = &self.descs[id as usize];
         loop {
             let s = d.load_state();
@@ -348,7 +376,13 @@ impl BufferPool {
     }
 
     /// Performs the read (or zero fill) of a buffer whose IO_IN_PROGRESS this thread set.
-    fn do_load_io(&self, id: u32, tag: BufferTag, context: IoContext, fill: Fill) -> BufferResult<BufferRef<'_>> {
+    fn do_load_io(
+        &self,
+        id: u32,
+        tag: BufferTag,
+        context: IoContext,
+        fill: Fill,
+    ) -> BufferResult<BufferRef<'_>> {
         let d = &self.descs[id as usize];
         // Uncontended: no BufferRef to a !VALID buffer exists, so nobody holds this lock.
         d.content_lock.lock_exclusive();
@@ -360,13 +394,21 @@ impl BufferPool {
                 frame.fill(0);
                 Ok(())
             }
-            Fill::Read => self.smgr.read(&tag, frame, context).map_err(BufferError::from).and_then(|()| {
-                page::verify(frame, &tag).map_err(|problem| BufferError::Corrupt {
-                    tag,
-                    path: self.smgr.segment_path(tag.rel, tag.fork, tag.block / self.smgr.segment_blocks()),
-                    problem,
-                })
-            }),
+            Fill::Read => self
+                .smgr
+                .read(&tag, frame, context)
+                .map_err(BufferError::from)
+                .and_then(|()| {
+                    page::verify(frame, &tag).map_err(|problem| BufferError::Corrupt {
+                        tag,
+                        path: self.smgr.segment_path(
+                            tag.rel,
+                            tag.fork,
+                            tag.block / self.smgr.segment_blocks(),
+                        ),
+                        problem,
+                    })
+                }),
         };
         // SAFETY: taken above; `frame` is not used after this point.
         unsafe { d.content_lock.unlock_exclusive() };
@@ -418,7 +460,9 @@ impl BufferPool {
                 .flush(lsn)
                 .map_err(|message| BufferError::WalFlush { tag, lsn, message })?;
             page::set_checksum(copy, &tag);
-            self.smgr.write(&tag, copy, context).map_err(BufferError::from)
+            self.smgr
+                .write(&tag, copy, context)
+                .map_err(BufferError::from)
         });
         let s = d.lock_header();
         match result {
@@ -459,7 +503,8 @@ impl BufferPool {
     fn flush_matching(&self, want: impl Fn(&BufferTag) -> bool + Copy) -> BufferResult<usize> {
         let mut written = 0;
         for id in 0..self.descs.len() as u32 {
-            let dirty_valid = |t: &BufferTag, s: u64| s & (DIRTY | VALID) == (DIRTY | VALID) && want(t);
+            let dirty_valid =
+                |t: &BufferTag, s: u64| s & (DIRTY | VALID) == (DIRTY | VALID) && want(t);
             if let Some(b) = self.pin_if(id, dirty_valid) {
                 let _g = b.read();
                 if self.flush_locked(id, IoContext::Normal)? {
@@ -488,8 +533,14 @@ impl BufferPool {
     /// Discards the buffers of `rel` (one fork or all) from block `from` on, dirty or not,
     /// and returns them to the free list: for dropping or truncating a relation. Fails if
     /// one of them stays pinned.
-    pub fn drop_buffers(&self, rel: RelFileId, fork: Option<ForkNumber>, from: BlockNumber) -> BufferResult<usize> {
-        let want = |t: &BufferTag| t.rel == rel && fork.is_none_or(|f| f == t.fork) && t.block >= from;
+    pub fn drop_buffers(
+        &self,
+        rel: RelFileId,
+        fork: Option<ForkNumber>,
+        from: BlockNumber,
+    ) -> BufferResult<usize> {
+        let want =
+            |t: &BufferTag| t.rel == rel && fork.is_none_or(|f| f == t.fork) && t.block >= from;
         let mut dropped = 0;
         for id in 0..self.descs.len() as u32 {
             let d = &self.descs[id as usize];
@@ -511,7 +562,10 @@ impl BufferPool {
                     drop(_p);
                     tries += 1;
                     if tries > DROP_PIN_RETRIES {
-                        return Err(BufferError::Pinned { tag, state: describe(s) });
+                        return Err(BufferError::Pinned {
+                            tag,
+                            state: describe(s),
+                        });
                     }
                     std::thread::yield_now();
                     continue;
@@ -540,7 +594,12 @@ impl BufferPool {
     }
 
     /// Cuts a fork to `nblocks`, discarding buffers past the new end.
-    pub fn truncate_relation(&self, rel: RelFileId, fork: ForkNumber, nblocks: BlockNumber) -> BufferResult<()> {
+    pub fn truncate_relation(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        nblocks: BlockNumber,
+    ) -> BufferResult<()> {
         self.drop_buffers(rel, Some(fork), nblocks)?;
         Ok(self.smgr.truncate(rel, fork, nblocks)?)
     }
@@ -558,6 +617,7 @@ impl BufferPool {
             }
             if refcount(s) > 0 {
                 u.pinned += 1;
+                u.pins += refcount(s);
             }
         }
         u
@@ -578,7 +638,10 @@ impl BufferPool {
             }
             on_chain[id as usize] = true;
             if s & TAG_VALID == 0 {
-                problems.push(format!("buffer {id} is mapped without TAG_VALID ({})", describe(s)));
+                problems.push(format!(
+                    "buffer {id} is mapped without TAG_VALID ({})",
+                    describe(s)
+                ));
             }
             if self.mapping.bucket_of(tag.hash64()) != bucket {
                 problems.push(format!("buffer {id} ({tag}) is on the wrong chain"));
@@ -615,5 +678,8 @@ impl BufferPool {
 pub struct UsageSummary {
     pub valid: usize,
     pub dirty: usize,
+    /// Buffers with at least one pin.
     pub pinned: usize,
+    /// Pins held, summed over all buffers.
+    pub pins: u64,
 }

@@ -106,6 +106,9 @@ mod tests {
         }
         assert_eq!(refcount(s), 10);
         assert_eq!(usage(s), USAGE_COUNT_MAX);
-        assert_eq!(describe(s | DIRTY | VALID), "refcount=10 usage=5 DIRTY VALID");
+        assert_eq!(
+            describe(s | DIRTY | VALID),
+            "refcount=10 usage=5 DIRTY VALID"
+        );
     }
 }

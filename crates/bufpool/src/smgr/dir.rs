@@ -26,17 +26,31 @@ const META_FORMAT: u32 = 1;
 /// Takes the directory lock, or reports who holds it.
 pub(super) fn lock_directory(vfs: &dyn Vfs, dir: &Path) -> SmgrResult<Arc<dyn VfsFile>> {
     let path = dir.join(LOCK_FILE);
-    let file = vfs.open(&path, OpenOptions::create()).map_err(file_err("opening lock file", &path))?;
-    if !file.try_lock_exclusive().map_err(file_err("locking", &path))? {
+    let file = vfs
+        .open(&path, OpenOptions::create())
+        .map_err(file_err("opening lock file", &path))?;
+    if !file
+        .try_lock_exclusive()
+        .map_err(file_err("locking", &path))?
+    {
         let mut buf = [0u8; 32];
         let n = file.read_at(&mut buf, 0).unwrap_or(0);
         let pid = String::from_utf8_lossy(&buf[..n]).trim().to_string();
-        let pid = if pid.is_empty() { "(unknown)".to_string() } else { pid };
-        return Err(SmgrError::DirectoryLocked { dir: dir.to_path_buf(), lock: path, pid });
+        let pid = if pid.is_empty() {
+            "(unknown)".to_string()
+        } else {
+            pid
+        };
+        return Err(SmgrError::DirectoryLocked {
+            dir: dir.to_path_buf(),
+            lock: path,
+            pid,
+        });
     }
     let pid = format!("{}\n", std::process::id());
     file.set_len(0).map_err(file_err("truncating", &path))?;
-    file.write_at(pid.as_bytes(), 0).map_err(file_err("writing", &path))?;
+    file.write_at(pid.as_bytes(), 0)
+        .map_err(file_err("writing", &path))?;
     Ok(file)
 }
 
@@ -60,25 +74,37 @@ pub(super) fn write_meta(vfs: &dyn Vfs, dir: &Path, meta: &Meta) -> SmgrResult<(
     let path = dir.join(META_FILE);
     let tmp = dir.join(format!("{META_FILE}.tmp"));
     let text = render(meta);
-    let f = vfs.open(&tmp, OpenOptions::create()).map_err(file_err("creating", &tmp))?;
+    let f = vfs
+        .open(&tmp, OpenOptions::create())
+        .map_err(file_err("creating", &tmp))?;
     f.set_len(0).map_err(file_err("truncating", &tmp))?;
-    let n = f.write_at(text.as_bytes(), 0).map_err(file_err("writing", &tmp))?;
+    let n = f
+        .write_at(text.as_bytes(), 0)
+        .map_err(file_err("writing", &tmp))?;
     if n != text.len() {
         return Err(SmgrError::Directory {
             dir: dir.to_path_buf(),
-            problem: format!("short write of {} ({n} of {} bytes)", tmp.display(), text.len()),
+            problem: format!(
+                "short write of {} ({n} of {} bytes)",
+                tmp.display(),
+                text.len()
+            ),
         });
     }
     f.sync_all().map_err(file_err("fsync of", &tmp))?;
     drop(f);
-    vfs.rename(&tmp, &path).map_err(file_err("renaming", &tmp))?;
-    vfs.sync_dir(dir).map_err(file_err("fsync of directory", dir))?;
+    vfs.rename(&tmp, &path)
+        .map_err(file_err("renaming", &tmp))?;
+    vfs.sync_dir(dir)
+        .map_err(file_err("fsync of directory", dir))?;
     Ok(())
 }
 
 pub(super) fn read_meta(vfs: &dyn Vfs, dir: &Path) -> SmgrResult<Meta> {
     let path = dir.join(META_FILE);
-    let f = vfs.open(&path, OpenOptions::read_only()).map_err(file_err("opening", &path))?;
+    let f = vfs
+        .open(&path, OpenOptions::read_only())
+        .map_err(file_err("opening", &path))?;
     let len = f.len().map_err(file_err("reading size of", &path))? as usize;
     let bad = |problem: String| SmgrError::Directory {
         dir: dir.to_path_buf(),
@@ -91,14 +117,18 @@ pub(super) fn read_meta(vfs: &dyn Vfs, dir: &Path) -> SmgrResult<Meta> {
     let n = f.read_at(&mut buf, 0).map_err(file_err("reading", &path))?;
     let text = String::from_utf8_lossy(&buf[..n]).into_owned();
     let Some(crc_at) = text.rfind("crc32c=") else {
-        return Err(bad("no checksum line (truncated or not a bufpool metadata file)".into()));
+        return Err(bad(
+            "no checksum line (truncated or not a bufpool metadata file)".into(),
+        ));
     };
     let (body, crc_line) = text.split_at(crc_at);
     let stored = u32::from_str_radix(crc_line.trim_start_matches("crc32c=").trim(), 16)
         .map_err(|_| bad("unreadable checksum line".into()))?;
     let computed = crc32c::crc32c(body.as_bytes());
     if stored != computed {
-        return Err(bad(format!("checksum mismatch (stored {stored:08x}, computed {computed:08x})")));
+        return Err(bad(format!(
+            "checksum mismatch (stored {stored:08x}, computed {computed:08x})"
+        )));
     }
     let field = |key: &str| -> SmgrResult<u64> {
         body.lines()
@@ -109,9 +139,14 @@ pub(super) fn read_meta(vfs: &dyn Vfs, dir: &Path) -> SmgrResult<Meta> {
     };
     let format = field("format")?;
     if format != u64::from(META_FORMAT) {
-        return Err(bad(format!("format {format} is not supported (this build reads {META_FORMAT})")));
+        return Err(bad(format!(
+            "format {format} is not supported (this build reads {META_FORMAT})"
+        )));
     }
-    Ok(Meta { block_size: field("block_size")? as usize, segment_size: field("segment_size")? })
+    Ok(Meta {
+        block_size: field("block_size")? as usize,
+        segment_size: field("segment_size")?,
+    })
 }
 
 #[cfg(test)]
@@ -124,7 +159,10 @@ mod tests {
         let vfs = MemVfs::new();
         let dir = Path::new("/db");
         vfs.create_dir_all(dir).unwrap();
-        let meta = Meta { block_size: 16384, segment_size: 1 << 30 };
+        let meta = Meta {
+            block_size: 16384,
+            segment_size: 1 << 30,
+        };
         write_meta(&vfs, dir, &meta).unwrap();
         assert_eq!(read_meta(&vfs, dir).unwrap(), meta);
         let path = dir.join(META_FILE);
@@ -132,7 +170,10 @@ mod tests {
         bytes[40] ^= 1;
         vfs.set_contents(&path, bytes);
         let err = read_meta(&vfs, dir).unwrap_err().to_string();
-        assert!(err.contains("bufpool.meta") && err.contains("checksum"), "{err}");
+        assert!(
+            err.contains("bufpool.meta") && err.contains("checksum"),
+            "{err}"
+        );
         vfs.set_contents(&path, b"garbage".to_vec());
         let err = read_meta(&vfs, dir).unwrap_err().to_string();
         assert!(err.contains("no checksum"), "{err}");

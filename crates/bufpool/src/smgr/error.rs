@@ -9,7 +9,11 @@ use crate::types::{BlockNumber, BufferTag};
 #[derive(Debug, thiserror::Error)]
 pub enum SmgrError {
     #[error("data directory {dir} is in use by process {pid} (lock file {lock}); stop that process first")]
-    DirectoryLocked { dir: PathBuf, lock: PathBuf, pid: String },
+    DirectoryLocked {
+        dir: PathBuf,
+        lock: PathBuf,
+        pid: String,
+    },
     #[error("data directory {dir}: {problem}")]
     Directory { dir: PathBuf, problem: String },
     #[error("{op} {path}: {source}")]
@@ -27,7 +31,12 @@ pub enum SmgrError {
         source: io::Error,
     },
     #[error("reading {tag} from {path}: read only {got} of {want} bytes (file truncated or block beyond its end)")]
-    ShortRead { tag: BufferTag, path: PathBuf, got: usize, want: usize },
+    ShortRead {
+        tag: BufferTag,
+        path: PathBuf,
+        got: usize,
+        want: usize,
+    },
     #[error("writing {tag} to {path}: {source}")]
     Write {
         tag: BufferTag,
@@ -36,7 +45,12 @@ pub enum SmgrError {
         source: io::Error,
     },
     #[error("writing {tag} to {path}: wrote only {got} of {want} bytes (check free disk space)")]
-    ShortWrite { tag: BufferTag, path: PathBuf, got: usize, want: usize },
+    ShortWrite {
+        tag: BufferTag,
+        path: PathBuf,
+        got: usize,
+        want: usize,
+    },
     #[error("fsync of {path} failed: {source}; data written since the last checkpoint must be recovered from the WAL")]
     Fsync {
         path: PathBuf,
@@ -65,6 +79,13 @@ impl SmgrError {
 pub type SmgrResult<T> = Result<T, SmgrError>;
 
 /// Wraps an OS error from a whole-file operation with the operation and the path.
-pub(crate) fn file_err<'a>(op: &'static str, path: &'a std::path::Path) -> impl FnOnce(io::Error) -> SmgrError + 'a {
-    move |source| SmgrError::File { op, path: path.to_path_buf(), source }
+pub(crate) fn file_err<'a>(
+    op: &'static str,
+    path: &'a std::path::Path,
+) -> impl FnOnce(io::Error) -> SmgrError + 'a {
+    move |source| SmgrError::File {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
 }

@@ -34,7 +34,9 @@ impl SyncQueue {
 
     /// Drops requests for a relation fork being unlinked (segments from `from_segno` on).
     pub fn forget(&self, rel: RelFileId, fork: ForkNumber, from_segno: u32) {
-        self.pending.lock().retain(|s| !(s.rel == rel && s.fork == fork && s.segno >= from_segno));
+        self.pending
+            .lock()
+            .retain(|s| !(s.rel == rel && s.fork == fork && s.segno >= from_segno));
     }
 
     /// Takes every pending request, in tag order (so fsyncs walk files in order).

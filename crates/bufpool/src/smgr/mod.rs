@@ -17,8 +17,8 @@ mod dir;
 mod error;
 mod fsync;
 
-pub use error::{SmgrError, SmgrResult};
 use error::file_err;
+pub use error::{SmgrError, SmgrResult};
 pub use fsync::SegmentId;
 
 use std::collections::HashMap;
@@ -87,7 +87,9 @@ pub struct Smgr {
 impl Smgr {
     /// Opens (or with `opts.create`, creates) a data directory.
     pub fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: SmgrOptions) -> SmgrResult<Smgr> {
-        let exists = vfs.exists(&dir.join(dir::META_FILE)).map_err(file_err("checking", dir))?;
+        let exists = vfs
+            .exists(&dir.join(dir::META_FILE))
+            .map_err(file_err("checking", dir))?;
         if !exists {
             if !opts.create {
                 return Err(SmgrError::Directory {
@@ -96,7 +98,8 @@ impl Smgr {
                         .into(),
                 });
             }
-            vfs.create_dir_all(&dir.join("base")).map_err(file_err("creating", dir))?;
+            vfs.create_dir_all(&dir.join("base"))
+                .map_err(file_err("creating", dir))?;
         }
         let lock = dir::lock_directory(&*vfs, dir)?;
         let meta = if exists {
@@ -114,9 +117,13 @@ impl Smgr {
             }
             meta
         } else {
-            let meta = dir::Meta { block_size: opts.block_size, segment_size: opts.segment_size };
+            let meta = dir::Meta {
+                block_size: opts.block_size,
+                segment_size: opts.segment_size,
+            };
             dir::write_meta(&*vfs, dir, &meta)?;
-            vfs.sync_dir(dir).map_err(file_err("fsync of directory", dir))?;
+            vfs.sync_dir(dir)
+                .map_err(file_err("fsync of directory", dir))?;
             meta
         };
         Ok(Smgr {
@@ -165,7 +172,11 @@ impl Smgr {
     }
 
     fn open_options(&self) -> OpenOptions {
-        OpenOptions { direct: self.direct, dsync: self.dsync, ..OpenOptions::read_write() }
+        OpenOptions {
+            direct: self.direct,
+            dsync: self.dsync,
+            ..OpenOptions::read_write()
+        }
     }
 
     fn fork(&self, rel: RelFileId, fork: ForkNumber) -> Arc<Fork> {
@@ -204,7 +215,10 @@ impl Smgr {
             let path = self.segment_path(rel, fork, n);
             let mut opts = self.open_options();
             opts.create = create;
-            let file = self.vfs.open(&path, opts).map_err(file_err("opening", &path))?;
+            let file = self
+                .vfs
+                .open(&path, opts)
+                .map_err(file_err("opening", &path))?;
             segs.push(file);
         }
         Ok(segs[segno as usize].clone())
@@ -215,14 +229,27 @@ impl Smgr {
         let ts = self.tablespace_dir(rel.tablespace);
         let new_ts = !self.vfs.exists(&ts).map_err(file_err("checking", &ts))?;
         if new_ts {
-            self.vfs.create_dir_all(&ts).map_err(file_err("creating tablespace directory", &ts))?;
+            self.vfs
+                .create_dir_all(&ts)
+                .map_err(file_err("creating tablespace directory", &ts))?;
             let base = self.dir.join("base");
-            self.vfs.sync_dir(&base).map_err(file_err("fsync of directory", &base))?;
+            self.vfs
+                .sync_dir(&base)
+                .map_err(file_err("fsync of directory", &base))?;
         }
         let path = self.segment_path(rel, fork, 0);
-        let opts = OpenOptions { create_new: true, create: true, ..self.open_options() };
-        let file = self.vfs.open(&path, opts).map_err(file_err("creating", &path))?;
-        self.vfs.sync_dir(&ts).map_err(file_err("fsync of directory", &ts))?;
+        let opts = OpenOptions {
+            create_new: true,
+            create: true,
+            ..self.open_options()
+        };
+        let file = self
+            .vfs
+            .open(&path, opts)
+            .map_err(file_err("creating", &path))?;
+        self.vfs
+            .sync_dir(&ts)
+            .map_err(file_err("fsync of directory", &ts))?;
         let f = self.fork(rel, fork);
         let mut segs = f.segments.write();
         segs.clear();
@@ -257,19 +284,27 @@ impl Smgr {
         let total = loop {
             if segno > 0 {
                 let path = self.segment_path(rel, fork, segno);
-                if !self.vfs.exists(&path).map_err(file_err("checking", &path))? {
+                if !self
+                    .vfs
+                    .exists(&path)
+                    .map_err(file_err("checking", &path))?
+                {
                     break segno as u64 * u64::from(self.segment_blocks);
                 }
             }
             let file = self.segment(f, rel, fork, segno, false)?;
-            let len = file.len().map_err(file_err("reading size of", file.path()))?;
+            let len = file
+                .len()
+                .map_err(file_err("reading size of", file.path()))?;
             let blocks = len / self.block_size as u64;
             if blocks < u64::from(self.segment_blocks) {
                 break segno as u64 * u64::from(self.segment_blocks) + blocks;
             }
             segno += 1;
         };
-        let total = u32::try_from(total).unwrap_or(MAX_BLOCK_NUMBER).min(MAX_BLOCK_NUMBER);
+        let total = u32::try_from(total)
+            .unwrap_or(MAX_BLOCK_NUMBER)
+            .min(MAX_BLOCK_NUMBER);
         f.nblocks.store(total, Ordering::Release);
         Ok(total)
     }
@@ -285,17 +320,24 @@ impl Smgr {
         debug_assert_eq!(buf.len(), self.block_size);
         let f = self.fork(tag.rel, tag.fork);
         let (segno, off) = self.locate(tag.block);
-        let file = self.segment(&f, tag.rel, tag.fork, segno, false).map_err(|e| match e {
-            SmgrError::File { path, source, .. } => SmgrError::Read { tag: *tag, path, source },
-            e => e,
-        })?;
+        let file = self
+            .segment(&f, tag.rel, tag.fork, segno, false)
+            .map_err(|e| match e {
+                SmgrError::File { path, source, .. } => SmgrError::Read {
+                    tag: *tag,
+                    path,
+                    source,
+                },
+                e => e,
+            })?;
         let start = Instant::now();
         let got = file.read_at(buf, off).map_err(|source| SmgrError::Read {
             tag: *tag,
             path: file.path().to_path_buf(),
             source,
         })?;
-        self.stats.count_timed(context, IoOp::Read, 1, start.elapsed());
+        self.stats
+            .count_timed(context, IoOp::Read, 1, start.elapsed());
         if got != buf.len() {
             return Err(SmgrError::ShortRead {
                 tag: *tag,
@@ -326,16 +368,21 @@ impl Smgr {
             let n = room.min(bufs.len() - done);
             let tag = BufferTag::new(rel, fork, block);
             let file = self.segment(&f, rel, fork, segno, false)?;
-            let mut iov: Vec<IoSliceMut<'_>> =
-                bufs[done..done + n].iter_mut().map(|b| IoSliceMut::new(b)).collect();
+            let mut iov: Vec<IoSliceMut<'_>> = bufs[done..done + n]
+                .iter_mut()
+                .map(|b| IoSliceMut::new(b))
+                .collect();
             let want = n * self.block_size;
             let start = Instant::now();
-            let got = file.read_vectored_at(&mut iov, off).map_err(|source| SmgrError::Read {
-                tag,
-                path: file.path().to_path_buf(),
-                source,
-            })?;
-            self.stats.count_timed(context, IoOp::Read, n as u64, start.elapsed());
+            let got = file
+                .read_vectored_at(&mut iov, off)
+                .map_err(|source| SmgrError::Read {
+                    tag,
+                    path: file.path().to_path_buf(),
+                    source,
+                })?;
+            self.stats
+                .count_timed(context, IoOp::Read, n as u64, start.elapsed());
             if got != want {
                 let tag = BufferTag::new(rel, fork, block + (got / self.block_size) as u32);
                 return Err(SmgrError::ShortRead {
@@ -386,21 +433,30 @@ impl Smgr {
             let room = (self.segment_blocks - block % self.segment_blocks) as usize;
             let n = room.min(bufs.len() - done);
             let tag = BufferTag::new(rel, fork, block);
-            let file = self.segment(&f, rel, fork, segno, create).map_err(|e| match e {
-                SmgrError::File { path, source, .. } => SmgrError::Write { tag, path, source },
-                e => e,
-            })?;
+            let file = self
+                .segment(&f, rel, fork, segno, create)
+                .map_err(|e| match e {
+                    SmgrError::File { path, source, .. } => SmgrError::Write { tag, path, source },
+                    e => e,
+                })?;
             let want = n * self.block_size;
             let start = Instant::now();
             let got = if n == 1 {
                 file.write_at(bufs[done], off)
             } else {
-                let iov: Vec<IoSlice<'_>> =
-                    bufs[done..done + n].iter().map(|b| IoSlice::new(b)).collect();
+                let iov: Vec<IoSlice<'_>> = bufs[done..done + n]
+                    .iter()
+                    .map(|b| IoSlice::new(b))
+                    .collect();
                 file.write_vectored_at(&iov, off)
             }
-            .map_err(|source| SmgrError::Write { tag, path: file.path().to_path_buf(), source })?;
-            self.stats.count_timed(context, op, n as u64, start.elapsed());
+            .map_err(|source| SmgrError::Write {
+                tag,
+                path: file.path().to_path_buf(),
+                source,
+            })?;
+            self.stats
+                .count_timed(context, op, n as u64, start.elapsed());
             if !self.dsync {
                 self.sync_queue.register(SegmentId { rel, fork, segno });
             }
@@ -433,7 +489,9 @@ impl Smgr {
         let first = self.nblocks_locked(&f, rel, fork)?;
         let last = u64::from(first) + bufs.len() as u64;
         if last > u64::from(MAX_BLOCK_NUMBER) {
-            return Err(SmgrError::BlockOutOfRange { block: MAX_BLOCK_NUMBER });
+            return Err(SmgrError::BlockOutOfRange {
+                block: MAX_BLOCK_NUMBER,
+            });
         }
         match self.writev_op(rel, fork, first, bufs, context, IoOp::Extend, true) {
             Ok(()) => {
@@ -469,7 +527,8 @@ impl Smgr {
             let start = Instant::now();
             file.writeback(off, u64::from(k) * self.block_size as u64)
                 .map_err(file_err("writeback of", file.path()))?;
-            self.stats.count_timed(context, IoOp::Writeback, u64::from(k), start.elapsed());
+            self.stats
+                .count_timed(context, IoOp::Writeback, u64::from(k), start.elapsed());
             done += k;
         }
         Ok(())
@@ -477,7 +536,12 @@ impl Smgr {
 
     /// Cuts a fork to `nblocks` pages; whole segments past the end are emptied (segment 0
     /// stays, later ones are unlinked).
-    pub fn truncate(&self, rel: RelFileId, fork: ForkNumber, nblocks: BlockNumber) -> SmgrResult<()> {
+    pub fn truncate(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        nblocks: BlockNumber,
+    ) -> SmgrResult<()> {
         let f = self.fork(rel, fork);
         let _ext = f.extend_lock.lock();
         let old = self.nblocks_locked(&f, rel, fork)?;
@@ -494,7 +558,9 @@ impl Smgr {
             if segno > keep_seg || (keep_blocks == 0 && segno > 0) {
                 // A segment left with no pages is removed; only segment 0 stays, empty.
                 let path = self.segment_path(rel, fork, segno);
-                self.vfs.unlink(&path).map_err(file_err("unlinking", &path))?;
+                self.vfs
+                    .unlink(&path)
+                    .map_err(file_err("unlinking", &path))?;
                 segs.truncate(segno as usize);
             } else {
                 let file = &segs[segno as usize];
@@ -524,13 +590,21 @@ impl Smgr {
             match self.vfs.unlink(&path) {
                 Ok(()) => segno += 1,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-                Err(e) => return Err(SmgrError::File { op: "unlinking", path, source: e }),
+                Err(e) => {
+                    return Err(SmgrError::File {
+                        op: "unlinking",
+                        path,
+                        source: e,
+                    })
+                }
             }
         }
         f.nblocks.store(NBLOCKS_UNKNOWN, Ordering::Release);
         self.forks.write().remove(&(rel, fork));
         let ts = self.tablespace_dir(rel.tablespace);
-        self.vfs.sync_dir(&ts).map_err(file_err("fsync of directory", &ts))?;
+        self.vfs
+            .sync_dir(&ts)
+            .map_err(file_err("fsync of directory", &ts))?;
         Ok(())
     }
 
@@ -561,7 +635,8 @@ impl Smgr {
                 self.sync_queue.latch(path.clone(), source.to_string());
                 return Err(SmgrError::Fsync { path, source });
             }
-            self.stats.count_timed(IoContext::Normal, IoOp::Fsync, 1, start.elapsed());
+            self.stats
+                .count_timed(IoContext::Normal, IoOp::Fsync, 1, start.elapsed());
         }
         Ok(segs.len())
     }

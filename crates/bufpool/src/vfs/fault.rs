@@ -59,7 +59,13 @@ pub struct FaultRule {
 impl FaultRule {
     /// Fails only the `nth` call of `op` on paths containing `path_contains`.
     pub fn nth(path_contains: &str, op: FaultOp, nth: u64, kind: FaultKind) -> Self {
-        Self { path_contains: path_contains.to_string(), op, nth, times: 1, kind }
+        Self {
+            path_contains: path_contains.to_string(),
+            op,
+            nth,
+            times: 1,
+            kind,
+        }
     }
 }
 
@@ -81,7 +87,8 @@ impl Faults {
         let path = path.to_string_lossy();
         let mut fault = None;
         for r in rules.iter_mut() {
-            if (r.rule.op == op || r.rule.op == FaultOp::Any) && path.contains(&r.rule.path_contains)
+            if (r.rule.op == op || r.rule.op == FaultOp::Any)
+                && path.contains(&r.rule.path_contains)
             {
                 r.seen += 1;
                 if fault.is_none() && r.seen >= r.rule.nth && r.seen < r.rule.nth + r.rule.times {
@@ -116,7 +123,10 @@ pub struct FaultVfs {
 
 impl FaultVfs {
     pub fn new(inner: Arc<dyn Vfs>) -> Self {
-        Self { inner, faults: Arc::default() }
+        Self {
+            inner,
+            faults: Arc::default(),
+        }
     }
 
     /// Adds a rule; calls before this one are not counted by it.
@@ -146,7 +156,11 @@ impl Vfs for FaultVfs {
     fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>> {
         self.check(path, FaultOp::Open)?;
         let inner = self.inner.open(path, opts)?;
-        Ok(Arc::new(FaultFile { inner, faults: self.faults.clone(), path: path.to_path_buf() }))
+        Ok(Arc::new(FaultFile {
+            inner,
+            faults: self.faults.clone(),
+            path: path.to_path_buf(),
+        }))
     }
 
     fn unlink(&self, path: &Path) -> io::Result<()> {
@@ -294,9 +308,16 @@ mod tests {
         let mem = MemVfs::new();
         mem.create_dir_all(Path::new("/d")).unwrap();
         let vfs = FaultVfs::new(Arc::new(mem));
-        vfs.add_rule(FaultRule { times: 2, ..FaultRule::nth("rel1", FaultOp::Write, 2, FaultKind::Enospc) });
-        let a = vfs.open(Path::new("/d/rel1"), OpenOptions::create()).unwrap();
-        let b = vfs.open(Path::new("/d/rel2"), OpenOptions::create()).unwrap();
+        vfs.add_rule(FaultRule {
+            times: 2,
+            ..FaultRule::nth("rel1", FaultOp::Write, 2, FaultKind::Enospc)
+        });
+        let a = vfs
+            .open(Path::new("/d/rel1"), OpenOptions::create())
+            .unwrap();
+        let b = vfs
+            .open(Path::new("/d/rel2"), OpenOptions::create())
+            .unwrap();
         let buf = [7u8; 4096];
         assert_eq!(a.write_at(&buf, 0).unwrap(), 4096); // 1st: passes
         assert_eq!(b.write_at(&buf, 0).unwrap(), 4096); // other path: not counted

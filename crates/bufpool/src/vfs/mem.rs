@@ -48,13 +48,22 @@ impl MemVfs {
 
     /// Replaces the contents of a file.
     pub fn set_contents(&self, path: &Path, data: Vec<u8>) {
-        let node = self.tree.lock().files.entry(path.to_path_buf()).or_default().clone();
+        let node = self
+            .tree
+            .lock()
+            .files
+            .entry(path.to_path_buf())
+            .or_default()
+            .clone();
         *node.data.lock() = data;
     }
 }
 
 fn not_found(path: &Path) -> io::Error {
-    io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file", path.display()))
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{}: no such file", path.display()),
+    )
 }
 
 #[derive(Debug)]
@@ -91,11 +100,20 @@ impl Vfs for MemVfs {
             }
             None => return Err(not_found(path)),
         };
-        Ok(Arc::new(MemFile { node, path: path.to_path_buf(), holds_lock: Mutex::new(false) }))
+        Ok(Arc::new(MemFile {
+            node,
+            path: path.to_path_buf(),
+            holds_lock: Mutex::new(false),
+        }))
     }
 
     fn unlink(&self, path: &Path) -> io::Result<()> {
-        self.tree.lock().files.remove(path).map(|_| ()).ok_or_else(|| not_found(path))
+        self.tree
+            .lock()
+            .files
+            .remove(path)
+            .map(|_| ())
+            .ok_or_else(|| not_found(path))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

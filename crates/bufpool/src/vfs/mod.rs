@@ -41,13 +41,25 @@ impl OpenOptions {
         Self::default()
     }
     pub fn read_write() -> Self {
-        Self { write: true, ..Self::default() }
+        Self {
+            write: true,
+            ..Self::default()
+        }
     }
     pub fn create() -> Self {
-        Self { write: true, create: true, ..Self::default() }
+        Self {
+            write: true,
+            create: true,
+            ..Self::default()
+        }
     }
     pub fn create_new() -> Self {
-        Self { write: true, create: true, create_new: true, ..Self::default() }
+        Self {
+            write: true,
+            create: true,
+            create_new: true,
+            ..Self::default()
+        }
     }
 }
 

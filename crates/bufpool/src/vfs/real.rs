@@ -41,7 +41,10 @@ fn retry_eintr<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
 impl Vfs for RealVfs {
     fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>> {
         let mut o = fs::OpenOptions::new();
-        o.read(true).write(opts.write).create(opts.create).create_new(opts.create_new);
+        o.read(true)
+            .write(opts.write)
+            .create(opts.create)
+            .create_new(opts.create_new);
         let mut flags = libc::O_CLOEXEC;
         if opts.direct {
             flags |= libc::O_DIRECT;
@@ -51,7 +54,10 @@ impl Vfs for RealVfs {
         }
         o.custom_flags(flags);
         let file = retry_eintr(|| o.open(path))?;
-        Ok(Arc::new(RealFile { file, path: path.to_path_buf() }))
+        Ok(Arc::new(RealFile {
+            file,
+            path: path.to_path_buf(),
+        }))
     }
 
     fn unlink(&self, path: &Path) -> io::Result<()> {
@@ -198,16 +204,25 @@ mod tests {
     fn vectored_io_and_writeback_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let vfs = RealVfs::new();
-        let f = vfs.open(&dir.path().join("f"), OpenOptions::create()).unwrap();
+        let f = vfs
+            .open(&dir.path().join("f"), OpenOptions::create())
+            .unwrap();
         let a = [1u8; 4096];
         let b = [2u8; 4096];
-        assert_eq!(f.write_vectored_at(&[IoSlice::new(&a), IoSlice::new(&b)], 4096).unwrap(), 8192);
+        assert_eq!(
+            f.write_vectored_at(&[IoSlice::new(&a), IoSlice::new(&b)], 4096)
+                .unwrap(),
+            8192
+        );
         f.writeback(0, 0).unwrap();
         f.sync_data().unwrap();
         assert_eq!(f.len().unwrap(), 12288);
         let (mut x, mut y) = ([0u8; 4096], [0u8; 4096]);
         let n = f
-            .read_vectored_at(&mut [IoSliceMut::new(&mut x), IoSliceMut::new(&mut y)], 4096)
+            .read_vectored_at(
+                &mut [IoSliceMut::new(&mut x), IoSliceMut::new(&mut y)],
+                4096,
+            )
             .unwrap();
         assert_eq!(n, 8192);
         assert!(x.iter().all(|&v| v == 1) && y.iter().all(|&v| v == 2));
@@ -234,7 +249,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let vfs = RealVfs::new();
         let p = dir.path().join("d");
-        let opts = OpenOptions { direct: true, ..OpenOptions::create() };
+        let opts = OpenOptions {
+            direct: true,
+            ..OpenOptions::create()
+        };
         let f = match vfs.open(&p, opts) {
             Ok(f) => f,
             // tmpfs refuses O_DIRECT with EINVAL; that refusal is itself the tested behaviour.

@@ -1,0 +1,316 @@
+//! Experiments run by `bufpool experiment <NAME>`: small, self-contained measurements
+//! that put a figure of the pool next to a baseline, in one process, side by side.
+//!
+//! Owns: the report shape shared by experiments (figures with median/min/max over
+//! repetitions, ratios with targets and verdicts, metadata), its table and JSON renderings,
+//! and pure helpers (summaries, a single-cycle random permutation).
+
+pub mod mutex_pool;
+pub mod pool;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use rand::Rng;
+use serde::Serialize;
+
+/// Median, min and max of one figure over the repetitions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Summary {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// Summarizes samples: median (mean of the two middle values for an even count), min, max.
+///
+/// # Panics
+/// If `samples` is empty or holds a NaN.
+pub fn summarize(samples: &[f64]) -> Summary {
+    assert!(!samples.is_empty(), "no samples to summarize");
+    let mut v = samples.to_vec();
+    v.sort_by(|a, b| a.partial_cmp(b).expect("samples are not NaN"));
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    Summary {
+        median,
+        min: v[0],
+        max: v[n - 1],
+    }
+}
+
+/// A random permutation of `0..n` that is one single cycle (Sattolo's algorithm):
+/// following `next[i]` from any start visits all `n` elements before returning.
+pub fn sattolo_cycle<R: Rng + ?Sized>(n: usize, rng: &mut R) -> Vec<u32> {
+    assert!(n <= u32::MAX as usize, "cycle too long for u32 elements");
+    let mut next: Vec<u32> = (0..n as u32).collect();
+    for i in (1..n).rev() {
+        let j = rng.random_range(0..i);
+        next.swap(i, j);
+    }
+    next
+}
+
+/// Whether a ratio must stay below or above its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Goal {
+    #[serde(rename = "<=")]
+    AtMost,
+    #[serde(rename = ">=")]
+    AtLeast,
+}
+
+impl Goal {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Goal::AtMost => "<=",
+            Goal::AtLeast => ">=",
+        }
+    }
+
+    pub fn passes(self, value: f64, target: f64) -> bool {
+        match self {
+            Goal::AtMost => value <= target,
+            Goal::AtLeast => value >= target,
+        }
+    }
+}
+
+/// One measured figure.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub summary: Summary,
+}
+
+/// A ratio with a target; the verdict is taken on the median.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ratio {
+    #[serde(skip)]
+    pub name: &'static str,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub goal: Goal,
+    pub target: f64,
+    pub pass: bool,
+}
+
+impl Ratio {
+    pub fn new(name: &'static str, samples: &[f64], goal: Goal, target: f64) -> Self {
+        let s = summarize(samples);
+        Self {
+            name,
+            median: s.median,
+            min: s.min,
+            max: s.max,
+            goal,
+            target,
+            pass: goal.passes(s.median, target),
+        }
+    }
+}
+
+/// The result of one experiment.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// One-line description for the table header.
+    pub header: String,
+    pub figures: Vec<Figure>,
+    pub ratios: Vec<Ratio>,
+    /// Everything else (sizes, thread counts, machine, checks), emitted as JSON fields.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// Lines printed under the table (warnings, checks).
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// The JSON object: metadata fields, `figures` {name: {median, min, max}} (measured
+    /// figures and ratios) and `ratios` {name: {median, min, max, goal, target, pass}}.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut obj = self.metadata.clone();
+        // Every named figure, ratios included, as {median, min, max}.
+        let mut figures: BTreeMap<&str, Summary> =
+            self.figures.iter().map(|f| (f.name, f.summary)).collect();
+        for r in &self.ratios {
+            figures.insert(
+                r.name,
+                Summary {
+                    median: r.median,
+                    min: r.min,
+                    max: r.max,
+                },
+            );
+        }
+        let ratios: BTreeMap<&str, &Ratio> = self.ratios.iter().map(|r| (r.name, r)).collect();
+        obj.insert(
+            "figures".into(),
+            serde_json::to_value(figures).expect("figures serialize"),
+        );
+        obj.insert(
+            "ratios".into(),
+            serde_json::to_value(ratios).expect("ratios serialize"),
+        );
+        obj.insert("all_pass".into(), self.ratios.iter().all(|r| r.pass).into());
+        obj.insert("notes".into(), self.notes.clone().into());
+        serde_json::Value::Object(obj)
+    }
+
+    /// An aligned table: figure, median, min, max, target, verdict.
+    pub fn to_table(&self) -> String {
+        let mut rows: Vec<[String; 6]> = Vec::new();
+        rows.push(["figure", "median", "min", "max", "target", "verdict"].map(String::from));
+        for f in &self.figures {
+            let fmt = |v: f64| format_value(v, f.unit);
+            let s = f.summary;
+            rows.push([
+                f.name.to_string(),
+                fmt(s.median),
+                fmt(s.min),
+                fmt(s.max),
+                String::new(),
+                String::new(),
+            ]);
+        }
+        for r in &self.ratios {
+            let fmt = |v: f64| format!("{v:.2}x");
+            rows.push([
+                r.name.to_string(),
+                fmt(r.median),
+                fmt(r.min),
+                fmt(r.max),
+                format!("{} {}", r.goal.symbol(), r.target),
+                if r.pass { "PASS" } else { "MISS" }.to_string(),
+            ]);
+        }
+        let mut widths = [0usize; 6];
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.len());
+            }
+        }
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.header);
+        for (i, row) in rows.iter().enumerate() {
+            let mut line = format!("{:<w$}", row[0], w = widths[0]);
+            for (cell, w) in row.iter().zip(widths).skip(1).take(4) {
+                let _ = write!(line, "  {cell:>w$}");
+            }
+            let _ = write!(line, "  {}", row[5]);
+            let _ = writeln!(out, "{}", line.trim_end());
+            if i == 0 || i == self.figures.len() {
+                let _ = writeln!(out, "{}", "-".repeat(widths.iter().sum::<usize>() + 2 * 5));
+            }
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "note: {note}");
+        }
+        out
+    }
+}
+
+fn format_value(v: f64, unit: &str) -> String {
+    match unit {
+        "ns" if v >= 10_000.0 => format!("{:.2} us", v / 1000.0),
+        "ns" => format!("{v:.1} ns"),
+        "x" => format!("{v:.2}x"),
+        u => format!("{v:.3} {u}"),
+    }
+}
+
+/// Prints a progress line to stderr.
+pub fn progress(msg: impl AsRef<str>) {
+    eprintln!("[experiment] {}", msg.as_ref());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::SeedableRng;
+
+    #[test]
+    fn summary_of_odd_and_even_counts() {
+        assert_eq!(
+            summarize(&[3.0, 1.0, 2.0]),
+            Summary {
+                median: 2.0,
+                min: 1.0,
+                max: 3.0
+            }
+        );
+        assert_eq!(
+            summarize(&[4.0, 1.0, 3.0, 2.0]),
+            Summary {
+                median: 2.5,
+                min: 1.0,
+                max: 4.0
+            }
+        );
+        assert_eq!(
+            summarize(&[7.0]),
+            Summary {
+                median: 7.0,
+                min: 7.0,
+                max: 7.0
+            }
+        );
+    }
+
+    #[test]
+    fn sattolo_is_one_cycle_through_everything() {
+        let mut rng = SmallRng::seed_from_u64(7);
+        for n in [1usize, 2, 3, 10, 1000, 4097] {
+            let next = sattolo_cycle(n, &mut rng);
+            let mut seen = vec![false; n];
+            let mut cur = 0usize;
+            for _ in 0..n {
+                assert!(!seen[cur], "n={n}: revisited {cur} before covering all");
+                seen[cur] = true;
+                cur = next[cur] as usize;
+            }
+            assert_eq!(cur, 0, "n={n}: did not return to the start after n steps");
+            assert!(seen.iter().all(|&s| s));
+            if n > 1 {
+                assert!(
+                    next.iter().enumerate().all(|(i, &j)| i != j as usize),
+                    "fixed point"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ratio_verdicts_use_the_median() {
+        let r = Ratio::new("x", &[1.0, 3.5, 2.0], Goal::AtMost, 2.0);
+        assert!(r.pass);
+        let r = Ratio::new("y", &[1.0, 1.7, 2.0], Goal::AtLeast, 1.8);
+        assert!(!r.pass);
+    }
+
+    #[test]
+    fn table_and_json_carry_every_name() {
+        let report = Report {
+            header: "h".into(),
+            figures: vec![Figure {
+                name: "a_ns",
+                unit: "ns",
+                summary: summarize(&[1.0, 2.0, 3.0]),
+            }],
+            ratios: vec![Ratio::new("a_vs_b", &[1.0, 1.0, 1.0], Goal::AtMost, 2.0)],
+            metadata: serde_json::Map::new(),
+            notes: vec![],
+        };
+        let table = report.to_table();
+        assert!(table.contains("a_ns") && table.contains("a_vs_b") && table.contains("PASS"));
+        let json = report.to_json();
+        assert_eq!(json["figures"]["a_ns"]["median"], 2.0);
+        assert_eq!(json["ratios"]["a_vs_b"]["pass"], true);
+        assert_eq!(json["ratios"]["a_vs_b"]["goal"], "<=");
+    }
+}

@@ -1,0 +1,312 @@
+//! Faults injected through the fault-injecting I/O layer.
+//!
+//! Proves: EIO on read reports path and block, wakes the other readers waiting for that
+//! read, and a later read succeeds; EIO on write keeps the buffer dirty and a later flush
+//! succeeds; ENOSPC on extend fails cleanly and the pool stays usable; short reads and
+//! writes are typed errors. How: `FaultVfs` fails the Nth matching call; for the waiting
+//! reader a gate in a wrapping `Vfs` holds the failing read until the second reader is
+//! observed pinned on the same buffer (no sleeps).
+
+mod common;
+
+use std::io::{self, IoSlice, IoSliceMut};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use bufpool::{
+    BufferError, FaultKind, FaultOp, FaultRule, FaultVfs, ForkNumber, IoOp, OpenOptions, RealVfs,
+    SmgrError, Vfs, VfsFile,
+};
+use common::*;
+
+fn setup(pages: u32) -> (tempfile::TempDir, FaultVfs, bufpool::BufferPool) {
+    let dir = tempfile::tempdir().unwrap();
+    let vfs = FaultVfs::new(Arc::new(RealVfs::new()));
+    let pool = open(Arc::new(vfs.clone()), dir.path(), &config("16"));
+    fill(&pool, pages);
+    pool.drop_buffers(REL, None, 0).unwrap();
+    (dir, vfs, pool)
+}
+
+#[test]
+fn eio_on_read_names_path_and_block_and_a_later_read_succeeds() {
+    let (_dir, vfs, pool) = setup(4);
+    vfs.add_rule(FaultRule::nth("16384", FaultOp::Read, 1, FaultKind::Eio));
+    let err = pool.read(tag(3)).unwrap_err();
+    let msg = err.to_string();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{msg}");
+    assert!(
+        msg.contains("base/0/16384") && msg.contains("block 3"),
+        "{msg}"
+    );
+    let b = pool.read(tag(3)).unwrap();
+    assert_eq!(get_u64(&b.read(), BODY), 3);
+    drop(b);
+    pool.check_invariants().unwrap();
+}
+
+/// A Vfs whose reads of one path block at a gate until released, then fail with EIO once.
+#[derive(Debug)]
+struct GateVfs {
+    inner: Arc<dyn Vfs>,
+    armed: Arc<AtomicBool>,
+    gate: Arc<(Mutex<(bool, bool)>, Condvar)>, // (entered, released)
+}
+
+#[derive(Debug)]
+struct GateFile {
+    inner: Arc<dyn VfsFile>,
+    armed: Arc<AtomicBool>,
+    gate: Arc<(Mutex<(bool, bool)>, Condvar)>,
+}
+
+impl Vfs for GateVfs {
+    fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>> {
+        let inner = self.inner.open(path, opts)?;
+        Ok(Arc::new(GateFile {
+            inner,
+            armed: self.armed.clone(),
+            gate: self.gate.clone(),
+        }))
+    }
+    fn unlink(&self, p: &Path) -> io::Result<()> {
+        self.inner.unlink(p)
+    }
+    fn rename(&self, a: &Path, b: &Path) -> io::Result<()> {
+        self.inner.rename(a, b)
+    }
+    fn sync_dir(&self, p: &Path) -> io::Result<()> {
+        self.inner.sync_dir(p)
+    }
+    fn create_dir_all(&self, p: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(p)
+    }
+    fn exists(&self, p: &Path) -> io::Result<bool> {
+        self.inner.exists(p)
+    }
+    fn list_dir(&self, p: &Path) -> io::Result<Vec<String>> {
+        self.inner.list_dir(p)
+    }
+}
+
+impl VfsFile for GateFile {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            let (m, cv) = &*self.gate;
+            let mut g = m.lock().unwrap();
+            g.0 = true;
+            cv.notify_all();
+            while !g.1 {
+                g = cv.wait(g).unwrap();
+            }
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.inner.read_at(buf, off)
+    }
+    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<usize> {
+        self.inner.write_at(buf, off)
+    }
+    fn read_vectored_at(&self, b: &mut [IoSliceMut<'_>], off: u64) -> io::Result<usize> {
+        self.inner.read_vectored_at(b, off)
+    }
+    fn write_vectored_at(&self, b: &[IoSlice<'_>], off: u64) -> io::Result<usize> {
+        self.inner.write_vectored_at(b, off)
+    }
+    fn writeback(&self, off: u64, len: u64) -> io::Result<()> {
+        self.inner.writeback(off, len)
+    }
+    fn sync_all(&self) -> io::Result<()> {
+        self.inner.sync_all()
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.inner.sync_data()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn try_lock_exclusive(&self) -> io::Result<bool> {
+        self.inner.try_lock_exclusive()
+    }
+}
+
+#[test]
+fn failed_read_wakes_the_reader_waiting_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let armed = Arc::new(AtomicBool::new(false));
+    let gate = Arc::new((Mutex::new((false, false)), Condvar::new()));
+    let vfs = GateVfs {
+        inner: Arc::new(RealVfs::new()),
+        armed: armed.clone(),
+        gate: gate.clone(),
+    };
+    let pool = open(Arc::new(vfs), dir.path(), &config("16"));
+    fill(&pool, 2);
+    pool.drop_buffers(REL, None, 0).unwrap();
+    armed.store(true, Ordering::SeqCst);
+    std::thread::scope(|s| {
+        let first = s.spawn(|| pool.read(tag(1)).map(|b| get_u64(&b.read(), BODY)));
+        // Wait until the first reader is inside the (gated) read.
+        let (m, cv) = &*gate;
+        let mut g = m.lock().unwrap();
+        while !g.0 {
+            g = cv.wait(g).unwrap();
+        }
+        drop(g);
+        let second = s.spawn(|| pool.read(tag(1)).map(|b| get_u64(&b.read(), BODY)));
+        // The second reader has found the buffer and pinned it: it is waiting for the I/O.
+        while pool.usage_summary().pins < 2 {
+            std::thread::yield_now();
+        }
+        let mut g = m.lock().unwrap();
+        g.1 = true;
+        cv.notify_all();
+        drop(g);
+        let err = first.join().unwrap().unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+        // Woken, the second reader retried the read itself and got the page.
+        assert_eq!(second.join().unwrap().unwrap(), 1);
+    });
+    assert_eq!(pool.usage_summary().pinned, 0);
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn eio_on_write_keeps_the_buffer_dirty_and_a_later_flush_succeeds() {
+    let (dir, vfs, pool) = setup(2);
+    {
+        let b = pool.read(tag(1)).unwrap();
+        put_u64(&mut b.write(), BODY + 8, 777);
+    }
+    vfs.add_rule(FaultRule::nth("16384", FaultOp::Write, 1, FaultKind::Eio));
+    let err = pool.flush_all().unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO));
+    assert!(err.to_string().contains("block 1"), "{err}");
+    assert_eq!(
+        pool.usage_summary().dirty,
+        1,
+        "the failed write must leave the page dirty"
+    );
+    assert_eq!(pool.flush_all().unwrap(), 1);
+    assert_eq!(pool.usage_summary().dirty, 0);
+    pool.sync().unwrap();
+    drop(pool);
+    let pool = open(Arc::new(RealVfs::new()), dir.path(), &config("16"));
+    assert_eq!(get_u64(&pool.read(tag(1)).unwrap().read(), BODY + 8), 777);
+}
+
+#[test]
+fn eio_on_eviction_write_reaches_the_reader_and_the_pool_recovers() {
+    let (_dir, vfs, pool) = setup(40);
+    // Dirty every page in the pool, then make the next write fail: the read that needs a
+    // victim gets the error; the dirty page is not lost.
+    for b in 0..16 {
+        let buf = pool.read(tag(b)).unwrap();
+        put_u64(&mut buf.write(), BODY + 8, 1);
+    }
+    vfs.add_rule(FaultRule::nth("16384", FaultOp::Write, 1, FaultKind::Eio));
+    let err = pool.read(tag(30)).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    assert_eq!(get_u64(&pool.read(tag(30)).unwrap().read(), BODY), 30);
+    pool.flush_all().unwrap();
+    for b in 0..16 {
+        assert_eq!(
+            get_u64(&pool.read(tag(b)).unwrap().read(), BODY + 8),
+            1,
+            "block {b}"
+        );
+    }
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn enospc_on_extend_fails_cleanly_and_the_pool_stays_usable() {
+    let (_dir, vfs, pool) = setup(3);
+    vfs.add_rule(FaultRule::nth(
+        "16384",
+        FaultOp::Write,
+        1,
+        FaultKind::Enospc,
+    ));
+    let err = pool.extend(REL, ForkNumber::Main).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOSPC), "{err}");
+    assert!(err.to_string().contains("block 3"), "{err}");
+    assert_eq!(pool.nblocks(REL, ForkNumber::Main).unwrap(), 3);
+    let b = pool.extend(REL, ForkNumber::Main).unwrap();
+    assert_eq!(b.tag().block, 3);
+    drop(b);
+    assert_eq!(pool.nblocks(REL, ForkNumber::Main).unwrap(), 4);
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn short_read_is_a_typed_error() {
+    let (_dir, vfs, pool) = setup(2);
+    vfs.add_rule(FaultRule::nth("16384", FaultOp::Read, 1, FaultKind::Short));
+    match pool.read(tag(0)) {
+        Err(BufferError::Storage(SmgrError::ShortRead {
+            got, want, path, ..
+        })) => {
+            assert_eq!((got, want), (4096, 8192));
+            assert!(path.ends_with("base/0/16384"));
+        }
+        other => panic!("expected a short read, got {other:?}"),
+    }
+    assert_eq!(get_u64(&pool.read(tag(0)).unwrap().read(), BODY), 0);
+}
+
+#[test]
+fn short_write_is_a_typed_error_and_the_page_stays_dirty() {
+    let (_dir, vfs, pool) = setup(2);
+    {
+        let b = pool.read(tag(0)).unwrap();
+        put_u64(&mut b.write(), BODY + 8, 5);
+    }
+    vfs.add_rule(FaultRule::nth("16384", FaultOp::Write, 1, FaultKind::Short));
+    let err = pool.flush_all().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            BufferError::Storage(SmgrError::ShortWrite {
+                got: 4096,
+                want: 8192,
+                ..
+            })
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("wrote only 4096 of 8192"), "{err}");
+    assert_eq!(pool.usage_summary().dirty, 1);
+    assert_eq!(pool.flush_all().unwrap(), 1);
+    pool.drop_buffers(REL, None, 0).unwrap();
+    assert_eq!(get_u64(&pool.read(tag(0)).unwrap().read(), BODY + 8), 5);
+}
+
+#[test]
+fn failed_fsync_is_latched_never_retried_as_success() {
+    let (_dir, vfs, pool) = setup(2);
+    {
+        let b = pool.read(tag(0)).unwrap();
+        put_u64(&mut b.write(), BODY + 8, 9);
+    }
+    pool.flush_all().unwrap();
+    vfs.add_rule(FaultRule::nth("16384", FaultOp::Fsync, 1, FaultKind::Eio));
+    let err = pool.sync().unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    let again = pool.sync().unwrap_err().to_string();
+    assert!(
+        again.contains("earlier fsync") && again.contains("16384"),
+        "{again}"
+    );
+    assert_eq!(
+        pool.stats().total(IoOp::Fsync),
+        1,
+        "only the fill's fsync succeeded"
+    );
+}
