@@ -114,6 +114,14 @@ impl Condvar {
     }
 }
 
+/// Gives up the CPU to another thread (under shuttle: to another modeled thread).
+pub fn yield_now() {
+    #[cfg(not(feature = "shuttle"))]
+    std::thread::yield_now();
+    #[cfg(feature = "shuttle")]
+    shuttle::thread::yield_now();
+}
+
 /// Spins politely while another thread holds a short critical section (a buffer header
 /// lock). After a few rounds of CPU spin hints it yields the core, so that a holder that was
 /// descheduled on this 2-core machine can run. Under shuttle every call yields to the

@@ -32,7 +32,12 @@ fn corrupted_checksum_on_disk_is_reported_with_file_and_block_never_used() {
         match pool.read(tag(1)) {
             Err(e @ BufferError::Corrupt { .. }) => {
                 let msg = e.to_string();
-                assert!(msg.contains("base/0/16384") && msg.contains("block 1") && msg.contains("checksum"), "{msg}");
+                assert!(
+                    msg.contains("base/0/16384")
+                        && msg.contains("block 1")
+                        && msg.contains("checksum"),
+                    "{msg}"
+                );
             }
             other => panic!("expected a checksum error, got {other:?}"),
         }
@@ -50,13 +55,20 @@ fn page_copied_to_another_block_is_detected() {
         fill(&pool, 3);
     }
     let file = dir.path().join("base/0/16384");
-    let f = std::fs::OpenOptions::new().read(true).write(true).open(&file).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&file)
+        .unwrap();
     let mut page = vec![0u8; 8192];
     f.read_exact_at(&mut page, 0).unwrap();
     f.write_at(&page, 2 * 8192).unwrap();
     drop(f);
     let pool = open(real(), dir.path(), &config("16"));
-    assert!(matches!(pool.read(tag(2)), Err(BufferError::Corrupt { .. })));
+    assert!(matches!(
+        pool.read(tag(2)),
+        Err(BufferError::Corrupt { .. })
+    ));
 }
 
 #[test]
@@ -67,13 +79,27 @@ fn truncated_segment_is_a_short_read_naming_the_file() {
         fill(&pool, 4);
     }
     let file = dir.path().join("base/0/16384");
-    std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(2 * 8192 + 100).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(2 * 8192 + 100)
+        .unwrap();
     let pool = open(real(), dir.path(), &config("16"));
     assert_eq!(pool.nblocks(REL, ForkNumber::Main).unwrap(), 2);
     let err = pool.read(tag(2)).unwrap_err();
-    assert!(matches!(err, BufferError::Storage(SmgrError::ShortRead { got: 100, .. })), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            BufferError::Storage(SmgrError::ShortRead { got: 100, .. })
+        ),
+        "{err:?}"
+    );
     let msg = err.to_string();
-    assert!(msg.contains("16384") && msg.contains("block 2") && msg.contains("read only 100 of 8192"), "{msg}");
+    assert!(
+        msg.contains("16384") && msg.contains("block 2") && msg.contains("read only 100 of 8192"),
+        "{msg}"
+    );
     let err = pool.read(tag(3)).unwrap_err().to_string();
     assert!(err.contains("read only 0 of 8192"), "{err}");
 }
@@ -82,10 +108,18 @@ fn truncated_segment_is_a_short_read_naming_the_file() {
 fn missing_relation_file_names_the_path_and_the_os_error() {
     let dir = tempfile::tempdir().unwrap();
     let pool = open(real(), dir.path(), &config("16"));
-    let err = pool.read(bufpool::BufferTag::new(RelFileId::new(0, 999), ForkNumber::Main, 0)).unwrap_err();
+    let err = pool
+        .read(bufpool::BufferTag::new(
+            RelFileId::new(0, 999),
+            ForkNumber::Main,
+            0,
+        ))
+        .unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{err}");
     assert!(err.to_string().contains("base/0/999"), "{err}");
-    let err = pool.nblocks(RelFileId::new(0, 999), ForkNumber::Main).unwrap_err();
+    let err = pool
+        .nblocks(RelFileId::new(0, 999), ForkNumber::Main)
+        .unwrap_err();
     assert!(err.to_string().contains("base/0/999"), "{err}");
 }
 
@@ -118,7 +152,10 @@ fn more_pins_than_buffers_is_an_error_not_a_hang() {
         }
         other => panic!("expected AllPinned, got {other:?}"),
     }
-    assert!(matches!(pool.extend(REL, ForkNumber::Main), Err(BufferError::AllPinned { .. })));
+    assert!(matches!(
+        pool.extend(REL, ForkNumber::Main),
+        Err(BufferError::AllPinned { .. })
+    ));
     drop(held);
     assert_eq!(get_u64(&pool.read(tag(17)).unwrap().read(), BODY), 17);
 }
@@ -126,12 +163,26 @@ fn more_pins_than_buffers_is_an_error_not_a_hang() {
 #[test]
 fn invalid_configuration_names_the_knob() {
     let dir = tempfile::tempdir().unwrap();
-    let c = Config { buffer_mapping_partitions: 3, ..Config::default() };
+    let c = Config {
+        buffer_mapping_partitions: 3,
+        ..Config::default()
+    };
     let err = BufferPool::open(real(), dir.path(), &c, true).unwrap_err();
-    assert!(matches!(err, BufferError::Config(ref e) if e.knob == "buffer_mapping_partitions"), "{err}");
-    let c = Config { shared_buffers: bufpool::PoolSize::Buffers(8), ..Config::default() };
-    let err = BufferPool::open(real(), dir.path(), &c, true).unwrap_err().to_string();
-    assert!(err.contains("shared_buffers") && err.contains("16"), "{err}");
+    assert!(
+        matches!(err, BufferError::Config(ref e) if e.knob == "buffer_mapping_partitions"),
+        "{err}"
+    );
+    let c = Config {
+        shared_buffers: bufpool::PoolSize::Buffers(8),
+        ..Config::default()
+    };
+    let err = BufferPool::open(real(), dir.path(), &c, true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("shared_buffers") && err.contains("16"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -140,14 +191,21 @@ fn page_size_is_fixed_at_creation() {
     drop(open(real(), dir.path(), &config("16")));
     let mut c = config("16");
     c.set("block_size", "16kB").unwrap();
-    let err = BufferPool::open(real(), dir.path(), &c, false).unwrap_err().to_string();
-    assert!(err.contains("block_size=8192") && err.contains("fixed at creation"), "{err}");
+    let err = BufferPool::open(real(), dir.path(), &c, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("block_size=8192") && err.contains("fixed at creation"),
+        "{err}"
+    );
 }
 
 #[test]
 fn opening_a_non_directory_without_create_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let err = BufferPool::open(real(), dir.path(), &config("16"), false).unwrap_err().to_string();
+    let err = BufferPool::open(real(), dir.path(), &config("16"), false)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not a bufpool data directory"), "{err}");
 }
 
@@ -157,8 +215,14 @@ fn second_open_of_a_directory_names_the_holder() {
     let _first = open(real(), dir.path(), &config("16"));
     let err = BufferPool::open(real(), dir.path(), &config("16"), true).unwrap_err();
     let msg = err.to_string();
-    assert!(matches!(err, BufferError::Storage(SmgrError::DirectoryLocked { .. })), "{msg}");
-    assert!(msg.contains(&format!("process {}", std::process::id())), "{msg}");
+    assert!(
+        matches!(err, BufferError::Storage(SmgrError::DirectoryLocked { .. })),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!("process {}", std::process::id())),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -187,7 +251,13 @@ fn lock_held_by_another_process_names_its_pid_and_dies_with_it() {
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_holding_a_directory", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_holding_a_directory",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("BUFPOOL_TEST_HOLD_DIR", dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -197,9 +267,14 @@ fn lock_held_by_another_process_names_its_pid_and_dies_with_it() {
     let mut line = String::new();
     while !line.contains("holding") {
         line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "child exited before holding the directory");
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "child exited before holding the directory"
+        );
     }
-    let err = BufferPool::open(real(), dir.path(), &config("16"), true).unwrap_err().to_string();
+    let err = BufferPool::open(real(), dir.path(), &config("16"), true)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains(&format!("process {}", child.id())), "{err}");
     child.kill().unwrap(); // SIGKILL: no destructor runs in the child
     child.wait().unwrap();
@@ -211,7 +286,13 @@ fn lock_held_by_another_process_names_its_pid_and_dies_with_it() {
 fn corrupt_metadata_file_is_named() {
     let dir = tempfile::tempdir().unwrap();
     drop(open(real(), dir.path(), &config("16")));
-    std::fs::write(dir.path().join("bufpool.meta"), "bufpool data directory\nformat=1\n").unwrap();
-    let err = BufferPool::open(real(), dir.path(), &config("16"), false).unwrap_err().to_string();
+    std::fs::write(
+        dir.path().join("bufpool.meta"),
+        "bufpool data directory\nformat=1\n",
+    )
+    .unwrap();
+    let err = BufferPool::open(real(), dir.path(), &config("16"), false)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("bufpool.meta"), "{err}");
 }

@@ -3,14 +3,21 @@
 //! Owns: the clock hand (a monotonically increasing `u64`: buffer = hand mod nbuffers,
 //! completed passes = hand / nbuffers) and the free list.
 //! Invariants: a buffer on the free list has TAG_VALID clear, or is checked before use; the
-//! sweep never takes a pinned buffer and never spins forever: after `nbuffers` consecutive
-//! busy buffers without finding usage credit to take, it reports that every buffer is
-//! pinned (PostgreSQL's trycounter).
+//! sweep never takes a pinned buffer and never spins forever: after [`BUSY_LAPS_MAX`] laps
+//! of `nbuffers` consecutive busy buffers without usage credit to take, yielding the CPU
+//! between laps, it reports that every buffer is pinned. PostgreSQL gives up after one such
+//! lap; a single lap can be fooled by transient pins (another sweep's probe, a flush) that
+//! come and go as the hand passes, which the model test showed on a small pool.
 //! Locks: the free list's mutex, taken only when its atomic length says it is non-empty, so
 //! the steady state (empty free list) takes no lock. The hand is an atomic.
 
 use super::descriptor::{BufferDesc, Visit};
-use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::sync::{yield_now, AtomicU64, AtomicUsize, Mutex, Ordering};
+
+/// Consecutive all-busy laps before the sweep reports that every buffer is pinned. Three
+/// laps with a yield between them outlast any transient pin; a pool that is really all
+/// pinned costs 3 x nbuffers cheap visits to report.
+pub const BUSY_LAPS_MAX: u32 = 3;
 
 #[repr(align(64))]
 #[derive(Debug)]
@@ -79,15 +86,24 @@ impl Clock {
             }
         }
         let mut busy_left = self.nbuffers;
+        let mut busy_laps = 0;
         loop {
             let id = (self.hand.0.fetch_add(1, Ordering::Relaxed) % self.nbuffers) as usize;
             match descs[id].sweep_visit() {
                 Visit::Pinned(s) => return Ok((id as u32, s)),
-                Visit::Decremented => busy_left = self.nbuffers,
+                Visit::Decremented => {
+                    busy_left = self.nbuffers;
+                    busy_laps = 0;
+                }
                 Visit::Busy => {
                     busy_left -= 1;
                     if busy_left == 0 {
-                        return Err(AllPinned);
+                        busy_laps += 1;
+                        if busy_laps == BUSY_LAPS_MAX {
+                            return Err(AllPinned);
+                        }
+                        yield_now();
+                        busy_left = self.nbuffers;
                     }
                 }
             }

@@ -45,7 +45,7 @@ pub use arena::{AlignedBuf, HugePageUse, PageArena, IO_ALIGN};
 pub use error::{BufferError, BufferResult};
 pub use guard::{BufferRef, PageReadGuard, PageWriteGuard};
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::path::Path;
 
 use descriptor::BufferDesc;
@@ -93,7 +93,9 @@ const DROP_PIN_RETRIES: u32 = 100_000;
 
 thread_local! {
     /// Per-thread copy buffer for the write path (checksums are stamped into a stable copy).
-    static WRITE_SCRATCH: RefCell<Option<AlignedBuf>> = const { RefCell::new(None) };
+    /// Taken out while in use, so a re-entrant or (under shuttle) interleaved use on the same
+    /// OS thread allocates its own instead of sharing it.
+    static WRITE_SCRATCH: Cell<Option<AlignedBuf>> = const { Cell::new(None) };
 }
 
 /// A shared buffer pool over one storage manager.
@@ -448,9 +450,10 @@ impl BufferPool {
             break;
         }
         let tag = d.tag();
-        let result = WRITE_SCRATCH.with(|cell| {
-            let mut slot = cell.borrow_mut();
-            let scratch = slot.get_or_insert_with(|| AlignedBuf::zeroed(MAX_PAGE_SIZE));
+        let mut scratch = WRITE_SCRATCH
+            .take()
+            .unwrap_or_else(|| AlignedBuf::zeroed(MAX_PAGE_SIZE));
+        let result = (|| {
             let copy = &mut scratch.as_mut_slice()[..self.page_size];
             // SAFETY: the caller holds the pin and the content lock, so the frame is not
             // being changed; the shared slice lives only for this copy.
@@ -463,7 +466,8 @@ impl BufferPool {
             self.smgr
                 .write(&tag, copy, context)
                 .map_err(BufferError::from)
-        });
+        })();
+        WRITE_SCRATCH.set(Some(scratch));
         let s = d.lock_header();
         match result {
             Ok(()) => {
@@ -567,7 +571,7 @@ impl BufferPool {
                             state: describe(s),
                         });
                     }
-                    std::thread::yield_now();
+                    crate::sync::yield_now();
                     continue;
                 }
                 let removed = self.mapping.remove_locked(&self.descs, id, hash);
