@@ -189,7 +189,7 @@ pub fn run(opts: &PoolOptions) -> Result<Report> {
             "hot_hit_ns": 1, "hashmap_get_ns": 1, "random_hit_ns": 1, "raw_random_ns": 1,
             "raw_plain_ns": 1, "random_hit_2t_ns": THREADS, "mutex_pool_2t_ns": THREADS,
             "raw_random_2t_ns": THREADS, "raw_scale_2t": [1, THREADS],
-            "scale_2t": [1, THREADS], "mutex_pool_ratio_2t": THREADS, "miss_ns": 1, "pread_ns": 1,
+            "scale_2t": [1, THREADS], "mutex_pool_ratio_2t": THREADS, "miss_ns": 1, "pread_ns": 1, "pread_cold_ns": 1, "verify_ns": 1,
         }),
     );
     meta.insert(
@@ -240,6 +240,9 @@ pub fn run(opts: &PoolOptions) -> Result<Report> {
         fig("raw_scale_2t", "x"),
         fig("miss_ns", "ns"),
         fig("pread_ns", "ns"),
+        fig("pread_cold_ns", "ns"),
+        fig("verify_ns", "ns"),
+        fig("miss_vs_floor", "x"),
     ];
     let ratio =
         |name: &'static str, goal, target| Ratio::new(name, samples.get(name), goal, target);
@@ -252,6 +255,10 @@ pub fn run(opts: &PoolOptions) -> Result<Report> {
     ];
 
     let mut notes = vec![
+        "pread_cold_ns: pread into as many rotating aligned frames as the miss pool has; \
+         verify_ns: checksum check of one page; miss_vs_floor = miss_ns / (pread_cold_ns + \
+         verify_ns), the part of a miss the pool itself adds"
+            .to_string(),
         "*_2t_ns = wall time / total steps of both threads (aggregate cost per step)".to_string(),
         format!(
             "miss_ns: {:.1}% of steps missed the pool (median; by construction every step \
@@ -629,6 +636,17 @@ fn miss_phase(opts: &PoolOptions, dir: &Path, samples: &mut Samples) -> Result<M
     let warm = blocks(npages);
     miss_loop(&pool, rel, &warm)?;
     pread_loop(&f, page_size, &warm)?;
+    pread_cold_loop(&f, page_size, nbuffers, &warm)?;
+    // Checksummed copies of a few pages, for the verification baseline.
+    let sample_tags: Vec<BufferTag> = (0..64u32)
+        .map(|b| BufferTag::new(rel, ForkNumber::Main, b))
+        .collect();
+    let mut sample_pages = Vec::new();
+    for t in &sample_tags {
+        let mut p = vec![0u8; page_size];
+        f.read_exact_at(&mut p, u64::from(t.block) * page_size as u64)?;
+        sample_pages.push(p);
+    }
     for rep in 0..opts.repeats {
         let seq = blocks(plan.miss_steps);
         progress(format!(
@@ -641,10 +659,17 @@ fn miss_phase(opts: &PoolOptions, dir: &Path, samples: &mut Samples) -> Result<M
         let t_miss = miss_loop(&pool, rel, &seq)?;
         let reads = pool.stats().since(&before).total(IoOp::Read);
         let t_pread = pread_loop(&f, page_size, &seq)?;
+        let t_cold = pread_cold_loop(&f, page_size, nbuffers, &seq)?;
+        let t_verify = verify_loop(&sample_pages, &sample_tags, seq.len())?;
         let miss_ns = ns_per(t_miss, seq.len());
         let pread_ns = ns_per(t_pread, seq.len());
+        let pread_cold_ns = ns_per(t_cold, seq.len());
+        let verify_ns = ns_per(t_verify, seq.len());
         samples.push("miss_ns", miss_ns);
         samples.push("pread_ns", pread_ns);
+        samples.push("pread_cold_ns", pread_cold_ns);
+        samples.push("verify_ns", verify_ns);
+        samples.push("miss_vs_floor", miss_ns / (pread_cold_ns + verify_ns));
         samples.push("miss_vs_pread", miss_ns / pread_ns);
         samples.push("miss_fraction", reads as f64 / seq.len() as f64);
     }
@@ -758,6 +783,36 @@ fn miss_loop(pool: &BufferPool, rel: RelFileId, blocks: &[u32]) -> Result<Durati
 }
 
 /// The same random reads straight from the file with `pread`.
+/// Like [`pread_loop`], but into `frames` rotating 4 KiB-aligned buffers, as a pool reads
+/// into the frame it just evicted (cold in the CPU caches once the pool outgrows them).
+fn pread_cold_loop(
+    file: &std::fs::File,
+    page_size: usize,
+    frames: usize,
+    blocks: &[u32],
+) -> Result<Duration> {
+    let mut arena = bufpool::buffer::AlignedBuf::zeroed(frames * page_size);
+    let arena = arena.as_mut_slice();
+    let start = Instant::now();
+    for (i, &b) in blocks.iter().enumerate() {
+        let frame = &mut arena[(i % frames) * page_size..][..page_size];
+        let n = file.read_at(frame, u64::from(b) * page_size as u64)?;
+        ensure!(n == page_size, "short read of block {b}: {n} bytes");
+    }
+    Ok(start.elapsed())
+}
+
+/// Verifies the checksum of `pages` (copies of pool pages) `n` times in turn.
+fn verify_loop(pages: &[Vec<u8>], tags: &[BufferTag], n: usize) -> Result<Duration> {
+    let start = Instant::now();
+    for i in 0..n {
+        let k = i % pages.len();
+        bufpool::page::verify(black_box(&pages[k]), &tags[k])
+            .map_err(|p| anyhow!("{}: {p}", tags[k]))?;
+    }
+    Ok(start.elapsed())
+}
+
 fn pread_loop(file: &std::fs::File, page_size: usize, blocks: &[u32]) -> Result<Duration> {
     let mut buf = vec![0u8; page_size];
     let mut bad = 0usize;

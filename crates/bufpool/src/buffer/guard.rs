@@ -38,6 +38,7 @@ impl<'a> BufferRef<'a> {
     }
 
     /// Takes the content lock shared.
+    #[inline]
     pub fn read(&self) -> PageReadGuard<'_> {
         let d = &self.pool.descs[self.id as usize];
         d.content_lock.lock_shared();
@@ -48,6 +49,7 @@ impl<'a> BufferRef<'a> {
     }
 
     /// Takes the content lock exclusively.
+    #[inline]
     pub fn write(&self) -> PageWriteGuard<'_> {
         let d = &self.pool.descs[self.id as usize];
         d.content_lock.lock_exclusive();
@@ -67,6 +69,7 @@ impl<'a> BufferRef<'a> {
 }
 
 impl Drop for BufferRef<'_> {
+    #[inline]
     fn drop(&mut self) {
         self.pool.descs[self.id as usize].unpin();
     }
@@ -89,12 +92,14 @@ impl PageReadGuard<'_> {
 
 impl Deref for PageReadGuard<'_> {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
         self.page
     }
 }
 
 impl Drop for PageReadGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: this guard took the lock shared in `BufferRef::read` and gives it up once.
         unsafe {
@@ -161,6 +166,7 @@ impl DerefMut for PageWriteGuard<'_> {
 }
 
 impl Drop for PageWriteGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: this guard took the lock exclusively in `BufferRef::write` and gives it up.
         unsafe {
