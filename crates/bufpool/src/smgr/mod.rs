@@ -675,3 +675,178 @@ impl Smgr {
         Ok(segs.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::MemVfs;
+
+    const REL: RelFileId = RelFileId::new(3, 77);
+
+    /// A directory with 4-page segments of 4 KiB pages, on an in-memory file system.
+    fn smgr() -> (MemVfs, Smgr) {
+        let vfs = MemVfs::new();
+        let opts = SmgrOptions {
+            block_size: 4096,
+            segment_size: 4 * 4096,
+            create: true,
+            direct: false,
+            dsync: false,
+        };
+        let s = Smgr::open(Arc::new(vfs.clone()), Path::new("/db"), opts).unwrap();
+        (vfs, s)
+    }
+
+    fn page(v: u8) -> Vec<u8> {
+        vec![v; 4096]
+    }
+
+    #[test]
+    fn vectored_io_splits_at_segment_boundaries() {
+        let (vfs, s) = smgr();
+        s.create(REL, ForkNumber::Main).unwrap();
+        let pages: Vec<Vec<u8>> = (0..10).map(page).collect();
+        let refs: Vec<&[u8]> = pages.iter().map(|p| p.as_slice()).collect();
+        assert_eq!(
+            s.extend(REL, ForkNumber::Main, &refs, IoContext::Normal)
+                .unwrap(),
+            0
+        );
+        assert_eq!(s.nblocks(REL, ForkNumber::Main).unwrap(), 10);
+        for (segno, len) in [(0, 4), (1, 4), (2, 2)] {
+            let data = vfs
+                .contents(&s.segment_path(REL, ForkNumber::Main, segno))
+                .unwrap();
+            assert_eq!(data.len(), len * 4096, "segment {segno}");
+        }
+        assert!(s
+            .segment_path(REL, ForkNumber::Main, 1)
+            .ends_with("base/3/77.1"));
+        // Read blocks 2..9 (three segments) with one call.
+        let mut bufs: Vec<Vec<u8>> = (0..7).map(|_| vec![0u8; 4096]).collect();
+        let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+        s.readv(REL, ForkNumber::Main, 2, &mut refs, IoContext::Normal)
+            .unwrap();
+        for (i, b) in bufs.iter().enumerate() {
+            assert!(b.iter().all(|&x| x == 2 + i as u8), "block {}", 2 + i);
+        }
+        // Overwrite blocks 3..5 across the first boundary.
+        let new: Vec<Vec<u8>> = (0..3).map(|_| page(99)).collect();
+        let refs: Vec<&[u8]> = new.iter().map(|p| p.as_slice()).collect();
+        s.writev(REL, ForkNumber::Main, 3, &refs, IoContext::Normal)
+            .unwrap();
+        let mut one = vec![0u8; 4096];
+        for b in 3..6 {
+            s.read(
+                &BufferTag::new(REL, ForkNumber::Main, b),
+                &mut one,
+                IoContext::Normal,
+            )
+            .unwrap();
+            assert_eq!(one[0], 99);
+        }
+        s.writeback(REL, ForkNumber::Main, 0, 10, IoContext::Normal)
+            .unwrap();
+    }
+
+    #[test]
+    fn fsync_requests_are_deduplicated_per_segment_and_forgotten_on_unlink() {
+        let (_vfs, s) = smgr();
+        s.create(REL, ForkNumber::Main).unwrap();
+        let p = page(1);
+        for _ in 0..6 {
+            s.extend(REL, ForkNumber::Main, &[&p], IoContext::Normal)
+                .unwrap();
+        }
+        for _ in 0..5 {
+            s.write(
+                &BufferTag::new(REL, ForkNumber::Main, 0),
+                &p,
+                IoContext::Normal,
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            s.pending_syncs(),
+            2,
+            "6 pages in 2 segments, many writes: 2 requests"
+        );
+        assert_eq!(s.sync().unwrap(), 2);
+        assert_eq!(s.pending_syncs(), 0);
+        assert_eq!(s.stats().snapshot().total(IoOp::Fsync), 2);
+        s.write(
+            &BufferTag::new(REL, ForkNumber::Main, 5),
+            &p,
+            IoContext::Normal,
+        )
+        .unwrap();
+        assert_eq!(s.pending_syncs(), 1);
+        s.unlink(REL, ForkNumber::Main).unwrap();
+        assert_eq!(s.pending_syncs(), 0);
+        assert!(!s.exists(REL, ForkNumber::Main).unwrap());
+    }
+
+    #[test]
+    fn truncate_across_segments_removes_emptied_ones() {
+        let (vfs, s) = smgr();
+        s.create(REL, ForkNumber::Main).unwrap();
+        let p = page(5);
+        let refs: Vec<&[u8]> = (0..11).map(|_| p.as_slice()).collect();
+        s.extend(REL, ForkNumber::Main, &refs, IoContext::Normal)
+            .unwrap();
+        s.truncate(REL, ForkNumber::Main, 4).unwrap();
+        assert_eq!(s.nblocks(REL, ForkNumber::Main).unwrap(), 4);
+        assert!(vfs
+            .contents(&s.segment_path(REL, ForkNumber::Main, 1))
+            .is_none());
+        assert!(vfs
+            .contents(&s.segment_path(REL, ForkNumber::Main, 2))
+            .is_none());
+        s.truncate(REL, ForkNumber::Main, 1).unwrap();
+        assert_eq!(
+            vfs.contents(&s.segment_path(REL, ForkNumber::Main, 0))
+                .unwrap()
+                .len(),
+            4096
+        );
+        // Growing again after a truncate recreates segments.
+        let refs: Vec<&[u8]> = (0..5).map(|_| p.as_slice()).collect();
+        assert_eq!(
+            s.extend(REL, ForkNumber::Main, &refs, IoContext::Normal)
+                .unwrap(),
+            1
+        );
+        assert_eq!(s.nblocks(REL, ForkNumber::Main).unwrap(), 6);
+    }
+
+    #[test]
+    fn fork_size_survives_reopen_and_forks_are_separate_files() {
+        let (vfs, s) = smgr();
+        s.create(REL, ForkNumber::Main).unwrap();
+        s.create(REL, ForkNumber::FreeSpace).unwrap();
+        let p = page(1);
+        let refs: Vec<&[u8]> = (0..9).map(|_| p.as_slice()).collect();
+        s.extend(REL, ForkNumber::Main, &refs, IoContext::Normal)
+            .unwrap();
+        s.extend(REL, ForkNumber::FreeSpace, &refs[..1], IoContext::Normal)
+            .unwrap();
+        assert!(
+            s.create(REL, ForkNumber::Main).is_err(),
+            "creating twice must fail"
+        );
+        drop(s);
+        let opts = SmgrOptions {
+            block_size: 4096,
+            segment_size: 16384,
+            create: false,
+            direct: false,
+            dsync: false,
+        };
+        let s = Smgr::open(Arc::new(vfs), Path::new("/db"), opts).unwrap();
+        assert_eq!(s.nblocks(REL, ForkNumber::Main).unwrap(), 9);
+        assert_eq!(s.nblocks(REL, ForkNumber::FreeSpace).unwrap(), 1);
+        assert!(s
+            .segment_path(REL, ForkNumber::FreeSpace, 0)
+            .ends_with("base/3/77_fsm"));
+    }
+}
