@@ -77,6 +77,13 @@ impl WalFlush for NoWal {
     }
 }
 
+/// Which way an I/O moves a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Io {
+    Read,
+    Write,
+}
+
 /// How a page is brought into the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fill {
@@ -357,24 +364,65 @@ impl BufferPool {
         fill: Fill,
     ) -> BufferResult<BufferRef<'_>> {
         let d = &self.descs[id as usize];
+        if d.load_state() & VALID == 0 && self.start_io(d, Io::Read) {
+            return self.do_load_io(id, tag, context, fill);
+        }
+        self.smgr.stats().count(context, IoOp::Hit, 1);
+        Ok(BufferRef { pool: self, id })
+    }
+
+    /// Claims the I/O of a pinned buffer (PostgreSQL's StartBufferIO). Waits while another
+    /// thread's I/O on it is in progress. Returns false if no I/O is needed any more: the
+    /// page is VALID (read), or no longer DIRTY (write). A claimed write clears JUST_DIRTIED,
+    /// so a change made during the write keeps the buffer dirty.
+    fn start_io(&self, d: &BufferDesc, io: Io) -> bool {
         loop {
-            let s = d.load_state();
-            if s & VALID != 0 {
-                self.smgr.stats().count(context, IoOp::Hit, 1);
-                return Ok(BufferRef { pool: self, id });
+            let s = d.lock_header();
+            let needed = match io {
+                Io::Read => s & VALID == 0,
+                Io::Write => s & (DIRTY | VALID) == (DIRTY | VALID),
+            };
+            if !needed {
+                d.unlock_header(s);
+                return false;
             }
             if s & IO_IN_PROGRESS != 0 {
+                d.unlock_header(s);
                 self.io_wait.wait(d);
                 continue;
             }
-            let s = d.lock_header();
-            if s & (VALID | IO_IN_PROGRESS) != 0 {
-                d.unlock_header(s);
-                continue;
-            }
-            d.unlock_header(s | IO_IN_PROGRESS);
-            return self.do_load_io(id, tag, context, fill);
+            let claimed = match io {
+                Io::Read => s | IO_IN_PROGRESS,
+                Io::Write => (s | IO_IN_PROGRESS) & !JUST_DIRTIED,
+            };
+            d.unlock_header(claimed);
+            return true;
         }
+    }
+
+    /// Ends the I/O this thread claimed (PostgreSQL's TerminateBufferIO) and wakes its
+    /// waiters. Success: a read sets VALID; a write clears DIRTY unless JUST_DIRTIED was set
+    /// again meanwhile. Failure: IO_ERROR, and a written page stays DIRTY.
+    fn terminate_io(&self, d: &BufferDesc, io: Io, ok: bool) {
+        let s = d.lock_header();
+        debug_assert!(
+            s & IO_IN_PROGRESS != 0,
+            "terminate_io without I/O: {}",
+            describe(s)
+        );
+        let mut new = s & !IO_IN_PROGRESS;
+        if !ok {
+            new |= IO_ERROR;
+        } else {
+            new &= !IO_ERROR;
+            match io {
+                Io::Read => new |= VALID,
+                Io::Write if s & JUST_DIRTIED == 0 => new &= !(DIRTY | CHECKPOINT_NEEDED),
+                Io::Write => {}
+            }
+        }
+        d.unlock_header(new);
+        self.io_wait.wake(d);
     }
 
     /// Performs the read (or zero fill) of a buffer whose IO_IN_PROGRESS this thread set.
@@ -414,17 +462,10 @@ impl BufferPool {
         };
         // SAFETY: taken above; `frame` is not used after this point.
         unsafe { d.content_lock.unlock_exclusive() };
-        let s = d.lock_header();
-        debug_assert!(s & IO_IN_PROGRESS != 0 && s & VALID == 0, "{}", describe(s));
+        self.terminate_io(d, Io::Read, result.is_ok());
         match result {
-            Ok(()) => {
-                d.unlock_header((s & !(IO_IN_PROGRESS | IO_ERROR)) | VALID);
-                self.io_wait.wake(d);
-                Ok(BufferRef { pool: self, id })
-            }
+            Ok(()) => Ok(BufferRef { pool: self, id }),
             Err(e) => {
-                d.unlock_header((s & !IO_IN_PROGRESS) | IO_ERROR);
-                self.io_wait.wake(d);
                 d.unpin();
                 Err(e)
             }
@@ -435,19 +476,8 @@ impl BufferPool {
     /// exclusive) of buffer `id`. Writes the page if it is dirty; returns whether it wrote.
     pub(crate) fn flush_locked(&self, id: u32, context: IoContext) -> BufferResult<bool> {
         let d = &self.descs[id as usize];
-        loop {
-            let s = d.lock_header();
-            if s & DIRTY == 0 || s & VALID == 0 {
-                d.unlock_header(s);
-                return Ok(false);
-            }
-            if s & IO_IN_PROGRESS != 0 {
-                d.unlock_header(s);
-                self.io_wait.wait(d);
-                continue;
-            }
-            d.unlock_header((s | IO_IN_PROGRESS) & !JUST_DIRTIED);
-            break;
+        if !self.start_io(d, Io::Write) {
+            return Ok(false);
         }
         let tag = d.tag();
         let mut scratch = WRITE_SCRATCH
@@ -468,23 +498,8 @@ impl BufferPool {
                 .map_err(BufferError::from)
         })();
         WRITE_SCRATCH.set(Some(scratch));
-        let s = d.lock_header();
-        match result {
-            Ok(()) => {
-                let mut new = s & !(IO_IN_PROGRESS | IO_ERROR);
-                if s & JUST_DIRTIED == 0 {
-                    new &= !(DIRTY | CHECKPOINT_NEEDED);
-                }
-                d.unlock_header(new);
-                self.io_wait.wake(d);
-                Ok(true)
-            }
-            Err(e) => {
-                d.unlock_header((s & !IO_IN_PROGRESS) | IO_ERROR);
-                self.io_wait.wake(d);
-                Err(e)
-            }
-        }
+        self.terminate_io(d, Io::Write, result.is_ok());
+        result.map(|()| true)
     }
 
     /// Pins buffer `id` if it still holds a page accepted by `want` (checked under the

@@ -14,15 +14,20 @@
 //! bit  47      CHECKPOINT_NEEDED must be written by the checkpoint in progress
 //! ```
 //!
-//! States and transitions (function that performs each):
-//! - free: TAG_VALID clear, refcount 0 → (retag in `BufferPool::load`) → mapped and
-//!   IO_IN_PROGRESS, pinned by the loader.
-//! - mapped, IO_IN_PROGRESS, !VALID → (`complete_read`) VALID | or (`abort_io`) IO_ERROR.
-//! - VALID → (`mark_dirty`) VALID | DIRTY | JUST_DIRTIED.
-//! - DIRTY → (`start_write`) IO_IN_PROGRESS, JUST_DIRTIED cleared → (`complete_write`)
-//!   DIRTY cleared unless JUST_DIRTIED was set again | (`abort_io`) IO_ERROR, still DIRTY.
-//! - refcount 0, usage 0, !DIRTY, unlocked → (sweep pins it, retag) a new tag.
-//! - any mapped, refcount 0 → (`invalidate`) free.
+//! States and transitions (function in `buffer/mod.rs` or `descriptor.rs` that performs
+//! each):
+//! - free: TAG_VALID clear, refcount 0 → (`BufferPool::load` retags a victim) mapped with
+//!   IO_IN_PROGRESS, pinned by the loader, who owns the read.
+//! - mapped, !VALID, no I/O (a failed read left IO_ERROR) → (`start_io`, read) IO_IN_PROGRESS.
+//! - IO_IN_PROGRESS for a read → (`terminate_io` ok) VALID | (`terminate_io` failed)
+//!   IO_ERROR; waiters wake and re-check.
+//! - VALID → (`BufferDesc::mark_dirty`, exclusive content lock held) DIRTY | JUST_DIRTIED.
+//! - DIRTY → (`start_io`, write) IO_IN_PROGRESS, JUST_DIRTIED cleared → (`terminate_io` ok)
+//!   DIRTY cleared unless JUST_DIRTIED was set again | (failed) IO_ERROR, still DIRTY.
+//! - refcount 0 → (`BufferDesc::pin`) refcount + 1, usage + 1 (capped); → (`unpin`) back.
+//! - refcount 0, usage > 0 → (`BufferDesc::sweep_visit`) usage − 1; usage 0 → pinned as a
+//!   victim, written if DIRTY, retagged by `load` only if still refcount 1 and clean.
+//! - mapped, refcount 0 → (`BufferPool::drop_buffers`) free (state word 0, on the free list).
 //!
 //! Invariants: a buffer with refcount > 0 is never retagged or invalidated (retag needs
 //! refcount == 1, the evictor's own pin, checked under the header lock); IO_IN_PROGRESS is
