@@ -105,7 +105,49 @@ pub const KNOBS: &[(&str, &str, &str)] = &[
         "bool",
         "open data files with O_DIRECT (bypass the OS page cache)",
     ),
+    (
+        "synchronous_commit",
+        "bool",
+        "a commit waits until its WAL is durable",
+    ),
+    (
+        "full_page_writes",
+        "bool",
+        "log a full page image on the first change after a checkpoint",
+    ),
+    ("wal_segment_size", "bytes", "size of one WAL segment file"),
+    (
+        "wal_buffers",
+        "bytes",
+        "in-memory WAL ring; auto = shared_buffers/32 within 64kB..16MB",
+    ),
+    (
+        "wal_sync_method",
+        "enum",
+        "how the WAL is made durable: fdatasync, fsync, open_datasync",
+    ),
+    (
+        "wal_writer_delay",
+        "ms",
+        "how often the WAL writer flushes when synchronous_commit is off",
+    ),
 ];
+
+/// Default WAL segment: PostgreSQL's 16 MiB.
+pub const DEFAULT_WAL_SEGMENT_SIZE: u64 = 16 << 20;
+/// WAL segment sizes allowed: powers of two in this range (PostgreSQL allows 1 MiB..1 GiB;
+/// smaller ones are allowed here for tests that crash after every I/O).
+pub const MIN_WAL_SEGMENT_SIZE: u64 = 64 << 10;
+pub const MAX_WAL_SEGMENT_SIZE: u64 = 1 << 30;
+/// wal_buffers bounds (the automatic size is shared_buffers / 32 clamped to 64kB..16MB,
+/// as PostgreSQL does).
+pub const MIN_WAL_BUFFERS: u64 = 64 << 10;
+pub const MAX_WAL_BUFFERS: u64 = 1 << 30;
+/// Default WAL writer delay: PostgreSQL's 200 ms. It is also the loss window of an
+/// asynchronous commit: a crash loses the commits of at most about three delays (the
+/// writer flushes every delay; PostgreSQL documents the same bound).
+pub const DEFAULT_WAL_WRITER_DELAY_MS: u64 = 200;
+pub const MAX_WAL_WRITER_DELAY_MS: u64 = 10_000;
 
 /// The engine's configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,6 +158,13 @@ pub struct Config {
     pub buffer_mapping_partitions: usize,
     pub huge_pages: HugePages,
     pub io_direct: bool,
+    pub synchronous_commit: bool,
+    pub full_page_writes: bool,
+    pub wal_segment_size: u64,
+    /// None: automatic (shared_buffers / 32 within 64kB..16MB).
+    pub wal_buffers: Option<u64>,
+    pub wal_sync_method: crate::wal::SyncMethod,
+    pub wal_writer_delay_ms: u64,
 }
 
 impl Default for Config {
@@ -127,6 +176,12 @@ impl Default for Config {
             buffer_mapping_partitions: DEFAULT_MAPPING_PARTITIONS,
             huge_pages: HugePages::Try,
             io_direct: false,
+            synchronous_commit: true,
+            full_page_writes: true,
+            wal_segment_size: DEFAULT_WAL_SEGMENT_SIZE,
+            wal_buffers: None,
+            wal_sync_method: crate::wal::SyncMethod::Fdatasync,
+            wal_writer_delay_ms: DEFAULT_WAL_WRITER_DELAY_MS,
         }
     }
 }
@@ -183,6 +238,56 @@ impl Config {
                 self.io_direct =
                     parse_bool(v).ok_or_else(|| ConfigError::new(name, v, "on or off"))?
             }
+            "synchronous_commit" => {
+                self.synchronous_commit =
+                    parse_bool(v).ok_or_else(|| ConfigError::new(name, v, "on or off"))?
+            }
+            "full_page_writes" => {
+                self.full_page_writes =
+                    parse_bool(v).ok_or_else(|| ConfigError::new(name, v, "on or off"))?
+            }
+            "wal_segment_size" => {
+                self.wal_segment_size =
+                    parse_size(v).map_err(|_| ConfigError::new(name, v, wal_segment_allowed()))?;
+                self.check_wal(v)?;
+            }
+            "wal_buffers" => {
+                self.wal_buffers = if v == "auto" || v == "-1" {
+                    None
+                } else {
+                    Some(
+                        parse_size(v)
+                            .map_err(|_| ConfigError::new(name, v, wal_buffers_allowed()))?,
+                    )
+                };
+                self.check_wal(v)?;
+            }
+            "wal_sync_method" => {
+                use crate::wal::SyncMethod;
+                self.wal_sync_method = match v {
+                    "fdatasync" => SyncMethod::Fdatasync,
+                    "fsync" => SyncMethod::Fsync,
+                    "open_datasync" => SyncMethod::OpenDatasync,
+                    _ => {
+                        return Err(ConfigError::new(
+                            name,
+                            v,
+                            "fdatasync, fsync or open_datasync",
+                        ))
+                    }
+                }
+            }
+            "wal_writer_delay" => {
+                self.wal_writer_delay_ms = parse_ms(v)
+                    .filter(|ms| (1..=MAX_WAL_WRITER_DELAY_MS).contains(ms))
+                    .ok_or_else(|| {
+                        ConfigError::new(
+                            name,
+                            v,
+                            "1ms to 10s (units ms, s, min; a bare number is ms)",
+                        )
+                    })?
+            }
             _ => unreachable!("every name in KNOBS is handled"),
         }
         Ok(())
@@ -199,7 +304,16 @@ impl Config {
             "segment_size" => format_size(self.segment_size),
             "buffer_mapping_partitions" => self.buffer_mapping_partitions.to_string(),
             "huge_pages" => self.huge_pages.name().to_string(),
-            "io_direct" => if self.io_direct { "on" } else { "off" }.to_string(),
+            "io_direct" => on_off(self.io_direct),
+            "synchronous_commit" => on_off(self.synchronous_commit),
+            "full_page_writes" => on_off(self.full_page_writes),
+            "wal_segment_size" => format_size(self.wal_segment_size),
+            "wal_buffers" => self
+                .wal_buffers
+                .map(format_size)
+                .unwrap_or_else(|| "auto".into()),
+            "wal_sync_method" => self.wal_sync_method.name().to_string(),
+            "wal_writer_delay" => format!("{}ms", self.wal_writer_delay_ms),
             _ => return None,
         })
     }
@@ -216,6 +330,42 @@ impl Config {
         self.nbuffers_checked()?;
         self.check_segment_size(&format_size(self.segment_size))?;
         self.check_partitions(&self.buffer_mapping_partitions.to_string())?;
+        self.check_wal("")?;
+        Ok(())
+    }
+
+    /// The WAL ring size in effect (bytes, a multiple of 4 KiB).
+    pub fn wal_buffers_bytes(&self) -> u64 {
+        let auto =
+            (self.nbuffers() as u64 * self.block_size as u64 / 32).clamp(MIN_WAL_BUFFERS, 16 << 20);
+        let b = self.wal_buffers.unwrap_or(auto);
+        b.div_ceil(4096) * 4096
+    }
+
+    fn check_wal(&self, v: &str) -> Result<(), ConfigError> {
+        let s = self.wal_segment_size;
+        if !s.is_power_of_two() || !(MIN_WAL_SEGMENT_SIZE..=MAX_WAL_SEGMENT_SIZE).contains(&s) {
+            let v = if v.is_empty() {
+                format_size(s)
+            } else {
+                v.to_string()
+            };
+            return Err(ConfigError::new(
+                "wal_segment_size",
+                v,
+                wal_segment_allowed(),
+            ));
+        }
+        if let Some(b) = self.wal_buffers {
+            if !(MIN_WAL_BUFFERS..=MAX_WAL_BUFFERS).contains(&b) {
+                let v = if v.is_empty() {
+                    format_size(b)
+                } else {
+                    v.to_string()
+                };
+                return Err(ConfigError::new("wal_buffers", v, wal_buffers_allowed()));
+            }
+        }
         Ok(())
     }
 
@@ -274,6 +424,40 @@ impl Config {
             ));
         }
         Ok(())
+    }
+}
+
+fn on_off(b: bool) -> String {
+    if b { "on" } else { "off" }.to_string()
+}
+
+fn wal_segment_allowed() -> String {
+    format!(
+        "a power of two from {} to {}",
+        format_size(MIN_WAL_SEGMENT_SIZE),
+        format_size(MAX_WAL_SEGMENT_SIZE)
+    )
+}
+
+fn wal_buffers_allowed() -> String {
+    format!(
+        "auto, or {} to {}",
+        format_size(MIN_WAL_BUFFERS),
+        format_size(MAX_WAL_BUFFERS)
+    )
+}
+
+/// Parses a duration in milliseconds: `200ms`, `2s`, `1min`, or a bare number of ms.
+pub fn parse_ms(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    match unit.trim() {
+        "" | "ms" => Some(n),
+        "s" => n.checked_mul(1000),
+        "min" => n.checked_mul(60_000),
+        _ => None,
     }
 }
 
@@ -378,6 +562,16 @@ mod tests {
             ("buffer_mapping_partitions", "131072"),
             ("huge_pages", "maybe"),
             ("io_direct", "sometimes"),
+            ("synchronous_commit", "maybe"),
+            ("full_page_writes", "2"),
+            ("wal_segment_size", "1000kB"),
+            ("wal_segment_size", "32kB"),
+            ("wal_segment_size", "2GB"),
+            ("wal_buffers", "4kB"),
+            ("wal_sync_method", "osync"),
+            ("wal_writer_delay", "0"),
+            ("wal_writer_delay", "11s"),
+            ("wal_writer_delay", "5h"),
         ];
         for (knob, value) in cases {
             let err = Config::default().set(knob, value).unwrap_err();

@@ -26,20 +26,24 @@
 
 pub mod buffer;
 pub mod config;
+pub mod engine;
 pub mod page;
 pub mod smgr;
 pub mod stats;
 pub mod sync;
 pub mod types;
 pub mod vfs;
+pub mod wal;
 
 pub use buffer::{
     BufferError, BufferPool, BufferRef, NoWal, PageReadGuard, PageWriteGuard, WalFlush,
 };
 pub use config::{Config, ConfigError, HugePages, PoolSize};
+pub use engine::{Engine, EngineError, RecoveryReport};
 pub use smgr::{Smgr, SmgrError, SmgrOptions};
 pub use stats::{IoContext, IoOp, IoStats, IoStatsSnapshot, IoWriter};
 pub use types::{BlockNumber, BufferTag, ForkNumber, Lsn, RelFileId};
 pub use vfs::{
-    FaultKind, FaultOp, FaultRule, FaultVfs, MemVfs, OpenOptions, RealVfs, Vfs, VfsFile,
+    CrashChoice, CrashReport, FaultKind, FaultOp, FaultRule, FaultVfs, MemVfs, OpenOptions,
+    RealVfs, SimVfs, Vfs, VfsFile,
 };

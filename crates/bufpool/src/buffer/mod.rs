@@ -253,6 +253,13 @@ impl BufferPool {
         self.load(tag, hash, context, Fill::Read)
     }
 
+    /// The page `tag` without reading it from storage: the buffer if it is in the pool,
+    /// else a zeroed frame (PostgreSQL's RBM_ZERO). For callers about to overwrite the whole
+    /// page, such as recovery restoring a full-page image over a possibly torn page.
+    pub fn read_zeroed(&self, tag: BufferTag) -> BufferResult<BufferRef<'_>> {
+        self.load(tag, tag.hash64(), IoContext::Normal, Fill::Zero)
+    }
+
     /// Adds a zeroed page at the end of a relation fork and returns it pinned; its block
     /// number is `tag().block`.
     pub fn extend(&self, rel: RelFileId, fork: ForkNumber) -> BufferResult<BufferRef<'_>> {

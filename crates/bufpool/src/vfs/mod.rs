@@ -1,20 +1,23 @@
 //! The I/O layer: the only door from the library to the operating system's files.
 //!
 //! Owns: the [`Vfs`] and [`VfsFile`] traits and their implementations: [`RealVfs`] (Linux
-//! system calls), [`MemVfs`] (in memory, for model tests) and [`FaultVfs`] (wraps another and
-//! fails chosen calls with EIO, ENOSPC or a short transfer).
+//! system calls), [`MemVfs`] (in memory, for model tests), [`FaultVfs`] (wraps another and
+//! fails chosen calls with EIO, ENOSPC or a short transfer) and [`SimVfs`] (power loss).
 //! Invariants: every file operation of the library goes through these traits, so faults can
-//! be injected anywhere and counted in one place. Errors are the OS's `io::Error` (errno
+//! be injected anywhere and counted in one place. [`SimVfs`] keeps written and durable bytes
+//! apart and simulates a power cut (dropped, kept, torn or garbage writes; undone renames). Errors are the OS's `io::Error` (errno
 //! kept); the storage manager adds path and block.
 //! Locks: implementations may lock internally; no lock is held across calls.
 
 mod fault;
 mod mem;
 mod real;
+mod sim;
 
 pub use fault::{FaultKind, FaultOp, FaultRule, FaultVfs};
 pub use mem::MemVfs;
 pub use real::RealVfs;
+pub use sim::{CrashChoice, CrashReport, SimVfs};
 
 use std::fmt;
 use std::io::{self, IoSlice, IoSliceMut};

@@ -1,0 +1,294 @@
+//! The engine: a data directory opened with its storage, buffer pool and write-ahead log
+//! wired together, crash recovery on open, page logging, commits and checkpoints.
+//!
+//! Owns: the [`BufferPool`], the [`Wal`], the WAL-writer thread (asynchronous commit) and
+//! the checkpoint lock. Sits above `buffer` and `wal`, so neither imports the other: the
+//! pool reaches the log only through its `WalFlush` hook, implemented here.
+//!
+//! Opening: smgr (directory lock) → pool with an inert WAL hook → recovery (replay from
+//! the control file's redo point; see `recovery.rs`) → log opened at the end of valid log
+//! → an EndOfRecovery record naming where the old log ended, flushed → hook armed → an
+//! end-of-recovery checkpoint. A directory without a control file and without log
+//! segments is new: it gets its first checkpoint.
+//!
+//! Logging a change: the caller changes pages under exclusive guards, then calls
+//! [`Engine::log_pages`] with the changed byte ranges while still holding the guards; the
+//! record gets a full-page image of each page whose LSN is at or before the redo point
+//! (first change after a checkpoint; `full_page_writes`), and every page's LSN is set to
+//! the record's end before the guards are released. [`Engine::commit`] then waits for
+//! durability (`synchronous_commit = on`) or returns at once (`off`: the WAL writer
+//! flushes every `wal_writer_delay`; a crash may lose the commits of the last few delays).
+//!
+//! Checkpoint (simple, not yet spread): new redo point → flush all dirty pages → fsync data
+//! files → checkpoint record, flushed → control file (atomic) → release old segments.
+//! Locks: the checkpoint mutex (one checkpoint at a time), then the pool's and the log's own.
+
+pub mod recovery;
+
+pub use recovery::RecoveryReport;
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::buffer::{BufferError, BufferPool, PageWriteGuard, WalFlush};
+use crate::config::{Config, ConfigError};
+use crate::page;
+use crate::smgr::{Smgr, SmgrError, SmgrOptions};
+use crate::sync::{Arc, Mutex};
+use crate::types::Lsn;
+use crate::vfs::Vfs;
+use crate::wal::{
+    control, Control, ControlError, RecordBuilder, RecordKind, Wal, WalError, WalOptions,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Buffer(#[from] BufferError),
+    #[error(transparent)]
+    Storage(#[from] SmgrError),
+    #[error(transparent)]
+    Wal(#[from] WalError),
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the WAL is corrupt at {lsn} ({path}, offset {offset}): {reason}; refusing to open, since replaying only up to here would silently drop acknowledged commits")]
+    Corrupt {
+        path: PathBuf,
+        offset: u64,
+        lsn: Lsn,
+        reason: String,
+    },
+}
+
+impl EngineError {
+    pub(crate) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
+        EngineError::Io {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// The pool's WAL-before-data hook: inert during recovery (the log being replayed is
+/// already durable), the real log afterwards.
+#[derive(Default)]
+struct WalHook {
+    wal: OnceLock<Arc<Wal>>,
+}
+
+impl WalFlush for WalHook {
+    fn flush(&self, lsn: Lsn) -> Result<(), String> {
+        match self.wal.get() {
+            Some(w) => w.flush_for_page(lsn).map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+struct LogWriter {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// An open data directory.
+pub struct Engine {
+    pool: BufferPool,
+    wal: Arc<Wal>,
+    synchronous_commit: bool,
+    full_page_writes: bool,
+    checkpoint_lock: Mutex<()>,
+    recovery: Option<RecoveryReport>,
+    _writer: Option<LogWriter>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("pool", &self.pool)
+            .field("wal", &self.wal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Opens `dir` (creating it with `create`), recovering from a crash if needed.
+    pub fn open(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        config: &Config,
+        create: bool,
+    ) -> Result<Engine, EngineError> {
+        Self::open_with_progress(vfs, dir, config, create, &mut |_| {})
+    }
+
+    /// [`Engine::open`], reporting recovery progress.
+    pub fn open_with_progress(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        config: &Config,
+        create: bool,
+        progress: &mut dyn FnMut(&RecoveryReport),
+    ) -> Result<Engine, EngineError> {
+        config.validate()?;
+        let smgr = Smgr::open(vfs.clone(), dir, SmgrOptions::from_config(config, create))?;
+        let hook = Arc::new(WalHook::default());
+        let pool = BufferPool::new(Arc::new(smgr), config, hook.clone())?;
+        let opts = WalOptions {
+            segment_size: config.wal_segment_size,
+            buffers: config.wal_buffers_bytes(),
+            sync_method: config.wal_sync_method,
+        };
+        let control_path = dir.join(control::CONTROL_FILE);
+        let has_control = vfs
+            .exists(&control_path)
+            .map_err(|e| EngineError::io("checking", &control_path, e))?;
+        let wal_dir = dir.join("wal");
+        let has_log = vfs
+            .exists(&wal_dir)
+            .map_err(|e| EngineError::io("checking", &wal_dir, e))?
+            && vfs
+                .list_dir(&wal_dir)
+                .map_err(|e| EngineError::io("listing", &wal_dir, e))?
+                .iter()
+                .any(|n| n.len() == 16);
+        let (wal, recovery) = if !has_control && !has_log {
+            (Wal::open(vfs.clone(), dir, opts, Lsn(0), Lsn(0))?, None)
+        } else {
+            let report = recovery::run(&*vfs, dir, &pool, config.wal_segment_size, progress)?;
+            let wal = Wal::open(vfs.clone(), dir, opts, report.end, report.redo)?;
+            let (_, end) = wal.insert(RecordBuilder::new(
+                RecordKind::EndOfRecovery,
+                0,
+                0,
+                report.end.0,
+            ))?;
+            wal.flush(end)?;
+            (wal, Some(report))
+        };
+        let wal = Arc::new(wal);
+        let _ = hook.wal.set(wal.clone());
+        let writer = (!config.synchronous_commit).then(|| {
+            let (tx, rx) = mpsc::channel::<()>();
+            let w = wal.clone();
+            let delay = Duration::from_millis(config.wal_writer_delay_ms);
+            let thread = std::thread::Builder::new()
+                .name("bufpool-walwriter".into())
+                .spawn(move || {
+                    while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(delay) {
+                        let pos = w.insert_position();
+                        if w.flush(pos).is_err() {
+                            return; // latched: commits will report it
+                        }
+                    }
+                })
+                .expect("spawning the WAL writer thread");
+            LogWriter {
+                stop: Some(tx),
+                thread: Some(thread),
+            }
+        });
+        let engine = Engine {
+            pool,
+            wal,
+            synchronous_commit: config.synchronous_commit,
+            full_page_writes: config.full_page_writes,
+            checkpoint_lock: Mutex::new(()),
+            recovery,
+            _writer: writer,
+        };
+        engine.checkpoint()?;
+        Ok(engine)
+    }
+
+    pub fn pool(&self) -> &BufferPool {
+        &self.pool
+    }
+
+    pub fn wal(&self) -> &Wal {
+        &self.wal
+    }
+
+    /// What recovery did when this engine was opened (None for a new directory).
+    pub fn recovery_report(&self) -> Option<&RecoveryReport> {
+        self.recovery.as_ref()
+    }
+
+    /// Logs changes to pages held under exclusive guards, as one atomic record, and sets
+    /// each page's LSN to the record's end. `flags` may carry `wal::FLAG_COMMIT`. Returns
+    /// the record's end: pass it to [`Engine::commit`].
+    pub fn log_pages(
+        &self,
+        xid: u32,
+        flags: u8,
+        pages: &mut [(&mut PageWriteGuard<'_>, &[Range<usize>])],
+    ) -> Result<Lsn, EngineError> {
+        let fpw = self.full_page_writes;
+        let (_, end) = self.wal.insert_with(|redo| {
+            let mut b = RecordBuilder::new(RecordKind::Update, xid, flags, 0);
+            for (g, ranges) in pages.iter() {
+                let tag = g.tag();
+                if fpw && page::lsn(g) <= redo {
+                    b.image(&tag, g);
+                } else {
+                    b.ranges(&tag, g, ranges);
+                }
+            }
+            b
+        })?;
+        for (g, _) in pages.iter_mut() {
+            g.set_lsn(end);
+        }
+        Ok(end)
+    }
+
+    /// Makes a commit whose record ends at `end` durable (synchronous_commit = on), or
+    /// leaves it to the WAL writer (off).
+    pub fn commit(&self, end: Lsn) -> Result<(), EngineError> {
+        if self.synchronous_commit {
+            self.wal.flush(end)?;
+        }
+        Ok(())
+    }
+
+    /// A checkpoint: every change before its redo point is in the data files, durably.
+    /// Returns the checkpoint record's LSN.
+    pub fn checkpoint(&self) -> Result<Lsn, EngineError> {
+        let _one = self.checkpoint_lock.lock();
+        let redo = self.wal.begin_checkpoint();
+        self.pool.flush_all()?;
+        self.pool.sync()?;
+        let (ck, end) =
+            self.wal
+                .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, redo.0))?;
+        self.wal.flush(end)?;
+        self.wal.write_control(&Control {
+            checkpoint: ck,
+            redo,
+        })?;
+        self.wal.remove_segments_before(redo)?;
+        Ok(ck)
+    }
+}

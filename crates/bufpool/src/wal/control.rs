@@ -1,0 +1,169 @@
+//! The control file: where recovery starts.
+//!
+//! Owns: `<dir>/bufpool.control`, text with a CRC32C line:
+//! ```text
+//! bufpool control file
+//! format=1
+//! checkpoint=<LSN of the latest checkpoint record, decimal>
+//! redo=<its redo point, decimal>
+//! crc32c=<8 hex digits: CRC32C of the lines above>
+//! ```
+//! Invariants: written atomically (temp file, fsync, rename, fsync of the directory), so
+//! after a crash it holds either the previous or the new checkpoint, never a mix. A
+//! missing or damaged file is an error naming it, never a guess.
+
+use std::path::{Path, PathBuf};
+
+use crate::types::Lsn;
+use crate::vfs::{OpenOptions, Vfs};
+
+pub const CONTROL_FILE: &str = "bufpool.control";
+const FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Control {
+    pub checkpoint: Lsn,
+    pub redo: Lsn,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("control file {path} is missing: this data directory has no log yet, or the file was removed (recovery cannot know where to start)")]
+    Missing { path: PathBuf },
+    #[error("control file {path}: {problem}")]
+    Corrupt { path: PathBuf, problem: String },
+    #[error("{op} control file {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn render(c: &Control) -> String {
+    let body = format!(
+        "bufpool control file\nformat={FORMAT}\ncheckpoint={}\nredo={}\n",
+        c.checkpoint.0, c.redo.0
+    );
+    let crc = crc32c::crc32c(body.as_bytes());
+    format!("{body}crc32c={crc:08x}\n")
+}
+
+pub fn write(vfs: &dyn Vfs, path: &Path, c: &Control) -> Result<(), ControlError> {
+    let io = |op: &'static str, p: &Path| {
+        let p = p.to_path_buf();
+        move |source| ControlError::Io {
+            op,
+            path: p,
+            source,
+        }
+    };
+    let tmp = path.with_extension("tmp");
+    let text = render(c);
+    let f = vfs
+        .open(&tmp, OpenOptions::create())
+        .map_err(io("creating", &tmp))?;
+    f.set_len(0).map_err(io("truncating", &tmp))?;
+    let n = f
+        .write_at(text.as_bytes(), 0)
+        .map_err(io("writing", &tmp))?;
+    if n != text.len() {
+        let source = std::io::Error::new(std::io::ErrorKind::WriteZero, "short write");
+        return Err(ControlError::Io {
+            op: "writing",
+            path: tmp,
+            source,
+        });
+    }
+    f.sync_all().map_err(io("fsync of", &tmp))?;
+    drop(f);
+    vfs.rename(&tmp, path).map_err(io("renaming", &tmp))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    vfs.sync_dir(dir)
+        .map_err(io("fsync of directory of", path))?;
+    Ok(())
+}
+
+pub fn read(vfs: &dyn Vfs, path: &Path) -> Result<Control, ControlError> {
+    if !vfs.exists(path).map_err(|source| ControlError::Io {
+        op: "checking",
+        path: path.to_path_buf(),
+        source,
+    })? {
+        return Err(ControlError::Missing {
+            path: path.to_path_buf(),
+        });
+    }
+    let bad = |problem: String| ControlError::Corrupt {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let io = |source| ControlError::Io {
+        op: "reading",
+        path: path.to_path_buf(),
+        source,
+    };
+    let f = vfs.open(path, OpenOptions::read_only()).map_err(io)?;
+    let len = f.len().map_err(io)? as usize;
+    if len > 4096 {
+        return Err(bad(format!("{len} bytes is too large for a control file")));
+    }
+    let mut buf = vec![0u8; len];
+    let n = f.read_at(&mut buf, 0).map_err(io)?;
+    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+    let at = text
+        .rfind("crc32c=")
+        .ok_or_else(|| bad("no checksum line (truncated or damaged)".into()))?;
+    let (body, crc) = text.split_at(at);
+    let stored = u32::from_str_radix(crc.trim_start_matches("crc32c=").trim(), 16)
+        .map_err(|_| bad("unreadable checksum line".into()))?;
+    let computed = crc32c::crc32c(body.as_bytes());
+    if stored != computed {
+        return Err(bad(format!(
+            "checksum mismatch (stored {stored:08x}, computed {computed:08x})"
+        )));
+    }
+    let field = |k: &str| -> Result<u64, ControlError> {
+        body.lines()
+            .find_map(|l| l.strip_prefix(k).and_then(|v| v.strip_prefix('=')))
+            .ok_or_else(|| bad(format!("missing {k}")))?
+            .parse()
+            .map_err(|_| bad(format!("unreadable {k}")))
+    };
+    if field("format")? != u64::from(FORMAT) {
+        return Err(bad("unsupported format".into()));
+    }
+    Ok(Control {
+        checkpoint: Lsn(field("checkpoint")?),
+        redo: Lsn(field("redo")?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::MemVfs;
+
+    #[test]
+    fn round_trip_missing_and_damaged() {
+        let vfs = MemVfs::new();
+        vfs.create_dir_all(Path::new("/d")).unwrap();
+        let p = Path::new("/d/bufpool.control");
+        assert!(matches!(read(&vfs, p), Err(ControlError::Missing { .. })));
+        let c = Control {
+            checkpoint: Lsn(8192),
+            redo: Lsn(4096),
+        };
+        write(&vfs, p, &c).unwrap();
+        assert_eq!(read(&vfs, p).unwrap(), c);
+        let mut bytes = vfs.contents(p).unwrap();
+        bytes[30] ^= 1;
+        vfs.set_contents(p, bytes);
+        let e = read(&vfs, p).unwrap_err().to_string();
+        assert!(
+            e.contains("bufpool.control") && e.contains("checksum"),
+            "{e}"
+        );
+    }
+}

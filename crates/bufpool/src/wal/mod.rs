@@ -1,0 +1,546 @@
+//! The write-ahead log: records, LSNs, parallel insertion, group commit.
+//!
+//! Owns: the in-memory ring of log bytes (`wal_buffers`), the insert position, the write and
+//! flush positions, the insertion slots, the segment files (`segment.rs`) and the control
+//! file (`control.rs`). It knows nothing of pages or pools: `crate::engine` logs pages,
+//! runs checkpoints and recovery, and plugs [`Wal::flush`] into the buffer pool's write path.
+//!
+//! Insertion (many threads at once, PostgreSQL's WAL insertion locks): a thread takes one
+//! of `INSERT_SLOTS` slot locks (by thread), reserves `align8(len)` bytes under the short
+//! `reserve` critical section and publishes its start in the slot, then copies its record
+//! into the ring holding only its slot, and clears the slot. A writer that wants bytes up
+//! to X waits until no slot holds a start below X.
+//!
+//! Flush and group commit: `flush(lsn)` returns at once if the log is durable to `lsn`.
+//! Otherwise it takes `flush_lock`; the thread that gets it first writes and syncs
+//! everything inserted so far, so the threads queued behind it find their records durable
+//! and return without a sync of their own.
+//!
+//! The last partial block: a flush pads the log with zeros to the next 4 KiB boundary and
+//! the next record starts there, so a 4 KiB block that holds fsynced (acknowledged) bytes
+//! is never written again and a torn rewrite can never destroy an acknowledged commit. A
+//! zero length where a record should start means "padding: skip to the next 4 KiB" to the
+//! reader. Cost: at most 4 KiB of log per flush.
+//!
+//! Failure: a failed write or fsync of the log is latched (PostgreSQL PANICs): every later
+//! insert and flush fails until the log is reopened, because the kernel may have dropped
+//! the dirty log pages and a retry could report success for bytes that are gone.
+//!
+//! Invariants: `flushed <= written <= inserted-and-complete <= reserved`; all of them are
+//! record boundaries or 4 KiB boundaries; a byte of the ring is rewritten only after its
+//! previous lap was written to the segment (`reserved - written <= ring - 4 KiB`).
+//! Locks, in order: slot lock → `reserve`; `flush_lock` → `reserve`. An inserter never
+//! takes `flush_lock` while its slot is published (it waits for ring space before
+//! reserving), so a flusher waiting for insertions cannot deadlock with one.
+
+pub mod control;
+pub mod record;
+mod segment;
+
+pub use control::{Control, ControlError};
+pub use record::{BlockChange, BlockRef, Record, RecordBuilder, RecordKind, FLAG_COMMIT};
+
+use std::cell::UnsafeCell;
+use std::path::{Path, PathBuf};
+
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::types::Lsn;
+use crate::vfs::{Vfs, VfsFile};
+
+/// Log bytes between padding points: a flush pads to this boundary (the common page and
+/// sector size; the power-loss simulator tears writes at it).
+pub const WAL_BLOCK: u64 = 4096;
+/// Insertion slots (PostgreSQL's NUM_XLOGINSERT_LOCKS).
+const INSERT_SLOTS: usize = 8;
+const SLOT_IDLE: u64 = u64::MAX;
+
+/// How the log is made durable (PostgreSQL's `wal_sync_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyncMethod {
+    #[default]
+    Fdatasync,
+    Fsync,
+    /// Segments opened with O_DSYNC: every write is durable when it returns.
+    OpenDatasync,
+}
+
+impl SyncMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMethod::Fdatasync => "fdatasync",
+            SyncMethod::Fsync => "fsync",
+            SyncMethod::OpenDatasync => "open_datasync",
+        }
+    }
+}
+
+/// Log settings (validated by `Config`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalOptions {
+    pub segment_size: u64,
+    pub buffers: u64,
+    pub sync_method: SyncMethod,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WalError {
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the log failed earlier and refuses further writes until the data directory is reopened: {0}")]
+    Failed(String),
+    #[error("record of {len} bytes is larger than half of wal_buffers ({ring} bytes)")]
+    TooLarge { len: usize, ring: u64 },
+}
+
+/// Counters of the log (all since open).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalStats {
+    pub records: u64,
+    pub bytes: u64,
+    /// Flushes that wrote and synced.
+    pub syncs: u64,
+    /// `flush` calls that found the log already durable (someone else's sync covered them).
+    pub flush_free: u64,
+    /// Flushes forced by the buffer pool writing a page whose record was not yet durable.
+    pub forced_by_pages: u64,
+}
+
+struct Ring {
+    bytes: Box<[UnsafeCell<u8>]>,
+}
+
+// SAFETY: ring bytes are written only inside the range a thread reserved (disjoint from
+// every other thread's) or, for padding, by the flusher inside the range it reserved; they
+// are read by the writer only below the insertion-complete point, after the inserting
+// threads' slot stores (Release) were observed (Acquire). No two threads touch a byte at
+// once.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    /// Copies `src` into the ring at log position `pos` (wrapping).
+    ///
+    /// # Safety
+    /// The caller owns `[pos, pos + src.len())`: reserved by it and not yet handed out for
+    /// writing, with the previous lap of those ring bytes already written to the segment.
+    unsafe fn put(&self, pos: u64, src: &[u8]) {
+        let n = self.len();
+        let mut done = 0;
+        while done < src.len() {
+            let at = ((pos + done as u64) % n) as usize;
+            let k = (src.len() - done).min(n as usize - at);
+            // SAFETY: per the contract the caller exclusively owns these bytes; `at + k`
+            // stays within the ring.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src[done..].as_ptr(), self.bytes[at].get(), k);
+            }
+            done += k;
+        }
+    }
+
+    /// Copies log bytes `[pos, pos + dst.len())` out of the ring.
+    ///
+    /// # Safety
+    /// Every byte in the range was completely inserted and is not being rewritten.
+    unsafe fn get(&self, pos: u64, dst: &mut [u8]) {
+        let n = self.len();
+        let mut done = 0;
+        while done < dst.len() {
+            let at = ((pos + done as u64) % n) as usize;
+            let k = (dst.len() - done).min(n as usize - at);
+            // SAFETY: per the contract nobody writes these bytes now; in bounds as above.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.bytes[at].get(), dst[done..].as_mut_ptr(), k);
+            }
+            done += k;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Reserve {
+    /// Next free log position.
+    pos: u64,
+    /// The current checkpoint's redo point: pages last changed at or before it need a
+    /// full-page image with their next change.
+    redo: u64,
+}
+
+#[repr(align(64))]
+struct Slot {
+    lock: Mutex<()>,
+    at: AtomicU64,
+}
+
+#[derive(Default)]
+struct FlushState {
+    /// Segments written since their last sync.
+    unsynced: Vec<u64>,
+}
+
+/// An open write-ahead log.
+pub struct Wal {
+    ring: Ring,
+    reserve: Mutex<Reserve>,
+    slots: Box<[Slot]>,
+    written: AtomicU64,
+    flushed: AtomicU64,
+    flush_lock: Mutex<FlushState>,
+    failed: Mutex<Option<String>>,
+    segments: segment::Segments,
+    sync_method: SyncMethod,
+    redo_hint: AtomicU64,
+    records: AtomicU64,
+    bytes: AtomicU64,
+    syncs: AtomicU64,
+    flush_free: AtomicU64,
+    forced_by_pages: AtomicU64,
+    control_path: PathBuf,
+    vfs: Arc<dyn Vfs>,
+}
+
+impl std::fmt::Debug for Wal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal")
+            .field("written", &Lsn(self.written.load(Ordering::Relaxed)))
+            .field("flushed", &Lsn(self.flushed.load(Ordering::Relaxed)))
+            .finish_non_exhaustive()
+    }
+}
+
+thread_local! {
+    static SLOT_HINT: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+static NEXT_SLOT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn my_slot() -> usize {
+    SLOT_HINT.with(|s| {
+        if s.get() == usize::MAX {
+            s.set(NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % INSERT_SLOTS);
+        }
+        s.get()
+    })
+}
+
+fn round_up(x: u64, to: u64) -> u64 {
+    x.div_ceil(to) * to
+}
+
+impl Wal {
+    /// Opens the log of data directory `dir` for appending at `end` (where recovery found
+    /// the end of valid log; rounded up to a 4 KiB boundary so no durable block is
+    /// rewritten), with `redo` as the current redo point.
+    pub fn open(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        opts: WalOptions,
+        end: Lsn,
+        redo: Lsn,
+    ) -> Result<Wal, WalError> {
+        let dsync = opts.sync_method == SyncMethod::OpenDatasync;
+        let segments =
+            segment::Segments::new(vfs.clone(), dir.join("wal"), opts.segment_size, dsync)?;
+        let start = round_up(end.0, WAL_BLOCK);
+        let ring = Ring {
+            bytes: (0..opts.buffers).map(|_| UnsafeCell::new(0)).collect(),
+        };
+        Ok(Wal {
+            ring,
+            reserve: Mutex::new(Reserve {
+                pos: start,
+                redo: redo.0,
+            }),
+            slots: (0..INSERT_SLOTS)
+                .map(|_| Slot {
+                    lock: Mutex::new(()),
+                    at: AtomicU64::new(SLOT_IDLE),
+                })
+                .collect(),
+            written: AtomicU64::new(start),
+            flushed: AtomicU64::new(start),
+            flush_lock: Mutex::new(FlushState::default()),
+            failed: Mutex::new(None),
+            segments,
+            sync_method: opts.sync_method,
+            redo_hint: AtomicU64::new(redo.0),
+            records: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+            flush_free: AtomicU64::new(0),
+            forced_by_pages: AtomicU64::new(0),
+            control_path: dir.join(control::CONTROL_FILE),
+            vfs,
+        })
+    }
+
+    pub fn segment_size(&self) -> u64 {
+        self.segments.size
+    }
+
+    pub fn segment_path(&self, segno: u64) -> PathBuf {
+        self.segments.path(segno)
+    }
+
+    pub fn segment_numbers(&self) -> Result<Vec<u64>, WalError> {
+        self.segments.list()
+    }
+
+    /// Durable end of the log.
+    pub fn flushed(&self) -> Lsn {
+        Lsn(self.flushed.load(Ordering::Acquire))
+    }
+
+    /// Next insert position (everything reserved so far ends here).
+    pub fn insert_position(&self) -> Lsn {
+        Lsn(self.reserve.lock().pos)
+    }
+
+    /// The redo point of the latest checkpoint (a hint read without locking; `insert`
+    /// re-checks it under the reservation lock).
+    pub fn redo(&self) -> Lsn {
+        Lsn(self.redo_hint.load(Ordering::Acquire))
+    }
+
+    pub fn stats(&self) -> WalStats {
+        WalStats {
+            records: self.records.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            syncs: self.syncs.load(Ordering::Relaxed),
+            flush_free: self.flush_free.load(Ordering::Relaxed),
+            forced_by_pages: self.forced_by_pages.load(Ordering::Relaxed),
+        }
+    }
+
+    fn check_failed(&self) -> Result<(), WalError> {
+        match &*self.failed.lock() {
+            Some(why) => Err(WalError::Failed(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn fail(&self, e: WalError) -> WalError {
+        let mut f = self.failed.lock();
+        if f.is_none() {
+            *f = Some(e.to_string());
+        }
+        e
+    }
+
+    /// Inserts a record built by `build(redo)`, where `redo` is the redo point the builder
+    /// must use to decide on full-page images; rebuilt if a checkpoint moves the redo
+    /// point meanwhile. Returns (start, end) of the record.
+    pub fn insert_with(
+        &self,
+        mut build: impl FnMut(Lsn) -> RecordBuilder,
+    ) -> Result<(Lsn, Lsn), WalError> {
+        self.check_failed()?;
+        let margin = WAL_BLOCK;
+        loop {
+            let redo = self.redo_hint.load(Ordering::Acquire);
+            let mut rec = build(Lsn(redo));
+            let alen = record::align(rec.len() as u64);
+            if alen > self.ring.len() / 2 {
+                return Err(WalError::TooLarge {
+                    len: rec.len(),
+                    ring: self.ring.len(),
+                });
+            }
+            let slot = &self.slots[my_slot()];
+            let _slot_guard = slot.lock.lock();
+            let start = {
+                let mut r = self.reserve.lock();
+                if r.redo != redo {
+                    continue; // a checkpoint began: decide images again
+                }
+                let need = r.pos + alen + margin;
+                if need > self.written.load(Ordering::Acquire) + self.ring.len() {
+                    let target = need - self.ring.len();
+                    drop(r);
+                    drop(_slot_guard);
+                    // Ring full: write and sync what is there (rare with a ring of a
+                    // segment's size; a plain write would leave a partial block to rewrite).
+                    self.flush(Lsn(target))?;
+                    continue;
+                }
+                let s = r.pos;
+                r.pos += alen;
+                slot.at.store(s, Ordering::Release);
+                s
+            };
+            let flushed = Lsn(self.flushed.load(Ordering::Acquire));
+            let bytes = rec.finish(Lsn(start), flushed);
+            let pad = [0u8; record::ALIGN as usize];
+            // SAFETY: [start, start + alen) was reserved by this thread above, and the
+            // reservation check kept it at least one lap ahead of unwritten ring bytes.
+            unsafe {
+                self.ring.put(start, bytes);
+                self.ring.put(
+                    start + bytes.len() as u64,
+                    &pad[..(alen as usize - bytes.len())],
+                );
+            }
+            slot.at.store(SLOT_IDLE, Ordering::Release);
+            self.records.fetch_add(1, Ordering::Relaxed);
+            self.bytes.fetch_add(alen, Ordering::Relaxed);
+            return Ok((Lsn(start), Lsn(start + alen)));
+        }
+    }
+
+    /// Inserts a ready record.
+    pub fn insert(&self, rec: RecordBuilder) -> Result<(Lsn, Lsn), WalError> {
+        self.insert_with(|_| rec.clone())
+    }
+
+    /// Waits until every insertion that started below `upto` has finished copying.
+    fn wait_insertions(&self, upto: u64) {
+        for slot in self.slots.iter() {
+            let mut spin = crate::sync::SpinWait::new();
+            loop {
+                let at = slot.at.load(Ordering::Acquire);
+                if at == SLOT_IDLE || at >= upto {
+                    break;
+                }
+                spin.spin();
+            }
+        }
+    }
+
+    /// Writes ring bytes `[written, upto)` to the segments. Holds `flush_lock`.
+    fn write_out(&self, st: &mut FlushState, upto: u64) -> Result<(), WalError> {
+        self.wait_insertions(upto);
+        let mut pos = self.written.load(Ordering::Acquire);
+        let mut buf = vec![0u8; (upto - pos).min(1 << 20) as usize];
+        while pos < upto {
+            let segno = pos / self.segments.size;
+            let seg_end = (segno + 1) * self.segments.size;
+            let n = (upto.min(seg_end) - pos).min(buf.len() as u64) as usize;
+            // SAFETY: bytes below `upto` were completely inserted (wait_insertions) and the
+            // ring cannot lap them until `written` moves past them, which only we do.
+            unsafe { self.ring.get(pos, &mut buf[..n]) };
+            let file = self.segment(segno)?;
+            let w = file
+                .write_at(&buf[..n], pos % self.segments.size)
+                .map_err(|source| {
+                    self.fail(WalError::Io {
+                        op: "writing",
+                        path: self.segments.path(segno),
+                        source,
+                    })
+                })?;
+            if w != n {
+                let source = std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    format!("wrote {w} of {n} bytes"),
+                );
+                return Err(self.fail(WalError::Io {
+                    op: "writing",
+                    path: self.segments.path(segno),
+                    source,
+                }));
+            }
+            if st.unsynced.last() != Some(&segno) {
+                st.unsynced.push(segno);
+            }
+            pos += n as u64;
+            self.written.store(pos, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    fn segment(&self, segno: u64) -> Result<Arc<dyn VfsFile>, WalError> {
+        match self.segments.file(segno, true) {
+            Ok(Some(f)) => Ok(f),
+            Ok(None) => unreachable!("created on demand"),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Makes the log durable at least up to `lsn`; shares the sync with every thread that
+    /// waits meanwhile (group commit).
+    pub fn flush(&self, lsn: Lsn) -> Result<(), WalError> {
+        if self.flushed.load(Ordering::Acquire) >= lsn.0 {
+            self.flush_free.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let mut st = self.flush_lock.lock();
+        self.check_failed()?;
+        if self.flushed.load(Ordering::Acquire) >= lsn.0 {
+            self.flush_free.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        // Take everything inserted so far, padded to a block boundary.
+        let upto = {
+            let mut r = self.reserve.lock();
+            let end = r.pos;
+            let padded = round_up(end, WAL_BLOCK);
+            if padded > end {
+                let zeros = vec![0u8; (padded - end) as usize];
+                // SAFETY: [end, padded) is reserved for padding by this thread now (pos
+                // moves past it under the lock), and the reservation margin of one block
+                // keeps the ring lap ahead of it.
+                unsafe { self.ring.put(end, &zeros) };
+                r.pos = padded;
+            }
+            padded
+        };
+        self.write_out(&mut st, upto)?;
+        if self.sync_method != SyncMethod::OpenDatasync {
+            for segno in std::mem::take(&mut st.unsynced) {
+                let file = self.segment(segno)?;
+                let r = match self.sync_method {
+                    SyncMethod::Fsync => file.sync_all(),
+                    _ => file.sync_data(),
+                };
+                r.map_err(|source| {
+                    self.fail(WalError::Io {
+                        op: "fsync of",
+                        path: self.segments.path(segno),
+                        source,
+                    })
+                })?;
+            }
+        } else {
+            st.unsynced.clear();
+        }
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        self.flushed.store(upto, Ordering::Release);
+        Ok(())
+    }
+
+    /// The buffer pool's WAL-before-data hook: flushes to `lsn`, counting the flushes a
+    /// page write forced.
+    pub fn flush_for_page(&self, lsn: Lsn) -> Result<(), WalError> {
+        if self.flushed.load(Ordering::Acquire) < lsn.0 {
+            self.forced_by_pages.fetch_add(1, Ordering::Relaxed);
+        }
+        self.flush(lsn)
+    }
+
+    /// Starts a checkpoint: the redo point becomes the current insert position. Pages last
+    /// changed before it get a full-page image with their next change.
+    pub fn begin_checkpoint(&self) -> Lsn {
+        let mut r = self.reserve.lock();
+        r.redo = r.pos;
+        self.redo_hint.store(r.pos, Ordering::Release);
+        Lsn(r.pos)
+    }
+
+    /// Writes the control file atomically.
+    pub fn write_control(&self, c: &Control) -> Result<(), ControlError> {
+        control::write(&*self.vfs, &self.control_path, c)
+    }
+
+    /// Releases segments wholly before `redo` (recycled or removed).
+    pub fn remove_segments_before(&self, redo: Lsn) -> Result<usize, WalError> {
+        self.segments.remove_before(redo.0 / self.segments.size)
+    }
+}
