@@ -387,7 +387,7 @@ impl SimVfs {
     /// `n`, crashes it after every I/O.
     pub fn crash_after(&self, n: u64) {
         let mut st = self.state.lock();
-        st.fail_at = Some(st.io_count + n);
+        st.fail_at = Some(st.io_count.saturating_add(n));
     }
 
     /// Simulates a power cut and restart: decides with a PRNG seeded by `seed` what survives
