@@ -34,6 +34,8 @@ enum ExperimentName {
     /// Hit and miss paths of the pool next to HashMap, raw memory, mutex-pool and pread
     /// baselines.
     Pool,
+    /// Commit rates (group commit) against raw fdatasync, WAL insert scaling, redo speed.
+    Wal,
 }
 
 #[derive(Debug, clap::Args)]
@@ -89,6 +91,17 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 command,
             };
             experiments::pool::run(&opts).context("experiment pool")?
+        }
+        ExperimentName::Wal => {
+            let debug = cfg!(debug_assertions);
+            let opts = experiments::wal::WalExpOptions {
+                repeats: args.repeats as usize,
+                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
+                command,
+                duration: std::time::Duration::from_millis(if debug { 200 } else { 1500 }),
+                redo_bytes: if debug { 4 << 20 } else { 128 << 20 },
+            };
+            experiments::wal::run(&opts).context("experiment wal")?
         }
     };
     if args.json {

@@ -7,6 +7,7 @@
 
 pub mod mutex_pool;
 pub mod pool;
+pub mod wal;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -40,10 +40,10 @@ mod segment;
 pub use control::{Control, ControlError};
 pub use record::{BlockChange, BlockRef, Record, RecordBuilder, RecordKind, FLAG_COMMIT};
 
-use std::cell::UnsafeCell;
 use std::path::{Path, PathBuf};
 
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::buffer::AlignedBuf;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
 use crate::types::Lsn;
 use crate::vfs::{Vfs, VfsFile};
 
@@ -111,19 +111,35 @@ pub struct WalStats {
 }
 
 struct Ring {
-    bytes: Box<[UnsafeCell<u8>]>,
+    /// Keeps the allocation alive; all access goes through `base`.
+    _mem: AlignedBuf,
+    base: *mut u8,
+    len: usize,
 }
 
-// SAFETY: ring bytes are written only inside the range a thread reserved (disjoint from
+// SAFETY: `base` points into `_mem`, owned by the ring and freed only when it drops; ring
+// bytes are written only inside the range a thread reserved (disjoint from
 // every other thread's) or, for padding, by the flusher inside the range it reserved; they
 // are read by the writer only below the insertion-complete point, after the inserting
 // threads' slot stores (Release) were observed (Acquire). No two threads touch a byte at
 // once.
 unsafe impl Sync for Ring {}
+// SAFETY: the ring owns its memory (like a Box); moving it between threads is fine.
+unsafe impl Send for Ring {}
 
 impl Ring {
+    fn new(len: usize) -> Self {
+        let mut mem = AlignedBuf::zeroed(len);
+        let base = mem.as_mut_slice().as_mut_ptr();
+        Ring {
+            _mem: mem,
+            base,
+            len,
+        }
+    }
+
     fn len(&self) -> u64 {
-        self.bytes.len() as u64
+        self.len as u64
     }
 
     /// Copies `src` into the ring at log position `pos` (wrapping).
@@ -138,9 +154,9 @@ impl Ring {
             let at = ((pos + done as u64) % n) as usize;
             let k = (src.len() - done).min(n as usize - at);
             // SAFETY: per the contract the caller exclusively owns these bytes; `at + k`
-            // stays within the ring.
+            // stays within the ring's `len` bytes.
             unsafe {
-                std::ptr::copy_nonoverlapping(src[done..].as_ptr(), self.bytes[at].get(), k);
+                std::ptr::copy_nonoverlapping(src[done..].as_ptr(), self.base.add(at), k);
             }
             done += k;
         }
@@ -158,7 +174,7 @@ impl Ring {
             let k = (dst.len() - done).min(n as usize - at);
             // SAFETY: per the contract nobody writes these bytes now; in bounds as above.
             unsafe {
-                std::ptr::copy_nonoverlapping(self.bytes[at].get(), dst[done..].as_mut_ptr(), k);
+                std::ptr::copy_nonoverlapping(self.base.add(at), dst[done..].as_mut_ptr(), k);
             }
             done += k;
         }
@@ -178,12 +194,21 @@ struct Reserve {
 struct Slot {
     lock: Mutex<()>,
     at: AtomicU64,
+    /// Records and bytes inserted through this slot (written under its lock).
+    records: AtomicU64,
+    bytes: AtomicU64,
 }
 
 #[derive(Default)]
 struct FlushState {
     /// Segments written since their last sync.
     unsynced: Vec<u64>,
+}
+
+/// Who is flushing: at most one leader; the others wait on `flush_done` and re-check.
+#[derive(Default)]
+struct Leader {
+    busy: bool,
 }
 
 /// An open write-ahead log.
@@ -194,12 +219,14 @@ pub struct Wal {
     written: AtomicU64,
     flushed: AtomicU64,
     flush_lock: Mutex<FlushState>,
+    leader: Mutex<Leader>,
+    flush_done: Condvar,
     failed: Mutex<Option<String>>,
+    /// Set once `failed` holds an error: the insert path checks this, not the mutex.
+    has_failed: AtomicBool,
     segments: segment::Segments,
     sync_method: SyncMethod,
     redo_hint: AtomicU64,
-    records: AtomicU64,
-    bytes: AtomicU64,
     syncs: AtomicU64,
     flush_free: AtomicU64,
     forced_by_pages: AtomicU64,
@@ -250,9 +277,7 @@ impl Wal {
         let segments =
             segment::Segments::new(vfs.clone(), dir.join("wal"), opts.segment_size, dsync)?;
         let start = round_up(end.0, WAL_BLOCK);
-        let ring = Ring {
-            bytes: (0..opts.buffers).map(|_| UnsafeCell::new(0)).collect(),
-        };
+        let ring = Ring::new(opts.buffers as usize);
         Ok(Wal {
             ring,
             reserve: Mutex::new(Reserve {
@@ -263,17 +288,20 @@ impl Wal {
                 .map(|_| Slot {
                     lock: Mutex::new(()),
                     at: AtomicU64::new(SLOT_IDLE),
+                    records: AtomicU64::new(0),
+                    bytes: AtomicU64::new(0),
                 })
                 .collect(),
             written: AtomicU64::new(start),
             flushed: AtomicU64::new(start),
             flush_lock: Mutex::new(FlushState::default()),
+            leader: Mutex::new(Leader::default()),
+            flush_done: Condvar::new(),
             failed: Mutex::new(None),
+            has_failed: AtomicBool::new(false),
             segments,
             sync_method: opts.sync_method,
             redo_hint: AtomicU64::new(redo.0),
-            records: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
             flush_free: AtomicU64::new(0),
             forced_by_pages: AtomicU64::new(0),
@@ -312,8 +340,16 @@ impl Wal {
 
     pub fn stats(&self) -> WalStats {
         WalStats {
-            records: self.records.load(Ordering::Relaxed),
-            bytes: self.bytes.load(Ordering::Relaxed),
+            records: self
+                .slots
+                .iter()
+                .map(|s| s.records.load(Ordering::Relaxed))
+                .sum(),
+            bytes: self
+                .slots
+                .iter()
+                .map(|s| s.bytes.load(Ordering::Relaxed))
+                .sum(),
             syncs: self.syncs.load(Ordering::Relaxed),
             flush_free: self.flush_free.load(Ordering::Relaxed),
             forced_by_pages: self.forced_by_pages.load(Ordering::Relaxed),
@@ -321,6 +357,9 @@ impl Wal {
     }
 
     fn check_failed(&self) -> Result<(), WalError> {
+        if !self.has_failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match &*self.failed.lock() {
             Some(why) => Err(WalError::Failed(why.clone())),
             None => Ok(()),
@@ -332,6 +371,7 @@ impl Wal {
         if f.is_none() {
             *f = Some(e.to_string());
         }
+        self.has_failed.store(true, Ordering::Release);
         e
     }
 
@@ -389,15 +429,23 @@ impl Wal {
                 );
             }
             slot.at.store(SLOT_IDLE, Ordering::Release);
-            self.records.fetch_add(1, Ordering::Relaxed);
-            self.bytes.fetch_add(alen, Ordering::Relaxed);
+            // Single writer (the slot lock holder): plain load and store.
+            slot.records
+                .store(slot.records.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            slot.bytes
+                .store(slot.bytes.load(Ordering::Relaxed) + alen, Ordering::Relaxed);
             return Ok((Lsn(start), Lsn(start + alen)));
         }
     }
 
-    /// Inserts a ready record.
-    pub fn insert(&self, rec: RecordBuilder) -> Result<(Lsn, Lsn), WalError> {
-        self.insert_with(|_| rec.clone())
+    /// Inserts a ready record (one that holds no page images, or whose images do not
+    /// depend on the redo point).
+    pub fn insert(&self, mut rec: RecordBuilder) -> Result<(Lsn, Lsn), WalError> {
+        let mut taken = Some(std::mem::replace(
+            &mut rec,
+            RecordBuilder::new(RecordKind::Noop, 0, 0, 0),
+        ));
+        self.insert_with(|_| taken.take().unwrap_or_else(|| rec.clone()))
     }
 
     /// Waits until every insertion that started below `upto` has finished copying.
@@ -466,32 +514,60 @@ impl Wal {
 
     /// Makes the log durable at least up to `lsn`; shares the sync with every thread that
     /// waits meanwhile (group commit).
+    ///
+    /// One thread at a time is the leader: it takes everything inserted so far, writes and
+    /// syncs it. The others wait on `flush_done` and are all woken together when it ends
+    /// (as PostgreSQL's LWLockAcquireOrWait does), so they find their records durable, or
+    /// elect one new leader that flushes everything queued during the last sync. Queuing on
+    /// a mutex instead hands the lock over one waiter at a time, and the first thread back
+    /// leads a flush of little more than its own record.
     pub fn flush(&self, lsn: Lsn) -> Result<(), WalError> {
         if self.flushed.load(Ordering::Acquire) >= lsn.0 {
             self.flush_free.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
-        let mut st = self.flush_lock.lock();
-        self.check_failed()?;
-        if self.flushed.load(Ordering::Acquire) >= lsn.0 {
-            self.flush_free.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
+        {
+            let mut l = self.leader.lock();
+            loop {
+                self.check_failed()?;
+                if self.flushed.load(Ordering::Acquire) >= lsn.0 {
+                    self.flush_free.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                if !l.busy {
+                    l.busy = true;
+                    break;
+                }
+                l = self.flush_done.wait(l);
+            }
         }
+        let result = self.lead_flush();
+        self.leader.lock().busy = false;
+        self.flush_done.notify_all();
+        result
+    }
+
+    /// The leader's work: pad, write and sync everything inserted so far.
+    fn lead_flush(&self) -> Result<(), WalError> {
+        let mut st = self.flush_lock.lock();
         // Take everything inserted so far, padded to a block boundary.
         let upto = {
             let mut r = self.reserve.lock();
             let end = r.pos;
             let padded = round_up(end, WAL_BLOCK);
             if padded > end {
-                let zeros = vec![0u8; (padded - end) as usize];
+                let zeros = [0u8; WAL_BLOCK as usize];
                 // SAFETY: [end, padded) is reserved for padding by this thread now (pos
                 // moves past it under the lock), and the reservation margin of one block
                 // keeps the ring lap ahead of it.
-                unsafe { self.ring.put(end, &zeros) };
+                unsafe { self.ring.put(end, &zeros[..(padded - end) as usize]) };
                 r.pos = padded;
             }
             padded
         };
+        if upto <= self.flushed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         self.write_out(&mut st, upto)?;
         if self.sync_method != SyncMethod::OpenDatasync {
             for segno in std::mem::take(&mut st.unsynced) {

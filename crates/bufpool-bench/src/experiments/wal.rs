@@ -1,0 +1,320 @@
+//! `bufpool experiment wal`: what durability costs, next to the device's own fdatasync rate.
+//!
+//! All in one process, medians of `repeats` with min and max:
+//! - `raw_fdatasync_per_s`: 8 KiB write + fdatasync in a loop, on a preallocated file in
+//!   the same file system (the device's limit for one synchronous writer).
+//! - `commits_per_s_{1,4,16}t_{sync,async}`: one-record transactions (each thread updates
+//!   its own page and commits) with synchronous_commit on and off.
+//! - `group_commit_ratio_16` = commits/s at 16 threads, synchronous ÷ raw_fdatasync_per_s.
+//! - `insert_scale_2t`: WAL insert throughput (records/s, no flush) with 2 threads ÷ 1.
+//! - `redo_mb_per_s`: replay speed of recovery over >= 100 MB of log in the OS cache.
+
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use bufpool::wal::{RecordBuilder, RecordKind, FLAG_COMMIT};
+use bufpool::{BufferTag, Config, Engine, ForkNumber, RealVfs, RelFileId};
+use serde_json::{json, Map};
+
+use super::{progress, summarize, Figure, Goal, Ratio, Report};
+
+const REL: RelFileId = RelFileId::new(0, 800);
+const BODY: usize = bufpool::page::PAGE_HEADER_SIZE;
+
+#[derive(Debug, Clone)]
+pub struct WalExpOptions {
+    pub repeats: usize,
+    pub parent_dir: std::path::PathBuf,
+    pub command: Vec<String>,
+    /// How long each throughput measurement runs.
+    pub duration: Duration,
+    /// Log volume for the redo measurement.
+    pub redo_bytes: u64,
+}
+
+fn engine(dir: &Path, sync: bool) -> Result<Engine> {
+    let mut c = Config::default();
+    c.set("shared_buffers", "64MB")?;
+    c.set("synchronous_commit", if sync { "on" } else { "off" })?;
+    c.set("wal_buffers", "16MB")?;
+    std::fs::create_dir_all(dir)?;
+    Engine::open(Arc::new(RealVfs::new()), dir, &c, true)
+        .with_context(|| format!("opening {}", dir.display()))
+}
+
+fn raw_fdatasync_per_s(dir: &Path, duration: Duration) -> Result<f64> {
+    let path = dir.join("raw_fdatasync.dat");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)?;
+    let size = 16u64 << 20;
+    f.write_all_at(&vec![0u8; size as usize], 0)?;
+    f.sync_all()?;
+    let page = vec![7u8; 8192];
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < duration {
+        f.write_all_at(&page, (n * 8192) % size)?;
+        f.sync_data()?;
+        n += 1;
+    }
+    let rate = n as f64 / start.elapsed().as_secs_f64();
+    std::fs::remove_file(&path)?;
+    Ok(rate)
+}
+
+/// One committed single-page update.
+fn commit_one(e: &Engine, block: u32, v: u64) -> Result<()> {
+    let buf = e
+        .pool()
+        .read(BufferTag::new(REL, ForkNumber::Main, block))?;
+    let mut g = buf.write();
+    g[BODY..BODY + 8].copy_from_slice(&v.to_le_bytes());
+    let r = BODY..BODY + 8;
+    let end = e.log_pages(
+        block + 1,
+        FLAG_COMMIT,
+        &mut [(&mut g, std::slice::from_ref(&r))],
+    )?;
+    drop(g);
+    e.commit(end)?;
+    Ok(())
+}
+
+fn commits_per_s(e: &Engine, threads: u32, duration: Duration) -> Result<f64> {
+    let start = Instant::now();
+    let counts: Vec<u64> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || -> Result<u64> {
+                    let mut n = 0;
+                    while start.elapsed() < duration {
+                        commit_one(e, t, n)?;
+                        n += 1;
+                    }
+                    Ok(n)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("committer panicked"))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    Ok(counts.iter().sum::<u64>() as f64 / start.elapsed().as_secs_f64())
+}
+
+fn insert_rate(e: &Engine, threads: u32, per_thread: u64) -> Result<f64> {
+    let start = Instant::now();
+    std::thread::scope(|s| -> Result<()> {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || -> Result<()> {
+                    let page = vec![t as u8; 8192];
+                    let tag = BufferTag::new(REL, ForkNumber::Main, t);
+                    let mut b = RecordBuilder::new(RecordKind::Update, t, 0, 0);
+                    b.ranges(&tag, &page, &[BODY..BODY + 64]);
+                    for _ in 0..per_thread {
+                        e.wal().insert(b.clone())?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("inserter panicked")?;
+        }
+        Ok(())
+    })?;
+    Ok((threads as u64 * per_thread) as f64 / start.elapsed().as_secs_f64())
+}
+
+fn setup_pages(e: &Engine, n: u32) -> Result<()> {
+    e.pool().create_relation(REL, ForkNumber::Main)?;
+    for _ in 0..n {
+        let buf = e.pool().extend(REL, ForkNumber::Main)?;
+        let mut g = buf.write();
+        bufpool::page::init(&mut g, 0);
+    }
+    e.checkpoint()?;
+    Ok(())
+}
+
+pub fn run(opts: &WalExpOptions) -> Result<Report> {
+    ensure!(opts.repeats >= 3, "--repeats must be at least 3");
+    std::fs::create_dir_all(&opts.parent_dir)?;
+    let scratch = tempfile::Builder::new()
+        .prefix("wal-")
+        .tempdir_in(&opts.parent_dir)?;
+    let mut samples: std::collections::BTreeMap<&'static str, Vec<f64>> = Default::default();
+    let mut push = |k: &'static str, v: f64| samples.entry(k).or_default().push(v);
+    let names = [
+        ("commits_per_s_1t_sync", 1, true),
+        ("commits_per_s_4t_sync", 4, true),
+        ("commits_per_s_16t_sync", 16, true),
+        ("commits_per_s_1t_async", 1, false),
+        ("commits_per_s_4t_async", 4, false),
+        ("commits_per_s_16t_async", 16, false),
+    ];
+    let sync_engine = engine(&scratch.path().join("sync"), true)?;
+    setup_pages(&sync_engine, 16)?;
+    let async_engine = engine(&scratch.path().join("async"), false)?;
+    setup_pages(&async_engine, 16)?;
+    let mut syncs = (0u64, 0u64);
+    for rep in 0..opts.repeats {
+        progress(format!(
+            "wal: rep {}/{}: raw fdatasync",
+            rep + 1,
+            opts.repeats
+        ));
+        let raw = raw_fdatasync_per_s(scratch.path(), opts.duration)?;
+        push("raw_fdatasync_per_s", raw);
+        for (name, threads, sync) in names {
+            progress(format!("wal: rep {}/{}: {name}", rep + 1, opts.repeats));
+            let e = if sync { &sync_engine } else { &async_engine };
+            let before = e.wal().stats();
+            let rate = commits_per_s(e, threads, opts.duration)?;
+            if name == "commits_per_s_16t_sync" {
+                let after = e.wal().stats();
+                syncs.0 += after.syncs - before.syncs;
+                syncs.1 += (rate * opts.duration.as_secs_f64()) as u64;
+                push("group_commit_ratio_16", rate / raw);
+            }
+            push(name, rate);
+        }
+        progress(format!(
+            "wal: rep {}/{}: insert throughput",
+            rep + 1,
+            opts.repeats
+        ));
+        let per_thread = 400_000;
+        let r1 = insert_rate(&async_engine, 1, per_thread)?;
+        let r2 = insert_rate(&async_engine, 2, per_thread)?;
+        push("insert_per_s_1t", r1);
+        push("insert_per_s_2t", r2);
+        push("insert_scale_2t", r2 / r1);
+    }
+    drop(sync_engine);
+    drop(async_engine);
+
+    // Redo: write >= redo_bytes of log without a checkpoint, stop uncleanly, recover.
+    let redo_dir = scratch.path().join("redo");
+    let mut redo_info = Map::new();
+    for rep in 0..opts.repeats {
+        let _ = std::fs::remove_dir_all(&redo_dir);
+        progress(format!(
+            "wal: rep {}/{}: writing {} MB of log for redo",
+            rep + 1,
+            opts.repeats,
+            opts.redo_bytes >> 20
+        ));
+        {
+            let e = engine(&redo_dir, false)?;
+            setup_pages(&e, 1024)?;
+            let start_lsn = e.wal().insert_position();
+            let mut k = 0u64;
+            while e.wal().insert_position().0 - start_lsn.0 < opts.redo_bytes {
+                let block = (k % 1024) as u32;
+                let buf = e
+                    .pool()
+                    .read(BufferTag::new(REL, ForkNumber::Main, block))?;
+                let mut g = buf.write();
+                for b in &mut g[BODY..BODY + 1024] {
+                    *b = k as u8;
+                }
+                let r = BODY..BODY + 1024;
+                e.log_pages(1, FLAG_COMMIT, &mut [(&mut g, std::slice::from_ref(&r))])?;
+                k += 1;
+            }
+            let end = e.wal().insert_position();
+            e.wal().flush(end)?;
+            // Dropped without a checkpoint: the next open replays all of it.
+        }
+        // Bring the log into the OS cache, as the figure's definition asks.
+        for entry in std::fs::read_dir(redo_dir.join("wal"))? {
+            let _ = std::fs::read(entry?.path())?;
+        }
+        progress(format!("wal: rep {}/{}: recovering", rep + 1, opts.repeats));
+        let e = engine(&redo_dir, false)?;
+        let r = e.recovery_report().context("recovery ran")?.clone();
+        let mb_per_s = r.bytes as f64 / (1 << 20) as f64 / r.replay_elapsed.as_secs_f64();
+        push("redo_mb_per_s", mb_per_s);
+        redo_info.insert(format!("rep{}", rep + 1), json!({"records": r.records, "bytes": r.bytes,
+            "replay_s": r.replay_elapsed.as_secs_f64(), "total_s": r.elapsed.as_secs_f64(), "files_synced": r.files_synced}));
+    }
+    scratch.close()?;
+
+    let fig = |name: &'static str, unit: &'static str| Figure {
+        name,
+        unit,
+        summary: summarize(samples.get(name).map(Vec::as_slice).unwrap_or(&[])),
+    };
+    let figures = vec![
+        fig("raw_fdatasync_per_s", "/s"),
+        fig("commits_per_s_1t_sync", "/s"),
+        fig("commits_per_s_4t_sync", "/s"),
+        fig("commits_per_s_16t_sync", "/s"),
+        fig("commits_per_s_1t_async", "/s"),
+        fig("commits_per_s_4t_async", "/s"),
+        fig("commits_per_s_16t_async", "/s"),
+        fig("insert_per_s_1t", "/s"),
+        fig("insert_per_s_2t", "/s"),
+        fig("redo_mb_per_s", "MB/s"),
+    ];
+    let ratio = |name: &'static str, goal, target| {
+        Ratio::new(
+            name,
+            samples.get(name).map(Vec::as_slice).unwrap_or(&[]),
+            goal,
+            target,
+        )
+    };
+    let ratios = vec![
+        ratio("group_commit_ratio_16", Goal::AtLeast, 8.0),
+        ratio("insert_scale_2t", Goal::AtLeast, 1.6),
+        ratio("redo_mb_per_s", Goal::AtLeast, 100.0),
+    ];
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let command = opts.command.join(" ");
+    let mut metadata = Map::new();
+    metadata.insert("experiment".into(), "wal".into());
+    metadata.insert("command".into(), command.clone().into());
+    metadata.insert("profile".into(), profile.into());
+    metadata.insert("cores".into(), cores.into());
+    metadata.insert("repeats".into(), opts.repeats.into());
+    metadata.insert("duration_s".into(), opts.duration.as_secs_f64().into());
+    metadata.insert("wal_sync_method".into(), "fdatasync".into());
+    metadata.insert(
+        "commits_per_sync_16t".into(),
+        (syncs.1 as f64 / syncs.0.max(1) as f64).into(),
+    );
+    metadata.insert("redo".into(), serde_json::Value::Object(redo_info));
+    let header = format!(
+        "{command} | profile {profile} | {cores} cores | {} s per measurement | repeats {}",
+        opts.duration.as_secs_f64(),
+        opts.repeats
+    );
+    Ok(Report {
+        header,
+        figures,
+        ratios,
+        metadata,
+        notes: vec![format!(
+            "16 synchronous committers shared each fdatasync among {:.1} commits on average",
+            syncs.1 as f64 / syncs.0.max(1) as f64
+        )],
+    })
+}
