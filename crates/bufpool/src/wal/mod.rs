@@ -6,10 +6,11 @@
 //! runs checkpoints and recovery, and plugs [`Wal::flush`] into the buffer pool's write path.
 //!
 //! Insertion (many threads at once, PostgreSQL's WAL insertion locks): a thread takes one
-//! of `INSERT_SLOTS` slot locks (by thread), reserves `align8(len)` bytes under the short
-//! `reserve` critical section and publishes its start in the slot, then copies its record
-//! into the ring holding only its slot, and clears the slot. A writer that wants bytes up
-//! to X waits until no slot holds a start below X.
+//! of `INSERT_SLOTS` slot locks (by thread), publishes its candidate start in the slot and
+//! reserves `align8(len)` bytes with one CAS on `pos`, copies its record into the ring
+//! holding only its slot, and clears the slot. A writer that wants bytes up to X waits
+//! until no slot holds a start below X. The redo point changes only while a checkpoint
+//! holds every slot lock, so an inserter's full-page-image decision cannot go stale.
 //!
 //! Flush and group commit: `flush(lsn)` returns at once if the log is durable to `lsn`.
 //! Otherwise it takes `flush_lock`; the thread that gets it first writes and syncs
@@ -29,9 +30,10 @@
 //! Invariants: `flushed <= written <= inserted-and-complete <= reserved`; all of them are
 //! record boundaries or 4 KiB boundaries; a byte of the ring is rewritten only after its
 //! previous lap was written to the segment (`reserved - written <= ring - 4 KiB`).
-//! Locks, in order: slot lock → `reserve`; `flush_lock` → `reserve`. An inserter never
-//! takes `flush_lock` while its slot is published (it waits for ring space before
-//! reserving), so a flusher waiting for insertions cannot deadlock with one.
+//! Locks, in order: slot locks (ascending when a checkpoint takes them all) → `leader` →
+//! `flush_lock`. An inserter never flushes while its slot is published (it gives the slot
+//! up before waiting for ring space), so a leader waiting for insertions cannot deadlock
+//! with one.
 
 pub mod control;
 pub mod record;
@@ -181,15 +183,6 @@ impl Ring {
     }
 }
 
-#[derive(Debug)]
-struct Reserve {
-    /// Next free log position.
-    pos: u64,
-    /// The current checkpoint's redo point: pages last changed at or before it need a
-    /// full-page image with their next change.
-    redo: u64,
-}
-
 #[repr(align(64))]
 struct Slot {
     lock: Mutex<()>,
@@ -214,7 +207,8 @@ struct Leader {
 /// An open write-ahead log.
 pub struct Wal {
     ring: Ring,
-    reserve: Mutex<Reserve>,
+    /// Next free log position; advanced by CAS (inserters, and the flush leader's padding).
+    pos: AtomicU64,
     slots: Box<[Slot]>,
     written: AtomicU64,
     flushed: AtomicU64,
@@ -280,10 +274,7 @@ impl Wal {
         let ring = Ring::new(opts.buffers as usize);
         Ok(Wal {
             ring,
-            reserve: Mutex::new(Reserve {
-                pos: start,
-                redo: redo.0,
-            }),
+            pos: AtomicU64::new(start),
             slots: (0..INSERT_SLOTS)
                 .map(|_| Slot {
                     lock: Mutex::new(()),
@@ -329,11 +320,11 @@ impl Wal {
 
     /// Next insert position (everything reserved so far ends here).
     pub fn insert_position(&self) -> Lsn {
-        Lsn(self.reserve.lock().pos)
+        Lsn(self.pos.load(Ordering::SeqCst))
     }
 
-    /// The redo point of the latest checkpoint (a hint read without locking; `insert`
-    /// re-checks it under the reservation lock).
+    /// The redo point of the latest checkpoint. It changes only while `begin_checkpoint`
+    /// holds every slot lock, so an inserter holding its slot lock sees it stable.
     pub fn redo(&self) -> Lsn {
         Lsn(self.redo_hint.load(Ordering::Acquire))
     }
@@ -396,25 +387,35 @@ impl Wal {
             }
             let slot = &self.slots[my_slot()];
             let _slot_guard = slot.lock.lock();
-            let start = {
-                let mut r = self.reserve.lock();
-                if r.redo != redo {
-                    continue; // a checkpoint began: decide images again
+            if self.redo_hint.load(Ordering::Acquire) != redo {
+                continue; // a checkpoint began: decide images again
+            }
+            // Reserve by CAS. The candidate start is published in the slot before the CAS
+            // (SeqCst), so a flush leader that has seen `pos` past it also sees the slot
+            // busy; `at` only ever under-states the real start, which is conservative.
+            let mut p = self.pos.load(Ordering::SeqCst);
+            let start = loop {
+                if p + alen + margin > self.written.load(Ordering::Acquire) + self.ring.len() {
+                    break None;
                 }
-                let need = r.pos + alen + margin;
-                if need > self.written.load(Ordering::Acquire) + self.ring.len() {
-                    let target = need - self.ring.len();
-                    drop(r);
-                    drop(_slot_guard);
-                    // Ring full: write and sync what is there (rare with a ring of a
-                    // segment's size; a plain write would leave a partial block to rewrite).
-                    self.flush(Lsn(target))?;
-                    continue;
+                slot.at.store(p, Ordering::SeqCst);
+                match self.pos.compare_exchange_weak(
+                    p,
+                    p + alen,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                ) {
+                    Ok(_) => break Some(p),
+                    Err(now) => p = now,
                 }
-                let s = r.pos;
-                r.pos += alen;
-                slot.at.store(s, Ordering::Release);
-                s
+            };
+            let Some(start) = start else {
+                slot.at.store(SLOT_IDLE, Ordering::SeqCst);
+                drop(_slot_guard);
+                // Ring full: write and sync what is there (rare with a ring of a segment's
+                // size; a plain write would leave a partial block to rewrite).
+                self.flush(Lsn(p + alen + margin - self.ring.len()))?;
+                continue;
             };
             let flushed = Lsn(self.flushed.load(Ordering::Acquire));
             let bytes = rec.finish(Lsn(start), flushed);
@@ -551,19 +552,23 @@ impl Wal {
     fn lead_flush(&self) -> Result<(), WalError> {
         let mut st = self.flush_lock.lock();
         // Take everything inserted so far, padded to a block boundary.
-        let upto = {
-            let mut r = self.reserve.lock();
-            let end = r.pos;
+        let upto = loop {
+            let end = self.pos.load(Ordering::SeqCst);
             let padded = round_up(end, WAL_BLOCK);
-            if padded > end {
-                let zeros = [0u8; WAL_BLOCK as usize];
-                // SAFETY: [end, padded) is reserved for padding by this thread now (pos
-                // moves past it under the lock), and the reservation margin of one block
-                // keeps the ring lap ahead of it.
-                unsafe { self.ring.put(end, &zeros[..(padded - end) as usize]) };
-                r.pos = padded;
+            if padded == end {
+                break end;
             }
-            padded
+            if self
+                .pos
+                .compare_exchange(end, padded, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                let zeros = [0u8; WAL_BLOCK as usize];
+                // SAFETY: the CAS made [end, padded) ours (no inserter can reserve it), and
+                // the reservation margin of one block keeps the ring lap ahead of it.
+                unsafe { self.ring.put(end, &zeros[..(padded - end) as usize]) };
+                break padded;
+            }
         };
         if upto <= self.flushed.load(Ordering::Acquire) {
             return Ok(());
@@ -604,10 +609,12 @@ impl Wal {
     /// Starts a checkpoint: the redo point becomes the current insert position. Pages last
     /// changed before it get a full-page image with their next change.
     pub fn begin_checkpoint(&self) -> Lsn {
-        let mut r = self.reserve.lock();
-        r.redo = r.pos;
-        self.redo_hint.store(r.pos, Ordering::Release);
-        Lsn(r.pos)
+        // Every slot lock, in order: no insertion is between deciding on page images and
+        // reserving, so each record either is below the new redo point or saw it.
+        let _all: Vec<_> = self.slots.iter().map(|s| s.lock.lock()).collect();
+        let redo = self.pos.load(Ordering::SeqCst);
+        self.redo_hint.store(redo, Ordering::Release);
+        Lsn(redo)
     }
 
     /// Writes the control file atomically.
