@@ -126,7 +126,8 @@ fn insert_rate(e: &Engine, threads: u32, per_thread: u64) -> Result<f64> {
                     let page = vec![t as u8; 8192];
                     let tag = BufferTag::new(REL, ForkNumber::Main, t);
                     let mut b = RecordBuilder::new(RecordKind::Update, t, 0, 0);
-                    b.ranges(&tag, &page, &[BODY..BODY + 64]);
+                    let r = BODY..BODY + 64;
+                    b.ranges(&tag, &page, std::slice::from_ref(&r));
                     for _ in 0..per_thread {
                         e.wal().insert(b.clone())?;
                     }
