@@ -174,7 +174,8 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
     setup_pages(&sync_engine, 16)?;
     let async_engine = engine(&scratch.path().join("async"), false)?;
     setup_pages(&async_engine, 16)?;
-    let insert_engine = engine_with(&scratch.path().join("insert"), false, "256MB")?;
+    // Synchronous commit: no WAL-writer thread competes for the two cores while timing.
+    let insert_engine = engine_with(&scratch.path().join("insert"), true, "256MB")?;
     let mut syncs = (0u64, 0u64);
     for rep in 0..opts.repeats {
         progress(format!(
