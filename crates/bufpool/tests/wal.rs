@@ -175,3 +175,73 @@ fn many_committers_share_syncs() {
         );
     }
 }
+
+#[test]
+fn asynchronous_commit_returns_at_once_and_the_writer_makes_it_durable() {
+    let vfs = MemVfs::new();
+    let mut c = config();
+    c.set("synchronous_commit", "off").unwrap();
+    c.set("wal_writer_delay", "10ms").unwrap();
+    let e = Engine::open(
+        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
+        Path::new("/db"),
+        &c,
+        true,
+    )
+    .unwrap();
+    create_pages(&e, 1);
+    let syncs = e.wal().stats().syncs;
+    let buf = e.pool().read(tag(0)).unwrap();
+    let mut g = buf.write();
+    put_u64(&mut g, BODY + 8, 77);
+    let r = BODY + 8..BODY + 16;
+    let end = e
+        .log_pages(1, FLAG_COMMIT, &mut [(&mut g, std::slice::from_ref(&r))])
+        .unwrap();
+    drop(g);
+    drop(buf);
+    e.commit(end).unwrap();
+    assert_eq!(
+        e.wal().stats().syncs,
+        syncs,
+        "an asynchronous commit does not sync"
+    );
+    // The WAL writer flushes within a few delays; wait on the observable (bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while e.wal().flushed() < end {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the WAL writer never flushed"
+        );
+        std::thread::yield_now();
+    }
+    drop(e);
+    let e = open(&vfs);
+    assert_eq!(
+        get_u64(&e.pool().read(tag(0)).unwrap().read(), BODY + 8),
+        77
+    );
+}
+
+#[test]
+fn page_writes_force_wal_flushes_and_are_counted() {
+    let vfs = MemVfs::new();
+    let mut c = config();
+    c.set("synchronous_commit", "off").unwrap();
+    c.set("wal_writer_delay", "10s").unwrap(); // the writer stays out of the way
+    c.set("wal_buffers", "4MB").unwrap(); // room for every record: no ring-full flushes
+    let e = Engine::open(
+        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
+        Path::new("/db"),
+        &c,
+        true,
+    )
+    .unwrap();
+    create_pages(&e, 100); // 100 pages through 32 buffers: evictions write logged pages
+    let forced = e.wal().stats().forced_by_pages;
+    assert!(
+        forced > 0,
+        "evicting pages whose records were not yet durable must flush the WAL"
+    );
+    assert!(e.wal().flushed() > bufpool::Lsn(0));
+}
