@@ -79,12 +79,14 @@ fn recovery_after_power_loss_at_every_io() {
 
     let mut states = 0u64;
     let mut outcomes = [0u64; 4];
+    let mut namespace_undone = 0u64;
     for n in 0..=total_ios {
         for seed in 0..seeds {
             let vfs = SimVfs::new();
             bank::init(&open(&vfs).unwrap()).unwrap();
             let acked = workload(&vfs, n);
             let report = vfs.crash(seed * 7919 + n);
+            namespace_undone += report.namespace_undone;
             for (i, c) in [
                 CrashChoice::Drop,
                 CrashChoice::Keep,
@@ -104,8 +106,12 @@ fn recovery_after_power_loss_at_every_io() {
     }
     eprintln!(
         "power loss: {states} crash states over {total_ios} I/O points x {seeds} seeds; unsynced writes \
-         dropped {}, kept {}, torn {}, garbage {}",
+         dropped {}, kept {}, torn {}, garbage {}; creates/renames/unlinks undone {namespace_undone}",
         outcomes[0], outcomes[1], outcomes[2], outcomes[3]
+    );
+    assert!(
+        namespace_undone > 0,
+        "some crash should undo an unsynced rename or create"
     );
     assert!(
         outcomes.iter().all(|&c| c > 0),

@@ -245,3 +245,24 @@ fn page_writes_force_wal_flushes_and_are_counted() {
     );
     assert!(e.wal().flushed() > bufpool::Lsn(0));
 }
+
+#[test]
+fn every_sync_method_commits_durably() {
+    for method in ["fdatasync", "fsync", "open_datasync"] {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let mut c = config();
+        c.set("wal_sync_method", method).unwrap();
+        {
+            let e = Engine::open(Arc::new(bufpool::RealVfs::new()), dir.path(), &c, true).unwrap();
+            create_pages(&e, 2);
+            set(&e, 1, 1234);
+            assert!(e.wal().flushed() > bufpool::Lsn(0), "{method}");
+        }
+        let e = Engine::open(Arc::new(bufpool::RealVfs::new()), dir.path(), &c, true).unwrap();
+        assert_eq!(
+            get_u64(&e.pool().read(tag(1)).unwrap().read(), BODY + 8),
+            1234,
+            "{method}"
+        );
+    }
+}
