@@ -143,6 +143,9 @@ pub const MAX_WAL_SEGMENT_SIZE: u64 = 1 << 30;
 /// as PostgreSQL does).
 pub const MIN_WAL_BUFFERS: u64 = 64 << 10;
 pub const MAX_WAL_BUFFERS: u64 = 1 << 30;
+/// wal_buffers must hold this many pages (a record may carry several full-page images and
+/// must fit the ring with a margin); the automatic size holds twice as many.
+pub const WAL_BUFFERS_MIN_PAGES: u64 = 8;
 /// Default WAL writer delay: PostgreSQL's 200 ms. It is also the loss window of an
 /// asynchronous commit: a crash loses the commits of at most about three delays (the
 /// writer flushes every delay; PostgreSQL documents the same bound).
@@ -336,8 +339,11 @@ impl Config {
 
     /// The WAL ring size in effect (bytes, a multiple of 4 KiB).
     pub fn wal_buffers_bytes(&self) -> u64 {
-        let auto =
-            (self.nbuffers() as u64 * self.block_size as u64 / 32).clamp(MIN_WAL_BUFFERS, 16 << 20);
+        // At least 2 x WAL_BUFFERS_MIN_PAGES pages: a record holds full-page images of
+        // every page it changes and must fit the ring with room to spare.
+        let floor = MIN_WAL_BUFFERS.max(2 * WAL_BUFFERS_MIN_PAGES * self.block_size as u64);
+        let auto = (self.nbuffers() as u64 * self.block_size as u64 / 32)
+            .clamp(floor, floor.max(16 << 20));
         let b = self.wal_buffers.unwrap_or(auto);
         b.div_ceil(4096) * 4096
     }
@@ -357,7 +363,8 @@ impl Config {
             ));
         }
         if let Some(b) = self.wal_buffers {
-            if !(MIN_WAL_BUFFERS..=MAX_WAL_BUFFERS).contains(&b) {
+            let min = MIN_WAL_BUFFERS.max(WAL_BUFFERS_MIN_PAGES * self.block_size as u64);
+            if !(min..=MAX_WAL_BUFFERS).contains(&b) {
                 let v = if v.is_empty() {
                     format_size(b)
                 } else {
@@ -441,7 +448,7 @@ fn wal_segment_allowed() -> String {
 
 fn wal_buffers_allowed() -> String {
     format!(
-        "auto, or {} to {}",
+        "auto, or {} (and at least {WAL_BUFFERS_MIN_PAGES} pages of block_size) to {}",
         format_size(MIN_WAL_BUFFERS),
         format_size(MAX_WAL_BUFFERS)
     )

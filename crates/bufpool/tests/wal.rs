@@ -266,3 +266,40 @@ fn every_sync_method_commits_durably() {
         );
     }
 }
+
+#[path = "bank/mod.rs"]
+mod bank;
+
+#[test]
+fn multi_page_records_with_images_fit_at_every_page_size() {
+    for size in ["4kB", "8kB", "16kB", "32kB"] {
+        let vfs = MemVfs::new();
+        let mut c = config();
+        c.set("block_size", size).unwrap();
+        c.set("wal_segment_size", "1MB").unwrap();
+        let mut acked = vec![0u64; bank::MAX_THREADS as usize];
+        {
+            let e = Engine::open(
+                Arc::new(vfs.clone()) as Arc<dyn Vfs>,
+                Path::new("/db"),
+                &c,
+                true,
+            )
+            .unwrap();
+            bank::init(&e).unwrap();
+            // First transfers after the checkpoint carry up to three full-page images.
+            for k in 1..=20 {
+                bank::run_transfer(&e, 0, k).unwrap_or_else(|err| panic!("{size}: {err}"));
+            }
+            acked[0] = 20;
+        }
+        let e = Engine::open(
+            Arc::new(vfs.clone()) as Arc<dyn Vfs>,
+            Path::new("/db"),
+            &c,
+            true,
+        )
+        .unwrap();
+        bank::verify(&e, &acked);
+    }
+}

@@ -95,7 +95,7 @@ pub enum WalError {
     },
     #[error("the log failed earlier and refuses further writes until the data directory is reopened: {0}")]
     Failed(String),
-    #[error("record of {len} bytes is larger than half of wal_buffers ({ring} bytes)")]
+    #[error("record of {len} bytes does not fit wal_buffers ({ring} bytes); raise wal_buffers")]
     TooLarge { len: usize, ring: u64 },
 }
 
@@ -379,7 +379,7 @@ impl Wal {
             let redo = self.redo_hint.load(Ordering::Acquire);
             let mut rec = build(Lsn(redo));
             let alen = record::align(rec.len() as u64);
-            if alen > self.ring.len() / 2 {
+            if alen + 2 * WAL_BLOCK > self.ring.len() {
                 return Err(WalError::TooLarge {
                     len: rec.len(),
                     ring: self.ring.len(),
