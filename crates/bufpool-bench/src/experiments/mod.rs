@@ -315,3 +315,43 @@ mod tests {
         assert_eq!(json["ratios"]["a_vs_b"]["goal"], "<=");
     }
 }
+
+/// What every experiment report says about its run: the machine's core count, the build
+/// profile and the command line.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    pub cores: usize,
+    pub profile: &'static str,
+    pub command: String,
+}
+
+impl RunInfo {
+    pub fn new(command: &[String]) -> Self {
+        Self {
+            cores: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            profile: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            },
+            command: command.join(" "),
+        }
+    }
+
+    /// The JSON fields `experiment`, `command`, `argv`, `profile` and `cores`.
+    pub fn metadata(
+        &self,
+        experiment: &str,
+        argv: &[String],
+    ) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("experiment".into(), experiment.into());
+        m.insert("command".into(), self.command.clone().into());
+        m.insert("argv".into(), argv.to_vec().into());
+        m.insert("profile".into(), self.profile.into());
+        m.insert("cores".into(), self.cores.into());
+        m
+    }
+}

@@ -37,7 +37,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Map};
 
 use super::mutex_pool::MutexPool;
-use super::{progress, sattolo_cycle, summarize, Figure, Goal, Ratio, Report};
+use super::{progress, sattolo_cycle, summarize, Figure, Goal, Ratio, Report, RunInfo};
 
 /// Offset of the next block number (u64 LE) in every page.
 const NEXT_BLOCK_OFF: usize = PAGE_HEADER_SIZE;
@@ -140,20 +140,9 @@ pub fn run(opts: &PoolOptions) -> Result<Report> {
         .close()
         .with_context(|| format!("removing {}", scratch_path.display()))?;
 
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let profile = if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    };
-    let command = opts.command.join(" ");
-    meta.insert("experiment".into(), "pool".into());
-    meta.insert("command".into(), command.clone().into());
-    meta.insert("argv".into(), opts.command.clone().into());
-    meta.insert("profile".into(), profile.into());
-    meta.insert("cores".into(), cores.into());
+    let run = RunInfo::new(&opts.command);
+    let (cores, profile, command) = (run.cores, run.profile, run.command.clone());
+    meta.extend(run.metadata("pool", &opts.command));
     meta.insert("repeats".into(), opts.repeats.into());
     meta.insert("pool_size_bytes".into(), hit.size_bytes.into());
     meta.insert("page_size".into(), hit.page_size.into());

@@ -19,7 +19,7 @@ use bufpool::wal::{RecordBuilder, RecordKind, FLAG_COMMIT};
 use bufpool::{BufferTag, Config, Engine, ForkNumber, RealVfs, RelFileId};
 use serde_json::{json, Map};
 
-use super::{progress, summarize, Figure, Goal, Ratio, Report};
+use super::{progress, summarize, Figure, Goal, Ratio, Report, RunInfo};
 
 const REL: RelFileId = RelFileId::new(0, 800);
 const BODY: usize = bufpool::page::PAGE_HEADER_SIZE;
@@ -292,20 +292,9 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
         ratio("insert_scale_2t", Goal::AtLeast, 1.6),
         ratio("redo_mb_per_s", Goal::AtLeast, 100.0),
     ];
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let profile = if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    };
-    let command = opts.command.join(" ");
-    let mut metadata = Map::new();
-    metadata.insert("experiment".into(), "wal".into());
-    metadata.insert("command".into(), command.clone().into());
-    metadata.insert("profile".into(), profile.into());
-    metadata.insert("cores".into(), cores.into());
+    let run = RunInfo::new(&opts.command);
+    let (cores, profile, command) = (run.cores, run.profile, run.command.clone());
+    let mut metadata = run.metadata("wal", &opts.command);
     metadata.insert("repeats".into(), opts.repeats.into());
     metadata.insert("duration_s".into(), opts.duration.as_secs_f64().into());
     metadata.insert("wal_sync_method".into(), "fdatasync".into());
