@@ -303,3 +303,22 @@ fn multi_page_records_with_images_fit_at_every_page_size() {
         bank::verify(&e, &acked);
     }
 }
+
+#[test]
+fn clean_shutdown_leaves_nothing_to_replay() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    create_pages(&e, 10);
+    for b in 0..10 {
+        set(&e, b, 5);
+    }
+    e.shutdown().unwrap();
+    let e = open(&vfs);
+    let r = e.recovery_report().unwrap();
+    assert!(
+        r.records <= 1,
+        "after a clean shutdown recovery replayed {} records",
+        r.records
+    );
+    assert_eq!(get_u64(&e.pool().read(tag(9)).unwrap().read(), BODY + 8), 5);
+}
