@@ -1,0 +1,221 @@
+//! The commit log: two bits of status per transaction id, in an SLRU (PostgreSQL's pg_xact).
+//!
+//! Owns: the `xact` SLRU under the data directory. Interface kept narrow on purpose (get,
+//! set, extend, truncate, flush) so the SLRU behind it can become banked (seed 002).
+//! Invariants: a status only moves from InProgress to Committed, Aborted or SubCommitted
+//! (and SubCommitted to Committed or Aborted); `set` refuses anything else. A page is
+//! extended (zeroed: all InProgress) before the first id on it is used.
+//! Locks: those of the SLRU.
+
+use std::path::Path;
+
+use super::Xid;
+use crate::slru::{Slru, SlruError};
+use crate::sync::Arc;
+use crate::vfs::Vfs;
+
+/// Status bits per transaction.
+const BITS: u64 = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XidStatus {
+    InProgress = 0,
+    Committed = 1,
+    Aborted = 2,
+    SubCommitted = 3,
+}
+
+impl XidStatus {
+    fn from_bits(b: u8) -> Self {
+        match b & 3 {
+            0 => XidStatus::InProgress,
+            1 => XidStatus::Committed,
+            2 => XidStatus::Aborted,
+            _ => XidStatus::SubCommitted,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClogError {
+    #[error(transparent)]
+    Slru(#[from] SlruError),
+    #[error("transaction {xid} cannot go from {from:?} to {to:?}")]
+    BadTransition {
+        xid: Xid,
+        from: XidStatus,
+        to: XidStatus,
+    },
+}
+
+/// The commit log.
+#[derive(Debug)]
+pub struct Clog {
+    slru: Slru,
+    xids_per_page: u64,
+}
+
+impl Clog {
+    /// Opens `<dir>/xact` with `nslots` page slots of `page_size` bytes.
+    pub fn open(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        nslots: usize,
+        page_size: usize,
+    ) -> Result<Clog, ClogError> {
+        let slru = Slru::open(vfs, dir, "xact", nslots, page_size)?;
+        let xids_per_page = (slru.usable() as u64 * 8) / BITS;
+        Ok(Clog {
+            slru,
+            xids_per_page,
+        })
+    }
+
+    fn locate(&self, xid: Xid) -> (u64, usize, u32) {
+        let x = u64::from(xid);
+        let pageno = x / self.xids_per_page;
+        let within = x % self.xids_per_page;
+        (
+            (pageno),
+            (within * BITS / 8) as usize,
+            ((within * BITS) % 8) as u32,
+        )
+    }
+
+    /// Transaction ids per page.
+    pub fn xids_per_page(&self) -> u64 {
+        self.xids_per_page
+    }
+
+    pub fn get(&self, xid: Xid) -> Result<XidStatus, ClogError> {
+        let (page, byte, shift) = self.locate(xid);
+        Ok(self
+            .slru
+            .read(page, |b| XidStatus::from_bits(b[byte] >> shift))?)
+    }
+
+    /// Records the outcome of `xid`.
+    pub fn set(&self, xid: Xid, status: XidStatus) -> Result<(), ClogError> {
+        let (page, byte, shift) = self.locate(xid);
+        self.slru.write(page, |b| {
+            let from = XidStatus::from_bits(b[byte] >> shift);
+            let allowed = from == status
+                || from == XidStatus::InProgress
+                || (from == XidStatus::SubCommitted && status != XidStatus::InProgress);
+            if !allowed {
+                return Err(ClogError::BadTransition {
+                    xid,
+                    from,
+                    to: status,
+                });
+            }
+            b[byte] = (b[byte] & !(3 << shift)) | ((status as u8) << shift);
+            Ok(())
+        })?
+    }
+
+    /// Called when `xid` is assigned: zeroes its page if it is the first id on it.
+    pub fn extend(&self, xid: Xid) -> Result<(), ClogError> {
+        let (page, byte, shift) = self.locate(xid);
+        if byte == 0 && shift == 0 {
+            self.slru.zero_page(page)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets whole segments holding only ids below `oldest` (all of them long decided
+    /// and no longer looked up).
+    pub fn truncate(&self, oldest: Xid) -> Result<usize, ClogError> {
+        Ok(self.slru.truncate(self.locate(oldest).0)?)
+    }
+
+    /// Writes and fsyncs every changed page (at checkpoints).
+    pub fn flush(&self) -> Result<usize, ClogError> {
+        Ok(self.slru.flush()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::MemVfs;
+
+    #[test]
+    fn statuses_round_trip_across_pages_evictions_and_reopen() {
+        let vfs = MemVfs::new();
+        let status_of = |x: Xid| match x % 5 {
+            0 => XidStatus::Aborted,
+            1 | 2 => XidStatus::Committed,
+            3 => XidStatus::SubCommitted,
+            _ => XidStatus::InProgress,
+        };
+        let n: Xid = 200_000; // ~13 pages of 4 KiB through 4 slots
+        {
+            let c = Clog::open(Arc::new(vfs.clone()), Path::new("/db"), 4, 4096).unwrap();
+            assert_eq!(c.xids_per_page(), (4096 - 8) * 4);
+            for x in 0..n {
+                c.extend(x).unwrap();
+                if status_of(x) != XidStatus::InProgress {
+                    c.set(x, status_of(x)).unwrap();
+                }
+            }
+            for x in (0..n).step_by(7) {
+                assert_eq!(c.get(x).unwrap(), status_of(x), "xid {x}");
+            }
+            c.flush().unwrap();
+        }
+        let c = Clog::open(Arc::new(vfs), Path::new("/db"), 4, 4096).unwrap();
+        for x in (0..n).step_by(3) {
+            assert_eq!(c.get(x).unwrap(), status_of(x), "xid {x} after reopen");
+        }
+    }
+
+    #[test]
+    fn only_forward_transitions_are_allowed() {
+        let c = Clog::open(Arc::new(MemVfs::new()), Path::new("/db"), 2, 4096).unwrap();
+        c.extend(0).unwrap();
+        c.set(10, XidStatus::Committed).unwrap();
+        c.set(10, XidStatus::Committed).unwrap(); // idempotent (redo may repeat it)
+        let err = c.set(10, XidStatus::Aborted).unwrap_err().to_string();
+        assert!(
+            err.contains("transaction 10") && err.contains("Committed"),
+            "{err}"
+        );
+        c.set(11, XidStatus::SubCommitted).unwrap();
+        c.set(11, XidStatus::Aborted).unwrap();
+    }
+
+    #[test]
+    fn concurrent_setters_and_getters_agree() {
+        let c = Clog::open(Arc::new(MemVfs::new()), Path::new("/db"), 3, 4096).unwrap();
+        for x in 0..100_000 {
+            c.extend(x).unwrap();
+        }
+        std::thread::scope(|s| {
+            for t in 0..8u32 {
+                let c = &c;
+                s.spawn(move || {
+                    for x in (t..100_000).step_by(8) {
+                        c.set(
+                            x,
+                            if x % 2 == 0 {
+                                XidStatus::Committed
+                            } else {
+                                XidStatus::Aborted
+                            },
+                        )
+                        .unwrap();
+                    }
+                });
+            }
+        });
+        for x in 0..100_000 {
+            let want = if x % 2 == 0 {
+                XidStatus::Committed
+            } else {
+                XidStatus::Aborted
+            };
+            assert_eq!(c.get(x).unwrap(), want);
+        }
+    }
+}
