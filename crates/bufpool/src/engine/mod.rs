@@ -175,10 +175,19 @@ impl Engine {
                 .iter()
                 .any(|n| n.len() == 16);
         let (wal, recovery) = if !has_control && !has_log {
-            (Wal::open(vfs.clone(), dir, opts, Lsn(0), Lsn(0))?, None)
+            (Wal::open(vfs.clone(), dir, opts, Lsn(0), Lsn(0), 0)?, None)
         } else {
             let report = recovery::run(&*vfs, dir, &pool, config.wal_segment_size, progress)?;
-            let wal = Wal::open(vfs.clone(), dir, opts, report.end, report.redo)?;
+            // A new life of the log: its records carry the next incarnation, so records an
+            // earlier life left beyond `report.end` can never be mistaken for its own.
+            let wal = Wal::open(
+                vfs.clone(),
+                dir,
+                opts,
+                report.end,
+                report.redo,
+                report.incarnation.wrapping_add(1),
+            )?;
             let (_, end) = wal.insert(RecordBuilder::new(
                 RecordKind::EndOfRecovery,
                 0,
@@ -294,6 +303,7 @@ impl Engine {
         self.wal.write_control(&Control {
             checkpoint: ck,
             redo,
+            incarnation: self.wal.incarnation(),
         })?;
         self.wal.remove_segments_before(redo)?;
         Ok(ck)

@@ -35,6 +35,8 @@ use crate::wal::{control, WAL_BLOCK};
 pub struct RecoveryReport {
     pub redo: Lsn,
     pub end: Lsn,
+    /// Incarnation of the last record replayed (the log continues with the next one).
+    pub incarnation: u32,
     pub records: u64,
     pub pages_applied: u64,
     pub pages_skipped: u64,
@@ -130,6 +132,7 @@ impl LogReader<'_> {
         &mut self,
         pos: u64,
         page_size: usize,
+        incarnation: u32,
     ) -> Result<Option<Record>, EngineError> {
         let mut p = record::align(pos + 1);
         loop {
@@ -157,7 +160,9 @@ impl LogReader<'_> {
             match candidate {
                 Some(q) => {
                     if let Ok(r) = self.record_at(q, page_size)? {
-                        return Ok(Some(r));
+                        if belongs(&r, incarnation) {
+                            return Ok(Some(r));
+                        }
                     }
                     p = q + record::ALIGN;
                 }
@@ -165,6 +170,31 @@ impl LogReader<'_> {
             }
         }
     }
+}
+
+/// Whether `r` belongs to the log being read: the current incarnation, or the
+/// EndOfRecovery record that starts the next one.
+fn belongs(r: &Record, incarnation: u32) -> bool {
+    r.incarnation == incarnation
+        || (r.kind == RecordKind::EndOfRecovery && r.incarnation == incarnation.wrapping_add(1))
+}
+
+/// The record at `pos` if it is valid and belongs to this life of the log.
+fn valid_at(
+    reader: &mut LogReader<'_>,
+    pos: u64,
+    page_size: usize,
+    incarnation: u32,
+) -> Result<Result<Record, String>, EngineError> {
+    Ok(match reader.record_at(pos, page_size)? {
+        Ok(r) if belongs(&r, incarnation) => Ok(r),
+        Ok(r) => Err(format!(
+            "record of incarnation {} where {incarnation} was expected (left by an earlier life of the log)",
+            r.incarnation
+        )),
+        Err(Invalid::Zero) => Err("zero".to_string()),
+        Err(why) => Err(why.to_string()),
+    })
 }
 
 /// fsyncs every file under `dir` (recursively).
@@ -238,39 +268,45 @@ pub(super) fn run(
         }
     }
     let mut pos = ctl.redo.0;
+    let mut incarnation = ctl.incarnation;
+    report.incarnation = incarnation;
     let mut next_progress = PROGRESS_EVERY;
     let replay_start = Instant::now();
     loop {
-        let rec = match reader.record_at(pos, page_size)? {
-            Ok(r) => r,
-            Err(Invalid::Zero) if pos % WAL_BLOCK != 0 => {
-                // Padding to the next block boundary, or the end.
+        // The record to replay, or where and why the log stops being valid.
+        let found = match valid_at(&mut reader, pos, page_size, incarnation)? {
+            Ok(r) => Ok(r),
+            // Zeros inside a block: flush padding up to the block boundary, or the end.
+            Err(why) if why == "zero" && pos % WAL_BLOCK != 0 => {
                 let next = pos.div_ceil(WAL_BLOCK) * WAL_BLOCK;
-                match reader.record_at(next, page_size)? {
-                    Ok(r) => r,
-                    Err(why) => {
-                        if let Some(r) = check_tail(&mut reader, pos, page_size, &why.to_string())?
-                        {
-                            r
-                        } else {
-                            report.stop = format!("end of log at {}: {why}", Lsn(pos));
-                            break;
-                        }
+                valid_at(&mut reader, next, page_size, incarnation)?.map_err(|w| (next, w))
+            }
+            Err(why) => Err((pos, why)),
+        };
+        let rec = match found {
+            Ok(r) => r,
+            Err((at, why)) => {
+                let why = if why == "zero" {
+                    "zero length (end of log)".to_string()
+                } else {
+                    why
+                };
+                match check_tail(&mut reader, pos, at, page_size, incarnation, &why)? {
+                    Some(r) => r,
+                    None => {
+                        report.stop = format!("end of log at {}: {why}", Lsn(pos));
+                        break;
                     }
                 }
             }
-            Err(why) => {
-                if let Some(r) = check_tail(&mut reader, pos, page_size, &why.to_string())? {
-                    r
-                } else {
-                    report.stop = format!("end of log at {}: {why}", Lsn(pos));
-                    break;
-                }
-            }
         };
+        if rec.kind == RecordKind::EndOfRecovery {
+            incarnation = rec.incarnation;
+        }
         apply(pool, &rec, &mut report)?;
         report.records += 1;
         report.bytes += rec.len as u64;
+        report.incarnation = incarnation;
         pos = rec.end().0;
         report.end = Lsn(pos);
         if report.bytes >= next_progress {
@@ -287,20 +323,27 @@ pub(super) fn run(
     Ok(report)
 }
 
-/// At an invalid record at `pos`: the record to continue with (after an earlier
-/// recovery's junk), None for the normal end of log, or an error for corruption.
+/// The log stops being valid at `at` (`end` is where the last valid record ended; the two
+/// differ when padding came between). Returns the record to continue with (after an
+/// earlier recovery's junk), None for the normal end of log, or an error for corruption.
 fn check_tail(
     reader: &mut LogReader<'_>,
-    pos: u64,
+    end: u64,
+    at: u64,
     page_size: usize,
+    incarnation: u32,
     why: &str,
 ) -> Result<Option<Record>, EngineError> {
-    let Some(r) = reader.next_valid_after(pos, page_size)? else {
+    let Some(r) = reader.next_valid_after(at, page_size, incarnation)? else {
         return Ok(None);
     };
-    if r.kind == RecordKind::EndOfRecovery && r.extra == pos {
+    if r.kind == RecordKind::EndOfRecovery
+        && (r.extra == end || r.extra == at)
+        && r.incarnation == incarnation.wrapping_add(1)
+    {
         return Ok(Some(r));
     }
+    let pos = at;
     if r.flushed.0 > pos {
         return Err(EngineError::Corrupt {
             path: reader.seg_path(pos / reader.seg_size),

@@ -6,6 +6,7 @@
 //! format=1
 //! checkpoint=<LSN of the latest checkpoint record, decimal>
 //! redo=<its redo point, decimal>
+//! incarnation=<the log's incarnation, decimal: bumped by every recovery>
 //! crc32c=<8 hex digits: CRC32C of the lines above>
 //! ```
 //! Invariants: written atomically (temp file, fsync, rename, fsync of the directory), so
@@ -24,6 +25,7 @@ const FORMAT: u32 = 1;
 pub struct Control {
     pub checkpoint: Lsn,
     pub redo: Lsn,
+    pub incarnation: u32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -43,8 +45,8 @@ pub enum ControlError {
 
 fn render(c: &Control) -> String {
     let body = format!(
-        "bufpool control file\nformat={FORMAT}\ncheckpoint={}\nredo={}\n",
-        c.checkpoint.0, c.redo.0
+        "bufpool control file\nformat={FORMAT}\ncheckpoint={}\nredo={}\nincarnation={}\n",
+        c.checkpoint.0, c.redo.0, c.incarnation
     );
     let crc = crc32c::crc32c(body.as_bytes());
     format!("{body}crc32c={crc:08x}\n")
@@ -134,9 +136,12 @@ pub fn read(vfs: &dyn Vfs, path: &Path) -> Result<Control, ControlError> {
     if field("format")? != u64::from(FORMAT) {
         return Err(bad("unsupported format".into()));
     }
+    let incarnation =
+        u32::try_from(field("incarnation")?).map_err(|_| bad("incarnation out of range".into()))?;
     Ok(Control {
         checkpoint: Lsn(field("checkpoint")?),
         redo: Lsn(field("redo")?),
+        incarnation,
     })
 }
 
@@ -154,6 +159,7 @@ mod tests {
         let c = Control {
             checkpoint: Lsn(8192),
             redo: Lsn(4096),
+            incarnation: 2,
         };
         write(&vfs, p, &c).unwrap();
         assert_eq!(read(&vfs, p).unwrap(), c);

@@ -221,6 +221,8 @@ pub struct Wal {
     segments: segment::Segments,
     sync_method: SyncMethod,
     redo_hint: AtomicU64,
+    /// Stamped into every record (see `record.rs`).
+    incarnation: u32,
     syncs: AtomicU64,
     flush_free: AtomicU64,
     forced_by_pages: AtomicU64,
@@ -266,6 +268,7 @@ impl Wal {
         opts: WalOptions,
         end: Lsn,
         redo: Lsn,
+        incarnation: u32,
     ) -> Result<Wal, WalError> {
         let dsync = opts.sync_method == SyncMethod::OpenDatasync;
         let segments =
@@ -293,6 +296,7 @@ impl Wal {
             segments,
             sync_method: opts.sync_method,
             redo_hint: AtomicU64::new(redo.0),
+            incarnation,
             syncs: AtomicU64::new(0),
             flush_free: AtomicU64::new(0),
             forced_by_pages: AtomicU64::new(0),
@@ -327,6 +331,11 @@ impl Wal {
     /// holds every slot lock, so an inserter holding its slot lock sees it stable.
     pub fn redo(&self) -> Lsn {
         Lsn(self.redo_hint.load(Ordering::Acquire))
+    }
+
+    /// The incarnation stamped into this log's records.
+    pub fn incarnation(&self) -> u32 {
+        self.incarnation
     }
 
     pub fn stats(&self) -> WalStats {
@@ -418,7 +427,7 @@ impl Wal {
                 continue;
             };
             let flushed = Lsn(self.flushed.load(Ordering::Acquire));
-            let bytes = rec.finish(Lsn(start), flushed);
+            let bytes = rec.finish(Lsn(start), flushed, self.incarnation);
             let pad = [0u8; record::ALIGN as usize];
             // SAFETY: [start, start + alen) was reserved by this thread above, and the
             // reservation check kept it at least one lap ahead of unwritten ring bytes.

@@ -13,8 +13,13 @@
 //!     28    1 kind        1 update, 2 checkpoint, 3 end of recovery, 4 no-op
 //!     29    1 flags       bit 0: COMMIT (the record ends its transaction)
 //!     30    2 nblocks     block references that follow
-//!     32    8 extra       kind-specific (checkpoint: redo LSN)
-//!     40      blocks      per block: tablespace u32, relation u32, fork u8, bflags u8
+//!     32    8 extra       kind-specific (checkpoint: redo LSN; end of recovery: where the
+//!                         log it recovered ended)
+//!     40    4 incarnation bumped by every recovery (EndOfRecovery records carry the new
+//!                         one): records left beyond the end of the log by an earlier life
+//!                         of the log fail this check, even where their LSN and CRC are right
+//!     44    4 reserved    zero
+//!     48      blocks      per block: tablespace u32, relation u32, fork u8, bflags u8
 //!                         (bit 0: full-page image), nranges u16, block u32 (16 bytes); then
 //!                         either the page image, or nranges x (offset u16, len u16) followed
 //!                         by the ranges' bytes
@@ -28,7 +33,7 @@ use std::ops::Range;
 
 use crate::types::{BufferTag, ForkNumber, Lsn, RelFileId};
 
-pub const HEADER_SIZE: usize = 40;
+pub const HEADER_SIZE: usize = 48;
 const BLOCK_HEADER_SIZE: usize = 16;
 /// Records are 8-byte aligned so a scan for valid records after a damaged one can step by 8.
 pub const ALIGN: u64 = 8;
@@ -84,6 +89,7 @@ pub struct BlockRef {
 pub struct Record {
     pub lsn: Lsn,
     pub flushed: Lsn,
+    pub incarnation: u32,
     pub xid: u32,
     pub kind: RecordKind,
     pub flags: u8,
@@ -165,9 +171,11 @@ impl RecordBuilder {
         self.nblocks == 0
     }
 
-    /// Stamps lsn, flushed, length and CRC; returns the bytes to copy into the log.
-    pub fn finish(&mut self, lsn: Lsn, flushed: Lsn) -> &[u8] {
+    /// Stamps lsn, flushed, incarnation, length and CRC; returns the bytes to copy into the
+    /// log.
+    pub fn finish(&mut self, lsn: Lsn, flushed: Lsn, incarnation: u32) -> &[u8] {
         let len = self.buf.len() as u32;
+        self.buf[40..44].copy_from_slice(&incarnation.to_le_bytes());
         self.buf[0..4].copy_from_slice(&len.to_le_bytes());
         self.buf[8..16].copy_from_slice(&lsn.0.to_le_bytes());
         self.buf[16..24].copy_from_slice(&flushed.0.to_le_bytes());
@@ -314,6 +322,7 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
     Ok(Record {
         lsn,
         flushed: Lsn(u64::from_le_bytes(rec[16..24].try_into().expect("8 bytes"))),
+        incarnation: u32_at(40),
         xid: u32_at(24),
         kind,
         flags: rec[29],
@@ -338,7 +347,7 @@ mod tests {
         let mut b = RecordBuilder::new(RecordKind::Update, 7, FLAG_COMMIT, 0);
         b.image(&tag(1), &page);
         b.ranges(&tag(2), &page, &[10..20, 100..101]);
-        let bytes = b.finish(Lsn(4096), Lsn(1024)).to_vec();
+        let bytes = b.finish(Lsn(4096), Lsn(1024), 3).to_vec();
         let r = decode(&bytes, Lsn(4096), 4096).unwrap();
         assert_eq!(
             (r.xid, r.kind, r.flags, r.flushed),
@@ -380,7 +389,7 @@ mod tests {
             let page = vec![3u8; 4096];
             let mut b = RecordBuilder::new(RecordKind::Update, 1, 0, 0);
             b.ranges(&tag(0), &page, &[0..50, 60..70]);
-            let mut bytes = b.finish(Lsn(0), Lsn(0)).to_vec();
+            let mut bytes = b.finish(Lsn(0), Lsn(0), 0).to_vec();
             let i = flip % bytes.len();
             bytes[i] ^= 1 << bit;
             let _ = decode(&bytes, Lsn(0), 4096);
