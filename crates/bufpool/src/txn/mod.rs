@@ -1,9 +1,11 @@
-//! Transactions: ids and their commit status. (Issue 5 builds snapshots, visibility and row
-//! locks on this; so far it holds the commit log.)
+//! Transactions: ids, the commit log, the running set, snapshots and MVCC visibility.
+//! (Row locks, and WAL-logged commits replayed into the commit log, come with the heap.)
 
 pub mod clog;
+pub mod manager;
 
-pub use clog::{Clog, XidStatus};
+pub use clog::{Clog, ClogError, XidStatus};
+pub use manager::{Snapshot, TxnManager};
 
 /// A transaction id (PostgreSQL's TransactionId). 0 is invalid, 1 is reserved for data
 /// loaded by bootstrap/bulk load ("frozen"); normal ids start at `FIRST_NORMAL_XID`.
