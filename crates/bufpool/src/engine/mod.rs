@@ -39,10 +39,12 @@ use crate::config::{Config, ConfigError};
 use crate::page;
 use crate::smgr::{Smgr, SmgrError, SmgrOptions};
 use crate::sync::{Arc, Mutex};
+use crate::txn::{Clog, ClogError, TxnManager, Xid, FIRST_NORMAL_XID};
 use crate::types::Lsn;
 use crate::vfs::Vfs;
 use crate::wal::{
     control, Control, ControlError, RecordBuilder, RecordKind, Wal, WalError, WalOptions,
+    FLAG_ABORT, FLAG_COMMIT,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +59,8 @@ pub enum EngineError {
     Control(#[from] ControlError),
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error(transparent)]
+    Clog(#[from] ClogError),
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,
@@ -117,6 +121,7 @@ impl Drop for LogWriter {
 pub struct Engine {
     pool: BufferPool,
     wal: Arc<Wal>,
+    txns: TxnManager,
     synchronous_commit: bool,
     full_page_writes: bool,
     checkpoint_lock: Mutex<()>,
@@ -174,10 +179,15 @@ impl Engine {
                 .map_err(|e| EngineError::io("listing", &wal_dir, e))?
                 .iter()
                 .any(|n| n.len() == 16);
+        // Commit-log slots: PostgreSQL's transaction_buffers default, shared_buffers / 512
+        // within 16..1024 pages.
+        let clog_slots = (pool.nbuffers() / 512).clamp(16, 1024);
+        let clog = Clog::open(vfs.clone(), dir, clog_slots, pool.page_size())?;
         let (wal, recovery) = if !has_control && !has_log {
             (Wal::open(vfs.clone(), dir, opts, Lsn(0), Lsn(0), 0)?, None)
         } else {
-            let report = recovery::run(&*vfs, dir, &pool, config.wal_segment_size, progress)?;
+            let report =
+                recovery::run(&*vfs, dir, &pool, &clog, config.wal_segment_size, progress)?;
             // A new life of the log: its records carry the next incarnation, so records an
             // earlier life left beyond `report.end` can never be mistaken for its own.
             let wal = Wal::open(
@@ -199,6 +209,12 @@ impl Engine {
         };
         let wal = Arc::new(wal);
         let _ = hook.wal.set(wal.clone());
+        {
+            let w = wal.clone();
+            clog.set_write_barrier(Box::new(move || {
+                w.flush(w.insert_position()).map_err(|e| e.to_string())
+            }));
+        }
         let writer = (!config.synchronous_commit).then(|| {
             let (tx, rx) = mpsc::channel::<()>();
             let w = wal.clone();
@@ -219,9 +235,11 @@ impl Engine {
                 thread: Some(thread),
             }
         });
+        let next_xid = recovery.as_ref().map_or(FIRST_NORMAL_XID, |r| r.next_xid);
         let engine = Engine {
             pool,
             wal,
+            txns: TxnManager::new(clog, next_xid),
             synchronous_commit: config.synchronous_commit,
             full_page_writes: config.full_page_writes,
             checkpoint_lock: Mutex::new(()),
@@ -282,6 +300,37 @@ impl Engine {
         Ok(())
     }
 
+    /// The transaction manager (ids, commit log, snapshots, visibility).
+    pub fn txns(&self) -> &TxnManager {
+        &self.txns
+    }
+
+    /// Starts a transaction and returns its id.
+    pub fn begin(&self) -> Result<Xid, EngineError> {
+        Ok(self.txns.begin()?)
+    }
+
+    /// Commits `xid`: a commit record, made durable (synchronous_commit = on) before the
+    /// outcome goes to the commit log and the transaction leaves the running set
+    /// (PostgreSQL's order). Returns the commit record's end.
+    pub fn commit_transaction(&self, xid: Xid) -> Result<Lsn, EngineError> {
+        let (_, end) =
+            self.wal
+                .insert(RecordBuilder::new(RecordKind::Noop, xid, FLAG_COMMIT, 0))?;
+        self.commit(end)?;
+        self.txns.end(xid, true)?;
+        Ok(end)
+    }
+
+    /// Aborts `xid`: an abort record (not waited for: a crash before it is durable leaves
+    /// the transaction undecided, which counts as aborted), then the commit log.
+    pub fn abort_transaction(&self, xid: Xid) -> Result<(), EngineError> {
+        self.wal
+            .insert(RecordBuilder::new(RecordKind::Noop, xid, FLAG_ABORT, 0))?;
+        self.txns.end(xid, false)?;
+        Ok(())
+    }
+
     /// Clean shutdown: a checkpoint, so the next open replays (almost) nothing. Dropping
     /// an engine without it is like a crash: nothing acknowledged is lost, but the next
     /// open replays the log since the last checkpoint.
@@ -296,6 +345,9 @@ impl Engine {
         let redo = self.wal.begin_checkpoint();
         self.pool.flush_all()?;
         self.pool.sync()?;
+        // Commit-log pages go out only after the WAL behind every status in them is durable.
+        self.wal.flush(self.wal.insert_position())?;
+        self.txns.clog().flush()?;
         let (ck, end) =
             self.wal
                 .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, redo.0))?;
@@ -304,6 +356,7 @@ impl Engine {
             checkpoint: ck,
             redo,
             incarnation: self.wal.incarnation(),
+            next_xid: self.txns.next_xid(),
         })?;
         self.wal.remove_segments_before(redo)?;
         Ok(ck)

@@ -25,9 +25,10 @@ use std::time::{Duration, Instant};
 use super::EngineError;
 use crate::buffer::BufferPool;
 use crate::page;
+use crate::txn::{Clog, XidStatus, FIRST_NORMAL_XID};
 use crate::types::Lsn;
 use crate::vfs::{OpenOptions, Vfs};
-use crate::wal::record::{self, BlockChange, Invalid, Record, RecordKind};
+use crate::wal::record::{self, BlockChange, Invalid, Record, RecordKind, FLAG_ABORT, FLAG_COMMIT};
 use crate::wal::{control, WAL_BLOCK};
 
 /// What recovery did.
@@ -37,6 +38,11 @@ pub struct RecoveryReport {
     pub end: Lsn,
     /// Incarnation of the last record replayed (the log continues with the next one).
     pub incarnation: u32,
+    /// The next transaction id: above the control file's and every id replayed.
+    pub next_xid: u32,
+    /// Transaction outcomes replayed into the commit log.
+    pub commits: u64,
+    pub aborts: u64,
     pub records: u64,
     pub pages_applied: u64,
     pub pages_skipped: u64,
@@ -229,6 +235,7 @@ pub(super) fn run(
     vfs: &dyn Vfs,
     dir: &Path,
     pool: &BufferPool,
+    clog: &Clog,
     seg_size: u64,
     progress: &mut dyn FnMut(&RecoveryReport),
 ) -> Result<RecoveryReport, EngineError> {
@@ -268,6 +275,7 @@ pub(super) fn run(
         }
     }
     let mut pos = ctl.redo.0;
+    report.next_xid = ctl.next_xid;
     let mut incarnation = ctl.incarnation;
     report.incarnation = incarnation;
     let mut next_progress = PROGRESS_EVERY;
@@ -304,6 +312,7 @@ pub(super) fn run(
             incarnation = rec.incarnation;
         }
         apply(pool, &rec, &mut report)?;
+        apply_outcome(clog, &rec, &mut report)?;
         report.records += 1;
         report.bytes += rec.len as u64;
         report.incarnation = incarnation;
@@ -357,6 +366,30 @@ fn check_tail(
         });
     }
     Ok(None)
+}
+
+/// Replays a transaction's outcome into the commit log (idempotent: a second recovery
+/// sets the same status again).
+fn apply_outcome(
+    clog: &Clog,
+    rec: &Record,
+    report: &mut RecoveryReport,
+) -> Result<(), EngineError> {
+    if rec.xid < FIRST_NORMAL_XID {
+        return Ok(());
+    }
+    report.next_xid = report.next_xid.max(rec.xid.saturating_add(1));
+    let status = if rec.flags & FLAG_COMMIT != 0 {
+        report.commits += 1;
+        XidStatus::Committed
+    } else if rec.flags & FLAG_ABORT != 0 {
+        report.aborts += 1;
+        XidStatus::Aborted
+    } else {
+        return Ok(());
+    };
+    // The page holding this id may never have been extended on disk before the crash.
+    clog.set(rec.xid, status).map_err(EngineError::from)
 }
 
 fn apply(pool: &BufferPool, rec: &Record, report: &mut RecoveryReport) -> Result<(), EngineError> {

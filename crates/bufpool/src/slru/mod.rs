@@ -8,7 +8,8 @@
 //! all-zero page (never written) is valid. A page that is not on disk reads as zeros (the
 //! caller extends first; recovery may set statuses on pages a crash did not let reach disk).
 //! Invariants: a page number is in at most one slot; a dirty page is written before its slot
-//! is reused; replacement takes the least recently used slot.
+//! is reused; replacement takes the least recently used slot; no page is written before
+//! the owner's write barrier (if set) returned Ok.
 //! Locks: one mutex for everything, held across the page I/O it does. This is the simple
 //! SLRU issue 5 asks for; seed 002's banked SLRU (a lock and an LRU counter per bank)
 //! replaces the inside later behind the same interface.
@@ -39,6 +40,12 @@ pub enum SlruError {
         path: PathBuf,
         stored: u32,
         computed: u32,
+    },
+    #[error("page {pageno} of {path}: the write barrier failed: {why}")]
+    Barrier {
+        pageno: u64,
+        path: PathBuf,
+        why: String,
     },
     #[error("page {pageno} of {path}: short transfer ({got} of {want} bytes)")]
     Short {
@@ -73,8 +80,13 @@ struct Inner {
     stats: SlruStats,
 }
 
+/// Called before any page is written: the owner makes sure whatever the page records is
+/// backed by durable WAL (the commit log flushes the WAL to its insert position).
+pub type WriteBarrier = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+
 /// A simple SLRU over files in one directory.
 pub struct Slru {
+    barrier: std::sync::OnceLock<WriteBarrier>,
     vfs: Arc<dyn Vfs>,
     dir: PathBuf,
     name: String,
@@ -112,6 +124,7 @@ impl Slru {
         let dir = parent.join(name);
         vfs.create_dir_all(&dir).map_err(io("creating", &dir))?;
         Ok(Slru {
+            barrier: std::sync::OnceLock::new(),
             vfs,
             dir,
             name: name.to_string(),
@@ -132,6 +145,11 @@ impl Slru {
                 stats: SlruStats::default(),
             }),
         })
+    }
+
+    /// Installs the write barrier (once).
+    pub fn set_write_barrier(&self, barrier: WriteBarrier) {
+        let _ = self.barrier.set(barrier);
     }
 
     /// Bytes of each page available to the caller (the rest is the trailer).
@@ -187,6 +205,13 @@ impl Slru {
 
     fn write_slot(&self, inner: &mut Inner, slot: usize) -> Result<(), SlruError> {
         let pageno = inner.slots[slot].page.expect("dirty slot holds a page");
+        if let Some(barrier) = self.barrier.get() {
+            barrier().map_err(|why| SlruError::Barrier {
+                pageno,
+                path: self.dir.clone(),
+                why,
+            })?;
+        }
         let ps = self.page_size;
         let crc = self.checksum(pageno, &inner.data[slot * ps..(slot + 1) * ps]);
         let page = &mut inner.data[slot * ps..(slot + 1) * ps];

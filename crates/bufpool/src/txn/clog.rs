@@ -129,6 +129,13 @@ impl Clog {
         Ok(self.slru.truncate(self.locate(oldest).0)?)
     }
 
+    /// Makes `barrier` run before any commit-log page is written: the engine flushes the
+    /// WAL there, so every status on disk is backed by a durable commit or abort record
+    /// (PostgreSQL protects clog pages with their records' LSNs for the same reason).
+    pub fn set_write_barrier(&self, barrier: crate::slru::WriteBarrier) {
+        self.slru.set_write_barrier(barrier);
+    }
+
     /// Writes and fsyncs every changed page (at checkpoints).
     pub fn flush(&self) -> Result<usize, ClogError> {
         Ok(self.slru.flush()?)

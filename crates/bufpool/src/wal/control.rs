@@ -7,6 +7,7 @@
 //! checkpoint=<LSN of the latest checkpoint record, decimal>
 //! redo=<its redo point, decimal>
 //! incarnation=<the log's incarnation, decimal: bumped by every recovery>
+//! next_xid=<the next transaction id to hand out, decimal>
 //! crc32c=<8 hex digits: CRC32C of the lines above>
 //! ```
 //! Invariants: written atomically (temp file, fsync, rename, fsync of the directory), so
@@ -26,6 +27,7 @@ pub struct Control {
     pub checkpoint: Lsn,
     pub redo: Lsn,
     pub incarnation: u32,
+    pub next_xid: u32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -45,8 +47,8 @@ pub enum ControlError {
 
 fn render(c: &Control) -> String {
     let body = format!(
-        "bufpool control file\nformat={FORMAT}\ncheckpoint={}\nredo={}\nincarnation={}\n",
-        c.checkpoint.0, c.redo.0, c.incarnation
+        "bufpool control file\nformat={FORMAT}\ncheckpoint={}\nredo={}\nincarnation={}\nnext_xid={}\n",
+        c.checkpoint.0, c.redo.0, c.incarnation, c.next_xid
     );
     let crc = crc32c::crc32c(body.as_bytes());
     format!("{body}crc32c={crc:08x}\n")
@@ -142,6 +144,8 @@ pub fn read(vfs: &dyn Vfs, path: &Path) -> Result<Control, ControlError> {
         checkpoint: Lsn(field("checkpoint")?),
         redo: Lsn(field("redo")?),
         incarnation,
+        next_xid: u32::try_from(field("next_xid")?)
+            .map_err(|_| bad("next_xid out of range".into()))?,
     })
 }
 
@@ -160,6 +164,7 @@ mod tests {
             checkpoint: Lsn(8192),
             redo: Lsn(4096),
             incarnation: 2,
+            next_xid: 77,
         };
         write(&vfs, p, &c).unwrap();
         assert_eq!(read(&vfs, p).unwrap(), c);

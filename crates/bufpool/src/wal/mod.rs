@@ -40,7 +40,9 @@ pub mod record;
 mod segment;
 
 pub use control::{Control, ControlError};
-pub use record::{BlockChange, BlockRef, Record, RecordBuilder, RecordKind, FLAG_COMMIT};
+pub use record::{
+    BlockChange, BlockRef, Record, RecordBuilder, RecordKind, FLAG_ABORT, FLAG_COMMIT,
+};
 
 use std::path::{Path, PathBuf};
 

@@ -11,7 +11,7 @@
 //!                         (cut it) from corruption of durable log (refuse to open)
 //!     24    4 xid
 //!     28    1 kind        1 update, 2 checkpoint, 3 end of recovery, 4 no-op
-//!     29    1 flags       bit 0: COMMIT (the record ends its transaction)
+//!     29    1 flags       bit 0: COMMIT, bit 1: ABORT (the record ends its transaction)
 //!     30    2 nblocks     block references that follow
 //!     32    8 extra       kind-specific (checkpoint: redo LSN; end of recovery: where the
 //!                         log it recovered ended)
@@ -42,6 +42,8 @@ pub const ALIGN: u64 = 8;
 pub const MAX_RECORD_SIZE: usize = 4 << 20;
 
 pub const FLAG_COMMIT: u8 = 1;
+/// The record ends its transaction with an abort.
+pub const FLAG_ABORT: u8 = 2;
 const BLOCK_FLAG_IMAGE: u8 = 1;
 
 /// What a record does.
