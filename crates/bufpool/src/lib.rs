@@ -32,6 +32,7 @@ pub mod slru;
 pub mod smgr;
 pub mod stats;
 pub mod sync;
+pub mod table;
 pub mod txn;
 pub mod types;
 pub mod vfs;
