@@ -164,6 +164,12 @@ impl<'a> HeapPage<'a> {
         self.upper() - self.lower()
     }
 
+    /// The largest tuple data an empty page of this size holds.
+    pub fn max_tuple_data(&self) -> usize {
+        (self.0.len() - PAGE_HEADER_SIZE - ITEM_ID_SIZE) / TUPLE_ALIGN * TUPLE_ALIGN
+            - TUPLE_HEADER_SIZE
+    }
+
     /// Whether a tuple of `data_len` bytes fits now (with a new line pointer if needed).
     pub fn fits(&self, data_len: usize) -> bool {
         let need = (TUPLE_HEADER_SIZE + data_len).next_multiple_of(TUPLE_ALIGN);

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use super::clog::{Clog, ClogError, XidStatus};
 use super::{Xid, FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID};
-use crate::sync::Mutex;
+use crate::sync::{Condvar, Mutex};
 
 /// What a transaction may see: everything committed before it started, nothing of the
 /// transactions running then or started later (PostgreSQL's SnapshotData, reduced).
@@ -48,6 +48,8 @@ struct State {
 pub struct TxnManager {
     clog: Clog,
     state: Mutex<State>,
+    /// Notified whenever a transaction ends (row-lock waiters re-check).
+    ended: Condvar,
 }
 
 impl TxnManager {
@@ -60,6 +62,7 @@ impl TxnManager {
                 next_xid,
                 active: BTreeSet::new(),
             }),
+            ended: Condvar::new(),
         }
     }
 
@@ -106,7 +109,21 @@ impl TxnManager {
         };
         self.clog.set(xid, status)?;
         self.state.lock().active.remove(&xid);
+        self.ended.notify_all();
         Ok(())
+    }
+
+    /// Whether `xid` is running now.
+    pub fn is_running(&self, xid: Xid) -> bool {
+        self.state.lock().active.contains(&xid)
+    }
+
+    /// Blocks until `xid` is no longer running (a row lock held by it is released).
+    pub fn wait_for(&self, xid: Xid) {
+        let mut st = self.state.lock();
+        while st.active.contains(&xid) {
+            st = self.ended.wait(st);
+        }
     }
 
     /// The fate of `xid` as of now: Committed, Aborted (explicitly, or cut off by a crash),
