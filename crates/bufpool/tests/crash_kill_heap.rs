@@ -162,7 +162,7 @@ fn heap_kill_nine_loop() {
         let out = BufReader::new(child.stdout.take().unwrap());
         let mut seen = 0;
         let mut lines = out.lines();
-        let mut record = |line: &str, acked: &mut Vec<u64>| {
+        let record = |line: &str, acked: &mut Vec<u64>| {
             if let Some(rest) = line.trim().strip_prefix("ack ") {
                 let mut it = rest.split(' ').map(|x| x.parse::<u64>().unwrap());
                 let (t, k) = (it.next().unwrap() as usize, it.next().unwrap());
