@@ -223,6 +223,21 @@ impl RawContentLock {
     }
 
     #[inline]
+    pub fn try_lock_exclusive(&self) -> bool {
+        #[cfg(not(feature = "shuttle"))]
+        return self.raw.try_lock_exclusive();
+        #[cfg(feature = "shuttle")]
+        {
+            let mut s = self.state.lock().unwrap();
+            if s.1 || s.0 > 0 {
+                return false;
+            }
+            s.1 = true;
+            true
+        }
+    }
+
+    #[inline]
     pub fn lock_exclusive(&self) {
         #[cfg(not(feature = "shuttle"))]
         self.raw.lock_exclusive();

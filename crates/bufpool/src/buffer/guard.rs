@@ -59,6 +59,17 @@ impl<'a> BufferRef<'a> {
         }
     }
 
+    /// Takes the content lock exclusively if it is free right now; never waits (for
+    /// callers that already hold another page's lock and must not risk a cycle).
+    #[inline]
+    pub fn try_write(&self) -> Option<PageWriteGuard<'_>> {
+        let d = &self.pool.descs[self.id as usize];
+        d.content_lock.try_lock_exclusive().then(|| PageWriteGuard {
+            buf: self,
+            dirtied: false,
+        })
+    }
+
     /// Writes the page out if it is dirty (taking the content lock shared); returns whether
     /// it wrote. Must not be called while this thread holds a guard on this buffer.
     pub fn flush(&self) -> BufferResult<bool> {

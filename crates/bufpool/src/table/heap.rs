@@ -9,15 +9,16 @@
 //! follow ctid to the newer version and re-apply the change there (READ COMMITTED, like
 //! PostgreSQL's EvalPlanQual: the caller's closure recomputes from the newest data);
 //! committed delete → the row is gone.
-//! Locks: one page's content lock at a time, except an update moving a row to a new page:
-//! the old page, then the newly extended page (nobody else can hold the lock of a page that
-//! did not exist a moment ago, so this cannot deadlock). Deadlocks between transactions
+//! Locks: one page's content lock at a time, except an update moving a row to another
+//! page: it holds the old page and takes the target only with a try-lock (skipping pages
+//! whose lock is busy), or a newly extended page (nobody else can hold the lock of a page
+//! that did not exist a moment ago), so this cannot deadlock. Deadlocks between transactions
 //! waiting on each other's rows are not detected yet (see issue 5): callers must not
 //! create cyclic waits.
 
 use std::ops::Range;
 
-use super::heap_page::{HeapPage, HeapPageMut, UPDATED, XMAX_COMMITTED, XMAX_INVALID};
+use super::heap_page::{HeapPage, HeapPageMut, ItemId, UPDATED, XMAX_COMMITTED, XMAX_INVALID};
 use crate::buffer::PageWriteGuard;
 use crate::engine::{Engine, EngineError};
 use crate::sync::{AtomicU32, Ordering};
@@ -263,6 +264,9 @@ impl<'e> Heap<'e> {
             old.infomask |= UPDATED;
             let block = tid.block;
             // Same page when the new version fits (PostgreSQL's HOT case, without the index).
+            // No opportunistic pruning here: it would free slots that callers following an
+            // update chain from an older tid still reach (PostgreSQL keeps redirect line
+            // pointers for that; see issue 5's note). VACUUM prunes.
             if HeapPage(&g).fits(new_data.len()) {
                 let new_tid = self.change_logged(xid, &mut g, |p| {
                     let slot = p.insert(block, xid, &new_data).expect("fits");
@@ -273,26 +277,142 @@ impl<'e> Heap<'e> {
                 })?;
                 return Ok(Some(new_tid));
             }
-            // Otherwise a fresh page at the end, logged as two records: the new version,
-            // then the old one's header. The pair needs no atomicity of its own: the
-            // transaction's commit record comes after both (if it is durable, so are they);
-            // without it, xmax belongs to a transaction that never committed and the row
-            // stays free.
-            let nbuf = pool.extend(self.rel, ForkNumber::Main)?;
-            let nblock = nbuf.tag().block;
-            let slot = {
-                let mut ng = nbuf.write();
-                self.change_logged(xid, &mut ng, |p| p.insert(nblock, xid, &new_data))?
-                    .expect("an empty page holds any tuple")
+            // Otherwise another page with room: from the insertion hint on, taking each
+            // candidate's lock only if it is free (we hold this page's lock: waiting could
+            // close a cycle); else a new page at the end (nobody else can hold its lock).
+            // Logged as two records, the new version then the old one's header. The pair
+            // needs no atomicity of its own: the commit record comes after both; without
+            // it, xmax belongs to a transaction that never committed and the row stays free.
+            let n = pool.nblocks(self.rel, ForkNumber::Main)?;
+            let start = self.hint.load(Ordering::Relaxed).min(n);
+            let mut placed = None;
+            for candidate in start..n {
+                if candidate == block {
+                    continue;
+                }
+                let cbuf = pool.read(self.tag(candidate))?;
+                let Some(mut cg) = cbuf.try_write() else {
+                    continue;
+                };
+                if !HeapPage(&cg).fits(new_data.len()) {
+                    continue;
+                }
+                let slot = self
+                    .change_logged(xid, &mut cg, |p| p.insert(candidate, xid, &new_data))?
+                    .expect("checked that it fits");
+                placed = Some(Tid {
+                    block: candidate,
+                    slot,
+                });
+                break;
+            }
+            let new_tid = match placed {
+                Some(t) => t,
+                None => {
+                    let nbuf = pool.extend(self.rel, ForkNumber::Main)?;
+                    let nblock = nbuf.tag().block;
+                    let mut ng = nbuf.write();
+                    let slot = self
+                        .change_logged(xid, &mut ng, |p| p.insert(nblock, xid, &new_data))?
+                        .expect("an empty page holds any tuple");
+                    Tid {
+                        block: nblock,
+                        slot,
+                    }
+                }
             };
-            old.ctid_block = nblock;
-            old.ctid_slot = slot;
+            old.ctid_block = new_tid.block;
+            old.ctid_slot = new_tid.slot;
             self.change_logged(xid, &mut g, |p| p.set_header(tid.slot, &old))?;
-            return Ok(Some(Tid {
-                block: nblock,
-                slot,
-            }));
+            return Ok(Some(new_tid));
         }
+    }
+}
+
+/// What VACUUM did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VacuumReport {
+    pub pages: u32,
+    pub removed: u64,
+    pub truncated_pages: u32,
+}
+
+impl Heap<'_> {
+    /// Removes the versions of the page under `g` that no snapshot can see any more
+    /// (inserted by an aborted transaction, or deleted by one that committed below
+    /// `horizon`), compacts the page and logs the result. Returns how many were removed.
+    fn prune_locked(
+        &self,
+        xid: Xid,
+        g: &mut PageWriteGuard<'_>,
+        horizon: Xid,
+    ) -> Result<u64, EngineError> {
+        let txns = self.engine.txns();
+        let mut dead = Vec::new();
+        {
+            let page = HeapPage(g);
+            for slot in 1..=page.slots() {
+                let Some((h, _)) = page.tuple(slot) else {
+                    continue;
+                };
+                let xmax = if h.infomask & XMAX_INVALID != 0 {
+                    INVALID_XID
+                } else {
+                    h.xmax
+                };
+                let aborted_insert = txns.status(h.xmin)? == XidStatus::Aborted;
+                let deleted_for_all = xmax != INVALID_XID
+                    && xmax < horizon
+                    && txns.status(xmax)? == XidStatus::Committed;
+                if aborted_insert || deleted_for_all {
+                    dead.push(slot);
+                }
+            }
+        }
+        if dead.is_empty() {
+            return Ok(0);
+        }
+        self.change_logged(xid, g, |p| {
+            for &slot in &dead {
+                p.set_item_state(slot, ItemId::Unused);
+            }
+            p.compact();
+        })?;
+        Ok(dead.len() as u64)
+    }
+
+    /// VACUUM: prunes every page; with `truncate`, also cuts off empty pages at the end
+    /// (the caller must have the table to itself: nothing else may be inserting) and takes
+    /// a checkpoint, so that replay never goes back across the (unlogged) truncation.
+    /// Tuple ids of removed versions become free for reuse, as PostgreSQL's do: nobody
+    /// may hold a tid across a VACUUM (follow update chains before it, not after).
+    pub fn vacuum(&self, truncate: bool) -> Result<VacuumReport, EngineError> {
+        let pool = self.engine.pool();
+        let horizon = self.engine.txns().oldest_xmin();
+        let n = pool.nblocks(self.rel, ForkNumber::Main)?;
+        let mut report = VacuumReport {
+            pages: n,
+            ..VacuumReport::default()
+        };
+        let mut last_nonempty = None;
+        for block in 0..n {
+            let buf = pool.read(self.tag(block))?;
+            let mut g = buf.write();
+            report.removed += self.prune_locked(crate::txn::FROZEN_XID, &mut g, horizon)?;
+            let page = HeapPage(&g);
+            if (1..=page.slots()).any(|s| page.tuple(s).is_some()) {
+                last_nonempty = Some(block);
+            }
+        }
+        self.hint.store(0, Ordering::Relaxed);
+        let keep = last_nonempty.map_or(0, |b| b + 1);
+        if truncate && keep < n {
+            pool.flush_relation(self.rel)?;
+            pool.truncate_relation(self.rel, ForkNumber::Main, keep)?;
+            report.truncated_pages = n - keep;
+            self.engine.checkpoint()?;
+        }
+        Ok(report)
     }
 }
 

@@ -4,5 +4,5 @@
 pub mod heap;
 pub mod heap_page;
 
-pub use heap::{changed_ranges, Heap, Tid};
+pub use heap::{changed_ranges, Heap, Tid, VacuumReport};
 pub use heap_page::{HeapPage, HeapPageMut, ItemId, TupleHeader};

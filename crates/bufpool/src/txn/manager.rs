@@ -41,6 +41,9 @@ impl Snapshot {
 struct State {
     next_xid: Xid,
     active: BTreeSet<Xid>,
+    /// For each running transaction, the oldest id that was running (or about to start)
+    /// when it began: a lower bound of every snapshot xmin it takes.
+    begin_xmin: std::collections::BTreeMap<Xid, Xid>,
 }
 
 /// Transaction ids and their fate.
@@ -61,6 +64,7 @@ impl TxnManager {
             state: Mutex::new(State {
                 next_xid,
                 active: BTreeSet::new(),
+                begin_xmin: std::collections::BTreeMap::new(),
             }),
             ended: Condvar::new(),
         }
@@ -83,6 +87,8 @@ impl TxnManager {
         st.next_xid = xid
             .checked_add(1)
             .expect("transaction ids exhausted (wraparound is not handled yet)");
+        let xmin = st.active.iter().next().copied().unwrap_or(xid);
+        st.begin_xmin.insert(xid, xmin);
         st.active.insert(xid);
         Ok(xid)
     }
@@ -108,9 +114,22 @@ impl TxnManager {
             XidStatus::Aborted
         };
         self.clog.set(xid, status)?;
-        self.state.lock().active.remove(&xid);
+        {
+            let mut st = self.state.lock();
+            st.active.remove(&xid);
+            st.begin_xmin.remove(&xid);
+        }
         self.ended.notify_all();
         Ok(())
+    }
+
+    /// The pruning horizon: a version deleted by a transaction that committed below it is
+    /// invisible to every snapshot a running transaction holds or will take. (Snapshots
+    /// taken with `own = INVALID_XID` by observers outside any transaction are not
+    /// registered: use them right away, not across a VACUUM.)
+    pub fn oldest_xmin(&self) -> Xid {
+        let st = self.state.lock();
+        st.begin_xmin.values().copied().min().unwrap_or(st.next_xid)
     }
 
     /// Whether `xid` is running now.
