@@ -310,3 +310,51 @@ fn vacuum_removes_aborted_inserts() {
         "all pages truncated away"
     );
 }
+
+/// Two transactions each hold one row and want the other's: exactly one gets a deadlock
+/// error (whichever arrives second at the cycle, whatever the timing), aborts, and the
+/// other finishes. Nobody waits forever.
+#[test]
+fn crossing_row_locks_are_a_deadlock_error_not_a_hang() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    let heap = Heap::create(&e, REL).unwrap();
+    let t = e.begin().unwrap();
+    let a = heap.insert(t, &row(1, 0)).unwrap();
+    let b = heap.insert(t, &row(2, 0)).unwrap();
+    e.commit_transaction(t).unwrap();
+    let barrier = std::sync::Barrier::new(2);
+    let outcomes: Vec<Result<(), EngineError>> = std::thread::scope(|s| {
+        let run = |first: Tid, second: Tid| {
+            let (e, heap, barrier) = (&e, &heap, &barrier);
+            s.spawn(move || {
+                let x = e.begin().unwrap();
+                heap.update(x, first, |d| row(val(d).0, 1)).unwrap();
+                barrier.wait(); // both hold their first row
+                match heap.update(x, second, |d| row(val(d).0, 1)) {
+                    Ok(_) => {
+                        e.commit_transaction(x).unwrap();
+                        Ok(())
+                    }
+                    Err(err) => {
+                        e.abort_transaction(x).unwrap();
+                        Err(err)
+                    }
+                }
+            })
+        };
+        let h1 = run(a, b);
+        let h2 = run(b, a);
+        vec![h1.join().unwrap(), h2.join().unwrap()]
+    });
+    let errors: Vec<_> = outcomes.iter().filter_map(|o| o.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{outcomes:?}");
+    assert!(
+        matches!(errors[0], EngineError::Deadlock(_)),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[0].to_string().contains("deadlock"));
+    // The winner updated both rows.
+    assert_eq!(visible_rows(&e, &heap), vec![(1, 1), (2, 1)]);
+}

@@ -61,6 +61,8 @@ pub enum EngineError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Clog(#[from] ClogError),
+    #[error(transparent)]
+    Deadlock(#[from] crate::txn::Deadlock),
     #[error("a tuple of {len} bytes does not fit a page (at most {max} bytes)")]
     TupleTooLarge { len: usize, max: usize },
     #[error("{op} {path}: {source}")]

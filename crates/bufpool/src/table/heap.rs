@@ -12,9 +12,9 @@
 //! Locks: one page's content lock at a time, except an update moving a row to another
 //! page: it holds the old page and takes the target only with a try-lock (skipping pages
 //! whose lock is busy), or a newly extended page (nobody else can hold the lock of a page
-//! that did not exist a moment ago), so this cannot deadlock. Deadlocks between transactions
-//! waiting on each other's rows are not detected yet (see issue 5): callers must not
-//! create cyclic waits.
+//! that did not exist a moment ago), so this cannot deadlock. A row-lock wait that would close a
+//! cycle of transactions waiting on each other fails with a deadlock error instead
+//! (`TxnManager::wait_for`); the caller aborts that transaction, which frees its rows.
 
 use std::ops::Range;
 
@@ -222,7 +222,7 @@ impl<'e> Heap<'e> {
                     XidStatus::InProgress => {
                         drop(g);
                         drop(buf);
-                        txns.wait_for(holder);
+                        txns.wait_for(xid, holder)?;
                         continue;
                     }
                     XidStatus::Committed if h.infomask & UPDATED != 0 => {
@@ -250,7 +250,7 @@ impl<'e> Heap<'e> {
                 let inserter = h.xmin;
                 drop(g);
                 drop(buf);
-                txns.wait_for(inserter);
+                txns.wait_for(xid, inserter)?;
                 continue;
             }
             let new_data = f.as_mut().map(|f| f(data));

@@ -44,6 +44,17 @@ struct State {
     /// For each running transaction, the oldest id that was running (or about to start)
     /// when it began: a lower bound of every snapshot xmin it takes.
     begin_xmin: std::collections::BTreeMap<Xid, Xid>,
+    /// Wait-for edges of row-lock waits: waiter -> holder (each waits for one at a time).
+    waiting: std::collections::HashMap<Xid, Xid>,
+}
+
+/// A row-lock wait that would never end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("deadlock: transaction {waiter} waits for {holder}, which waits (through {chain:?}) for {waiter}; abort {waiter} and retry")]
+pub struct Deadlock {
+    pub waiter: Xid,
+    pub holder: Xid,
+    pub chain: Vec<Xid>,
 }
 
 /// Transaction ids and their fate.
@@ -65,6 +76,7 @@ impl TxnManager {
                 next_xid,
                 active: BTreeSet::new(),
                 begin_xmin: std::collections::BTreeMap::new(),
+                waiting: std::collections::HashMap::new(),
             }),
             ended: Condvar::new(),
         }
@@ -137,12 +149,35 @@ impl TxnManager {
         self.state.lock().active.contains(&xid)
     }
 
-    /// Blocks until `xid` is no longer running (a row lock held by it is released).
-    pub fn wait_for(&self, xid: Xid) {
+    /// Blocks transaction `me` until `holder` is no longer running (a row lock it holds is
+    /// released). Refuses with [`Deadlock`] when `holder` (through the transactions it
+    /// waits for) waits for `me`: the check and the registration of this wait happen under
+    /// one lock, so of the transactions forming a cycle exactly the last to arrive gets the
+    /// error, and none waits forever.
+    pub fn wait_for(&self, me: Xid, holder: Xid) -> Result<(), Deadlock> {
         let mut st = self.state.lock();
-        while st.active.contains(&xid) {
+        let mut chain = Vec::new();
+        let mut x = holder;
+        while let Some(&next) = st.waiting.get(&x) {
+            if next == me || chain.len() > st.active.len() {
+                return Err(Deadlock {
+                    waiter: me,
+                    holder,
+                    chain,
+                });
+            }
+            chain.push(next);
+            x = next;
+        }
+        if holder == me {
+            return Ok(());
+        }
+        st.waiting.insert(me, holder);
+        while st.active.contains(&holder) {
             st = self.ended.wait(st);
         }
+        st.waiting.remove(&me);
+        Ok(())
     }
 
     /// The fate of `xid` as of now: Committed, Aborted (explicitly, or cut off by a crash),

@@ -5,7 +5,7 @@ pub mod clog;
 pub mod manager;
 
 pub use clog::{Clog, ClogError, XidStatus};
-pub use manager::{Snapshot, TxnManager};
+pub use manager::{Deadlock, Snapshot, TxnManager};
 
 /// A transaction id (PostgreSQL's TransactionId). 0 is invalid, 1 is reserved for data
 /// loaded by bootstrap/bulk load ("frozen"); normal ids start at `FIRST_NORMAL_XID`.
