@@ -384,22 +384,46 @@ impl Wal {
         &self,
         mut build: impl FnMut(Lsn) -> RecordBuilder,
     ) -> Result<(Lsn, Lsn), WalError> {
-        self.check_failed()?;
-        let margin = WAL_BLOCK;
         loop {
             let redo = self.redo_hint.load(Ordering::Acquire);
             let mut rec = build(Lsn(redo));
-            let alen = record::align(rec.len() as u64);
-            if alen + 2 * WAL_BLOCK > self.ring.len() {
-                return Err(WalError::TooLarge {
-                    len: rec.len(),
-                    ring: self.ring.len(),
-                });
+            if let Some(range) = self.insert_built(&mut rec, Some(redo))? {
+                return Ok(range);
             }
+            // A checkpoint moved the redo point: decide on page images again.
+        }
+    }
+
+    /// Inserts a ready record (one that holds no page images, or whose images do not
+    /// depend on the redo point).
+    pub fn insert(&self, mut rec: RecordBuilder) -> Result<(Lsn, Lsn), WalError> {
+        Ok(self
+            .insert_built(&mut rec, None)?
+            .expect("no redo point to go stale"))
+    }
+
+    /// Reserves room for `rec` and copies it into the ring, retrying (with the same record)
+    /// while the ring is full. With `redo = Some(r)`, returns None if the redo point is no
+    /// longer `r` (the caller rebuilds: its page-image decisions may be stale).
+    fn insert_built(
+        &self,
+        rec: &mut RecordBuilder,
+        redo: Option<u64>,
+    ) -> Result<Option<(Lsn, Lsn)>, WalError> {
+        self.check_failed()?;
+        let margin = WAL_BLOCK;
+        let alen = record::align(rec.len() as u64);
+        if alen + 2 * WAL_BLOCK > self.ring.len() {
+            return Err(WalError::TooLarge {
+                len: rec.len(),
+                ring: self.ring.len(),
+            });
+        }
+        loop {
             let slot = &self.slots[my_slot()];
             let _slot_guard = slot.lock.lock();
-            if self.redo_hint.load(Ordering::Acquire) != redo {
-                continue; // a checkpoint began: decide images again
+            if redo.is_some_and(|r| self.redo_hint.load(Ordering::Acquire) != r) {
+                return Ok(None);
             }
             // Reserve by CAS. The candidate start is published in the slot before the CAS
             // (SeqCst), so a flush leader that has seen `pos` past it also sees the slot
@@ -424,7 +448,8 @@ impl Wal {
                 slot.at.store(SLOT_IDLE, Ordering::SeqCst);
                 drop(_slot_guard);
                 // Ring full: write and sync what is there (rare with a ring of a segment's
-                // size; a plain write would leave a partial block to rewrite).
+                // size; a plain write would leave a partial block to rewrite), then retry
+                // with the same record.
                 self.flush(Lsn(p + alen + margin - self.ring.len()))?;
                 continue;
             };
@@ -446,18 +471,8 @@ impl Wal {
                 .store(slot.records.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             slot.bytes
                 .store(slot.bytes.load(Ordering::Relaxed) + alen, Ordering::Relaxed);
-            return Ok((Lsn(start), Lsn(start + alen)));
+            return Ok(Some((Lsn(start), Lsn(start + alen))));
         }
-    }
-
-    /// Inserts a ready record (one that holds no page images, or whose images do not
-    /// depend on the redo point).
-    pub fn insert(&self, mut rec: RecordBuilder) -> Result<(Lsn, Lsn), WalError> {
-        let mut taken = Some(std::mem::replace(
-            &mut rec,
-            RecordBuilder::new(RecordKind::Noop, 0, 0, 0),
-        ));
-        self.insert_with(|_| taken.take().unwrap_or_else(|| rec.clone()))
     }
 
     /// Waits until every insertion that started below `upto` has finished copying.
