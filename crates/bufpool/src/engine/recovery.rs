@@ -19,6 +19,7 @@
 //! - otherwise R was never acknowledged (written after the bad block but not fsynced):
 //!   normal end.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,7 @@ use super::EngineError;
 use crate::buffer::BufferPool;
 use crate::page;
 use crate::txn::{Clog, XidStatus, FIRST_NORMAL_XID};
-use crate::types::Lsn;
+use crate::types::{ForkNumber, Lsn, RelFileId};
 use crate::vfs::{OpenOptions, Vfs};
 use crate::wal::record::{self, BlockChange, Invalid, Record, RecordKind, FLAG_ABORT, FLAG_COMMIT};
 use crate::wal::{control, WAL_BLOCK};
@@ -186,20 +187,37 @@ fn belongs(r: &Record, incarnation: u32) -> bool {
 }
 
 /// The record at `pos` if it is valid and belongs to this life of the log.
+/// Why there is no record to replay at a position.
+enum NoRecord {
+    /// Zeros: flush padding, or never-written log.
+    Zero,
+    /// Anything else, in words.
+    Bad(String),
+}
+
+impl NoRecord {
+    fn describe(self) -> String {
+        match self {
+            NoRecord::Zero => "zero length (end of log)".to_string(),
+            NoRecord::Bad(why) => why,
+        }
+    }
+}
+
 fn valid_at(
     reader: &mut LogReader<'_>,
     pos: u64,
     page_size: usize,
     incarnation: u32,
-) -> Result<Result<Record, String>, EngineError> {
+) -> Result<Result<Record, NoRecord>, EngineError> {
     Ok(match reader.record_at(pos, page_size)? {
         Ok(r) if belongs(&r, incarnation) => Ok(r),
-        Ok(r) => Err(format!(
+        Ok(r) => Err(NoRecord::Bad(format!(
             "record of incarnation {} where {incarnation} was expected (left by an earlier life of the log)",
             r.incarnation
-        )),
-        Err(Invalid::Zero) => Err("zero".to_string()),
-        Err(why) => Err(why.to_string()),
+        ))),
+        Err(Invalid::Zero) => Err(NoRecord::Zero),
+        Err(why) => Err(NoRecord::Bad(why.to_string())),
     })
 }
 
@@ -280,12 +298,13 @@ pub(super) fn run(
     report.incarnation = incarnation;
     let mut next_progress = PROGRESS_EVERY;
     let replay_start = Instant::now();
+    let mut known_forks = HashSet::new();
     loop {
         // The record to replay, or where and why the log stops being valid.
         let found = match valid_at(&mut reader, pos, page_size, incarnation)? {
             Ok(r) => Ok(r),
             // Zeros inside a block: flush padding up to the block boundary, or the end.
-            Err(why) if why == "zero" && pos % WAL_BLOCK != 0 => {
+            Err(NoRecord::Zero) if pos % WAL_BLOCK != 0 => {
                 let next = pos.div_ceil(WAL_BLOCK) * WAL_BLOCK;
                 valid_at(&mut reader, next, page_size, incarnation)?.map_err(|w| (next, w))
             }
@@ -294,11 +313,7 @@ pub(super) fn run(
         let rec = match found {
             Ok(r) => r,
             Err((at, why)) => {
-                let why = if why == "zero" {
-                    "zero length (end of log)".to_string()
-                } else {
-                    why
-                };
+                let why = why.describe();
                 match check_tail(&mut reader, pos, at, page_size, incarnation, &why)? {
                     Some(r) => r,
                     None => {
@@ -311,7 +326,7 @@ pub(super) fn run(
         if rec.kind == RecordKind::EndOfRecovery {
             incarnation = rec.incarnation;
         }
-        apply(pool, &rec, &mut report)?;
+        apply(pool, &rec, &mut known_forks, &mut report)?;
         apply_outcome(clog, &rec, &mut report)?;
         report.records += 1;
         report.bytes += rec.len as u64;
@@ -392,15 +407,24 @@ fn apply_outcome(
     clog.set(rec.xid, status).map_err(EngineError::from)
 }
 
-fn apply(pool: &BufferPool, rec: &Record, report: &mut RecoveryReport) -> Result<(), EngineError> {
+fn apply(
+    pool: &BufferPool,
+    rec: &Record,
+    known_forks: &mut HashSet<(RelFileId, ForkNumber)>,
+    report: &mut RecoveryReport,
+) -> Result<(), EngineError> {
     if rec.kind != RecordKind::Update {
         return Ok(());
     }
     let end = rec.end();
     for b in &rec.blocks {
-        let smgr = pool.smgr();
-        if !smgr.exists(b.tag.rel, b.tag.fork)? {
-            smgr.create(b.tag.rel, b.tag.fork)?;
+        // A fork missing on disk (its creation is not logged) is created; each fork is
+        // checked once per recovery, not once per record.
+        if known_forks.insert((b.tag.rel, b.tag.fork)) {
+            let smgr = pool.smgr();
+            if !smgr.exists(b.tag.rel, b.tag.fork)? {
+                smgr.create(b.tag.rel, b.tag.fork)?;
+            }
         }
         while pool.nblocks(b.tag.rel, b.tag.fork)? <= b.tag.block {
             drop(pool.extend(b.tag.rel, b.tag.fork)?);
