@@ -20,7 +20,11 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    fn new(knob: &'static str, value: impl fmt::Display, allowed: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        knob: &'static str,
+        value: impl fmt::Display,
+        allowed: impl Into<String>,
+    ) -> Self {
         Self {
             knob,
             value: value.to_string(),

@@ -27,6 +27,7 @@
 pub mod buffer;
 pub mod config;
 pub mod engine;
+pub mod index;
 pub mod page;
 pub mod slru;
 pub mod smgr;

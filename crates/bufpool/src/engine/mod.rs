@@ -65,6 +65,10 @@ pub enum EngineError {
     Deadlock(#[from] crate::txn::Deadlock),
     #[error("a tuple of {len} bytes does not fit a page (at most {max} bytes)")]
     TupleTooLarge { len: usize, max: usize },
+    #[error("duplicate key {key} in unique index {index}")]
+    DuplicateKey { index: String, key: i64 },
+    #[error("index {index} is corrupt: {reason}")]
+    IndexCorrupt { index: String, reason: String },
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,
@@ -293,6 +297,31 @@ impl Engine {
             g.set_lsn(end);
         }
         Ok(end)
+    }
+
+    /// Makes a hint-bit-only change to the page under `g` safe to write out, without a WAL
+    /// record of the hint itself (PostgreSQL's MarkBufferDirtyHint): if the page has not
+    /// been logged since the last checkpoint's redo point, a full-page image is logged
+    /// first (a torn write of the hinted page must be repairable, because its checksum
+    /// covers the hint); with asynchronous commit, the page LSN is raised to the current
+    /// insert position, so the commit record behind a committed-hint reaches disk before
+    /// the page does (WAL before data). The caller has changed the bytes (marking the
+    /// buffer dirty) under the exclusive lock.
+    pub fn log_hint(&self, g: &mut PageWriteGuard<'_>) -> Result<(), EngineError> {
+        if self.full_page_writes && page::lsn(g) <= self.wal.redo() {
+            let whole = 0..g.len();
+            self.log_pages(
+                crate::txn::FROZEN_XID,
+                0,
+                &mut [(g, std::slice::from_ref(&whole))],
+            )?;
+        } else if !self.synchronous_commit {
+            let pos = self.wal.insert_position();
+            if page::lsn(g) < pos {
+                g.set_lsn(pos);
+            }
+        }
+        Ok(())
     }
 
     /// Makes a commit whose record ends at `end` durable (synchronous_commit = on), or

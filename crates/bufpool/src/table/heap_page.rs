@@ -9,7 +9,8 @@
 //! tuple: header 20 B, then the data
 //!   0 xmin u32   4 xmax u32   8 ctid block u32   12 ctid slot u16
 //!  14 infomask u16 (hint bits: XMIN_COMMITTED, XMIN_INVALID, XMAX_COMMITTED,
-//!                   XMAX_INVALID; UPDATED: ctid points at the newer version)
+//!                   XMAX_INVALID; UPDATED: ctid points at the newer version;
+//!                   HEAP_ONLY: made by a same-page update, reached only via its chain)
 //!  16 data length u16   18 reserved u16
 //! ```
 //! Invariants: `PAGE_HEADER_SIZE <= lower <= upper <= special <= page size`; every normal
@@ -32,6 +33,12 @@ pub const XMAX_COMMITTED: u16 = 1 << 2;
 pub const XMAX_INVALID: u16 = 1 << 3;
 /// The tuple was updated: its ctid points at the newer version.
 pub const UPDATED: u16 = 1 << 4;
+/// A version made by an update on the same page (PostgreSQL's HEAP_ONLY_TUPLE): only its
+/// chain reaches it (through its root's redirect or its predecessor's ctid), so pruning
+/// may free its slot once it is dead. Versions without it are chain roots, which indexes
+/// and callers hold tuple ids of: pruning turns them into redirects, stubs or dead line
+/// pointers, never reusable slots.
+pub const HEAP_ONLY: u16 = 1 << 5;
 
 const LP_UNUSED: u8 = 0;
 const LP_NORMAL: u8 = 1;
@@ -105,6 +112,11 @@ impl TupleHeader {
     }
 }
 
+/// Bytes a tuple of `data_len` bytes takes in the tuple area (header included, aligned).
+pub fn tuple_space(data_len: usize) -> usize {
+    (TUPLE_HEADER_SIZE + data_len).next_multiple_of(TUPLE_ALIGN)
+}
+
 fn get_u16(p: &[u8], o: usize) -> usize {
     u16::from_le_bytes([p[o], p[o + 1]]) as usize
 }
@@ -172,13 +184,18 @@ impl<'a> HeapPage<'a> {
 
     /// Whether a tuple of `data_len` bytes fits now (with a new line pointer if needed).
     pub fn fits(&self, data_len: usize) -> bool {
-        let need = (TUPLE_HEADER_SIZE + data_len).next_multiple_of(TUPLE_ALIGN);
+        self.fits_leaving(data_len, 0)
+    }
+
+    /// Whether a tuple of `data_len` bytes fits and leaves at least `reserve` bytes free
+    /// (fillfactor: inserts leave room for updates to stay on the page).
+    pub fn fits_leaving(&self, data_len: usize, reserve: usize) -> bool {
         let lp = if self.first_unused().is_some() {
             0
         } else {
             ITEM_ID_SIZE
         };
-        self.free_space() >= need + lp
+        self.free_space() >= tuple_space(data_len) + lp + reserve
     }
 
     fn first_unused(&self) -> Option<u16> {
@@ -319,8 +336,25 @@ impl HeapPageMut<'_> {
         }
     }
 
-    /// Marks `slot` dead (its tuple is gone for everyone; pruning decided so), or unused
-    /// when nothing can point at it any more.
+    /// Cuts the tuple at `slot` down to its header (a stub that only carries its ctid on
+    /// to a newer version elsewhere); `compact` reclaims the bytes.
+    pub fn shrink_to_header(&mut self, slot: u16) {
+        if let ItemId::Normal { offset, .. } = self.view().item(slot) {
+            let o = offset as usize;
+            self.0[o + 16..o + 18].copy_from_slice(&0u16.to_le_bytes());
+            self.set_item(
+                slot,
+                ItemId::Normal {
+                    offset,
+                    len: tuple_space(0) as u16,
+                },
+            );
+        }
+    }
+
+    /// Sets the line pointer of `slot` to dead (its tuple is gone for everyone), a
+    /// redirect (the chain continues at another slot of this page), or unused (nothing
+    /// can reach it any more); `compact` reclaims the tuple bytes.
     pub fn set_item_state(&mut self, slot: u16, item: ItemId) {
         debug_assert!(
             !matches!(item, ItemId::Normal { .. }),

@@ -1,6 +1,7 @@
-//! Tables on the buffer pool: heap pages so far (the heap relation, the free-space map,
-//! VACUUM and the B+tree come next; see issue 5).
+//! Tables on the buffer pool: heap pages, heap relations with MVCC, row locks, pruning and
+//! VACUUM, and each heap's free-space map. Indexes live in [`crate::index`].
 
+pub mod fsm;
 pub mod heap;
 pub mod heap_page;
 
