@@ -135,7 +135,15 @@ pub const KNOBS: &[(&str, &str, &str)] = &[
         "ms",
         "how often the WAL writer flushes when synchronous_commit is off",
     ),
+    (
+        "checkpoint_timeout",
+        "s",
+        "time between automatic checkpoints (30s to 1d)",
+    ),
 ];
+
+/// Default checkpoint_timeout: PostgreSQL's 5 minutes.
+pub const DEFAULT_CHECKPOINT_TIMEOUT_MS: u64 = 300_000;
 
 /// Default WAL segment: PostgreSQL's 16 MiB.
 pub const DEFAULT_WAL_SEGMENT_SIZE: u64 = 16 << 20;
@@ -172,6 +180,8 @@ pub struct Config {
     pub wal_buffers: Option<u64>,
     pub wal_sync_method: crate::wal::SyncMethod,
     pub wal_writer_delay_ms: u64,
+    /// Time between automatic checkpoints (PostgreSQL's checkpoint_timeout), ms.
+    pub checkpoint_timeout_ms: u64,
 }
 
 impl Default for Config {
@@ -189,6 +199,7 @@ impl Default for Config {
             wal_buffers: None,
             wal_sync_method: crate::wal::SyncMethod::Fdatasync,
             wal_writer_delay_ms: DEFAULT_WAL_WRITER_DELAY_MS,
+            checkpoint_timeout_ms: DEFAULT_CHECKPOINT_TIMEOUT_MS,
         }
     }
 }
@@ -295,6 +306,23 @@ impl Config {
                         )
                     })?
             }
+            "checkpoint_timeout" => {
+                // PostgreSQL's unit for a bare number here is seconds.
+                let ms = if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() {
+                    v.parse::<u64>().ok().map(|s| s.saturating_mul(1000))
+                } else {
+                    parse_ms(v)
+                };
+                self.checkpoint_timeout_ms = ms
+                    .filter(|ms| (30_000..=86_400_000).contains(ms))
+                    .ok_or_else(|| {
+                        ConfigError::new(
+                            name,
+                            v,
+                            "30s to 1d (units ms, s, min, h, d; a bare number is seconds)",
+                        )
+                    })?
+            }
             _ => unreachable!("every name in KNOBS is handled"),
         }
         Ok(())
@@ -321,6 +349,7 @@ impl Config {
                 .unwrap_or_else(|| "auto".into()),
             "wal_sync_method" => self.wal_sync_method.name().to_string(),
             "wal_writer_delay" => format!("{}ms", self.wal_writer_delay_ms),
+            "checkpoint_timeout" => format!("{}s", self.checkpoint_timeout_ms / 1000),
             _ => return None,
         })
     }
@@ -468,6 +497,8 @@ pub fn parse_ms(v: &str) -> Option<u64> {
         "" | "ms" => Some(n),
         "s" => n.checked_mul(1000),
         "min" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        "d" => n.checked_mul(86_400_000),
         _ => None,
     }
 }

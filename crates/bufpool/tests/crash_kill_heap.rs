@@ -79,6 +79,13 @@ fn open(dir: &Path) -> Engine {
 #[ignore = "run as a child process by heap_kill_nine_loop"]
 fn heap_child_transfers_until_killed() {
     let dir = std::env::var("BUFPOOL_HEAP_KILL_DIR").expect("run by heap_kill_nine_loop only");
+    // A failing client thread must fail the test, not leave the others running until
+    // the kill: abort the whole child on any panic.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        std::process::abort();
+    }));
     let e = open(dir.as_ref());
     let heap = if e
         .pool()
@@ -185,7 +192,14 @@ fn heap_kill_nine_loop() {
                 seen += 1;
             }
         }
-        child.wait().unwrap();
+        let status = child.wait().unwrap();
+        // The child must have died of our SIGKILL, not of a panic of its own (a panicking
+        // client thread aborts the child: see its panic hook).
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL),
+            "round {round}: child ended by itself: {status:?}"
+        );
         total += seen;
         // Verify: sequences cover every ack; balances are exactly the committed transfers.
         let e = open(dir.path());

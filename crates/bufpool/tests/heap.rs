@@ -615,8 +615,8 @@ fn interleaved_transactions_match_a_model_through_pruning() {
         type Pending = (BTreeMap<u64, Option<Vec<u8>>>, BTreeMap<u64, Tid>);
         let mut writers: BTreeMap<u32, Pending> = BTreeMap::new();
         // Open readers: (xid, snapshot, what it must see).
-        let mut readers: Vec<(u32, bufpool::txn::Snapshot, BTreeMap<u64, (Tid, Vec<u8>)>)> =
-            Vec::new();
+        type Model = BTreeMap<u64, (Tid, Vec<u8>)>;
+        let mut readers: Vec<(u32, bufpool::txn::Snapshot, Model)> = Vec::new();
         let mut next_id = 0u64;
         let mut version = 0u64;
         let check = |heap: &Heap<'_>,
@@ -759,7 +759,7 @@ fn interleaved_transactions_match_a_model_through_pruning() {
         }
         let fresh = e.txns().snapshot(INVALID_XID);
         check(&heap, &fresh, &committed, "fresh");
-        drop(heap);
+        let _ = heap;
         drop(e);
         let e = Engine::open(Arc::new(vfs) as Arc<dyn Vfs>, Path::new("/db"), &c, true).unwrap();
         let heap = Heap::open(&e, REL);

@@ -1,2 +1,8 @@
 //! Indexes on the buffer pool: a B-link tree (Lehman and Yao's B+tree with right links and
-//! high keys) on 64-bit integer keys. See `btree.rs` for its invariants and locks.
+//! high keys) on 64-bit integer keys. See `btree.rs` for its invariants and locks and
+//! `btree_page.rs` for the page layout.
+
+pub mod btree;
+pub mod btree_page;
+
+pub use btree::{BTree, BTreeStats};

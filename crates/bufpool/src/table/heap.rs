@@ -648,7 +648,10 @@ impl<'e> Heap<'e> {
                 if prev_xmax != INVALID_XID && !redirected && h.xmin != prev_xmax {
                     return Ok(None); // a deleted row's slot, freed by VACUUM and reused
                 }
+                // From here `tid` names this very version (a redirect resolved), so a
+                // re-read after a wait below must find the same xmin there.
                 tid.slot = slot;
+                prev_xmax = h.xmin;
                 // Who holds the row?
                 let holder = xmax_of(&h);
                 let follow = if holder != INVALID_XID && holder != xid {

@@ -1,9 +1,11 @@
 //! Tables on the buffer pool: heap pages, heap relations with MVCC, row locks, pruning and
 //! VACUUM, and each heap's free-space map. Indexes live in [`crate::index`].
 
+pub mod catalog;
 pub mod fsm;
 pub mod heap;
 pub mod heap_page;
 
+pub use catalog::{Catalog, CatalogError, Column, ColumnType, IndexDef, Schema, TableDef};
 pub use heap::{changed_ranges, Heap, Tid, VacuumReport};
 pub use heap_page::{HeapPage, HeapPageMut, ItemId, TupleHeader};
