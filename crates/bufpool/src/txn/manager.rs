@@ -190,18 +190,30 @@ impl TxnManager {
             return Ok(XidStatus::Aborted);
         }
         let s = self.clog.get(xid)?;
-        if s == XidStatus::InProgress {
-            let st = self.state.lock();
-            if !st.active.contains(&xid) {
-                // Not running and never decided: its transaction died with a crash.
-                return Ok(if xid < st.next_xid {
-                    XidStatus::Aborted
-                } else {
-                    XidStatus::InProgress
-                });
-            }
+        if s != XidStatus::InProgress {
+            return Ok(s);
         }
-        Ok(s)
+        let next_xid = {
+            let st = self.state.lock();
+            if st.active.contains(&xid) {
+                return Ok(XidStatus::InProgress);
+            }
+            st.next_xid
+        };
+        // Not running. Either it ended after the commit-log read above (`end` records the
+        // outcome before leaving the running set, under the lock just taken, so a second
+        // read sees it), or it never decided: its transaction died with a crash. Reading
+        // once and then checking the running set would call a transaction that committed
+        // in between aborted, and hand its row locks to others.
+        let s = self.clog.get(xid)?;
+        if s != XidStatus::InProgress {
+            return Ok(s);
+        }
+        Ok(if xid < next_xid {
+            XidStatus::Aborted
+        } else {
+            XidStatus::InProgress
+        })
     }
 
     /// Whether a tuple version created by `xmin` and deleted (or replaced) by `xmax`
