@@ -3,7 +3,10 @@
 //! With no subcommand it runs `bufpool experiment pool` and prints its table (the
 //! project's `cargo run --release` job until the TPC-B benchmark exists).
 
+mod commands;
 mod experiments;
+mod report;
+mod tpcb;
 
 use std::path::PathBuf;
 
@@ -27,6 +30,106 @@ struct Cli {
 enum Command {
     /// Runs one experiment and prints its figures (median, min, max over repetitions).
     Experiment(ExperimentArgs),
+    /// Creates a pgbench database (like `pgbench -i`): four tables, primary keys, a checkpoint.
+    Init(InitArgs),
+    /// Runs pgbench's client loop against a database made by `init`.
+    Bench(BenchCli),
+    /// Verifies a database: TPC-B balances, every page's checksum, keys against heaps.
+    Check(DirArgs),
+    /// Prints every knob with its value, default, unit, source and description.
+    Config(DirArgs),
+    /// Turns saved runs (`bench --out FILE`) into ./bufpool-report/index.html with charts.
+    Report(ReportArgs),
+}
+
+fn parse_set(s: &str) -> Result<(String, String), String> {
+    commands::parse_set(s)
+}
+
+#[derive(Debug, clap::Args)]
+struct DirArgs {
+    /// Data directory.
+    #[arg(short = 'D', long = "pgdata", default_value = "bufpool-data")]
+    dir: PathBuf,
+    /// Overrides a knob for this run (repeatable), e.g. --set shared_buffers=64MB.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    sets: Vec<(String, String)>,
+}
+
+#[derive(Debug, clap::Args)]
+struct InitArgs {
+    /// Scale factor: 100,000 accounts, 10 tellers and 1 branch per unit.
+    #[arg(short = 's', long = "scale", default_value_t = 1)]
+    scale: u32,
+    /// Fill factor of the tables, percent (10 to 100).
+    #[arg(short = 'F', long = "fillfactor", default_value_t = 100)]
+    fillfactor: u8,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+#[derive(Debug, clap::Args)]
+struct BenchCli {
+    /// Number of clients (concurrent sessions, one thread each).
+    #[arg(short = 'c', long = "client", default_value_t = 1)]
+    clients: u32,
+    /// Number of threads: clients are grouped for the per-thread log files.
+    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
+    threads: u32,
+    /// Duration in seconds.
+    #[arg(short = 'T', long = "time")]
+    time: Option<u64>,
+    /// Transactions per client (default 10 when -T is not given).
+    #[arg(short = 't', long = "transactions")]
+    transactions: Option<u64>,
+    /// Target rate, transactions per second (Poisson schedule; latency from schedule).
+    #[arg(short = 'R', long = "rate")]
+    rate: Option<f64>,
+    /// Latency limit in ms: count later ones; with -R, skip those that start too late.
+    #[arg(short = 'L', long = "latency-limit")]
+    latency_limit: Option<f64>,
+    /// Progress report every N seconds.
+    #[arg(short = 'P', long = "progress")]
+    progress: Option<u32>,
+    /// Write pgbench's aggregate log (one file per thread).
+    #[arg(short = 'l', long = "log")]
+    log: bool,
+    /// Seconds per aggregate-log line.
+    #[arg(long = "aggregate-interval")]
+    aggregate_interval: Option<u32>,
+    /// Log file name prefix.
+    #[arg(long = "log-prefix", default_value = "pgbench_log")]
+    log_prefix: String,
+    /// Built-in script.
+    #[arg(short = 'b', long = "builtin", value_enum, default_value = "tpcb-like")]
+    builtin: tpcb::run::Mode,
+    /// Random seed (a number; default: fixed).
+    #[arg(long = "random-seed", default_value_t = 0x5eed)]
+    seed: u64,
+    /// Machine-readable summary on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Legend label in reports.
+    #[arg(long)]
+    label: Option<String>,
+    /// Saves the whole run (per-second series included) for `bufpool report`.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Rolls back this fraction of transactions after their work (testing aid).
+    #[arg(long, default_value_t = 0.0, hide = true)]
+    abort_fraction: f64,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    /// Run files written by `bench --out`.
+    #[arg(required = true)]
+    runs: Vec<PathBuf>,
+    /// Output directory.
+    #[arg(short = 'o', long = "output", default_value = "bufpool-report")]
+    out: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -36,6 +139,9 @@ enum ExperimentName {
     Pool,
     /// Commit rates (group commit) against raw fdatasync, WAL insert scaling, redo speed.
     Wal,
+    /// B+tree lookups against std BTreeMap, their 2-thread scaling, and a heap scan with
+    /// visibility checks against summing a Vec.
+    Table,
 }
 
 #[derive(Debug, clap::Args)]
@@ -59,18 +165,6 @@ struct ExperimentArgs {
     pool_size: String,
 }
 
-impl ExperimentArgs {
-    fn defaults(name: ExperimentName) -> Self {
-        Self {
-            name,
-            json: false,
-            repeats: 3,
-            dir: None,
-            pool_size: "1GB".into(),
-        }
-    }
-}
-
 fn default_scratch_parent() -> PathBuf {
     let local = PathBuf::from("bufpool-data").join("experiments");
     if std::fs::create_dir_all(&local).is_ok() {
@@ -91,6 +185,18 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 command,
             };
             experiments::pool::run(&opts).context("experiment pool")?
+        }
+        ExperimentName::Table => {
+            let debug = cfg!(debug_assertions);
+            let opts = experiments::table::TableExpOptions {
+                repeats: args.repeats as usize,
+                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
+                command,
+                keys: if debug { 50_000 } else { 1_000_000 },
+                lookups: if debug { 100_000 } else { 2_000_000 },
+                pool_size: args.pool_size.clone(),
+            };
+            experiments::table::run(&opts).context("experiment table")?
         }
         ExperimentName::Wal => {
             let debug = cfg!(debug_assertions);
@@ -121,13 +227,52 @@ fn main() -> Result<()> {
             *first = name.to_string_lossy().into_owned();
         }
     }
-    match cli.command {
+    let r = match cli.command {
         Some(Command::Experiment(args)) => run_experiment(args, command),
+        Some(Command::Init(a)) => commands::init(&a.dir.dir, a.scale, a.fillfactor, &a.dir.sets),
+        Some(Command::Bench(b)) => commands::bench(&commands::BenchArgs {
+            dir: b.dir.dir,
+            clients: b.clients,
+            threads: b.threads,
+            time: b.time,
+            transactions: b.transactions,
+            rate: b.rate,
+            latency_limit: b.latency_limit,
+            progress: b.progress,
+            log: b.log,
+            aggregate_interval: b.aggregate_interval,
+            log_prefix: b.log_prefix,
+            mode: b.builtin,
+            seed: b.seed,
+            sets: b.dir.sets,
+            json: b.json,
+            label: b.label,
+            out: b.out,
+            abort_fraction: b.abort_fraction,
+        }),
+        Some(Command::Check(d)) => match commands::check(&d.dir, &d.sets) {
+            Ok(true) => Ok(()),
+            Ok(false) => std::process::exit(1),
+            Err(e) => Err(e),
+        },
+        Some(Command::Config(d)) => commands::config(&d.dir, &d.sets),
+        Some(Command::Report(r)) => commands::report_cmd(&r.runs, &r.out),
         None => {
-            command.extend(["experiment".to_string(), "pool".to_string()]);
-            run_experiment(ExperimentArgs::defaults(ExperimentName::Pool), command)
+            let secs = std::env::var("BUFPOOL_MAIN_SECONDS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(60);
+            commands::main_job(secs)
         }
+    };
+    if let Err(e) = r {
+        if let Some(k) = e.downcast_ref::<commands::KnobError>() {
+            eprintln!("bufpool: {k}");
+            std::process::exit(2);
+        }
+        return Err(e);
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -145,7 +290,7 @@ mod tests {
             Some(Command::Experiment(a)) => {
                 assert!(a.json && a.repeats == 5 && a.pool_size == "1GB")
             }
-            None => panic!("subcommand lost"),
+            _ => panic!("subcommand lost"),
         }
         assert!(Cli::try_parse_from(["bufpool", "experiment", "pool", "--repeats", "2"]).is_err());
         assert!(Cli::try_parse_from(["bufpool"]).unwrap().command.is_none());

@@ -328,6 +328,18 @@ impl Config {
         Ok(())
     }
 
+    /// What `name` accepts, as its error message states it (None for an unknown knob).
+    pub fn allowed(name: &str) -> Option<String> {
+        if !KNOBS.iter().any(|k| k.0 == name) {
+            return None;
+        }
+        // No knob accepts this value, so `set` answers with the knob's allowed range.
+        Config::default()
+            .set(name, "\u{1}not a value")
+            .err()
+            .map(|e| e.allowed)
+    }
+
     /// The current value of a knob in text form (as `set` accepts it).
     pub fn get(&self, name: &str) -> Option<String> {
         Some(match name {

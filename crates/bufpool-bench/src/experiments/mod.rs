@@ -7,6 +7,7 @@
 
 pub mod mutex_pool;
 pub mod pool;
+pub mod table;
 pub mod wal;
 
 use std::collections::BTreeMap;

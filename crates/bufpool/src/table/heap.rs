@@ -629,8 +629,55 @@ impl<'e> Heap<'e> {
     fn modify(
         &self,
         xid: Xid,
+        tid: Tid,
+        f: Option<impl FnMut(&[u8]) -> Vec<u8>>,
+    ) -> Result<Option<Tid>, EngineError> {
+        let mut span = Span::default();
+        let r = self.modify_walk(xid, tid, f, &mut span)?;
+        if r.is_some() {
+            self.compress(&span)?;
+        }
+        Ok(r)
+    }
+
+    /// Shortens a row's chain after `modify` walked it across several pages through
+    /// versions dead to everyone: the first such cross-page link is pointed straight at
+    /// the last one's target, so the next walk from the row's root skips the dead middle
+    /// (a hot row that moved page after page under contention otherwise costs one page
+    /// visit per move, forever). Safe because no snapshot can see the skipped versions,
+    /// and the link keeps the xmin check: its xmax becomes the last link's, which is the
+    /// target's xmin. Takes one page lock, none held.
+    fn compress(&self, span: &Span) -> Result<(), EngineError> {
+        let (Some((src, x1, t1)), Some((xn, tn))) = (span.start, span.end) else {
+            return Ok(());
+        };
+        let buf = self.engine.pool().read(self.tag(src.block))?;
+        let mut g = buf.write();
+        let Some((mut h, _)) = HeapPage(&g).tuple(src.slot) else {
+            return Ok(());
+        };
+        let unchanged = h.xmax == x1
+            && h.infomask & UPDATED != 0
+            && h.infomask & XMAX_INVALID == 0
+            && h.ctid_block == t1.block
+            && h.ctid_slot == t1.slot;
+        if !unchanged {
+            return Ok(());
+        }
+        h.xmax = xn;
+        h.ctid_block = tn.block;
+        h.ctid_slot = tn.slot;
+        h.infomask |= XMAX_COMMITTED;
+        self.change_logged(FROZEN_XID, &mut g, |p| p.set_header(src.slot, &h))?;
+        Ok(())
+    }
+
+    fn modify_walk(
+        &self,
+        xid: Xid,
         mut tid: Tid,
         mut f: Option<impl FnMut(&[u8]) -> Vec<u8>>,
+        span: &mut Span,
     ) -> Result<Option<Tid>, EngineError> {
         let pool = self.engine.pool();
         let txns = self.engine.txns();
@@ -677,10 +724,24 @@ impl<'e> Heap<'e> {
                 if follow {
                     prev_xmax = holder;
                     let same_page = h.ctid_block == tid.block;
-                    tid = Tid {
+                    let target = Tid {
                         block: h.ctid_block,
                         slot: h.ctid_slot,
                     };
+                    // Track a stretch of versions dead to all between cross-page links.
+                    if !same_page || span.start.is_some() {
+                        let horizon = *span.horizon.get_or_insert_with(|| txns.oldest_xmin());
+                        let dead = self.dead_to_all(slot, &h, horizon, &mut Hints::new())?;
+                        if !dead {
+                            span.broken |= span.start.is_some();
+                        } else if !same_page && !span.broken {
+                            match span.start {
+                                None => span.start = Some((tid, h.xmax, target)),
+                                Some(_) => span.end = Some((h.xmax, target)),
+                            }
+                        }
+                    }
+                    tid = target;
                     if same_page {
                         continue;
                     }
@@ -801,6 +862,18 @@ impl<'e> Heap<'e> {
             slot,
         })
     }
+}
+
+/// A stretch of a row's chain that `modify` walked through versions dead to all.
+#[derive(Default)]
+struct Span {
+    /// The first dead version whose ctid leaves its page: its tid, xmax and target.
+    start: Option<(Tid, Xid, Tid)>,
+    /// The last cross-page link of the stretch: its xmax and target.
+    end: Option<(Xid, Tid)>,
+    /// A version that is not dead to all came after `start`: stop extending.
+    broken: bool,
+    horizon: Option<Xid>,
 }
 
 /// What VACUUM did.

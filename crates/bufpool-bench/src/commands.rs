@@ -1,0 +1,527 @@
+//! The pgbench-like commands: `init`, `bench`, `check`, `config`, `report`, and the main
+//! job (`cargo run --release` with no arguments).
+//!
+//! Owns: the data directory's configuration file (`bufpool.conf`, TOML, one string per
+//! knob, written by `init`), the precedence default < file < `--set`, the one-line knob
+//! errors (exit status 2, nothing written), and the pgbench-style output.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use bufpool::config::KNOBS;
+use bufpool::{Config, ConfigError, Engine, RealVfs, Vfs};
+
+use crate::report;
+use crate::tpcb::run::{BenchOptions, Mode, RunOutcome};
+use crate::tpcb::{self, Db};
+
+pub const CONFIG_FILE: &str = "bufpool.conf";
+
+/// A knob error: printed as one line, exit status 2.
+#[derive(Debug)]
+pub struct KnobError(pub String);
+
+impl std::fmt::Display for KnobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for KnobError {}
+
+fn knob_error(e: ConfigError) -> anyhow::Error {
+    KnobError(e.to_string()).into()
+}
+
+/// Where each knob's value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    File,
+    CommandLine,
+}
+
+impl Source {
+    fn name(self) -> &'static str {
+        match self {
+            Source::Default => "default",
+            Source::File => "configuration file",
+            Source::CommandLine => "command line",
+        }
+    }
+}
+
+/// Parses `name=value`.
+pub fn parse_set(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected name=value, got {s:?}"))?;
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+/// The configuration in effect: defaults, then `<dir>/bufpool.conf`, then `sets`.
+pub fn load_config(
+    dir: &Path,
+    sets: &[(String, String)],
+) -> Result<(Config, BTreeMap<String, Source>)> {
+    let mut c = Config::default();
+    let mut sources: BTreeMap<String, Source> = KNOBS
+        .iter()
+        .map(|k| (k.0.to_string(), Source::Default))
+        .collect();
+    let path = dir.join(CONFIG_FILE);
+    if path.exists() {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let table: toml::Table = text
+            .parse()
+            .with_context(|| format!("parsing {}", path.display()))?;
+        for (k, v) in table {
+            let v = match v {
+                toml::Value::String(s) => s,
+                other => other.to_string(),
+            };
+            c.set(&k, &v)
+                .map_err(|e| KnobError(format!("{} (in {})", e, path.display())))?;
+            sources.insert(k, Source::File);
+        }
+    }
+    for (k, v) in sets {
+        c.set(k, v).map_err(knob_error)?;
+        sources.insert(k.clone(), Source::CommandLine);
+    }
+    c.validate().map_err(knob_error)?;
+    Ok((c, sources))
+}
+
+/// Every knob's value in effect.
+pub fn knob_values(c: &Config) -> BTreeMap<String, String> {
+    KNOBS
+        .iter()
+        .map(|k| (k.0.to_string(), c.get(k.0).unwrap_or_default()))
+        .collect()
+}
+
+fn write_config_file(dir: &Path, c: &Config) -> Result<()> {
+    let mut t = toml::Table::new();
+    for (k, v) in knob_values(c) {
+        t.insert(k, toml::Value::String(v));
+    }
+    let text = format!(
+        "# bufpool configuration (PostgreSQL's names and units); `bufpool config` lists every knob.\n{}",
+        toml::to_string(&t)?
+    );
+    let path = dir.join(CONFIG_FILE);
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+fn open_engine(dir: &Path, c: &Config, create: bool) -> Result<Engine> {
+    Engine::open_with_progress(Arc::new(RealVfs::new()), dir, c, create, &mut |p| {
+        eprintln!("recovery: {p:?}")
+    })
+    .with_context(|| format!("opening {}", dir.display()))
+}
+
+/// `bufpool config`: every knob with its value, default, unit, source and description,
+/// and under it the values it allows (like pg_settings' min_val, max_val, enumvals).
+pub fn config(dir: &Path, sets: &[(String, String)]) -> Result<()> {
+    let (c, sources) = load_config(dir, sets)?;
+    let d = Config::default();
+    println!(
+        "{:<26} {:<14} {:<14} {:<18} {:<20} description",
+        "name", "setting", "default", "unit", "source"
+    );
+    for (name, unit, desc) in KNOBS {
+        println!(
+            "{:<26} {:<14} {:<14} {:<18} {:<20} {}",
+            name,
+            c.get(name).unwrap_or_default(),
+            d.get(name).unwrap_or_default(),
+            unit,
+            sources[*name].name(),
+            desc
+        );
+        println!(
+            "{:<26} allowed: {}",
+            "",
+            Config::allowed(name).unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// `bufpool init`.
+pub fn init(dir: &Path, scale: u32, fillfactor: u8, sets: &[(String, String)]) -> Result<()> {
+    if !(10..=100).contains(&fillfactor) {
+        return Err(KnobError(format!(
+            "invalid value for fillfactor: {fillfactor} (allowed: 10 to 100)"
+        ))
+        .into());
+    }
+    if scale == 0 {
+        return Err(KnobError("invalid value for scale: 0 (allowed: 1 or more)".into()).into());
+    }
+    // Knobs first (defaults and --set; a new database starts a new file): a bad one
+    // writes nothing.
+    let mut c = Config::default();
+    for (k, v) in sets {
+        c.set(k, v).map_err(knob_error)?;
+    }
+    c.validate().map_err(knob_error)?;
+    if dir.join("bufpool.meta").exists() {
+        eprintln!("dropping old tables...");
+        std::fs::remove_dir_all(dir)
+            .with_context(|| format!("removing the old database in {}", dir.display()))?;
+    } else if dir.exists() && std::fs::read_dir(dir)?.next().is_some() {
+        bail!(
+            "{} exists, is not empty and is not a bufpool data directory: refusing to touch it",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    write_config_file(dir, &c)?;
+    let engine = open_engine(dir, &c, true)?;
+    eprintln!("creating tables...");
+    eprintln!("generating data (client-side)...");
+    let vfs = RealVfs::new();
+    let start = std::time::Instant::now();
+    let mut last = 0u64;
+    let report = tpcb::init(&engine, &vfs, dir, scale, fillfactor, &mut |done, total| {
+        if done == total || done >= last + 100_000 || done == 0 {
+            let el = start.elapsed().as_secs_f64();
+            let rem = if done > 0 {
+                el * (total - done) as f64 / done as f64
+            } else {
+                0.0
+            };
+            eprintln!(
+                "{done} of {total} tuples ({}%) done (elapsed {el:.2} s, remaining {rem:.2} s)",
+                done * 100 / total.max(1)
+            );
+            last = done;
+        }
+    })?;
+    eprintln!("creating primary keys...");
+    engine.shutdown()?;
+    eprintln!(
+        "done in {:.2} s (load {:.2} s, primary keys {:.2} s, checkpoint {:.2} s): scale {}, {} accounts.",
+        report.total_s, report.load_s, report.index_s, report.checkpoint_s, report.scale, report.accounts
+    );
+    Ok(())
+}
+
+/// `bufpool bench` flags.
+#[derive(Debug, Clone)]
+pub struct BenchArgs {
+    pub dir: PathBuf,
+    pub clients: u32,
+    pub threads: u32,
+    pub time: Option<u64>,
+    pub transactions: Option<u64>,
+    pub rate: Option<f64>,
+    pub latency_limit: Option<f64>,
+    pub progress: Option<u32>,
+    pub log: bool,
+    pub aggregate_interval: Option<u32>,
+    pub log_prefix: String,
+    pub mode: Mode,
+    pub seed: u64,
+    pub sets: Vec<(String, String)>,
+    pub json: bool,
+    pub label: Option<String>,
+    pub out: Option<PathBuf>,
+    pub abort_fraction: f64,
+}
+
+fn install_ctrl_c() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    // A second handler install (main job after init) fails harmlessly.
+    let _ = ctrlc::set_handler(move || {
+        if s.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("stopping: finishing the transactions in flight (Ctrl-C again to quit now)");
+    });
+    stop
+}
+
+fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
+    if a.clients == 0 || a.threads == 0 || a.clients % a.threads != 0 {
+        return Err(KnobError(format!(
+            "invalid number of clients/threads: -c {} -j {} (both at least 1, clients a multiple of threads)",
+            a.clients, a.threads
+        ))
+        .into());
+    }
+    if a.time.is_some() && a.transactions.is_some() {
+        return Err(
+            KnobError("specify either -T (seconds) or -t (transactions), not both".into()).into(),
+        );
+    }
+    if a.aggregate_interval.is_some() && !a.log {
+        return Err(KnobError("--aggregate-interval needs -l".into()).into());
+    }
+    let (c, _) = load_config(&a.dir, &a.sets)?;
+    let vfs = RealVfs::new();
+    tpcb::require_initialized(&vfs, &a.dir)?;
+    let engine = open_engine(&a.dir, &c, false)?;
+    let db = Db::open(&engine, &vfs as &dyn Vfs, &a.dir)?;
+    // As pgbench does before each run: vacuum the small, hot tables, so that space their
+    // rows left behind in earlier runs is reused. (pgbench also truncates the history;
+    // we keep it, so that `check` can match it against the balances.)
+    eprint!("starting vacuum...");
+    db.branches.vacuum(false)?;
+    db.tellers.vacuum(false)?;
+    eprintln!("end.");
+    let duration = match (a.time, a.transactions) {
+        (Some(t), _) => Some(Duration::from_secs(t)),
+        (None, Some(_)) => None,
+        (None, None) => None,
+    };
+    let transactions = if a.time.is_none() && a.transactions.is_none() {
+        Some(10) // pgbench's default: 10 transactions per client
+    } else {
+        a.transactions
+    };
+    let sync = c.get("synchronous_commit").unwrap_or_default();
+    let opts = BenchOptions {
+        clients: a.clients,
+        threads: a.threads,
+        duration,
+        transactions,
+        rate: a.rate,
+        latency_limit_ms: a.latency_limit,
+        progress_s: a.progress,
+        aggregate_interval: if a.log {
+            Some(a.aggregate_interval.unwrap_or(1))
+        } else {
+            None
+        },
+        log_prefix: a.log_prefix.clone(),
+        log_dir: std::env::current_dir()?,
+        mode: a.mode,
+        seed: a.seed,
+        checkpoint_timeout: Duration::from_millis(c.checkpoint_timeout_ms),
+        label: a.label.clone().unwrap_or_else(|| {
+            format!(
+                "c{} {}",
+                a.clients,
+                if sync == "on" { "sync" } else { "async" }
+            )
+        }),
+        stop,
+        config: knob_values(&c),
+        abort_fraction: a.abort_fraction,
+    };
+    let out = tpcb::run::run(&db, &opts)?;
+    drop(db);
+    engine.shutdown()?;
+    Ok(out)
+}
+
+fn print_summary(a: &BenchArgs, o: &RunOutcome) {
+    let r = &o.result;
+    let ttype = match a.mode {
+        Mode::TpcbLike => "<builtin: TPC-B (sort of)>",
+        Mode::SimpleUpdate => "<builtin: simple update>",
+        Mode::SelectOnly => "<builtin: select only>",
+    };
+    println!("transaction type: {ttype}");
+    println!("scaling factor: {}", r.scale);
+    println!("query mode: embedded");
+    println!("number of clients: {}", r.clients);
+    println!("number of threads: {}", r.threads);
+    println!("maximum number of tries: 1");
+    match (a.time, a.transactions) {
+        (Some(t), _) => println!("duration: {t} s"),
+        _ => println!(
+            "number of transactions per client: {}",
+            a.transactions.unwrap_or(10)
+        ),
+    }
+    println!(
+        "number of transactions actually processed: {}",
+        r.transactions
+    );
+    let all = (r.transactions + r.failed).max(1);
+    println!(
+        "number of failed transactions: {} ({:.3}%)",
+        r.failed,
+        100.0 * r.failed as f64 / all as f64
+    );
+    if a.rate.is_some() && a.latency_limit.is_some() {
+        println!(
+            "number of transactions skipped: {} ({:.3}%)",
+            o.skipped,
+            100.0 * o.skipped as f64 / (all + o.skipped) as f64
+        );
+    }
+    if let Some(l) = a.latency_limit {
+        println!(
+            "number of transactions above the {l:.1} ms latency limit: {}/{} ({:.3}%)",
+            o.late,
+            r.transactions,
+            100.0 * o.late as f64 / r.transactions.max(1) as f64
+        );
+    }
+    println!("latency average = {:.3} ms", r.latency_ms.avg);
+    println!("latency stddev = {:.3} ms", r.latency_ms.stddev);
+    if a.rate.is_some() {
+        println!(
+            "rate limit schedule lag: avg {:.3} (max {:.3}) ms",
+            o.lag_avg_ms, o.lag_max_ms
+        );
+    }
+    println!(
+        "latency percentiles: p50 = {:.3} ms, p95 = {:.3} ms, p99 = {:.3} ms, max = {:.3} ms",
+        r.latency_ms.p50, r.latency_ms.p95, r.latency_ms.p99, r.latency_ms.max
+    );
+    println!("initial connection time = 0.000 ms");
+    println!("tps = {:.6} (without initial connection time)", r.tps);
+}
+
+/// `bufpool bench`.
+pub fn bench(a: &BenchArgs) -> Result<()> {
+    let stop = install_ctrl_c();
+    let o = run_bench(a, stop)?;
+    if let Some(path) = &a.out {
+        std::fs::write(path, serde_json::to_string_pretty(&o.result)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary_json(&o))?);
+    } else {
+        print_summary(a, &o);
+    }
+    Ok(())
+}
+
+/// The `--json` summary: the fields (tps, latency_ms, per_interval, buffers,
+/// checkpoints, config) and a few more.
+pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
+    let r = &o.result;
+    serde_json::json!({
+        "label": r.label,
+        "mode": r.mode,
+        "scale": r.scale,
+        "clients": r.clients,
+        "threads": r.threads,
+        "duration_s": r.duration_s,
+        "transactions": r.transactions,
+        "failed": r.failed,
+        "skipped": o.skipped,
+        "late": o.late,
+        "tps": r.tps,
+        "latency_ms": r.latency_ms,
+        "per_interval": r.per_interval,
+        "buffers": r.buffers,
+        "checkpoints": r.checkpoints,
+        "config": r.config,
+    })
+}
+
+/// `bufpool check`: exit status 1 with a list of problems if anything is wrong.
+pub fn check(dir: &Path, sets: &[(String, String)]) -> Result<bool> {
+    let (c, _) = load_config(dir, sets)?;
+    let vfs = RealVfs::new();
+    tpcb::require_initialized(&vfs, dir)?;
+    let engine = open_engine(dir, &c, false)?;
+    let db = Db::open(&engine, &vfs as &dyn Vfs, dir)?;
+    let r = tpcb::check(&db, &vfs, dir)?;
+    drop(db);
+    engine.shutdown()?;
+    println!(
+        "check: scale {}, sum(abalance) = {}, sum(bbalance) = {}, sum(tbalance) = {}, sum(history.delta) = {} over {} rows, {} pages verified",
+        r.scale, r.sum_abalance, r.sum_bbalance, r.sum_tbalance, r.sum_delta, r.history_rows, r.pages_verified
+    );
+    if r.problems.is_empty() {
+        println!("check: OK");
+        Ok(true)
+    } else {
+        for p in &r.problems {
+            println!("problem: {p}");
+        }
+        println!("check: {} problem(s)", r.problems.len());
+        Ok(false)
+    }
+}
+
+/// `bufpool report RUN.json...`.
+pub fn report_cmd(runs: &[PathBuf], out: &Path) -> Result<()> {
+    let loaded: Vec<_> = runs
+        .iter()
+        .map(|p| report::load_run(p))
+        .collect::<Result<_>>()?;
+    let files = report::write_report(&loaded, out)?;
+    println!("report: {}", files.index.display());
+    Ok(())
+}
+
+/// The main job: init scale 10 in ./bufpool-data if absent, bench 4 clients for 60 s
+/// with a 64 MiB pool, write the report, run the check, print where everything is.
+pub fn main_job(seconds: u64) -> Result<()> {
+    let dir = PathBuf::from("bufpool-data");
+    // A 64 MiB pool under a ~150 MiB database, and checkpoints every 30 s (PostgreSQL's
+    // minimum) so that a one-minute run shows them.
+    let sets = vec![
+        ("shared_buffers".to_string(), "64MB".to_string()),
+        ("checkpoint_timeout".to_string(), "30s".to_string()),
+    ];
+    let vfs = RealVfs::new();
+    if !(dir.join("bufpool.meta").exists() && tpcb::is_initialized(&vfs, &dir)?) {
+        eprintln!(
+            "main job: initializing a scale-10 TPC-B database in {}",
+            dir.display()
+        );
+        init(&dir, 10, 100, &sets)?;
+    } else {
+        eprintln!("main job: using the database in {}", dir.display());
+    }
+    let args = BenchArgs {
+        dir: dir.clone(),
+        clients: 4,
+        threads: 1,
+        time: Some(seconds),
+        transactions: None,
+        rate: None,
+        latency_limit: None,
+        progress: Some(5),
+        log: false,
+        aggregate_interval: None,
+        log_prefix: "pgbench_log".into(),
+        mode: Mode::TpcbLike,
+        seed: 0x5eed,
+        sets: sets.clone(),
+        json: false,
+        label: None,
+        out: None,
+        abort_fraction: 0.0,
+    };
+    eprintln!(
+        "main job: pgbench -c 4 -T {seconds} (Ctrl-C stops early and keeps what was measured)"
+    );
+    let stop = install_ctrl_c();
+    let o = run_bench(&args, stop)?;
+    let out_dir = PathBuf::from("bufpool-report");
+    std::fs::create_dir_all(&out_dir)?;
+    let run_path = out_dir.join("run.json");
+    std::fs::write(&run_path, serde_json::to_string_pretty(&o.result)?)
+        .with_context(|| format!("writing {}", run_path.display()))?;
+    let files = report::write_report(std::slice::from_ref(&o.result), &out_dir)?;
+    eprintln!("main job: checking the database");
+    let ok = check(&dir, &sets)?;
+    println!();
+    print_summary(&args, &o);
+    println!();
+    println!("report: {}", files.index.display());
+    println!("run data: {}", run_path.display());
+    if !ok {
+        bail!("the consistency check found problems (listed above)");
+    }
+    Ok(())
+}

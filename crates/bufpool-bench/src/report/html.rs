@@ -1,0 +1,323 @@
+//! index.html: one self-contained page (inline CSS, no scripts, no fonts, no network) that
+//! shows the charts as images next to it, a summary table and the knobs of every run.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use super::charts::{run_colour, Chart};
+use super::model::RunResult;
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// 1234567 → "1,234,567".
+fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn fixed(v: f64, decimals: usize) -> String {
+    if v.is_finite() {
+        format!("{v:.decimals$}")
+    } else {
+        "–".to_string()
+    }
+}
+
+fn ms(v: f64) -> String {
+    fixed(v, 3)
+}
+
+fn hex(i: usize) -> String {
+    let c = run_colour(i);
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+const STYLE: &str = "\
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;\
+margin:0 auto;padding:1.5em 2em 3em;max-width:1040px;color:#222;background:#fff;line-height:1.45}\
+h1{margin:.2em 0 .4em;font-size:1.7em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}\
+ul.runs{list-style:none;padding:0}ul.runs li{margin:.25em 0}\
+.swatch{display:inline-block;width:1.6em;height:.8em;border-radius:2px;margin-right:.5em;vertical-align:middle}\
+.muted{color:#666}nav a{margin-right:1.2em}\
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em}\
+th,td{border:1px solid #d8d8d8;padding:.28em .7em;text-align:right;vertical-align:top}\
+th:first-child,td:first-child{text-align:left}thead th{background:#f3f3f3}\
+tr.group th{background:#fafafa;text-align:left;font-weight:600;color:#444}\
+tr.differs td,tr.differs th{background:#fff6dd;font-weight:600}\
+td.knob{font-family:ui-monospace,'DejaVu Sans Mono',monospace}\
+figure{margin:1.6em 0;padding:0}\
+figure img{max-width:100%;height:auto;border:1px solid #e4e4e4;display:block}\
+figcaption{margin-top:.4em;color:#333;max-width:60em}\
+footer{margin-top:3em;color:#888;font-size:.85em}";
+
+type Row = (&'static str, fn(&RunResult) -> String);
+
+/// The summary table's row groups.
+fn summary_rows() -> Vec<(&'static str, Vec<Row>)> {
+    vec![
+        (
+            "Run",
+            vec![
+                ("mode", |r| escape(&r.mode)),
+                ("started at", |r| escape(&r.started_at)),
+                ("scale", |r| group(u64::from(r.scale))),
+                ("clients", |r| group(u64::from(r.clients))),
+                ("threads", |r| group(u64::from(r.threads))),
+                ("duration (s)", |r| fixed(r.duration_s, 1)),
+            ],
+        ),
+        (
+            "Throughput",
+            vec![
+                ("TPS", |r| fixed(r.tps, 1)),
+                ("transactions", |r| group(r.transactions)),
+                ("failed", |r| group(r.failed)),
+            ],
+        ),
+        (
+            "Transaction latency (ms)",
+            vec![
+                ("average", |r| ms(r.latency_ms.avg)),
+                ("stddev", |r| ms(r.latency_ms.stddev)),
+                ("p50", |r| ms(r.latency_ms.p50)),
+                ("p95", |r| ms(r.latency_ms.p95)),
+                ("p99", |r| ms(r.latency_ms.p99)),
+                ("max", |r| ms(r.latency_ms.max)),
+            ],
+        ),
+        (
+            "Per-second intervals",
+            vec![
+                ("min TPS", |r| fixed(r.per_interval.tps_min, 1)),
+                ("5th percentile TPS", |r| fixed(r.per_interval.tps_p5, 1)),
+                ("median TPS", |r| fixed(r.per_interval.tps_p50, 1)),
+                ("p99 of max latency (ms)", |r| {
+                    ms(r.per_interval.max_latency_p99)
+                }),
+            ],
+        ),
+        (
+            "Buffers",
+            vec![
+                ("hits", |r| group(r.buffers.hits)),
+                ("reads", |r| group(r.buffers.reads)),
+                ("hit ratio", |r| {
+                    let total = r.buffers.hits as f64 + r.buffers.reads as f64;
+                    if total > 0.0 {
+                        format!("{:.2} %", 100.0 * r.buffers.hits as f64 / total)
+                    } else {
+                        "–".to_string()
+                    }
+                }),
+                ("written by backends", |r| {
+                    group(r.buffers.written_by_backend)
+                }),
+                ("written by bgwriter", |r| {
+                    group(r.buffers.written_by_bgwriter)
+                }),
+                ("written by checkpointer", |r| {
+                    group(r.buffers.written_by_checkpointer)
+                }),
+                ("allocated", |r| group(r.buffers.allocated)),
+            ],
+        ),
+        (
+            "Checkpoints",
+            vec![
+                ("count", |r| group(r.checkpoints.len() as u64)),
+                ("buffers written", |r| {
+                    group(r.checkpoints.iter().map(|c| c.buffers_written).sum())
+                }),
+                ("mean duration (s)", |r| {
+                    if r.checkpoints.is_empty() {
+                        "–".to_string()
+                    } else {
+                        let total: f64 = r.checkpoints.iter().map(|c| c.end_s - c.start_s).sum();
+                        fixed(total / r.checkpoints.len() as f64, 1)
+                    }
+                }),
+            ],
+        ),
+    ]
+}
+
+fn header_row(out: &mut String, first: &str, runs: &[RunResult]) {
+    let _ = write!(out, "<thead><tr><th>{}</th>", escape(first));
+    for (i, r) in runs.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<th><span class=\"swatch\" style=\"background:{}\"></span>{}</th>",
+            hex(i),
+            escape(&r.label)
+        );
+    }
+    out.push_str("</tr></thead>\n");
+}
+
+/// The whole page. Chart images are referenced by file name, relative to index.html.
+pub fn render_index(runs: &[RunResult], charts: &[Chart]) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    let labels: Vec<String> = runs.iter().map(|r| escape(&r.label)).collect();
+    let title = format!("bufpool benchmark report: {}", labels.join(", "));
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{title}</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>{STYLE}</style>\n\
+         </head>\n<body>\n<h1>bufpool benchmark report</h1>\n"
+    );
+
+    out.push_str("<ul class=\"runs\">\n");
+    for (i, r) in runs.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<li><span class=\"swatch\" style=\"background:{}\"></span><strong>{}</strong> \
+             <span class=\"muted\">{}, scale {}, {} clients, {} threads, {} s, {} TPS, started {}</span></li>",
+            hex(i),
+            labels[i],
+            escape(&r.mode),
+            r.scale,
+            r.clients,
+            r.threads,
+            fixed(r.duration_s, 0),
+            fixed(r.tps, 1),
+            escape(&r.started_at)
+        );
+    }
+    out.push_str("</ul>\n<nav><a href=\"#summary\">Summary</a><a href=\"#charts\">Charts</a><a href=\"#config\">Configuration</a></nav>\n");
+
+    out.push_str("<h2 id=\"summary\">Summary</h2>\n<table class=\"summary\">\n");
+    header_row(&mut out, "", runs);
+    out.push_str("<tbody>\n");
+    for (group_name, rows) in summary_rows() {
+        let _ = writeln!(
+            out,
+            "<tr class=\"group\"><th colspan=\"{}\">{}</th></tr>",
+            runs.len() + 1,
+            escape(group_name)
+        );
+        for (name, cell) in rows {
+            let _ = write!(out, "<tr><td>{}</td>", escape(name));
+            for r in runs {
+                let _ = write!(out, "<td>{}</td>", cell(r));
+            }
+            out.push_str("</tr>\n");
+        }
+    }
+    out.push_str("</tbody>\n</table>\n");
+
+    out.push_str("<h2 id=\"charts\">Charts</h2>\n");
+    if runs.len() > 1 {
+        out.push_str(
+            "<p class=\"muted\">Runs are overlaid, one colour per run as in the list above.</p>\n",
+        );
+    }
+    for c in charts {
+        let _ = writeln!(
+            out,
+            "<figure id=\"{id}\">\n<img src=\"{src}\" alt=\"{alt}\">\n\
+             <figcaption><strong>{title}.</strong> {caption}</figcaption>\n</figure>",
+            id = escape(c.file_name.trim_end_matches(".svg")),
+            src = escape(c.file_name),
+            alt = escape(&c.alt),
+            title = escape(&c.title),
+            caption = escape(c.caption)
+        );
+    }
+
+    out.push_str("<h2 id=\"config\">Configuration</h2>\n");
+    let keys: BTreeSet<&String> = runs.iter().flat_map(|r| r.config.keys()).collect();
+    if keys.is_empty() {
+        out.push_str("<p class=\"muted\">No knobs recorded.</p>\n");
+    } else {
+        if runs.len() > 1 {
+            out.push_str(
+                "<p class=\"muted\">Highlighted rows differ between runs; – means not set.</p>\n",
+            );
+        }
+        out.push_str("<table class=\"config\">\n");
+        header_row(&mut out, "knob", runs);
+        out.push_str("<tbody>\n");
+        for key in keys {
+            let values: Vec<Option<&String>> = runs.iter().map(|r| r.config.get(key)).collect();
+            let differs = values.windows(2).any(|w| w[0] != w[1]);
+            let _ = write!(
+                out,
+                "<tr{}><td class=\"knob\">{}</td>",
+                if differs { " class=\"differs\"" } else { "" },
+                escape(key)
+            );
+            for v in values {
+                let _ = write!(
+                    out,
+                    "<td>{}</td>",
+                    v.map_or_else(|| "–".to_string(), |v| escape(v))
+                );
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody>\n</table>\n");
+    }
+    let _ = write!(
+        out,
+        "<footer>Generated by <code>bufpool report</code> from {} run{}.</footer>\n</body>\n</html>\n",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" }
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_groups() {
+        assert_eq!(
+            escape(r#"<a href="x">&'"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn config_rows_that_differ_are_marked() {
+        let a = RunResult::example("a", 1);
+        let b = RunResult::example("b", 2);
+        let html = render_index(&[a, b], &[]);
+        let row = html
+            .lines()
+            .find(|l| l.contains(">synchronous_commit<"))
+            .expect("knob row");
+        assert!(row.contains("class=\"differs\""), "{row}");
+        let same = html
+            .lines()
+            .find(|l| l.contains(">shared_buffers<"))
+            .expect("knob row");
+        assert!(!same.contains("differs"), "{same}");
+    }
+}

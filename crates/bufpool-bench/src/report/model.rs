@@ -1,0 +1,243 @@
+//! The result of one benchmark run, as the benchmark writes it (JSON) and the report reads it.
+//!
+//! This is a contract between the code that runs the benchmark and the report: field names
+//! are the JSON keys. Times are seconds from the start of the measured run, latencies are
+//! milliseconds.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One run of the benchmark: its settings, its totals and its per-second log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Names the run in legends and table headers, e.g. "c4 sync".
+    pub label: String,
+    /// When the run started (RFC 3339 or free text).
+    pub started_at: String,
+    /// "tpcb-like" | "simple-update" | "select-only".
+    pub mode: String,
+    pub scale: u32,
+    pub clients: u32,
+    pub threads: u32,
+    pub duration_s: f64,
+    pub transactions: u64,
+    pub failed: u64,
+    pub tps: f64,
+    pub latency_ms: LatencySummary,
+    pub per_interval: PerInterval,
+    pub buffers: BufferCounts,
+    pub checkpoints: Vec<CheckpointSpan>,
+    /// Every knob in effect, by name.
+    pub config: BTreeMap<String, String>,
+    /// One entry per elapsed second.
+    pub series: Vec<Second>,
+    /// (bucket upper bound in ms, count), ascending: the transaction-latency distribution.
+    pub latency_histogram: Vec<(f64, u64)>,
+}
+
+/// Transaction latency over the whole run, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub avg: f64,
+    pub stddev: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// Figures over the per-second intervals (pgbench's `--aggregate-interval=1` log).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PerInterval {
+    pub tps_min: f64,
+    pub tps_p5: f64,
+    pub tps_p50: f64,
+    /// 99th percentile over the seconds of each second's maximum latency (ms).
+    pub max_latency_p99: f64,
+}
+
+/// Buffer pool counters over the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferCounts {
+    pub hits: u64,
+    pub reads: u64,
+    pub written_by_backend: u64,
+    pub written_by_bgwriter: u64,
+    pub written_by_checkpointer: u64,
+    pub allocated: u64,
+}
+
+/// A checkpoint that ran during the measured interval (seconds from the start).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointSpan {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub buffers_written: u64,
+}
+
+/// One elapsed second of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Second {
+    /// Second index from 0.
+    pub t: u32,
+    pub transactions: u64,
+    pub tps: f64,
+    pub lat_avg_ms: f64,
+    pub lat_max_ms: f64,
+    pub lat_stddev_ms: f64,
+    pub written_backend: u64,
+    pub written_bgwriter: u64,
+    pub written_checkpointer: u64,
+}
+
+#[cfg(test)]
+impl RunResult {
+    /// A plausible 60-second tpcb-like run with two checkpoints (seconds 10..25 and 40..55)
+    /// and noisy TPS that sags while a checkpoint writes. Deterministic for a given seed.
+    pub fn example(label: &str, seed: u64) -> RunResult {
+        let mut rng = SplitMix(seed ^ 0x5eed_0000_b0f0_0001);
+        let base_tps = 900.0 + 400.0 * rng.unit();
+        let checkpoints = vec![
+            CheckpointSpan {
+                start_s: 10.0,
+                end_s: 25.0,
+                buffers_written: 12_000 + rng.below(3_000),
+            },
+            CheckpointSpan {
+                start_s: 40.0,
+                end_s: 55.0,
+                buffers_written: 11_000 + rng.below(3_000),
+            },
+        ];
+        let in_checkpoint = |t: f64| checkpoints.iter().any(|c| t >= c.start_s && t < c.end_s);
+        let mut series = Vec::with_capacity(60);
+        for t in 0..60u32 {
+            let busy = in_checkpoint(f64::from(t));
+            let sag = if busy { 0.55 + 0.3 * rng.unit() } else { 1.0 };
+            let tps = (base_tps * sag * (0.9 + 0.2 * rng.unit())).round();
+            let lat_avg_ms = 4.0 * base_tps / tps.max(1.0) * (0.9 + 0.2 * rng.unit());
+            let spike = if busy {
+                20.0 + 200.0 * rng.unit()
+            } else {
+                2.0 + 6.0 * rng.unit()
+            };
+            series.push(Second {
+                t,
+                transactions: tps as u64,
+                tps,
+                lat_avg_ms,
+                lat_max_ms: lat_avg_ms + spike,
+                lat_stddev_ms: lat_avg_ms * (0.2 + if busy { 2.0 } else { 0.3 } * rng.unit()),
+                written_backend: if busy { rng.below(40) } else { rng.below(200) },
+                written_bgwriter: 50 + rng.below(150),
+                written_checkpointer: if busy { 700 + rng.below(200) } else { 0 },
+            });
+        }
+        let transactions: u64 = series.iter().map(|s| s.transactions).sum();
+        let mut latency_histogram = Vec::new();
+        let mut bound = 0.25;
+        // Roughly log-normal around 2^(centre - 2) ms with a long tail.
+        let centre = 3.0 + 0.7 * (seed % 4) as f64 + 0.3 * rng.unit();
+        for i in 0..16 {
+            let weight = (-((f64::from(i) - centre).powi(2)) / 4.0).exp() + 0.002 * f64::from(i);
+            latency_histogram.push((bound, (weight * transactions as f64 / 3.6) as u64));
+            bound *= 2.0;
+        }
+        let counted: u64 = latency_histogram.iter().map(|b| b.1).sum();
+        let quantile = |q: f64| {
+            let mut seen = 0;
+            for &(bound, count) in &latency_histogram {
+                seen += count;
+                if seen as f64 >= q * counted as f64 {
+                    return bound;
+                }
+            }
+            bound
+        };
+        let mut tps_sorted: Vec<f64> = series.iter().map(|s| s.tps).collect();
+        tps_sorted.sort_by(f64::total_cmp);
+        let mut max_sorted: Vec<f64> = series.iter().map(|s| s.lat_max_ms).collect();
+        max_sorted.sort_by(f64::total_cmp);
+        let written = |f: fn(&Second) -> u64| series.iter().map(f).sum::<u64>();
+        let mut config = BTreeMap::new();
+        for (k, v) in [
+            ("shared_buffers", "128MB"),
+            ("bgwriter_delay", "200ms"),
+            ("bgwriter_lru_maxpages", "100"),
+            ("checkpoint_timeout", "15s"),
+            ("checkpoint_completion_target", "0.9"),
+            (
+                "synchronous_commit",
+                if seed % 2 == 0 { "on" } else { "off" },
+            ),
+            ("wal_buffers", "16MB"),
+        ] {
+            config.insert(k.to_string(), v.to_string());
+        }
+        RunResult {
+            label: label.to_string(),
+            started_at: "2026-01-02T03:04:05Z".to_string(),
+            mode: "tpcb-like".to_string(),
+            scale: 10,
+            clients: 4,
+            threads: 2,
+            duration_s: 60.0,
+            transactions,
+            failed: rng.below(3),
+            tps: transactions as f64 / 60.0,
+            latency_ms: LatencySummary {
+                avg: series
+                    .iter()
+                    .map(|s| s.lat_avg_ms * s.transactions as f64)
+                    .sum::<f64>()
+                    / transactions as f64,
+                stddev: 2.0 + 3.0 * rng.unit(),
+                p50: quantile(0.50),
+                p95: quantile(0.95),
+                p99: quantile(0.99),
+                max: max_sorted[59],
+            },
+            per_interval: PerInterval {
+                tps_min: tps_sorted[0],
+                tps_p5: tps_sorted[3],
+                tps_p50: tps_sorted[30],
+                max_latency_p99: max_sorted[59],
+            },
+            buffers: BufferCounts {
+                hits: transactions * 40,
+                reads: transactions / 3,
+                written_by_backend: written(|s| s.written_backend),
+                written_by_bgwriter: written(|s| s.written_bgwriter),
+                written_by_checkpointer: written(|s| s.written_checkpointer),
+                allocated: transactions / 3 + 100,
+            },
+            checkpoints,
+            config,
+            series,
+            latency_histogram,
+        }
+    }
+}
+
+/// splitmix64: enough randomness for synthetic test data, with no dependency.
+#[cfg(test)]
+struct SplitMix(u64);
+
+#[cfg(test)]
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}

@@ -1,0 +1,585 @@
+//! pgbench's TPC-B-like database on the embedded engine: its four tables (same columns and
+//! row widths as pgbench's), primary keys as B+trees, the initialization (`pgbench -i`),
+//! the three built-in transactions, and the consistency check.
+//!
+//! Owns: the schema and the mapping from pgbench's SQL to heap and index calls. Rows are
+//! named by the root tuple ids the primary keys store (see `bufpool::table::heap`).
+//! Invariants kept by every transaction: sum(abalance) = sum(bbalance) = sum(tbalance) =
+//! sum(history.delta); `check` verifies them, every page's checksum, and that each primary
+//! key and its heap agree.
+
+pub mod run;
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, ensure, Context, Result};
+use bufpool::index::btree::BTree;
+use bufpool::table::{Catalog, ColumnType, Heap, IndexDef, Schema, TableDef, Tid};
+use bufpool::txn::{Snapshot, Xid, INVALID_XID};
+use bufpool::{BufferTag, Engine, EngineError, ForkNumber, Vfs};
+
+/// Accounts per unit of scale (pgbench's naccounts).
+pub const ACCOUNTS_PER_SCALE: u64 = 100_000;
+/// Tellers per unit of scale (pgbench's ntellers).
+pub const TELLERS_PER_SCALE: u64 = 10;
+/// First relation number given to pgbench's tables (PostgreSQL's FirstNormalObjectId).
+const FIRST_REL: u32 = 16384;
+
+/// Column positions, as in pgbench's CREATE TABLE statements.
+pub mod col {
+    pub const AID: usize = 0;
+    pub const A_BID: usize = 1;
+    pub const ABALANCE: usize = 2;
+    pub const BID: usize = 0;
+    pub const BBALANCE: usize = 1;
+    pub const TID: usize = 0;
+    pub const T_BID: usize = 1;
+    pub const TBALANCE: usize = 2;
+    pub const H_TID: usize = 0;
+    pub const H_BID: usize = 1;
+    pub const H_AID: usize = 2;
+    pub const H_DELTA: usize = 3;
+    pub const H_MTIME: usize = 4;
+}
+
+pub fn accounts_schema() -> Schema {
+    Schema::new(&[
+        ("aid", ColumnType::Int4),
+        ("bid", ColumnType::Int4),
+        ("abalance", ColumnType::Int4),
+        ("filler", ColumnType::Char(84)),
+    ])
+}
+
+pub fn branches_schema() -> Schema {
+    Schema::new(&[
+        ("bid", ColumnType::Int4),
+        ("bbalance", ColumnType::Int4),
+        ("filler", ColumnType::Char(88)),
+    ])
+}
+
+pub fn tellers_schema() -> Schema {
+    Schema::new(&[
+        ("tid", ColumnType::Int4),
+        ("bid", ColumnType::Int4),
+        ("tbalance", ColumnType::Int4),
+        ("filler", ColumnType::Char(84)),
+    ])
+}
+
+pub fn history_schema() -> Schema {
+    Schema::new(&[
+        ("tid", ColumnType::Int4),
+        ("bid", ColumnType::Int4),
+        ("aid", ColumnType::Int4),
+        ("delta", ColumnType::Int4),
+        ("mtime", ColumnType::Int8),
+        ("filler", ColumnType::Char(22)),
+    ])
+}
+
+/// An open pgbench database.
+pub struct Db<'e> {
+    pub engine: &'e Engine,
+    pub scale: u32,
+    pub accounts: Heap<'e>,
+    pub branches: Heap<'e>,
+    pub tellers: Heap<'e>,
+    pub history: Heap<'e>,
+    pub accounts_pkey: BTree<'e>,
+    pub branches_pkey: BTree<'e>,
+    pub tellers_pkey: BTree<'e>,
+    pub sa: Schema,
+    pub sb: Schema,
+    pub st: Schema,
+    pub sh: Schema,
+}
+
+const TABLES: [&str; 4] = [
+    "pgbench_accounts",
+    "pgbench_branches",
+    "pgbench_tellers",
+    "pgbench_history",
+];
+
+fn table<'c>(c: &'c Catalog, name: &str) -> Result<&'c TableDef> {
+    c.table(name).with_context(|| {
+        format!("no table {name} in the catalog: run `bufpool init` on this data directory")
+    })
+}
+
+fn index<'c>(c: &'c Catalog, name: &str) -> Result<&'c IndexDef> {
+    c.index(name).with_context(|| {
+        format!("no index {name} in the catalog: run `bufpool init` on this data directory")
+    })
+}
+
+/// Whether `dir`'s catalog has pgbench's tables.
+pub fn is_initialized(vfs: &dyn Vfs, dir: &Path) -> Result<bool> {
+    let c = Catalog::load(vfs, dir)?;
+    Ok(TABLES.iter().all(|t| c.table(t).is_some()))
+}
+
+/// What the initialization did.
+#[derive(Debug, Clone)]
+pub struct InitReport {
+    pub scale: u32,
+    pub accounts: u64,
+    pub load_s: f64,
+    pub index_s: f64,
+    pub checkpoint_s: f64,
+    pub total_s: f64,
+}
+
+/// `pgbench -i`: creates the four tables and their primary keys in an engine whose
+/// catalog has none of them, loads `scale` units (accounts frozen, as COPY FREEZE does),
+/// builds the keys bottom-up and ends with a checkpoint. `progress(done, total)` counts
+/// account rows.
+pub fn init(
+    engine: &Engine,
+    vfs: &dyn Vfs,
+    dir: &Path,
+    scale: u32,
+    fillfactor: u8,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<InitReport> {
+    ensure!(scale >= 1, "scale must be at least 1");
+    let start = Instant::now();
+    let mut c = Catalog::load(vfs, dir)?;
+    ensure!(
+        TABLES.iter().all(|t| c.table(t).is_none()),
+        "{} already holds pgbench tables",
+        dir.display()
+    );
+    let defs = [
+        ("pgbench_accounts", accounts_schema(), fillfactor),
+        ("pgbench_branches", branches_schema(), fillfactor),
+        ("pgbench_tellers", tellers_schema(), fillfactor),
+        ("pgbench_history", history_schema(), 100),
+    ];
+    for (name, schema, ff) in defs {
+        let rel = c.next_rel(FIRST_REL);
+        c.add_table(TableDef {
+            name: name.into(),
+            rel,
+            fillfactor: ff,
+            schema,
+        })?;
+    }
+    for (t, col) in [
+        ("pgbench_accounts", "aid"),
+        ("pgbench_branches", "bid"),
+        ("pgbench_tellers", "tid"),
+    ] {
+        let rel = c.next_rel(FIRST_REL);
+        c.add_index(IndexDef {
+            name: format!("{t}_pkey"),
+            rel,
+            table: t.into(),
+            column: col.into(),
+            unique: true,
+        })?;
+    }
+    let heap = |name: &str| -> Result<Heap<'_>> {
+        let d = table(&c, name)?;
+        Ok(Heap::create(engine, d.rel)?.with_fillfactor(d.fillfactor)?)
+    };
+    let accounts = heap("pgbench_accounts")?;
+    let branches = heap("pgbench_branches")?;
+    let tellers = heap("pgbench_tellers")?;
+    let _history = heap("pgbench_history")?;
+    let x = engine.begin()?;
+    let s = scale as u64;
+    let (sa, sb, st) = (accounts_schema(), branches_schema(), tellers_schema());
+    let mut btids = Vec::new();
+    branches.bulk_load(
+        x,
+        true,
+        (1..=s).map(|bid| {
+            let mut r = sb.blank_row();
+            sb.set_int(&mut r, col::BID, bid as i64);
+            r
+        }),
+        |t| btids.push(t),
+        &mut |_| {},
+    )?;
+    let mut ttids = Vec::new();
+    tellers.bulk_load(
+        x,
+        true,
+        (1..=s * TELLERS_PER_SCALE).map(|tid| {
+            let mut r = st.blank_row();
+            st.set_int(&mut r, col::TID, tid as i64);
+            st.set_int(
+                &mut r,
+                col::T_BID,
+                ((tid - 1) / TELLERS_PER_SCALE + 1) as i64,
+            );
+            r
+        }),
+        |t| ttids.push(t),
+        &mut |_| {},
+    )?;
+    let naccounts = s * ACCOUNTS_PER_SCALE;
+    let mut atids = Vec::with_capacity(naccounts as usize);
+    progress(0, naccounts);
+    accounts.bulk_load(
+        x,
+        true,
+        (1..=naccounts).map(|aid| {
+            let mut r = sa.blank_row();
+            sa.set_int(&mut r, col::AID, aid as i64);
+            sa.set_int(
+                &mut r,
+                col::A_BID,
+                ((aid - 1) / ACCOUNTS_PER_SCALE + 1) as i64,
+            );
+            r
+        }),
+        |t| atids.push(t),
+        &mut |n| progress(n, naccounts),
+    )?;
+    let load_s = start.elapsed().as_secs_f64();
+    let t_index = Instant::now();
+    for (name, tids) in [
+        ("pgbench_accounts_pkey", &atids),
+        ("pgbench_branches_pkey", &btids),
+        ("pgbench_tellers_pkey", &ttids),
+    ] {
+        let d = index(&c, name)?;
+        BTree::bulk_build(
+            engine,
+            d.rel,
+            true,
+            tids.iter()
+                .enumerate()
+                .map(|(i, t)| (i as i64 + 1, t.to_u64())),
+            90,
+            &mut |_| {},
+        )?;
+    }
+    let index_s = t_index.elapsed().as_secs_f64();
+    engine.commit_transaction(x)?;
+    c.save(vfs, dir)?;
+    let t_ck = Instant::now();
+    engine.checkpoint()?;
+    Ok(InitReport {
+        scale,
+        accounts: naccounts,
+        load_s,
+        index_s,
+        checkpoint_s: t_ck.elapsed().as_secs_f64(),
+        total_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+impl<'e> Db<'e> {
+    /// Opens the pgbench tables of an initialized engine.
+    pub fn open(engine: &'e Engine, vfs: &dyn Vfs, dir: &Path) -> Result<Db<'e>> {
+        let c = Catalog::load(vfs, dir)?;
+        let heap = |name: &str| -> Result<Heap<'e>> {
+            let d = table(&c, name)?;
+            Ok(Heap::open(engine, d.rel).with_fillfactor(d.fillfactor)?)
+        };
+        let tree = |name: &str| -> Result<BTree<'e>> {
+            let d = index(&c, name)?;
+            BTree::open(engine, d.rel).with_context(|| format!("opening index {name}"))
+        };
+        let branches_pkey = tree("pgbench_branches_pkey")?;
+        let mut scale = 0u32;
+        branches_pkey.range(i64::MIN, i64::MAX, |_, _| {
+            scale += 1;
+            true
+        })?;
+        ensure!(
+            scale > 0,
+            "pgbench_branches is empty: run `bufpool init` again"
+        );
+        Ok(Db {
+            engine,
+            scale,
+            accounts: heap("pgbench_accounts")?,
+            branches: heap("pgbench_branches")?,
+            tellers: heap("pgbench_tellers")?,
+            history: heap("pgbench_history")?,
+            accounts_pkey: tree("pgbench_accounts_pkey")?,
+            branches_pkey,
+            tellers_pkey: tree("pgbench_tellers_pkey")?,
+            sa: accounts_schema(),
+            sb: branches_schema(),
+            st: tellers_schema(),
+            sh: history_schema(),
+        })
+    }
+
+    fn root(tree: &BTree<'_>, key: i64, what: &str) -> Result<Tid, EngineError> {
+        match tree.get(key)? {
+            Some(v) => Ok(Tid::from_u64(v)),
+            None => Err(EngineError::IndexCorrupt {
+                index: what.into(),
+                reason: format!("key {key} missing"),
+            }),
+        }
+    }
+
+    /// `UPDATE <table> SET <col> = <col> + delta WHERE <key> = key`.
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &self,
+        x: Xid,
+        heap: &Heap<'_>,
+        tree: &BTree<'_>,
+        schema: &Schema,
+        column: usize,
+        key: i64,
+        delta: i64,
+    ) -> Result<(), EngineError> {
+        let root = Self::root(tree, key, "primary key")?;
+        let done = heap.update(x, root, |d| {
+            let mut r = d.to_vec();
+            let v = schema.get_int(d, column);
+            schema.set_int(&mut r, column, v + delta);
+            r
+        })?;
+        if done.is_none() {
+            return Err(EngineError::IndexCorrupt {
+                index: "primary key".into(),
+                reason: format!("row {key} vanished"),
+            });
+        }
+        Ok(())
+    }
+
+    /// `SELECT abalance FROM pgbench_accounts WHERE aid = aid` for `snap`.
+    pub fn abalance(&self, snap: &Snapshot, aid: i64) -> Result<Option<i64>, EngineError> {
+        let root = Self::root(&self.accounts_pkey, aid, "pgbench_accounts_pkey")?;
+        self.accounts
+            .fetch_with(snap, root, |_, d| self.sa.get_int(d, col::ABALANCE))
+    }
+
+    /// The TPC-B-like transaction (pgbench's built-in script), or simple-update (no
+    /// tellers or branches) with `full = false`, in transaction `x`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn tpcb(
+        &self,
+        x: Xid,
+        full: bool,
+        aid: i64,
+        bid: i64,
+        tid: i64,
+        delta: i64,
+        mtime: i64,
+    ) -> Result<(), EngineError> {
+        self.add(
+            x,
+            &self.accounts,
+            &self.accounts_pkey,
+            &self.sa,
+            col::ABALANCE,
+            aid,
+            delta,
+        )?;
+        let snap = self.engine.txns().snapshot(x);
+        self.abalance(&snap, aid)?;
+        if full {
+            self.add(
+                x,
+                &self.tellers,
+                &self.tellers_pkey,
+                &self.st,
+                col::TBALANCE,
+                tid,
+                delta,
+            )?;
+            self.add(
+                x,
+                &self.branches,
+                &self.branches_pkey,
+                &self.sb,
+                col::BBALANCE,
+                bid,
+                delta,
+            )?;
+        }
+        let mut h = self.sh.blank_row();
+        self.sh.set_int(&mut h, col::H_TID, tid);
+        self.sh.set_int(&mut h, col::H_BID, bid);
+        self.sh.set_int(&mut h, col::H_AID, aid);
+        self.sh.set_int(&mut h, col::H_DELTA, delta);
+        self.sh.set_int(&mut h, col::H_MTIME, mtime);
+        self.history.insert(x, &h)?;
+        Ok(())
+    }
+}
+
+/// What `check` found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct CheckReport {
+    pub scale: u32,
+    pub sum_abalance: i64,
+    pub sum_bbalance: i64,
+    pub sum_tbalance: i64,
+    pub sum_delta: i64,
+    pub history_rows: u64,
+    pub pages_verified: u64,
+    pub problems: Vec<String>,
+}
+
+/// `bufpool check`: the TPC-B invariants, every page's checksum (read from disk, not the
+/// pool), and that each primary key and its heap agree both ways.
+pub fn check(db: &Db<'_>, vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> {
+    let e = db.engine;
+    let snap = e.txns().snapshot(INVALID_XID);
+    let mut r = CheckReport {
+        scale: db.scale,
+        ..CheckReport::default()
+    };
+    // Sums, and each key's rows as the heap sees them.
+    let sum =
+        |heap: &Heap<'_>, s: &Schema, key: usize, val: usize| -> Result<(i64, Vec<(i64, Tid)>)> {
+            let mut total = 0i64;
+            let mut keys = Vec::new();
+            heap.scan(&snap, |tid, d| {
+                total += s.get_int(d, val);
+                keys.push((s.get_int(d, key), tid));
+            })?;
+            Ok((total, keys))
+        };
+    let (sa, akeys) = sum(&db.accounts, &db.sa, col::AID, col::ABALANCE)?;
+    let (sb, bkeys) = sum(&db.branches, &db.sb, col::BID, col::BBALANCE)?;
+    let (st, tkeys) = sum(&db.tellers, &db.st, col::TID, col::TBALANCE)?;
+    let (sh, hrows) = sum(&db.history, &db.sh, col::H_TID, col::H_DELTA)?;
+    r.sum_abalance = sa;
+    r.sum_bbalance = sb;
+    r.sum_tbalance = st;
+    r.sum_delta = sh;
+    r.history_rows = hrows.len() as u64;
+    if !(sa == sb && sb == st && st == sh) {
+        r.problems.push(format!(
+            "balances disagree: sum(abalance) = {sa}, sum(bbalance) = {sb}, sum(tbalance) = {st}, sum(history.delta) = {sh}"
+        ));
+    }
+    let s = db.scale as i64;
+    for (name, keys, tree, want) in [
+        (
+            "pgbench_accounts",
+            &akeys,
+            &db.accounts_pkey,
+            s * ACCOUNTS_PER_SCALE as i64,
+        ),
+        ("pgbench_branches", &bkeys, &db.branches_pkey, s),
+        (
+            "pgbench_tellers",
+            &tkeys,
+            &db.tellers_pkey,
+            s * TELLERS_PER_SCALE as i64,
+        ),
+    ] {
+        if keys.len() as i64 != want {
+            r.problems.push(format!(
+                "{name}: {} visible rows, expected {want}",
+                keys.len()
+            ));
+        }
+        if let Err(err) = tree.check() {
+            r.problems.push(format!("{name}_pkey: {err}"));
+        }
+        // Heap to index: each visible row is found under its key, at a tuple id that
+        // leads to the same version.
+        for &(key, _) in keys.iter() {
+            match tree.get(key)? {
+                None => r
+                    .problems
+                    .push(format!("{name}: row {key} is not in {name}_pkey")),
+                Some(v) => {
+                    let got = db
+                        .heap_of(name)
+                        .fetch_with(&snap, Tid::from_u64(v), |_, d| d.to_vec())?;
+                    let ok = got
+                        .as_deref()
+                        .is_some_and(|d| db.schema_of(name).get_int(d, 0) == key);
+                    if !ok {
+                        r.problems.push(format!(
+                            "{name}_pkey: key {key} leads to {:?}, not to its row",
+                            Tid::from_u64(v)
+                        ));
+                    }
+                }
+            }
+            if r.problems.len() > 100 {
+                break;
+            }
+        }
+        // Index to heap: as many entries as rows, keys 1..=want.
+        let mut n = 0i64;
+        let mut expect = 1i64;
+        let mut order_ok = true;
+        tree.range(i64::MIN, i64::MAX, |k, _| {
+            n += 1;
+            order_ok &= k == expect;
+            expect += 1;
+            true
+        })?;
+        if n != want || !order_ok {
+            r.problems.push(format!(
+                "{name}_pkey: {n} entries{}, expected keys 1..={want}",
+                if order_ok { "" } else { " out of sequence" }
+            ));
+        }
+    }
+    // Every page on disk: checksum and identity (after a checkpoint, so the files are
+    // current).
+    e.checkpoint()?;
+    let c = Catalog::load(vfs, dir)?;
+    let rels = c
+        .tables
+        .iter()
+        .map(|t| (t.name.clone(), t.rel))
+        .chain(c.indexes.iter().map(|i| (i.name.clone(), i.rel)));
+    let smgr = e.pool().smgr();
+    let mut page = vec![0u8; e.pool().page_size()];
+    for (name, rel) in rels {
+        let n = smgr.nblocks(rel, ForkNumber::Main)?;
+        for block in 0..n {
+            let tag = BufferTag::new(rel, ForkNumber::Main, block);
+            smgr.read(&tag, &mut page, bufpool::IoContext::Normal)?;
+            if let Err(p) = bufpool::page::verify(&page, &tag) {
+                r.problems.push(format!("{name} block {block}: {p}"));
+            }
+            r.pages_verified += 1;
+        }
+    }
+    Ok(r)
+}
+
+impl Db<'_> {
+    fn heap_of(&self, name: &str) -> &Heap<'_> {
+        match name {
+            "pgbench_branches" => &self.branches,
+            "pgbench_tellers" => &self.tellers,
+            _ => &self.accounts,
+        }
+    }
+
+    fn schema_of(&self, name: &str) -> &Schema {
+        match name {
+            "pgbench_branches" => &self.sb,
+            "pgbench_tellers" => &self.st,
+            _ => &self.sa,
+        }
+    }
+}
+
+/// Refuses a data directory without pgbench tables with a clear message.
+pub fn require_initialized(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    if !is_initialized(vfs, dir)? {
+        bail!(
+            "{} holds no pgbench database: run `bufpool init -D {}` first",
+            dir.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}

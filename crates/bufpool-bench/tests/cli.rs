@@ -1,0 +1,403 @@
+//! The pgbench-like commands end to end, through the real binary: `init`, `bench` (with
+//! its `--json` summary and pgbench's aggregate log), `check` (after concurrent runs, an
+//! abort storm, and a SIGKILL mid-run followed by recovery), `report`, and the one-line
+//! errors for bad flags and knobs (exit status 2).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn bufpool(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bufpool"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run bufpool")
+}
+
+fn ok(cwd: &Path, args: &[&str]) -> String {
+    let o = bufpool(cwd, args);
+    assert!(
+        o.status.success(),
+        "bufpool {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn init(cwd: &Path) {
+    ok(
+        cwd,
+        &[
+            "init",
+            "-s",
+            "1",
+            "-D",
+            "db",
+            "--set",
+            "shared_buffers=16MB",
+        ],
+    );
+}
+
+fn check_passes(cwd: &Path) -> String {
+    let out = ok(cwd, &["check", "-D", "db"]);
+    assert!(out.contains("check: OK"), "{out}");
+    out
+}
+
+#[test]
+fn init_bench_json_aggregate_log_check_and_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    let out = ok(
+        cwd,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-T",
+            "2",
+            "--json",
+            "-l",
+            "--aggregate-interval",
+            "1",
+            "--log-prefix",
+            "agg",
+            "--out",
+            "run.json",
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // Every field the issue names.
+    for f in [
+        "tps",
+        "latency_ms",
+        "per_interval",
+        "buffers",
+        "checkpoints",
+        "config",
+    ] {
+        assert!(j.get(f).is_some(), "--json lacks {f}: {j}");
+    }
+    for f in ["avg", "p50", "p95", "p99", "max"] {
+        assert!(j["latency_ms"][f].is_number(), "latency_ms.{f}");
+    }
+    for f in ["tps_min", "tps_p5", "tps_p50", "max_latency_p99"] {
+        assert!(j["per_interval"][f].is_number(), "per_interval.{f}");
+    }
+    for f in [
+        "hits",
+        "reads",
+        "written_by_backend",
+        "written_by_bgwriter",
+        "written_by_checkpointer",
+        "allocated",
+    ] {
+        assert!(j["buffers"][f].is_u64(), "buffers.{f}");
+    }
+    assert!(j["checkpoints"].is_array());
+    assert_eq!(j["config"]["shared_buffers"], "16MB", "knobs in effect");
+    let n = j["transactions"].as_u64().unwrap();
+    assert!(n > 0 && j["tps"].as_f64().unwrap() > 0.0);
+
+    // pgbench's aggregate log: one file per thread (agg.<pid>, agg.<pid>.1), 15 fields a
+    // line, integers, latencies in microseconds; the counts add up to the summary's.
+    let mut logs: Vec<_> = std::fs::read_dir(cwd)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("agg."))
+        .collect();
+    logs.sort();
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    assert!(
+        logs[1].ends_with(".1") && logs[1].starts_with(&logs[0]),
+        "{logs:?}"
+    );
+    let mut total = 0u64;
+    for name in &logs {
+        let text = std::fs::read_to_string(cwd.join(name)).unwrap();
+        let mut prev_start = 0u64;
+        for line in text.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            assert_eq!(f.len(), 15, "15 fields: {line:?}");
+            let v: Vec<u64> = f.iter().map(|x| x.parse::<u64>().expect(line)).collect();
+            let (start, count, sum, sum2, min, max) = (v[0], v[1], v[2], v[3], v[4], v[5]);
+            assert!(
+                start > 1_700_000_000 && start >= prev_start,
+                "interval_start {start}"
+            );
+            prev_start = start;
+            if count > 0 {
+                assert!(
+                    min <= max && min * count <= sum && sum <= max * count,
+                    "{line}"
+                );
+                assert!(sum2 >= sum * sum / count / 2, "{line}");
+            }
+            assert_eq!(
+                &v[11..14],
+                &[0, 0, 0],
+                "retried, retries, serialization failures"
+            );
+            total += count;
+        }
+    }
+    assert_eq!(total, n, "log lines add up to the summary");
+
+    check_passes(cwd);
+    let out = ok(cwd, &["report", "run.json", "-o", "rep"]);
+    assert!(out.contains("index.html"));
+    let html = std::fs::read_to_string(cwd.join("rep/index.html")).unwrap();
+    assert!(html.contains("tps.svg"));
+}
+
+#[test]
+fn text_summary_reads_like_pgbench() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    let out = ok(
+        cwd,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "2",
+            "-t",
+            "50",
+            "-b",
+            "simple-update",
+            "-L",
+            "50",
+        ],
+    );
+    for l in [
+        "transaction type: <builtin: simple update>",
+        "scaling factor: 1",
+        "number of clients: 2",
+        "number of transactions per client: 50",
+        "number of transactions actually processed: 100",
+        "number of failed transactions: 0 (0.000%)",
+        "latency average = ",
+        "latency stddev = ",
+        "above the 50.0 ms latency limit",
+        "tps = ",
+    ] {
+        assert!(out.contains(l), "missing {l:?} in:\n{out}");
+    }
+    // select-only with a target rate: throttled, lag reported.
+    let out = ok(
+        cwd,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "2",
+            "-T",
+            "1",
+            "-R",
+            "200",
+            "-b",
+            "select-only",
+        ],
+    );
+    assert!(out.contains("rate limit schedule lag"), "{out}");
+    let tps: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("tps = "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(tps < 400.0, "throttled to about 200 tps, got {tps}");
+    // No check here: simple-update leaves tellers and branches alone, so the TPC-B
+    // balance invariant does not hold after it (as with pgbench).
+}
+
+#[test]
+fn abort_storm_leaves_the_database_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    let out = ok(
+        cwd,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "4",
+            "-T",
+            "2",
+            "--abort-fraction",
+            "0.5",
+            "--json",
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(j["failed"].as_u64().unwrap() > 0, "aborts happened: {j}");
+    assert!(j["transactions"].as_u64().unwrap() > 0);
+    let out = check_passes(cwd);
+    // The history table holds only committed transactions.
+    let rows: u64 = out
+        .split(" over ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(rows, j["transactions"].as_u64().unwrap(), "{out}");
+}
+
+#[test]
+fn kill_nine_mid_run_then_recovery_and_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    for round in 0..3 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bufpool"))
+            .args(["bench", "-D", "db", "-c", "4", "-T", "60", "-P", "1"])
+            .current_dir(cwd)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait for the first progress line: transactions are committing.
+        let err = BufReader::new(child.stderr.take().unwrap());
+        for line in err.lines() {
+            if line.unwrap().starts_with("progress:") {
+                break;
+            }
+        }
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "round {round}: {status:?}"
+        );
+        check_passes(cwd);
+    }
+}
+
+#[test]
+fn check_reports_a_damaged_page_and_exits_nonzero() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    // Flip a byte in the middle of pgbench_accounts' first segment.
+    let seg = cwd.join("db/base/0/16384");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = bytes.len() / 2 + 100;
+    bytes[at] ^= 0xFF;
+    std::fs::write(&seg, &bytes).unwrap();
+    let o = bufpool(cwd, &["check", "-D", "db"]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{out}");
+    assert!(out.contains("checksum") && out.contains("16384"), "{out}");
+}
+
+#[test]
+fn bad_flags_and_knobs_are_one_line_errors_with_status_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    for (args, needle) in [
+        (
+            vec!["init", "-D", "db", "--set", "shared_buffers=1"],
+            "shared_buffers",
+        ),
+        (vec!["init", "-D", "db", "-F", "5"], "fillfactor"),
+        (
+            vec!["init", "-D", "db", "--set", "no_such_knob=1"],
+            "no_such_knob",
+        ),
+        (
+            vec!["init", "-D", "db", "--set", "checkpoint_timeout=5s"],
+            "checkpoint_timeout",
+        ),
+        (
+            vec!["bench", "-D", "db", "-c", "3", "-j", "2"],
+            "multiple of threads",
+        ),
+        (vec!["bench", "-D", "db", "-T", "1", "-t", "5"], "either -T"),
+    ] {
+        let o = bufpool(cwd, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!cwd.join("db").exists(), "{args:?} wrote nothing");
+    }
+    // clap's own errors for malformed flags also exit with 2.
+    let o = bufpool(cwd, &["bench", "-c", "many"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn ctrl_c_stops_the_bench_cleanly_and_keeps_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bufpool"))
+        .args([
+            "bench", "-D", "db", "-c", "2", "-T", "600", "-P", "1", "--out", "run.json",
+        ])
+        .current_dir(cwd)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = BufReader::new(child.stderr.take().unwrap());
+    for line in err.lines() {
+        if line.unwrap().starts_with("progress:") {
+            break;
+        }
+    }
+    // SAFETY: sending SIGINT to our own child process, whose pid we hold.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("tps = "), "summary printed: {text}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join("run.json")).unwrap()).unwrap();
+    assert!(run["transactions"].as_u64().unwrap() > 0);
+    assert!(run["duration_s"].as_f64().unwrap() < 600.0);
+    check_passes(cwd);
+}
+
+#[test]
+fn config_lists_every_knob_with_default_source_and_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    let out = ok(
+        cwd,
+        &["config", "-D", "db", "--set", "synchronous_commit=off"],
+    );
+    for knob in [
+        "shared_buffers",
+        "synchronous_commit",
+        "full_page_writes",
+        "checkpoint_timeout",
+    ] {
+        assert!(out.contains(knob), "{knob} in:\n{out}");
+    }
+    let line = |k: &str| out.lines().find(|l| l.starts_with(k)).unwrap().to_string();
+    assert!(line("synchronous_commit").contains("command line"));
+    assert!(
+        line("shared_buffers").contains("16MB")
+            && line("shared_buffers").contains("configuration file")
+    );
+    assert!(out.contains("allowed: 30s to 1d"), "{out}");
+}
