@@ -71,33 +71,8 @@ fn render(meta: &Meta) -> String {
 }
 
 pub(super) fn write_meta(vfs: &dyn Vfs, dir: &Path, meta: &Meta) -> SmgrResult<()> {
-    let path = dir.join(META_FILE);
-    let tmp = dir.join(format!("{META_FILE}.tmp"));
-    let text = render(meta);
-    let f = vfs
-        .open(&tmp, OpenOptions::create())
-        .map_err(file_err("creating", &tmp))?;
-    f.set_len(0).map_err(file_err("truncating", &tmp))?;
-    let n = f
-        .write_at(text.as_bytes(), 0)
-        .map_err(file_err("writing", &tmp))?;
-    if n != text.len() {
-        return Err(SmgrError::Directory {
-            dir: dir.to_path_buf(),
-            problem: format!(
-                "short write of {} ({n} of {} bytes)",
-                tmp.display(),
-                text.len()
-            ),
-        });
-    }
-    f.sync_all().map_err(file_err("fsync of", &tmp))?;
-    drop(f);
-    vfs.rename(&tmp, &path)
-        .map_err(file_err("renaming", &tmp))?;
-    vfs.sync_dir(dir)
-        .map_err(file_err("fsync of directory", dir))?;
-    Ok(())
+    crate::vfs::write_atomic(vfs, &dir.join(META_FILE), render(meta).as_bytes())
+        .map_err(|e| file_err(e.op, &e.path)(e.source))
 }
 
 pub(super) fn read_meta(vfs: &dyn Vfs, dir: &Path) -> SmgrResult<Meta> {

@@ -385,37 +385,13 @@ impl Catalog {
 
     /// Writes `<dir>/bufpool.catalog` atomically.
     pub fn save(&self, vfs: &dyn Vfs, dir: &Path) -> Result<(), CatalogError> {
-        let path = dir.join(CATALOG_FILE);
-        let tmp = path.with_extension("tmp");
-        let io = |op: &'static str, p: &Path| {
-            let p = p.to_path_buf();
-            move |source| CatalogError::Io {
-                op,
-                path: p,
-                source,
-            }
-        };
-        let text = self.render();
-        let f = vfs
-            .open(&tmp, OpenOptions::create())
-            .map_err(io("creating", &tmp))?;
-        f.set_len(0).map_err(io("truncating", &tmp))?;
-        let n = f
-            .write_at(text.as_bytes(), 0)
-            .map_err(io("writing", &tmp))?;
-        if n != text.len() {
-            return Err(CatalogError::Io {
-                op: "writing",
-                path: tmp,
-                source: std::io::Error::new(std::io::ErrorKind::WriteZero, "short write"),
-            });
-        }
-        f.sync_all().map_err(io("fsync of", &tmp))?;
-        drop(f);
-        vfs.rename(&tmp, &path).map_err(io("renaming", &tmp))?;
-        vfs.sync_dir(dir)
-            .map_err(io("fsync of directory of", &path))?;
-        Ok(())
+        crate::vfs::write_atomic(vfs, &dir.join(CATALOG_FILE), self.render().as_bytes()).map_err(
+            |e| CatalogError::Io {
+                op: e.op,
+                path: e.path,
+                source: e.source,
+            },
+        )
     }
 }
 

@@ -21,7 +21,7 @@ pub use sim::{CrashChoice, CrashReport, SimVfs};
 
 use std::fmt;
 use std::io::{self, IoSlice, IoSliceMut};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// How to open a file.
@@ -112,4 +112,82 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
 /// Total length of a set of buffers.
 pub(crate) fn iov_len(bufs: &[IoSlice<'_>]) -> usize {
     bufs.iter().map(|b| b.len()).sum()
+}
+
+/// A failed step of [`write_atomic`]: what was being done, to which file, and why.
+#[derive(Debug)]
+pub struct AtomicWriteError {
+    pub op: &'static str,
+    pub path: PathBuf,
+    pub source: io::Error,
+}
+
+/// Replaces the file at `path` with `bytes` so that after a crash it holds the old or the
+/// new contents, never a mix: writes `<name>.tmp` beside it, fsyncs it, renames it over
+/// `path`, fsyncs the directory. (The temporary name keeps the whole file name, so two
+/// files of one directory never share a temporary file.)
+pub fn write_atomic(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".tmp");
+    let tmp = path.with_file_name(tmp_name);
+    let err = |op: &'static str, p: &Path| {
+        let path = p.to_path_buf();
+        move |source| AtomicWriteError { op, path, source }
+    };
+    let f = vfs
+        .open(&tmp, OpenOptions::create())
+        .map_err(err("creating", &tmp))?;
+    f.set_len(0).map_err(err("truncating", &tmp))?;
+    let n = f.write_at(bytes, 0).map_err(err("writing", &tmp))?;
+    if n != bytes.len() {
+        return Err(AtomicWriteError {
+            op: "writing",
+            path: tmp,
+            source: io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("short write: {n} of {} bytes", bytes.len()),
+            ),
+        });
+    }
+    f.sync_all().map_err(err("fsync of", &tmp))?;
+    drop(f);
+    vfs.rename(&tmp, path).map_err(err("renaming", &tmp))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    vfs.sync_dir(dir)
+        .map_err(err("fsync of directory of", path))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_atomic_replaces_whole_files_through_their_own_temporaries() {
+        let vfs = MemVfs::new();
+        let dir = Path::new("/d");
+        vfs.create_dir_all(dir).unwrap();
+        // Two files whose names differ only after the first dot (bufpool.control and
+        // bufpool.catalog once shared "bufpool.tmp").
+        write_atomic(&vfs, &dir.join("a.one"), b"first").unwrap();
+        write_atomic(&vfs, &dir.join("a.two"), b"second").unwrap();
+        write_atomic(&vfs, &dir.join("a.one"), b"1").unwrap();
+        let read = |name: &str| {
+            let f = vfs.open(&dir.join(name), OpenOptions::read_only()).unwrap();
+            let mut b = vec![0u8; f.len().unwrap() as usize];
+            f.read_at(&mut b, 0).unwrap();
+            b
+        };
+        assert_eq!(
+            read("a.one"),
+            b"1",
+            "shorter contents replace longer ones whole"
+        );
+        assert_eq!(read("a.two"), b"second");
+        assert!(!vfs.exists(&dir.join("a.one.tmp")).unwrap());
+        // An error names the step and the file.
+        let e = write_atomic(&vfs, Path::new("/missing/x"), b"z").unwrap_err();
+        assert_eq!(e.op, "creating");
+        assert_eq!(e.path, Path::new("/missing/x.tmp"));
+    }
 }

@@ -55,38 +55,11 @@ fn render(c: &Control) -> String {
 }
 
 pub fn write(vfs: &dyn Vfs, path: &Path, c: &Control) -> Result<(), ControlError> {
-    let io = |op: &'static str, p: &Path| {
-        let p = p.to_path_buf();
-        move |source| ControlError::Io {
-            op,
-            path: p,
-            source,
-        }
-    };
-    let tmp = path.with_extension("tmp");
-    let text = render(c);
-    let f = vfs
-        .open(&tmp, OpenOptions::create())
-        .map_err(io("creating", &tmp))?;
-    f.set_len(0).map_err(io("truncating", &tmp))?;
-    let n = f
-        .write_at(text.as_bytes(), 0)
-        .map_err(io("writing", &tmp))?;
-    if n != text.len() {
-        let source = std::io::Error::new(std::io::ErrorKind::WriteZero, "short write");
-        return Err(ControlError::Io {
-            op: "writing",
-            path: tmp,
-            source,
-        });
-    }
-    f.sync_all().map_err(io("fsync of", &tmp))?;
-    drop(f);
-    vfs.rename(&tmp, path).map_err(io("renaming", &tmp))?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    vfs.sync_dir(dir)
-        .map_err(io("fsync of directory of", path))?;
-    Ok(())
+    crate::vfs::write_atomic(vfs, path, render(c).as_bytes()).map_err(|e| ControlError::Io {
+        op: e.op,
+        path: e.path,
+        source: e.source,
+    })
 }
 
 pub fn read(vfs: &dyn Vfs, path: &Path) -> Result<Control, ControlError> {
