@@ -11,15 +11,15 @@
 //! showed up within 25 rounds of this test; see heap.rs), BUFPOOL_KILL_LOOPS for more.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use bufpool::index::btree::BTree;
 use bufpool::table::{Heap, Tid};
 use bufpool::txn::INVALID_XID;
 use bufpool::{Config, Engine, RealVfs, RelFileId};
+
+mod kill;
 
 const REL: RelFileId = RelFileId::new(0, 960);
 const IDX: RelFileId = RelFileId::new(0, 961);
@@ -50,17 +50,9 @@ fn decode(d: &[u8]) -> (u64, i64) {
     )
 }
 
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
-}
-
 /// Transfer k of thread t: (from, to, amount), a pure function.
 fn transfer(t: u64, k: u64) -> (u64, u64, i64) {
-    let h = mix((t << 40) ^ k);
+    let h = kill::mix((t << 40) ^ k);
     let from = h % ACCOUNTS;
     let to = (from + 1 + (h >> 20) % (ACCOUNTS - 1)) % ACCOUNTS;
     (from, to, ((h >> 40) % 50) as i64 + 1)
@@ -90,13 +82,7 @@ fn history_key(t: u64, k: u64) -> u64 {
 #[ignore = "run as a child process by table_kill_nine_loop"]
 fn table_child_transfers_until_killed() {
     let dir = std::env::var("BUFPOOL_TABLE_KILL_DIR").expect("run by table_kill_nine_loop only");
-    // A failing client thread must fail the test, not leave the others running until
-    // the kill: abort the whole child on any panic.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        default_hook(info);
-        std::process::abort();
-    }));
+    kill::abort_on_panic();
     let e = open(dir.as_ref());
     let exists = e
         .pool()
@@ -196,65 +182,15 @@ fn agree(e: &Engine, heap: &Heap<'_>, idx: &BTree<'_>, visible: &BTreeMap<u64, (
 
 #[test]
 fn table_kill_nine_loop() {
-    let loops: u32 = std::env::var("BUFPOOL_KILL_LOOPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let mut acked = vec![0u64; THREADS as usize];
-    let mut rng = 0x8765_4321_u64;
-    let mut total = 0u64;
-    for round in 0..loops {
-        rng = mix(rng + 1);
-        let wait_for = 1 + rng % 30;
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "table_child_transfers_until_killed",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("BUFPOOL_TABLE_KILL_DIR", dir.path())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let mut seen = 0;
-        let mut lines = out.lines();
-        let record = |line: &str, acked: &mut Vec<u64>| {
-            if let Some(rest) = line.trim().strip_prefix("ack ") {
-                let mut it = rest.split(' ').map(|x| x.parse::<u64>().unwrap());
-                let (t, k) = (it.next().unwrap() as usize, it.next().unwrap());
-                acked[t] = acked[t].max(k);
-                return true;
-            }
-            false
-        };
-        while seen < wait_for {
-            let line = lines
-                .next()
-                .unwrap_or_else(|| panic!("round {round}: child exited: {:?}", child.wait()));
-            if record(&line.unwrap(), &mut acked) {
-                seen += 1;
-            }
-        }
-        child.kill().unwrap();
-        for line in lines {
-            if record(&line.unwrap(), &mut acked) {
-                seen += 1;
-            }
-        }
-        let status = child.wait().unwrap();
-        // The child must have died of our SIGKILL, not of a panic of its own (a panicking
-        // client thread aborts the child: see its panic hook).
-        assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&status),
-            Some(libc::SIGKILL),
-            "round {round}: child ended by itself: {status:?}"
-        );
-        total += seen;
-
+    let rounds = kill::loops(60);
+    let child = kill::Child {
+        test: "table_child_transfers_until_killed",
+        dir_var: "BUFPOOL_TABLE_KILL_DIR",
+        dir: dir.path(),
+        threads: THREADS as usize,
+    };
+    let total = kill::kill_loop(&child, rounds, 30, 0x8765_4321, |round, acked| {
         let e = open(dir.path());
         let heap = Heap::open(&e, REL);
         let idx = BTree::open(&e, IDX).unwrap();
@@ -292,7 +228,7 @@ fn table_kill_nine_loop() {
         );
         agree(&e, &heap, &idx, &now);
         agree(&e, &hist, &hist_idx, &hist_rows);
-    }
-    eprintln!("table_kill_nine_loop: {loops} kills, {total} acknowledged transfers");
-    assert!(total >= u64::from(loops));
+    });
+    eprintln!("table_kill_nine_loop: {rounds} kills, {total} acknowledged transfers");
+    assert!(total >= u64::from(rounds));
 }
