@@ -190,6 +190,7 @@ pub fn init(dir: &Path, scale: u32, fillfactor: u8, sets: &[(String, String)]) -
     let vfs = RealVfs::new();
     let start = std::time::Instant::now();
     let mut last = 0u64;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let report = tpcb::init(&engine, &vfs, dir, scale, fillfactor, &mut |done, total| {
         if done == total || done >= last + 100_000 || done == 0 {
             let el = start.elapsed().as_secs_f64();
@@ -198,10 +199,24 @@ pub fn init(dir: &Path, scale: u32, fillfactor: u8, sets: &[(String, String)]) -
             } else {
                 0.0
             };
-            eprintln!(
-                "{done} of {total} tuples ({}%) done (elapsed {el:.2} s, remaining {rem:.2} s)",
-                done * 100 / total.max(1)
-            );
+            let pct = done * 100 / total.max(1);
+            if tty {
+                // A bar redrawn in place on a terminal ...
+                let filled = (pct / 5) as usize;
+                eprint!(
+                    "\r[{}{}] {pct:>3}% {done} of {total} tuples (elapsed {el:.2} s, remaining {rem:.2} s) ",
+                    "#".repeat(filled),
+                    " ".repeat(20 - filled)
+                );
+                if done == total {
+                    eprintln!();
+                }
+            } else {
+                // ... and pgbench's lines in a log.
+                eprintln!(
+                    "{done} of {total} tuples ({pct}%) done (elapsed {el:.2} s, remaining {rem:.2} s)"
+                );
+            }
             last = done;
         }
     })?;
