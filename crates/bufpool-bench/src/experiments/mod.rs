@@ -57,6 +57,35 @@ pub fn sattolo_cycle<R: Rng + ?Sized>(n: usize, rng: &mut R) -> Vec<u32> {
     next
 }
 
+/// Per-repetition samples of every figure and ratio of one experiment, by name.
+#[derive(Debug, Default)]
+pub struct Samples(std::collections::HashMap<&'static str, Vec<f64>>);
+
+impl Samples {
+    pub fn push(&mut self, name: &'static str, v: f64) {
+        self.0.entry(name).or_default().push(v);
+    }
+
+    /// The samples of `name` (empty if none).
+    pub fn get(&self, name: &str) -> &[f64] {
+        self.0.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The figure `name` summarized.
+    pub fn figure(&self, name: &'static str, unit: &'static str) -> Figure {
+        Figure {
+            name,
+            unit,
+            summary: summarize(self.get(name)),
+        }
+    }
+
+    /// The ratio `name` with its target and verdict.
+    pub fn ratio(&self, name: &'static str, goal: Goal, target: f64) -> Ratio {
+        Ratio::new(name, self.get(name), goal, target)
+    }
+}
+
 /// Whether a ratio must stay below or above its target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Goal {

@@ -37,7 +37,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Map};
 
 use super::mutex_pool::MutexPool;
-use super::{progress, sattolo_cycle, summarize, Figure, Goal, Ratio, Report, RunInfo};
+use super::{progress, sattolo_cycle, summarize, Goal, Report, RunInfo, Samples};
 
 /// Offset of the next block number (u64 LE) in every page.
 const NEXT_BLOCK_OFF: usize = PAGE_HEADER_SIZE;
@@ -93,19 +93,6 @@ pub struct PoolOptions {
     pub plan: Plan,
     /// The command line, for the report.
     pub command: Vec<String>,
-}
-
-/// Per-repetition samples of every figure and ratio.
-#[derive(Default)]
-struct Samples(HashMap<&'static str, Vec<f64>>);
-
-impl Samples {
-    fn push(&mut self, name: &'static str, v: f64) {
-        self.0.entry(name).or_default().push(v);
-    }
-    fn get(&self, name: &str) -> &[f64] {
-        self.0.get(name).map(Vec::as_slice).unwrap_or(&[])
-    }
 }
 
 /// Runs the experiment.
@@ -212,11 +199,7 @@ pub fn run(opts: &PoolOptions) -> Result<Report> {
             .into(),
     );
 
-    let fig = |name: &'static str, unit: &'static str| Figure {
-        name,
-        unit,
-        summary: summarize(samples.get(name)),
-    };
+    let fig = |name, unit| samples.figure(name, unit);
     let figures = vec![
         fig("hot_hit_ns", "ns"),
         fig("hashmap_get_ns", "ns"),
@@ -233,8 +216,7 @@ pub fn run(opts: &PoolOptions) -> Result<Report> {
         fig("verify_ns", "ns"),
         fig("miss_vs_floor", "x"),
     ];
-    let ratio =
-        |name: &'static str, goal, target| Ratio::new(name, samples.get(name), goal, target);
+    let ratio = |name, goal, target| samples.ratio(name, goal, target);
     let ratios = vec![
         ratio("hot_vs_hashmap", Goal::AtMost, 3.0),
         ratio("hit_vs_raw", Goal::AtMost, 2.0),

@@ -24,7 +24,7 @@ use bufpool::{Config, Engine, RealVfs, RelFileId};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::{progress, summarize, Figure, Goal, Ratio, Report, RunInfo};
+use super::{progress, Goal, Report, RunInfo, Samples};
 
 const INDEX: RelFileId = RelFileId::new(0, 700);
 const TABLE: RelFileId = RelFileId::new(0, 701);
@@ -153,8 +153,8 @@ pub fn run(opts: &TableExpOptions) -> Result<Report> {
     let (s, r) = scan_sum(&heap)?;
     ensure!(s == expected && r == n, "scan saw {r} rows summing to {s}");
 
-    let mut samples: std::collections::BTreeMap<&'static str, Vec<f64>> = Default::default();
-    let mut push = |k: &'static str, v: f64| samples.entry(k).or_default().push(v);
+    let mut samples = Samples::default();
+    let mut push = |k: &'static str, v: f64| samples.push(k, v);
     for rep in 0..opts.repeats {
         progress(format!("table: rep {}/{}", rep + 1, opts.repeats));
         let (r1, found) = lookups_per_s(&tree, &keys, 1)?;
@@ -197,11 +197,7 @@ pub fn run(opts: &TableExpOptions) -> Result<Report> {
     drop(e);
     scratch.close()?;
 
-    let fig = |name: &'static str, unit: &'static str| Figure {
-        name,
-        unit,
-        summary: summarize(samples.get(name).map(Vec::as_slice).unwrap_or(&[])),
-    };
+    let fig = |name, unit| samples.figure(name, unit);
     let figures = vec![
         fig("btree_lookup_ns", "ns"),
         fig("btreemap_lookup_ns", "ns"),
@@ -210,14 +206,7 @@ pub fn run(opts: &TableExpOptions) -> Result<Report> {
         fig("seqscan_tuples_per_s", "/s"),
         fig("memscan_tuples_per_s", "/s"),
     ];
-    let ratio = |name: &'static str, goal, target| {
-        Ratio::new(
-            name,
-            samples.get(name).map(Vec::as_slice).unwrap_or(&[]),
-            goal,
-            target,
-        )
-    };
+    let ratio = |name, goal, target| samples.ratio(name, goal, target);
     let ratios = vec![
         ratio("lookup_vs_btreemap", Goal::AtMost, 2.0),
         ratio("btree_scale_2t", Goal::AtLeast, 1.8),

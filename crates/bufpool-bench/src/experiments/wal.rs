@@ -19,7 +19,7 @@ use bufpool::wal::{RecordBuilder, RecordKind, FLAG_COMMIT};
 use bufpool::{BufferTag, Config, Engine, ForkNumber, RealVfs, RelFileId};
 use serde_json::{json, Map};
 
-use super::{progress, summarize, Figure, Goal, Ratio, Report, RunInfo};
+use super::{progress, Goal, Report, RunInfo, Samples};
 
 const REL: RelFileId = RelFileId::new(0, 800);
 const BODY: usize = bufpool::page::PAGE_HEADER_SIZE;
@@ -160,8 +160,8 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
     let scratch = tempfile::Builder::new()
         .prefix("wal-")
         .tempdir_in(&opts.parent_dir)?;
-    let mut samples: std::collections::BTreeMap<&'static str, Vec<f64>> = Default::default();
-    let mut push = |k: &'static str, v: f64| samples.entry(k).or_default().push(v);
+    let mut samples = Samples::default();
+    let mut push = |k: &'static str, v: f64| samples.push(k, v);
     let names = [
         ("commits_per_s_1t_sync", 1, true),
         ("commits_per_s_4t_sync", 4, true),
@@ -262,11 +262,7 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
     }
     scratch.close()?;
 
-    let fig = |name: &'static str, unit: &'static str| Figure {
-        name,
-        unit,
-        summary: summarize(samples.get(name).map(Vec::as_slice).unwrap_or(&[])),
-    };
+    let fig = |name, unit| samples.figure(name, unit);
     let figures = vec![
         fig("raw_fdatasync_per_s", "/s"),
         fig("commits_per_s_1t_sync", "/s"),
@@ -279,14 +275,7 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
         fig("insert_per_s_2t", "/s"),
         fig("redo_mb_per_s", "MB/s"),
     ];
-    let ratio = |name: &'static str, goal, target| {
-        Ratio::new(
-            name,
-            samples.get(name).map(Vec::as_slice).unwrap_or(&[]),
-            goal,
-            target,
-        )
-    };
+    let ratio = |name, goal, target| samples.ratio(name, goal, target);
     let ratios = vec![
         ratio("group_commit_ratio_16", Goal::AtLeast, 8.0),
         ratio("insert_scale_2t", Goal::AtLeast, 1.6),
