@@ -8,64 +8,15 @@
 //! thread also keeps a row (100 + t, last acknowledged sequence) updated in the same
 //! transaction, so the verifier knows exactly which transfers committed.
 
-use std::path::Path;
-use std::sync::Arc;
+use bufpool::table::Heap;
+use bufpool::RelFileId;
 
-use bufpool::table::{Heap, Tid};
-use bufpool::txn::INVALID_XID;
-use bufpool::{Config, Engine, RealVfs, RelFileId};
-
+mod accounts;
 mod kill;
 
+use accounts::{check_balances, decode, encode, open, rows, transfer, ACCOUNTS, INITIAL, THREADS};
+
 const REL: RelFileId = RelFileId::new(0, 950);
-const ACCOUNTS: u64 = 40;
-const THREADS: u64 = 4;
-const INITIAL: i64 = 1000;
-
-fn config() -> Config {
-    let mut c = Config::default();
-    c.set("shared_buffers", "16").unwrap();
-    c.set("wal_segment_size", "1MB").unwrap();
-    c
-}
-
-fn encode(id: u64, v: i64) -> Vec<u8> {
-    let mut r = id.to_le_bytes().to_vec();
-    r.extend_from_slice(&v.to_le_bytes());
-    r.extend_from_slice(&[0u8; 84]);
-    r
-}
-
-fn decode(d: &[u8]) -> (u64, i64) {
-    (
-        u64::from_le_bytes(d[0..8].try_into().unwrap()),
-        i64::from_le_bytes(d[8..16].try_into().unwrap()),
-    )
-}
-
-/// Transfer k of thread t: (from, to, amount), a pure function.
-fn transfer(t: u64, k: u64) -> (u64, u64, i64) {
-    let h = kill::mix((t << 40) ^ k);
-    let from = h % ACCOUNTS;
-    let to = (from + 1 + (h >> 20) % (ACCOUNTS - 1)) % ACCOUNTS;
-    (from, to, ((h >> 40) % 50) as i64 + 1)
-}
-
-/// Current rows visible to a fresh snapshot: id -> (tid, value).
-fn rows(e: &Engine, heap: &Heap<'_>) -> std::collections::BTreeMap<u64, (Tid, i64)> {
-    let snap = e.txns().snapshot(INVALID_XID);
-    let mut m = std::collections::BTreeMap::new();
-    heap.scan(&snap, |tid, d| {
-        let (id, v) = decode(d);
-        assert!(m.insert(id, (tid, v)).is_none(), "row {id} visible twice");
-    })
-    .unwrap();
-    m
-}
-
-fn open(dir: &Path) -> Engine {
-    Engine::open(Arc::new(RealVfs::new()), dir, &config(), true).unwrap()
-}
 
 #[test]
 #[ignore = "run as a child process by heap_kill_nine_loop"]
@@ -141,28 +92,7 @@ fn heap_kill_nine_loop() {
         // Verify: sequences cover every ack; balances are exactly the committed transfers.
         let e = open(dir.path());
         let heap = Heap::open(&e, REL);
-        let now = rows(&e, &heap);
-        let mut expect = vec![INITIAL; ACCOUNTS as usize];
-        for t in 0..THREADS {
-            let seq = now[&(100 + t)].1 as u64;
-            assert!(
-                seq >= acked[t as usize],
-                "round {round}: thread {t} acked {} but recovered {seq}",
-                acked[t as usize]
-            );
-            for k in 1..=seq {
-                let (from, to, amount) = transfer(t, k);
-                expect[from as usize] -= amount;
-                expect[to as usize] += amount;
-            }
-        }
-        for id in 0..ACCOUNTS {
-            assert_eq!(
-                now[&id].1, expect[id as usize],
-                "round {round}: account {id}"
-            );
-        }
-        assert_eq!(expect.iter().sum::<i64>(), INITIAL * ACCOUNTS as i64);
+        check_balances(round, &rows(&e, &heap), acked, |_, _, _| {});
     });
     eprintln!("heap_kill_nine_loop: {rounds} kills, {total} acknowledged multi-record transfers");
     assert!(total >= u64::from(rounds));

@@ -12,68 +12,21 @@
 //! chain compression changed the paths, at round 124: soak with 200+ after heap changes.)
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Arc;
 
 use bufpool::index::btree::BTree;
 use bufpool::table::{Heap, Tid};
 use bufpool::txn::INVALID_XID;
-use bufpool::{Config, Engine, RealVfs, RelFileId};
+use bufpool::{Engine, RelFileId};
 
+mod accounts;
 mod kill;
+
+use accounts::{check_balances, decode, encode, open, rows, transfer, ACCOUNTS, INITIAL, THREADS};
 
 const REL: RelFileId = RelFileId::new(0, 960);
 const IDX: RelFileId = RelFileId::new(0, 961);
 const HIST: RelFileId = RelFileId::new(0, 962);
 const HIST_IDX: RelFileId = RelFileId::new(0, 963);
-const ACCOUNTS: u64 = 40;
-const THREADS: u64 = 4;
-const INITIAL: i64 = 1000;
-
-fn config() -> Config {
-    let mut c = Config::default();
-    c.set("shared_buffers", "16").unwrap();
-    c.set("wal_segment_size", "1MB").unwrap();
-    c
-}
-
-fn encode(id: u64, v: i64) -> Vec<u8> {
-    let mut r = id.to_le_bytes().to_vec();
-    r.extend_from_slice(&v.to_le_bytes());
-    r.extend_from_slice(&[0u8; 84]);
-    r
-}
-
-fn decode(d: &[u8]) -> (u64, i64) {
-    (
-        u64::from_le_bytes(d[0..8].try_into().unwrap()),
-        i64::from_le_bytes(d[8..16].try_into().unwrap()),
-    )
-}
-
-/// Transfer k of thread t: (from, to, amount), a pure function.
-fn transfer(t: u64, k: u64) -> (u64, u64, i64) {
-    let h = kill::mix((t << 40) ^ k);
-    let from = h % ACCOUNTS;
-    let to = (from + 1 + (h >> 20) % (ACCOUNTS - 1)) % ACCOUNTS;
-    (from, to, ((h >> 40) % 50) as i64 + 1)
-}
-
-/// Visible rows of a heap, by id: (root tid, value).
-fn rows(e: &Engine, heap: &Heap<'_>) -> BTreeMap<u64, (Tid, i64)> {
-    let snap = e.txns().snapshot(INVALID_XID);
-    let mut m = BTreeMap::new();
-    heap.scan(&snap, |tid, d| {
-        let (id, v) = decode(d);
-        assert!(m.insert(id, (tid, v)).is_none(), "row {id} visible twice");
-    })
-    .unwrap();
-    m
-}
-
-fn open(dir: &Path) -> Engine {
-    Engine::open(Arc::new(RealVfs::new()), dir, &config(), true).unwrap()
-}
 
 fn history_key(t: u64, k: u64) -> u64 {
     (t << 32) | k
@@ -198,29 +151,10 @@ fn table_kill_nine_loop() {
         let hist = Heap::open(&e, HIST);
         let hist_idx = BTree::open(&e, HIST_IDX).unwrap();
         let now = rows(&e, &heap);
-        let mut expect = vec![INITIAL; ACCOUNTS as usize];
         let mut expect_hist = BTreeMap::new();
-        for t in 0..THREADS {
-            let seq = now[&(100 + t)].1 as u64;
-            assert!(
-                seq >= acked[t as usize],
-                "round {round}: thread {t} acked {} but recovered {seq}",
-                acked[t as usize]
-            );
-            for k in 1..=seq {
-                let (from, to, amount) = transfer(t, k);
-                expect[from as usize] -= amount;
-                expect[to as usize] += amount;
-                expect_hist.insert(history_key(t, k), amount);
-            }
-        }
-        for id in 0..ACCOUNTS {
-            assert_eq!(
-                now[&id].1, expect[id as usize],
-                "round {round}: account {id}"
-            );
-        }
-        assert_eq!(expect.iter().sum::<i64>(), INITIAL * ACCOUNTS as i64);
+        check_balances(round, &now, acked, |t, k, amount| {
+            expect_hist.insert(history_key(t, k), amount);
+        });
         let hist_rows = rows(&e, &hist);
         let got: BTreeMap<u64, i64> = hist_rows.iter().map(|(&k, &(_, v))| (k, v)).collect();
         assert_eq!(
