@@ -188,7 +188,7 @@ impl<'e> Heap<'e> {
     pub fn create(engine: &'e Engine, rel: RelFileId) -> Result<Heap<'e>, EngineError> {
         engine.pool().create_relation(rel, ForkNumber::Main)?;
         engine.pool().create_relation(rel, ForkNumber::FreeSpace)?;
-        Self::open_checked(engine, rel)
+        Ok(Self::open(engine, rel))
     }
 
     /// Opens an existing relation (its free-space fork is created if missing: the map is
@@ -205,11 +205,6 @@ impl<'e> Heap<'e> {
             fillfactor: DEFAULT_FILLFACTOR,
             hint: AtomicU32::new(0),
         }
-    }
-
-    fn open_checked(engine: &'e Engine, rel: RelFileId) -> Result<Heap<'e>, EngineError> {
-        engine.pool().nblocks(rel, ForkNumber::FreeSpace)?;
-        Ok(Self::open(engine, rel))
     }
 
     /// Sets this handle's fillfactor (percent, 10..=100, PostgreSQL's range and meaning):
