@@ -95,6 +95,31 @@ impl EngineError {
     }
 }
 
+/// Gap below which two changed runs of a page are logged as one range.
+const RANGE_MERGE_GAP: usize = 16;
+
+/// The byte ranges where `after` differs from `before` (runs closer than
+/// `RANGE_MERGE_GAP` merged), so a change is logged without the caller listing them.
+pub fn changed_ranges(before: &[u8], after: &[u8]) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::new();
+    let mut i = 0;
+    while i < after.len() {
+        if before[i] == after[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < after.len() && before[i] != after[i] {
+            i += 1;
+        }
+        match out.last_mut() {
+            Some(last) if start - last.end < RANGE_MERGE_GAP => last.end = i,
+            _ => out.push(start..i),
+        }
+    }
+    out
+}
+
 /// The pool's WAL-before-data hook: inert during recovery (the log being replayed is
 /// already durable), the real log afterwards.
 #[derive(Default)]
@@ -393,5 +418,22 @@ impl Engine {
         })?;
         self.wal.remove_segments_before(redo)?;
         Ok(ck)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_ranges_merge_close_runs() {
+        let a = vec![0u8; 100];
+        let mut b = a.clone();
+        b[10] = 1;
+        b[20] = 1; // within 16 bytes of the first run: merged
+        b[60] = 1;
+        b[61] = 1;
+        assert_eq!(changed_ranges(&a, &b), vec![10..21, 60..62]);
+        assert!(changed_ranges(&a, &a).is_empty());
     }
 }

@@ -84,10 +84,10 @@ use super::btree_page::{
 };
 use crate::buffer::{BufferRef, PageWriteGuard};
 use crate::config::ConfigError;
+use crate::engine::changed_ranges;
 use crate::engine::{Engine, EngineError};
 use crate::page;
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
-use crate::table::changed_ranges;
 use crate::types::{BufferTag, ForkNumber, RelFileId};
 
 /// The meta page's block.

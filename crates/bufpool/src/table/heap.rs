@@ -43,8 +43,6 @@
 //! cycle of transactions waiting on each other fails with a deadlock error instead
 //! (`TxnManager::wait_for`); the caller aborts that transaction, which frees its rows.
 
-use std::ops::Range;
-
 use super::fsm::Fsm;
 use super::heap_page::{
     tuple_space, HeapPage, HeapPageMut, ItemId, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED,
@@ -78,31 +76,6 @@ impl Tid {
         }
     }
 }
-/// Gap below which two changed runs of a page are logged as one range.
-const RANGE_MERGE_GAP: usize = 16;
-
-/// The byte ranges where `after` differs from `before` (runs closer than
-/// `RANGE_MERGE_GAP` merged), so a change is logged without the caller listing them.
-pub fn changed_ranges(before: &[u8], after: &[u8]) -> Vec<Range<usize>> {
-    let mut out: Vec<Range<usize>> = Vec::new();
-    let mut i = 0;
-    while i < after.len() {
-        if before[i] == after[i] {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < after.len() && before[i] != after[i] {
-            i += 1;
-        }
-        match out.last_mut() {
-            Some(last) if start - last.end < RANGE_MERGE_GAP => last.end = i,
-            _ => out.push(start..i),
-        }
-    }
-    out
-}
-
 /// Default fillfactor (PostgreSQL's for heaps): inserts fill pages completely.
 pub const DEFAULT_FILLFACTOR: u8 = 100;
 
@@ -245,7 +218,7 @@ impl<'e> Heap<'e> {
     ) -> Result<R, EngineError> {
         let before = g.to_vec();
         let r = change(&mut HeapPageMut(g));
-        let ranges = changed_ranges(&before, g);
+        let ranges = crate::engine::changed_ranges(&before, g);
         if !ranges.is_empty() {
             self.engine.log_pages(xid, 0, &mut [(g, &ranges)])?;
         }
@@ -1062,16 +1035,4 @@ impl Heap<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn changed_ranges_merge_close_runs() {
-        let a = vec![0u8; 100];
-        let mut b = a.clone();
-        b[10] = 1;
-        b[20] = 1; // within 16 bytes of the first run: merged
-        b[60] = 1;
-        b[61] = 1;
-        assert_eq!(changed_ranges(&a, &b), vec![10..21, 60..62]);
-        assert!(changed_ranges(&a, &a).is_empty());
-    }
 }

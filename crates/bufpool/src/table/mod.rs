@@ -7,5 +7,5 @@ pub mod heap;
 pub mod heap_page;
 
 pub use catalog::{Catalog, CatalogError, Column, ColumnType, IndexDef, Schema, TableDef};
-pub use heap::{changed_ranges, Heap, Tid, VacuumReport};
+pub use heap::{Heap, Tid, VacuumReport};
 pub use heap_page::{HeapPage, HeapPageMut, ItemId, TupleHeader};
