@@ -71,7 +71,7 @@ pub fn load_config(
     let mut c = Config::default();
     let mut sources: BTreeMap<String, Source> = KNOBS
         .iter()
-        .map(|k| (k.0.to_string(), Source::Default))
+        .map(|k| (k.name.to_string(), Source::Default))
         .collect();
     let path = dir.join(CONFIG_FILE);
     if path.exists() {
@@ -102,7 +102,7 @@ pub fn load_config(
 pub fn knob_values(c: &Config) -> BTreeMap<String, String> {
     KNOBS
         .iter()
-        .map(|k| (k.0.to_string(), c.get(k.0).unwrap_or_default()))
+        .map(|k| (k.name.to_string(), k.get(c)))
         .collect()
 }
 
@@ -135,20 +135,21 @@ pub fn config(dir: &Path, sets: &[(String, String)]) -> Result<()> {
         "{:<26} {:<14} {:<14} {:<18} {:<20} description",
         "name", "setting", "default", "unit", "source"
     );
-    for (name, unit, desc) in KNOBS {
+    for k in KNOBS {
         println!(
             "{:<26} {:<14} {:<14} {:<18} {:<20} {}",
-            name,
-            c.get(name).unwrap_or_default(),
-            d.get(name).unwrap_or_default(),
-            unit,
-            sources[*name].name(),
-            desc
+            k.name,
+            k.get(&c),
+            k.get(&d),
+            k.unit.name(),
+            sources[k.name].name(),
+            k.description
         );
         println!(
-            "{:<26} allowed: {}",
+            "{:<26} allowed: {}; takes effect {}",
             "",
-            Config::allowed(name).unwrap_or_default()
+            k.allowed(c.block_size),
+            k.effect.name()
         );
     }
     Ok(())

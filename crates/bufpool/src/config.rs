@@ -1,37 +1,28 @@
-//! Engine configuration: every knob with its default, allowed range, unit and description.
+//! Engine configuration: one table of knobs ([`KNOBS`]), like PostgreSQL's guc_tables.c,
+//! and the [`Config`] it fills.
 //!
-//! Owns: [`Config`], the parser for PostgreSQL-style sizes (`kB`, `MB`, `GB`, `TB` are
-//! powers of 1024; a bare number of `shared_buffers` counts buffers, as in PostgreSQL), and
-//! validation. Invariants: a `Config` that passed [`Config::validate`] describes a pool and a
-//! storage layout that can be built; every error names the knob, the value and what is
-//! allowed. Locks: none.
+//! Owns: the knob table (name, unit, default, minimum, maximum, parser, one-line
+//! description, when a change takes effect), [`Config`] with its typed fields and typed
+//! builder, and the translation of a `Config` into each lower layer's own options struct
+//! ([`PoolOptions`], [`SmgrOptions`], [`WalOptions`]): the layers below never read this
+//! table. [`Config::set`], [`Config::get`], [`Config::allowed`], `bufpool config` and the
+//! docs all read the same rows; a new knob is one row plus the field it sets.
+//!
+//! Invariants: every row's default parses and passes its own check; a `Config` that passed
+//! [`Config::validate`] describes a pool, a storage layout and a log that can be built;
+//! every error names the knob, the value given and what is allowed. Locks: none.
 
-use std::fmt;
+use std::time::Duration;
 
+use crate::buffer::{
+    shared_buffers_error, PoolConfig, PoolOptions, MAX_BUFFERS, MAX_MAPPING_PARTITIONS, MIN_BUFFERS,
+};
 use crate::page::{DEFAULT_PAGE_SIZE, PAGE_SIZES};
+use crate::smgr::SmgrOptions;
+use crate::wal::{SyncMethod, WalOptions};
 
-/// A bad configuration value: which knob, what was given, what is allowed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid value for {knob}: \"{value}\" (allowed: {allowed})")]
-pub struct ConfigError {
-    pub knob: &'static str,
-    pub value: String,
-    pub allowed: String,
-}
-
-impl ConfigError {
-    pub(crate) fn new(
-        knob: &'static str,
-        value: impl fmt::Display,
-        allowed: impl Into<String>,
-    ) -> Self {
-        Self {
-            knob,
-            value: value.to_string(),
-            allowed: allowed.into(),
-        }
-    }
-}
+pub use crate::buffer::{HugePages, DEFAULT_MAPPING_PARTITIONS};
+pub use crate::options::{format_size, parse_bool, parse_ms, parse_size, ConfigError};
 
 /// Size of the buffer pool: in bytes, or as a number of buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,111 +31,17 @@ pub enum PoolSize {
     Buffers(u64),
 }
 
-/// How the pool's page memory asks for huge pages (PostgreSQL's `huge_pages`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HugePages {
-    /// Explicit huge pages (MAP_HUGETLB) if reserved, else transparent huge pages, else none.
-    #[default]
-    Try,
-    /// Explicit huge pages or fail.
-    On,
-    /// Normal pages only.
-    Off,
-}
-
-impl HugePages {
-    pub fn name(self) -> &'static str {
-        match self {
-            HugePages::Try => "try",
-            HugePages::On => "on",
-            HugePages::Off => "off",
-        }
-    }
-}
-
-/// Fewest buffers a pool may have (PostgreSQL's minimum for shared_buffers).
-pub const MIN_BUFFERS: u64 = 16;
-/// Most buffers a pool may have: buffer ids are u32 and one value is reserved.
-pub const MAX_BUFFERS: u64 = (1 << 31) - 1;
 /// Default pool: 128 MiB, PostgreSQL's default shared_buffers.
 pub const DEFAULT_SHARED_BUFFERS_BYTES: u64 = 128 << 20;
 /// Default relation segment: 1 GiB, PostgreSQL's RELSEG_SIZE × BLCKSZ.
 pub const DEFAULT_SEGMENT_SIZE_BYTES: u64 = 1 << 30;
 /// Largest segment: 64 GiB keeps every block offset within a segment far from overflow.
 pub const MAX_SEGMENT_SIZE_BYTES: u64 = 64 << 30;
-/// Default number of mapping partitions: PostgreSQL's NUM_BUFFER_PARTITIONS.
-pub const DEFAULT_MAPPING_PARTITIONS: usize = 128;
-/// Most mapping partitions allowed.
-pub const MAX_MAPPING_PARTITIONS: usize = 1 << 16;
-
-/// Every knob this layer knows: name, unit, description. `bufpool config` prints them.
-pub const KNOBS: &[(&str, &str, &str)] = &[
-    (
-        "shared_buffers",
-        "buffers or bytes",
-        "size of the buffer pool",
-    ),
-    (
-        "block_size",
-        "bytes",
-        "page size, fixed when a data directory is created",
-    ),
-    (
-        "segment_size",
-        "bytes",
-        "size of one relation segment file, fixed at creation",
-    ),
-    (
-        "buffer_mapping_partitions",
-        "count",
-        "lock partitions of the buffer mapping table",
-    ),
-    (
-        "huge_pages",
-        "enum",
-        "use huge pages for page memory: try, on, off",
-    ),
-    (
-        "io_direct",
-        "bool",
-        "open data files with O_DIRECT (bypass the OS page cache)",
-    ),
-    (
-        "synchronous_commit",
-        "bool",
-        "a commit waits until its WAL is durable",
-    ),
-    (
-        "full_page_writes",
-        "bool",
-        "log a full page image on the first change after a checkpoint",
-    ),
-    ("wal_segment_size", "bytes", "size of one WAL segment file"),
-    (
-        "wal_buffers",
-        "bytes",
-        "in-memory WAL ring; auto = shared_buffers/32 within 64kB..16MB",
-    ),
-    (
-        "wal_sync_method",
-        "enum",
-        "how the WAL is made durable: fdatasync, fsync, open_datasync",
-    ),
-    (
-        "wal_writer_delay",
-        "ms",
-        "how often the WAL writer flushes when synchronous_commit is off",
-    ),
-    (
-        "checkpoint_timeout",
-        "s",
-        "time between automatic checkpoints (30s to 1d)",
-    ),
-];
-
 /// Default checkpoint_timeout: PostgreSQL's 5 minutes.
 pub const DEFAULT_CHECKPOINT_TIMEOUT_MS: u64 = 300_000;
-
+/// checkpoint_timeout bounds: PostgreSQL's 30 s to 1 day.
+pub const MIN_CHECKPOINT_TIMEOUT_MS: u64 = 30_000;
+pub const MAX_CHECKPOINT_TIMEOUT_MS: u64 = 86_400_000;
 /// Default WAL segment: PostgreSQL's 16 MiB.
 pub const DEFAULT_WAL_SEGMENT_SIZE: u64 = 16 << 20;
 /// WAL segment sizes allowed: powers of two in this range (PostgreSQL allows 1 MiB..1 GiB;
@@ -164,7 +61,458 @@ pub const WAL_BUFFERS_MIN_PAGES: u64 = 8;
 pub const DEFAULT_WAL_WRITER_DELAY_MS: u64 = 200;
 pub const MAX_WAL_WRITER_DELAY_MS: u64 = 10_000;
 
-/// The engine's configuration.
+/// The unit of a knob's value, and how a bare number is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// on/off (also true/false, yes/no, 1/0).
+    Bool,
+    /// One of a fixed list of words.
+    Enum,
+    /// A plain count.
+    Count,
+    /// Bytes, with PostgreSQL's units kB, MB, GB, TB (powers of 1024); bare = bytes.
+    Bytes,
+    /// A pool size: a bare number counts buffers, a size with a unit is bytes.
+    BuffersOrBytes,
+    /// A duration in ms, s, min, h or d; a bare number is milliseconds.
+    Ms,
+    /// A duration in ms, s, min, h or d; a bare number is seconds (PostgreSQL's unit).
+    S,
+}
+
+impl Unit {
+    /// The unit as `bufpool config` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Bool => "bool",
+            Unit::Enum => "enum",
+            Unit::Count => "count",
+            Unit::Bytes => "bytes",
+            Unit::BuffersOrBytes => "buffers or bytes",
+            Unit::Ms => "ms",
+            Unit::S => "s",
+        }
+    }
+}
+
+/// When a changed value takes effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Fixed when a data directory is created; an existing directory keeps its own.
+    Creation,
+    /// Read when the engine (or pool) is opened.
+    Open,
+}
+
+impl Effect {
+    pub fn name(self) -> &'static str {
+        match self {
+            Effect::Creation => "at creation",
+            Effect::Open => "at open",
+        }
+    }
+}
+
+/// A parsed knob value, before the row stores it in a [`Config`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value {
+    Bool(bool),
+    /// Index into the row's word list.
+    Word(usize),
+    /// A count, bytes or milliseconds, by the row's unit.
+    Int(u64),
+    /// A pool size given in buffers (only for [`Unit::BuffersOrBytes`]).
+    Buffers(u64),
+    /// "auto" (or -1): derived from other knobs.
+    Auto,
+}
+
+/// A rule over the whole config, with its text for "allowed" (empty: stated elsewhere).
+type Rule = (fn(&Config) -> bool, &'static str);
+
+/// One row of the knob table.
+pub struct Knob {
+    pub name: &'static str,
+    pub unit: Unit,
+    /// The default, as `set` accepts it ("auto" where it is derived from the pool).
+    pub default: &'static str,
+    /// Inclusive bounds of an integer value, in the unit's base (count, bytes, ms).
+    pub min: u64,
+    pub max: u64,
+    /// The words of an [`Unit::Enum`] knob.
+    pub words: &'static [&'static str],
+    /// The value must be a power of two.
+    pub pow2: bool,
+    /// "auto" (or -1) is accepted.
+    pub auto: bool,
+    /// One line for `bufpool config` and the docs.
+    pub description: &'static str,
+    pub effect: Effect,
+    /// Extra rule checked against the whole config (relations between knobs); the second
+    /// field is its text in "allowed".
+    check: Option<Rule>,
+    store: fn(&mut Config, Value),
+    load: fn(&Config) -> Value,
+}
+
+impl std::fmt::Debug for Knob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Knob").field("name", &self.name).finish()
+    }
+}
+
+const fn row(
+    name: &'static str,
+    unit: Unit,
+    default: &'static str,
+    description: &'static str,
+    store: fn(&mut Config, Value),
+    load: fn(&Config) -> Value,
+) -> Knob {
+    Knob {
+        name,
+        unit,
+        default,
+        min: 0,
+        max: u64::MAX,
+        words: &[],
+        pow2: false,
+        auto: false,
+        description,
+        effect: Effect::Open,
+        check: None,
+        store,
+        load,
+    }
+}
+
+fn int(v: Value) -> u64 {
+    match v {
+        Value::Int(n) | Value::Buffers(n) => n,
+        other => unreachable!("an integer knob got {other:?}"),
+    }
+}
+fn flag(v: Value) -> bool {
+    matches!(v, Value::Bool(true))
+}
+fn word(v: Value) -> usize {
+    match v {
+        Value::Word(i) => i,
+        other => unreachable!("an enum knob got {other:?}"),
+    }
+}
+
+const HUGE_PAGES: [HugePages; 3] = [HugePages::Try, HugePages::On, HugePages::Off];
+const SYNC_METHODS: [SyncMethod; 3] = [
+    SyncMethod::Fdatasync,
+    SyncMethod::Fsync,
+    SyncMethod::OpenDatasync,
+];
+
+/// Every knob. Order is the order `bufpool config` prints.
+pub static KNOBS: &[Knob] = &[
+    Knob {
+        min: MIN_BUFFERS,
+        max: MAX_BUFFERS,
+        check: Some((|c| c.nbuffers_checked().is_ok(), "")),
+        ..row(
+            "shared_buffers",
+            Unit::BuffersOrBytes,
+            "128MB",
+            "size of the buffer pool",
+            |c, v| {
+                c.shared_buffers = match v {
+                    Value::Buffers(n) => PoolSize::Buffers(n),
+                    v => PoolSize::Bytes(int(v)),
+                }
+            },
+            |c| match c.shared_buffers {
+                PoolSize::Bytes(b) => Value::Int(b),
+                PoolSize::Buffers(n) => Value::Buffers(n),
+            },
+        )
+    },
+    Knob {
+        min: 4096,
+        max: 32768,
+        pow2: true,
+        effect: Effect::Creation,
+        ..row(
+            "block_size",
+            Unit::Bytes,
+            "8kB",
+            "page size, fixed when a data directory is created",
+            |c, v| c.block_size = int(v) as usize,
+            |c| Value::Int(c.block_size as u64),
+        )
+    },
+    Knob {
+        min: 4096,
+        max: MAX_SEGMENT_SIZE_BYTES,
+        effect: Effect::Creation,
+        check: Some((
+            |c| c.segment_size % c.block_size as u64 == 0,
+            "a multiple of block_size",
+        )),
+        ..row(
+            "segment_size",
+            Unit::Bytes,
+            "1GB",
+            "size of one relation segment file, fixed at creation",
+            |c, v| c.segment_size = int(v),
+            |c| Value::Int(c.segment_size),
+        )
+    },
+    Knob {
+        min: 1,
+        max: MAX_MAPPING_PARTITIONS as u64,
+        pow2: true,
+        ..row(
+            "buffer_mapping_partitions",
+            Unit::Count,
+            "128",
+            "lock partitions of the buffer mapping table",
+            |c, v| c.buffer_mapping_partitions = int(v) as usize,
+            |c| Value::Int(c.buffer_mapping_partitions as u64),
+        )
+    },
+    Knob {
+        words: &["try", "on", "off"],
+        ..row(
+            "huge_pages",
+            Unit::Enum,
+            "try",
+            "use huge pages for page memory: try, on, off",
+            |c, v| c.huge_pages = HUGE_PAGES[word(v)],
+            |c| Value::Word(HUGE_PAGES.iter().position(|h| *h == c.huge_pages).unwrap()),
+        )
+    },
+    row(
+        "io_direct",
+        Unit::Bool,
+        "off",
+        "open data files with O_DIRECT (bypass the OS page cache)",
+        |c, v| c.io_direct = flag(v),
+        |c| Value::Bool(c.io_direct),
+    ),
+    row(
+        "synchronous_commit",
+        Unit::Bool,
+        "on",
+        "a commit waits until its WAL is durable",
+        |c, v| c.synchronous_commit = flag(v),
+        |c| Value::Bool(c.synchronous_commit),
+    ),
+    row(
+        "full_page_writes",
+        Unit::Bool,
+        "on",
+        "log a full page image on the first change after a checkpoint",
+        |c, v| c.full_page_writes = flag(v),
+        |c| Value::Bool(c.full_page_writes),
+    ),
+    Knob {
+        min: MIN_WAL_SEGMENT_SIZE,
+        max: MAX_WAL_SEGMENT_SIZE,
+        pow2: true,
+        ..row(
+            "wal_segment_size",
+            Unit::Bytes,
+            "16MB",
+            "size of one WAL segment file",
+            |c, v| c.wal_segment_size = int(v),
+            |c| Value::Int(c.wal_segment_size),
+        )
+    },
+    Knob {
+        min: MIN_WAL_BUFFERS,
+        max: MAX_WAL_BUFFERS,
+        auto: true,
+        check: Some((
+            |c| {
+                c.wal_buffers
+                    .is_none_or(|b| b >= WAL_BUFFERS_MIN_PAGES * c.block_size as u64)
+            },
+            "at least 8 pages of block_size",
+        )),
+        ..row(
+            "wal_buffers",
+            Unit::Bytes,
+            "auto",
+            "in-memory WAL ring; auto = shared_buffers/32 within 64kB..16MB",
+            |c, v| {
+                c.wal_buffers = match v {
+                    Value::Auto => None,
+                    v => Some(int(v)),
+                }
+            },
+            |c| c.wal_buffers.map_or(Value::Auto, Value::Int),
+        )
+    },
+    Knob {
+        words: &["fdatasync", "fsync", "open_datasync"],
+        ..row(
+            "wal_sync_method",
+            Unit::Enum,
+            "fdatasync",
+            "how the WAL is made durable: fdatasync, fsync, open_datasync",
+            |c, v| c.wal_sync_method = SYNC_METHODS[word(v)],
+            |c| {
+                Value::Word(
+                    SYNC_METHODS
+                        .iter()
+                        .position(|m| *m == c.wal_sync_method)
+                        .unwrap(),
+                )
+            },
+        )
+    },
+    Knob {
+        min: 1,
+        max: MAX_WAL_WRITER_DELAY_MS,
+        ..row(
+            "wal_writer_delay",
+            Unit::Ms,
+            "200ms",
+            "how often the WAL writer flushes when synchronous_commit is off",
+            |c, v| c.wal_writer_delay_ms = int(v),
+            |c| Value::Int(c.wal_writer_delay_ms),
+        )
+    },
+    Knob {
+        min: MIN_CHECKPOINT_TIMEOUT_MS,
+        max: MAX_CHECKPOINT_TIMEOUT_MS,
+        ..row(
+            "checkpoint_timeout",
+            Unit::S,
+            "5min",
+            "time between automatic checkpoints (30s to 1d)",
+            |c, v| c.checkpoint_timeout_ms = int(v),
+            |c| Value::Int(c.checkpoint_timeout_ms),
+        )
+    },
+];
+
+/// The row of the knob called `name`.
+pub fn knob(name: &str) -> Option<&'static Knob> {
+    KNOBS.iter().find(|k| k.name == name)
+}
+
+impl Knob {
+    /// Parses `text` by the row's unit, without range checks (`None`: not a value of this
+    /// kind at all).
+    fn parse(&self, text: &str) -> Option<Value> {
+        let v = text.trim();
+        if self.auto && (v == "auto" || v == "-1") {
+            return Some(Value::Auto);
+        }
+        let bare = !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit());
+        match self.unit {
+            Unit::Bool => parse_bool(v).map(Value::Bool),
+            Unit::Enum => self.words.iter().position(|w| *w == v).map(Value::Word),
+            Unit::Count => v.parse().ok().map(Value::Int),
+            Unit::Bytes => parse_size(v).ok().map(Value::Int),
+            Unit::BuffersOrBytes if bare => v.parse().ok().map(Value::Buffers),
+            Unit::BuffersOrBytes => parse_size(v).ok().map(Value::Int),
+            Unit::Ms => parse_ms(v).map(Value::Int),
+            Unit::S if bare => v
+                .parse::<u64>()
+                .ok()
+                .map(|s| Value::Int(s.saturating_mul(1000))),
+            Unit::S => parse_ms(v).map(Value::Int),
+        }
+    }
+
+    /// Whether `value` is within the row's own bounds (relations to other knobs are the
+    /// `check`'s business).
+    fn in_range(&self, value: Value) -> bool {
+        match (self.unit, value) {
+            (Unit::BuffersOrBytes, _) | (_, Value::Auto | Value::Bool(_) | Value::Word(_)) => true,
+            (_, v) => {
+                let n = int(v);
+                (self.min..=self.max).contains(&n) && (!self.pow2 || n.is_power_of_two())
+            }
+        }
+    }
+
+    /// What the knob accepts, in words (the "allowed" of its errors and of `bufpool
+    /// config`). `block_size` is the page size the size-dependent limits are read at.
+    pub fn allowed(&self, block_size: usize) -> String {
+        let mut s = match self.unit {
+            Unit::Bool => "on or off".to_string(),
+            Unit::Enum => match self.words {
+                [a, b] => format!("{a} or {b}"),
+                [init @ .., last] => format!("{} or {last}", init.join(", ")),
+                [] => String::new(),
+            },
+            Unit::BuffersOrBytes => return shared_buffers_error("", block_size).allowed,
+            Unit::Bytes if self.pow2 => format!(
+                "a power of two from {} to {}",
+                format_size(self.min),
+                format_size(self.max)
+            ),
+            Unit::Bytes => format!("{} to {}", format_size(self.min), format_size(self.max)),
+            Unit::Count if self.pow2 => {
+                format!("a power of two from {} to {}", self.min, self.max)
+            }
+            Unit::Count => format!("{} to {}", self.min, self.max),
+            Unit::Ms => format!(
+                "{} to {} (units ms, s, min, h, d; a bare number is ms)",
+                format_ms(self.min),
+                format_ms(self.max)
+            ),
+            Unit::S => format!(
+                "{} to {} (units ms, s, min, h, d; a bare number is seconds)",
+                format_ms(self.min),
+                format_ms(self.max)
+            ),
+        };
+        if let Some((_, rule)) = self.check.filter(|(_, r)| !r.is_empty()) {
+            s = format!("{s}, {rule}");
+        }
+        if self.auto {
+            s = format!("auto, or {s}");
+        }
+        s
+    }
+
+    /// The value of this knob in `c`, as `set` accepts it.
+    pub fn get(&self, c: &Config) -> String {
+        match ((self.load)(c), self.unit) {
+            (Value::Bool(b), _) => if b { "on" } else { "off" }.to_string(),
+            (Value::Word(i), _) => self.words[i].to_string(),
+            (Value::Auto, _) => "auto".to_string(),
+            (Value::Buffers(n), _) | (Value::Int(n), Unit::Count) => n.to_string(),
+            (Value::Int(n), Unit::Bytes | Unit::BuffersOrBytes) => format_size(n),
+            (Value::Int(n), Unit::Ms) => format!("{n}ms"),
+            (Value::Int(n), Unit::S) if n % 1000 == 0 => format!("{}s", n / 1000),
+            (Value::Int(n), _) => format!("{n}ms"),
+        }
+    }
+
+    fn error(&self, value: &str, block_size: usize) -> ConfigError {
+        ConfigError::new(self.name, value, self.allowed(block_size))
+    }
+}
+
+/// A duration in the largest unit that divides it exactly.
+fn format_ms(ms: u64) -> String {
+    for (div, unit) in [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "min"),
+        (1000, "s"),
+    ] {
+        if ms != 0 && ms % div == 0 {
+            return format!("{}{unit}", ms / div);
+        }
+    }
+    format!("{ms}ms")
+}
+
+/// The engine's configuration. Each field is set by one row of [`KNOBS`]; read the
+/// fields directly (they are typed), set them through [`Config::set`] (text, as in a
+/// configuration file) or [`Config::builder`] (typed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub shared_buffers: PoolSize,
@@ -178,15 +526,16 @@ pub struct Config {
     pub wal_segment_size: u64,
     /// None: automatic (shared_buffers / 32 within 64kB..16MB).
     pub wal_buffers: Option<u64>,
-    pub wal_sync_method: crate::wal::SyncMethod,
+    pub wal_sync_method: SyncMethod,
     pub wal_writer_delay_ms: u64,
     /// Time between automatic checkpoints (PostgreSQL's checkpoint_timeout), ms.
     pub checkpoint_timeout_ms: u64,
 }
 
 impl Default for Config {
+    /// Every knob at its table default.
     fn default() -> Self {
-        Self {
+        let mut c = Config {
             shared_buffers: PoolSize::Bytes(DEFAULT_SHARED_BUFFERS_BYTES),
             block_size: DEFAULT_PAGE_SIZE,
             segment_size: DEFAULT_SEGMENT_SIZE_BYTES,
@@ -197,188 +546,72 @@ impl Default for Config {
             full_page_writes: true,
             wal_segment_size: DEFAULT_WAL_SEGMENT_SIZE,
             wal_buffers: None,
-            wal_sync_method: crate::wal::SyncMethod::Fdatasync,
+            wal_sync_method: SyncMethod::Fdatasync,
             wal_writer_delay_ms: DEFAULT_WAL_WRITER_DELAY_MS,
             checkpoint_timeout_ms: DEFAULT_CHECKPOINT_TIMEOUT_MS,
+        };
+        for k in KNOBS {
+            let v = k.parse(k.default).expect("a knob's default parses");
+            (k.store)(&mut c, v);
         }
+        c
     }
 }
 
 impl Config {
-    /// Sets one knob from its text form, validating it in isolation (the whole config is
-    /// checked again by [`Config::validate`]).
+    /// A typed builder, for embedders: `Config::builder().shared_buffers(64 << 20).build()`.
+    pub fn builder() -> ConfigBuilder {
+        ConfigBuilder(Config::default())
+    }
+
+    /// Sets one knob from its text form, validating it against its row and the rest of
+    /// the config as it stands (the whole config is checked again by [`Config::validate`]).
+    /// On error nothing changes.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
         let v = value.trim();
-        let Some(&(name, _, _)) = KNOBS.iter().find(|k| k.0 == name) else {
-            let names: Vec<&str> = KNOBS.iter().map(|k| k.0).collect();
-            return Err(ConfigError {
-                knob: "(name)",
-                value: name.to_string(),
-                allowed: format!("one of {}", names.join(", ")),
-            });
+        let Some(k) = knob(name) else {
+            let names: Vec<&str> = KNOBS.iter().map(|k| k.name).collect();
+            return Err(ConfigError::new(
+                "(name)",
+                name,
+                format!("one of {}", names.join(", ")),
+            ));
         };
-        match name {
-            "shared_buffers" => {
-                self.shared_buffers = if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() {
-                    PoolSize::Buffers(v.parse().map_err(|_| self.shared_buffers_error(v))?)
-                } else {
-                    PoolSize::Bytes(parse_size(v).map_err(|_| self.shared_buffers_error(v))?)
-                };
-                self.nbuffers_checked()?;
+        let parsed = k
+            .parse(v)
+            .filter(|p| k.in_range(*p))
+            .ok_or_else(|| k.error(v, self.block_size))?;
+        let mut next = self.clone();
+        (k.store)(&mut next, parsed);
+        if let Some((check, _)) = k.check {
+            if !check(&next) {
+                return Err(k.error(v, next.block_size));
             }
-            "block_size" => {
-                let size = parse_size(v).ok().and_then(|s| usize::try_from(s).ok());
-                match size {
-                    Some(s) if PAGE_SIZES.contains(&s) => self.block_size = s,
-                    _ => return Err(ConfigError::new(name, v, "4kB, 8kB, 16kB or 32kB")),
-                }
-            }
-            "segment_size" => {
-                self.segment_size =
-                    parse_size(v).map_err(|_| ConfigError::new(name, v, segment_allowed()))?;
-                self.check_segment_size(v)?;
-            }
-            "buffer_mapping_partitions" => {
-                self.buffer_mapping_partitions = v
-                    .parse()
-                    .map_err(|_| ConfigError::new(name, v, partitions_allowed()))?;
-                self.check_partitions(v)?;
-            }
-            "huge_pages" => {
-                self.huge_pages = match v {
-                    "try" => HugePages::Try,
-                    "on" => HugePages::On,
-                    "off" => HugePages::Off,
-                    _ => return Err(ConfigError::new(name, v, "try, on or off")),
-                }
-            }
-            "io_direct" => {
-                self.io_direct =
-                    parse_bool(v).ok_or_else(|| ConfigError::new(name, v, "on or off"))?
-            }
-            "synchronous_commit" => {
-                self.synchronous_commit =
-                    parse_bool(v).ok_or_else(|| ConfigError::new(name, v, "on or off"))?
-            }
-            "full_page_writes" => {
-                self.full_page_writes =
-                    parse_bool(v).ok_or_else(|| ConfigError::new(name, v, "on or off"))?
-            }
-            "wal_segment_size" => {
-                self.wal_segment_size =
-                    parse_size(v).map_err(|_| ConfigError::new(name, v, wal_segment_allowed()))?;
-                self.check_wal(v)?;
-            }
-            "wal_buffers" => {
-                self.wal_buffers = if v == "auto" || v == "-1" {
-                    None
-                } else {
-                    Some(
-                        parse_size(v)
-                            .map_err(|_| ConfigError::new(name, v, wal_buffers_allowed()))?,
-                    )
-                };
-                self.check_wal(v)?;
-            }
-            "wal_sync_method" => {
-                use crate::wal::SyncMethod;
-                self.wal_sync_method = match v {
-                    "fdatasync" => SyncMethod::Fdatasync,
-                    "fsync" => SyncMethod::Fsync,
-                    "open_datasync" => SyncMethod::OpenDatasync,
-                    _ => {
-                        return Err(ConfigError::new(
-                            name,
-                            v,
-                            "fdatasync, fsync or open_datasync",
-                        ))
-                    }
-                }
-            }
-            "wal_writer_delay" => {
-                self.wal_writer_delay_ms = parse_ms(v)
-                    .filter(|ms| (1..=MAX_WAL_WRITER_DELAY_MS).contains(ms))
-                    .ok_or_else(|| {
-                        ConfigError::new(
-                            name,
-                            v,
-                            "1ms to 10s (units ms, s, min; a bare number is ms)",
-                        )
-                    })?
-            }
-            "checkpoint_timeout" => {
-                // PostgreSQL's unit for a bare number here is seconds.
-                let ms = if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() {
-                    v.parse::<u64>().ok().map(|s| s.saturating_mul(1000))
-                } else {
-                    parse_ms(v)
-                };
-                self.checkpoint_timeout_ms = ms
-                    .filter(|ms| (30_000..=86_400_000).contains(ms))
-                    .ok_or_else(|| {
-                        ConfigError::new(
-                            name,
-                            v,
-                            "30s to 1d (units ms, s, min, h, d; a bare number is seconds)",
-                        )
-                    })?
-            }
-            _ => unreachable!("every name in KNOBS is handled"),
         }
+        *self = next;
         Ok(())
     }
 
-    /// What `name` accepts, as its error message states it (None for an unknown knob).
+    /// What `name` accepts, as its errors state it (None for an unknown knob).
     pub fn allowed(name: &str) -> Option<String> {
-        if !KNOBS.iter().any(|k| k.0 == name) {
-            return None;
-        }
-        // No knob accepts this value, so `set` answers with the knob's allowed range.
-        Config::default()
-            .set(name, "\u{1}not a value")
-            .err()
-            .map(|e| e.allowed)
+        knob(name).map(|k| k.allowed(DEFAULT_PAGE_SIZE))
     }
 
     /// The current value of a knob in text form (as `set` accepts it).
     pub fn get(&self, name: &str) -> Option<String> {
-        Some(match name {
-            "shared_buffers" => match self.shared_buffers {
-                PoolSize::Bytes(b) => format_size(b),
-                PoolSize::Buffers(n) => n.to_string(),
-            },
-            "block_size" => format_size(self.block_size as u64),
-            "segment_size" => format_size(self.segment_size),
-            "buffer_mapping_partitions" => self.buffer_mapping_partitions.to_string(),
-            "huge_pages" => self.huge_pages.name().to_string(),
-            "io_direct" => on_off(self.io_direct),
-            "synchronous_commit" => on_off(self.synchronous_commit),
-            "full_page_writes" => on_off(self.full_page_writes),
-            "wal_segment_size" => format_size(self.wal_segment_size),
-            "wal_buffers" => self
-                .wal_buffers
-                .map(format_size)
-                .unwrap_or_else(|| "auto".into()),
-            "wal_sync_method" => self.wal_sync_method.name().to_string(),
-            "wal_writer_delay" => format!("{}ms", self.wal_writer_delay_ms),
-            "checkpoint_timeout" => format!("{}s", self.checkpoint_timeout_ms / 1000),
-            _ => return None,
-        })
+        knob(name).map(|k| k.get(self))
     }
 
-    /// Checks every knob and their relations.
+    /// Checks every knob against its row and the relations between knobs.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !PAGE_SIZES.contains(&self.block_size) {
-            return Err(ConfigError::new(
-                "block_size",
-                self.block_size,
-                "4kB, 8kB, 16kB or 32kB",
-            ));
+        for k in KNOBS {
+            let value = (k.load)(self);
+            let ok = k.in_range(value) && k.check.is_none_or(|(check, _)| check(self));
+            if !ok {
+                return Err(k.error(&k.get(self), self.block_size));
+            }
         }
-        self.nbuffers_checked()?;
-        self.check_segment_size(&format_size(self.segment_size))?;
-        self.check_partitions(&self.buffer_mapping_partitions.to_string())?;
-        self.check_wal("")?;
+        debug_assert!(PAGE_SIZES.contains(&self.block_size));
         Ok(())
     }
 
@@ -391,34 +624,6 @@ impl Config {
             .clamp(floor, floor.max(16 << 20));
         let b = self.wal_buffers.unwrap_or(auto);
         b.div_ceil(4096) * 4096
-    }
-
-    fn check_wal(&self, v: &str) -> Result<(), ConfigError> {
-        let s = self.wal_segment_size;
-        if !s.is_power_of_two() || !(MIN_WAL_SEGMENT_SIZE..=MAX_WAL_SEGMENT_SIZE).contains(&s) {
-            let v = if v.is_empty() {
-                format_size(s)
-            } else {
-                v.to_string()
-            };
-            return Err(ConfigError::new(
-                "wal_segment_size",
-                v,
-                wal_segment_allowed(),
-            ));
-        }
-        if let Some(b) = self.wal_buffers {
-            let min = MIN_WAL_BUFFERS.max(WAL_BUFFERS_MIN_PAGES * self.block_size as u64);
-            if !(min..=MAX_WAL_BUFFERS).contains(&b) {
-                let v = if v.is_empty() {
-                    format_size(b)
-                } else {
-                    v.to_string()
-                };
-                return Err(ConfigError::new("wal_buffers", v, wal_buffers_allowed()));
-            }
-        }
-        Ok(())
     }
 
     /// Number of buffers in the pool (after validation).
@@ -440,152 +645,122 @@ impl Config {
             Ok(n)
         } else {
             let v = self.get("shared_buffers").unwrap_or_default();
-            Err(self.shared_buffers_error(&v))
+            Err(shared_buffers_error(v, self.block_size))
         }
     }
 
-    fn shared_buffers_error(&self, v: &str) -> ConfigError {
-        ConfigError::new(
-            "shared_buffers",
-            v,
-            format!(
-                "{MIN_BUFFERS} to {MAX_BUFFERS} buffers of {}, given as a number of buffers or \
-                 a size with unit kB, MB, GB or TB ({} to {})",
-                format_size(self.block_size as u64),
-                format_size(MIN_BUFFERS * self.block_size as u64),
-                format_size(MAX_BUFFERS * self.block_size as u64)
-            ),
-        )
-    }
-
-    fn check_segment_size(&self, v: &str) -> Result<(), ConfigError> {
-        let s = self.segment_size;
-        if s == 0 || s % self.block_size as u64 != 0 || s > MAX_SEGMENT_SIZE_BYTES {
-            return Err(ConfigError::new("segment_size", v, segment_allowed()));
-        }
-        Ok(())
-    }
-
-    fn check_partitions(&self, v: &str) -> Result<(), ConfigError> {
-        let p = self.buffer_mapping_partitions;
-        if p == 0 || !p.is_power_of_two() || p > MAX_MAPPING_PARTITIONS {
-            return Err(ConfigError::new(
-                "buffer_mapping_partitions",
-                v,
-                partitions_allowed(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-fn on_off(b: bool) -> String {
-    if b { "on" } else { "off" }.to_string()
-}
-
-fn wal_segment_allowed() -> String {
-    format!(
-        "a power of two from {} to {}",
-        format_size(MIN_WAL_SEGMENT_SIZE),
-        format_size(MAX_WAL_SEGMENT_SIZE)
-    )
-}
-
-fn wal_buffers_allowed() -> String {
-    format!(
-        "auto, or {} (and at least {WAL_BUFFERS_MIN_PAGES} pages of block_size) to {}",
-        format_size(MIN_WAL_BUFFERS),
-        format_size(MAX_WAL_BUFFERS)
-    )
-}
-
-/// Parses a duration in milliseconds: `200ms`, `2s`, `1min`, or a bare number of ms.
-pub fn parse_ms(v: &str) -> Option<u64> {
-    let v = v.trim();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (num, unit) = v.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    match unit.trim() {
-        "" | "ms" => Some(n),
-        "s" => n.checked_mul(1000),
-        "min" => n.checked_mul(60_000),
-        "h" => n.checked_mul(3_600_000),
-        "d" => n.checked_mul(86_400_000),
-        _ => None,
-    }
-}
-
-fn segment_allowed() -> String {
-    format!(
-        "a multiple of block_size, at most {}",
-        format_size(MAX_SEGMENT_SIZE_BYTES)
-    )
-}
-
-fn partitions_allowed() -> String {
-    format!("a power of two from 1 to {MAX_MAPPING_PARTITIONS}")
-}
-
-/// Parses a boolean the way PostgreSQL does (on/off, true/false, yes/no, 1/0).
-pub fn parse_bool(v: &str) -> Option<bool> {
-    match v.to_ascii_lowercase().as_str() {
-        "on" | "true" | "yes" | "1" => Some(true),
-        "off" | "false" | "no" | "0" => Some(false),
-        _ => None,
-    }
-}
-
-/// Parses a size with PostgreSQL's units: `B`, `kB`, `MB`, `GB`, `TB`, each a power of 1024
-/// (units are accepted in any case). A bare number means bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    if num.is_empty() {
-        return Err(format!("\"{s}\" does not start with a number"));
-    }
-    let n: u64 = num.parse().map_err(|_| format!("\"{num}\" is too large"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "kb" => 10,
-        "mb" => 20,
-        "gb" => 30,
-        "tb" => 40,
-        other => return Err(format!("unknown unit \"{other}\": use B, kB, MB, GB or TB")),
-    };
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("\"{s}\" is too large"))
-}
-
-/// Formats a byte count with the largest PostgreSQL unit that divides it exactly.
-pub fn format_size(bytes: u64) -> String {
-    for (shift, unit) in [(40, "TB"), (30, "GB"), (20, "MB"), (10, "kB")] {
-        if bytes != 0 && bytes % (1u64 << shift) == 0 {
-            return format!("{}{unit}", bytes >> shift);
+    /// The log's options.
+    pub fn wal_options(&self) -> WalOptions {
+        WalOptions {
+            segment_size: self.wal_segment_size,
+            buffers: self.wal_buffers_bytes(),
+            sync_method: self.wal_sync_method,
         }
     }
-    format!("{bytes}B")
+}
+
+impl PoolConfig for Config {
+    /// Validates every knob, then builds the pool's options at the directory's page size
+    /// (which wins over `block_size` for an existing directory).
+    fn pool_options(&self, page_size: usize) -> Result<PoolOptions, ConfigError> {
+        self.validate()?;
+        let c = Config {
+            block_size: page_size,
+            ..self.clone()
+        };
+        Ok(PoolOptions {
+            nbuffers: c.nbuffers_checked()? as usize,
+            huge_pages: self.huge_pages,
+            mapping_partitions: self.buffer_mapping_partitions,
+        })
+    }
+
+    fn smgr_options(&self, create: bool) -> Result<SmgrOptions, ConfigError> {
+        self.validate()?;
+        Ok(SmgrOptions {
+            block_size: self.block_size,
+            segment_size: self.segment_size,
+            create,
+            direct: self.io_direct,
+            dsync: false,
+        })
+    }
+}
+
+/// Builds a [`Config`] with typed setters; [`ConfigBuilder::build`] validates it.
+#[derive(Debug, Clone)]
+pub struct ConfigBuilder(Config);
+
+impl ConfigBuilder {
+    /// Pool size in bytes.
+    pub fn shared_buffers(mut self, bytes: u64) -> Self {
+        self.0.shared_buffers = PoolSize::Bytes(bytes);
+        self
+    }
+    /// Pool size as a number of buffers.
+    pub fn shared_buffers_count(mut self, buffers: u64) -> Self {
+        self.0.shared_buffers = PoolSize::Buffers(buffers);
+        self
+    }
+    pub fn block_size(mut self, bytes: usize) -> Self {
+        self.0.block_size = bytes;
+        self
+    }
+    pub fn segment_size(mut self, bytes: u64) -> Self {
+        self.0.segment_size = bytes;
+        self
+    }
+    pub fn buffer_mapping_partitions(mut self, n: usize) -> Self {
+        self.0.buffer_mapping_partitions = n;
+        self
+    }
+    pub fn huge_pages(mut self, h: HugePages) -> Self {
+        self.0.huge_pages = h;
+        self
+    }
+    pub fn io_direct(mut self, on: bool) -> Self {
+        self.0.io_direct = on;
+        self
+    }
+    pub fn synchronous_commit(mut self, on: bool) -> Self {
+        self.0.synchronous_commit = on;
+        self
+    }
+    pub fn full_page_writes(mut self, on: bool) -> Self {
+        self.0.full_page_writes = on;
+        self
+    }
+    pub fn wal_segment_size(mut self, bytes: u64) -> Self {
+        self.0.wal_segment_size = bytes;
+        self
+    }
+    /// WAL ring size in bytes; `None` is automatic.
+    pub fn wal_buffers(mut self, bytes: Option<u64>) -> Self {
+        self.0.wal_buffers = bytes;
+        self
+    }
+    pub fn wal_sync_method(mut self, m: SyncMethod) -> Self {
+        self.0.wal_sync_method = m;
+        self
+    }
+    pub fn wal_writer_delay(mut self, d: Duration) -> Self {
+        self.0.wal_writer_delay_ms = d.as_millis().min(u64::MAX as u128) as u64;
+        self
+    }
+    pub fn checkpoint_timeout(mut self, d: Duration) -> Self {
+        self.0.checkpoint_timeout_ms = d.as_millis().min(u64::MAX as u128) as u64;
+        self
+    }
+    /// The config, if every knob is valid; else the first bad one.
+    pub fn build(self) -> Result<Config, ConfigError> {
+        self.0.validate()?;
+        Ok(self.0)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_use_powers_of_1024() {
-        assert_eq!(parse_size("128MB"), Ok(128 << 20));
-        assert_eq!(parse_size("8kB"), Ok(8192));
-        assert_eq!(parse_size("1 GB"), Ok(1 << 30));
-        assert_eq!(parse_size("2tb"), Ok(2 << 40));
-        assert_eq!(parse_size("512"), Ok(512));
-        assert!(parse_size("MB").is_err());
-        assert!(parse_size("12XB").unwrap_err().contains("unknown unit"));
-        assert!(parse_size("99999999999999999999").is_err());
-        assert!(parse_size("17179869184TB").is_err());
-        assert_eq!(format_size(128 << 20), "128MB");
-        assert_eq!(format_size(1536), "1536B");
-        assert_eq!(format_size(3 << 10), "3kB");
-    }
 
     #[test]
     fn shared_buffers_in_bytes_or_buffers() {
@@ -626,13 +801,18 @@ mod tests {
             ("wal_writer_delay", "0"),
             ("wal_writer_delay", "11s"),
             ("wal_writer_delay", "5h"),
+            ("checkpoint_timeout", "29s"),
+            ("checkpoint_timeout", "2d"),
         ];
         for (knob, value) in cases {
-            let err = Config::default().set(knob, value).unwrap_err();
+            let before = Config::default();
+            let mut c = before.clone();
+            let err = c.set(knob, value).unwrap_err();
             assert_eq!(err.knob, knob, "{knob}={value}");
             let msg = err.to_string();
             assert!(msg.contains(knob) && msg.contains(value), "{msg}");
             assert!(msg.contains("allowed"), "{msg}");
+            assert_eq!(c, before, "a rejected {knob} changed the config");
         }
         let err = Config::default().set("shared_bufers", "1").unwrap_err();
         assert!(err.to_string().contains("shared_buffers"), "{err}");
@@ -656,11 +836,94 @@ mod tests {
     #[test]
     fn get_round_trips_through_set() {
         let mut c = Config::default();
-        for (name, _, _) in KNOBS {
-            let v = c.get(name).unwrap();
-            c.set(name, &v)
-                .unwrap_or_else(|e| panic!("{name}={v}: {e}"));
+        for k in KNOBS {
+            let v = c.get(k.name).unwrap();
+            c.set(k.name, &v)
+                .unwrap_or_else(|e| panic!("{}={v}: {e}", k.name));
         }
         assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn every_row_is_complete_and_its_default_is_valid() {
+        let d = Config::default();
+        d.validate().unwrap();
+        for k in KNOBS {
+            assert!(!k.description.is_empty(), "{}", k.name);
+            assert!(k.min <= k.max, "{}", k.name);
+            assert!(!k.allowed(DEFAULT_PAGE_SIZE).is_empty(), "{}", k.name);
+            let mut c = d.clone();
+            c.set(k.name, k.default)
+                .unwrap_or_else(|e| panic!("default of {}: {e}", k.name));
+            assert_eq!(c, d, "{}'s default text is not the default", k.name);
+            assert_eq!(k.unit == Unit::Enum, !k.words.is_empty(), "{}", k.name);
+        }
+        let names: std::collections::HashSet<_> = KNOBS.iter().map(|k| k.name).collect();
+        assert_eq!(names.len(), KNOBS.len(), "a knob name is repeated");
+    }
+
+    #[test]
+    fn allowed_texts_state_the_ranges() {
+        assert_eq!(
+            Config::allowed("checkpoint_timeout").unwrap(),
+            "30s to 1d (units ms, s, min, h, d; a bare number is seconds)"
+        );
+        assert_eq!(
+            Config::allowed("wal_sync_method").unwrap(),
+            "fdatasync, fsync or open_datasync"
+        );
+        assert_eq!(
+            Config::allowed("buffer_mapping_partitions").unwrap(),
+            "a power of two from 1 to 65536"
+        );
+        assert!(Config::allowed("shared_buffers").unwrap().contains("16 to"));
+        assert!(Config::allowed("wal_buffers")
+            .unwrap()
+            .starts_with("auto, or"));
+        assert_eq!(Config::allowed("nope"), None);
+    }
+
+    #[test]
+    fn units_follow_postgresql() {
+        let mut c = Config::default();
+        c.set("checkpoint_timeout", "60").unwrap(); // bare = seconds
+        assert_eq!(c.checkpoint_timeout_ms, 60_000);
+        c.set("checkpoint_timeout", "2min").unwrap();
+        assert_eq!(c.get("checkpoint_timeout").unwrap(), "120s");
+        c.set("wal_writer_delay", "50").unwrap(); // bare = ms
+        assert_eq!(c.wal_writer_delay_ms, 50);
+        c.set("wal_buffers", "-1").unwrap();
+        assert_eq!(c.wal_buffers, None);
+        c.set("wal_buffers", "1MB").unwrap();
+        assert_eq!(c.get("wal_buffers").unwrap(), "1MB");
+    }
+
+    #[test]
+    fn builder_matches_the_text_form_and_validates() {
+        let built = Config::builder()
+            .shared_buffers(64 << 20)
+            .synchronous_commit(false)
+            .wal_sync_method(SyncMethod::Fsync)
+            .checkpoint_timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        let mut text = Config::default();
+        text.set("shared_buffers", "64MB").unwrap();
+        text.set("synchronous_commit", "off").unwrap();
+        text.set("wal_sync_method", "fsync").unwrap();
+        text.set("checkpoint_timeout", "30s").unwrap();
+        assert_eq!(built, text);
+        let err = Config::builder()
+            .buffer_mapping_partitions(3)
+            .build()
+            .unwrap_err();
+        assert_eq!(err.knob, "buffer_mapping_partitions");
+    }
+
+    #[test]
+    fn pool_options_use_the_directory_page_size() {
+        let c = Config::builder().shared_buffers(64 << 20).build().unwrap();
+        assert_eq!(c.pool_options(16384).unwrap().nbuffers, 4096);
+        assert_eq!(c.pool_options(8192).unwrap().nbuffers, 8192);
     }
 }

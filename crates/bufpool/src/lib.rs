@@ -28,6 +28,7 @@ pub mod buffer;
 pub mod config;
 pub mod engine;
 pub mod index;
+pub mod options;
 pub mod page;
 pub mod slru;
 pub mod smgr;

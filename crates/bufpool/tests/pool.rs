@@ -10,9 +10,10 @@ mod common;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use bufpool::buffer::PoolConfig;
 use bufpool::{
     BufferError, BufferPool, Config, ForkNumber, IoContext, IoOp, IoWriter, Lsn, MemVfs, RealVfs,
-    Smgr, SmgrOptions, Vfs, WalFlush,
+    Smgr, Vfs, WalFlush,
 };
 use common::*;
 
@@ -44,7 +45,7 @@ fn mem_pool(fail_at: Option<Lsn>) -> (Arc<RecordingWal>, BufferPool) {
     let smgr = Smgr::open(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
-        SmgrOptions::from_config(&c, true),
+        c.smgr_options(true).unwrap(),
     )
     .unwrap();
     let wal = Arc::new(RecordingWal {

@@ -762,7 +762,7 @@ fn pread_cold_loop(
     frames: usize,
     blocks: &[u32],
 ) -> Result<Duration> {
-    let mut arena = bufpool::buffer::AlignedBuf::zeroed(frames * page_size);
+    let mut arena = bufpool::vfs::AlignedBuf::zeroed(frames * page_size);
     let arena = arena.as_mut_slice();
     let start = Instant::now();
     for (i, &b) in blocks.iter().enumerate() {

@@ -1,5 +1,5 @@
 //! Page memory: one allocation for all buffers, aligned for O_DIRECT, on huge pages where
-//! the kernel allows; and [`AlignedBuf`], a small aligned scratch buffer.
+//! the kernel allows.
 //!
 //! Owns: the mapping of `nbuffers * page_size` bytes. Invariants: frame `i` is the
 //! `page_size` bytes at `base + i * page_size`, aligned to at least 4096; the memory lives
@@ -15,16 +15,33 @@
 //! is reported by [`PageArena::huge_pages`]. Reading the THP mode from sysfs is the one
 //! file access that does not go through `vfs`: it is a kernel setting, not data.
 
-use std::alloc::{self, Layout};
 use std::io;
 use std::ptr::NonNull;
 
-use crate::config::HugePages;
-
-/// O_DIRECT needs buffers aligned to the logical block size; 4096 covers every device here.
-pub const IO_ALIGN: usize = 4096;
 /// Size of a huge page on x86_64 and aarch64 with 4 KiB base pages.
 const HUGE_PAGE_SIZE: usize = 2 << 20;
+
+/// How the pool's page memory asks for huge pages (PostgreSQL's `huge_pages`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HugePages {
+    /// Explicit huge pages (MAP_HUGETLB) if reserved, else transparent huge pages, else none.
+    #[default]
+    Try,
+    /// Explicit huge pages or fail.
+    On,
+    /// Normal pages only.
+    Off,
+}
+
+impl HugePages {
+    pub fn name(self) -> &'static str {
+        match self {
+            HugePages::Try => "try",
+            HugePages::On => "on",
+            HugePages::Off => "off",
+        }
+    }
+}
 
 /// Which kind of pages back the arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +140,7 @@ impl PageArena {
                     format!(
                         "huge_pages=on but {} of explicit huge pages could not be mapped \
                          (reserve them in vm.nr_hugepages, or set huge_pages=try)",
-                        crate::config::format_size(rounded as u64)
+                        crate::options::format_size(rounded as u64)
                     ),
                 ));
             }
@@ -207,49 +224,10 @@ impl Drop for PageArena {
     }
 }
 
-/// A zeroed heap buffer aligned to [`IO_ALIGN`], usable with O_DIRECT.
-pub struct AlignedBuf {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: AlignedBuf uniquely owns its allocation, like a Box<[u8]>.
-unsafe impl Send for AlignedBuf {}
-// SAFETY: shared access only hands out `&[u8]`.
-unsafe impl Sync for AlignedBuf {}
-
-impl AlignedBuf {
-    pub fn zeroed(len: usize) -> Self {
-        assert!(len > 0);
-        let layout = Layout::from_size_align(len, IO_ALIGN).expect("valid layout");
-        // SAFETY: layout has non-zero size.
-        let p = unsafe { alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(p).unwrap_or_else(|| alloc::handle_alloc_error(layout));
-        Self { ptr, len }
-    }
-
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: ptr is a live allocation of len initialized (zeroed) bytes owned by self.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and &mut self guarantees exclusive access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for AlignedBuf {
-    fn drop(&mut self) {
-        let layout = Layout::from_size_align(self.len, IO_ALIGN).expect("valid layout");
-        // SAFETY: allocated in `zeroed` with this same layout.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vfs::IO_ALIGN;
 
     #[test]
     fn frames_are_aligned_and_disjoint() {
@@ -261,12 +239,5 @@ mod tests {
                 assert_eq!(a.huge_pages(), HugePageUse::None);
             }
         }
-    }
-
-    #[test]
-    fn aligned_buf_is_aligned_and_zeroed() {
-        let b = AlignedBuf::zeroed(32768);
-        assert_eq!(b.as_slice().as_ptr() as usize % IO_ALIGN, 0);
-        assert!(b.as_slice().iter().all(|&x| x == 0));
     }
 }

@@ -33,7 +33,7 @@ pub enum BufferError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] crate::options::ConfigError),
 }
 
 impl BufferError {

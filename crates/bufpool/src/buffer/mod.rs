@@ -39,11 +39,16 @@ mod error;
 mod guard;
 mod io_wait;
 mod mapping;
+mod options;
 pub mod state;
 
-pub use arena::{AlignedBuf, HugePageUse, PageArena, IO_ALIGN};
+pub use arena::{HugePageUse, PageArena};
 pub use error::{BufferError, BufferResult};
 pub use guard::{BufferRef, PageReadGuard, PageWriteGuard};
+pub use options::{
+    partitions_allowed, shared_buffers_error, HugePages, PoolConfig, PoolOptions,
+    DEFAULT_MAPPING_PARTITIONS, MAX_BUFFERS, MAX_MAPPING_PARTITIONS, MIN_BUFFERS,
+};
 
 use std::cell::Cell;
 use std::path::Path;
@@ -52,12 +57,12 @@ use descriptor::BufferDesc;
 use mapping::Mapping;
 use state::*;
 
-use crate::config::Config;
 use crate::page::{self, MAX_PAGE_SIZE};
-use crate::smgr::{Smgr, SmgrOptions};
+use crate::smgr::Smgr;
 use crate::stats::{IoContext, IoOp, IoStatsSnapshot};
 use crate::sync::Arc;
 use crate::types::{BlockNumber, BufferTag, ForkNumber, Lsn, RelFileId};
+use crate::vfs::AlignedBuf;
 use crate::vfs::Vfs;
 
 /// Called before a dirty page is written: the WAL must be durable up to the page's LSN
@@ -129,25 +134,39 @@ impl std::fmt::Debug for BufferPool {
 
 impl BufferPool {
     /// Opens (or creates, with `create`) the data directory `dir` and builds a pool for it.
+    /// `config` is usually a `crate::config::Config`; its bad knobs are reported first.
     pub fn open(
         vfs: Arc<dyn Vfs>,
         dir: &Path,
-        config: &Config,
+        config: &impl PoolConfig,
         create: bool,
     ) -> BufferResult<Self> {
-        config.validate()?;
-        let smgr = Smgr::open(vfs, dir, SmgrOptions::from_config(config, create))?;
+        let smgr = Smgr::open(vfs, dir, config.smgr_options(create)?)?;
         Self::new(Arc::new(smgr), config, Arc::new(NoWal))
     }
 
-    /// Builds a pool of `config.shared_buffers` over `smgr`, with `wal` as the WAL hook.
-    pub fn new(smgr: Arc<Smgr>, config: &Config, wal: Arc<dyn WalFlush>) -> BufferResult<Self> {
-        config.validate()?;
+    /// Builds a pool over `smgr` with `wal` as the WAL hook; the pool's size is taken from
+    /// `config` at the directory's page size.
+    pub fn new(
+        smgr: Arc<Smgr>,
+        config: &impl PoolConfig,
+        wal: Arc<dyn WalFlush>,
+    ) -> BufferResult<Self> {
         let page_size = smgr.block_size();
-        let mut cfg = config.clone();
-        cfg.block_size = page_size;
-        let nbuffers = cfg.nbuffers();
-        let arena = PageArena::new(nbuffers, page_size, config.huge_pages).map_err(|source| {
+        let opts = config.pool_options(page_size)?;
+        Self::with_options(smgr, &opts, wal)
+    }
+
+    /// Builds a pool from validated options.
+    pub fn with_options(
+        smgr: Arc<Smgr>,
+        opts: &PoolOptions,
+        wal: Arc<dyn WalFlush>,
+    ) -> BufferResult<Self> {
+        let page_size = smgr.block_size();
+        opts.validate(page_size)?;
+        let nbuffers = opts.nbuffers;
+        let arena = PageArena::new(nbuffers, page_size, opts.huge_pages).map_err(|source| {
             BufferError::Memory {
                 bytes: (nbuffers * page_size) as u64,
                 source,
@@ -156,7 +175,7 @@ impl BufferPool {
         Ok(Self {
             descs: (0..nbuffers as u32).map(BufferDesc::new).collect(),
             arena,
-            mapping: Mapping::new(nbuffers, config.buffer_mapping_partitions),
+            mapping: Mapping::new(nbuffers, opts.mapping_partitions),
             clock: clock::Clock::new(nbuffers),
             io_wait: io_wait::IoWait::new(),
             smgr,

@@ -34,17 +34,18 @@ use std::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::buffer::PoolConfig;
 use crate::buffer::{BufferError, BufferPool, PageWriteGuard, WalFlush};
 use crate::config::{Config, ConfigError};
 use crate::page;
-use crate::smgr::{Smgr, SmgrError, SmgrOptions};
+use crate::smgr::{Smgr, SmgrError};
 use crate::sync::{Arc, Mutex};
 use crate::txn::{Clog, ClogError, TxnManager, Xid, FIRST_NORMAL_XID};
 use crate::types::Lsn;
 use crate::vfs::Vfs;
 use crate::wal::{
-    control, Control, ControlError, RecordBuilder, RecordKind, Wal, WalError, WalOptions,
-    FLAG_ABORT, FLAG_COMMIT,
+    control, Control, ControlError, RecordBuilder, RecordKind, Wal, WalError, FLAG_ABORT,
+    FLAG_COMMIT,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -191,14 +192,10 @@ impl Engine {
         progress: &mut dyn FnMut(&RecoveryReport),
     ) -> Result<Engine, EngineError> {
         config.validate()?;
-        let smgr = Smgr::open(vfs.clone(), dir, SmgrOptions::from_config(config, create))?;
+        let smgr = Smgr::open(vfs.clone(), dir, config.smgr_options(create)?)?;
         let hook = Arc::new(WalHook::default());
         let pool = BufferPool::new(Arc::new(smgr), config, hook.clone())?;
-        let opts = WalOptions {
-            segment_size: config.wal_segment_size,
-            buffers: config.wal_buffers_bytes(),
-            sync_method: config.wal_sync_method,
-        };
+        let opts = config.wal_options();
         let control_path = dir.join(control::CONTROL_FILE);
         let has_control = vfs
             .exists(&control_path)

@@ -26,7 +26,6 @@ use std::io::{IoSlice, IoSliceMut};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::config::Config;
 use crate::stats::{IoContext, IoOp, IoStats};
 use crate::sync::{Arc, AtomicU32, Mutex, Ordering, RwLock};
 use crate::types::{BlockNumber, BufferTag, ForkNumber, RelFileId, MAX_BLOCK_NUMBER};
@@ -82,18 +81,6 @@ pub struct SmgrOptions {
     pub direct: bool,
     /// Open data files with O_DSYNC (every write durable; no fsync requests).
     pub dsync: bool,
-}
-
-impl SmgrOptions {
-    pub fn from_config(config: &Config, create: bool) -> Self {
-        Self {
-            block_size: config.block_size,
-            segment_size: config.segment_size,
-            create,
-            direct: config.io_direct,
-            dsync: false,
-        }
-    }
 }
 
 #[derive(Debug)]

@@ -1031,8 +1031,3 @@ impl Heap<'_> {
         Ok(report)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-}

@@ -9,11 +9,13 @@
 //! kept); the storage manager adds path and block.
 //! Locks: implementations may lock internally; no lock is held across calls.
 
+mod aligned;
 mod fault;
 mod mem;
 mod real;
 mod sim;
 
+pub use aligned::{AlignedBuf, IO_ALIGN};
 pub use fault::{FaultKind, FaultOp, FaultRule, FaultVfs};
 pub use mem::MemVfs;
 pub use real::RealVfs;

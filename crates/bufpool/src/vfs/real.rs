@@ -261,10 +261,10 @@ mod tests {
                 return;
             }
         };
-        let mut buf = crate::buffer::AlignedBuf::zeroed(8192);
+        let mut buf = crate::vfs::AlignedBuf::zeroed(8192);
         buf.as_mut_slice()[0] = 42;
         assert_eq!(f.write_at(buf.as_slice(), 0).unwrap(), 8192);
-        let mut back = crate::buffer::AlignedBuf::zeroed(8192);
+        let mut back = crate::vfs::AlignedBuf::zeroed(8192);
         assert_eq!(f.read_at(back.as_mut_slice(), 0).unwrap(), 8192);
         assert_eq!(back.as_slice()[0], 42);
     }

@@ -46,9 +46,9 @@ pub use record::{
 
 use std::path::{Path, PathBuf};
 
-use crate::buffer::AlignedBuf;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
 use crate::types::Lsn;
+use crate::vfs::AlignedBuf;
 use crate::vfs::{Vfs, VfsFile};
 
 /// Log bytes between padding points: a flush pads to this boundary (the common page and
