@@ -26,7 +26,7 @@ struct RecordingWal {
 }
 
 impl WalFlush for RecordingWal {
-    fn flush(&self, lsn: Lsn) -> Result<(), String> {
+    fn flush(&self, lsn: Lsn) -> Result<(), bufpool::buffer::WalFlushError> {
         let on_disk = self
             .vfs
             .contents(&self.file)

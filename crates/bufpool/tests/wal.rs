@@ -486,3 +486,51 @@ fn commit_records_survive_ring_full_retries() {
         &lost[..lost.len().min(5)]
     );
 }
+
+/// The pool's WAL hook returns the log's typed error: a failed log fsync reaches the page
+/// write that needed it with the OS error intact, and every later write reports the
+/// latched failure with the same errno.
+#[test]
+fn a_failed_log_fsync_reaches_the_page_write_with_its_errno() {
+    use bufpool::{BufferError, FaultKind, FaultOp, FaultRule, FaultVfs};
+    let mem = MemVfs::new();
+    let vfs = FaultVfs::new(Arc::new(mem.clone()));
+    let e = Engine::open(
+        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
+        Path::new("/db"),
+        &config(),
+        true,
+    )
+    .unwrap();
+    create_pages(&e, 2);
+    vfs.add_rule(FaultRule::nth("/wal/", FaultOp::Fsync, 1, FaultKind::Eio));
+    // Logged but not committed: only the page write forces the log flush.
+    let buf = e.pool().read(tag(1)).unwrap();
+    let mut g = buf.write();
+    put_u64(&mut g, BODY + 8, 7);
+    let r = BODY + 8..BODY + 16;
+    e.log_pages(1, 0, &mut [(&mut g, std::slice::from_ref(&r))])
+        .unwrap();
+    drop(g);
+    drop(buf);
+    for attempt in 0..2 {
+        let err = e.pool().flush_all().unwrap_err();
+        assert!(
+            matches!(err, BufferError::WalFlush { .. }),
+            "attempt {attempt}: {err}"
+        );
+        assert_eq!(
+            err.raw_os_error(),
+            Some(libc::EIO),
+            "attempt {attempt}: {err}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("flushing the WAL") && msg.contains("fsync of"),
+            "{msg}"
+        );
+        if attempt == 1 {
+            assert!(msg.contains("failed earlier"), "{msg}");
+        }
+    }
+}

@@ -20,11 +20,12 @@ pub enum BufferError {
     AllPinned { nbuffers: usize, tag: BufferTag },
     #[error("cannot drop the buffer of {tag}: it stays pinned ({state})")]
     Pinned { tag: BufferTag, state: String },
-    #[error("flushing the WAL to {lsn} before writing {tag} failed: {message}")]
+    #[error("flushing the WAL to {lsn} before writing {tag} failed: {source}")]
     WalFlush {
         tag: BufferTag,
         lsn: Lsn,
-        message: String,
+        #[source]
+        source: super::WalFlushError,
     },
     #[error("allocating {bytes} bytes of page memory: {source}")]
     Memory {
@@ -41,6 +42,18 @@ impl BufferError {
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
             BufferError::Storage(e) => e.raw_os_error(),
+            BufferError::Memory { source, .. } => source.raw_os_error(),
+            BufferError::WalFlush { source, .. } => {
+                // The log's error is opaque here: find the OS error in its source chain.
+                let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&**source);
+                while let Some(c) = cause {
+                    if let Some(io) = c.downcast_ref::<std::io::Error>() {
+                        return io.raw_os_error();
+                    }
+                    cause = c.source();
+                }
+                None
+            }
             _ => None,
         }
     }

@@ -68,16 +68,21 @@ use crate::vfs::Vfs;
 /// Called before a dirty page is written: the WAL must be durable up to the page's LSN
 /// (DESIGN rule 1). The WAL issue plugs in the real log; until then [`NoWal`].
 pub trait WalFlush: Send + Sync {
-    /// Makes the log durable up to `lsn`. Returns an error message on failure.
-    fn flush(&self, lsn: Lsn) -> Result<(), String>;
+    /// Makes the log durable up to `lsn`. The error is the log's own (the pool does not
+    /// know the log's types; the errno survives in the source chain, see
+    /// [`BufferError::raw_os_error`]).
+    fn flush(&self, lsn: Lsn) -> Result<(), WalFlushError>;
 }
+
+/// The error a [`WalFlush`] hook returns: the log's typed error, boxed.
+pub type WalFlushError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A WAL hook for pools without a log: nothing to flush.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoWal;
 
 impl WalFlush for NoWal {
-    fn flush(&self, _lsn: Lsn) -> Result<(), String> {
+    fn flush(&self, _lsn: Lsn) -> Result<(), WalFlushError> {
         Ok(())
     }
 }
@@ -517,7 +522,7 @@ impl BufferPool {
             let lsn = page::lsn(copy);
             self.wal
                 .flush(lsn)
-                .map_err(|message| BufferError::WalFlush { tag, lsn, message })?;
+                .map_err(|source| BufferError::WalFlush { tag, lsn, source })?;
             page::set_checksum(copy, &tag);
             self.smgr
                 .write(&tag, copy, context)

@@ -35,14 +35,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::buffer::PoolConfig;
-use crate::buffer::{BufferError, BufferPool, PageWriteGuard, WalFlush};
+use crate::buffer::{BufferError, BufferPool, PageWriteGuard, WalFlush, WalFlushError};
 use crate::config::{Config, ConfigError};
 use crate::page;
 use crate::smgr::{Smgr, SmgrError};
 use crate::sync::{Arc, Mutex};
 use crate::txn::{Clog, ClogError, TxnManager, Xid, FIRST_NORMAL_XID};
 use crate::types::Lsn;
-use crate::vfs::Vfs;
+use crate::vfs::{IoError, Vfs};
 use crate::wal::{
     control, Control, ControlError, RecordBuilder, RecordKind, Wal, WalError, FLAG_ABORT,
     FLAG_COMMIT,
@@ -70,13 +70,8 @@ pub enum EngineError {
     DuplicateKey { index: String, key: i64 },
     #[error("index {index} is corrupt: {reason}")]
     IndexCorrupt { index: String, reason: String },
-    #[error("{op} {path}: {source}")]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     #[error("the WAL is corrupt at {lsn} ({path}, offset {offset}): {reason}; refusing to open, since replaying only up to here would silently drop acknowledged commits")]
     Corrupt {
         path: PathBuf,
@@ -88,11 +83,7 @@ pub enum EngineError {
 
 impl EngineError {
     pub(crate) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
-        EngineError::Io {
-            op,
-            path: path.to_path_buf(),
-            source,
-        }
+        EngineError::Io(IoError::new(op, path, source))
     }
 }
 
@@ -129,9 +120,9 @@ struct WalHook {
 }
 
 impl WalFlush for WalHook {
-    fn flush(&self, lsn: Lsn) -> Result<(), String> {
+    fn flush(&self, lsn: Lsn) -> Result<(), WalFlushError> {
         match self.wal.get() {
-            Some(w) => w.flush_for_page(lsn).map_err(|e| e.to_string()),
+            Some(w) => w.flush_for_page(lsn).map_err(|e| e.into()),
             None => Ok(()),
         }
     }

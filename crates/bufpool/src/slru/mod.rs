@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::sync::{Arc, Mutex};
-use crate::vfs::{OpenOptions, Vfs, VfsFile};
+use crate::vfs::{IoError, OpenOptions, Vfs, VfsFile};
 
 /// Pages per segment file: PostgreSQL's SLRU_PAGES_PER_SEGMENT.
 pub const PAGES_PER_SEGMENT: u64 = 32;
@@ -27,13 +27,8 @@ pub const TRAILER_SIZE: usize = 8;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SlruError {
-    #[error("{op} {path}: {source}")]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     #[error("page {pageno} of {path}: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
     Corrupt {
         pageno: u64,
@@ -104,11 +99,7 @@ impl std::fmt::Debug for Slru {
 }
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> SlruError + 'a {
-    move |source| SlruError::Io {
-        op,
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| SlruError::Io(IoError::new(op, path, source))
 }
 
 impl Slru {

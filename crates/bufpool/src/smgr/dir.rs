@@ -72,7 +72,7 @@ fn render(meta: &Meta) -> String {
 
 pub(super) fn write_meta(vfs: &dyn Vfs, dir: &Path, meta: &Meta) -> SmgrResult<()> {
     crate::vfs::write_atomic(vfs, &dir.join(META_FILE), render(meta).as_bytes())
-        .map_err(|e| file_err(e.op, &e.path)(e.source))
+        .map_err(SmgrError::Io)
 }
 
 pub(super) fn read_meta(vfs: &dyn Vfs, dir: &Path) -> SmgrResult<Meta> {

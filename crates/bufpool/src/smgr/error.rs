@@ -5,6 +5,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::types::{BlockNumber, BufferTag};
+use crate::vfs::IoError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SmgrError {
@@ -16,13 +17,8 @@ pub enum SmgrError {
     },
     #[error("data directory {dir}: {problem}")]
     Directory { dir: PathBuf, problem: String },
-    #[error("{op} {path}: {source}")]
-    File {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     #[error("reading {tag} from {path}: {source}")]
     Read {
         tag: BufferTag,
@@ -67,8 +63,8 @@ impl SmgrError {
     /// The OS error number behind this error, if there is one.
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
-            SmgrError::File { source, .. }
-            | SmgrError::Read { source, .. }
+            SmgrError::Io(e) => e.raw_os_error(),
+            SmgrError::Read { source, .. }
             | SmgrError::Write { source, .. }
             | SmgrError::Fsync { source, .. } => source.raw_os_error(),
             _ => None,
@@ -83,9 +79,5 @@ pub(crate) fn file_err<'a>(
     op: &'static str,
     path: &'a std::path::Path,
 ) -> impl FnOnce(io::Error) -> SmgrError + 'a {
-    move |source| SmgrError::File {
-        op,
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| SmgrError::Io(IoError::new(op, path, source))
 }

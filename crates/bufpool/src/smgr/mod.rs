@@ -29,7 +29,7 @@ use std::time::Instant;
 use crate::stats::{IoContext, IoOp, IoStats};
 use crate::sync::{Arc, AtomicU32, Mutex, Ordering, RwLock};
 use crate::types::{BlockNumber, BufferTag, ForkNumber, RelFileId, MAX_BLOCK_NUMBER};
-use crate::vfs::{OpenOptions, Vfs, VfsFile};
+use crate::vfs::{IoError, OpenOptions, Vfs, VfsFile};
 
 /// Hasher for the open-fork map: the key is a few integers chosen by us, not by an
 /// adversary, so a multiply-xorshift mix replaces SipHash (which showed in miss profiles).
@@ -344,7 +344,7 @@ impl Smgr {
         let file = self
             .segment(&f, tag.rel, tag.fork, segno, false)
             .map_err(|e| match e {
-                SmgrError::File { path, source, .. } => SmgrError::Read {
+                SmgrError::Io(IoError { path, source, .. }) => SmgrError::Read {
                     tag: *tag,
                     path,
                     source,
@@ -457,7 +457,9 @@ impl Smgr {
             let file = self
                 .segment(&f, rel, fork, segno, create)
                 .map_err(|e| match e {
-                    SmgrError::File { path, source, .. } => SmgrError::Write { tag, path, source },
+                    SmgrError::Io(IoError { path, source, .. }) => {
+                        SmgrError::Write { tag, path, source }
+                    }
                     e => e,
                 })?;
             let want = n * self.block_size;
@@ -611,13 +613,7 @@ impl Smgr {
             match self.vfs.unlink(&path) {
                 Ok(()) => segno += 1,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-                Err(e) => {
-                    return Err(SmgrError::File {
-                        op: "unlinking",
-                        path,
-                        source: e,
-                    })
-                }
+                Err(e) => return Err(IoError::new("unlinking", &path, e).into()),
             }
         }
         f.nblocks.store(NBLOCKS_UNKNOWN, Ordering::Release);

@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::types::RelFileId;
-use crate::vfs::{OpenOptions, Vfs};
+use crate::vfs::{IoError, OpenOptions, Vfs};
 
 pub const CATALOG_FILE: &str = "bufpool.catalog";
 const FORMAT: u32 = 1;
@@ -159,13 +159,8 @@ pub struct IndexDef {
 pub enum CatalogError {
     #[error("catalog {path}: {problem}")]
     Corrupt { path: PathBuf, problem: String },
-    #[error("{op} catalog {path}: {source}")]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{} catalog {}: {}", .0.op, .0.path.display(), .0.source)]
+    Io(#[source] IoError),
     #[error("catalog: {0}")]
     Invalid(String),
 }
@@ -361,11 +356,7 @@ impl Catalog {
         let path = dir.join(CATALOG_FILE);
         let io = |op: &'static str| {
             let p = path.clone();
-            move |source| CatalogError::Io {
-                op,
-                path: p,
-                source,
-            }
+            move |source| CatalogError::Io(IoError::new(op, &p, source))
         };
         if !vfs.exists(&path).map_err(io("checking"))? {
             return Ok(Catalog::default());
@@ -385,13 +376,8 @@ impl Catalog {
 
     /// Writes `<dir>/bufpool.catalog` atomically.
     pub fn save(&self, vfs: &dyn Vfs, dir: &Path) -> Result<(), CatalogError> {
-        crate::vfs::write_atomic(vfs, &dir.join(CATALOG_FILE), self.render().as_bytes()).map_err(
-            |e| CatalogError::Io {
-                op: e.op,
-                path: e.path,
-                source: e.source,
-            },
-        )
+        crate::vfs::write_atomic(vfs, &dir.join(CATALOG_FILE), self.render().as_bytes())
+            .map_err(CatalogError::Io)
     }
 }
 

@@ -10,12 +10,14 @@
 //! Locks: implementations may lock internally; no lock is held across calls.
 
 mod aligned;
+mod error;
 mod fault;
 mod mem;
 mod real;
 mod sim;
 
 pub use aligned::{AlignedBuf, IO_ALIGN};
+pub use error::{IoAt, IoError};
 pub use fault::{FaultKind, FaultOp, FaultRule, FaultVfs};
 pub use mem::MemVfs;
 pub use real::RealVfs;
@@ -23,7 +25,7 @@ pub use sim::{CrashChoice, CrashReport, SimVfs};
 
 use std::fmt;
 use std::io::{self, IoSlice, IoSliceMut};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// How to open a file.
@@ -116,40 +118,22 @@ pub(crate) fn iov_len(bufs: &[IoSlice<'_>]) -> usize {
     bufs.iter().map(|b| b.len()).sum()
 }
 
-/// A failed step of [`write_atomic`]: what was being done, to which file, and why.
-#[derive(Debug)]
-pub struct AtomicWriteError {
-    pub op: &'static str,
-    pub path: PathBuf,
-    pub source: io::Error,
-}
-
 /// Replaces the file at `path` with `bytes` so that after a crash it holds the old or the
 /// new contents, never a mix: writes `<name>.tmp` beside it, fsyncs it, renames it over
 /// `path`, fsyncs the directory. (The temporary name keeps the whole file name, so two
 /// files of one directory never share a temporary file.)
-pub fn write_atomic(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+pub fn write_atomic(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> Result<(), IoError> {
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(".tmp");
     let tmp = path.with_file_name(tmp_name);
-    let err = |op: &'static str, p: &Path| {
-        let path = p.to_path_buf();
-        move |source| AtomicWriteError { op, path, source }
-    };
+    let err = IoError::with;
     let f = vfs
         .open(&tmp, OpenOptions::create())
         .map_err(err("creating", &tmp))?;
     f.set_len(0).map_err(err("truncating", &tmp))?;
     let n = f.write_at(bytes, 0).map_err(err("writing", &tmp))?;
     if n != bytes.len() {
-        return Err(AtomicWriteError {
-            op: "writing",
-            path: tmp,
-            source: io::Error::new(
-                io::ErrorKind::WriteZero,
-                format!("short write: {n} of {} bytes", bytes.len()),
-            ),
-        });
+        return Err(IoError::short("writing", &tmp, IoAt::File, n, bytes.len()));
     }
     f.sync_all().map_err(err("fsync of", &tmp))?;
     drop(f);

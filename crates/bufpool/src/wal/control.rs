@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::types::Lsn;
-use crate::vfs::{OpenOptions, Vfs};
+use crate::vfs::{IoError, OpenOptions, Vfs};
 
 pub const CONTROL_FILE: &str = "bufpool.control";
 const FORMAT: u32 = 1;
@@ -36,13 +36,8 @@ pub enum ControlError {
     Missing { path: PathBuf },
     #[error("control file {path}: {problem}")]
     Corrupt { path: PathBuf, problem: String },
-    #[error("{op} control file {path}: {source}")]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{} control file {}: {}", .0.op, .0.path.display(), .0.source)]
+    Io(#[source] IoError),
 }
 
 fn render(c: &Control) -> String {
@@ -55,19 +50,14 @@ fn render(c: &Control) -> String {
 }
 
 pub fn write(vfs: &dyn Vfs, path: &Path, c: &Control) -> Result<(), ControlError> {
-    crate::vfs::write_atomic(vfs, path, render(c).as_bytes()).map_err(|e| ControlError::Io {
-        op: e.op,
-        path: e.path,
-        source: e.source,
-    })
+    crate::vfs::write_atomic(vfs, path, render(c).as_bytes()).map_err(ControlError::Io)
 }
 
 pub fn read(vfs: &dyn Vfs, path: &Path) -> Result<Control, ControlError> {
-    if !vfs.exists(path).map_err(|source| ControlError::Io {
-        op: "checking",
-        path: path.to_path_buf(),
-        source,
-    })? {
+    if !vfs
+        .exists(path)
+        .map_err(|source| ControlError::Io(IoError::new("checking", path, source)))?
+    {
         return Err(ControlError::Missing {
             path: path.to_path_buf(),
         });
@@ -76,11 +66,7 @@ pub fn read(vfs: &dyn Vfs, path: &Path) -> Result<Control, ControlError> {
         path: path.to_path_buf(),
         problem,
     };
-    let io = |source| ControlError::Io {
-        op: "reading",
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = |source| ControlError::Io(IoError::new("reading", path, source));
     let f = vfs.open(path, OpenOptions::read_only()).map_err(io)?;
     let len = f.len().map_err(io)? as usize;
     if len > 4096 {

@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 
 use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
 use crate::types::Lsn;
-use crate::vfs::AlignedBuf;
+use crate::vfs::{AlignedBuf, IoAt, IoError};
 use crate::vfs::{Vfs, VfsFile};
 
 /// Log bytes between padding points: a flush pads to this boundary (the common page and
@@ -88,17 +88,35 @@ pub struct WalOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum WalError {
-    #[error("{op} {path}: {source}")]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     #[error("the log failed earlier and refuses further writes until the data directory is reopened: {0}")]
-    Failed(String),
+    Failed(#[source] Box<WalError>),
     #[error("record of {len} bytes does not fit wal_buffers ({ring} bytes); raise wal_buffers")]
     TooLarge { len: usize, ring: u64 },
+}
+
+impl WalError {
+    /// A copy, for the latched first failure that every later call reports.
+    fn duplicate(&self) -> WalError {
+        match self {
+            WalError::Io(e) => WalError::Io(e.duplicate()),
+            WalError::Failed(first) => WalError::Failed(Box::new(first.duplicate())),
+            WalError::TooLarge { len, ring } => WalError::TooLarge {
+                len: *len,
+                ring: *ring,
+            },
+        }
+    }
+
+    /// The OS error number behind this error (or behind the failure it reports again).
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            WalError::Io(e) => e.raw_os_error(),
+            WalError::Failed(first) => first.raw_os_error(),
+            WalError::TooLarge { .. } => None,
+        }
+    }
 }
 
 /// Counters of the log (all since open).
@@ -217,7 +235,7 @@ pub struct Wal {
     flush_lock: Mutex<FlushState>,
     leader: Mutex<Leader>,
     flush_done: Condvar,
-    failed: Mutex<Option<String>>,
+    failed: Mutex<Option<WalError>>,
     /// Set once `failed` holds an error: the insert path checks this, not the mutex.
     has_failed: AtomicBool,
     segments: segment::Segments,
@@ -363,7 +381,7 @@ impl Wal {
             return Ok(());
         }
         match &*self.failed.lock() {
-            Some(why) => Err(WalError::Failed(why.clone())),
+            Some(first) => Err(WalError::Failed(Box::new(first.duplicate()))),
             None => Ok(()),
         }
     }
@@ -371,7 +389,7 @@ impl Wal {
     fn fail(&self, e: WalError) -> WalError {
         let mut f = self.failed.lock();
         if f.is_none() {
-            *f = Some(e.to_string());
+            *f = Some(e.duplicate());
         }
         self.has_failed.store(true, Ordering::Release);
         e
@@ -505,22 +523,21 @@ impl Wal {
             let w = file
                 .write_at(&buf[..n], pos % self.segments.size)
                 .map_err(|source| {
-                    self.fail(WalError::Io {
-                        op: "writing",
-                        path: self.segments.path(segno),
+                    self.fail(WalError::Io(IoError::at_offset(
+                        "writing",
+                        &self.segments.path(segno),
+                        pos % self.segments.size,
                         source,
-                    })
+                    )))
                 })?;
             if w != n {
-                let source = std::io::Error::new(
-                    std::io::ErrorKind::WriteZero,
-                    format!("wrote {w} of {n} bytes"),
-                );
-                return Err(self.fail(WalError::Io {
-                    op: "writing",
-                    path: self.segments.path(segno),
-                    source,
-                }));
+                return Err(self.fail(WalError::Io(IoError::short(
+                    "writing",
+                    &self.segments.path(segno),
+                    IoAt::Offset(pos % self.segments.size),
+                    w,
+                    n,
+                ))));
             }
             if st.unsynced.last() != Some(&segno) {
                 st.unsynced.push(segno);
@@ -608,11 +625,11 @@ impl Wal {
                     _ => file.sync_data(),
                 };
                 r.map_err(|source| {
-                    self.fail(WalError::Io {
-                        op: "fsync of",
-                        path: self.segments.path(segno),
+                    self.fail(WalError::Io(IoError::new(
+                        "fsync of",
+                        &self.segments.path(segno),
                         source,
-                    })
+                    )))
                 })?;
             }
         } else {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::WalError;
 use crate::sync::{Arc, Mutex};
-use crate::vfs::{OpenOptions, Vfs, VfsFile};
+use crate::vfs::{IoAt, IoError, OpenOptions, Vfs, VfsFile};
 
 /// Zero-fill chunk when creating a segment.
 const FILL_CHUNK: usize = 1 << 20;
@@ -33,11 +33,7 @@ pub(super) struct Segments {
 }
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> WalError + 'a {
-    move |source| WalError::Io {
-        op,
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| WalError::Io(IoError::new(op, path, source))
 }
 
 impl Segments {
@@ -125,11 +121,13 @@ impl Segments {
                     .write_at(&zeros[..n], off)
                     .map_err(io("zero-filling", &tmp))?;
                 if w != n {
-                    return Err(WalError::Io {
-                        op: "zero-filling",
-                        path: tmp,
-                        source: std::io::Error::new(std::io::ErrorKind::WriteZero, "short write"),
-                    });
+                    return Err(WalError::Io(IoError::short(
+                        "zero-filling",
+                        &tmp,
+                        IoAt::Offset(off),
+                        w,
+                        n,
+                    )));
                 }
                 off += n as u64;
             }
