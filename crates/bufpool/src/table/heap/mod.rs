@@ -1,0 +1,516 @@
+//! Heap relations: unordered tuples with MVCC headers, on buffer-pool pages, every change
+//! WAL-logged through the engine (redo is physical, so recovery needs nothing heap-specific).
+//!
+//! Owns: the relation id, its free-space map ([`Fsm`]), the fillfactor of this handle and
+//! an insertion hint (the last block that had room, where the map search starts). This
+//! file has the [`Heap`] handle, [`Tid`], create/open, insert, fetch, scan and bulk load,
+//! and the helpers the parts share; the parts are:
+//! - `visibility.rs`: how a version looks to a snapshot, whether it is dead to all, and
+//!   hint bits;
+//! - `update.rs`: update and delete, the row-lock walk, placing a row on another page,
+//!   chain compression;
+//! - `prune.rs`: chain-wise pruning of a page;
+//! - `vacuum.rs`: VACUUM and its report.
+//!
+//! **Row identity.** A row is named by the tuple id of its first version, its *root*; an
+//! index stores roots. Updates chain versions through ctid; a same-page update makes a
+//! `HEAP_ONLY` version (a HOT chain: the row's root, then heap-only versions on the same
+//! page, possibly then a link to a root on another page). [`Heap::fetch`] from a root
+//! walks the chain (through redirects and ctids, checking that each version's xmin is its
+//! predecessor's xmax, PostgreSQL's rule for detecting a chain broken by pruning) to the
+//! version the snapshot sees. Pruning keeps roots (a pruned chain's root becomes a
+//! redirect), so a tuple id held by an index or a caller stays valid; only VACUUM frees
+//! the root of a deleted row. [`Heap::scan`] reports each visible version under the root
+//! of its same-page chain.
+//!
+//! **Locks**, for the whole heap: one page's content lock at a time, except an update
+//! moving a row to another page: it holds the old page and takes the target only with a
+//! try-lock (skipping pages whose lock is busy), or a newly extended page (nobody else can
+//! hold the lock of a page that did not exist a moment ago), so this cannot deadlock;
+//! free-space-map pages are taken after heap pages, never the other way round. Hint bits
+//! are set after the reader released its lock, with a try-lock. A row-lock wait holds no
+//! page lock, and one that would close a cycle of transactions waiting on each other fails
+//! with a deadlock error instead (`TxnManager::wait_for`); the caller aborts that
+//! transaction, which frees its rows. In this file: insert searches the map, then takes
+//! one heap page's write lock (updating the map after releasing it); fetch and scan take
+//! one page's shared lock at a time; bulk load writes each new page under its own lock.
+
+mod prune;
+mod update;
+mod vacuum;
+mod visibility;
+
+pub use vacuum::VacuumReport;
+use visibility::{Hints, Vis};
+
+use super::fsm::Fsm;
+use super::heap_page::{
+    tuple_space, HeapPage, HeapPageMut, ItemId, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED,
+    XMIN_COMMITTED,
+};
+use crate::buffer::PageWriteGuard;
+use crate::config::ConfigError;
+use crate::engine::{Engine, EngineError};
+use crate::sync::{AtomicU32, Ordering};
+use crate::txn::{Snapshot, Xid, FROZEN_XID, INVALID_XID};
+use crate::types::{BufferTag, ForkNumber, RelFileId};
+
+/// A tuple's address: block and 1-based slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tid {
+    pub block: u32,
+    pub slot: u16,
+}
+
+impl Tid {
+    /// Packs the tuple id into an index value.
+    pub fn to_u64(self) -> u64 {
+        (u64::from(self.block) << 16) | u64::from(self.slot)
+    }
+
+    /// Unpacks an index value made by [`Tid::to_u64`].
+    pub fn from_u64(v: u64) -> Tid {
+        Tid {
+            block: (v >> 16) as u32,
+            slot: v as u16,
+        }
+    }
+}
+/// Default fillfactor (PostgreSQL's for heaps): inserts fill pages completely.
+pub const DEFAULT_FILLFACTOR: u8 = 100;
+
+/// The tuple a line pointer leads to: a normal slot itself, or a redirect's target. The
+/// flag says whether a redirect was followed (the slot was a pruned chain's root, so the
+/// tuple's xmin need not match whatever led here).
+fn resolve(page: HeapPage<'_>, slot: u16) -> Option<(u16, TupleHeader, &[u8], bool)> {
+    match page.item(slot) {
+        ItemId::Normal { .. } => page.tuple(slot).map(|(h, d)| (slot, h, d, false)),
+        ItemId::Redirect { to } => page.tuple(to).map(|(h, d)| (to, h, d, true)),
+        _ => None,
+    }
+}
+
+/// Fills `roots[slot]` with the root of the same-page chain each slot belongs to (the
+/// slot itself for roots and for versions no chain reaches).
+fn chain_roots(page: HeapPage<'_>, block: u32, roots: &mut Vec<u16>) {
+    let n = page.slots();
+    roots.clear();
+    roots.extend(0..=n);
+    for root in 1..=n {
+        let mut cur = match page.item(root) {
+            ItemId::Redirect { to } => to,
+            ItemId::Normal { .. } => match page.tuple(root) {
+                Some((h, _)) if h.infomask & HEAP_ONLY == 0 => root,
+                _ => continue,
+            },
+            _ => continue,
+        };
+        // Bounded: a chain visits each slot at most once.
+        for _ in 0..n {
+            if cur != root {
+                roots[cur as usize] = root;
+            }
+            let Some((h, _)) = page.tuple(cur) else {
+                break;
+            };
+            if h.infomask & UPDATED == 0 || h.ctid_block != block || h.ctid_slot == cur {
+                break;
+            }
+            match page.tuple(h.ctid_slot) {
+                Some((next, _)) if next.infomask & HEAP_ONLY != 0 && next.xmin == h.xmax => {
+                    cur = h.ctid_slot
+                }
+                _ => break,
+            }
+        }
+    }
+}
+
+/// A heap relation.
+pub struct Heap<'e> {
+    engine: &'e Engine,
+    rel: RelFileId,
+    fsm: Fsm,
+    fillfactor: u8,
+    hint: AtomicU32,
+}
+
+impl<'e> Heap<'e> {
+    /// Creates the relation's main and free-space forks.
+    pub fn create(engine: &'e Engine, rel: RelFileId) -> Result<Heap<'e>, EngineError> {
+        engine.pool().create_relation(rel, ForkNumber::Main)?;
+        engine.pool().create_relation(rel, ForkNumber::FreeSpace)?;
+        Ok(Self::open(engine, rel))
+    }
+
+    /// Opens an existing relation (its free-space fork is created if missing: the map is
+    /// not WAL-logged, so a crash may lose a new one).
+    pub fn open(engine: &'e Engine, rel: RelFileId) -> Heap<'e> {
+        let pool = engine.pool();
+        if pool.nblocks(rel, ForkNumber::FreeSpace).is_err() {
+            let _ = pool.create_relation(rel, ForkNumber::FreeSpace);
+        }
+        Heap {
+            engine,
+            rel,
+            fsm: Fsm::new(rel, pool.page_size()),
+            fillfactor: DEFAULT_FILLFACTOR,
+            hint: AtomicU32::new(0),
+        }
+    }
+
+    /// Sets this handle's fillfactor (percent, 10..=100, PostgreSQL's range and meaning):
+    /// inserts leave `100 - fillfactor` percent of each page free, so that updates of
+    /// its rows can stay on the page.
+    pub fn with_fillfactor(mut self, fillfactor: u8) -> Result<Self, EngineError> {
+        if !(10..=100).contains(&fillfactor) {
+            return Err(ConfigError::new("fillfactor", fillfactor, "10..100 (percent)").into());
+        }
+        self.fillfactor = fillfactor;
+        Ok(self)
+    }
+
+    pub fn rel(&self) -> RelFileId {
+        self.rel
+    }
+
+    /// The free-space map.
+    pub fn fsm(&self) -> &Fsm {
+        &self.fsm
+    }
+
+    fn tag(&self, block: u32) -> BufferTag {
+        BufferTag::new(self.rel, ForkNumber::Main, block)
+    }
+
+    /// Bytes inserts leave free on a page.
+    fn reserve(&self) -> usize {
+        self.engine.pool().page_size() * (100 - self.fillfactor as usize) / 100
+    }
+
+    /// Applies `change` to a page under its write guard and logs what changed.
+    fn change_logged<R>(
+        &self,
+        xid: Xid,
+        g: &mut PageWriteGuard<'_>,
+        change: impl FnOnce(&mut HeapPageMut<'_>) -> R,
+    ) -> Result<R, EngineError> {
+        let before = g.to_vec();
+        let r = change(&mut HeapPageMut(g));
+        let ranges = crate::engine::changed_ranges(&before, g);
+        if !ranges.is_empty() {
+            self.engine.log_pages(xid, 0, &mut [(g, &ranges)])?;
+        }
+        Ok(r)
+    }
+
+    /// Inserts a tuple created by `xid`: into a page the free-space map says has room
+    /// (leaving the fillfactor's reserve), else into a new page.
+    pub fn insert(&self, xid: Xid, data: &[u8]) -> Result<Tid, EngineError> {
+        let pool = self.engine.pool();
+        let max = HeapPage(&vec![0u8; pool.page_size()]).max_tuple_data();
+        if data.len() > max {
+            return Err(EngineError::TupleTooLarge {
+                len: data.len(),
+                max,
+            });
+        }
+        let reserve = self.reserve();
+        let need = tuple_space(data.len()) + ITEM_ID_SIZE;
+        loop {
+            let n = pool.nblocks(self.rel, ForkNumber::Main)?;
+            let hint = self.hint.load(Ordering::Relaxed);
+            let buf = match self.fsm.search(pool, need + reserve, hint, n)? {
+                Some(b) => pool.read(self.tag(b))?,
+                None => pool.extend(self.rel, ForkNumber::Main)?,
+            };
+            let block = buf.tag().block;
+            let mut g = buf.write();
+            // An empty page takes any tuple, whatever the fillfactor.
+            let empty = HeapPage(&g).slots() == 0;
+            let fits = if empty {
+                HeapPage(&g).fits(data.len())
+            } else {
+                HeapPage(&g).fits_leaving(data.len(), reserve)
+            };
+            if fits {
+                let slot = self
+                    .change_logged(xid, &mut g, |p| p.insert(block, xid, data))?
+                    .expect("checked that it fits");
+                let free = HeapPage(&g).free_space();
+                drop(g);
+                self.fsm.set(pool, block, free)?;
+                self.hint.store(block, Ordering::Relaxed);
+                return Ok(Tid { block, slot });
+            }
+            // The map promised too much (it is a hint): correct it and look again.
+            let free = HeapPage(&g).free_space();
+            drop(g);
+            self.fsm.set(pool, block, free)?;
+        }
+    }
+
+    /// Bulk load (pgbench's initialization, PostgreSQL's COPY): appends `rows` in order
+    /// on new pages, each filled to the fillfactor and logged as one full-page image, and
+    /// passes each row's tuple id to `placed`. With `frozen` the rows are visible to every
+    /// snapshot at once (COPY FREEZE: only for a table created by the same load, which
+    /// nobody else can see yet); otherwise they belong to `xid` like inserts.
+    /// `progress` gets the number of rows loaded so far, every 65,536 rows and at the end.
+    /// Returns the number of rows.
+    pub fn bulk_load<R: AsRef<[u8]>>(
+        &self,
+        xid: Xid,
+        frozen: bool,
+        rows: impl IntoIterator<Item = R>,
+        mut placed: impl FnMut(Tid),
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64, EngineError> {
+        let pool = self.engine.pool();
+        let max = HeapPage(&vec![0u8; pool.page_size()]).max_tuple_data();
+        let reserve = self.reserve();
+        let (xmin, mask) = if frozen {
+            (FROZEN_XID, XMIN_COMMITTED)
+        } else {
+            (xid, 0)
+        };
+        let mut rows = rows.into_iter().peekable();
+        let mut count = 0u64;
+        while rows.peek().is_some() {
+            let buf = pool.extend(self.rel, ForkNumber::Main)?;
+            let block = buf.tag().block;
+            let mut g = buf.write();
+            {
+                let mut p = HeapPageMut(&mut g);
+                p.init_if_new();
+                while let Some(row) = rows.peek() {
+                    let data = row.as_ref();
+                    if data.len() > max {
+                        return Err(EngineError::TupleTooLarge {
+                            len: data.len(),
+                            max,
+                        });
+                    }
+                    let first = p.view().slots() == 0;
+                    if !first && !p.view().fits_leaving(data.len(), reserve) {
+                        break;
+                    }
+                    let slot = p.insert(block, xmin, data).expect("checked that it fits");
+                    if mask != 0 {
+                        let (mut h, _) = p.view().tuple(slot).expect("just inserted");
+                        h.infomask |= mask;
+                        p.set_header(slot, &h);
+                    }
+                    placed(Tid { block, slot });
+                    rows.next();
+                    count += 1;
+                    if count % 65_536 == 0 {
+                        progress(count);
+                    }
+                }
+            }
+            let whole = 0..g.len();
+            self.engine
+                .log_pages(xid, 0, &mut [(&mut g, std::slice::from_ref(&whole))])?;
+            let free = HeapPage(&g).free_space();
+            drop(g);
+            self.fsm.set(pool, block, free)?;
+        }
+        progress(count);
+        Ok(count)
+    }
+
+    /// The version of the row rooted at `tid` that `snap` sees (see the module doc).
+    pub fn fetch(&self, snap: &Snapshot, tid: Tid) -> Result<Option<Vec<u8>>, EngineError> {
+        self.fetch_with(snap, tid, |_, d| d.to_vec())
+    }
+
+    /// [`Heap::fetch`], passing the version's tuple id and bytes to `f` under the page's
+    /// shared lock instead of copying them.
+    pub fn fetch_with<R>(
+        &self,
+        snap: &Snapshot,
+        mut tid: Tid,
+        f: impl FnOnce(Tid, &[u8]) -> R,
+    ) -> Result<Option<R>, EngineError> {
+        let pool = self.engine.pool();
+        let mut prev_xmax = INVALID_XID;
+        let mut hints = Hints::new();
+        // A chain is finite; the bound only guards against a damaged one. Same-page steps
+        // happen under one lock, so pruning cannot cut the chain between them; a chain
+        // leaving the page leads to a root, which pruning never frees.
+        let mut steps = 0u32;
+        'page: loop {
+            let buf = pool.read(self.tag(tid.block))?;
+            let g = buf.read();
+            loop {
+                steps += 1;
+                if steps > u32::from(u16::MAX) {
+                    return Ok(None);
+                }
+                let Some((slot, h, data, redirected)) = resolve(HeapPage(&g), tid.slot) else {
+                    return Ok(None);
+                };
+                if prev_xmax != INVALID_XID && !redirected && h.xmin != prev_xmax {
+                    return Ok(None); // a deleted row's slot, freed by VACUUM and reused
+                }
+                match self.vis(snap, slot, &h, &mut hints)? {
+                    Vis::Visible => {
+                        let r = f(
+                            Tid {
+                                block: tid.block,
+                                slot,
+                            },
+                            data,
+                        );
+                        drop(g);
+                        self.set_hints(&buf, &mut hints)?;
+                        return Ok(Some(r));
+                    }
+                    Vis::Gone if h.infomask & UPDATED != 0 => {
+                        prev_xmax = h.xmax;
+                        let same_page = h.ctid_block == tid.block;
+                        tid = Tid {
+                            block: h.ctid_block,
+                            slot: h.ctid_slot,
+                        };
+                        if !same_page {
+                            drop(g);
+                            self.set_hints(&buf, &mut hints)?;
+                            continue 'page;
+                        }
+                    }
+                    _ => {
+                        drop(g);
+                        self.set_hints(&buf, &mut hints)?;
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every tuple visible to `snap`, in physical order, each with its row's stable tuple
+    /// id on this page (the root of its same-page chain: see the module doc), which later
+    /// fetches, updates and deletes accept.
+    pub fn scan(&self, snap: &Snapshot, mut f: impl FnMut(Tid, &[u8])) -> Result<(), EngineError> {
+        let pool = self.engine.pool();
+        let n = pool.nblocks(self.rel, ForkNumber::Main)?;
+        let mut hints = Hints::new();
+        let mut roots: Vec<u16> = Vec::new();
+        for block in 0..n {
+            let buf = pool.read(self.tag(block))?;
+            let g = buf.read();
+            let page = HeapPage(&g);
+            roots.clear();
+            for slot in 1..=page.slots() {
+                if let Some((h, data)) = page.tuple(slot) {
+                    if self.vis(snap, slot, &h, &mut hints)? == Vis::Visible {
+                        let mut id = slot;
+                        if h.infomask & HEAP_ONLY != 0 {
+                            if roots.is_empty() {
+                                chain_roots(page, block, &mut roots);
+                            }
+                            id = roots[slot as usize];
+                        }
+                        f(Tid { block, slot: id }, data);
+                    }
+                }
+            }
+            drop(g);
+            self.set_hints(&buf, &mut hints)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::heap_page::XMAX_INVALID;
+    use super::*;
+
+    /// The block number of the pages built here.
+    pub(super) const BLOCK: u32 = 7;
+
+    /// A version header: `next` is the ctid (None: points at itself, as a fresh insert's).
+    pub(super) fn version(
+        slot: u16,
+        xmin: Xid,
+        xmax: Xid,
+        next: Option<(u32, u16)>,
+        infomask: u16,
+    ) -> TupleHeader {
+        let (ctid_block, ctid_slot) = next.unwrap_or((BLOCK, slot));
+        TupleHeader {
+            xmin,
+            xmax,
+            ctid_block,
+            ctid_slot,
+            infomask,
+        }
+    }
+
+    /// A heap page of block [`BLOCK`] whose slot i + 1 holds a version with header
+    /// `headers[i]` and 8 data bytes.
+    pub(super) fn page(headers: &[TupleHeader]) -> Vec<u8> {
+        let mut buf = vec![0u8; 8192];
+        let mut p = HeapPageMut(&mut buf);
+        for h in headers {
+            let slot = p.insert(BLOCK, h.xmin, &[1; 8]).expect("fits");
+            p.set_header(slot, h);
+        }
+        buf
+    }
+
+    #[test]
+    fn tid_round_trips_through_u64() {
+        for tid in [
+            Tid { block: 0, slot: 1 },
+            Tid {
+                block: u32::MAX,
+                slot: u16::MAX,
+            },
+            Tid {
+                block: 12_345,
+                slot: 678,
+            },
+        ] {
+            assert_eq!(Tid::from_u64(tid.to_u64()), tid);
+        }
+    }
+
+    #[test]
+    fn chain_roots_follow_same_page_links_with_matching_xmin() {
+        let buf = page(&[
+            // Root 1 → 2 → 3, all on this page.
+            version(1, 10, 11, Some((BLOCK, 2)), UPDATED),
+            version(2, 11, 12, Some((BLOCK, 3)), UPDATED | HEAP_ONLY),
+            version(3, 12, 0, None, XMAX_INVALID | HEAP_ONLY),
+            // Root 4, whose ctid leads to another page.
+            version(4, 10, 13, Some((BLOCK + 1, 1)), UPDATED),
+            // A heap-only version no chain reaches (its update aborted).
+            version(5, 14, 0, None, XMAX_INVALID | HEAP_ONLY),
+            // Root 6 → 7 with a broken link (7's xmin is not 6's xmax).
+            version(6, 10, 15, Some((BLOCK, 7)), UPDATED),
+            version(7, 99, 0, None, XMAX_INVALID | HEAP_ONLY),
+        ]);
+        let mut roots = Vec::new();
+        chain_roots(HeapPage(&buf), BLOCK, &mut roots);
+        assert_eq!(roots, vec![0, 1, 1, 1, 4, 5, 6, 7]);
+    }
+
+    #[test]
+    fn resolve_follows_one_redirect() {
+        let mut buf = page(&[
+            version(1, 10, 11, Some((BLOCK, 2)), UPDATED),
+            version(2, 11, 0, None, XMAX_INVALID | HEAP_ONLY),
+        ]);
+        let at = |buf: &[u8], slot| resolve(HeapPage(buf), slot).map(|(s, h, _, r)| (s, h.xmin, r));
+        assert_eq!(at(&buf, 1), Some((1, 10, false)));
+        assert_eq!(at(&buf, 2), Some((2, 11, false)));
+        assert_eq!(at(&buf, 3), None);
+        HeapPageMut(&mut buf).set_item_state(1, ItemId::Redirect { to: 2 });
+        assert_eq!(at(&buf, 1), Some((2, 11, true)));
+        HeapPageMut(&mut buf).set_item_state(1, ItemId::Dead);
+        assert_eq!(at(&buf, 1), None);
+    }
+}

@@ -1,0 +1,354 @@
+//! Chain-wise pruning of one heap page ([`Heap::prune_locked`]), run by an update that
+//! finds its page full and by VACUUM on every page.
+//!
+//! **Pruning** works chain by chain from each root, like PostgreSQL's heap_page_prune: the
+//! dead prefix of a chain (versions no snapshot can see: inserted by an aborted
+//! transaction, or replaced or deleted by one that committed below the oldest running
+//! snapshot's xmin) is cut off. The root becomes a redirect to the first live version, or,
+//! when the chain went on to another page, a redirect to a header-only stub that carries
+//! the ctid there; a chain that ended in a delete leaves a dead line pointer (VACUUM's
+//! pass makes it unused instead). Heap-only dead versions become unused slots, and so do
+//! dead heap-only versions no chain reaches (updates whose transaction aborted).
+//!
+//! Invariants: roots are never freed by pruning (except a deleted row's, and only by
+//! VACUUM), so a tuple id held by an index or a caller stays valid; a live version keeps
+//! its slot; a chain that does not look as pruning expects (a version reached twice, a
+//! broken xmin/xmax link, a non-heap-only successor) is left alone. The whole page's
+//! change is planned first (from the page and which versions are dead to all, nothing
+//! else), then applied and logged as one record.
+//!
+//! Locks: the caller holds the page's write lock throughout; pruning then takes the
+//! free-space map's page lock to record the page's free space (heap → fsm, the only
+//! order). It reads the commit log but never waits for a transaction.
+
+use super::{chain_roots, Heap, Hints};
+use crate::buffer::PageWriteGuard;
+use crate::engine::EngineError;
+use crate::table::heap_page::{HeapPage, ItemId, TupleHeader, HEAP_ONLY, UPDATED, XMAX_INVALID};
+use crate::txn::{Xid, FROZEN_XID, INVALID_XID};
+
+/// How one chain from a root ends, for pruning.
+enum ChainEnd {
+    /// At this live version (the root itself if nothing before it is dead).
+    Live(u16),
+    /// At this dead version, whose ctid leads to another page.
+    LeavesPage(u16),
+    /// Deleted (or never committed): nothing of the row is left.
+    Gone,
+    /// Not as pruning expects (a damaged or concurrently broken chain): left alone.
+    Unclear,
+}
+
+/// What pruning one page will do, planned before the page changes.
+#[derive(Default)]
+struct Plan {
+    /// Whether a chain walk already went through each slot (index 0 unused).
+    visited: Vec<bool>,
+    /// New line pointer states, applied in this order.
+    items: Vec<(u16, ItemId)>,
+    /// Dead versions to cut down to their header (their ctid leaves the page).
+    shrink: Vec<u16>,
+    /// How many dead versions lose their space.
+    removed: u64,
+}
+
+impl Plan {
+    /// Plans pruning `page` (block `block`), chain by chain, then the heap-only versions
+    /// no chain reaches. `dead` says whether a version is dead to all (see
+    /// [`Heap::dead_to_all`]). With `vacuum`, dead line pointers become unused too.
+    fn make<D>(
+        page: HeapPage<'_>,
+        block: u32,
+        vacuum: bool,
+        dead: &mut D,
+    ) -> Result<Plan, EngineError>
+    where
+        D: FnMut(u16, &TupleHeader) -> Result<bool, EngineError>,
+    {
+        let mut plan = Plan {
+            visited: vec![false; page.slots() as usize + 1],
+            ..Plan::default()
+        };
+        for root in 1..=page.slots() {
+            let Some(start) = plan.chain_start(page, root, vacuum) else {
+                continue;
+            };
+            let (end, members) =
+                walk_dead_prefix(page, block, root, start, &mut plan.visited, dead)?;
+            plan.settle_chain(page, root, end, &members, vacuum);
+        }
+        plan.add_unreached(page, block, dead)?;
+        Ok(plan)
+    }
+
+    /// Where the chain from slot `root` starts: the root's own version, or its redirect's
+    /// target. None for slots that start no chain: heap-only versions (reached through
+    /// their chain, if at all), unused and dead line pointers (with `vacuum`, a dead one
+    /// is planned unused here).
+    fn chain_start(&mut self, page: HeapPage<'_>, root: u16, vacuum: bool) -> Option<u16> {
+        match page.item(root) {
+            ItemId::Normal { .. } => {
+                let (h, _) = page.tuple(root).expect("normal");
+                (h.infomask & HEAP_ONLY == 0).then_some(root)
+            }
+            ItemId::Redirect { to } => Some(to),
+            ItemId::Dead if vacuum => {
+                self.items.push((root, ItemId::Unused));
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Plans the end of the chain from `root`, given how it ends and its dead prefix
+    /// `members` (in chain order).
+    fn settle_chain(
+        &mut self,
+        page: HeapPage<'_>,
+        root: u16,
+        end: ChainEnd,
+        members: &[u16],
+        vacuum: bool,
+    ) {
+        let keep = match end {
+            ChainEnd::Unclear => return,
+            ChainEnd::Live(l) => {
+                if l != root {
+                    self.items.push((root, ItemId::Redirect { to: l }));
+                }
+                l
+            }
+            ChainEnd::LeavesPage(m) => {
+                if m != root {
+                    self.items.push((root, ItemId::Redirect { to: m }));
+                }
+                if page.tuple(m).is_some_and(|(_, d)| !d.is_empty()) {
+                    self.shrink.push(m);
+                    self.removed += 1;
+                }
+                m
+            }
+            ChainEnd::Gone => {
+                let item = if vacuum { ItemId::Unused } else { ItemId::Dead };
+                self.items.push((root, item));
+                0
+            }
+        };
+        for &m in members {
+            if m != root && m != keep {
+                self.items.push((m, ItemId::Unused));
+            }
+            if m != keep {
+                self.removed += 1;
+            }
+        }
+    }
+
+    /// Plans freeing the heap-only versions no chain reaches (updates whose transaction
+    /// aborted, their predecessor's ctid since pointed elsewhere) that are dead. Every
+    /// version some chain reaches is left to its chain's decision.
+    fn add_unreached<D>(
+        &mut self,
+        page: HeapPage<'_>,
+        block: u32,
+        dead: &mut D,
+    ) -> Result<(), EngineError>
+    where
+        D: FnMut(u16, &TupleHeader) -> Result<bool, EngineError>,
+    {
+        let mut roots = Vec::new();
+        chain_roots(page, block, &mut roots);
+        for slot in 1..=page.slots() {
+            if self.visited[slot as usize] || roots[slot as usize] != slot {
+                continue;
+            }
+            if let Some((h, _)) = page.tuple(slot) {
+                if h.infomask & HEAP_ONLY != 0 && dead(slot, &h)? {
+                    self.items.push((slot, ItemId::Unused));
+                    self.removed += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Walks the chain from `root` (whose first version is at `start`: the root itself or its
+/// redirect's target) on page `page` (block `block`) through its dead prefix, marking each
+/// version in `visited`. Returns how the chain ends and the dead prefix, in chain order.
+fn walk_dead_prefix<D>(
+    page: HeapPage<'_>,
+    block: u32,
+    root: u16,
+    start: u16,
+    visited: &mut [bool],
+    dead: &mut D,
+) -> Result<(ChainEnd, Vec<u16>), EngineError>
+where
+    D: FnMut(u16, &TupleHeader) -> Result<bool, EngineError>,
+{
+    let mut members = Vec::new();
+    let mut cur = start;
+    let mut prev_xmax = INVALID_XID;
+    let end = loop {
+        let Some((h, _)) = page.tuple(cur) else {
+            break ChainEnd::Unclear;
+        };
+        if cur != root
+            && (h.infomask & HEAP_ONLY == 0
+                || (prev_xmax != INVALID_XID && h.xmin != prev_xmax)
+                || visited[cur as usize])
+        {
+            break ChainEnd::Unclear;
+        }
+        visited[cur as usize] = true;
+        if !dead(cur, &h)? {
+            break ChainEnd::Live(cur);
+        }
+        members.push(cur);
+        if h.infomask & UPDATED == 0 || h.infomask & XMAX_INVALID != 0 {
+            break ChainEnd::Gone;
+        }
+        if h.ctid_block != block {
+            break ChainEnd::LeavesPage(cur);
+        }
+        if h.ctid_slot == cur {
+            break ChainEnd::Unclear;
+        }
+        prev_xmax = h.xmax;
+        cur = h.ctid_slot;
+    };
+    Ok((end, members))
+}
+
+impl Heap<'_> {
+    /// Prunes the page under `g`, chain by chain (see the module doc). With `vacuum`, dead
+    /// line pointers become unused too. Logs the result as one record and records the
+    /// page's free space in the map. Returns how many dead versions were removed.
+    pub(super) fn prune_locked(
+        &self,
+        g: &mut PageWriteGuard<'_>,
+        horizon: Xid,
+        vacuum: bool,
+    ) -> Result<u64, EngineError> {
+        let block = g.tag().block;
+        // What the commit log tells pruning is not set as hint bits.
+        let mut hints = Hints::new();
+        let mut dead = |slot: u16, h: &TupleHeader| self.dead_to_all(slot, h, horizon, &mut hints);
+        let plan = Plan::make(HeapPage(g), block, vacuum, &mut dead)?;
+        if !plan.items.is_empty() || !plan.shrink.is_empty() {
+            self.change_logged(FROZEN_XID, g, |p| {
+                for &m in &plan.shrink {
+                    p.shrink_to_header(m);
+                }
+                for &(slot, item) in &plan.items {
+                    p.set_item_state(slot, item);
+                }
+                p.compact();
+            })?;
+        }
+        let free = HeapPage(g).free_space();
+        self.fsm.set(self.engine.pool(), block, free)?;
+        Ok(plan.removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{page, version, BLOCK};
+    use super::*;
+    use crate::table::heap_page::HeapPageMut;
+
+    /// Plans pruning `buf` with the versions at `dead` dead to all.
+    fn plan(buf: &[u8], vacuum: bool, dead: &[u16]) -> Plan {
+        let mut dead = |slot: u16, _: &TupleHeader| Ok(dead.contains(&slot));
+        Plan::make(HeapPage(buf), BLOCK, vacuum, &mut dead).expect("no commit log here")
+    }
+
+    fn apply(buf: &mut [u8], plan: &Plan) {
+        let mut p = HeapPageMut(buf);
+        for &m in &plan.shrink {
+            p.shrink_to_header(m);
+        }
+        for &(slot, item) in &plan.items {
+            p.set_item_state(slot, item);
+        }
+        p.compact();
+    }
+
+    #[test]
+    fn a_dead_prefix_is_cut_and_the_root_redirects_to_the_first_live_version() {
+        let mut buf = page(&[
+            version(1, 10, 11, Some((BLOCK, 2)), UPDATED),
+            version(2, 11, 12, Some((BLOCK, 3)), UPDATED | HEAP_ONLY),
+            version(3, 12, 0, None, XMAX_INVALID | HEAP_ONLY),
+        ]);
+        let p = plan(&buf, false, &[1, 2]);
+        assert_eq!(
+            p.items,
+            vec![(1, ItemId::Redirect { to: 3 }), (2, ItemId::Unused)]
+        );
+        assert!(p.shrink.is_empty());
+        assert_eq!(p.removed, 2);
+        apply(&mut buf, &p);
+        let (slot, h, _, redirected) = super::super::resolve(HeapPage(&buf), 1).unwrap();
+        assert_eq!((slot, h.xmin, redirected), (3, 12, true));
+        // Nothing more to remove: the redirect's chain starts live (the plan only restates
+        // the redirect, which changes no byte).
+        let again = plan(&buf, false, &[]);
+        assert_eq!(again.items, vec![(1, ItemId::Redirect { to: 3 })]);
+        assert_eq!(again.removed, 0);
+    }
+
+    #[test]
+    fn a_deleted_row_leaves_a_dead_line_pointer_that_vacuum_frees() {
+        let deleted = [version(1, 10, 11, None, 0)];
+        let mut buf = page(&deleted);
+        let p = plan(&buf, false, &[1]);
+        assert_eq!((p.items.clone(), p.removed), (vec![(1, ItemId::Dead)], 1));
+        apply(&mut buf, &p);
+        let p = plan(&buf, true, &[]);
+        assert_eq!((p.items.clone(), p.removed), (vec![(1, ItemId::Unused)], 0));
+        // VACUUM on the same row before pruning frees the root at once.
+        let p = plan(&page(&deleted), true, &[1]);
+        assert_eq!((p.items, p.removed), (vec![(1, ItemId::Unused)], 1));
+    }
+
+    #[test]
+    fn a_dead_version_leaving_the_page_shrinks_to_a_header_stub() {
+        let mut buf = page(&[
+            version(1, 10, 11, Some((BLOCK, 2)), UPDATED),
+            version(2, 11, 12, Some((BLOCK + 1, 4)), UPDATED | HEAP_ONLY),
+        ]);
+        let p = plan(&buf, false, &[1, 2]);
+        assert_eq!(p.items, vec![(1, ItemId::Redirect { to: 2 })]);
+        assert_eq!(p.shrink, vec![2]);
+        assert_eq!(p.removed, 2);
+        apply(&mut buf, &p);
+        let (slot, h, data, _) = super::super::resolve(HeapPage(&buf), 1).unwrap();
+        assert_eq!((slot, h.ctid_block, h.ctid_slot), (2, BLOCK + 1, 4));
+        assert!(data.is_empty());
+        // The stub is already a stub: pruning again removes nothing.
+        assert_eq!(plan(&buf, false, &[2]).removed, 0);
+    }
+
+    #[test]
+    fn dead_heap_only_versions_no_chain_reaches_are_freed() {
+        let buf = page(&[
+            version(1, 10, 0, None, XMAX_INVALID),
+            version(2, 11, 0, None, XMAX_INVALID | HEAP_ONLY),
+        ]);
+        let p = plan(&buf, false, &[2]);
+        assert_eq!((p.items, p.removed), (vec![(2, ItemId::Unused)], 1));
+        let p = plan(&buf, false, &[]);
+        assert_eq!((p.items.len(), p.removed), (0, 0));
+    }
+
+    #[test]
+    fn a_chain_that_loops_is_left_alone() {
+        let buf = page(&[version(1, 10, 11, Some((BLOCK, 1)), UPDATED)]);
+        let p = plan(&buf, true, &[1]);
+        assert!(p.items.is_empty() && p.shrink.is_empty());
+        assert_eq!(p.removed, 0);
+    }
+}

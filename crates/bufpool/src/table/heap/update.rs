@@ -1,0 +1,405 @@
+//! Row changes: [`Heap::update`] and [`Heap::delete`], the row-lock walk that finds the
+//! version to change, placing a new version on another page, and chain compression.
+//!
+//! **Row locks**, the PostgreSQL way: the tuple's xmax. A second writer that finds xmax
+//! set by a running transaction waits for it to end (no page lock held while waiting),
+//! then: aborted → the row is free again; committed and UPDATED → follow ctid to the newer
+//! version and re-apply the change there (READ COMMITTED, like PostgreSQL's EvalPlanQual:
+//! the caller's closure recomputes from the newest data); committed delete → the row is
+//! gone. An uncommitted insert of the row by another transaction is waited out the same
+//! way; a rolled-back one means there is no row.
+//!
+//! **Where the new version goes.** On the same page when it fits, pruning the page first
+//! if it does not (PostgreSQL's HOT update: the new version is `HEAP_ONLY`, reached from
+//! the row's root through ctid). Otherwise on another page, where it is a root of its own
+//! (pruning never frees it: the old page's chain leads there).
+//!
+//! Invariants: the walk checks that each version's xmin is its predecessor's xmax (a
+//! mismatch is a deleted row's slot, freed by VACUUM and reused: no row); after a wait it
+//! re-reads the very version it waited at (a resolved redirect is not followed again).
+//! A version's xmax is set only under its page's write lock, after the walk found it free.
+//! Chain compression only skips versions dead to every snapshot, and keeps the xmin check
+//! valid across the shortened link.
+//!
+//! Locks, in order: the write lock of the page holding the version being examined, one
+//! page at a time while walking (a wait for a row-lock holder happens with no lock held,
+//! through `TxnManager::wait_for`, which fails with a deadlock error instead of closing a
+//! cycle of waiters). A row moving to another page keeps its old page locked and takes the
+//! target only with a try-lock (skipping busy pages), or a newly extended page (nobody else
+//! can hold the lock of a page that did not exist a moment ago), so this cannot deadlock;
+//! free-space-map pages come after heap pages. Pruning a full page happens under the lock
+//! the walk already holds. Chain compression takes one page lock, none held.
+
+use super::{resolve, Heap, Hints, Tid};
+use crate::buffer::PageWriteGuard;
+use crate::engine::EngineError;
+use crate::sync::Ordering;
+use crate::table::heap_page::{
+    tuple_space, HeapPage, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED, XMAX_COMMITTED,
+    XMAX_INVALID, XMIN_INVALID,
+};
+use crate::txn::{Xid, XidStatus, FROZEN_XID, INVALID_XID};
+use crate::types::ForkNumber;
+
+fn xmax_of(h: &TupleHeader) -> Xid {
+    if h.infomask & XMAX_INVALID != 0 {
+        INVALID_XID
+    } else {
+        h.xmax
+    }
+}
+
+/// A stretch of a row's chain that `modify` walked through versions dead to all.
+#[derive(Default)]
+struct Span {
+    /// The first dead version whose ctid leaves its page: its tid, xmax and target.
+    start: Option<(Tid, Xid, Tid)>,
+    /// The last cross-page link of the stretch: its xmax and target.
+    end: Option<(Xid, Tid)>,
+    /// A version that is not dead to all came after `start`: stop extending.
+    broken: bool,
+    horizon: Option<Xid>,
+}
+
+/// What a version's xmax means to a transaction that wants to change the row.
+enum Xmax {
+    /// Nobody holds the row (no xmax, or its transaction aborted).
+    Free,
+    /// Held by this running transaction: wait for it to end.
+    Running(Xid),
+    /// Replaced by a committed update (or by the writer itself), by this xid: follow ctid.
+    Replaced(Xid),
+    /// Deleted by a committed transaction (or by the writer itself): the row is gone.
+    Deleted,
+}
+
+/// What one step of the row-lock walk found at the version it was pointed at.
+enum Step {
+    /// The row's newest version, free for the writer to change.
+    Newest(TupleHeader),
+    /// The version was replaced: the walk's tid now names its successor.
+    Next { same_page: bool },
+    /// Someone running holds the row or is inserting it: wait for them with no lock held,
+    /// then look at the same version again.
+    WaitFor(Xid),
+    /// There is no row to change (deleted, never committed, or its slot was reused).
+    NoRow,
+}
+
+impl Heap<'_> {
+    /// Updates the row at `tid` for `xid`: `f` computes the new data from the newest
+    /// committed version (re-run if a concurrent update wins first). Returns the new
+    /// version's tid, or None if the row was deleted meanwhile. The row keeps its root
+    /// tid: pass the root (or any later tid of the row) to later calls.
+    pub fn update(
+        &self,
+        xid: Xid,
+        tid: Tid,
+        f: impl FnMut(&[u8]) -> Vec<u8>,
+    ) -> Result<Option<Tid>, EngineError> {
+        self.modify(xid, tid, Some(f))
+    }
+
+    /// Deletes the row at `tid` for `xid`. Returns false if it was already deleted.
+    pub fn delete(&self, xid: Xid, tid: Tid) -> Result<bool, EngineError> {
+        Ok(self
+            .modify(xid, tid, None::<fn(&[u8]) -> Vec<u8>>)?
+            .is_some())
+    }
+
+    fn modify(
+        &self,
+        xid: Xid,
+        tid: Tid,
+        f: Option<impl FnMut(&[u8]) -> Vec<u8>>,
+    ) -> Result<Option<Tid>, EngineError> {
+        let mut span = Span::default();
+        let r = self.modify_walk(xid, tid, f, &mut span)?;
+        if r.is_some() {
+            self.compress(&span)?;
+        }
+        Ok(r)
+    }
+
+    /// Shortens a row's chain after `modify` walked it across several pages through
+    /// versions dead to everyone: the first such cross-page link is pointed straight at
+    /// the last one's target, so the next walk from the row's root skips the dead middle
+    /// (a hot row that moved page after page under contention otherwise costs one page
+    /// visit per move, forever). Safe because no snapshot can see the skipped versions,
+    /// and the link keeps the xmin check: its xmax becomes the last link's, which is the
+    /// target's xmin. Takes one page lock, none held.
+    fn compress(&self, span: &Span) -> Result<(), EngineError> {
+        let (Some((src, x1, t1)), Some((xn, tn))) = (span.start, span.end) else {
+            return Ok(());
+        };
+        let buf = self.engine.pool().read(self.tag(src.block))?;
+        let mut g = buf.write();
+        let Some((mut h, _)) = HeapPage(&g).tuple(src.slot) else {
+            return Ok(());
+        };
+        let unchanged = h.xmax == x1
+            && h.infomask & UPDATED != 0
+            && h.infomask & XMAX_INVALID == 0
+            && h.ctid_block == t1.block
+            && h.ctid_slot == t1.slot;
+        if !unchanged {
+            return Ok(());
+        }
+        h.xmax = xn;
+        h.ctid_block = tn.block;
+        h.ctid_slot = tn.slot;
+        h.infomask |= XMAX_COMMITTED;
+        self.change_logged(FROZEN_XID, &mut g, |p| p.set_header(src.slot, &h))?;
+        Ok(())
+    }
+
+    /// The row-lock walk (see the module doc): from `tid`, finds the row's newest version,
+    /// waiting out whoever holds it, then has `f` compute the new data from it (None
+    /// deletes) and writes the change, all under that version's page lock. Returns the
+    /// new version's tid (the version's own for a delete), or None if there is no row.
+    /// Dead stretches of the chain it passes are recorded in `span`.
+    fn modify_walk(
+        &self,
+        xid: Xid,
+        mut tid: Tid,
+        mut f: Option<impl FnMut(&[u8]) -> Vec<u8>>,
+        span: &mut Span,
+    ) -> Result<Option<Tid>, EngineError> {
+        let pool = self.engine.pool();
+        let mut prev_xmax = INVALID_XID;
+        'page: loop {
+            let buf = pool.read(self.tag(tid.block))?;
+            let g = buf.write();
+            // Find the row's newest version, following same-page links under this lock
+            // (pruning cannot cut the chain meanwhile); a link to another page, or a wait,
+            // starts over there.
+            let h = loop {
+                let step = self.chain_step(xid, &mut tid, &mut prev_xmax, HeapPage(&g), span)?;
+                match step {
+                    Step::Newest(h) => break h,
+                    Step::Next { same_page: true } => {}
+                    Step::Next { same_page: false } => continue 'page,
+                    Step::WaitFor(other) => {
+                        drop(g);
+                        drop(buf);
+                        self.engine.txns().wait_for(xid, other)?;
+                        continue 'page;
+                    }
+                    Step::NoRow => return Ok(None),
+                }
+            };
+            let data = HeapPage(&g).tuple(tid.slot).expect("resolved above").1;
+            let new_data = f.as_mut().map(|f| f(data));
+            return self.write_change(xid, tid, h, g, new_data).map(Some);
+        }
+    }
+
+    /// One step of the row-lock walk, under the write lock of the page `page` shows: looks
+    /// at the version `tid` names (resolving a redirect, after which `tid` names the
+    /// version itself) and decides what to do about it. `prev_xmax` carries the xmin the
+    /// version must have (0 at the start), and is updated for the next step.
+    fn chain_step(
+        &self,
+        xid: Xid,
+        tid: &mut Tid,
+        prev_xmax: &mut Xid,
+        page: HeapPage<'_>,
+        span: &mut Span,
+    ) -> Result<Step, EngineError> {
+        let Some((slot, h, _, redirected)) = resolve(page, tid.slot) else {
+            return Ok(Step::NoRow);
+        };
+        if *prev_xmax != INVALID_XID && !redirected && h.xmin != *prev_xmax {
+            return Ok(Step::NoRow); // a deleted row's slot, freed by VACUUM and reused
+        }
+        // From here `tid` names this very version (a redirect resolved), so a re-read
+        // after a wait must find the same xmin there.
+        tid.slot = slot;
+        *prev_xmax = h.xmin;
+        match self.xmax_meaning(xid, &h)? {
+            Xmax::Running(holder) => return Ok(Step::WaitFor(holder)),
+            Xmax::Deleted => return Ok(Step::NoRow),
+            Xmax::Replaced(holder) => {
+                *prev_xmax = holder;
+                let target = Tid {
+                    block: h.ctid_block,
+                    slot: h.ctid_slot,
+                };
+                self.track_dead_span(span, *tid, &h, target)?;
+                let same_page = target.block == tid.block;
+                *tid = target;
+                return Ok(Step::Next { same_page });
+            }
+            Xmax::Free => {}
+        }
+        let txns = self.engine.txns();
+        // Also wait out an uncommitted insert of the row by someone else.
+        if h.xmin != xid && txns.is_running(h.xmin) {
+            return Ok(Step::WaitFor(h.xmin));
+        }
+        if h.infomask & XMIN_INVALID != 0
+            || (h.xmin != xid && txns.status(h.xmin)? == XidStatus::Aborted)
+        {
+            return Ok(Step::NoRow); // its insert was rolled back: there is no row
+        }
+        Ok(Step::Newest(h))
+    }
+
+    /// Who holds the row at version `h`, for `xid` wanting to change it.
+    fn xmax_meaning(&self, xid: Xid, h: &TupleHeader) -> Result<Xmax, EngineError> {
+        let holder = xmax_of(h);
+        if holder != INVALID_XID && holder != xid {
+            return Ok(match self.engine.txns().status(holder)? {
+                XidStatus::InProgress | XidStatus::SubCommitted => Xmax::Running(holder),
+                XidStatus::Committed if h.infomask & UPDATED != 0 => Xmax::Replaced(holder),
+                XidStatus::Committed => Xmax::Deleted,
+                XidStatus::Aborted => Xmax::Free, // the row is free again
+            });
+        }
+        if holder == xid {
+            if h.infomask & UPDATED == 0 {
+                return Ok(Xmax::Deleted); // deleted by this very transaction
+            }
+            return Ok(Xmax::Replaced(holder));
+        }
+        Ok(Xmax::Free)
+    }
+
+    /// Tracks, in `span`, a stretch of versions dead to all between cross-page links, as
+    /// the walk follows the link of version `h` at `at` to `target` (for [`Heap::compress`]).
+    fn track_dead_span(
+        &self,
+        span: &mut Span,
+        at: Tid,
+        h: &TupleHeader,
+        target: Tid,
+    ) -> Result<(), EngineError> {
+        let same_page = target.block == at.block;
+        if same_page && span.start.is_none() {
+            return Ok(());
+        }
+        let horizon = *span
+            .horizon
+            .get_or_insert_with(|| self.engine.txns().oldest_xmin());
+        let dead = self.dead_to_all(at.slot, h, horizon, &mut Hints::new())?;
+        if !dead {
+            span.broken |= span.start.is_some();
+        } else if !same_page && !span.broken {
+            match span.start {
+                None => span.start = Some((at, h.xmax, target)),
+                Some(_) => span.end = Some((h.xmax, target)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `xid`'s change to the row's newest version `h` at `tid`, under its page's
+    /// write lock `g`: sets xmax (a delete, `new_data` None), or also places the new
+    /// version: on this page when it fits, pruning the page first if needed, else on
+    /// another page. Returns the new version's tid (`tid` for a delete).
+    fn write_change(
+        &self,
+        xid: Xid,
+        tid: Tid,
+        h: TupleHeader,
+        mut g: PageWriteGuard<'_>,
+        new_data: Option<Vec<u8>>,
+    ) -> Result<Tid, EngineError> {
+        let mut old = h;
+        old.xmax = xid;
+        old.infomask &= !(XMAX_INVALID | XMAX_COMMITTED);
+        let Some(new_data) = new_data else {
+            self.change_logged(xid, &mut g, |p| p.set_header(tid.slot, &old))?;
+            return Ok(tid);
+        };
+        old.infomask |= UPDATED;
+        let block = tid.block;
+        // Same page when the new version fits, pruning dead versions first if needed
+        // (PostgreSQL's HOT update; this version is live, so pruning keeps its slot).
+        if !HeapPage(&g).fits(new_data.len()) {
+            let horizon = self.engine.txns().oldest_xmin();
+            self.prune_locked(&mut g, horizon, false)?;
+        }
+        if HeapPage(&g).fits(new_data.len()) {
+            let new_tid = self.change_logged(xid, &mut g, |p| {
+                let slot = p.insert(block, xid, &new_data).expect("fits");
+                let (mut nh, _) = p.view().tuple(slot).expect("just inserted");
+                nh.infomask |= HEAP_ONLY;
+                p.set_header(slot, &nh);
+                old.ctid_block = block;
+                old.ctid_slot = slot;
+                p.set_header(tid.slot, &old);
+                Tid { block, slot }
+            })?;
+            let free = HeapPage(&g).free_space();
+            drop(g);
+            self.fsm.set(self.engine.pool(), block, free)?;
+            return Ok(new_tid);
+        }
+        // Otherwise another page with room, from the free-space map, taking each
+        // candidate's lock only if it is free (we hold this page's lock: waiting could
+        // close a cycle); else a new page at the end (nobody else can hold its lock).
+        // The new version is a root on its page (pruning never frees it: this page's
+        // chain leads there). Logged as two records, the new version then the old
+        // one's header. The pair needs no atomicity of its own: the commit record
+        // comes after both; without it, xmax belongs to a transaction that never
+        // committed and the row stays free.
+        let new_tid = self.place_elsewhere(xid, block, &new_data)?;
+        old.ctid_block = new_tid.block;
+        old.ctid_slot = new_tid.slot;
+        self.change_logged(xid, &mut g, |p| p.set_header(tid.slot, &old))?;
+        Ok(new_tid)
+    }
+
+    /// Inserts the new version of a row moving off page `from` (whose lock the caller
+    /// holds), never waiting for another page's lock.
+    fn place_elsewhere(&self, xid: Xid, from: u32, data: &[u8]) -> Result<Tid, EngineError> {
+        let pool = self.engine.pool();
+        let need = tuple_space(data.len()) + ITEM_ID_SIZE;
+        let n = pool.nblocks(self.rel, ForkNumber::Main)?;
+        let mut start = self.hint.load(Ordering::Relaxed);
+        // A few map candidates, then give up and extend.
+        for _ in 0..8 {
+            let Some(candidate) = self.fsm.search(pool, need, start, n)? else {
+                break;
+            };
+            start = candidate + 1;
+            if candidate == from {
+                continue;
+            }
+            let cbuf = pool.read(self.tag(candidate))?;
+            let Some(mut cg) = cbuf.try_write() else {
+                continue;
+            };
+            if !HeapPage(&cg).fits(data.len()) {
+                let free = HeapPage(&cg).free_space();
+                drop(cg);
+                self.fsm.set(pool, candidate, free)?;
+                continue;
+            }
+            let slot = self
+                .change_logged(xid, &mut cg, |p| p.insert(candidate, xid, data))?
+                .expect("checked that it fits");
+            let free = HeapPage(&cg).free_space();
+            drop(cg);
+            self.fsm.set(pool, candidate, free)?;
+            return Ok(Tid {
+                block: candidate,
+                slot,
+            });
+        }
+        let nbuf = pool.extend(self.rel, ForkNumber::Main)?;
+        let nblock = nbuf.tag().block;
+        let mut ng = nbuf.write();
+        let slot = self
+            .change_logged(xid, &mut ng, |p| p.insert(nblock, xid, data))?
+            .expect("an empty page holds any tuple");
+        let free = HeapPage(&ng).free_space();
+        drop(ng);
+        self.fsm.set(pool, nblock, free)?;
+        Ok(Tid {
+            block: nblock,
+            slot,
+        })
+    }
+}

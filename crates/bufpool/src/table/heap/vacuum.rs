@@ -1,0 +1,70 @@
+//! VACUUM ([`Heap::vacuum`]) and its [`VacuumReport`].
+//!
+//! VACUUM prunes every page with the horizon of the oldest running snapshot (see
+//! [`prune`](super::prune)), and also turns dead line pointers (rows whose chain ended in
+//! a committed delete) into unused ones, so their slots can be reused: an index must drop
+//! its entries for deleted rows first, or recheck the key of what it fetches. It records
+//! each page's free space in the map, points the insertion hint back at the first block
+//! (space may now be free anywhere) and, when asked to truncate, cuts off the empty pages
+//! at the end of the relation.
+//!
+//! Invariants: roots of rows that still exist are never freed, so tuple ids held by
+//! indexes and callers stay valid. Truncation is not WAL-logged, so it is followed by a
+//! checkpoint: replay never goes back across it. It needs the table to itself (nothing
+//! else may be inserting).
+//!
+//! Locks: one heap page's write lock at a time, in block order, with the free-space map's
+//! page lock taken under it by pruning (heap → fsm). Truncation (flush, truncate both
+//! forks, checkpoint) holds no page lock.
+
+use super::Heap;
+use crate::engine::EngineError;
+use crate::sync::Ordering;
+use crate::table::heap_page::{HeapPage, ItemId};
+use crate::types::ForkNumber;
+
+/// What VACUUM did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VacuumReport {
+    pub pages: u32,
+    /// Dead versions whose space was reclaimed.
+    pub removed: u64,
+    pub truncated_pages: u32,
+}
+
+impl Heap<'_> {
+    /// VACUUM: prunes every page (dead line pointers become reusable, see the module doc)
+    /// and records each page's free space; with `truncate`, also cuts off empty pages at
+    /// the end (the caller must have the table to itself: nothing else may be inserting)
+    /// and takes a checkpoint, so that replay never goes back across the (unlogged)
+    /// truncation.
+    pub fn vacuum(&self, truncate: bool) -> Result<VacuumReport, EngineError> {
+        let pool = self.engine.pool();
+        let horizon = self.engine.txns().oldest_xmin();
+        let n = pool.nblocks(self.rel, ForkNumber::Main)?;
+        let mut report = VacuumReport {
+            pages: n,
+            ..VacuumReport::default()
+        };
+        let mut last_nonempty = None;
+        for block in 0..n {
+            let buf = pool.read(self.tag(block))?;
+            let mut g = buf.write();
+            report.removed += self.prune_locked(&mut g, horizon, true)?;
+            let page = HeapPage(&g);
+            if (1..=page.slots()).any(|s| page.item(s) != ItemId::Unused) {
+                last_nonempty = Some(block);
+            }
+        }
+        self.hint.store(0, Ordering::Relaxed);
+        let keep = last_nonempty.map_or(0, |b| b + 1);
+        if truncate && keep < n {
+            pool.flush_relation(self.rel)?;
+            pool.truncate_relation(self.rel, ForkNumber::Main, keep)?;
+            self.fsm.truncate(pool, keep)?;
+            report.truncated_pages = n - keep;
+            self.engine.checkpoint()?;
+        }
+        Ok(report)
+    }
+}

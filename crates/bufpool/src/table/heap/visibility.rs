@@ -1,0 +1,180 @@
+//! Visibility of tuple versions: how a version looks to a snapshot ([`Heap::vis`]), whether
+//! any snapshot, now or later, can still see it ([`Heap::dead_to_all`]), and the hint bits
+//! both record ([`Heap::set_hints`]).
+//!
+//! **Hint bits.** Visibility checks record what they learned from the commit log
+//! (XMIN_COMMITTED, XMIN_INVALID, XMAX_COMMITTED, XMAX_INVALID) in a [`Hints`] list, and
+//! the caller sets them on the page afterwards, under an exclusive lock taken only if free
+//! (never waiting). The change is not WAL-logged;
+//! [`Engine::log_hint`](crate::engine::Engine::log_hint) makes writing such a page safe (a
+//! full-page image when the page's first change since the checkpoint, the commit record
+//! first under asynchronous commit).
+//!
+//! Invariants: a hint is applied only while the tuple still carries the xid it was learned
+//! about, and a hint bit is only ever a cache of the commit log: losing one costs a later
+//! commit-log lookup, never a wrong answer. `dead_to_all` answers true only for versions
+//! no running or future snapshot can see (creator aborted, or replaced or deleted by a
+//! transaction that committed below the horizon), which is what pruning relies on.
+//!
+//! Locks: `vis` and `dead_to_all` take no page lock of their own; they run under the
+//! caller's lock of the page they read (and consult the commit log, which has its own).
+//! `set_hints` is called after the caller released its own lock of the page; it takes the
+//! page's exclusive lock with a try-lock and gives up (dropping the hints) if it is busy.
+
+use super::Heap;
+use crate::buffer::BufferRef;
+use crate::engine::EngineError;
+use crate::table::heap_page::{
+    HeapPage, HeapPageMut, TupleHeader, XMAX_COMMITTED, XMAX_INVALID, XMIN_COMMITTED, XMIN_INVALID,
+};
+use crate::txn::{Snapshot, Xid, XidStatus};
+
+/// How a tuple version looks to a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Vis {
+    /// Its creator is not visible (still running for the snapshot, or aborted).
+    NotYet,
+    Visible,
+    /// Created and then replaced or deleted, both visible to the snapshot.
+    Gone,
+}
+
+/// Hint bits learned while a page was read: (slot, the xid they are about, bits).
+pub(super) type Hints = Vec<(u16, Xid, u16)>;
+
+impl Heap<'_> {
+    /// How `h` looks to `snap`; what the commit log told goes to `hints`.
+    pub(super) fn vis(
+        &self,
+        snap: &Snapshot,
+        slot: u16,
+        h: &TupleHeader,
+        hints: &mut Hints,
+    ) -> Result<Vis, EngineError> {
+        let txns = self.engine.txns();
+        let m = h.infomask;
+        if m & XMIN_INVALID != 0 {
+            return Ok(Vis::NotYet);
+        }
+        if h.xmin != snap.own {
+            if snap.in_progress(h.xmin) {
+                return Ok(Vis::NotYet);
+            }
+            if m & XMIN_COMMITTED == 0 {
+                match txns.status(h.xmin)? {
+                    XidStatus::Committed => hints.push((slot, h.xmin, XMIN_COMMITTED)),
+                    XidStatus::Aborted => {
+                        hints.push((slot, h.xmin, XMIN_INVALID));
+                        return Ok(Vis::NotYet);
+                    }
+                    XidStatus::InProgress | XidStatus::SubCommitted => return Ok(Vis::NotYet),
+                }
+            }
+        }
+        if m & XMAX_INVALID != 0 {
+            return Ok(Vis::Visible);
+        }
+        if h.xmax == snap.own {
+            return Ok(Vis::Gone);
+        }
+        if snap.in_progress(h.xmax) {
+            return Ok(Vis::Visible);
+        }
+        if m & XMAX_COMMITTED != 0 {
+            return Ok(Vis::Gone);
+        }
+        Ok(match txns.status(h.xmax)? {
+            XidStatus::Committed => {
+                hints.push((slot, h.xmax, XMAX_COMMITTED));
+                Vis::Gone
+            }
+            XidStatus::Aborted => {
+                hints.push((slot, h.xmax, XMAX_INVALID));
+                Vis::Visible
+            }
+            XidStatus::InProgress | XidStatus::SubCommitted => Vis::Visible,
+        })
+    }
+
+    /// Whether no snapshot, now or later, can see `h`: its creator aborted, or it was
+    /// replaced or deleted by a transaction that committed below `horizon` (the oldest
+    /// xmin of any running transaction's snapshots).
+    pub(super) fn dead_to_all(
+        &self,
+        slot: u16,
+        h: &TupleHeader,
+        horizon: Xid,
+        hints: &mut Hints,
+    ) -> Result<bool, EngineError> {
+        let txns = self.engine.txns();
+        let m = h.infomask;
+        if m & XMIN_INVALID != 0 {
+            return Ok(true);
+        }
+        if m & XMIN_COMMITTED == 0 {
+            match txns.status(h.xmin)? {
+                XidStatus::Aborted => {
+                    hints.push((slot, h.xmin, XMIN_INVALID));
+                    return Ok(true);
+                }
+                XidStatus::InProgress | XidStatus::SubCommitted => return Ok(false),
+                XidStatus::Committed => hints.push((slot, h.xmin, XMIN_COMMITTED)),
+            }
+        }
+        if m & XMAX_INVALID != 0 || h.xmax >= horizon {
+            return Ok(false);
+        }
+        if m & XMAX_COMMITTED != 0 {
+            return Ok(true);
+        }
+        Ok(match txns.status(h.xmax)? {
+            XidStatus::Committed => {
+                hints.push((slot, h.xmax, XMAX_COMMITTED));
+                true
+            }
+            XidStatus::Aborted => {
+                hints.push((slot, h.xmax, XMAX_INVALID));
+                false
+            }
+            XidStatus::InProgress | XidStatus::SubCommitted => false,
+        })
+    }
+
+    /// Sets learned hint bits on the page of `buf`, if its lock is free right now (a
+    /// missed hint is only a later commit-log lookup). Each hint is applied only if the
+    /// tuple still has the xid it was learned about.
+    pub(super) fn set_hints(
+        &self,
+        buf: &BufferRef<'_>,
+        hints: &mut Hints,
+    ) -> Result<(), EngineError> {
+        if hints.is_empty() {
+            return Ok(());
+        }
+        let Some(mut g) = buf.try_write() else {
+            hints.clear();
+            return Ok(());
+        };
+        let mut any = false;
+        for &(slot, xid, bits) in hints.iter() {
+            let Some((mut h, _)) = HeapPage(&g).tuple(slot) else {
+                continue;
+            };
+            let applies = if bits & (XMIN_COMMITTED | XMIN_INVALID) != 0 {
+                h.xmin == xid
+            } else {
+                h.xmax == xid && h.infomask & (XMAX_INVALID | XMAX_COMMITTED) == 0
+            };
+            if applies && h.infomask & bits != bits {
+                h.infomask |= bits;
+                HeapPageMut(&mut g).set_header(slot, &h);
+                any = true;
+            }
+        }
+        hints.clear();
+        if any {
+            self.engine.log_hint(&mut g)?;
+        }
+        Ok(())
+    }
+}
