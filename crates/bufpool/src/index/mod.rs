@@ -1,6 +1,6 @@
 //! Indexes on the buffer pool: a B-link tree (Lehman and Yao's B+tree with right links and
-//! high keys) on 64-bit integer keys. See `btree.rs` for its invariants and locks and
-//! `btree_page.rs` for the page layout.
+//! high keys) on 64-bit integer keys. See `btree/mod.rs` for its invariants and locks
+//! and `btree_page.rs` for the page layout.
 
 pub mod btree;
 pub mod btree_page;

@@ -1,0 +1,509 @@
+//! The writes: [`BTree::insert`] and [`BTree::delete`], page and root splits, downlink
+//! insertion, and the repair of splits cut short.
+//!
+//! Owns: the writers' use of the descent (`descend_for_write`: to the first leaf, the path
+//! remembered as a stack of block numbers), their move right with exclusive locks
+//! (`lock_covering`), and the logging of every change to a tree page.
+//!
+//! Invariants kept: a split logs both halves (and the page one level down whose split it
+//! completes, clearing that page's flag) in one record, marking the left half
+//! INCOMPLETE_SPLIT; the downlink goes into the parent in a second record that also
+//! clears the flag. So INCOMPLETE_SPLIT always means "my right sibling has no downlink":
+//! a page that splits while still flagged (a parent receiving a downlink after a crash)
+//! hands the flag on to its new right half, whose right sibling is then the page lacking
+//! the downlink. A crash between the records leaves a valid B-link tree with one missing
+//! downlink: searches move right across it, and the next insert that passes the flagged
+//! page (descending, or moving right on the leaf level) inserts the downlink first
+//! ("finishing the split", as PostgreSQL does), then starts over. An error between the
+//! records (a failed WAL write) leaves the same state; a failed `log_pages` itself
+//! latches the log, which refuses everything until the engine is reopened and recovered
+//! (as for heap pages). A root split is ONE record (old root, new right page, new root,
+//! meta page, and the child whose downlink it inserts): there is no intermediate state.
+//!
+//! Logging: every change is logged by [`crate::engine::Engine::log_pages`] while the pages
+//! are held, so physical redo restores the tree. Inserting or removing a leaf entry logs
+//! the exact byte ranges (the `lower` field and the shifted tail of the entry array: half
+//! a page on average, since the array is sorted and fixed-width); splits and downlink
+//! insertions log the diff of each page's before-image (`changed_ranges`).
+//!
+//! Locks, in this order:
+//! - The descent (`search.rs`): shared locks, one at a time, remembering the path.
+//! - The leaf, exclusively; moving right exclusively, releasing the left page before
+//!   locking the right one (safe because nothing is ever deleted, so the right page still
+//!   covers the keys to the right of the left high key).
+//! - A split holds the page being split (exclusively) while it takes the new right page
+//!   (a fresh block from `pool.extend`: nobody else can hold it), and then keeps holding
+//!   the left page while it takes the parent exclusively to insert the downlink (and the
+//!   parent's right siblings, releasing each before the next), as Lehman and Yao and
+//!   PostgreSQL do. Holding the child makes the downlink insertion and the clearing of the
+//!   child's INCOMPLETE_SPLIT flag one atomic record, and keeps the missing-downlink state
+//!   invisible to every other thread (it only survives a crash or an error in between).
+//! - Root split: the root page carries ROOT; a writer about to split a ROOT page takes the
+//!   meta page exclusively while holding it (the flag cannot change under our lock, so the
+//!   meta page must agree), then the two fresh pages (new right page, new root). A writer
+//!   that must insert a downlink above the top of its remembered path (the tree grew
+//!   since it descended: a concurrent root split) reads the meta page (no lock held but
+//!   the child's) and descends from the current root to the parent level.
+//!
+//! Pins: at most five (root split: old root, new right page, new root, meta page, and the
+//! child whose downlink goes into the old root).
+
+use std::ops::Range;
+
+use super::super::btree_page::{
+    entry_offset, BtPage, BtPageMut, Meta, Pair, INCOMPLETE_SPLIT, MIN_PAIR, ROOT,
+};
+use super::search::{Start, Visit};
+use super::{BTree, META_BLOCK};
+use crate::buffer::PageWriteGuard;
+use crate::engine::{changed_ranges, EngineError};
+use crate::sync::Ordering;
+use crate::types::ForkNumber;
+
+/// Byte range of the page header's `lower` field.
+const LOWER_FIELD: Range<usize> = 16..18;
+
+/// Where a writer's descent stopped.
+enum Descent {
+    /// The leaf that covered the key when it was read (not locked).
+    Leaf(u32),
+    /// An internal page marked INCOMPLETE_SPLIT: finish that split first. The stack holds
+    /// the path above it.
+    Repair(u32),
+}
+
+/// In debug builds: panics unless `ranges` cover every byte that differs.
+#[cfg(debug_assertions)]
+fn assert_ranges_cover(before: &[u8], after: &[u8], ranges: &[Range<usize>]) {
+    // `ranges` are ascending and disjoint: every gap between them must be unchanged.
+    let mut from = 0;
+    for r in ranges
+        .iter()
+        .chain(std::iter::once(&(after.len()..after.len())))
+    {
+        assert!(
+            before[from..r.start] == after[from..r.start],
+            "bytes in {from}..{} changed but are not in the logged ranges {ranges:?}",
+            r.start
+        );
+        from = r.end;
+    }
+}
+
+fn clear_incomplete(g: &mut PageWriteGuard<'_>) {
+    let f = BtPage(g).flags();
+    if f & INCOMPLETE_SPLIT != 0 {
+        BtPageMut(g).set_flags(f & !INCOMPLETE_SPLIT);
+    }
+}
+
+impl BTree<'_> {
+    /// The writers' descent: to the leaf covering `key` when read (returned unlocked),
+    /// recording the internal pages passed in `stack` (root first). An internal page
+    /// marked INCOMPLETE_SPLIT on the way has its split finished first, and the descent
+    /// starts over.
+    fn descend_for_write(
+        &self,
+        xid: u32,
+        key: Pair,
+        stack: &mut Vec<u32>,
+    ) -> Result<u32, EngineError> {
+        loop {
+            let reached = self.descend(key, Start::CachedRoot, Some(stack), |p, block| {
+                Ok(if p.is_leaf() {
+                    Visit::Stop(Descent::Leaf(block))
+                } else if p.flags() & INCOMPLETE_SPLIT != 0 {
+                    Visit::Stop(Descent::Repair(block))
+                } else {
+                    Visit::Go
+                })
+            })?;
+            match reached {
+                Descent::Leaf(block) => return Ok(block),
+                Descent::Repair(block) => self.repair(xid, block, stack)?,
+            }
+        }
+    }
+
+    /// Descends from the current root (read from the meta page) to the page of `level`
+    /// covering `key`, filling `stack` with the path above it.
+    fn find_level(&self, key: Pair, level: u16, stack: &mut Vec<u32>) -> Result<u32, EngineError> {
+        self.descend(key, Start::MetaRoot, Some(stack), |p, block| {
+            if p.level() < level {
+                return Err(self.corrupt(format!(
+                    "the root (block {block}) is at level {}, below level {level} where a \
+                     downlink must go",
+                    p.level()
+                )));
+            }
+            Ok(if p.level() == level && !p.beyond_high(key) {
+                Visit::Stop(block)
+            } else {
+                Visit::Go
+            })
+        })
+    }
+
+    /// The writers' move right on one level: locks `block` (on `level`) exclusively and,
+    /// while `key` is at or above the page's high key, releases it and locks its right
+    /// sibling; then calls `at` with the page covering `key` still locked. `stop_flagged`:
+    /// stop at the first page marked INCOMPLETE_SPLIT instead (its split must be finished
+    /// before an insert goes on, as PostgreSQL's _bt_moveright does for writers).
+    fn lock_covering<R>(
+        &self,
+        block: u32,
+        level: u16,
+        key: Pair,
+        stop_flagged: bool,
+        at: impl for<'g> FnOnce(PageWriteGuard<'g>) -> Result<R, EngineError>,
+    ) -> Result<R, EngineError> {
+        let pool = self.engine.pool();
+        let mut block = block;
+        let mut buf = pool.read(self.tag(block))?;
+        let mut g = buf.write();
+        loop {
+            let p = BtPage(&g);
+            self.check_reached(&p, block, Some(level))?;
+            if (stop_flagged && p.flags() & INCOMPLETE_SPLIT != 0) || !p.beyond_high(key) {
+                break;
+            }
+            block = p.right();
+            drop(g);
+            buf = pool.read(self.tag(block))?;
+            g = buf.write();
+        }
+        at(g)
+    }
+
+    /// Inserts (`key`, `value`). Unique index: an existing entry with `key` (any value)
+    /// fails with DuplicateKey and changes nothing. Non-unique: inserting a pair that is
+    /// already there does nothing.
+    pub fn insert(&self, xid: u32, key: i64, value: u64) -> Result<(), EngineError> {
+        let item = (key, value);
+        let mut stack = Vec::with_capacity(8);
+        loop {
+            let leaf = self.descend_for_write(xid, item, &mut stack)?;
+            let done = self.lock_covering(leaf, 0, item, true, |g| {
+                self.insert_into_leaf(xid, &mut stack, g, item)
+            })?;
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Inserts `item` into the leaf under `g`, which covers it, splitting it if full.
+    /// Returns false, to start over, if the page is marked INCOMPLETE_SPLIT instead: a
+    /// split that a crash (or an error) cut short, on the page we insert into or pass on
+    /// the way right, which it finishes first.
+    fn insert_into_leaf(
+        &self,
+        xid: u32,
+        stack: &mut Vec<u32>,
+        mut g: PageWriteGuard<'_>,
+        item: Pair,
+    ) -> Result<bool, EngineError> {
+        let p = BtPage(&g);
+        if p.flags() & INCOMPLETE_SPLIT != 0 {
+            self.finish_split(xid, stack, g)?;
+            return Ok(false);
+        }
+        let key = item.0;
+        let pos = p.lower_bound(item);
+        if self.unique {
+            // Every pair of this key is on this page (separators are (key, 0)).
+            let first = p.lower_bound((key, 0));
+            if first < p.len() && p.entry(first).0 == key {
+                return Err(EngineError::DuplicateKey {
+                    index: self.rel.to_string(),
+                    key,
+                });
+            }
+        } else if pos < p.len() && p.entry(pos) == item {
+            return Ok(true);
+        }
+        if !p.is_full() {
+            self.insert_logged(xid, &mut g, pos, item)?;
+        } else {
+            self.split(xid, stack, g, pos, (item, 0), None)?;
+        }
+        Ok(true)
+    }
+
+    /// Removes (`key`, `value`); returns whether it was there. Pages are never merged.
+    pub fn delete(&self, xid: u32, key: i64, value: u64) -> Result<bool, EngineError> {
+        let item = (key, value);
+        let mut stack = Vec::with_capacity(8);
+        let leaf = self.descend_for_write(xid, item, &mut stack)?;
+        self.lock_covering(leaf, 0, item, false, |mut g| {
+            self.remove_logged(xid, &mut g, item)
+        })
+    }
+
+    /// Inserts a leaf entry into a page with room, logging the exact ranges.
+    fn insert_logged(
+        &self,
+        xid: u32,
+        g: &mut PageWriteGuard<'_>,
+        pos: usize,
+        item: Pair,
+    ) -> Result<(), EngineError> {
+        let n = BtPage(g).len();
+        #[cfg(debug_assertions)]
+        let before = g.to_vec();
+        let done = BtPageMut(g).insert(pos, item, 0);
+        debug_assert!(done);
+        let ranges = [LOWER_FIELD, entry_offset(0, pos)..entry_offset(0, n + 1)];
+        #[cfg(debug_assertions)]
+        assert_ranges_cover(&before, g, &ranges);
+        self.engine.log_pages(xid, 0, &mut [(g, &ranges)])?;
+        Ok(())
+    }
+
+    /// Removes `item` from the leaf under `g` if it is there, logging the exact ranges;
+    /// returns whether it was.
+    fn remove_logged(
+        &self,
+        xid: u32,
+        g: &mut PageWriteGuard<'_>,
+        item: Pair,
+    ) -> Result<bool, EngineError> {
+        let p = BtPage(g);
+        let pos = p.lower_bound(item);
+        if pos >= p.len() || p.entry(pos) != item {
+            return Ok(false);
+        }
+        let n = p.len();
+        #[cfg(debug_assertions)]
+        let before = g.to_vec();
+        BtPageMut(g).remove(pos);
+        let ranges = [LOWER_FIELD, entry_offset(0, pos)..entry_offset(0, n)];
+        #[cfg(debug_assertions)]
+        assert_ranges_cover(&before, g, &ranges);
+        self.engine.log_pages(xid, 0, &mut [(g, &ranges)])?;
+        Ok(true)
+    }
+
+    /// Logs the changes of several pages (each with its before-image) as one record.
+    fn log_changes(
+        &self,
+        xid: u32,
+        pages: &mut [(&mut PageWriteGuard<'_>, Vec<u8>)],
+    ) -> Result<(), EngineError> {
+        let ranges: Vec<Vec<Range<usize>>> = pages
+            .iter()
+            .map(|(g, before)| changed_ranges(before, g))
+            .collect();
+        let mut refs: Vec<(&mut PageWriteGuard<'_>, &[Range<usize>])> = pages
+            .iter_mut()
+            .zip(&ranges)
+            .filter(|(_, r)| !r.is_empty())
+            .map(|((g, _), r)| (&mut **g, &r[..]))
+            .collect();
+        if !refs.is_empty() {
+            self.engine.log_pages(xid, 0, &mut refs)?;
+        }
+        Ok(())
+    }
+
+    /// Splits the full page under `g` while inserting (`key`, `child`) at `pos`, then
+    /// inserts the downlink for the new right page into the parent level. `child`: the
+    /// page one level down whose split this insertion completes; its INCOMPLETE_SPLIT
+    /// flag is cleared in the split's record, and its lock released after it.
+    fn split(
+        &self,
+        xid: u32,
+        stack: &mut Vec<u32>,
+        g: PageWriteGuard<'_>,
+        pos: usize,
+        item: (Pair, u32),
+        child: Option<PageWriteGuard<'_>>,
+    ) -> Result<(), EngineError> {
+        if BtPage(&g).is_root() {
+            return self.split_root(xid, g, pos, item, child);
+        }
+        let level = BtPage(&g).level();
+        let pool = self.engine.pool();
+        let rbuf = pool.extend(self.rel, ForkNumber::Main)?;
+        let rblock = rbuf.tag().block;
+        // Guards rebound after every buffer they may borrow: they go into one record, so
+        // they share one lifetime, which must end before any of the buffers is dropped.
+        let mut g = g;
+        let mut child = child;
+        let mut rg = rbuf.write();
+        let before_g = g.to_vec();
+        let before_r = rg.to_vec();
+        let before_c = child.as_ref().map(|c| c.to_vec());
+        let sep = BtPageMut(&mut g).split_insert(&mut BtPageMut(&mut rg), rblock, pos, item, true);
+        let mut pages = vec![(&mut g, before_g), (&mut rg, before_r)];
+        if let (Some(c), Some(before)) = (child.as_mut(), before_c) {
+            clear_incomplete(c);
+            pages.push((c, before));
+        }
+        self.log_changes(xid, &mut pages)?;
+        drop(pages);
+        drop(rg);
+        drop(child);
+        if self.interrupt_split.swap(false, Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.insert_downlink(xid, stack, g, level + 1, sep, rblock)
+    }
+
+    /// Splits the root under `g`: new right page and new root, meta page updated, all in
+    /// one record.
+    fn split_root(
+        &self,
+        xid: u32,
+        g: PageWriteGuard<'_>,
+        pos: usize,
+        item: (Pair, u32),
+        child: Option<PageWriteGuard<'_>>,
+    ) -> Result<(), EngineError> {
+        let pool = self.engine.pool();
+        let mbuf = pool.read(self.tag(META_BLOCK))?;
+        // Buffers declared before the guards (see `split`).
+        let (rbuf, nbuf);
+        let mut g = g;
+        let mut child = child;
+        let block = g.tag().block;
+        let level = BtPage(&g).level();
+        let mut mg = mbuf.write();
+        let meta = Meta::read(&mg).map_err(|e| self.corrupt(format!("block 0: {e}")))?;
+        if meta.root != block || meta.root_level != u32::from(level) {
+            return Err(self.corrupt(format!(
+                "block {block} (level {level}) is marked ROOT but the meta page names block {} \
+                 (level {}) as the root",
+                meta.root, meta.root_level
+            )));
+        }
+        rbuf = pool.extend(self.rel, ForkNumber::Main)?;
+        let rblock = rbuf.tag().block;
+        let mut rg = rbuf.write();
+        nbuf = pool.extend(self.rel, ForkNumber::Main)?;
+        let nblock = nbuf.tag().block;
+        let mut ng = nbuf.write();
+        let before_g = g.to_vec();
+        let before_r = rg.to_vec();
+        let before_n = ng.to_vec();
+        let before_m = mg.to_vec();
+        let before_c = child.as_ref().map(|c| c.to_vec());
+        let sep = BtPageMut(&mut g).split_insert(&mut BtPageMut(&mut rg), rblock, pos, item, false);
+        {
+            let mut n = BtPageMut(&mut ng);
+            n.init(level + 1, ROOT);
+            n.push(MIN_PAIR, block);
+            n.push(sep, rblock);
+        }
+        Meta {
+            root: nblock,
+            root_level: meta.root_level + 1,
+            ..meta
+        }
+        .write(&mut mg);
+        let mut pages = vec![
+            (&mut g, before_g),
+            (&mut rg, before_r),
+            (&mut ng, before_n),
+            (&mut mg, before_m),
+        ];
+        if let (Some(c), Some(before)) = (child.as_mut(), before_c) {
+            clear_incomplete(c);
+            pages.push((c, before));
+        }
+        self.log_changes(xid, &mut pages)?;
+        self.root.store(nblock, Ordering::Release);
+        Ok(())
+    }
+
+    /// Inserts the downlink (`sep`, `right`) into level `plevel`, holding `child` (the
+    /// split page, marked INCOMPLETE_SPLIT) until the record that clears its flag.
+    fn insert_downlink(
+        &self,
+        xid: u32,
+        stack: &mut Vec<u32>,
+        child: PageWriteGuard<'_>,
+        plevel: u16,
+        sep: Pair,
+        right: u32,
+    ) -> Result<(), EngineError> {
+        let start = match stack.pop() {
+            Some(b) => b,
+            // The tree grew above the path we remembered (a concurrent root split).
+            None => self.find_level(sep, plevel, stack)?,
+        };
+        self.lock_covering(start, plevel, sep, false, |pg| {
+            self.add_downlink(xid, stack, pg, child, sep, right)
+        })
+    }
+
+    /// Inserts the downlink (`sep`, `right`) into the page under `pg` (which covers `sep`)
+    /// and clears `child`'s INCOMPLETE_SPLIT flag in the same record; splits the page if
+    /// it is full. A downlink already there leaves only the flag to clear. (One lifetime
+    /// for both guards: they go into one record; see `split`.)
+    fn add_downlink<'g>(
+        &self,
+        xid: u32,
+        stack: &mut Vec<u32>,
+        mut pg: PageWriteGuard<'g>,
+        mut child: PageWriteGuard<'g>,
+        sep: Pair,
+        right: u32,
+    ) -> Result<(), EngineError> {
+        let p = BtPage(&pg);
+        let pos = p.lower_bound(sep);
+        if pos < p.len() && p.entry(pos) == sep {
+            if p.child(pos) != right {
+                return Err(self.corrupt(format!(
+                    "block {} entry {pos}: separator {sep:?} leads to block {}, but the \
+                     split of block {} needs it to lead to block {right}",
+                    pg.tag().block,
+                    p.child(pos),
+                    child.tag().block
+                )));
+            }
+            // Already there: only the flag is left to clear.
+            let before = child.to_vec();
+            clear_incomplete(&mut child);
+            return self.log_changes(xid, &mut [(&mut child, before)]);
+        }
+        if p.is_full() {
+            return self.split(xid, stack, pg, pos, (sep, right), Some(child));
+        }
+        let before_p = pg.to_vec();
+        let before_c = child.to_vec();
+        let done = BtPageMut(&mut pg).insert(pos, sep, right);
+        debug_assert!(done);
+        clear_incomplete(&mut child);
+        self.log_changes(xid, &mut [(&mut pg, before_p), (&mut child, before_c)])
+    }
+
+    /// Finishes the split of internal page `block` if it is still marked incomplete.
+    fn repair(&self, xid: u32, block: u32, stack: &mut Vec<u32>) -> Result<(), EngineError> {
+        let buf = self.engine.pool().read(self.tag(block))?;
+        let g = buf.write();
+        if BtPage(&g).flags() & INCOMPLETE_SPLIT == 0 {
+            return Ok(()); // someone else finished it
+        }
+        self.finish_split(xid, stack, g)
+    }
+
+    /// Inserts the missing downlink for the right sibling of the page under `g` (marked
+    /// INCOMPLETE_SPLIT) and clears the flag.
+    fn finish_split(
+        &self,
+        xid: u32,
+        stack: &mut Vec<u32>,
+        g: PageWriteGuard<'_>,
+    ) -> Result<(), EngineError> {
+        let p = BtPage(&g);
+        let block = g.tag().block;
+        let Some(sep) = p.high_key() else {
+            return Err(self.corrupt(format!(
+                "block {block} is rightmost but marked INCOMPLETE_SPLIT"
+            )));
+        };
+        let (level, right) = (p.level(), p.right());
+        self.insert_downlink(xid, stack, g, level + 1, sep, right)
+    }
+}
