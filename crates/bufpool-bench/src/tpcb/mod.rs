@@ -8,7 +8,13 @@
 //! sum(history.delta); `check` verifies them, every page's checksum, and that each primary
 //! key and its heap agree.
 
+mod aggregate_log;
+mod checkpoint_timer;
+mod client;
+mod monitor;
+mod outcome;
 pub mod run;
+mod stats;
 
 use std::path::Path;
 use std::time::Instant;

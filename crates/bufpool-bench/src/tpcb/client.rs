@@ -1,0 +1,226 @@
+//! One pgbench client: a thread with its own session on the shared engine that runs the
+//! built-in transaction back to back (or on `-R`'s Poisson schedule) until `-t`, `-T` or
+//! Ctrl-C stops it. Owns the client loop, the `-R` schedule and `-L` skipping, failure
+//! (deadlock, abort storm) counting, and the client's own per-second statistics and
+//! latency histogram; it bumps the monitor's live counters as it goes.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use bufpool::EngineError;
+use hdrhistogram::Histogram;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::monitor::Live;
+use super::run::{BenchOptions, Mode};
+use super::stats::{latency_histogram, slot_at, Slot};
+use super::{Db, ACCOUNTS_PER_SCALE, TELLERS_PER_SCALE};
+
+/// One client's results.
+pub(super) struct ClientStats {
+    /// Per second of the run: transactions by the second they ended in, skipped ones by
+    /// the second they were scheduled for.
+    pub(super) seconds: Vec<Slot>,
+    /// Latencies of the committed transactions, µs.
+    pub(super) hist: Histogram<u64>,
+    /// Committed transactions slower than `-L`.
+    pub(super) late: u64,
+}
+
+/// What the `-R` schedule says about the next transaction.
+enum Next {
+    /// Run it; its latency and lag count from this scheduled start.
+    Run(Instant),
+    /// Skip it (`-L`): it was due at this instant and could only start too late.
+    Skip(Instant),
+    /// The run ended while waiting for it.
+    Stop,
+}
+
+/// A client: runs transactions on its own session until `-t`, `-T` or Ctrl-C.
+pub(super) struct Client<'a, 'e> {
+    id: u32,
+    db: &'a Db<'e>,
+    opts: &'a BenchOptions,
+    /// The run's start: `-T` and the per-second slots count from it.
+    start: Instant,
+    live: &'a Live,
+    /// This client's share of `-R`, transactions per second.
+    rate: Option<f64>,
+    /// `-L`, µs.
+    limit_us: Option<f64>,
+}
+
+impl<'a, 'e> Client<'a, 'e> {
+    /// Client number `id` of `opts.clients`, for a run that started at `start`.
+    pub(super) fn new(
+        id: u32,
+        db: &'a Db<'e>,
+        opts: &'a BenchOptions,
+        start: Instant,
+        live: &'a Live,
+    ) -> Self {
+        let clients = opts.clients.max(1);
+        Client {
+            id,
+            db,
+            opts,
+            start,
+            live,
+            rate: opts.rate.map(|r| r / clients as f64),
+            limit_us: opts.latency_limit_ms.map(|ms| ms * 1000.0),
+        }
+    }
+
+    /// Runs transactions until the run ends; stops at the first error other than a
+    /// deadlock.
+    pub(super) fn run(self) -> Result<ClientStats> {
+        let mut rng = SmallRng::seed_from_u64(self.opts.seed ^ (u64::from(self.id) << 32));
+        let mut out = ClientStats {
+            seconds: Vec::new(),
+            hist: latency_histogram(),
+            late: 0,
+        };
+        let mut scheduled = Instant::now();
+        let mut count = 0u64;
+        while !self.finished(count) {
+            let sched = match self.rate {
+                Some(rate) => match self.next_start(rate, &mut rng, &mut scheduled) {
+                    Next::Run(at) => at,
+                    Next::Skip(at) => {
+                        let sec = at.duration_since(self.start).as_secs() as usize;
+                        slot_at(&mut out.seconds, sec).skipped += 1;
+                        count += 1;
+                        continue;
+                    }
+                    Next::Stop => break,
+                },
+                None => Instant::now(),
+            };
+            let began = Instant::now();
+            let ok = one_transaction(self.db, self.opts.mode, self.opts.abort_fraction, &mut rng)
+                .with_context(|| format!("client {}", self.id))?;
+            let end = Instant::now();
+            count += 1;
+            self.record(&mut out, ok, sched, began, end);
+        }
+        Ok(out)
+    }
+
+    /// Whether Ctrl-C, `-t` (after `count` transactions) or `-T` has ended the run.
+    fn finished(&self, count: u64) -> bool {
+        self.opts.stop.load(Ordering::Relaxed)
+            || self.opts.transactions.is_some_and(|t| count >= t)
+            || self
+                .opts
+                .duration
+                .is_some_and(|d| self.start.elapsed() >= d)
+    }
+
+    /// Advances the Poisson schedule (`scheduled`) by one exponential gap with mean
+    /// 1/`rate` and waits for that moment.
+    fn next_start(&self, rate: f64, rng: &mut SmallRng, scheduled: &mut Instant) -> Next {
+        let u: f64 = rng.random_range(f64::EPSILON..1.0);
+        *scheduled += Duration::from_secs_f64(-u.ln() / rate);
+        while Instant::now() < *scheduled {
+            if self.opts.stop.load(Ordering::Relaxed)
+                || self
+                    .opts
+                    .duration
+                    .is_some_and(|d| self.start.elapsed() >= d)
+            {
+                break;
+            }
+            std::thread::sleep(
+                scheduled
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(50)),
+            );
+        }
+        if Instant::now() < *scheduled {
+            return Next::Stop; // stopped while waiting
+        }
+        // Too late to make the latency limit: skip it (pgbench -L).
+        if let Some(l) = self.limit_us {
+            let behind = Instant::now().duration_since(*scheduled);
+            if behind.as_secs_f64() * 1e6 > l {
+                return Next::Skip(*scheduled);
+            }
+        }
+        Next::Run(*scheduled)
+    }
+
+    /// Counts a finished transaction (`ok`: committed) scheduled for `sched`, started at
+    /// `began`, ended at `end`.
+    fn record(
+        &self,
+        out: &mut ClientStats,
+        ok: bool,
+        sched: Instant,
+        began: Instant,
+        end: Instant,
+    ) {
+        let lat_us = end.duration_since(sched).as_secs_f64() * 1e6;
+        let lag_us = began.duration_since(sched).as_secs_f64() * 1e6;
+        let sec = end.duration_since(self.start).as_secs() as usize;
+        let slot = slot_at(&mut out.seconds, sec);
+        if ok {
+            slot.add(lat_us, lag_us);
+            out.hist.saturating_record(lat_us.max(1.0) as u64);
+            if self.limit_us.is_some_and(|l| lat_us > l) {
+                out.late += 1;
+            }
+            self.live.committed(lat_us);
+        } else {
+            slot.failed += 1;
+            self.live.failed();
+        }
+    }
+}
+
+/// Runs one transaction of `mode`. Ok(false): it failed (a deadlock, or rolled back by
+/// the abort storm) and was aborted; Err: any other error.
+fn one_transaction(
+    db: &Db<'_>,
+    mode: Mode,
+    abort_fraction: f64,
+    rng: &mut SmallRng,
+) -> Result<bool, EngineError> {
+    let scale = db.scale as i64;
+    let aid = rng.random_range(1..=scale * ACCOUNTS_PER_SCALE as i64);
+    if mode == Mode::SelectOnly {
+        let x = db.engine.begin()?;
+        let snap = db.engine.txns().snapshot(x);
+        db.abalance(&snap, aid)?;
+        db.engine.commit_transaction(x)?;
+        return Ok(true);
+    }
+    let bid = rng.random_range(1..=scale);
+    let tid = rng.random_range(1..=scale * TELLERS_PER_SCALE as i64);
+    let delta = rng.random_range(-5000..=5000);
+    let mtime = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0);
+    let x = db.engine.begin()?;
+    match db.tpcb(x, mode == Mode::TpcbLike, aid, bid, tid, delta, mtime) {
+        Ok(()) if abort_fraction > 0.0 && rng.random_bool(abort_fraction.min(1.0)) => {
+            db.engine.abort_transaction(x)?;
+            Ok(false)
+        }
+        Ok(()) => {
+            db.engine.commit_transaction(x)?;
+            Ok(true)
+        }
+        Err(EngineError::Deadlock(_)) => {
+            db.engine.abort_transaction(x)?;
+            Ok(false)
+        }
+        Err(e) => {
+            let _ = db.engine.abort_transaction(x);
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The run's monitor thread: once a second it samples the pool's write counters (the
+//! per-second series' written_* figures), and every `-P` seconds it prints pgbench's
+//! progress line from the live counters the clients bump. Owns those live counters.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bufpool::{BufferPool, IoStatsSnapshot};
+
+use super::stats::Writes;
+
+/// Running totals the clients bump after each transaction, for the progress lines.
+#[derive(Default)]
+pub(super) struct Live {
+    n: AtomicU64,
+    sum_us: AtomicU64,
+    sum2_us: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl Live {
+    /// Counts a committed transaction of `lat_us` µs.
+    pub(super) fn committed(&self, lat_us: f64) {
+        self.n.fetch_add(1, Ordering::Relaxed);
+        self.sum_us.fetch_add(lat_us as u64, Ordering::Relaxed);
+        self.sum2_us
+            .fetch_add((lat_us * lat_us) as u64, Ordering::Relaxed);
+    }
+
+    /// Counts a failed transaction.
+    pub(super) fn failed(&self) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn read(&self) -> LiveTotals {
+        LiveTotals {
+            n: self.n.load(Ordering::Relaxed),
+            sum_us: self.sum_us.load(Ordering::Relaxed),
+            sum2_us: self.sum2_us.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// One reading of [`Live`].
+#[derive(Debug, Clone, Copy, Default)]
+struct LiveTotals {
+    n: u64,
+    sum_us: u64,
+    sum2_us: u64,
+    failed: u64,
+}
+
+/// The monitor: write counters each second, a progress line every `-P` seconds.
+pub(super) struct Monitor<'a> {
+    pool: &'a BufferPool,
+    /// The pool's counters when the run started.
+    before: &'a IoStatsSnapshot,
+    /// The run's start: seconds count from it.
+    start: Instant,
+    /// `-P`, seconds.
+    progress_s: Option<u32>,
+    live: &'a Live,
+    /// Set once the clients have finished.
+    done: &'a AtomicBool,
+}
+
+impl<'a> Monitor<'a> {
+    /// A monitor for a run that started at `start`, with the pool's counters `before`.
+    pub(super) fn new(
+        pool: &'a BufferPool,
+        before: &'a IoStatsSnapshot,
+        start: Instant,
+        progress_s: Option<u32>,
+        live: &'a Live,
+        done: &'a AtomicBool,
+    ) -> Self {
+        Monitor {
+            pool,
+            before,
+            start,
+            progress_s,
+            live,
+            done,
+        }
+    }
+
+    /// Runs until `done`; returns the buffers written in each whole second of the run.
+    pub(super) fn run(self) -> Vec<Writes> {
+        let mut samples = Vec::new();
+        let mut last = Writes::default();
+        let mut last_progress = LiveTotals::default();
+        let mut sec = 0u64;
+        while !self.done.load(Ordering::Relaxed) {
+            sec += 1;
+            if !self.wait_until(self.start + Duration::from_secs(sec)) {
+                break; // a partial last second: the clients' own figures cover it
+            }
+            let now = Writes::between(self.before, &self.pool.stats());
+            samples.push(now.since(last));
+            last = now;
+            if let Some(p) = self.progress_s {
+                if sec % u64::from(p.max(1)) == 0 {
+                    last_progress = self.progress(p.max(1), last_progress);
+                }
+            }
+        }
+        samples
+    }
+
+    /// Sleeps until `target`; false if the clients finished first.
+    fn wait_until(&self, target: Instant) -> bool {
+        while Instant::now() < target && !self.done.load(Ordering::Relaxed) {
+            std::thread::sleep(
+                Duration::from_millis(20).min(target.saturating_duration_since(Instant::now())),
+            );
+        }
+        !self.done.load(Ordering::Relaxed)
+    }
+
+    /// Prints a progress line for the `p` seconds since `last` was read; returns the new
+    /// reading.
+    fn progress(&self, p: u32, last: LiveTotals) -> LiveTotals {
+        let now = self.live.read();
+        let dn = now.n - last.n;
+        let (avg, sd) = if dn > 0 {
+            let m = (now.sum_us - last.sum_us) as f64 / dn as f64;
+            let v = (now.sum2_us - last.sum2_us) as f64 / dn as f64 - m * m;
+            (m / 1000.0, v.max(0.0).sqrt() / 1000.0)
+        } else {
+            (0.0, 0.0)
+        };
+        eprintln!(
+            "progress: {:.1} s, {:.1} tps, lat {:.3} ms stddev {:.3}, {} failed",
+            self.start.elapsed().as_secs_f64(),
+            dn as f64 / f64::from(p),
+            avg,
+            sd,
+            now.failed - last.failed
+        );
+        now
+    }
+}

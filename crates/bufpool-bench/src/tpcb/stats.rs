@@ -1,0 +1,132 @@
+//! The figures a `bufpool bench` run collects: per-second transaction statistics
+//! ([`Slot`]), the latency histogram's shape, and buffers written per writer ([`Writes`])
+//! read off the pool's I/O counters. The clients, the monitor and the checkpoint timer
+//! fill them in; `run` merges them.
+
+use bufpool::stats::{IoContext, IoOp, IoStatsSnapshot, IoWriter};
+use hdrhistogram::Histogram;
+
+/// Per-second (or per-interval) statistics, in microseconds.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Slot {
+    pub(super) n: u64,
+    pub(super) sum: f64,
+    pub(super) sum2: f64,
+    pub(super) min: f64,
+    pub(super) max: f64,
+    pub(super) lag_sum: f64,
+    pub(super) lag_sum2: f64,
+    pub(super) lag_min: f64,
+    pub(super) lag_max: f64,
+    pub(super) skipped: u64,
+    pub(super) failed: u64,
+}
+
+impl Slot {
+    /// Counts a committed transaction.
+    pub(super) fn add(&mut self, lat_us: f64, lag_us: f64) {
+        if self.n == 0 {
+            self.min = lat_us;
+            self.max = lat_us;
+            self.lag_min = lag_us;
+            self.lag_max = lag_us;
+        }
+        self.n += 1;
+        self.sum += lat_us;
+        self.sum2 += lat_us * lat_us;
+        self.min = self.min.min(lat_us);
+        self.max = self.max.max(lat_us);
+        self.lag_sum += lag_us;
+        self.lag_sum2 += lag_us * lag_us;
+        self.lag_min = self.lag_min.min(lag_us);
+        self.lag_max = self.lag_max.max(lag_us);
+    }
+
+    /// Adds another slot's figures to this one's.
+    pub(super) fn merge(&mut self, o: &Slot) {
+        if o.n > 0 {
+            if self.n == 0 {
+                self.min = o.min;
+                self.max = o.max;
+                self.lag_min = o.lag_min;
+                self.lag_max = o.lag_max;
+            } else {
+                self.min = self.min.min(o.min);
+                self.max = self.max.max(o.max);
+                self.lag_min = self.lag_min.min(o.lag_min);
+                self.lag_max = self.lag_max.max(o.lag_max);
+            }
+        }
+        self.n += o.n;
+        self.sum += o.sum;
+        self.sum2 += o.sum2;
+        self.lag_sum += o.lag_sum;
+        self.lag_sum2 += o.lag_sum2;
+        self.skipped += o.skipped;
+        self.failed += o.failed;
+    }
+
+    /// Latency standard deviation, µs.
+    pub(super) fn stddev(&self) -> f64 {
+        if self.n < 2 {
+            return 0.0;
+        }
+        let mean = self.sum / self.n as f64;
+        (self.sum2 / self.n as f64 - mean * mean).max(0.0).sqrt()
+    }
+}
+
+/// The slot at index `i`, growing `v` with empty slots to reach it.
+pub(super) fn slot_at(v: &mut Vec<Slot>, i: usize) -> &mut Slot {
+    if v.len() <= i {
+        v.resize(i + 1, Slot::default());
+    }
+    &mut v[i]
+}
+
+/// An empty latency histogram, µs (1 µs to an hour, 3 significant digits).
+pub(super) fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds")
+}
+
+/// Buffers `w` has written, over all I/O contexts.
+pub(super) fn writes(s: &IoStatsSnapshot, w: IoWriter) -> u64 {
+    [
+        IoContext::Normal,
+        IoContext::BulkRead,
+        IoContext::BulkWrite,
+        IoContext::Vacuum,
+    ]
+    .iter()
+    .map(|&c| s.get(w, c, IoOp::Write))
+    .sum()
+}
+
+/// Buffers written by each writer over some span of the run.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Writes {
+    pub(super) backend: u64,
+    pub(super) bgwriter: u64,
+    pub(super) checkpointer: u64,
+}
+
+impl Writes {
+    /// Buffers written between two snapshots of the pool's counters.
+    pub(super) fn between(before: &IoStatsSnapshot, after: &IoStatsSnapshot) -> Writes {
+        Writes {
+            backend: writes(after, IoWriter::Backend) - writes(before, IoWriter::Backend),
+            bgwriter: writes(after, IoWriter::Bgwriter) - writes(before, IoWriter::Bgwriter),
+            checkpointer: writes(after, IoWriter::Checkpointer)
+                - writes(before, IoWriter::Checkpointer),
+        }
+    }
+
+    /// Buffers written since `earlier`, both counted from the same point.
+    pub(super) fn since(self, earlier: Writes) -> Writes {
+        Writes {
+            backend: self.backend - earlier.backend,
+            bgwriter: self.bgwriter - earlier.bgwriter,
+            checkpointer: self.checkpointer - earlier.checkpointer,
+        }
+    }
+}
