@@ -45,10 +45,49 @@ pub use buffer::{
 };
 pub use config::{Config, ConfigError, HugePages, PoolSize};
 pub use engine::{Engine, EngineError, RecoveryReport};
+pub use index::IndexError;
 pub use smgr::{Smgr, SmgrError, SmgrOptions};
 pub use stats::{IoContext, IoOp, IoStats, IoStatsSnapshot, IoWriter};
+pub use table::{CatalogError, HeapError};
 pub use types::{BlockNumber, BufferTag, ForkNumber, Lsn, RelFileId};
 pub use vfs::{
     CrashChoice, CrashReport, FaultKind, FaultOp, FaultRule, FaultVfs, MemVfs, OpenOptions,
     RealVfs, SimVfs, Vfs, VfsFile,
 };
+
+/// Any error of the library, for an embedder that uses several layers at once (a
+/// transaction that touches heaps and indexes). Each layer's own error converts into it;
+/// messages are the wrapped error's.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Heap(#[from] HeapError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Buffer(#[from] BufferError),
+}
+
+impl Error {
+    /// Whether a row-lock wait refused to close a cycle: abort the transaction and retry.
+    pub fn is_deadlock(&self) -> bool {
+        matches!(self, Error::Heap(HeapError::Deadlock(_)))
+    }
+
+    /// The OS error number behind this error, if there is one.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            Error::Engine(e) => e.raw_os_error(),
+            Error::Heap(e) => e.raw_os_error(),
+            Error::Index(e) => e.raw_os_error(),
+            Error::Buffer(e) => e.raw_os_error(),
+            Error::Catalog(_) | Error::Config(_) => None,
+        }
+    }
+}

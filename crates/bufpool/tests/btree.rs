@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bufpool::index::btree_page::{entry_offset, BtPage};
+use bufpool::index::IndexError;
 use bufpool::index::{BTree, BTreeStats};
-use bufpool::{BufferTag, Config, Engine, EngineError, ForkNumber, MemVfs, RelFileId, Vfs};
+use bufpool::{BufferTag, Config, Engine, ForkNumber, MemVfs, RelFileId, Vfs};
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -144,7 +145,7 @@ fn run_model(unique: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                     let dup = unique && model.range((k, 0)..=(k, u64::MAX)).next().is_some();
                     if dup {
                         prop_assert!(
-                            matches!(r, Err(EngineError::DuplicateKey { key, .. }) if key == k),
+                            matches!(r, Err(IndexError::DuplicateKey { key, .. }) if key == k),
                             "insert ({}, {}) into unique: {:?}",
                             k,
                             v,
@@ -298,13 +299,13 @@ fn unique_index_rejects_duplicates_non_unique_keeps_both() {
     u.insert(1, 10, 100).unwrap();
     let err = u.insert(1, 10, 200).unwrap_err();
     assert!(
-        matches!(&err, EngineError::DuplicateKey { key: 10, index } if index == "0/700"),
+        matches!(&err, IndexError::DuplicateKey { key: 10, index } if index == "0/700"),
         "{err}"
     );
     assert!(err.to_string().contains("duplicate key 10"), "{err}");
     assert!(matches!(
         u.insert(1, 10, 100),
-        Err(EngineError::DuplicateKey { .. })
+        Err(IndexError::DuplicateKey { .. })
     ));
     assert_eq!(u.get(10).unwrap(), Some(100));
     // Many keys: duplicates are found wherever the key sits, also next to page borders.
@@ -316,7 +317,7 @@ fn unique_index_rejects_duplicates_non_unique_keeps_both() {
     for k in (0..3000i64).step_by(7) {
         assert!(matches!(
             u.insert(1, k, 5000),
-            Err(EngineError::DuplicateKey { .. })
+            Err(IndexError::DuplicateKey { .. })
         ));
     }
     assert!(u.delete(1, 10, 100).unwrap());
@@ -507,7 +508,7 @@ fn concurrent_unique_inserts_of_the_same_keys_admit_one_each() {
                         Ok(()) => {
                             wins.fetch_add(1, Ordering::Relaxed);
                         }
-                        Err(EngineError::DuplicateKey { .. }) => {}
+                        Err(IndexError::DuplicateKey { .. }) => {}
                         Err(e) => panic!("{e}"),
                     }
                 }
@@ -789,7 +790,7 @@ fn bulk_build_fills_leaves_to_the_fillfactor() {
         }
         assert!(matches!(
             t.insert(1, 400, 1),
-            Err(EngineError::DuplicateKey { key: 400, .. })
+            Err(IndexError::DuplicateKey { key: 400, .. })
         ));
         assert_eq!(check(&t).entries, 105_000);
         e.wal().flush(e.wal().insert_position()).unwrap();
@@ -809,7 +810,7 @@ fn bulk_build_refuses_bad_input() {
     let unsorted = [(1i64, 0u64), (5, 0), (3, 0)];
     let err = BTree::bulk_build(&e, REL, false, unsorted.into_iter(), 90, &mut |_| {}).unwrap_err();
     assert!(
-        matches!(&err, EngineError::IndexCorrupt { reason, .. } if reason.contains("not sorted")),
+        matches!(&err, IndexError::Corrupt { reason, .. } if reason.contains("not sorted")),
         "{err}"
     );
     let dup = [(1i64, 0u64), (2, 0), (2, 1)];
@@ -823,7 +824,7 @@ fn bulk_build_refuses_bad_input() {
     )
     .unwrap_err();
     assert!(
-        matches!(err, EngineError::DuplicateKey { key: 2, .. }),
+        matches!(err, IndexError::DuplicateKey { key: 2, .. }),
         "{err}"
     );
     let err = BTree::bulk_build(
@@ -881,7 +882,7 @@ fn find_leaf(e: &Engine, min: usize) -> u32 {
 
 fn corrupt_reason(t: &BTree<'_>) -> String {
     match t.check() {
-        Err(EngineError::IndexCorrupt { index, reason }) => {
+        Err(IndexError::Corrupt { index, reason }) => {
             assert_eq!(index, "0/700");
             reason
         }
@@ -969,7 +970,7 @@ fn open_refuses_a_relation_that_is_not_a_btree() {
     let e = open(&vfs);
     e.pool().create_relation(REL, ForkNumber::Main).unwrap();
     let err = BTree::open(&e, REL).unwrap_err();
-    assert!(matches!(err, EngineError::IndexCorrupt { .. }), "{err}");
+    assert!(matches!(err, IndexError::Corrupt { .. }), "{err}");
     {
         let buf = e.pool().extend(REL, ForkNumber::Main).unwrap();
         let mut g = buf.write();
@@ -978,7 +979,7 @@ fn open_refuses_a_relation_that_is_not_a_btree() {
     }
     let err = BTree::open(&e, REL).unwrap_err();
     assert!(
-        matches!(&err, EngineError::IndexCorrupt { reason, .. } if reason.contains("magic")),
+        matches!(&err, IndexError::Corrupt { reason, .. } if reason.contains("magic")),
         "{err}"
     );
     assert!(
@@ -1041,5 +1042,37 @@ fn lookup_speed_vs_btreemap() {
     assert!(
         best.0 < 2.0 * best.1,
         "the target is within 2x of BTreeMap (all pages in the pool)"
+    );
+}
+
+/// `Engine::verify` runs the check of every index opened or created on the engine (the
+/// `verify` feature runs it at shutdown): an intact tree passes, a damaged one is named.
+#[test]
+fn engine_verify_runs_each_registered_index_check() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    let t = BTree::create(&e, REL, false).unwrap();
+    for k in 0..2000i64 {
+        t.insert(1, k * 5 % 2000, 1).unwrap();
+    }
+    e.verify().unwrap();
+    let leaf = find_leaf(&e, 10);
+    {
+        let buf = e
+            .pool()
+            .read(BufferTag::new(REL, ForkNumber::Main, leaf))
+            .unwrap();
+        let mut g = buf.write();
+        let (a, b) = (entry_offset(0, 3), entry_offset(0, 4));
+        let ea: Vec<u8> = g[a..a + 16].to_vec();
+        let eb: Vec<u8> = g[b..b + 16].to_vec();
+        g[a..a + 16].copy_from_slice(&eb);
+        g[b..b + 16].copy_from_slice(&ea);
+    }
+    let problems = e.verify().unwrap_err();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].contains("index 0/700") && problems[0].contains("not above"),
+        "{problems:?}"
     );
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bufpool::table::{Heap, Tid};
 use bufpool::txn::INVALID_XID;
-use bufpool::{Config, Engine, EngineError, MemVfs, RelFileId, Vfs};
+use bufpool::{Config, Engine, HeapError, MemVfs, RelFileId, Vfs};
 
 const REL: RelFileId = RelFileId::new(0, 900);
 
@@ -217,7 +217,7 @@ fn a_tuple_larger_than_a_page_is_refused() {
     let t = e.begin().unwrap();
     let err = heap.insert(t, &vec![0u8; 9000]).unwrap_err();
     assert!(
-        matches!(err, EngineError::TupleTooLarge { len: 9000, .. }),
+        matches!(err, HeapError::TupleTooLarge { len: 9000, .. }),
         "{err}"
     );
 }
@@ -324,7 +324,7 @@ fn crossing_row_locks_are_a_deadlock_error_not_a_hang() {
     let b = heap.insert(t, &row(2, 0)).unwrap();
     e.commit_transaction(t).unwrap();
     let barrier = std::sync::Barrier::new(2);
-    let outcomes: Vec<Result<(), EngineError>> = std::thread::scope(|s| {
+    let outcomes: Vec<Result<(), HeapError>> = std::thread::scope(|s| {
         let run = |first: Tid, second: Tid| {
             let (e, heap, barrier) = (&e, &heap, &barrier);
             s.spawn(move || {
@@ -349,11 +349,7 @@ fn crossing_row_locks_are_a_deadlock_error_not_a_hang() {
     });
     let errors: Vec<_> = outcomes.iter().filter_map(|o| o.as_ref().err()).collect();
     assert_eq!(errors.len(), 1, "{outcomes:?}");
-    assert!(
-        matches!(errors[0], EngineError::Deadlock(_)),
-        "{}",
-        errors[0]
-    );
+    assert!(matches!(errors[0], HeapError::Deadlock(_)), "{}", errors[0]);
     assert!(errors[0].to_string().contains("deadlock"));
     // The winner updated both rows.
     assert_eq!(visible_rows(&e, &heap), vec![(1, 1), (2, 1)]);

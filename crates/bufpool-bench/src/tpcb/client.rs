@@ -8,7 +8,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use bufpool::EngineError;
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -187,7 +186,7 @@ fn one_transaction(
     mode: Mode,
     abort_fraction: f64,
     rng: &mut SmallRng,
-) -> Result<bool, EngineError> {
+) -> Result<bool, bufpool::Error> {
     let scale = db.scale as i64;
     let aid = rng.random_range(1..=scale * ACCOUNTS_PER_SCALE as i64);
     if mode == Mode::SelectOnly {
@@ -214,7 +213,7 @@ fn one_transaction(
             db.engine.commit_transaction(x)?;
             Ok(true)
         }
-        Err(EngineError::Deadlock(_)) => {
+        Err(e) if e.is_deadlock() => {
             db.engine.abort_transaction(x)?;
             Ok(false)
         }

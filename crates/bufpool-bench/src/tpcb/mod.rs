@@ -21,9 +21,10 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 use bufpool::index::btree::BTree;
+use bufpool::index::IndexError;
 use bufpool::table::{Catalog, ColumnType, Heap, IndexDef, Schema, TableDef, Tid};
 use bufpool::txn::{Snapshot, Xid, INVALID_XID};
-use bufpool::{BufferTag, Engine, EngineError, ForkNumber, Vfs};
+use bufpool::{BufferTag, Engine, ForkNumber, Vfs};
 
 /// Accounts per unit of scale (pgbench's naccounts).
 pub const ACCOUNTS_PER_SCALE: u64 = 100_000;
@@ -320,13 +321,13 @@ impl<'e> Db<'e> {
         })
     }
 
-    fn root(tree: &BTree<'_>, key: i64, what: &str) -> Result<Tid, EngineError> {
+    fn root(tree: &BTree<'_>, key: i64, what: &str) -> Result<Tid, bufpool::Error> {
         match tree.get(key)? {
             Some(v) => Ok(Tid::from_u64(v)),
-            None => Err(EngineError::IndexCorrupt {
+            None => Err(bufpool::Error::Index(IndexError::Corrupt {
                 index: what.into(),
                 reason: format!("key {key} missing"),
-            }),
+            })),
         }
     }
 
@@ -341,7 +342,7 @@ impl<'e> Db<'e> {
         column: usize,
         key: i64,
         delta: i64,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), bufpool::Error> {
         let root = Self::root(tree, key, "primary key")?;
         let done = heap.update(x, root, |d| {
             let mut r = d.to_vec();
@@ -350,19 +351,20 @@ impl<'e> Db<'e> {
             r
         })?;
         if done.is_none() {
-            return Err(EngineError::IndexCorrupt {
+            return Err(bufpool::Error::Index(IndexError::Corrupt {
                 index: "primary key".into(),
                 reason: format!("row {key} vanished"),
-            });
+            }));
         }
         Ok(())
     }
 
     /// `SELECT abalance FROM pgbench_accounts WHERE aid = aid` for `snap`.
-    pub fn abalance(&self, snap: &Snapshot, aid: i64) -> Result<Option<i64>, EngineError> {
+    pub fn abalance(&self, snap: &Snapshot, aid: i64) -> Result<Option<i64>, bufpool::Error> {
         let root = Self::root(&self.accounts_pkey, aid, "pgbench_accounts_pkey")?;
-        self.accounts
-            .fetch_with(snap, root, |_, d| self.sa.get_int(d, col::ABALANCE))
+        Ok(self
+            .accounts
+            .fetch_with(snap, root, |_, d| self.sa.get_int(d, col::ABALANCE))?)
     }
 
     /// The TPC-B-like transaction (pgbench's built-in script), or simple-update (no
@@ -377,7 +379,7 @@ impl<'e> Db<'e> {
         tid: i64,
         delta: i64,
         mtime: i64,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), bufpool::Error> {
         self.add(
             x,
             &self.accounts,

@@ -426,6 +426,13 @@ impl BufferPool {
                 Io::Read => s | IO_IN_PROGRESS,
                 Io::Write => (s | IO_IN_PROGRESS) & !JUST_DIRTIED,
             };
+            // The claimer holds a pin, so the buffer cannot be retagged under its I/O.
+            debug_assert!(
+                refcount(claimed) >= 1,
+                "I/O on an unpinned buffer: {}",
+                describe(s)
+            );
+            debug_assert!(claimed & TAG_VALID != 0, "I/O on an untagged buffer");
             d.unlock_header(claimed);
             return true;
         }
@@ -452,6 +459,12 @@ impl BufferPool {
                 Io::Write => {}
             }
         }
+        debug_assert!(
+            !(ok && io == Io::Write && s & JUST_DIRTIED == 0) || new & DIRTY == 0,
+            "a written, unchanged page stays dirty: {}",
+            describe(new)
+        );
+        debug_assert!(new & DIRTY == 0 || new & VALID != 0, "dirty but not valid");
         d.unlock_header(new);
         self.io_wait.wake(d);
     }
@@ -507,6 +520,7 @@ impl BufferPool {
     /// exclusive) of buffer `id`. Writes the page if it is dirty; returns whether it wrote.
     pub(crate) fn flush_locked(&self, id: u32, context: IoContext) -> BufferResult<bool> {
         let d = &self.descs[id as usize];
+        debug_assert!(refcount(d.load_state()) >= 1, "flush_locked without a pin");
         if !self.start_io(d, Io::Write) {
             return Ok(false);
         }
@@ -520,6 +534,8 @@ impl BufferPool {
             // being changed; the shared slice lives only for this copy.
             copy.copy_from_slice(unsafe { self.page_slice(id) });
             let lsn = page::lsn(copy);
+            // WAL before data (DESIGN rule 1): nothing below reaches storage unless the
+            // hook made the log durable to the page's LSN.
             self.wal
                 .flush(lsn)
                 .map_err(|source| BufferError::WalFlush { tag, lsn, source })?;
@@ -571,8 +587,15 @@ impl BufferPool {
     }
 
     /// Writes every dirty page. Returns the pages written. Holds no lock across buffers.
+    /// With the `verify` feature, checks [`BufferPool::check_consistency`] afterwards and
+    /// panics on a violation.
     pub fn flush_all(&self) -> BufferResult<usize> {
-        self.flush_matching(|_| true)
+        let n = self.flush_matching(|_| true)?;
+        #[cfg(feature = "verify")]
+        if let Err(problems) = self.check_consistency() {
+            panic!("verify: the pool after flush_all: {}", problems.join("; "));
+        }
+        Ok(n)
     }
 
     /// fsyncs every segment written since its last fsync.
@@ -671,6 +694,44 @@ impl BufferPool {
             }
         }
         u
+    }
+
+    /// Checks what must hold of every buffer even while other threads use the pool: a
+    /// buffer with a valid tag is the one the mapping finds for that tag; a dirty buffer
+    /// holds a valid page; usage counts are in range. Takes each tag's partition lock
+    /// shared, then the buffer's header lock (the documented order), one buffer at a time.
+    /// Returns a description of every violation.
+    pub fn check_consistency(&self) -> Result<(), Vec<String>> {
+        let mut problems = Vec::new();
+        for d in self.descs.iter() {
+            let tag = d.tag();
+            let hash = tag.hash64();
+            let _part = self.mapping.lock_shared(self.mapping.partition_of(hash));
+            let s = d.lock_header();
+            let same_tag = d.tag_is(&tag);
+            d.unlock_header(s);
+            if s & DIRTY != 0 && s & VALID == 0 {
+                problems.push(format!("buffer {} is dirty but not valid", d.id));
+            }
+            if usage(s) > USAGE_COUNT_MAX {
+                problems.push(format!("buffer {} has usage count {}", d.id, usage(s)));
+            }
+            // Under the partition lock a tagged buffer cannot be retagged or unmapped.
+            if s & TAG_VALID != 0 && same_tag {
+                match self.mapping.lookup_locked(&self.descs, &tag, hash) {
+                    Some(id) if id == d.id => {}
+                    other => problems.push(format!(
+                        "buffer {} holds {tag} but the mapping finds {other:?}",
+                        d.id
+                    )),
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 
     /// Checks the pool's invariants; meant for tests and debugging, with no thread using

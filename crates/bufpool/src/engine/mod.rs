@@ -63,14 +63,6 @@ pub enum EngineError {
     #[error(transparent)]
     Clog(#[from] ClogError),
     #[error(transparent)]
-    Deadlock(#[from] crate::txn::Deadlock),
-    #[error("a tuple of {len} bytes does not fit a page (at most {max} bytes)")]
-    TupleTooLarge { len: usize, max: usize },
-    #[error("duplicate key {key} in unique index {index}")]
-    DuplicateKey { index: String, key: i64 },
-    #[error("index {index} is corrupt: {reason}")]
-    IndexCorrupt { index: String, reason: String },
-    #[error(transparent)]
     Io(#[from] IoError),
     #[error("the WAL is corrupt at {lsn} ({path}, offset {offset}): {reason}; refusing to open, since replaying only up to here would silently drop acknowledged commits")]
     Corrupt {
@@ -82,6 +74,17 @@ pub enum EngineError {
 }
 
 impl EngineError {
+    /// The OS error number behind this error, if there is one.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            EngineError::Buffer(e) => e.raw_os_error(),
+            EngineError::Storage(e) => e.raw_os_error(),
+            EngineError::Wal(e) => e.raw_os_error(),
+            EngineError::Io(e) => e.raw_os_error(),
+            _ => None,
+        }
+    }
+
     pub(crate) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
         EngineError::Io(IoError::new(op, path, source))
     }
@@ -111,6 +114,9 @@ pub fn changed_ranges(before: &[u8], after: &[u8]) -> Vec<Range<usize>> {
     }
     out
 }
+
+/// A structure check of a relation, run by [`Engine::verify`]: `Err` describes the damage.
+pub type Verifier = std::sync::Arc<dyn Fn(&Engine) -> Result<(), String> + Send + Sync>;
 
 /// The pool's WAL-before-data hook: inert during recovery (the log being replayed is
 /// already durable), the real log afterwards.
@@ -150,6 +156,8 @@ pub struct Engine {
     synchronous_commit: bool,
     full_page_writes: bool,
     checkpoint_lock: Mutex<()>,
+    /// Structure checks of relations above this layer (B-trees register theirs), by name.
+    verifiers: Mutex<std::collections::BTreeMap<String, Verifier>>,
     recovery: Option<RecoveryReport>,
     _writer: Option<LogWriter>,
 }
@@ -264,6 +272,7 @@ impl Engine {
             synchronous_commit: config.synchronous_commit,
             full_page_writes: config.full_page_writes,
             checkpoint_lock: Mutex::new(()),
+            verifiers: Mutex::new(Default::default()),
             recovery,
             _writer: writer,
         };
@@ -380,14 +389,58 @@ impl Engine {
     /// Clean shutdown: a checkpoint, so the next open replays (almost) nothing. Dropping
     /// an engine without it is like a crash: nothing acknowledged is lost, but the next
     /// open replays the log since the last checkpoint.
+    ///
+    /// With the `verify` feature, runs [`Engine::verify`] first (nothing else can be using
+    /// the engine: `shutdown` takes it by value) and panics on a violation.
     pub fn shutdown(self) -> Result<Lsn, EngineError> {
+        #[cfg(feature = "verify")]
+        if let Err(problems) = self.verify() {
+            panic!("verify: at shutdown: {}", problems.join("; "));
+        }
         self.checkpoint()
+    }
+
+    /// Registers a structure check under `name` (a later registration of the same name
+    /// replaces it). [`Engine::verify`] runs every registered check; it must only be run
+    /// while no thread writes the relation it checks.
+    pub fn register_verifier(&self, name: String, check: Verifier) {
+        self.verifiers.lock().insert(name, check);
+    }
+
+    /// Runs every invariant check: the pool's and the log's (safe under concurrency) and
+    /// each registered relation check (B-trees: `BTree::check`), which needs writers kept
+    /// away. Returns every violation found.
+    pub fn verify(&self) -> Result<(), Vec<String>> {
+        let mut problems = self.pool.check_consistency().err().unwrap_or_default();
+        if let Err(p) = self.wal.check_invariants() {
+            problems.push(p);
+        }
+        // Run outside the registry's lock: a check may open (and so re-register) its
+        // relation.
+        let checks: Vec<(String, Verifier)> = self
+            .verifiers
+            .lock()
+            .iter()
+            .map(|(n, c)| (n.clone(), c.clone()))
+            .collect();
+        for (name, check) in checks {
+            if let Err(p) = check(self) {
+                problems.push(format!("{name}: {p}"));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 
     /// A checkpoint: every change before its redo point is in the data files, durably.
     /// Returns the checkpoint record's LSN.
     pub fn checkpoint(&self) -> Result<Lsn, EngineError> {
         let _one = self.checkpoint_lock.lock();
+        #[cfg(feature = "verify")]
+        self.verify_concurrent("checkpoint start");
         let redo = self.wal.begin_checkpoint();
         self.pool.flush_all()?;
         self.pool.sync()?;
@@ -405,7 +458,24 @@ impl Engine {
             next_xid: self.txns.next_xid(),
         })?;
         self.wal.remove_segments_before(redo)?;
+        #[cfg(feature = "verify")]
+        self.verify_concurrent("checkpoint end");
         Ok(ck)
+    }
+
+    /// The checks that hold while other threads work (pool and log); panics on a
+    /// violation. Run at each checkpoint with the `verify` feature.
+    #[cfg(feature = "verify")]
+    fn verify_concurrent(&self, at: &str) {
+        let mut problems = self.pool.check_consistency().err().unwrap_or_default();
+        if let Err(p) = self.wal.check_invariants() {
+            problems.push(p);
+        }
+        assert!(
+            problems.is_empty(),
+            "verify: at {at}: {}",
+            problems.join("; ")
+        );
     }
 }
 

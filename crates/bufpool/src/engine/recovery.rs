@@ -323,6 +323,15 @@ pub(super) fn run(
                 }
             }
         };
+        // Progress: each record starts at or after the end of the one before it (at most
+        // past flush padding) and ends after it starts, so replay always moves forward.
+        debug_assert!(
+            rec.lsn.0 >= pos && rec.lsn.0 < pos.div_ceil(WAL_BLOCK) * WAL_BLOCK + WAL_BLOCK,
+            "record at {} does not follow {}",
+            rec.lsn,
+            Lsn(pos)
+        );
+        debug_assert!(rec.end().0 > rec.lsn.0, "empty record at {}", rec.lsn);
         if rec.kind == RecordKind::EndOfRecovery {
             incarnation = rec.incarnation;
         }
@@ -342,6 +351,7 @@ pub(super) fn run(
     if report.end.0 < pos {
         report.end = Lsn(pos);
     }
+    debug_assert!(report.end >= ctl.redo, "replay ended before the redo point");
     report.replay_elapsed = replay_start.elapsed();
     report.elapsed = start.elapsed();
     Ok(report)

@@ -4,5 +4,7 @@
 
 pub mod btree;
 pub mod btree_page;
+mod error;
 
 pub use btree::{BTree, BTreeStats};
+pub use error::IndexError;

@@ -2,10 +2,12 @@
 //! VACUUM, and each heap's free-space map. Indexes live in [`crate::index`].
 
 pub mod catalog;
+mod error;
 pub mod fsm;
 pub mod heap;
 pub mod heap_page;
 
 pub use catalog::{Catalog, CatalogError, Column, ColumnType, IndexDef, Schema, TableDef};
+pub use error::HeapError;
 pub use heap::{Heap, Tid, VacuumReport};
 pub use heap_page::{HeapPage, HeapPageMut, ItemId, TupleHeader};

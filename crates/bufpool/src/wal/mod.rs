@@ -471,6 +471,11 @@ impl Wal {
                 self.flush(Lsn(p + alen + margin - self.ring.len()))?;
                 continue;
             };
+            debug_assert_eq!(start % 8, 0, "records start 8-byte aligned");
+            debug_assert!(
+                start + alen <= self.written.load(Ordering::Acquire) + self.ring.len(),
+                "a reservation laps unwritten ring bytes"
+            );
             let flushed = Lsn(self.flushed.load(Ordering::Acquire));
             let bytes = rec.finish(Lsn(start), flushed, self.incarnation);
             let pad = [0u8; record::ALIGN as usize];
@@ -511,6 +516,10 @@ impl Wal {
     fn write_out(&self, st: &mut FlushState, upto: u64) -> Result<(), WalError> {
         self.wait_insertions(upto);
         let mut pos = self.written.load(Ordering::Acquire);
+        debug_assert!(
+            pos <= upto && upto <= self.pos.load(Ordering::SeqCst),
+            "write_out: written {pos} <= upto {upto} <= reserved must hold"
+        );
         let mut buf = vec![0u8; (upto - pos).min(1 << 20) as usize];
         while pos < upto {
             let segno = pos / self.segments.size;
@@ -545,6 +554,7 @@ impl Wal {
             pos += n as u64;
             self.written.store(pos, Ordering::Release);
         }
+        debug_assert_eq!(self.written.load(Ordering::Acquire), upto);
         Ok(())
     }
 
@@ -613,6 +623,7 @@ impl Wal {
                 break padded;
             }
         };
+        debug_assert_eq!(upto % WAL_BLOCK, 0, "a flush ends on a block boundary");
         if upto <= self.flushed.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -636,7 +647,39 @@ impl Wal {
             st.unsynced.clear();
         }
         self.syncs.fetch_add(1, Ordering::Relaxed);
+        debug_assert!(
+            self.flushed.load(Ordering::Acquire) < upto,
+            "only the leader moves flushed, forward"
+        );
         self.flushed.store(upto, Ordering::Release);
+        debug_assert!(
+            self.check_invariants().is_ok(),
+            "{:?}",
+            self.check_invariants()
+        );
+        Ok(())
+    }
+
+    /// Checks `flushed <= written <= reserved` and the ring's lap bound; safe while other
+    /// threads use the log (each position only grows, and they are read in that order).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let flushed = self.flushed.load(Ordering::Acquire);
+        let written = self.written.load(Ordering::Acquire);
+        let reserved = self.pos.load(Ordering::SeqCst);
+        if !(flushed <= written && written <= reserved) {
+            return Err(format!(
+                "the log's positions are out of order: flushed {} written {} reserved {}",
+                Lsn(flushed),
+                Lsn(written),
+                Lsn(reserved)
+            ));
+        }
+        if flushed % WAL_BLOCK != 0 {
+            return Err(format!(
+                "flushed {} is not on a block boundary",
+                Lsn(flushed)
+            ));
+        }
         Ok(())
     }
 

@@ -23,7 +23,8 @@ use super::super::btree_page::{
 use super::{corrupt_error, BTree, META_BLOCK, NO_XID};
 use crate::buffer::BufferRef;
 use crate::config::ConfigError;
-use crate::engine::{Engine, EngineError};
+use crate::engine::Engine;
+use crate::index::IndexError;
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::types::{ForkNumber, RelFileId};
 
@@ -46,7 +47,7 @@ impl<'e> BTree<'e> {
         sorted: impl Iterator<Item = (i64, u64)>,
         fillfactor: u8,
         progress: &mut dyn FnMut(u64),
-    ) -> Result<Self, EngineError> {
+    ) -> Result<Self, IndexError> {
         if !(10..=100).contains(&fillfactor) {
             return Err(ConfigError::new("fillfactor", fillfactor, "10..100 (percent)").into());
         }
@@ -80,7 +81,7 @@ impl<'e> BTree<'e> {
         for e in sorted {
             if let Some(p) = prev {
                 if unique && e.0 == p.0 {
-                    return Err(EngineError::DuplicateKey {
+                    return Err(IndexError::DuplicateKey {
                         index: rel.to_string(),
                         key: e.0,
                     });
@@ -135,7 +136,7 @@ impl<'e> BTree<'e> {
     }
 
     /// A new page for the bulk build: a block extended now, built in private memory.
-    fn bulk_page(&self, level: u16) -> Result<(BufferRef<'e>, Vec<u8>), EngineError> {
+    fn bulk_page(&self, level: u16) -> Result<(BufferRef<'e>, Vec<u8>), IndexError> {
         let buf = self.engine.pool().extend(self.rel, ForkNumber::Main)?;
         let mut image = vec![0u8; self.engine.pool().page_size()];
         BtPageMut(&mut image).init(level, 0);
@@ -143,7 +144,7 @@ impl<'e> BTree<'e> {
     }
 
     /// Copies a finished page into its buffer and logs it whole.
-    fn bulk_write(&self, buf: &BufferRef<'_>, image: &[u8]) -> Result<(), EngineError> {
+    fn bulk_write(&self, buf: &BufferRef<'_>, image: &[u8]) -> Result<(), IndexError> {
         let mut g = buf.write();
         g.copy_from_slice(image);
         self.engine.log_pages(
@@ -163,7 +164,7 @@ impl<'e> BTree<'e> {
         key: Pair,
         child: u32,
         target: &dyn Fn(usize) -> usize,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), IndexError> {
         let cur = BtPage(&levels[level].1);
         if cur.len() >= target(level) {
             let last = cur.entry(cur.len() - 1);

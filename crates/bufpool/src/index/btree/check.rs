@@ -16,7 +16,7 @@
 
 use super::super::btree_page::{entry_offset, BtPage, Meta, Pair, INCOMPLETE_SPLIT, MIN_PAIR};
 use super::{BTree, META_BLOCK};
-use crate::engine::EngineError;
+use crate::index::IndexError;
 use crate::page;
 use crate::types::ForkNumber;
 
@@ -102,7 +102,7 @@ impl BTree<'_> {
     /// chain per level ending at a rightmost page; the root alone at the top, named by
     /// the meta page; every initialized block reached. Returns the first problem found,
     /// naming block and entry.
-    pub fn check(&self) -> Result<BTreeStats, EngineError> {
+    pub fn check(&self) -> Result<BTreeStats, IndexError> {
         let mut c = Checker::new(self)?;
         let mut level = c.meta.root_level;
         let mut first = c.meta.root;
@@ -123,7 +123,7 @@ impl BTree<'_> {
 
 impl<'t, 'e> Checker<'t, 'e> {
     /// Reads the meta page and checks it against the open index and the relation's size.
-    fn new(tree: &'t BTree<'e>) -> Result<Self, EngineError> {
+    fn new(tree: &'t BTree<'e>) -> Result<Self, IndexError> {
         let pool = tree.engine.pool();
         let nblocks = pool.nblocks(tree.rel, ForkNumber::Main)?;
         let meta = {
@@ -162,7 +162,7 @@ impl<'t, 'e> Checker<'t, 'e> {
     }
 
     #[cold]
-    fn corrupt(&self, reason: String) -> EngineError {
+    fn corrupt(&self, reason: String) -> IndexError {
         self.tree.corrupt(reason)
     }
 
@@ -174,7 +174,7 @@ impl<'t, 'e> Checker<'t, 'e> {
         level: u32,
         first: u32,
         downlinks: &[Downlink],
-    ) -> Result<Vec<Downlink>, EngineError> {
+    ) -> Result<Vec<Downlink>, IndexError> {
         let pool = self.tree.engine.pool();
         let mut w = LevelWalk {
             level,
@@ -210,7 +210,7 @@ impl<'t, 'e> Checker<'t, 'e> {
 
     /// Checks that the walk's next block is one of the tree's and not reached before (a
     /// cycle), and marks it reached.
-    fn reach(&mut self, w: &LevelWalk<'_>) -> Result<(), EngineError> {
+    fn reach(&mut self, w: &LevelWalk<'_>) -> Result<(), IndexError> {
         let (level, block, nblocks) = (w.level, w.block, self.nblocks);
         if block == META_BLOCK || block >= nblocks {
             let from = match w.left {
@@ -232,7 +232,7 @@ impl<'t, 'e> Checker<'t, 'e> {
 
     /// Checks page `p` (the walk's block), in this order: layout, level, flags; the
     /// downlink into it; its high key; its entries; then counts it.
-    fn page(&mut self, p: &BtPage<'_>, w: &mut LevelWalk<'_>) -> Result<(), EngineError> {
+    fn page(&mut self, p: &BtPage<'_>, w: &mut LevelWalk<'_>) -> Result<(), IndexError> {
         self.header(p, w)?;
         if w.level < self.meta.root_level {
             self.downlink(w)?;
@@ -251,7 +251,7 @@ impl<'t, 'e> Checker<'t, 'e> {
 
     /// The page on its own: layout, level, ROOT flag (agreeing with the meta page), and
     /// the root without a right sibling.
-    fn header(&self, p: &BtPage<'_>, w: &LevelWalk<'_>) -> Result<(), EngineError> {
+    fn header(&self, p: &BtPage<'_>, w: &LevelWalk<'_>) -> Result<(), IndexError> {
         let (level, block, root) = (w.level, w.block, self.meta.root);
         p.validate()
             .map_err(|e| self.corrupt(format!("block {block}: {e}")))?;
@@ -279,7 +279,7 @@ impl<'t, 'e> Checker<'t, 'e> {
     /// The downlink from the level above: either the next one expected, with the page's
     /// low key as its separator and a left sibling not marked INCOMPLETE_SPLIT, or none,
     /// with a left sibling so marked (an incomplete split, counted).
-    fn downlink(&mut self, w: &mut LevelWalk<'_>) -> Result<(), EngineError> {
+    fn downlink(&mut self, w: &mut LevelWalk<'_>) -> Result<(), IndexError> {
         let (level, block, low, left) = (w.level, w.block, w.low, w.left);
         if let Some(dl) = w.downlinks.get(w.next).filter(|dl| dl.child == block) {
             let expected = low.unwrap_or(MIN_PAIR);
@@ -320,7 +320,7 @@ impl<'t, 'e> Checker<'t, 'e> {
     }
 
     /// The high key: above the low key, and of the form (key, 0) in a unique index.
-    fn high_key(&self, p: &BtPage<'_>, w: &LevelWalk<'_>) -> Result<(), EngineError> {
+    fn high_key(&self, p: &BtPage<'_>, w: &LevelWalk<'_>) -> Result<(), IndexError> {
         let (block, low, left) = (w.block, w.low, w.left);
         let high = p.high_key();
         if let (Some(l), Some(h)) = (low, high) {
@@ -344,12 +344,7 @@ impl<'t, 'e> Checker<'t, 'e> {
     /// itself), above the entry before it; a leaf entry above the previous leaf's last
     /// (and of another key in a unique index), an internal separator of the form (key, 0)
     /// in a unique index, its downlink recorded for the level below.
-    fn entry(
-        &mut self,
-        p: &BtPage<'_>,
-        w: &mut LevelWalk<'_>,
-        i: usize,
-    ) -> Result<(), EngineError> {
+    fn entry(&mut self, p: &BtPage<'_>, w: &mut LevelWalk<'_>, i: usize) -> Result<(), IndexError> {
         let (level, block, low, left) = (w.level, w.block, w.low, w.left);
         let unique = self.meta.unique;
         let e = p.entry(i);
@@ -437,7 +432,7 @@ impl<'t, 'e> Checker<'t, 'e> {
     }
 
     /// Checks that every block the walk did not reach is uninitialized (counted unused).
-    fn unreached(&mut self) -> Result<(), EngineError> {
+    fn unreached(&mut self) -> Result<(), IndexError> {
         let pool = self.tree.engine.pool();
         for block in 1..self.nblocks {
             if self.visited[block as usize] {

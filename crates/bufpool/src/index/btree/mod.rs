@@ -64,7 +64,8 @@ mod split;
 pub use check::BTreeStats;
 
 use super::btree_page::{BtPageMut, Meta, ROOT};
-use crate::engine::{Engine, EngineError};
+use crate::engine::Engine;
+use crate::index::IndexError;
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::types::{BufferTag, ForkNumber, RelFileId};
 
@@ -93,8 +94,22 @@ impl std::fmt::Debug for BTree<'_> {
     }
 }
 
-fn corrupt_error(rel: RelFileId, reason: String) -> EngineError {
-    EngineError::IndexCorrupt {
+/// Registers this index's structure check with the engine, so [`Engine::verify`] (and
+/// the `verify` feature, at shutdown) checks it.
+fn register_check(engine: &Engine, rel: RelFileId) {
+    engine.register_verifier(
+        format!("index {rel}"),
+        std::sync::Arc::new(move |e: &Engine| {
+            BTree::open(e, rel)
+                .and_then(|t| t.check())
+                .map(|_| ())
+                .map_err(|err| err.to_string())
+        }),
+    );
+}
+
+fn corrupt_error(rel: RelFileId, reason: String) -> IndexError {
+    IndexError::Corrupt {
         index: rel.to_string(),
         reason,
     }
@@ -103,7 +118,7 @@ fn corrupt_error(rel: RelFileId, reason: String) -> EngineError {
 impl<'e> BTree<'e> {
     /// Creates the index relation: block 0 the meta page, block 1 an empty root leaf,
     /// logged as one record.
-    pub fn create(engine: &'e Engine, rel: RelFileId, unique: bool) -> Result<Self, EngineError> {
+    pub fn create(engine: &'e Engine, rel: RelFileId, unique: bool) -> Result<Self, IndexError> {
         let pool = engine.pool();
         pool.create_relation(rel, ForkNumber::Main)?;
         let mbuf = pool.extend(rel, ForkNumber::Main)?;
@@ -130,6 +145,7 @@ impl<'e> BTree<'e> {
         .init(&mut mg);
         BtPageMut(&mut rg).init(0, ROOT);
         engine.log_pages(NO_XID, 0, &mut [(&mut mg, whole), (&mut rg, whole)])?;
+        register_check(engine, rel);
         Ok(BTree {
             engine,
             rel,
@@ -140,7 +156,7 @@ impl<'e> BTree<'e> {
     }
 
     /// Opens an existing index: reads the meta page.
-    pub fn open(engine: &'e Engine, rel: RelFileId) -> Result<Self, EngineError> {
+    pub fn open(engine: &'e Engine, rel: RelFileId) -> Result<Self, IndexError> {
         let pool = engine.pool();
         if pool.nblocks(rel, ForkNumber::Main)? == 0 {
             return Err(corrupt_error(
@@ -151,6 +167,7 @@ impl<'e> BTree<'e> {
         let buf = pool.read(BufferTag::new(rel, ForkNumber::Main, META_BLOCK))?;
         let g = buf.read();
         let meta = Meta::read(&g).map_err(|e| corrupt_error(rel, format!("block 0: {e}")))?;
+        register_check(engine, rel);
         Ok(BTree {
             engine,
             rel,
@@ -182,7 +199,7 @@ impl<'e> BTree<'e> {
     }
 
     #[cold]
-    fn corrupt(&self, reason: String) -> EngineError {
+    fn corrupt(&self, reason: String) -> IndexError {
         corrupt_error(self.rel, reason)
     }
 }

@@ -22,7 +22,7 @@
 
 use super::super::btree_page::{BtPage, Meta, Pair};
 use super::{BTree, META_BLOCK};
-use crate::engine::EngineError;
+use crate::index::IndexError;
 use crate::sync::Ordering;
 
 /// Entries a scan copies under one page lock before calling the closure.
@@ -128,8 +128,8 @@ impl BTree<'_> {
         key: Pair,
         start: Start,
         mut stack: Option<&mut Vec<u32>>,
-        mut at: impl FnMut(&BtPage<'_>, u32) -> Result<Visit<R>, EngineError>,
-    ) -> Result<R, EngineError> {
+        mut at: impl FnMut(&BtPage<'_>, u32) -> Result<Visit<R>, IndexError>,
+    ) -> Result<R, IndexError> {
         let pool = self.engine.pool();
         if let Some(s) = stack.as_deref_mut() {
             s.clear();
@@ -179,7 +179,7 @@ impl BTree<'_> {
         p: &BtPage<'_>,
         block: u32,
         level: Option<u16>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), IndexError> {
         if p.is_new() || level.is_some_and(|l| p.level() != l) || block == META_BLOCK {
             return Err(self.bad_reached(p, block, level));
         }
@@ -187,7 +187,7 @@ impl BTree<'_> {
     }
 
     #[cold]
-    fn bad_reached(&self, p: &BtPage<'_>, block: u32, level: Option<u16>) -> EngineError {
+    fn bad_reached(&self, p: &BtPage<'_>, block: u32, level: Option<u16>) -> IndexError {
         if block == META_BLOCK {
             self.corrupt("a downlink or right link points to block 0, the meta page".into())
         } else if p.is_new() {
@@ -206,7 +206,7 @@ impl BTree<'_> {
 
     /// Internal page: the child for `key`, checked to be a block that can be a tree page.
     #[inline]
-    fn child_for(&self, p: &BtPage<'_>, block: u32, key: Pair) -> Result<u32, EngineError> {
+    fn child_for(&self, p: &BtPage<'_>, block: u32, key: Pair) -> Result<u32, IndexError> {
         if p.is_empty() {
             return Err(self.corrupt(format!("internal block {block} has no entries")));
         }
@@ -214,7 +214,7 @@ impl BTree<'_> {
     }
 
     /// Reads the root from the meta page into the cache.
-    fn refresh_root(&self) -> Result<u32, EngineError> {
+    fn refresh_root(&self) -> Result<u32, IndexError> {
         let buf = self.engine.pool().read(self.tag(META_BLOCK))?;
         let g = buf.read();
         let meta = Meta::read(&g).map_err(|e| self.corrupt(format!("block 0: {e}")))?;
@@ -223,7 +223,7 @@ impl BTree<'_> {
     }
 
     /// The first value stored under `key` (the smallest one), if any. Does not allocate.
-    pub fn get(&self, key: i64) -> Result<Option<u64>, EngineError> {
+    pub fn get(&self, key: i64) -> Result<Option<u64>, IndexError> {
         let search = (key, 0);
         self.descend(search, Start::CachedRoot, None, |p, _| {
             if !p.is_leaf() || p.beyond_high(search) {
@@ -245,7 +245,7 @@ impl BTree<'_> {
 
     /// Calls `f` with every value stored under `key`, in ascending order. `f` runs with no
     /// page lock held. Does not allocate.
-    pub fn lookup(&self, key: i64, mut f: impl FnMut(u64)) -> Result<(), EngineError> {
+    pub fn lookup(&self, key: i64, mut f: impl FnMut(u64)) -> Result<(), IndexError> {
         self.scan((key, 0), (key, u64::MAX), &mut |_, v| {
             f(v);
             true
@@ -260,7 +260,7 @@ impl BTree<'_> {
         lo: i64,
         hi: i64,
         mut f: impl FnMut(i64, u64) -> bool,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), IndexError> {
         self.scan((lo, 0), (hi, u64::MAX), &mut f)
     }
 
@@ -272,7 +272,7 @@ impl BTree<'_> {
         lo: Pair,
         hi: Pair,
         f: &mut dyn FnMut(i64, u64) -> bool,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), IndexError> {
         if lo > hi {
             return Ok(());
         }

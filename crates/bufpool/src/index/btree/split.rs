@@ -56,7 +56,8 @@ use super::super::btree_page::{
 use super::search::{Start, Visit};
 use super::{BTree, META_BLOCK};
 use crate::buffer::PageWriteGuard;
-use crate::engine::{changed_ranges, EngineError};
+use crate::engine::changed_ranges;
+use crate::index::IndexError;
 use crate::sync::Ordering;
 use crate::types::ForkNumber;
 
@@ -107,7 +108,7 @@ impl BTree<'_> {
         xid: u32,
         key: Pair,
         stack: &mut Vec<u32>,
-    ) -> Result<u32, EngineError> {
+    ) -> Result<u32, IndexError> {
         loop {
             let reached = self.descend(key, Start::CachedRoot, Some(stack), |p, block| {
                 Ok(if p.is_leaf() {
@@ -127,7 +128,7 @@ impl BTree<'_> {
 
     /// Descends from the current root (read from the meta page) to the page of `level`
     /// covering `key`, filling `stack` with the path above it.
-    fn find_level(&self, key: Pair, level: u16, stack: &mut Vec<u32>) -> Result<u32, EngineError> {
+    fn find_level(&self, key: Pair, level: u16, stack: &mut Vec<u32>) -> Result<u32, IndexError> {
         self.descend(key, Start::MetaRoot, Some(stack), |p, block| {
             if p.level() < level {
                 return Err(self.corrupt(format!(
@@ -155,8 +156,8 @@ impl BTree<'_> {
         level: u16,
         key: Pair,
         stop_flagged: bool,
-        at: impl for<'g> FnOnce(PageWriteGuard<'g>) -> Result<R, EngineError>,
-    ) -> Result<R, EngineError> {
+        at: impl for<'g> FnOnce(PageWriteGuard<'g>) -> Result<R, IndexError>,
+    ) -> Result<R, IndexError> {
         let pool = self.engine.pool();
         let mut block = block;
         let mut buf = pool.read(self.tag(block))?;
@@ -178,7 +179,7 @@ impl BTree<'_> {
     /// Inserts (`key`, `value`). Unique index: an existing entry with `key` (any value)
     /// fails with DuplicateKey and changes nothing. Non-unique: inserting a pair that is
     /// already there does nothing.
-    pub fn insert(&self, xid: u32, key: i64, value: u64) -> Result<(), EngineError> {
+    pub fn insert(&self, xid: u32, key: i64, value: u64) -> Result<(), IndexError> {
         let item = (key, value);
         let mut stack = Vec::with_capacity(8);
         loop {
@@ -202,7 +203,7 @@ impl BTree<'_> {
         stack: &mut Vec<u32>,
         mut g: PageWriteGuard<'_>,
         item: Pair,
-    ) -> Result<bool, EngineError> {
+    ) -> Result<bool, IndexError> {
         let p = BtPage(&g);
         if p.flags() & INCOMPLETE_SPLIT != 0 {
             self.finish_split(xid, stack, g)?;
@@ -214,7 +215,7 @@ impl BTree<'_> {
             // Every pair of this key is on this page (separators are (key, 0)).
             let first = p.lower_bound((key, 0));
             if first < p.len() && p.entry(first).0 == key {
-                return Err(EngineError::DuplicateKey {
+                return Err(IndexError::DuplicateKey {
                     index: self.rel.to_string(),
                     key,
                 });
@@ -231,7 +232,7 @@ impl BTree<'_> {
     }
 
     /// Removes (`key`, `value`); returns whether it was there. Pages are never merged.
-    pub fn delete(&self, xid: u32, key: i64, value: u64) -> Result<bool, EngineError> {
+    pub fn delete(&self, xid: u32, key: i64, value: u64) -> Result<bool, IndexError> {
         let item = (key, value);
         let mut stack = Vec::with_capacity(8);
         let leaf = self.descend_for_write(xid, item, &mut stack)?;
@@ -247,7 +248,7 @@ impl BTree<'_> {
         g: &mut PageWriteGuard<'_>,
         pos: usize,
         item: Pair,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), IndexError> {
         let n = BtPage(g).len();
         #[cfg(debug_assertions)]
         let before = g.to_vec();
@@ -267,7 +268,7 @@ impl BTree<'_> {
         xid: u32,
         g: &mut PageWriteGuard<'_>,
         item: Pair,
-    ) -> Result<bool, EngineError> {
+    ) -> Result<bool, IndexError> {
         let p = BtPage(g);
         let pos = p.lower_bound(item);
         if pos >= p.len() || p.entry(pos) != item {
@@ -289,7 +290,7 @@ impl BTree<'_> {
         &self,
         xid: u32,
         pages: &mut [(&mut PageWriteGuard<'_>, Vec<u8>)],
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), IndexError> {
         let ranges: Vec<Vec<Range<usize>>> = pages
             .iter()
             .map(|(g, before)| changed_ranges(before, g))
@@ -318,7 +319,7 @@ impl BTree<'_> {
         pos: usize,
         item: (Pair, u32),
         child: Option<PageWriteGuard<'_>>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), IndexError> {
         if BtPage(&g).is_root() {
             return self.split_root(xid, g, pos, item, child);
         }
@@ -359,7 +360,7 @@ impl BTree<'_> {
         pos: usize,
         item: (Pair, u32),
         child: Option<PageWriteGuard<'_>>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), IndexError> {
         let pool = self.engine.pool();
         let mbuf = pool.read(self.tag(META_BLOCK))?;
         // Buffers declared before the guards (see `split`).
@@ -426,7 +427,7 @@ impl BTree<'_> {
         plevel: u16,
         sep: Pair,
         right: u32,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), IndexError> {
         let start = match stack.pop() {
             Some(b) => b,
             // The tree grew above the path we remembered (a concurrent root split).
@@ -449,7 +450,7 @@ impl BTree<'_> {
         mut child: PageWriteGuard<'g>,
         sep: Pair,
         right: u32,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), IndexError> {
         let p = BtPage(&pg);
         let pos = p.lower_bound(sep);
         if pos < p.len() && p.entry(pos) == sep {
@@ -479,7 +480,7 @@ impl BTree<'_> {
     }
 
     /// Finishes the split of internal page `block` if it is still marked incomplete.
-    fn repair(&self, xid: u32, block: u32, stack: &mut Vec<u32>) -> Result<(), EngineError> {
+    fn repair(&self, xid: u32, block: u32, stack: &mut Vec<u32>) -> Result<(), IndexError> {
         let buf = self.engine.pool().read(self.tag(block))?;
         let g = buf.write();
         if BtPage(&g).flags() & INCOMPLETE_SPLIT == 0 {
@@ -495,7 +496,7 @@ impl BTree<'_> {
         xid: u32,
         stack: &mut Vec<u32>,
         g: PageWriteGuard<'_>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), IndexError> {
         let p = BtPage(&g);
         let block = g.tag().block;
         let Some(sep) = p.high_key() else {

@@ -50,8 +50,9 @@ use super::heap_page::{
 };
 use crate::buffer::PageWriteGuard;
 use crate::config::ConfigError;
-use crate::engine::{Engine, EngineError};
+use crate::engine::Engine;
 use crate::sync::{AtomicU32, Ordering};
+use crate::table::HeapError;
 use crate::txn::{Snapshot, Xid, FROZEN_XID, INVALID_XID};
 use crate::types::{BufferTag, ForkNumber, RelFileId};
 
@@ -137,7 +138,7 @@ pub struct Heap<'e> {
 
 impl<'e> Heap<'e> {
     /// Creates the relation's main and free-space forks.
-    pub fn create(engine: &'e Engine, rel: RelFileId) -> Result<Heap<'e>, EngineError> {
+    pub fn create(engine: &'e Engine, rel: RelFileId) -> Result<Heap<'e>, HeapError> {
         engine.pool().create_relation(rel, ForkNumber::Main)?;
         engine.pool().create_relation(rel, ForkNumber::FreeSpace)?;
         Ok(Self::open(engine, rel))
@@ -162,7 +163,7 @@ impl<'e> Heap<'e> {
     /// Sets this handle's fillfactor (percent, 10..=100, PostgreSQL's range and meaning):
     /// inserts leave `100 - fillfactor` percent of each page free, so that updates of
     /// its rows can stay on the page.
-    pub fn with_fillfactor(mut self, fillfactor: u8) -> Result<Self, EngineError> {
+    pub fn with_fillfactor(mut self, fillfactor: u8) -> Result<Self, HeapError> {
         if !(10..=100).contains(&fillfactor) {
             return Err(ConfigError::new("fillfactor", fillfactor, "10..100 (percent)").into());
         }
@@ -194,7 +195,7 @@ impl<'e> Heap<'e> {
         xid: Xid,
         g: &mut PageWriteGuard<'_>,
         change: impl FnOnce(&mut HeapPageMut<'_>) -> R,
-    ) -> Result<R, EngineError> {
+    ) -> Result<R, HeapError> {
         let before = g.to_vec();
         let r = change(&mut HeapPageMut(g));
         let ranges = crate::engine::changed_ranges(&before, g);
@@ -206,11 +207,11 @@ impl<'e> Heap<'e> {
 
     /// Inserts a tuple created by `xid`: into a page the free-space map says has room
     /// (leaving the fillfactor's reserve), else into a new page.
-    pub fn insert(&self, xid: Xid, data: &[u8]) -> Result<Tid, EngineError> {
+    pub fn insert(&self, xid: Xid, data: &[u8]) -> Result<Tid, HeapError> {
         let pool = self.engine.pool();
         let max = HeapPage(&vec![0u8; pool.page_size()]).max_tuple_data();
         if data.len() > max {
-            return Err(EngineError::TupleTooLarge {
+            return Err(HeapError::TupleTooLarge {
                 len: data.len(),
                 max,
             });
@@ -264,7 +265,7 @@ impl<'e> Heap<'e> {
         rows: impl IntoIterator<Item = R>,
         mut placed: impl FnMut(Tid),
         progress: &mut dyn FnMut(u64),
-    ) -> Result<u64, EngineError> {
+    ) -> Result<u64, HeapError> {
         let pool = self.engine.pool();
         let max = HeapPage(&vec![0u8; pool.page_size()]).max_tuple_data();
         let reserve = self.reserve();
@@ -285,7 +286,7 @@ impl<'e> Heap<'e> {
                 while let Some(row) = rows.peek() {
                     let data = row.as_ref();
                     if data.len() > max {
-                        return Err(EngineError::TupleTooLarge {
+                        return Err(HeapError::TupleTooLarge {
                             len: data.len(),
                             max,
                         });
@@ -320,7 +321,7 @@ impl<'e> Heap<'e> {
     }
 
     /// The version of the row rooted at `tid` that `snap` sees (see the module doc).
-    pub fn fetch(&self, snap: &Snapshot, tid: Tid) -> Result<Option<Vec<u8>>, EngineError> {
+    pub fn fetch(&self, snap: &Snapshot, tid: Tid) -> Result<Option<Vec<u8>>, HeapError> {
         self.fetch_with(snap, tid, |_, d| d.to_vec())
     }
 
@@ -331,7 +332,7 @@ impl<'e> Heap<'e> {
         snap: &Snapshot,
         mut tid: Tid,
         f: impl FnOnce(Tid, &[u8]) -> R,
-    ) -> Result<Option<R>, EngineError> {
+    ) -> Result<Option<R>, HeapError> {
         let pool = self.engine.pool();
         let mut prev_xmax = INVALID_XID;
         let mut hints = Hints::new();
@@ -392,7 +393,7 @@ impl<'e> Heap<'e> {
     /// Every tuple visible to `snap`, in physical order, each with its row's stable tuple
     /// id on this page (the root of its same-page chain: see the module doc), which later
     /// fetches, updates and deletes accept.
-    pub fn scan(&self, snap: &Snapshot, mut f: impl FnMut(Tid, &[u8])) -> Result<(), EngineError> {
+    pub fn scan(&self, snap: &Snapshot, mut f: impl FnMut(Tid, &[u8])) -> Result<(), HeapError> {
         let pool = self.engine.pool();
         let n = pool.nblocks(self.rel, ForkNumber::Main)?;
         let mut hints = Hints::new();

@@ -23,8 +23,8 @@
 
 use super::{chain_roots, Heap, Hints};
 use crate::buffer::PageWriteGuard;
-use crate::engine::EngineError;
 use crate::table::heap_page::{HeapPage, ItemId, TupleHeader, HEAP_ONLY, UPDATED, XMAX_INVALID};
+use crate::table::HeapError;
 use crate::txn::{Xid, FROZEN_XID, INVALID_XID};
 
 /// How one chain from a root ends, for pruning.
@@ -61,9 +61,9 @@ impl Plan {
         block: u32,
         vacuum: bool,
         dead: &mut D,
-    ) -> Result<Plan, EngineError>
+    ) -> Result<Plan, HeapError>
     where
-        D: FnMut(u16, &TupleHeader) -> Result<bool, EngineError>,
+        D: FnMut(u16, &TupleHeader) -> Result<bool, HeapError>,
     {
         let mut plan = Plan {
             visited: vec![false; page.slots() as usize + 1],
@@ -152,9 +152,9 @@ impl Plan {
         page: HeapPage<'_>,
         block: u32,
         dead: &mut D,
-    ) -> Result<(), EngineError>
+    ) -> Result<(), HeapError>
     where
-        D: FnMut(u16, &TupleHeader) -> Result<bool, EngineError>,
+        D: FnMut(u16, &TupleHeader) -> Result<bool, HeapError>,
     {
         let mut roots = Vec::new();
         chain_roots(page, block, &mut roots);
@@ -183,9 +183,9 @@ fn walk_dead_prefix<D>(
     start: u16,
     visited: &mut [bool],
     dead: &mut D,
-) -> Result<(ChainEnd, Vec<u16>), EngineError>
+) -> Result<(ChainEnd, Vec<u16>), HeapError>
 where
-    D: FnMut(u16, &TupleHeader) -> Result<bool, EngineError>,
+    D: FnMut(u16, &TupleHeader) -> Result<bool, HeapError>,
 {
     let mut members = Vec::new();
     let mut cur = start;
@@ -230,7 +230,7 @@ impl Heap<'_> {
         g: &mut PageWriteGuard<'_>,
         horizon: Xid,
         vacuum: bool,
-    ) -> Result<u64, EngineError> {
+    ) -> Result<u64, HeapError> {
         let block = g.tag().block;
         // What the commit log tells pruning is not set as hint bits.
         let mut hints = Hints::new();

@@ -32,12 +32,12 @@
 
 use super::{resolve, Heap, Hints, Tid};
 use crate::buffer::PageWriteGuard;
-use crate::engine::EngineError;
 use crate::sync::Ordering;
 use crate::table::heap_page::{
     tuple_space, HeapPage, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED, XMAX_COMMITTED,
     XMAX_INVALID, XMIN_INVALID,
 };
+use crate::table::HeapError;
 use crate::txn::{Xid, XidStatus, FROZEN_XID, INVALID_XID};
 use crate::types::ForkNumber;
 
@@ -96,12 +96,12 @@ impl Heap<'_> {
         xid: Xid,
         tid: Tid,
         f: impl FnMut(&[u8]) -> Vec<u8>,
-    ) -> Result<Option<Tid>, EngineError> {
+    ) -> Result<Option<Tid>, HeapError> {
         self.modify(xid, tid, Some(f))
     }
 
     /// Deletes the row at `tid` for `xid`. Returns false if it was already deleted.
-    pub fn delete(&self, xid: Xid, tid: Tid) -> Result<bool, EngineError> {
+    pub fn delete(&self, xid: Xid, tid: Tid) -> Result<bool, HeapError> {
         Ok(self
             .modify(xid, tid, None::<fn(&[u8]) -> Vec<u8>>)?
             .is_some())
@@ -112,7 +112,7 @@ impl Heap<'_> {
         xid: Xid,
         tid: Tid,
         f: Option<impl FnMut(&[u8]) -> Vec<u8>>,
-    ) -> Result<Option<Tid>, EngineError> {
+    ) -> Result<Option<Tid>, HeapError> {
         let mut span = Span::default();
         let r = self.modify_walk(xid, tid, f, &mut span)?;
         if r.is_some() {
@@ -128,7 +128,7 @@ impl Heap<'_> {
     /// visit per move, forever). Safe because no snapshot can see the skipped versions,
     /// and the link keeps the xmin check: its xmax becomes the last link's, which is the
     /// target's xmin. Takes one page lock, none held.
-    fn compress(&self, span: &Span) -> Result<(), EngineError> {
+    fn compress(&self, span: &Span) -> Result<(), HeapError> {
         let (Some((src, x1, t1)), Some((xn, tn))) = (span.start, span.end) else {
             return Ok(());
         };
@@ -164,7 +164,7 @@ impl Heap<'_> {
         mut tid: Tid,
         mut f: Option<impl FnMut(&[u8]) -> Vec<u8>>,
         span: &mut Span,
-    ) -> Result<Option<Tid>, EngineError> {
+    ) -> Result<Option<Tid>, HeapError> {
         let pool = self.engine.pool();
         let mut prev_xmax = INVALID_XID;
         'page: loop {
@@ -205,7 +205,7 @@ impl Heap<'_> {
         prev_xmax: &mut Xid,
         page: HeapPage<'_>,
         span: &mut Span,
-    ) -> Result<Step, EngineError> {
+    ) -> Result<Step, HeapError> {
         let Some((slot, h, _, redirected)) = resolve(page, tid.slot) else {
             return Ok(Step::NoRow);
         };
@@ -246,7 +246,7 @@ impl Heap<'_> {
     }
 
     /// Who holds the row at version `h`, for `xid` wanting to change it.
-    fn xmax_meaning(&self, xid: Xid, h: &TupleHeader) -> Result<Xmax, EngineError> {
+    fn xmax_meaning(&self, xid: Xid, h: &TupleHeader) -> Result<Xmax, HeapError> {
         let holder = xmax_of(h);
         if holder != INVALID_XID && holder != xid {
             return Ok(match self.engine.txns().status(holder)? {
@@ -273,7 +273,7 @@ impl Heap<'_> {
         at: Tid,
         h: &TupleHeader,
         target: Tid,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), HeapError> {
         let same_page = target.block == at.block;
         if same_page && span.start.is_none() {
             return Ok(());
@@ -304,7 +304,7 @@ impl Heap<'_> {
         h: TupleHeader,
         mut g: PageWriteGuard<'_>,
         new_data: Option<Vec<u8>>,
-    ) -> Result<Tid, EngineError> {
+    ) -> Result<Tid, HeapError> {
         let mut old = h;
         old.xmax = xid;
         old.infomask &= !(XMAX_INVALID | XMAX_COMMITTED);
@@ -353,7 +353,7 @@ impl Heap<'_> {
 
     /// Inserts the new version of a row moving off page `from` (whose lock the caller
     /// holds), never waiting for another page's lock.
-    fn place_elsewhere(&self, xid: Xid, from: u32, data: &[u8]) -> Result<Tid, EngineError> {
+    fn place_elsewhere(&self, xid: Xid, from: u32, data: &[u8]) -> Result<Tid, HeapError> {
         let pool = self.engine.pool();
         let need = tuple_space(data.len()) + ITEM_ID_SIZE;
         let n = pool.nblocks(self.rel, ForkNumber::Main)?;

@@ -18,9 +18,9 @@
 //! forks, checkpoint) holds no page lock.
 
 use super::Heap;
-use crate::engine::EngineError;
 use crate::sync::Ordering;
 use crate::table::heap_page::{HeapPage, ItemId};
+use crate::table::HeapError;
 use crate::types::ForkNumber;
 
 /// What VACUUM did.
@@ -38,7 +38,7 @@ impl Heap<'_> {
     /// the end (the caller must have the table to itself: nothing else may be inserting)
     /// and takes a checkpoint, so that replay never goes back across the (unlogged)
     /// truncation.
-    pub fn vacuum(&self, truncate: bool) -> Result<VacuumReport, EngineError> {
+    pub fn vacuum(&self, truncate: bool) -> Result<VacuumReport, HeapError> {
         let pool = self.engine.pool();
         let horizon = self.engine.txns().oldest_xmin();
         let n = pool.nblocks(self.rel, ForkNumber::Main)?;

@@ -23,10 +23,10 @@
 
 use super::Heap;
 use crate::buffer::BufferRef;
-use crate::engine::EngineError;
 use crate::table::heap_page::{
     HeapPage, HeapPageMut, TupleHeader, XMAX_COMMITTED, XMAX_INVALID, XMIN_COMMITTED, XMIN_INVALID,
 };
+use crate::table::HeapError;
 use crate::txn::{Snapshot, Xid, XidStatus};
 
 /// How a tuple version looks to a snapshot.
@@ -50,7 +50,7 @@ impl Heap<'_> {
         slot: u16,
         h: &TupleHeader,
         hints: &mut Hints,
-    ) -> Result<Vis, EngineError> {
+    ) -> Result<Vis, HeapError> {
         let txns = self.engine.txns();
         let m = h.infomask;
         if m & XMIN_INVALID != 0 {
@@ -105,7 +105,7 @@ impl Heap<'_> {
         h: &TupleHeader,
         horizon: Xid,
         hints: &mut Hints,
-    ) -> Result<bool, EngineError> {
+    ) -> Result<bool, HeapError> {
         let txns = self.engine.txns();
         let m = h.infomask;
         if m & XMIN_INVALID != 0 {
@@ -147,7 +147,7 @@ impl Heap<'_> {
         &self,
         buf: &BufferRef<'_>,
         hints: &mut Hints,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), HeapError> {
         if hints.is_empty() {
             return Ok(());
         }

@@ -1,0 +1,44 @@
+//! [`HeapError`]: what a heap operation can fail with.
+//!
+//! Owns: the heap's own failures (a tuple too large for a page, a row-lock wait that would
+//! deadlock) and, wrapped unchanged, every failure of the layers below ([`EngineError`]:
+//! pool, storage, log, commit log). Messages are those of the wrapped errors.
+
+use crate::buffer::BufferError;
+use crate::engine::EngineError;
+use crate::options::ConfigError;
+use crate::txn::{ClogError, Deadlock};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HeapError {
+    /// A failure below the heap.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("a tuple of {len} bytes does not fit a page (at most {max} bytes)")]
+    TupleTooLarge { len: usize, max: usize },
+    /// A row-lock wait would close a cycle of waiting transactions; abort this one.
+    #[error(transparent)]
+    Deadlock(#[from] Deadlock),
+}
+
+impl HeapError {
+    /// The OS error number behind this error, if there is one.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            HeapError::Engine(e) => e.raw_os_error(),
+            _ => None,
+        }
+    }
+}
+
+/// Lower-layer errors reach the heap's callers through [`EngineError`].
+macro_rules! through_engine {
+    ($($t:ty),*) => {$(
+        impl From<$t> for HeapError {
+            fn from(e: $t) -> Self {
+                HeapError::Engine(e.into())
+            }
+        }
+    )*};
+}
+through_engine!(BufferError, ClogError, ConfigError);
