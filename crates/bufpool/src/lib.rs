@@ -1,28 +1,57 @@
-//! bufpool: an embeddable, PostgreSQL-grade database buffer manager.
+//! bufpool: an embeddable, PostgreSQL-grade database buffer manager, with the storage
+//! manager, write-ahead log, commit log and small transactional tables it needs.
 //!
-//! Layers, bottom up (nothing imports upward): [`vfs`] (the only door to the OS),
-//! [`smgr`] (relation files in segments), [`page`] (header and checksum), [`buffer`] (the
-//! shared pool), with [`stats`] counting I/O like pg_stat_io and [`config`] holding knobs.
-//! See docs/ARCHITECTURE.md for the map and the rules that hold everywhere.
+//! Open a data directory as an [`Engine`]: a buffer pool, a write-ahead log and a commit
+//! log wired together, recovered on open. Every change is logged before its page can
+//! reach disk, and a committed transaction survives a crash at any instant.
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId};
+//! use bufpool::index::BTree;
+//! use bufpool::table::{Heap, Tid};
+//! use bufpool::{Config, Engine, RealVfs, RelFileId};
 //!
-//! let mut config = Config::default();
-//! config.set("shared_buffers", "64MB").unwrap();
-//! let pool = BufferPool::open(Arc::new(RealVfs::new()), "db".as_ref(), &config, true).unwrap();
-//! let rel = RelFileId::new(0, 16384);
-//! pool.create_relation(rel, ForkNumber::Main).unwrap();
-//! let page = pool.extend(rel, ForkNumber::Main).unwrap();
-//! page.write()[100] = 42; // marks the buffer dirty
-//! drop(page);
-//! let page = pool.read(BufferTag::new(rel, ForkNumber::Main, 0)).unwrap();
-//! assert_eq!(page.read()[100], 42);
-//! drop(page);
-//! pool.flush_all().unwrap();
-//! pool.sync().unwrap();
+//! # fn main() -> Result<(), bufpool::Error> {
+//! let config = Config::builder().shared_buffers(64 << 20).build()?;
+//! let engine = Engine::open(Arc::new(RealVfs::new()), "db".as_ref(), &config, true)?;
+//! let accounts = Heap::create(&engine, RelFileId::new(0, 16384))?;
+//! let pkey = BTree::create(&engine, RelFileId::new(0, 16385), true)?;
+//!
+//! let x = engine.begin()?;
+//! let tid = accounts.insert(x, b"alice 100")?;
+//! pkey.insert(x, 1, tid.to_u64())?;
+//! engine.commit_transaction(x)?; // durable when this returns (synchronous_commit = on)
+//!
+//! let y = engine.begin()?;
+//! let snap = engine.txns().snapshot(y);
+//! let root = Tid::from_u64(pkey.get(1)?.expect("committed above"));
+//! assert_eq!(accounts.fetch(&snap, root)?.as_deref(), Some(&b"alice 100"[..]));
+//! engine.commit_transaction(y)?;
+//! engine.shutdown()?; // a checkpoint: the next open replays nothing
+//! # Ok(())
+//! # }
 //! ```
+//!
+//! The layers, bottom up (nothing imports upward; `tests/layering.rs` checks it against
+//! docs/ARCHITECTURE.md):
+//! - `sync` (crate-private): the facade: std/parking_lot, or shuttle for model tests.
+//! - [`options`] and [`types`]: sizes and durations in PostgreSQL units, the error for a
+//!   bad option; identities ([`RelFileId`], [`BufferTag`], [`Lsn`]).
+//! - [`vfs`]: the only door to the OS (real files, in memory; fault-injecting and
+//!   power-loss-simulating ones are in [`testing`]).
+//! - [`stats`]: I/O counters per writer, context and operation, like pg_stat_io.
+//! - [`page`]: the page header and its CRC32C checksum.
+//! - [`smgr`]: relation files in segments, the data directory, the fsync queue.
+//! - [`slru`]: checksummed pages of small flat files (the commit log's store).
+//! - [`txn`]: transaction ids, the commit log, snapshots, MVCC visibility, row-lock waits.
+//! - [`buffer`] and [`wal`]: the shared buffer pool and the write-ahead log (peers: the
+//!   pool reaches the log only through its [`WalFlush`] hook).
+//! - [`config`]: the knob table; builds every lower layer's options.
+//! - [`engine`]: opens a directory, recovery, page logging, commits, checkpoints.
+//! - [`table`] and [`index`]: heap relations (MVCC rows, HOT chains, VACUUM) and the B-link
+//!   tree.
+//!
+//! A pool without a log, for a page cache of your own: [`BufferPool::open`].
 
 pub mod buffer;
 pub mod config;
@@ -33,7 +62,7 @@ pub mod page;
 pub mod slru;
 pub mod smgr;
 pub mod stats;
-pub mod sync;
+pub(crate) mod sync;
 pub mod table;
 pub mod txn;
 pub mod types;
@@ -50,10 +79,16 @@ pub use smgr::{Smgr, SmgrError, SmgrOptions};
 pub use stats::{IoContext, IoOp, IoStats, IoStatsSnapshot, IoWriter};
 pub use table::{CatalogError, HeapError};
 pub use types::{BlockNumber, BufferTag, ForkNumber, Lsn, RelFileId};
-pub use vfs::{
-    CrashChoice, CrashReport, FaultKind, FaultOp, FaultRule, FaultVfs, MemVfs, OpenOptions,
-    RealVfs, SimVfs, Vfs, VfsFile,
-};
+pub use vfs::{IoError, MemVfs, OpenOptions, RealVfs, Vfs, VfsFile};
+
+/// Test tools: I/O layers that fail chosen calls ([`FaultVfs`](testing::FaultVfs)) or
+/// simulate a power cut ([`SimVfs`](testing::SimVfs)), for the crash and fault tests of
+/// an engine built on bufpool.
+pub mod testing {
+    pub use crate::vfs::{
+        CrashChoice, CrashReport, FaultKind, FaultOp, FaultRule, FaultVfs, SimVfs,
+    };
+}
 
 /// Any error of the library, for an embedder that uses several layers at once (a
 /// transaction that touches heaps and indexes). Each layer's own error converts into it;

@@ -291,27 +291,6 @@ impl RawContentLock {
             self.cond.notify_all();
         }
     }
-
-    /// Turns an exclusive hold into a shared one without letting a writer in between.
-    ///
-    /// # Safety
-    /// The calling context must hold the lock exclusively.
-    #[inline]
-    pub unsafe fn downgrade(&self) {
-        #[cfg(not(feature = "shuttle"))]
-        // SAFETY: forwarded from this function's contract: the lock is held exclusively.
-        unsafe {
-            parking_lot::lock_api::RawRwLockDowngrade::downgrade(&self.raw)
-        };
-        #[cfg(feature = "shuttle")]
-        {
-            let mut s = self.state.lock().unwrap();
-            assert!(s.1, "downgrade without an exclusive hold");
-            s.1 = false;
-            s.0 += 1;
-            self.cond.notify_all();
-        }
-    }
 }
 
 impl std::fmt::Debug for RawContentLock {

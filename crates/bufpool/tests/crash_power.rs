@@ -13,7 +13,8 @@ mod bank;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use bufpool::{Config, CrashChoice, Engine, SimVfs, Vfs};
+use bufpool::testing::{CrashChoice, SimVfs};
+use bufpool::{Config, Engine, Vfs};
 
 const THREADS: u32 = 2;
 const TRANSFERS_PER_THREAD: u64 = 8;

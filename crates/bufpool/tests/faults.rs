@@ -14,10 +14,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use bufpool::{
-    BufferError, FaultKind, FaultOp, FaultRule, FaultVfs, ForkNumber, IoOp, OpenOptions, RealVfs,
-    SmgrError, Vfs, VfsFile,
-};
+use bufpool::testing::{FaultKind, FaultOp, FaultRule, FaultVfs};
+use bufpool::{BufferError, ForkNumber, IoOp, OpenOptions, RealVfs, SmgrError, Vfs, VfsFile};
 use common::*;
 
 fn setup(pages: u32) -> (tempfile::TempDir, FaultVfs, bufpool::BufferPool) {

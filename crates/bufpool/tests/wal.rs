@@ -492,7 +492,8 @@ fn commit_records_survive_ring_full_retries() {
 /// latched failure with the same errno.
 #[test]
 fn a_failed_log_fsync_reaches_the_page_write_with_its_errno() {
-    use bufpool::{BufferError, FaultKind, FaultOp, FaultRule, FaultVfs};
+    use bufpool::testing::{FaultKind, FaultOp, FaultRule, FaultVfs};
+    use bufpool::BufferError;
     let mem = MemVfs::new();
     let vfs = FaultVfs::new(Arc::new(mem.clone()));
     let e = Engine::open(

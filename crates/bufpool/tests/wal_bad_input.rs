@@ -10,9 +10,8 @@ mod bank;
 use std::path::Path;
 use std::sync::Arc;
 
-use bufpool::{
-    Config, Engine, EngineError, FaultKind, FaultOp, FaultRule, FaultVfs, MemVfs, RealVfs, Vfs,
-};
+use bufpool::testing::{FaultKind, FaultOp, FaultRule, FaultVfs};
+use bufpool::{Config, Engine, EngineError, MemVfs, RealVfs, Vfs};
 
 fn config() -> Config {
     let mut c = Config::default();

@@ -2,7 +2,7 @@
 //! relation files.
 //!
 //! Owns: the descriptors, the page arena, the mapping table, the clock, I/O wait stripes,
-//! and the one write path ([`BufferPool::flush_locked`]).
+//! and the one write path (`BufferPool::flush_locked`).
 //!
 //! Reading a page ([`BufferPool::read`]):
 //! 1. Hit path, no lock: walk the mapping chain lock-free, pin the candidate, re-check its
@@ -19,7 +19,7 @@
 //! 3. Page frames are written only under the exclusive content lock: the loader takes it
 //!    (uncontended: nobody holds a reference to a !VALID buffer) around the read.
 //!
-//! Writing ([`BufferPool::flush_locked`], the only write path): caller holds a pin and the
+//! Writing (`BufferPool::flush_locked`, the only write path): caller holds a pin and the
 //! content lock; under the header lock set IO_IN_PROGRESS and clear JUST_DIRTIED; flush WAL
 //! to the page LSN through the [`WalFlush`] hook; copy the page, stamp its checksum in the
 //! copy, write it; clear DIRTY unless JUST_DIRTIED was set again meanwhile. A failed write
@@ -40,7 +40,7 @@ mod guard;
 mod io_wait;
 mod mapping;
 mod options;
-pub mod state;
+pub(crate) mod state;
 
 pub use arena::{HugePageUse, PageArena};
 pub use error::{BufferError, BufferResult};

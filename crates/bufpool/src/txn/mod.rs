@@ -2,10 +2,10 @@
 //! (Row locks, and WAL-logged commits replayed into the commit log, come with the heap.)
 
 pub mod clog;
-pub mod manager;
+pub mod procarray;
 
 pub use clog::{Clog, ClogError, XidStatus};
-pub use manager::{Deadlock, Snapshot, TxnManager};
+pub use procarray::{Deadlock, Snapshot, TxnManager};
 
 /// A transaction id (PostgreSQL's TransactionId). 0 is invalid, 1 is reserved for data
 /// loaded by bootstrap/bulk load ("frozen"); normal ids start at `FIRST_NORMAL_XID`.

@@ -1,4 +1,4 @@
-//! The transaction manager: transaction ids, the set of running transactions, snapshots,
+//! The proc array: transaction ids, the set of running transactions, snapshots,
 //! and MVCC visibility (PostgreSQL's varsup.c, procarray.c and heapam_visibility.c, reduced).
 //!
 //! Owns: the next transaction id and the active set (PostgreSQL's proc array); the commit
