@@ -303,18 +303,23 @@ impl Engine {
         pages: &mut [(&mut PageWriteGuard<'_>, &[Range<usize>])],
     ) -> Result<Lsn, EngineError> {
         let fpw = self.full_page_writes;
-        let (_, end) = self.wal.insert_with(|redo| {
-            let mut b = RecordBuilder::new(RecordKind::Update, xid, flags, 0);
-            for (g, ranges) in pages.iter() {
-                let tag = g.tag();
-                if fpw && page::lsn(g) <= redo {
-                    b.image(&tag, g);
-                } else {
-                    b.ranges(&tag, g, ranges);
+        // The caller has already changed the pages: if the record cannot be inserted, the
+        // log is latched so that no write path can put the unlogged change on disk.
+        let (_, end) = self
+            .wal
+            .insert_with(|redo| {
+                let mut b = RecordBuilder::new(RecordKind::Update, xid, flags, 0);
+                for (g, ranges) in pages.iter() {
+                    let tag = g.tag();
+                    if fpw && page::lsn(g) <= redo {
+                        b.image(&tag, g);
+                    } else {
+                        b.ranges(&tag, g, ranges);
+                    }
                 }
-            }
-            b
-        })?;
+                b
+            })
+            .map_err(|e| self.wal.latch_unlogged(e))?;
         for (g, _) in pages.iter_mut() {
             g.set_lsn(end);
         }

@@ -94,6 +94,10 @@ pub enum WalError {
     Failed(#[source] Box<WalError>),
     #[error("record of {len} bytes does not fit wal_buffers ({ring} bytes); raise wal_buffers")]
     TooLarge { len: usize, ring: u64 },
+    /// A change was made to shared pages but its record could not be inserted: the pages
+    /// hold what the log does not, so none may be written (PostgreSQL PANICs here).
+    #[error("a change to shared pages could not be logged ({0}); no dirty page will be written until the data directory is reopened")]
+    Unlogged(#[source] Box<WalError>),
 }
 
 impl WalError {
@@ -106,6 +110,7 @@ impl WalError {
                 len: *len,
                 ring: *ring,
             },
+            WalError::Unlogged(why) => WalError::Unlogged(Box::new(why.duplicate())),
         }
     }
 
@@ -113,7 +118,7 @@ impl WalError {
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
             WalError::Io(e) => e.raw_os_error(),
-            WalError::Failed(first) => first.raw_os_error(),
+            WalError::Failed(first) | WalError::Unlogged(first) => first.raw_os_error(),
             WalError::TooLarge { .. } => None,
         }
     }
@@ -386,6 +391,17 @@ impl Wal {
         }
     }
 
+    /// Latches the log after a change to shared pages could not be logged (`why`): from
+    /// now on every insert and every flush fails, so no page holding the change can be
+    /// written. Returns the error to report.
+    pub fn latch_unlogged(&self, why: WalError) -> WalError {
+        let e = match why {
+            already @ WalError::Unlogged(_) => already,
+            other => WalError::Unlogged(Box::new(other)),
+        };
+        self.fail(e)
+    }
+
     fn fail(&self, e: WalError) -> WalError {
         let mut f = self.failed.lock();
         if f.is_none() {
@@ -575,7 +591,12 @@ impl Wal {
     /// elect one new leader that flushes everything queued during the last sync. Queuing on
     /// a mutex instead hands the lock over one waiter at a time, and the first thread back
     /// leads a flush of little more than its own record.
+    ///
+    /// A failed log refuses even a flush that has nothing to do: the pool calls this
+    /// before every page write, and after a failure (or an unlogged change, see
+    /// [`Wal::latch_unlogged`]) no page may be written.
     pub fn flush(&self, lsn: Lsn) -> Result<(), WalError> {
+        self.check_failed()?;
         if self.flushed.load(Ordering::Acquire) >= lsn.0 {
             self.flush_free.fetch_add(1, Ordering::Relaxed);
             return Ok(());
