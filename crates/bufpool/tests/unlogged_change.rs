@@ -100,7 +100,7 @@ fn a_change_that_could_not_be_logged_is_never_written() {
         }
     }
     assert!(!data_file_holds_marker(&mem), "an eviction wrote it");
-    drop((heap, other));
+
     drop(e);
 
     // Reopen without faults: the committed row is there, unchanged; nothing of y or z.
