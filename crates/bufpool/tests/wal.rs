@@ -535,3 +535,46 @@ fn a_failed_log_fsync_reaches_the_page_write_with_its_errno() {
         }
     }
 }
+
+/// Issue 11, defect 5: the decision in `log_hint` (no full-page image needed: the page was
+/// logged after the redo point) and the LSN it then stamps must not straddle a redo-point
+/// move. If a checkpoint moves the redo point in between and the page's LSN is raised past
+/// it, the next hint after that checkpoint logs no image, and a torn write of the page
+/// could not be repaired. How: a hook inside `log_hint` (after the decision, before the
+/// LSN is set) starts a checkpoint (moves the redo point, inserts its record); afterwards
+/// the page's LSN must not be above the new redo point, so its next hint logs an image.
+#[test]
+fn a_hint_cannot_straddle_a_redo_point_move() {
+    use bufpool::wal::{RecordBuilder, RecordKind};
+    let vfs = MemVfs::new();
+    let mut c = config();
+    c.set("synchronous_commit", "off").unwrap();
+    let e = Engine::open(
+        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
+        Path::new("/db"),
+        &c,
+        true,
+    )
+    .unwrap();
+    create_pages(&e, 1);
+    e.checkpoint().unwrap();
+    set(&e, 0, 5); // logged after the redo point: the hint needs no image
+    e.set_hint_hook(Some(Box::new(|e: &Engine| {
+        let redo = e.wal().begin_checkpoint();
+        e.wal()
+            .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, redo.0))
+            .unwrap();
+    })));
+    let buf = e.pool().read(tag(0)).unwrap();
+    let mut g = buf.write();
+    g[BODY + 40] ^= 1; // a hint bit
+    e.log_hint(&mut g).unwrap();
+    e.set_hint_hook(None);
+    let lsn = bufpool::page::lsn(&g);
+    let redo = e.wal().redo();
+    assert!(
+        lsn <= redo,
+        "the hinted page's LSN {lsn} is past the redo point {redo} that moved during the \
+         hint: its next hint after that checkpoint would log no full-page image"
+    );
+}

@@ -115,6 +115,9 @@ pub fn changed_ranges(before: &[u8], after: &[u8]) -> Vec<Range<usize>> {
     out
 }
 
+/// A test hook run inside [`Engine::log_hint`] (see [`Engine::set_hint_hook`]).
+pub type HintHook = Box<dyn Fn(&Engine) + Send + Sync>;
+
 /// A structure check of a relation, run by [`Engine::verify`]: `Err` describes the damage.
 pub type Verifier = std::sync::Arc<dyn Fn(&Engine) -> Result<(), String> + Send + Sync>;
 
@@ -158,6 +161,10 @@ pub struct Engine {
     checkpoint_lock: Mutex<()>,
     /// Structure checks of relations above this layer (B-trees register theirs), by name.
     verifiers: Mutex<std::collections::BTreeMap<String, Verifier>>,
+    /// Test hook run inside `log_hint` between its decision and the LSN raise (see
+    /// [`Engine::set_hint_hook`]); `has_hint_hook` keeps the check off the hot path.
+    hint_hook: Mutex<Option<HintHook>>,
+    has_hint_hook: std::sync::atomic::AtomicBool,
     recovery: Option<RecoveryReport>,
     _writer: Option<LogWriter>,
 }
@@ -273,6 +280,8 @@ impl Engine {
             full_page_writes: config.full_page_writes,
             checkpoint_lock: Mutex::new(()),
             verifiers: Mutex::new(Default::default()),
+            hint_hook: Mutex::new(None),
+            has_hint_hook: std::sync::atomic::AtomicBool::new(false),
             recovery,
             _writer: writer,
         };
@@ -334,8 +343,14 @@ impl Engine {
     /// insert position, so the commit record behind a committed-hint reaches disk before
     /// the page does (WAL before data). The caller has changed the bytes (marking the
     /// buffer dirty) under the exclusive lock.
+    ///
+    /// The decision (image or not) and the LSN it stamps come from one reading of the redo
+    /// point and the insert position that no checkpoint can split
+    /// ([`Wal::redo_and_position`]): the stamped LSN is never past a redo point that moved
+    /// after the decision, so the first hint after any checkpoint still logs an image.
     pub fn log_hint(&self, g: &mut PageWriteGuard<'_>) -> Result<(), EngineError> {
-        if self.full_page_writes && page::lsn(g) <= self.wal.redo() {
+        let (redo, pos) = self.wal.redo_and_position();
+        if self.full_page_writes && page::lsn(g) <= redo {
             let whole = 0..g.len();
             self.log_pages(
                 crate::txn::FROZEN_XID,
@@ -343,12 +358,34 @@ impl Engine {
                 &mut [(g, std::slice::from_ref(&whole))],
             )?;
         } else if !self.synchronous_commit {
-            let pos = self.wal.insert_position();
+            self.run_hint_hook();
             if page::lsn(g) < pos {
                 g.set_lsn(pos);
             }
         }
         Ok(())
+    }
+
+    /// Test hook (deterministic interleaving): `hook` runs inside every later
+    /// [`Engine::log_hint`] that raises a page LSN, after the decision whether an image is
+    /// needed and before the LSN is set. `None` removes it.
+    #[doc(hidden)]
+    pub fn set_hint_hook(&self, hook: Option<HintHook>) {
+        let on = hook.is_some();
+        *self.hint_hook.lock() = hook;
+        self.has_hint_hook
+            .store(on, std::sync::atomic::Ordering::Release);
+    }
+
+    fn run_hint_hook(&self) {
+        if self
+            .has_hint_hook
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            if let Some(h) = &*self.hint_hook.lock() {
+                h(self);
+            }
+        }
     }
 
     /// Makes a commit whose record ends at `end` durable (synchronous_commit = on), or

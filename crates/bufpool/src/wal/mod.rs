@@ -358,6 +358,20 @@ impl Wal {
         Lsn(self.redo_hint.load(Ordering::Acquire))
     }
 
+    /// The redo point and the insert position, read together while no checkpoint can
+    /// move the redo point (under this thread's insertion slot lock, which
+    /// [`Wal::begin_checkpoint`] must also take). The position is then at or below every
+    /// later redo point, so an LSN set to it can never claim an image that a later
+    /// checkpoint requires (PostgreSQL holds checkpoints off with DELAY_CHKPT_START for the
+    /// same window in MarkBufferDirtyHint).
+    pub fn redo_and_position(&self) -> (Lsn, Lsn) {
+        let _slot = self.slots[my_slot()].lock.lock();
+        (
+            Lsn(self.redo_hint.load(Ordering::Acquire)),
+            Lsn(self.pos.load(Ordering::SeqCst)),
+        )
+    }
+
     /// The incarnation stamped into this log's records.
     pub fn incarnation(&self) -> u32 {
         self.incarnation
