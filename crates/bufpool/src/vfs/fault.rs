@@ -91,7 +91,10 @@ impl Faults {
                 && path.contains(&r.rule.path_contains)
             {
                 r.seen += 1;
-                if fault.is_none() && r.seen >= r.rule.nth && r.seen < r.rule.nth + r.rule.times {
+                if fault.is_none()
+                    && r.seen >= r.rule.nth
+                    && r.seen < r.rule.nth.saturating_add(r.rule.times)
+                {
                     fault = Some(r.rule.kind);
                 }
             }
