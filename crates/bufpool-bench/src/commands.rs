@@ -251,6 +251,7 @@ pub struct BenchArgs {
     pub label: Option<String>,
     pub out: Option<PathBuf>,
     pub abort_fraction: f64,
+    pub ack_log: Option<PathBuf>,
 }
 
 fn install_ctrl_c() -> Arc<AtomicBool> {
@@ -333,6 +334,7 @@ fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
         stop,
         config: knob_values(&c),
         abort_fraction: a.abort_fraction,
+        ack_log: a.ack_log.clone(),
     };
     let out = tpcb::run::run(&db, &opts)?;
     drop(db);
@@ -442,13 +444,40 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
 }
 
 /// `bufpool check`: exit status 1 with a list of problems if anything is wrong.
-pub fn check(dir: &Path, sets: &[(String, String)]) -> Result<bool> {
+pub fn check(dir: &Path, sets: &[(String, String)], acked: &[PathBuf]) -> Result<bool> {
     let (c, _) = load_config(dir, sets)?;
     let vfs = RealVfs::new();
     tpcb::require_initialized(&vfs, dir)?;
+    let opened = std::time::Instant::now();
     let engine = open_engine(dir, &c, false)?;
+    if let Some(rec) = engine.recovery_report() {
+        println!(
+            "check: opened in {} ms; recovery replayed {} records ({} bytes, {} commits) from {} to {} in {} ms",
+            opened.elapsed().as_millis(),
+            rec.records,
+            rec.bytes,
+            rec.commits,
+            rec.redo,
+            rec.end,
+            rec.elapsed.as_millis()
+        );
+    }
     let db = Db::open(&engine, &vfs as &dyn Vfs, dir)?;
-    let r = tpcb::check(&db, &vfs, dir)?;
+    let mut r = tpcb::check(&db, &vfs, dir)?;
+    if !acked.is_empty() {
+        let a = tpcb::check_acked(&db, acked)?;
+        println!(
+            "acked: {} acknowledged, {} found in pgbench_history, {} lost",
+            a.acknowledged, a.found, a.lost
+        );
+        if a.lost > 0 {
+            r.problems.push(format!(
+                "{} acknowledged transaction(s) missing from pgbench_history, e.g. {}",
+                a.lost,
+                a.example.unwrap_or_default()
+            ));
+        }
+    }
     drop(db);
     engine.shutdown()?;
     println!(
@@ -517,6 +546,7 @@ pub fn main_job(seconds: u64) -> Result<()> {
         label: None,
         out: None,
         abort_fraction: 0.0,
+        ack_log: None,
     };
     eprintln!(
         "main job: pgbench -c 4 -T {seconds} (Ctrl-C stops early and keeps what was measured)"
@@ -530,7 +560,7 @@ pub fn main_job(seconds: u64) -> Result<()> {
         .with_context(|| format!("writing {}", run_path.display()))?;
     let files = report::write_report(std::slice::from_ref(&o.result), &out_dir)?;
     eprintln!("main job: checking the database");
-    let ok = check(&dir, &sets)?;
+    let ok = check(&dir, &sets, &[])?;
     println!();
     print_summary(&args, &o);
     println!();

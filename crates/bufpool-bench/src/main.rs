@@ -35,7 +35,7 @@ enum Command {
     /// Runs pgbench's client loop against a database made by `init`.
     Bench(BenchCli),
     /// Verifies a database: TPC-B balances, every page's checksum, keys against heaps.
-    Check(DirArgs),
+    Check(CheckArgs),
     /// Prints every knob with its value, default, unit, source and description.
     Config(DirArgs),
     /// Turns saved runs (`bench --out FILE`) into ./bufpool-report/index.html with charts.
@@ -54,6 +54,16 @@ struct DirArgs {
     /// Overrides a knob for this run (repeatable), e.g. --set shared_buffers=64MB.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
     sets: Vec<(String, String)>,
+}
+
+#[derive(Debug, clap::Args)]
+struct CheckArgs {
+    /// Acknowledgment logs written by `bench --ack-log` (repeatable): every line must name
+    /// a transaction found in pgbench_history, or the check fails ("lost").
+    #[arg(long = "acked", value_name = "FILE", num_args = 1..)]
+    acked: Vec<PathBuf>,
+    #[command(flatten)]
+    dir: DirArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -118,6 +128,11 @@ struct BenchCli {
     /// Rolls back this fraction of transactions after their work (testing aid).
     #[arg(long, default_value_t = 0.0, hide = true)]
     abort_fraction: f64,
+    /// Appends one line per committed transaction (tid bid aid delta mtime) as soon as its
+    /// commit returns, written to the OS before the client goes on: a line means
+    /// acknowledged. For crash tests (`check --acked`, scripts/crash-loop.sh).
+    #[arg(long = "ack-log", value_name = "FILE")]
+    ack_log: Option<PathBuf>,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -249,8 +264,9 @@ fn main() -> Result<()> {
             label: b.label,
             out: b.out,
             abort_fraction: b.abort_fraction,
+            ack_log: b.ack_log,
         }),
-        Some(Command::Check(d)) => match commands::check(&d.dir, &d.sets) {
+        Some(Command::Check(c)) => match commands::check(&c.dir.dir, &c.dir.sets, &c.acked) {
             Ok(true) => Ok(()),
             Ok(false) => std::process::exit(1),
             Err(e) => Err(e),

@@ -401,3 +401,44 @@ fn config_lists_every_knob_with_default_source_and_range() {
     );
     assert!(out.contains("allowed: 30s to 1d"), "{out}");
 }
+
+/// `bench --ack-log` writes one line per committed transaction, and `check --acked`
+/// finds each in pgbench_history; a line with no matching row (an acknowledged commit
+/// that is gone) fails the check, naming it.
+#[test]
+fn ack_log_lines_are_found_and_a_missing_one_fails_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    init(d);
+    ok(
+        d,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "2",
+            "-t",
+            "25",
+            "--ack-log",
+            "ack.txt",
+        ],
+    );
+    let lines = std::fs::read_to_string(d.join("ack.txt")).unwrap();
+    assert_eq!(lines.lines().count(), 50, "{lines}");
+    let out = ok(d, &["check", "-D", "db", "--acked", "ack.txt"]);
+    assert!(
+        out.contains("acked: 50 acknowledged, 50 found in pgbench_history, 0 lost"),
+        "{out}"
+    );
+    // The same line twice: only one history row matches it.
+    let first = lines.lines().next().unwrap();
+    std::fs::write(d.join("ack2.txt"), format!("{first}\n")).unwrap();
+    let o = bufpool(d, &["check", "-D", "db", "--acked", "ack.txt", "ack2.txt"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("1 lost") && out.contains("ack2.txt line 1"),
+        "{out}"
+    );
+}

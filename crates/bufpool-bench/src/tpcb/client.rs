@@ -82,6 +82,19 @@ impl<'a, 'e> Client<'a, 'e> {
             hist: latency_histogram(),
             late: 0,
         };
+        // One append-mode handle per client: each line is one write(2) of under 4 KiB, so
+        // lines of concurrent clients never interleave, and a line reaches the OS (and
+        // survives a SIGKILL) before the client starts its next transaction.
+        let mut ack = match &self.opts.ack_log {
+            Some(p) => Some(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .with_context(|| format!("opening the ack log {}", p.display()))?,
+            ),
+            None => None,
+        };
         let mut scheduled = Instant::now();
         let mut count = 0u64;
         while !self.finished(count) {
@@ -99,8 +112,17 @@ impl<'a, 'e> Client<'a, 'e> {
                 None => Instant::now(),
             };
             let began = Instant::now();
-            let ok = one_transaction(self.db, self.opts.mode, self.opts.abort_fraction, &mut rng)
+            let done = one_transaction(self.db, self.opts.mode, self.opts.abort_fraction, &mut rng)
                 .with_context(|| format!("client {}", self.id))?;
+            if let (Some(f), Done::Committed(Some([tid, bid, aid, delta, mtime]))) =
+                (ack.as_mut(), done)
+            {
+                use std::io::Write as _;
+                let line = format!("{tid} {bid} {aid} {delta} {mtime}\n");
+                f.write_all(line.as_bytes())
+                    .context("appending to the ack log (--ack-log)")?;
+            }
+            let ok = matches!(done, Done::Committed(_));
             let end = Instant::now();
             count += 1;
             self.record(&mut out, ok, sched, began, end);
@@ -179,14 +201,22 @@ impl<'a, 'e> Client<'a, 'e> {
     }
 }
 
-/// Runs one transaction of `mode`. Ok(false): it failed (a deadlock, or rolled back by
-/// the abort storm) and was aborted; Err: any other error.
+/// How a transaction ended (when it did not fail with an error).
+#[derive(Debug, Clone, Copy)]
+enum Done {
+    /// Committed; the history row it inserted (tid, bid, aid, delta, mtime), if any.
+    Committed(Option<[i64; 5]>),
+    /// Failed (a deadlock, or rolled back by the abort storm) and was aborted.
+    Failed,
+}
+
+/// Runs one transaction of `mode`; Err: any error other than a deadlock.
 fn one_transaction(
     db: &Db<'_>,
     mode: Mode,
     abort_fraction: f64,
     rng: &mut SmallRng,
-) -> Result<bool, bufpool::Error> {
+) -> Result<Done, bufpool::Error> {
     let scale = db.scale as i64;
     let aid = rng.random_range(1..=scale * ACCOUNTS_PER_SCALE as i64);
     if mode == Mode::SelectOnly {
@@ -194,7 +224,7 @@ fn one_transaction(
         let snap = db.engine.txns().snapshot(x);
         db.abalance(&snap, aid)?;
         db.engine.commit_transaction(x)?;
-        return Ok(true);
+        return Ok(Done::Committed(None));
     }
     let bid = rng.random_range(1..=scale);
     let tid = rng.random_range(1..=scale * TELLERS_PER_SCALE as i64);
@@ -207,15 +237,15 @@ fn one_transaction(
     match db.tpcb(x, mode == Mode::TpcbLike, aid, bid, tid, delta, mtime) {
         Ok(()) if abort_fraction > 0.0 && rng.random_bool(abort_fraction.min(1.0)) => {
             db.engine.abort_transaction(x)?;
-            Ok(false)
+            Ok(Done::Failed)
         }
         Ok(()) => {
             db.engine.commit_transaction(x)?;
-            Ok(true)
+            Ok(Done::Committed(Some([tid, bid, aid, delta, mtime])))
         }
         Err(e) if e.is_deadlock() => {
             db.engine.abort_transaction(x)?;
-            Ok(false)
+            Ok(Done::Failed)
         }
         Err(e) => {
             let _ = db.engine.abort_transaction(x);

@@ -16,7 +16,7 @@ mod outcome;
 pub mod run;
 mod stats;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -433,6 +433,66 @@ pub struct CheckReport {
     pub history_rows: u64,
     pub pages_verified: u64,
     pub problems: Vec<String>,
+}
+
+/// What `check --acked` found: acknowledged transactions (lines of the ack logs) and how
+/// many of them pgbench_history holds.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct AckReport {
+    pub acknowledged: u64,
+    pub found: u64,
+    pub lost: u64,
+    /// One lost line, to look for.
+    pub example: Option<String>,
+}
+
+/// Compares the ack logs written by `bench --ack-log` with pgbench_history: each line
+/// (tid bid aid delta mtime) must match a history row of its own (a row is matched at
+/// most once, so duplicates count).
+pub fn check_acked(db: &Db<'_>, logs: &[PathBuf]) -> Result<AckReport> {
+    let snap = db.engine.txns().snapshot(INVALID_XID);
+    let mut rows: std::collections::HashMap<[i64; 5], u64> = std::collections::HashMap::new();
+    db.history.scan(&snap, |_, d| {
+        let f = |c| db.sh.get_int(d, c);
+        let k = [
+            f(col::H_TID),
+            f(col::H_BID),
+            f(col::H_AID),
+            f(col::H_DELTA),
+            f(col::H_MTIME),
+        ];
+        *rows.entry(k).or_default() += 1;
+    })?;
+    let mut r = AckReport::default();
+    for log in logs {
+        let text = std::fs::read_to_string(log)
+            .with_context(|| format!("reading the ack log {}", log.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            let fields: Vec<i64> = line
+                .split_whitespace()
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .ok()
+                .filter(|f: &Vec<i64>| f.len() == 5)
+                .with_context(|| {
+                    format!("{} line {}: not 5 integers: {line:?}", log.display(), n + 1)
+                })?;
+            let k: [i64; 5] = fields.try_into().expect("length checked");
+            r.acknowledged += 1;
+            match rows.get_mut(&k) {
+                Some(c) if *c > 0 => {
+                    *c -= 1;
+                    r.found += 1;
+                }
+                _ => {
+                    r.lost += 1;
+                    r.example
+                        .get_or_insert_with(|| format!("{} line {}: {line}", log.display(), n + 1));
+                }
+            }
+        }
+    }
+    Ok(r)
 }
 
 /// `bufpool check`: the TPC-B invariants, every page's checksum (read from disk, not the

@@ -83,6 +83,8 @@ pub struct BenchOptions {
     /// Fraction of transactions rolled back after doing all their work (an "abort
     /// storm" for tests: their changes must vanish; they count as failed).
     pub abort_fraction: f64,
+    /// `--ack-log`: each client appends a line per committed transaction to this file.
+    pub ack_log: Option<PathBuf>,
 }
 
 /// A run's result, plus the pgbench summary lines that the report does not chart.
