@@ -187,6 +187,21 @@ impl Report {
             "ratios".into(),
             serde_json::to_value(ratios).expect("ratios serialize"),
         );
+        // The contract every experiment's JSON keeps: one entry per target its issue names.
+        let targets: Vec<serde_json::Value> = self
+            .ratios
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "name": r.name,
+                    "value": r.median,
+                    "op": r.goal.symbol(),
+                    "target": r.target,
+                    "pass": r.pass,
+                })
+            })
+            .collect();
+        obj.insert("targets".into(), targets.into());
         obj.insert("all_pass".into(), self.ratios.iter().all(|r| r.pass).into());
         obj.insert("notes".into(), self.notes.clone().into());
         serde_json::Value::Object(obj)
@@ -343,7 +358,31 @@ mod tests {
         assert_eq!(json["figures"]["a_ns"]["median"], 2.0);
         assert_eq!(json["ratios"]["a_vs_b"]["pass"], true);
         assert_eq!(json["ratios"]["a_vs_b"]["goal"], "<=");
+        let t = &json["targets"][0];
+        assert_eq!(
+            (&t["name"], &t["op"], &t["target"], &t["pass"]),
+            (
+                &serde_json::json!("a_vs_b"),
+                &serde_json::json!("<="),
+                &serde_json::json!(2.0),
+                &serde_json::json!(true)
+            )
+        );
+        assert_eq!(t["value"], 1.0);
     }
+}
+
+/// The CPU's model name from /proc/cpuinfo ("" if unknown).
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_default()
 }
 
 /// What every experiment report says about its run: the machine's core count, the build
@@ -370,7 +409,9 @@ impl RunInfo {
         }
     }
 
-    /// The JSON fields `experiment`, `command`, `argv`, `profile` and `cores`.
+    /// The JSON fields `experiment`, `command`, `argv`, `profile`, `cores`, `machine`
+    /// (cores, CPU, kernel) and `device` (this machine's own disk through the page cache;
+    /// an experiment on a throttled device or with O_DIRECT replaces it).
     pub fn metadata(
         &self,
         experiment: &str,
@@ -382,6 +423,23 @@ impl RunInfo {
         m.insert("argv".into(), argv.to_vec().into());
         m.insert("profile".into(), self.profile.into());
         m.insert("cores".into(), self.cores.into());
+        m.insert(
+            "machine".into(),
+            serde_json::json!({
+                "cores": self.cores,
+                "cpu": cpu_model(),
+                "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_default(),
+            }),
+        );
+        m.insert(
+            "device".into(),
+            serde_json::json!({
+                "profile": "local disk (not throttled)",
+                "io": "buffered",
+            }),
+        );
         m
     }
 }
