@@ -687,70 +687,46 @@ impl PoolConfig for Config {
     }
 }
 
+fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
 /// Builds a [`Config`] with typed setters; [`ConfigBuilder::build`] validates it.
 #[derive(Debug, Clone)]
 pub struct ConfigBuilder(Config);
 
+/// Typed setters, one per field: `name(value)`.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty => |$c:ident, $v:ident| $set:expr;)*) => {
+        $( $(#[$doc])* pub fn $name(mut self, $v: $ty) -> Self {
+            let $c = &mut self.0;
+            $set;
+            self
+        } )*
+    };
+}
+
 impl ConfigBuilder {
-    /// Pool size in bytes.
-    pub fn shared_buffers(mut self, bytes: u64) -> Self {
-        self.0.shared_buffers = PoolSize::Bytes(bytes);
-        self
+    setters! {
+        /// Pool size in bytes.
+        shared_buffers: u64 => |c, v| c.shared_buffers = PoolSize::Bytes(v);
+        /// Pool size as a number of buffers.
+        shared_buffers_count: u64 => |c, v| c.shared_buffers = PoolSize::Buffers(v);
+        block_size: usize => |c, v| c.block_size = v;
+        segment_size: u64 => |c, v| c.segment_size = v;
+        buffer_mapping_partitions: usize => |c, v| c.buffer_mapping_partitions = v;
+        huge_pages: HugePages => |c, v| c.huge_pages = v;
+        io_direct: bool => |c, v| c.io_direct = v;
+        synchronous_commit: bool => |c, v| c.synchronous_commit = v;
+        full_page_writes: bool => |c, v| c.full_page_writes = v;
+        wal_segment_size: u64 => |c, v| c.wal_segment_size = v;
+        /// WAL ring size in bytes; `None` is automatic.
+        wal_buffers: Option<u64> => |c, v| c.wal_buffers = v;
+        wal_sync_method: SyncMethod => |c, v| c.wal_sync_method = v;
+        wal_writer_delay: Duration => |c, v| c.wal_writer_delay_ms = millis(v);
+        checkpoint_timeout: Duration => |c, v| c.checkpoint_timeout_ms = millis(v);
     }
-    /// Pool size as a number of buffers.
-    pub fn shared_buffers_count(mut self, buffers: u64) -> Self {
-        self.0.shared_buffers = PoolSize::Buffers(buffers);
-        self
-    }
-    pub fn block_size(mut self, bytes: usize) -> Self {
-        self.0.block_size = bytes;
-        self
-    }
-    pub fn segment_size(mut self, bytes: u64) -> Self {
-        self.0.segment_size = bytes;
-        self
-    }
-    pub fn buffer_mapping_partitions(mut self, n: usize) -> Self {
-        self.0.buffer_mapping_partitions = n;
-        self
-    }
-    pub fn huge_pages(mut self, h: HugePages) -> Self {
-        self.0.huge_pages = h;
-        self
-    }
-    pub fn io_direct(mut self, on: bool) -> Self {
-        self.0.io_direct = on;
-        self
-    }
-    pub fn synchronous_commit(mut self, on: bool) -> Self {
-        self.0.synchronous_commit = on;
-        self
-    }
-    pub fn full_page_writes(mut self, on: bool) -> Self {
-        self.0.full_page_writes = on;
-        self
-    }
-    pub fn wal_segment_size(mut self, bytes: u64) -> Self {
-        self.0.wal_segment_size = bytes;
-        self
-    }
-    /// WAL ring size in bytes; `None` is automatic.
-    pub fn wal_buffers(mut self, bytes: Option<u64>) -> Self {
-        self.0.wal_buffers = bytes;
-        self
-    }
-    pub fn wal_sync_method(mut self, m: SyncMethod) -> Self {
-        self.0.wal_sync_method = m;
-        self
-    }
-    pub fn wal_writer_delay(mut self, d: Duration) -> Self {
-        self.0.wal_writer_delay_ms = d.as_millis().min(u64::MAX as u128) as u64;
-        self
-    }
-    pub fn checkpoint_timeout(mut self, d: Duration) -> Self {
-        self.0.checkpoint_timeout_ms = d.as_millis().min(u64::MAX as u128) as u64;
-        self
-    }
+
     /// The config, if every knob is valid; else the first bad one.
     pub fn build(self) -> Result<Config, ConfigError> {
         self.0.validate()?;

@@ -23,13 +23,12 @@ fn config() -> Config {
 }
 
 fn open(vfs: &MemVfs) -> Engine {
-    Engine::open(
-        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
-        Path::new("/db"),
-        &config(),
-        true,
-    )
-    .unwrap()
+    open_on(Arc::new(vfs.clone()), &config())
+}
+
+/// Opens (creating) the engine at /db on any vfs with `c`.
+fn open_on(vfs: Arc<dyn Vfs>, c: &Config) -> Engine {
+    Engine::open(vfs, Path::new("/db"), c, true).unwrap()
 }
 
 fn tag(b: u32) -> BufferTag {
@@ -496,13 +495,7 @@ fn a_failed_log_fsync_reaches_the_page_write_with_its_errno() {
     use bufpool::BufferError;
     let mem = MemVfs::new();
     let vfs = FaultVfs::new(Arc::new(mem.clone()));
-    let e = Engine::open(
-        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
-        Path::new("/db"),
-        &config(),
-        true,
-    )
-    .unwrap();
+    let e = open_on(Arc::new(vfs.clone()), &config());
     create_pages(&e, 2);
     vfs.add_rule(FaultRule::nth("/wal/", FaultOp::Fsync, 1, FaultKind::Eio));
     // Logged but not committed: only the page write forces the log flush.
@@ -549,13 +542,7 @@ fn a_hint_cannot_straddle_a_redo_point_move() {
     let vfs = MemVfs::new();
     let mut c = config();
     c.set("synchronous_commit", "off").unwrap();
-    let e = Engine::open(
-        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
-        Path::new("/db"),
-        &c,
-        true,
-    )
-    .unwrap();
+    let e = open_on(Arc::new(vfs.clone()), &c);
     create_pages(&e, 1);
     e.checkpoint().unwrap();
     set(&e, 0, 5); // logged after the redo point: the hint needs no image
