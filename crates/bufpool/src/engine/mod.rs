@@ -39,7 +39,7 @@ use crate::buffer::{BufferError, BufferPool, PageWriteGuard, WalFlush, WalFlushE
 use crate::config::{Config, ConfigError};
 use crate::page;
 use crate::smgr::{Smgr, SmgrError};
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, Mutex, RwLock};
 use crate::txn::{Clog, ClogError, TxnManager, Xid, FIRST_NORMAL_XID};
 use crate::types::Lsn;
 use crate::vfs::{IoError, Vfs};
@@ -115,8 +115,20 @@ pub fn changed_ranges(before: &[u8], after: &[u8]) -> Vec<Range<usize>> {
     out
 }
 
-/// A test hook run inside [`Engine::log_hint`] (see [`Engine::set_hint_hook`]).
-pub type HintHook = Box<dyn Fn(&Engine) + Send + Sync>;
+/// A test hook (see [`Engine::set_test_hook`]).
+pub type TestHook = Box<dyn Fn(&Engine) + Send + Sync>;
+
+/// Where a test hook runs: the points where an interleaving with a checkpoint matters.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookPoint {
+    /// In [`Engine::log_hint`], after deciding whether an image is needed, before the LSN
+    /// raise.
+    HintBeforeLsn = 0,
+    /// In [`Engine::commit_transaction`], after the commit record is durable, before the
+    /// commit log records the outcome.
+    CommitBeforeStatus = 1,
+}
 
 /// A structure check of a relation, run by [`Engine::verify`]: `Err` describes the damage.
 pub type Verifier = std::sync::Arc<dyn Fn(&Engine) -> Result<(), String> + Send + Sync>;
@@ -161,10 +173,16 @@ pub struct Engine {
     checkpoint_lock: Mutex<()>,
     /// Structure checks of relations above this layer (B-trees register theirs), by name.
     verifiers: Mutex<std::collections::BTreeMap<String, Verifier>>,
-    /// Test hook run inside `log_hint` between its decision and the LSN raise (see
-    /// [`Engine::set_hint_hook`]); `has_hint_hook` keeps the check off the hot path.
-    hint_hook: Mutex<Option<HintHook>>,
-    has_hint_hook: std::sync::atomic::AtomicBool,
+    /// Test hooks by [`HookPoint`]; `has_hooks` keeps the check off the hot path.
+    hooks: Mutex<[Option<TestHook>; 2]>,
+    /// Held shared by a commit from before its commit record until its outcome is in the
+    /// commit log; a checkpoint takes it exclusively once, right after choosing its redo
+    /// point, so every commit whose record lies before that point has its outcome in the
+    /// commit log before the checkpoint flushes it (PostgreSQL's DELAY_CHKPT_START).
+    commit_gate: RwLock<()>,
+    /// Set while a checkpoint waits for in-flight commits (see `commit_gate`).
+    ckpt_waiting: std::sync::atomic::AtomicBool,
+    has_hooks: std::sync::atomic::AtomicBool,
     recovery: Option<RecoveryReport>,
     _writer: Option<LogWriter>,
 }
@@ -280,8 +298,10 @@ impl Engine {
             full_page_writes: config.full_page_writes,
             checkpoint_lock: Mutex::new(()),
             verifiers: Mutex::new(Default::default()),
-            hint_hook: Mutex::new(None),
-            has_hint_hook: std::sync::atomic::AtomicBool::new(false),
+            hooks: Mutex::new([None, None]),
+            ckpt_waiting: std::sync::atomic::AtomicBool::new(false),
+            commit_gate: RwLock::new(()),
+            has_hooks: std::sync::atomic::AtomicBool::new(false),
             recovery,
             _writer: writer,
         };
@@ -358,7 +378,7 @@ impl Engine {
                 &mut [(g, std::slice::from_ref(&whole))],
             )?;
         } else if !self.synchronous_commit {
-            self.run_hint_hook();
+            self.run_hook(HookPoint::HintBeforeLsn);
             if page::lsn(g) < pos {
                 g.set_lsn(pos);
             }
@@ -366,23 +386,20 @@ impl Engine {
         Ok(())
     }
 
-    /// Test hook (deterministic interleaving): `hook` runs inside every later
-    /// [`Engine::log_hint`] that raises a page LSN, after the decision whether an image is
-    /// needed and before the LSN is set. `None` removes it.
+    /// Test hook (deterministic interleaving): `hook` runs at `point` in every later call
+    /// that passes it. `None` removes it.
     #[doc(hidden)]
-    pub fn set_hint_hook(&self, hook: Option<HintHook>) {
-        let on = hook.is_some();
-        *self.hint_hook.lock() = hook;
-        self.has_hint_hook
-            .store(on, std::sync::atomic::Ordering::Release);
+    pub fn set_test_hook(&self, point: HookPoint, hook: Option<TestHook>) {
+        let mut hooks = self.hooks.lock();
+        hooks[point as usize] = hook;
+        let any = hooks.iter().any(Option::is_some);
+        self.has_hooks
+            .store(any, std::sync::atomic::Ordering::Release);
     }
 
-    fn run_hint_hook(&self) {
-        if self
-            .has_hint_hook
-            .load(std::sync::atomic::Ordering::Acquire)
-        {
-            if let Some(h) = &*self.hint_hook.lock() {
+    fn run_hook(&self, point: HookPoint) {
+        if self.has_hooks.load(std::sync::atomic::Ordering::Acquire) {
+            if let Some(h) = &self.hooks.lock()[point as usize] {
                 h(self);
             }
         }
@@ -410,13 +427,26 @@ impl Engine {
     /// Commits `xid`: a commit record, made durable (synchronous_commit = on) before the
     /// outcome goes to the commit log and the transaction leaves the running set
     /// (PostgreSQL's order). Returns the commit record's end.
+    ///
+    /// From the commit record to the commit-log update the commit holds `commit_gate`
+    /// shared, so a checkpoint cannot choose a redo point past the record and flush the
+    /// commit log without the outcome (replay would never set it).
     pub fn commit_transaction(&self, xid: Xid) -> Result<Lsn, EngineError> {
+        let _gate = self.commit_gate.read();
         let (_, end) =
             self.wal
                 .insert(RecordBuilder::new(RecordKind::Noop, xid, FLAG_COMMIT, 0))?;
         self.commit(end)?;
+        self.run_hook(HookPoint::CommitBeforeStatus);
         self.txns.end(xid, true)?;
         Ok(end)
+    }
+
+    /// Whether a checkpoint is waiting for commits between their record and their
+    /// commit-log update (for tests of that interleaving).
+    #[doc(hidden)]
+    pub fn checkpoint_waits_for_commits(&self) -> bool {
+        self.ckpt_waiting.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Aborts `xid`: an abort record (not waited for: a crash before it is durable leaves
@@ -484,6 +514,13 @@ impl Engine {
         #[cfg(feature = "verify")]
         self.verify_concurrent("checkpoint start");
         let redo = self.wal.begin_checkpoint();
+        // Wait for the commits whose record lies before `redo` to put their outcome in the
+        // commit log (any later commit's record is after `redo` and will be replayed).
+        self.ckpt_waiting
+            .store(true, std::sync::atomic::Ordering::Release);
+        drop(self.commit_gate.write());
+        self.ckpt_waiting
+            .store(false, std::sync::atomic::Ordering::Release);
         self.pool.flush_all()?;
         self.pool.sync()?;
         // Commit-log pages go out only after the WAL behind every status in them is durable.
