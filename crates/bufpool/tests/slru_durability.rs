@@ -76,14 +76,19 @@ fn failed_clog_fsync_is_latched_and_statuses_are_recovered_from_wal() {
     let mut outcomes = decide(&e, 20);
     e.checkpoint().unwrap();
     let good_redo = e.wal().redo();
-    let durable_clog = mem.contents(&clog_segment()).expect("the checkpoint wrote it");
+    let durable_clog = mem
+        .contents(&clog_segment())
+        .expect("the checkpoint wrote it");
     // Each synchronous commit pads the log to 4 KiB: 60 commits span several segments.
     let later = decide(&e, 90);
     outcomes.extend_from_slice(&later);
     let seg_size = e.wal().segment_size();
     let first_needed = good_redo.0 / seg_size;
     let last_needed = e.wal().insert_position().0 / seg_size;
-    assert!(last_needed >= first_needed + 2, "the test needs a few segments");
+    assert!(
+        last_needed >= first_needed + 2,
+        "the test needs a few segments"
+    );
 
     fault.add_rule(FaultRule::nth(
         "xact/0000",
@@ -119,7 +124,10 @@ fn failed_clog_fsync_is_latched_and_statuses_are_recovered_from_wal() {
     mem.set_contents(&clog_segment(), durable_clog);
     let e = open(Arc::new(mem.clone()));
     let report = e.recovery_report().expect("recovery ran").clone();
-    assert_eq!(report.redo, good_redo, "replay starts at the last good redo");
+    assert_eq!(
+        report.redo, good_redo,
+        "replay starts at the last good redo"
+    );
     assert!(
         report.commits >= later.iter().filter(|o| o.1).count() as u64,
         "{report:?}"

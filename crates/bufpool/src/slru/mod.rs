@@ -9,7 +9,9 @@
 //! caller extends first; recovery may set statuses on pages a crash did not let reach disk).
 //! Invariants: a page number is in at most one slot; a dirty page is written before its slot
 //! is reused; replacement takes the least recently used slot; no page is written before
-//! the owner's write barrier (if set) returned Ok.
+//! the owner's write barrier (if set) returned Ok; a failed fsync (of a segment or of the
+//! directory) is latched: every later flush reports it until the SLRU is reopened, so the
+//! owner's checkpoint cannot complete and release the WAL that would rebuild the pages.
 //! Locks: one mutex for everything, held across the page I/O it does. This is the simple
 //! SLRU issue 5 asks for; seed 002's banked SLRU (a lock and an LRU counter per bank)
 //! replaces the inside later behind the same interface.
@@ -49,6 +51,23 @@ pub enum SlruError {
         got: usize,
         want: usize,
     },
+    /// A failed fsync: latched, so this and every later flush fail (the kernel may have
+    /// dropped the written pages and marked them clean; a retry's success would be a lie).
+    #[error("{0}; latched: every later flush fails until the data directory is reopened and recovery replays the statuses from the WAL")]
+    Fsync(IoError),
+    /// A flush after a latched failure.
+    #[error("an earlier failure is latched ({0}); durability can no longer be promised: reopen the data directory to recover")]
+    Latched(IoError),
+}
+
+impl SlruError {
+    /// The OS error number behind this error, if there is one.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            SlruError::Io(e) | SlruError::Fsync(e) | SlruError::Latched(e) => e.raw_os_error(),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -72,6 +91,9 @@ struct Inner {
     clock: u64,
     files: BTreeMap<u64, Arc<dyn VfsFile>>,
     unsynced: Vec<u64>,
+    /// The first failed fsync (of a segment or of the directory); once set, every flush
+    /// reports it.
+    latched: Option<IoError>,
     stats: SlruStats,
 }
 
@@ -133,6 +155,7 @@ impl Slru {
                 clock: 0,
                 files: BTreeMap::new(),
                 unsynced: Vec::new(),
+                latched: None,
                 stats: SlruStats::default(),
             }),
         })
@@ -180,9 +203,7 @@ impl Slru {
                 .vfs
                 .open(&path, OpenOptions::create())
                 .map_err(io("creating", &path))?;
-            self.vfs
-                .sync_dir(&self.dir)
-                .map_err(io("fsync of directory", &self.dir))?;
+            self.sync_dir(inner)?;
             inner.files.insert(segno, f.clone());
             return Ok(Some(f));
         }
@@ -192,6 +213,22 @@ impl Slru {
             .map_err(io("opening", &path))?;
         inner.files.insert(segno, f.clone());
         Ok(Some(f))
+    }
+
+    /// fsyncs the directory (making a segment's creation or removal durable); a failure
+    /// is latched.
+    fn sync_dir(&self, inner: &mut Inner) -> Result<(), SlruError> {
+        self.vfs
+            .sync_dir(&self.dir)
+            .map_err(|e| self.latch(inner, IoError::new("fsync of directory", &self.dir, e)))
+    }
+
+    /// Latches a failed fsync and returns the error to report now.
+    fn latch(&self, inner: &mut Inner, err: IoError) -> SlruError {
+        if inner.latched.is_none() {
+            inner.latched = Some(err.duplicate());
+        }
+        SlruError::Fsync(err)
     }
 
     fn write_slot(&self, inner: &mut Inner, slot: usize) -> Result<(), SlruError> {
@@ -321,8 +358,13 @@ impl Slru {
     }
 
     /// Writes every dirty page and fsyncs the segments written. Returns pages written.
+    /// A failed fsync is latched: this call and every later one fail, until the SLRU is
+    /// reopened (and recovery replays what the lost writes held).
     pub fn flush(&self) -> Result<usize, SlruError> {
         let mut inner = self.inner.lock();
+        if let Some(first) = &inner.latched {
+            return Err(SlruError::Latched(first.duplicate()));
+        }
         let mut written = 0;
         for i in 0..inner.slots.len() {
             if inner.slots[i].dirty {
@@ -330,10 +372,13 @@ impl Slru {
                 written += 1;
             }
         }
-        for segno in std::mem::take(&mut inner.unsynced) {
+        while let Some(&segno) = inner.unsynced.first() {
             if let Some(f) = self.file(&mut inner, segno, false)? {
-                f.sync_data().map_err(io("fsync of", f.path()))?;
+                if let Err(e) = f.sync_data() {
+                    return Err(self.latch(&mut inner, IoError::new("fsync of", f.path(), e)));
+                }
             }
+            inner.unsynced.remove(0);
         }
         inner.stats.flushes += 1;
         Ok(written)
@@ -370,9 +415,7 @@ impl Slru {
             }
         }
         if removed > 0 {
-            self.vfs
-                .sync_dir(&self.dir)
-                .map_err(io("fsync of directory", &self.dir))?;
+            self.sync_dir(&mut inner)?;
         }
         Ok(removed)
     }

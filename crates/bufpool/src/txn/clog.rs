@@ -48,6 +48,16 @@ pub enum ClogError {
     },
 }
 
+impl ClogError {
+    /// The OS error number behind this error, if there is one.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            ClogError::Slru(e) => e.raw_os_error(),
+            ClogError::BadTransition { .. } => None,
+        }
+    }
+}
+
 /// The commit log.
 #[derive(Debug)]
 pub struct Clog {
@@ -136,7 +146,9 @@ impl Clog {
         self.slru.set_write_barrier(barrier);
     }
 
-    /// Writes and fsyncs every changed page (at checkpoints).
+    /// Writes and fsyncs every changed page (at checkpoints). A failed fsync is latched:
+    /// every later flush fails too, so no checkpoint completes (and releases the WAL the
+    /// statuses depend on) until the directory is reopened and recovery replays them.
     pub fn flush(&self) -> Result<usize, ClogError> {
         Ok(self.slru.flush()?)
     }
