@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use super::Xid;
-use crate::slru::{Slru, SlruError};
+use crate::slru::{Slru, SlruError, SlruStats};
 use crate::sync::Arc;
 use crate::vfs::Vfs;
 
@@ -90,6 +90,11 @@ impl Clog {
             (within * BITS / 8) as usize,
             ((within * BITS) % 8) as u32,
         )
+    }
+
+    /// The SLRU's counters (hits, reads, writes, doublewrite rounds, pages repaired).
+    pub fn stats(&self) -> SlruStats {
+        self.slru.stats()
     }
 
     /// Transaction ids per page.
