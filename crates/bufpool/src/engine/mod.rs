@@ -81,6 +81,7 @@ impl EngineError {
             EngineError::Storage(e) => e.raw_os_error(),
             EngineError::Wal(e) => e.raw_os_error(),
             EngineError::Io(e) => e.raw_os_error(),
+            EngineError::Clog(e) => e.raw_os_error(),
             _ => None,
         }
     }

@@ -9,6 +9,17 @@
 //! `bufpool.lock`), so the cached fork sizes are exact; every write registers an fsync
 //! request for its segment (unless the file is O_DSYNC); every error names the path, the
 //! block and the OS error.
+//! Directory entries: a file's creation or removal is durable only once its directory is
+//! fsynced. `create` (segment 0) and `unlink` fsync the directory before returning; a
+//! segment created by extension or unlinked by `truncate` registers its directory in the
+//! fsync queue, and `sync` (at every checkpoint, before the checkpoint record) fsyncs it,
+//! so a checkpoint never relies on a name a power cut can still take back. `unlink`
+//! removes every segment file of the fork (listing the directory, so a gap left by a
+//! crash cannot hide later ones), segment 0 last and only after the others' removal is
+//! durable: no crash leaves later segments of a fork whose segment 0 is gone. A segment
+//! file found past the fork's end when extension reaches it (a leftover no crash-free
+//! history produces) is emptied before use, so its old pages can never count as the
+//! fork's. A failed directory fsync is latched like a failed file fsync.
 //! Locks: `forks` (RwLock, map of open forks) → one fork's `segments` (RwLock) → its
 //! `extend_lock` is taken only by extend/truncate/unlink, before `segments`. No lock is held
 //! across a read or write system call except a fork's extend lock during extension.
@@ -236,13 +247,70 @@ impl Smgr {
             let path = self.segment_path(rel, fork, n);
             let mut opts = self.open_options();
             opts.create = create;
+            // With `create` (extension), a segment not open yet lies past the fork's end:
+            // segments up to the last counted one were opened when the size was counted.
+            let existed = create
+                && self
+                    .vfs
+                    .exists(&path)
+                    .map_err(file_err("checking", &path))?;
             let file = self
                 .vfs
                 .open(&path, opts)
                 .map_err(file_err("opening", &path))?;
+            if create {
+                if existed && file.len().map_err(file_err("reading size of", &path))? > 0 {
+                    // A leftover past the fork's end: its pages are not the fork's.
+                    file.set_len(0)
+                        .map_err(file_err("emptying leftover", &path))?;
+                    self.sync_queue.register(SegmentId {
+                        rel,
+                        fork,
+                        segno: n,
+                    });
+                }
+                self.sync_queue
+                    .register_dir(self.tablespace_dir(rel.tablespace));
+            }
             segs.push(file);
         }
         Ok(segs[segno as usize].clone())
+    }
+
+    /// fsyncs a directory now; a failure is latched (every later `sync` reports it).
+    fn sync_dir(&self, dir: &Path) -> SmgrResult<()> {
+        self.vfs.sync_dir(dir).map_err(|source| {
+            self.sync_queue.latch(dir.to_path_buf(), source.to_string());
+            SmgrError::Fsync {
+                path: dir.to_path_buf(),
+                source,
+            }
+        })
+    }
+
+    /// Segment numbers of the files of a fork present on disk, gaps included (from a
+    /// listing of its tablespace directory), highest first.
+    fn segment_files(&self, rel: RelFileId, fork: ForkNumber) -> SmgrResult<Vec<u32>> {
+        let ts = self.tablespace_dir(rel.tablespace);
+        let base = format!("{}{}", rel.relation, fork.suffix());
+        let mut segnos: Vec<u32> = self
+            .vfs
+            .list_dir(&ts)
+            .map_err(file_err("listing", &ts))?
+            .iter()
+            .filter_map(|name| {
+                let rest = name.strip_prefix(&base)?;
+                if rest.is_empty() {
+                    return Some(0);
+                }
+                rest.strip_prefix('.')?
+                    .parse()
+                    .ok()
+                    .filter(|&n: &u32| n > 0)
+            })
+            .collect();
+        segnos.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(segnos)
     }
 
     /// Creates a relation fork (an empty segment 0). Fails if it exists.
@@ -253,10 +321,7 @@ impl Smgr {
             self.vfs
                 .create_dir_all(&ts)
                 .map_err(file_err("creating tablespace directory", &ts))?;
-            let base = self.dir.join("base");
-            self.vfs
-                .sync_dir(&base)
-                .map_err(file_err("fsync of directory", &base))?;
+            self.sync_dir(&self.dir.join("base"))?;
         }
         let path = self.segment_path(rel, fork, 0);
         let opts = OpenOptions {
@@ -268,9 +333,7 @@ impl Smgr {
             .vfs
             .open(&path, opts)
             .map_err(file_err("creating", &path))?;
-        self.vfs
-            .sync_dir(&ts)
-            .map_err(file_err("fsync of directory", &ts))?;
+        self.sync_dir(&ts)?;
         let f = self.fork(rel, fork);
         let mut segs = f.segments.write();
         segs.clear();
@@ -580,10 +643,14 @@ impl Smgr {
         for segno in (keep_seg..=last_old_seg).rev() {
             if segno > keep_seg || (keep_blocks == 0 && segno > 0) {
                 // A segment left with no pages is removed; only segment 0 stays, empty.
+                // The removal is durable at the next `sync` (the checkpoint that must
+                // follow an unlogged truncation), before replay stops covering it.
                 let path = self.segment_path(rel, fork, segno);
                 self.vfs
                     .unlink(&path)
                     .map_err(file_err("unlinking", &path))?;
+                self.sync_queue
+                    .register_dir(self.tablespace_dir(rel.tablespace));
                 segs.truncate(segno as usize);
             } else {
                 let file = &segs[segno as usize];
@@ -593,35 +660,43 @@ impl Smgr {
         }
         self.sync_queue.forget(rel, fork, segs.len() as u32);
         for segno in 0..segs.len() as u32 {
-            if !self.dsync {
-                self.sync_queue.register(SegmentId { rel, fork, segno });
-            }
+            // Even with O_DSYNC: a length change is not a write, only fsync makes it durable.
+            self.sync_queue.register(SegmentId { rel, fork, segno });
         }
         f.nblocks.store(nblocks, Ordering::Release);
         Ok(())
     }
 
-    /// Removes every segment of a fork and forgets its pending fsyncs.
+    /// Removes every segment file of a fork (durably: the directory is fsynced before this
+    /// returns) and forgets its pending fsyncs. Segment 0 goes last, after the removal of
+    /// the others is durable, so a crash never leaves later segments without segment 0
+    /// (which a fork created again under the same number would grow into).
     pub fn unlink(&self, rel: RelFileId, fork: ForkNumber) -> SmgrResult<()> {
         let f = self.fork(rel, fork);
         let _ext = f.extend_lock.lock();
         self.sync_queue.forget(rel, fork, 0);
         f.segments.write().clear();
-        let mut segno = 0;
-        loop {
+        f.nblocks.store(NBLOCKS_UNKNOWN, Ordering::Release);
+        let ts = self.tablespace_dir(rel.tablespace);
+        let remove = |segno: u32| {
             let path = self.segment_path(rel, fork, segno);
             match self.vfs.unlink(&path) {
-                Ok(()) => segno += 1,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-                Err(e) => return Err(IoError::new("unlinking", &path, e).into()),
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(SmgrError::from(IoError::new("unlinking", &path, e))),
             }
+        };
+        let segnos = self.segment_files(rel, fork)?;
+        let later: Vec<u32> = segnos.iter().copied().filter(|&n| n > 0).collect();
+        for &segno in &later {
+            remove(segno)?;
         }
-        f.nblocks.store(NBLOCKS_UNKNOWN, Ordering::Release);
+        if !later.is_empty() {
+            self.sync_dir(&ts)?;
+        }
+        remove(0)?;
+        self.sync_dir(&ts)?;
         self.forks.write().remove(&(rel, fork));
-        let ts = self.tablespace_dir(rel.tablespace);
-        self.vfs
-            .sync_dir(&ts)
-            .map_err(file_err("fsync of directory", &ts))?;
         Ok(())
     }
 
@@ -630,8 +705,14 @@ impl Smgr {
         self.sync_queue.pending_len()
     }
 
-    /// fsyncs every segment written since its last fsync. A failure is latched: this and
-    /// every later call report it.
+    /// Number of directories with entries (created or unlinked segments) not yet fsynced.
+    pub fn pending_dir_syncs(&self) -> usize {
+        self.sync_queue.pending_dirs_len()
+    }
+
+    /// fsyncs every segment written since its last fsync, then every directory in which a
+    /// segment was created or unlinked since. Returns the segments fsynced. A failure is
+    /// latched: this and every later call report it.
     pub fn sync(&self) -> SmgrResult<usize> {
         if let Some((path, first)) = self.sync_queue.latched() {
             return Err(SmgrError::FsyncLatched { path, first });
@@ -654,6 +735,9 @@ impl Smgr {
             }
             self.stats
                 .count_timed(IoContext::Normal, IoOp::Fsync, 1, start.elapsed());
+        }
+        for dir in self.sync_queue.drain_dirs() {
+            self.sync_dir(&dir)?;
         }
         Ok(segs.len())
     }
@@ -767,6 +851,124 @@ mod tests {
         s.unlink(REL, ForkNumber::Main).unwrap();
         assert_eq!(s.pending_syncs(), 0);
         assert!(!s.exists(REL, ForkNumber::Main).unwrap());
+    }
+
+    /// A segment created by extension, and one unlinked by truncation, register their
+    /// directory; `sync` fsyncs it once. How: the queue's directory count.
+    #[test]
+    fn new_and_unlinked_segments_register_their_directory() {
+        let (_vfs, s) = smgr();
+        s.create(REL, ForkNumber::Main).unwrap();
+        let p = page(1);
+        s.extend(REL, ForkNumber::Main, &[p.as_slice(); 3], IoContext::Normal)
+            .unwrap();
+        assert_eq!(
+            s.pending_dir_syncs(),
+            0,
+            "segment 0's creation fsynced at once"
+        );
+        s.extend(REL, ForkNumber::Main, &[p.as_slice(); 3], IoContext::Normal)
+            .unwrap();
+        assert_eq!(s.pending_dir_syncs(), 1, "segment 1 created");
+        assert_eq!(s.sync().unwrap(), 2);
+        assert_eq!(s.pending_dir_syncs(), 0);
+        s.truncate(REL, ForkNumber::Main, 2).unwrap();
+        assert_eq!(s.pending_dir_syncs(), 1, "segment 1 unlinked");
+        s.sync().unwrap();
+        assert_eq!(s.pending_dir_syncs(), 0);
+    }
+
+    /// A failed directory fsync is latched: the `sync` that met it names the directory and
+    /// the OS error, and every later one fails. How: `FaultVfs` fails the first SyncDir of
+    /// the tablespace directory after setup.
+    #[test]
+    fn a_failed_directory_fsync_is_latched() {
+        use crate::vfs::{FaultKind, FaultOp, FaultRule, FaultVfs};
+        let fault = FaultVfs::new(Arc::new(MemVfs::new()));
+        let opts = SmgrOptions {
+            block_size: 4096,
+            segment_size: 4 * 4096,
+            create: true,
+            direct: false,
+            dsync: false,
+        };
+        let s = Smgr::open(Arc::new(fault.clone()), Path::new("/db"), opts).unwrap();
+        s.create(REL, ForkNumber::Main).unwrap();
+        let p = page(1);
+        s.extend(REL, ForkNumber::Main, &[p.as_slice(); 5], IoContext::Normal)
+            .unwrap();
+        fault.add_rule(FaultRule::nth(
+            "base/3",
+            FaultOp::SyncDir,
+            1,
+            FaultKind::Eio,
+        ));
+        let err = s.sync().unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO));
+        assert!(err.to_string().contains("/db/base/3"), "{err}");
+        let again = s.sync().unwrap_err();
+        assert!(matches!(again, SmgrError::FsyncLatched { .. }), "{again}");
+    }
+
+    /// `unlink` removes every segment file of the fork, also those past a gap (a crash can
+    /// undo a segment's creation and keep a later one's), and no other relation's files.
+    #[test]
+    fn unlink_removes_segments_past_a_gap() {
+        let (vfs, s) = smgr();
+        s.create(REL, ForkNumber::Main).unwrap();
+        let other = RelFileId::new(3, 770);
+        s.create(other, ForkNumber::Main).unwrap();
+        let p = page(1);
+        s.extend(
+            REL,
+            ForkNumber::Main,
+            &[p.as_slice(); 13],
+            IoContext::Normal,
+        )
+        .unwrap();
+        s.extend(
+            other,
+            ForkNumber::Main,
+            &[p.as_slice(); 5],
+            IoContext::Normal,
+        )
+        .unwrap();
+        vfs.unlink(&s.segment_path(REL, ForkNumber::Main, 1))
+            .unwrap();
+        s.unlink(REL, ForkNumber::Main).unwrap();
+        for segno in 0..4 {
+            assert!(vfs
+                .contents(&s.segment_path(REL, ForkNumber::Main, segno))
+                .is_none());
+        }
+        assert!(vfs
+            .contents(&s.segment_path(other, ForkNumber::Main, 1))
+            .is_some());
+        assert_eq!(s.nblocks(other, ForkNumber::Main).unwrap(), 5);
+    }
+
+    /// A segment file found past the fork's end when extension reaches it is emptied
+    /// first: its old pages never count as the fork's, even after a restart.
+    #[test]
+    fn extension_empties_a_leftover_segment_file() {
+        let (vfs, s) = smgr();
+        s.create(REL, ForkNumber::Main).unwrap();
+        let leftover = s.segment_path(REL, ForkNumber::Main, 2);
+        vfs.set_contents(&leftover, page(9).repeat(4));
+        let p = page(1);
+        s.extend(REL, ForkNumber::Main, &[p.as_slice(); 9], IoContext::Normal)
+            .unwrap();
+        assert_eq!(vfs.contents(&leftover).unwrap().len(), 4096);
+        drop(s);
+        let opts = SmgrOptions {
+            block_size: 4096,
+            segment_size: 4 * 4096,
+            create: false,
+            direct: false,
+            dsync: false,
+        };
+        let s = Smgr::open(Arc::new(vfs), Path::new("/db"), opts).unwrap();
+        assert_eq!(s.nblocks(REL, ForkNumber::Main).unwrap(), 9);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use super::Xid;
-use crate::slru::{Slru, SlruError};
+use crate::slru::{Slru, SlruError, SlruStats};
 use crate::sync::Arc;
 use crate::vfs::Vfs;
 
@@ -48,6 +48,16 @@ pub enum ClogError {
     },
 }
 
+impl ClogError {
+    /// The OS error number behind this error, if there is one.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            ClogError::Slru(e) => e.raw_os_error(),
+            ClogError::BadTransition { .. } => None,
+        }
+    }
+}
+
 /// The commit log.
 #[derive(Debug)]
 pub struct Clog {
@@ -80,6 +90,11 @@ impl Clog {
             (within * BITS / 8) as usize,
             ((within * BITS) % 8) as u32,
         )
+    }
+
+    /// The SLRU's counters (hits, reads, writes, doublewrite rounds, pages repaired).
+    pub fn stats(&self) -> SlruStats {
+        self.slru.stats()
     }
 
     /// Transaction ids per page.
@@ -136,7 +151,9 @@ impl Clog {
         self.slru.set_write_barrier(barrier);
     }
 
-    /// Writes and fsyncs every changed page (at checkpoints).
+    /// Writes and fsyncs every changed page (at checkpoints). A failed fsync is latched:
+    /// every later flush fails too, so no checkpoint completes (and releases the WAL the
+    /// statuses depend on) until the directory is reopened and recovery replays them.
     pub fn flush(&self) -> Result<usize, ClogError> {
         Ok(self.slru.flush()?)
     }
