@@ -26,10 +26,10 @@ use std::collections::BTreeMap;
 
 use accounts::{check_balances, decode, encode, rows, transfer, ACCOUNTS, INITIAL};
 use bufpool::table::{Heap, Tid};
+use bufpool::testing::{CrashChoice, SimVfs};
 use bufpool::txn::INVALID_XID;
 use bufpool::{
-    BufferError, Config, CrashChoice, Engine, EngineError, ForkNumber, HeapError, Lsn, RelFileId,
-    SimVfs, Vfs,
+    BufferError, Config, Engine, EngineError, ForkNumber, HeapError, Lsn, RelFileId, Vfs,
 };
 
 const REL: RelFileId = RelFileId::new(0, 960);

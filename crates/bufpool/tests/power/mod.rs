@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bufpool::{CrashChoice, CrashReport, SimVfs};
+use bufpool::testing::{CrashChoice, CrashReport, SimVfs};
 
 /// Seeds (crash fates) per workload run: `BUFPOOL_POWER_SEEDS` if set (soak runs), else
 /// `default`.
