@@ -225,8 +225,15 @@ fn second_open_of_a_directory_names_the_holder() {
     );
 }
 
+/// Held while this binary forks a child, and by tests that need every lock file
+/// descriptor of this process closed: between fork and exec the child shares the parent's
+/// open file descriptions (O_CLOEXEC closes them only at exec), flock locks included, so
+/// a directory dropped in that window still looks held.
+static SPAWN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn directory_lock_is_released_when_the_pool_is_dropped() {
+    let _no_fork = SPAWN.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     drop(open(real(), dir.path(), &config("16")));
     assert!(dir.path().join("bufpool.lock").exists());
@@ -250,6 +257,7 @@ fn lock_held_by_another_process_names_its_pid_and_dies_with_it() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().unwrap();
+    let spawning = SPAWN.lock().unwrap_or_else(|e| e.into_inner());
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -263,6 +271,7 @@ fn lock_held_by_another_process_names_its_pid_and_dies_with_it() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    drop(spawning);
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     while !line.contains("holding") {
