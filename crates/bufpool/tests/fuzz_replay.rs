@@ -7,6 +7,7 @@
 //! page header and checksum, WAL records, the control file, SLRU pages, the configuration
 //! and the data directory's metadata file with no panic and with each target's properties
 //! holding (see fuzz/src/lib.rs, included here: it is the only copy of the target bodies).
+//! The named regression tests below pin the crashes the fuzzers found.
 //!
 //! `cargo test -p bufpool --test fuzz_replay -- --ignored write_seeds` rewrites the seed
 //! files (`fuzz/corpus/<target>/seed-*`) from a real engine run in memory.
@@ -107,6 +108,23 @@ fn config_corpus() {
 #[test]
 fn smgr_meta_corpus() {
     assert!(replay("smgr_meta") > 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Regressions: crashes the fuzzers found (each input is also in its corpus as `crash-*`).
+
+/// Found by the `config` target (fields mode, corpus file `crash-block-size-zero`):
+/// `Config::validate` divided a pool size given in bytes by `block_size`, so a config with
+/// a zero block size (a public field, or `Config::builder().block_size(0)`) panicked with a
+/// division by zero instead of being refused.
+#[test]
+fn regression_config_block_size_zero_is_refused_not_divided_by() {
+    let c = Config {
+        block_size: 0,
+        ..Config::default()
+    };
+    assert!(c.validate().is_err());
+    assert!(Config::builder().block_size(0).build().is_err());
 }
 
 // ---------------------------------------------------------------------------------------
