@@ -639,7 +639,8 @@ impl Config {
     fn nbuffers_checked(&self) -> Result<u64, ConfigError> {
         let n = match self.shared_buffers {
             PoolSize::Buffers(n) => n,
-            PoolSize::Bytes(b) => b / self.block_size as u64,
+            // A block_size of 0 (set through the public field) is refused, not divided by.
+            PoolSize::Bytes(b) => b.checked_div(self.block_size as u64).unwrap_or(0),
         };
         if (MIN_BUFFERS..=MAX_BUFFERS).contains(&n) {
             Ok(n)
