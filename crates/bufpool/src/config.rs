@@ -603,13 +603,19 @@ impl Config {
     }
 
     /// Checks every knob against its row and the relations between knobs.
+    /// Each knob's own range comes first, then the rules between knobs, so a bad value is
+    /// blamed on its own knob (a zero block_size, not the pool size it divides).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        for k in KNOBS {
-            let value = (k.load)(self);
-            let ok = k.in_range(value) && k.check.is_none_or(|(check, _)| check(self));
-            if !ok {
-                return Err(k.error(&k.get(self), self.block_size));
-            }
+        let bad = KNOBS
+            .iter()
+            .find(|k| !k.in_range((k.load)(self)))
+            .or_else(|| {
+                KNOBS
+                    .iter()
+                    .find(|k| k.check.is_some_and(|(check, _)| !check(self)))
+            });
+        if let Some(k) = bad {
+            return Err(k.error(&k.get(self), self.block_size));
         }
         debug_assert!(PAGE_SIZES.contains(&self.block_size));
         Ok(())

@@ -123,8 +123,11 @@ fn regression_config_block_size_zero_is_refused_not_divided_by() {
         block_size: 0,
         ..Config::default()
     };
-    assert!(c.validate().is_err());
-    assert!(Config::builder().block_size(0).build().is_err());
+    assert_eq!(c.validate().unwrap_err().knob, "block_size");
+    assert_eq!(
+        Config::builder().block_size(0).build().unwrap_err().knob,
+        "block_size"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

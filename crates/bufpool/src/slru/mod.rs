@@ -627,7 +627,10 @@ impl Slru {
             .map_err(io("listing", &self.dir))?;
         let mut removed = 0;
         for n in names {
-            if let Ok(segno) = u64::from_str_radix(&n, 16) {
+            // Only names the SLRU writes (4 or more hex digits): from_str_radix alone would
+            // also take "+1" for segment 1 and delete a stranger's file.
+            let ours = n.len() >= 4 && n.bytes().all(|b| b.is_ascii_hexdigit());
+            if let Some(segno) = ours.then(|| u64::from_str_radix(&n, 16).ok()).flatten() {
                 if segno < keep {
                     inner.files.remove(&segno);
                     let p = self.dir.join(&n);
@@ -835,5 +838,14 @@ mod tests {
             vfs.contents(&s.doublewrite_path()).is_some(),
             "the doublewrite file is not a segment"
         );
+        // A file whose name only parses as hex ("+001" reads as 1) is not a segment.
+        let stranger = s.segment_path(0).with_file_name("+001");
+        let f = vfs
+            .open(&stranger, crate::vfs::OpenOptions::create())
+            .unwrap();
+        f.write_at(b"not ours", 0).unwrap();
+        drop(f);
+        s.truncate(90).unwrap();
+        assert!(vfs.contents(&stranger).is_some(), "truncate removed +001");
     }
 }

@@ -61,7 +61,7 @@ impl Segments {
             .map_err(io("listing", &self.dir))?;
         let mut v: Vec<u64> = names
             .iter()
-            .filter(|n| n.len() == 16)
+            .filter(|n| n.len() == 16 && n.bytes().all(|b| b.is_ascii_hexdigit()))
             .filter_map(|n| u64::from_str_radix(n, 16).ok())
             .collect();
         v.sort_unstable();
