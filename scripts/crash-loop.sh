@@ -9,7 +9,9 @@
 # Usage: scripts/crash-loop.sh N [--release]
 #   N          kills (CI runs 20)
 #   --release  use a release build (faster; for long soaks)
-# Env: BUFPOOL_BIN=path uses that binary; CRASH_LOOP_DIR=path keeps the work there.
+# Env: BUFPOOL_BIN=path uses that binary; CRASH_LOOP_DIR=path keeps the work there;
+#      CRASH_LOOP_FRESH_EVERY=K starts a new database every K kills (a long soak's check
+#      then reads at most K rounds of history instead of all of them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:?usage: scripts/crash-loop.sh N [--release]}"
@@ -25,13 +27,18 @@ work="${CRASH_LOOP_DIR:-$(mktemp -d)}"
 mkdir -p "$work"
 if [ -z "${CRASH_LOOP_DIR:-}" ]; then trap 'rm -rf "$work"' EXIT; fi
 cd "$work"
-rm -rf db ack.* bench.* check.*
-"$bin" init -s 1 -D db > init.log 2>&1 || { cat init.log; exit 1; }
+fresh_every="${CRASH_LOOP_FRESH_EVERY:-0}"
+fresh() {
+  rm -rf db ack.* bench.* check.*
+  "$bin" init -s 1 -D db > init.log 2>&1 || { cat init.log; exit 1; }
+}
+fresh
 
 rec_ms=()
 total_acked=0
 start=$(date +%s)
 for i in $(seq 1 "$n"); do
+  if [ "$fresh_every" -gt 0 ] && [ "$i" -gt 1 ] && [ $(( (i - 1) % fresh_every )) -eq 0 ]; then fresh; fi
   "$bin" bench -D db -c 4 -j 2 -T 60 --random-seed "$i" --ack-log "ack.$i" > "bench.$i" 2>&1 &
   pid=$!
   # A random moment 0.3..3.3 s after the start (startup and recovery included): this is
