@@ -231,9 +231,29 @@ pub fn init(dir: &Path, scale: u32, fillfactor: u8, sets: &[(String, String)]) -
 }
 
 /// `bufpool bench` flags.
+/// pgbench's `-M`: accepted, with no effect on an embedded engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum QueryMode {
+    Simple,
+    Extended,
+    Prepared,
+}
+
+impl QueryMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            QueryMode::Simple => "simple",
+            QueryMode::Extended => "extended",
+            QueryMode::Prepared => "prepared",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct BenchArgs {
     pub dir: PathBuf,
+    /// `-M`: printed, no effect.
+    pub protocol: QueryMode,
     pub clients: u32,
     pub threads: u32,
     pub time: Option<u64>,
@@ -351,7 +371,10 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     };
     println!("transaction type: {ttype}");
     println!("scaling factor: {}", r.scale);
-    println!("query mode: embedded");
+    println!(
+        "query mode: embedded (-M {} has no effect: transactions call the engine directly, no SQL is parsed)",
+        a.protocol.name()
+    );
     println!("number of clients: {}", r.clients);
     println!("number of threads: {}", r.threads);
     println!("maximum number of tries: 1");
@@ -528,6 +551,7 @@ pub fn main_job(seconds: u64) -> Result<()> {
         eprintln!("main job: using the database in {}", dir.display());
     }
     let args = BenchArgs {
+        protocol: QueryMode::Simple,
         dir: dir.clone(),
         clients: 4,
         threads: 1,

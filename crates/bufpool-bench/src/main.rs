@@ -101,6 +101,11 @@ struct BenchCli {
     /// Progress report every N seconds.
     #[arg(short = 'P', long = "progress")]
     progress: Option<u32>,
+    /// pgbench's query protocol (simple, extended, prepared). Accepted for pgbench's
+    /// command lines and has no effect: an embedded engine parses no SQL (the summary's
+    /// "query mode" line says so).
+    #[arg(short = 'M', long = "protocol", value_enum, default_value = "simple")]
+    protocol: commands::QueryMode,
     /// Write pgbench's aggregate log (one file per thread).
     #[arg(short = 'l', long = "log")]
     log: bool,
@@ -254,6 +259,7 @@ fn main() -> Result<()> {
             rate: b.rate,
             latency_limit: b.latency_limit,
             progress: b.progress,
+            protocol: b.protocol,
             log: b.log,
             aggregate_interval: b.aggregate_interval,
             log_prefix: b.log_prefix,

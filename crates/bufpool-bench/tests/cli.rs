@@ -442,3 +442,67 @@ fn ack_log_lines_are_found_and_a_missing_one_fails_the_check() {
         "{out}"
     );
 }
+
+/// pgbench fidelity (issue 17, part 8): `-M prepared` is accepted and the summary says it
+/// has no effect; without `-R` the aggregate log's lag fields are 0 (pgbench prints 0,
+/// not timer noise); failures that are not deadlocks (here the abort storm) stay out of
+/// the deadlock_failures column while the summary counts them as failed.
+#[test]
+fn query_mode_lag_and_failure_columns_match_pgbench() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    init(d);
+    let out = ok(
+        d,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "2",
+            "-t",
+            "40",
+            "-M",
+            "prepared",
+            "-l",
+            "--aggregate-interval",
+            "1",
+            "--log-prefix",
+            "fid",
+            "--abort-fraction",
+            "0.5",
+        ],
+    );
+    assert!(
+        out.contains("query mode: embedded (-M prepared has no effect"),
+        "{out}"
+    );
+    let failed_line = out
+        .lines()
+        .find(|l| l.starts_with("number of failed transactions"))
+        .unwrap_or_else(|| panic!("no failed line: {out}"));
+    let failed: u64 = failed_line
+        .split(':')
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{failed_line}"));
+    assert!(failed > 0, "the abort storm failed none: {out}");
+    let mut lines = 0;
+    for e in std::fs::read_dir(d).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if !name.starts_with("fid.") {
+            continue;
+        }
+        for line in std::fs::read_to_string(d.join(&name)).unwrap().lines() {
+            let f: Vec<u64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+            assert_eq!(&f[6..10], &[0, 0, 0, 0], "lag without -R: {line}");
+            assert_eq!(
+                f[14], 0,
+                "deadlock_failures holds abort-storm failures: {line}"
+            );
+            lines += 1;
+        }
+    }
+    assert!(lines > 0, "no aggregate log lines");
+}

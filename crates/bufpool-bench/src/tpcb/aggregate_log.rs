@@ -59,7 +59,7 @@ pub(super) fn write_aggregate_logs(
                 s.lag_min,
                 s.lag_max,
                 s.skipped,
-                s.failed
+                s.deadlocks
             )
             .with_context(|| format!("writing {}", path.display()))?;
         }

@@ -122,10 +122,9 @@ impl<'a, 'e> Client<'a, 'e> {
                 f.write_all(line.as_bytes())
                     .context("appending to the ack log (--ack-log)")?;
             }
-            let ok = matches!(done, Done::Committed(_));
             let end = Instant::now();
             count += 1;
-            self.record(&mut out, ok, sched, began, end);
+            self.record(&mut out, done, sched, began, end);
         }
         Ok(out)
     }
@@ -173,21 +172,24 @@ impl<'a, 'e> Client<'a, 'e> {
         Next::Run(*scheduled)
     }
 
-    /// Counts a finished transaction (`ok`: committed) scheduled for `sched`, started at
-    /// `began`, ended at `end`.
+    /// Counts a finished transaction scheduled for `sched`, started at `began`, ended at
+    /// `end`. Without `-R` there is no schedule: the lag is 0, as pgbench logs it.
     fn record(
         &self,
         out: &mut ClientStats,
-        ok: bool,
+        done: Done,
         sched: Instant,
         began: Instant,
         end: Instant,
     ) {
         let lat_us = end.duration_since(sched).as_secs_f64() * 1e6;
-        let lag_us = began.duration_since(sched).as_secs_f64() * 1e6;
+        let lag_us = match self.rate {
+            Some(_) => began.duration_since(sched).as_secs_f64() * 1e6,
+            None => 0.0,
+        };
         let sec = end.duration_since(self.start).as_secs() as usize;
         let slot = slot_at(&mut out.seconds, sec);
-        if ok {
+        if let Done::Committed(_) = done {
             slot.add(lat_us, lag_us);
             out.hist.saturating_record(lat_us.max(1.0) as u64);
             if self.limit_us.is_some_and(|l| lat_us > l) {
@@ -196,6 +198,9 @@ impl<'a, 'e> Client<'a, 'e> {
             self.live.committed(lat_us);
         } else {
             slot.failed += 1;
+            if let Done::Failed { deadlock: true } = done {
+                slot.deadlocks += 1;
+            }
             self.live.failed();
         }
     }
@@ -206,8 +211,8 @@ impl<'a, 'e> Client<'a, 'e> {
 enum Done {
     /// Committed; the history row it inserted (tid, bid, aid, delta, mtime), if any.
     Committed(Option<[i64; 5]>),
-    /// Failed (a deadlock, or rolled back by the abort storm) and was aborted.
-    Failed,
+    /// Failed and was aborted: on a deadlock (`true`), or rolled back by the abort storm.
+    Failed { deadlock: bool },
 }
 
 /// Runs one transaction of `mode`; Err: any error other than a deadlock.
@@ -237,7 +242,7 @@ fn one_transaction(
     match db.tpcb(x, mode == Mode::TpcbLike, aid, bid, tid, delta, mtime) {
         Ok(()) if abort_fraction > 0.0 && rng.random_bool(abort_fraction.min(1.0)) => {
             db.engine.abort_transaction(x)?;
-            Ok(Done::Failed)
+            Ok(Done::Failed { deadlock: false })
         }
         Ok(()) => {
             db.engine.commit_transaction(x)?;
@@ -245,7 +250,7 @@ fn one_transaction(
         }
         Err(e) if e.is_deadlock() => {
             db.engine.abort_transaction(x)?;
-            Ok(Done::Failed)
+            Ok(Done::Failed { deadlock: true })
         }
         Err(e) => {
             let _ = db.engine.abort_transaction(x);

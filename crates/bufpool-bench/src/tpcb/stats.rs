@@ -19,7 +19,10 @@ pub(super) struct Slot {
     pub(super) lag_min: f64,
     pub(super) lag_max: f64,
     pub(super) skipped: u64,
+    /// Failed transactions, of any kind (the summary's "failed").
     pub(super) failed: u64,
+    /// Those of them that failed on a deadlock (the aggregate log's deadlock_failures).
+    pub(super) deadlocks: u64,
 }
 
 impl Slot {
@@ -64,6 +67,7 @@ impl Slot {
         self.lag_sum2 += o.lag_sum2;
         self.skipped += o.skipped;
         self.failed += o.failed;
+        self.deadlocks += o.deadlocks;
     }
 
     /// Latency standard deviation, µs.
