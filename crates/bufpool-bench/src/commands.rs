@@ -334,11 +334,9 @@ fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
         rate: a.rate,
         latency_limit_ms: a.latency_limit,
         progress_s: a.progress,
-        aggregate_interval: if a.log {
-            Some(a.aggregate_interval.unwrap_or(1))
-        } else {
-            None
-        },
+        // pgbench: -l alone logs every transaction; with --aggregate-interval, intervals.
+        aggregate_interval: a.aggregate_interval.filter(|_| a.log),
+        transaction_log: a.log && a.aggregate_interval.is_none(),
         log_prefix: a.log_prefix.clone(),
         log_dir: std::env::current_dir()?,
         mode: a.mode,

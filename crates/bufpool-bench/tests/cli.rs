@@ -506,3 +506,70 @@ fn query_mode_lag_and_failure_columns_match_pgbench() {
     }
     assert!(lines > 0, "no aggregate log lines");
 }
+
+/// pgbench fidelity (issue 17, part 8): `-l` without `--aggregate-interval` writes
+/// pgbench's per-transaction log, one file per `-j` thread: `client_id transaction_no time
+/// script_no time_epoch time_us`, plus `schedule_lag` with `-R`; every transaction of
+/// every client once, numbered from 0, latencies in µs, end times in the run.
+#[test]
+fn log_without_aggregate_interval_is_pgbenchs_per_transaction_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    init(d);
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    for (prefix, rate) in [("tx", None), ("txr", Some("400"))] {
+        let t0 = now();
+        let mut args = vec![
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-t",
+            "12",
+            "-l",
+            "--log-prefix",
+            prefix,
+        ];
+        if let Some(r) = rate {
+            args.extend(["-R", r]);
+        }
+        ok(d, &args);
+        let t1 = now();
+        let files: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with(&format!("{prefix}.")))
+            .collect();
+        assert_eq!(files.len(), 2, "one file per -j thread: {files:?}");
+        let mut seen: Vec<Vec<u64>> = vec![Vec::new(); 4];
+        for name in &files {
+            for line in std::fs::read_to_string(d.join(name)).unwrap().lines() {
+                let f: Vec<u64> = line.split(' ').map(|x| x.parse().expect(line)).collect();
+                assert_eq!(f.len(), if rate.is_some() { 7 } else { 6 }, "{line}");
+                let (client, no, us, script, epoch, frac) = (f[0], f[1], f[2], f[3], f[4], f[5]);
+                assert!(
+                    client < 4 && script == 0 && us > 0 && frac < 1_000_000,
+                    "{line}"
+                );
+                assert!((t0..=t1).contains(&epoch), "{line}: ended outside the run");
+                seen[client as usize].push(no);
+            }
+        }
+        for (c, mut nos) in seen.into_iter().enumerate() {
+            nos.sort_unstable();
+            assert_eq!(
+                nos,
+                (0..12).collect::<Vec<u64>>(),
+                "client {c}'s transactions"
+            );
+        }
+    }
+}

@@ -1,14 +1,77 @@
-//! pgbench's aggregate log (`-l --aggregate-interval N`): the clients' per-second
-//! statistics regrouped by `-j` thread and by interval, one file per thread, in
-//! pgbench's names and line format.
+//! pgbench's logs, one file per `-j` thread in pgbench's names: the aggregate log (`-l
+//! --aggregate-interval N`: the clients' per-second statistics regrouped by interval) and
+//! the per-transaction log (`-l` alone), in pgbench's line formats.
 
 use std::io::Write as _;
 
 use anyhow::{Context, Result};
 
-use super::client::ClientStats;
+use super::client::{ClientStats, TxTime};
 use super::run::BenchOptions;
 use super::stats::{slot_at, Slot};
+
+/// The log file of `-j` thread `t`: `<prefix>.<pid>` for thread 0, `<prefix>.<pid>.<t>`.
+fn log_path(opts: &BenchOptions, t: usize) -> std::path::PathBuf {
+    let pid = std::process::id();
+    opts.log_dir.join(if t == 0 {
+        format!("{}.{pid}", opts.log_prefix)
+    } else {
+        format!("{}.{pid}.{t}", opts.log_prefix)
+    })
+}
+
+/// pgbench's per-transaction log (PostgreSQL 15 to 18, without --max-tries):
+/// `client_id transaction_no time script_no time_epoch time_us [schedule_lag]`, where
+/// `time` is the latency in µs, or `skipped` (`-L` with `-R`) or `failed`; `time_epoch`
+/// and `time_us` say when it ended (seconds and the µs within them); `schedule_lag` only
+/// with `-R`. Client c belongs to thread c % threads; lines in order of their end.
+pub(super) fn write_transaction_logs(
+    opts: &BenchOptions,
+    clients: &[ClientStats],
+    start: std::time::Instant,
+    wall_start_us: u64,
+) -> Result<()> {
+    let threads = opts.threads.max(1) as usize;
+    for t in 0..threads {
+        let path = log_path(opts, t);
+        let mut lines: Vec<(u64, usize, &super::client::TxLine)> = clients
+            .iter()
+            .enumerate()
+            .filter(|(c, _)| c % threads == t)
+            .flat_map(|(c, o)| {
+                o.log.iter().map(move |l| {
+                    let at =
+                        wall_start_us + l.end.saturating_duration_since(start).as_micros() as u64;
+                    (at, c, l)
+                })
+            })
+            .collect();
+        lines.sort_by_key(|&(at, c, l)| (at, c, l.no));
+        let mut f = std::io::BufWriter::new(
+            std::fs::File::create(&path)
+                .with_context(|| format!("creating log file {}", path.display()))?,
+        );
+        for (at, c, l) in lines {
+            let time = match l.time {
+                TxTime::Us(us) => us.to_string(),
+                TxTime::Skipped => "skipped".into(),
+                TxTime::Failed => "failed".into(),
+            };
+            let lag = l.lag_us.map(|g| format!(" {g}")).unwrap_or_default();
+            writeln!(
+                f,
+                "{c} {} {time} 0 {} {}{lag}",
+                l.no,
+                at / 1_000_000,
+                at % 1_000_000
+            )
+            .with_context(|| format!("writing {}", path.display()))?;
+        }
+        f.flush()
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
 
 /// pgbench's aggregate log: one line per interval, 15 fields (PostgreSQL 15 to 18 with
 /// --aggregate-interval and no --failures-detail: interval_start num_transactions
@@ -23,14 +86,8 @@ pub(super) fn write_aggregate_logs(
     wall_start: u64,
 ) -> Result<()> {
     let threads = opts.threads.max(1) as usize;
-    let pid = std::process::id();
     for t in 0..threads {
-        let name = if t == 0 {
-            format!("{}.{pid}", opts.log_prefix)
-        } else {
-            format!("{}.{pid}.{t}", opts.log_prefix)
-        };
-        let path = opts.log_dir.join(name);
+        let path = log_path(opts, t);
         let mut slots: Vec<Slot> = Vec::new();
         for (c, o) in clients.iter().enumerate() {
             if c % threads != t {

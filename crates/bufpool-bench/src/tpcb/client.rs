@@ -26,6 +26,29 @@ pub(super) struct ClientStats {
     pub(super) hist: Histogram<u64>,
     /// Committed transactions slower than `-L`.
     pub(super) late: u64,
+    /// Every transaction, for pgbench's per-transaction log (`-l` alone); else empty.
+    pub(super) log: Vec<TxLine>,
+}
+
+/// One line of pgbench's per-transaction log.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TxLine {
+    /// The client's transaction number, from 0.
+    pub(super) no: u64,
+    pub(super) time: TxTime,
+    /// When it ended (a skipped one: when it was due).
+    pub(super) end: Instant,
+    /// Behind the `-R` schedule, µs (only with `-R`).
+    pub(super) lag_us: Option<u64>,
+}
+
+/// The log's `time` field.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum TxTime {
+    /// Latency, µs.
+    Us(u64),
+    Skipped,
+    Failed,
 }
 
 /// What the `-R` schedule says about the next transaction.
@@ -81,6 +104,7 @@ impl<'a, 'e> Client<'a, 'e> {
             seconds: Vec::new(),
             hist: latency_histogram(),
             late: 0,
+            log: Vec::new(),
         };
         // One append-mode handle per client: each line is one write(2) of under 4 KiB, so
         // lines of concurrent clients never interleave, and a line reaches the OS (and
@@ -104,6 +128,14 @@ impl<'a, 'e> Client<'a, 'e> {
                     Next::Skip(at) => {
                         let sec = at.duration_since(self.start).as_secs() as usize;
                         slot_at(&mut out.seconds, sec).skipped += 1;
+                        if self.opts.transaction_log {
+                            out.log.push(TxLine {
+                                no: count,
+                                time: TxTime::Skipped,
+                                end: at,
+                                lag_us: Some(Instant::now().duration_since(at).as_micros() as u64),
+                            });
+                        }
                         count += 1;
                         continue;
                     }
@@ -123,6 +155,21 @@ impl<'a, 'e> Client<'a, 'e> {
                     .context("appending to the ack log (--ack-log)")?;
             }
             let end = Instant::now();
+            if self.opts.transaction_log {
+                out.log.push(TxLine {
+                    no: count,
+                    time: match done {
+                        Done::Committed(_) => {
+                            TxTime::Us(end.duration_since(sched).as_micros() as u64)
+                        }
+                        Done::Failed { .. } => TxTime::Failed,
+                    },
+                    end,
+                    lag_us: self
+                        .rate
+                        .map(|_| began.duration_since(sched).as_micros() as u64),
+                });
+            }
             count += 1;
             self.record(&mut out, done, sched, began, end);
         }

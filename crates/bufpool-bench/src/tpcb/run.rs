@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 
-use super::aggregate_log::write_aggregate_logs;
+use super::aggregate_log::{write_aggregate_logs, write_transaction_logs};
 use super::checkpoint_timer::CheckpointTimer;
 use super::client::{Client, ClientStats};
 use super::monitor::{Live, Monitor};
@@ -70,6 +70,8 @@ pub struct BenchOptions {
     pub progress_s: Option<u32>,
     /// Aggregate log (`-l --aggregate-interval N`): N seconds per line.
     pub aggregate_interval: Option<u32>,
+    /// `-l` without `--aggregate-interval`: pgbench's per-transaction log.
+    pub transaction_log: bool,
     pub log_prefix: String,
     pub log_dir: PathBuf,
     pub mode: Mode,
@@ -106,10 +108,11 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let live = Live::default();
     let done = AtomicBool::new(false);
     let start = Instant::now();
-    let wall_start = SystemTime::now()
+    let wall_start_us = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
+        .map(|d| d.as_micros() as u64)
         .unwrap_or(0);
+    let wall_start = wall_start_us / 1_000_000;
     let (clients, samples, checkpoints) = std::thread::scope(|s| {
         let monitor =
             s.spawn(|| Monitor::new(pool, &before, start, opts.progress_s, &live, &done).run());
@@ -136,6 +139,9 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let merged = Merged::new(&clients);
     if let Some(interval) = opts.aggregate_interval {
         write_aggregate_logs(opts, &clients, interval.max(1), wall_start)?;
+    }
+    if opts.transaction_log {
+        write_transaction_logs(opts, &clients, start, wall_start_us)?;
     }
     let measured = Measured {
         wall_start,
