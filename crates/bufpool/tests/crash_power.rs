@@ -124,11 +124,8 @@ fn power_loss_bank_4k_and_512b_tears() {
         0..=total,
         2,
         seeds,
-        |n| {
-            let vfs = base.duplicate();
-            let acked = workload(&vfs, n);
-            (vfs, acked)
-        },
+        &base,
+        workload,
         |vfs, acked, report, _ctx| {
             let e = open(vfs).unwrap_or_else(|err| panic!("{TEST}: reopen failed: {err}"));
             bank::verify(&e, acked);
@@ -266,11 +263,8 @@ fn power_loss_small_segments() {
         0..=total,
         1,
         seeds,
-        |n| {
-            let vfs = base.duplicate();
-            let acked = workload_segments(&vfs, n);
-            (vfs, acked)
-        },
+        &base,
+        workload_segments,
         |vfs, acked, report, _ctx| {
             let e = open_with(vfs, &config_small_segments())
                 .unwrap_or_else(|err| panic!("{TEST}: reopen failed: {err}"));

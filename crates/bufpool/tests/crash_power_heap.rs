@@ -346,11 +346,8 @@ fn power_loss_with_slru_tears() {
         0..=total,
         1,
         seeds,
-        |n| {
-            let vfs = base.duplicate();
-            let acked = workload(&vfs, n, plan);
-            (vfs, acked)
-        },
+        &base,
+        |vfs, n| workload(vfs, n, plan),
         |vfs, acked, report, ctx| {
             for (i, ch) in CrashChoice::ALL.into_iter().enumerate() {
                 clog[i] += report.writes_to(is_clog, ch);
@@ -403,11 +400,8 @@ fn power_loss_heap_async_commit_hints() {
         0..=total,
         1,
         seeds,
-        |n| {
-            let vfs = base.duplicate();
-            let acked = workload(&vfs, n, plan);
-            (vfs, acked)
-        },
+        &base,
+        |vfs, n| workload(vfs, n, plan),
         |vfs, acked, report, ctx| {
             for (i, ch) in CrashChoice::ALL.into_iter().enumerate() {
                 clog[i] += report.writes_to(is_clog, ch);

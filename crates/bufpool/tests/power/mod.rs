@@ -130,9 +130,9 @@ impl Tally {
     }
 }
 
-/// For each crash point `n` in `points` and each of `runs` runs: `run(n)` runs the workload
-/// on a fresh file system with `crash_after(n)` and returns it (every thread stopped, the
-/// engine dropped) with what was acknowledged; then for each of `seeds` seeds, a duplicate
+/// For each crash point `n` in `points` and each of `runs` runs: `workload(vfs, n)` runs
+/// on a duplicate of `base` with `crash_after(n)` and returns what was acknowledged (every
+/// thread stopped, the engine dropped); then for each of `seeds` seeds, a duplicate
 /// of it is crashed and `verify(vfs, acked, report, context)` checks the recovered state.
 /// A failed verification fails the test at once, or, with `BUFPOOL_POWER_KEEP_GOING` set
 /// (for triage), after every state was tried, with a summary of the kinds of failure.
@@ -142,7 +142,8 @@ pub fn explore<A>(
     points: impl IntoIterator<Item = u64>,
     runs: u64,
     seeds: u64,
-    mut run: impl FnMut(u64) -> (SimVfs, A),
+    base: &SimVfs,
+    mut workload: impl FnMut(&SimVfs, u64) -> A,
     mut verify: impl FnMut(&SimVfs, &A, &CrashReport, &Context),
 ) -> Tally {
     let start = Instant::now();
@@ -158,7 +159,8 @@ pub fn explore<A>(
         }
         tally.points += 1;
         for r in 0..runs {
-            let (crashed, acked) = run(point);
+            let crashed = base.duplicate();
+            let acked = workload(&crashed, point);
             for seed in 0..seeds {
                 let vfs = crashed.duplicate();
                 let report = vfs.crash(crash_seed(point, r, seed));
