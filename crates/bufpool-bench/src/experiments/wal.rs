@@ -49,7 +49,7 @@ fn engine_with(dir: &Path, sync: bool, wal_buffers: &str) -> Result<Engine> {
         .with_context(|| format!("opening {}", dir.display()))
 }
 
-fn raw_fdatasync_per_s(dir: &Path, duration: Duration) -> Result<f64> {
+pub(crate) fn raw_fdatasync_per_s(dir: &Path, duration: Duration) -> Result<f64> {
     let path = dir.join("raw_fdatasync.dat");
     let f = std::fs::OpenOptions::new()
         .create(true)

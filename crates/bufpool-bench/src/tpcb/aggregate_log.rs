@@ -97,31 +97,42 @@ pub(super) fn write_aggregate_logs(
                 slot_at(&mut slots, sec / interval as usize).merge(s);
             }
         }
-        let mut f = std::io::BufWriter::new(
-            std::fs::File::create(&path)
-                .with_context(|| format!("creating log file {}", path.display()))?,
-        );
-        for (i, s) in slots.iter().enumerate() {
-            writeln!(
-                f,
-                "{} {} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {} 0 0 0 {}",
-                wall_start + i as u64 * u64::from(interval),
-                s.n,
-                s.sum,
-                s.sum2,
-                s.min,
-                s.max,
-                s.lag_sum,
-                s.lag_sum2,
-                s.lag_min,
-                s.lag_max,
-                s.skipped,
-                s.deadlocks
-            )
-            .with_context(|| format!("writing {}", path.display()))?;
-        }
-        f.flush()
-            .with_context(|| format!("writing {}", path.display()))?;
+        write_aggregate_file(&path, &slots, interval, wall_start)?;
     }
     Ok(())
+}
+
+/// Writes `slots` (one per `interval` seconds from `wall_start`, unix s) as one pgbench
+/// aggregate log file (the format of [`write_aggregate_logs`]).
+pub(crate) fn write_aggregate_file(
+    path: &std::path::Path,
+    slots: &[Slot],
+    interval: u32,
+    wall_start: u64,
+) -> Result<()> {
+    let mut f = std::io::BufWriter::new(
+        std::fs::File::create(path)
+            .with_context(|| format!("creating log file {}", path.display()))?,
+    );
+    for (i, s) in slots.iter().enumerate() {
+        writeln!(
+            f,
+            "{} {} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {} 0 0 0 {}",
+            wall_start + i as u64 * u64::from(interval),
+            s.n,
+            s.sum,
+            s.sum2,
+            s.min,
+            s.max,
+            s.lag_sum,
+            s.lag_sum2,
+            s.lag_min,
+            s.lag_max,
+            s.skipped,
+            s.deadlocks
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
+    }
+    f.flush()
+        .with_context(|| format!("writing {}", path.display()))
 }

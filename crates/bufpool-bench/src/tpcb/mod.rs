@@ -8,13 +8,13 @@
 //! sum(history.delta); `check` verifies them, every page's checksum, and that each primary
 //! key and its heap agree.
 
-mod aggregate_log;
+pub(crate) mod aggregate_log;
 mod checkpoint_timer;
 mod client;
 mod monitor;
-mod outcome;
+pub(crate) mod outcome;
 pub mod run;
-mod stats;
+pub(crate) mod stats;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -109,7 +109,7 @@ fn avg_ms(sum: f64, n: u64) -> f64 {
 
 /// The per-second series. Whole seconds only: the last, partial one would chart as a
 /// drop (its transactions are in the totals).
-fn series(secs: &[Slot], samples: &[Writes], elapsed: f64) -> Vec<Second> {
+pub(crate) fn series(secs: &[Slot], samples: &[Writes], elapsed: f64) -> Vec<Second> {
     secs.iter()
         .take(elapsed.floor() as usize)
         .enumerate()
@@ -131,7 +131,7 @@ fn series(secs: &[Slot], samples: &[Writes], elapsed: f64) -> Vec<Second> {
 }
 
 /// Percentiles over the series' seconds.
-fn per_interval(series: &[Second]) -> PerInterval {
+pub(crate) fn per_interval(series: &[Second]) -> PerInterval {
     let mut tps_sorted: Vec<f64> = series.iter().map(|s| s.tps).collect();
     tps_sorted.sort_by(|a, b| a.partial_cmp(b).expect("not NaN"));
     let mut max_sorted: Vec<f64> = series.iter().map(|s| s.lat_max_ms).collect();
@@ -153,7 +153,7 @@ fn pct(v: &[f64], p: f64) -> f64 {
 }
 
 /// The whole run's latency figures, ms.
-fn latency_summary(total: &Slot, hist: &Histogram<u64>) -> LatencySummary {
+pub(crate) fn latency_summary(total: &Slot, hist: &Histogram<u64>) -> LatencySummary {
     LatencySummary {
         avg: avg_ms(total.sum, total.n),
         stddev: total.stddev() / 1000.0,
@@ -165,7 +165,7 @@ fn latency_summary(total: &Slot, hist: &Histogram<u64>) -> LatencySummary {
 }
 
 /// The latency histogram's non-empty log buckets: (upper bound ms, count).
-fn histogram_buckets(hist: &Histogram<u64>) -> Vec<(f64, u64)> {
+pub(crate) fn histogram_buckets(hist: &Histogram<u64>) -> Vec<(f64, u64)> {
     hist.iter_log(1, 1.25)
         .filter(|v| v.count_since_last_iteration() > 0)
         .map(|v| {

@@ -8,26 +8,26 @@ use hdrhistogram::Histogram;
 
 /// Per-second (or per-interval) statistics, in microseconds.
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Slot {
-    pub(super) n: u64,
-    pub(super) sum: f64,
-    pub(super) sum2: f64,
-    pub(super) min: f64,
-    pub(super) max: f64,
-    pub(super) lag_sum: f64,
-    pub(super) lag_sum2: f64,
-    pub(super) lag_min: f64,
-    pub(super) lag_max: f64,
-    pub(super) skipped: u64,
+pub(crate) struct Slot {
+    pub(crate) n: u64,
+    pub(crate) sum: f64,
+    pub(crate) sum2: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    pub(crate) lag_sum: f64,
+    pub(crate) lag_sum2: f64,
+    pub(crate) lag_min: f64,
+    pub(crate) lag_max: f64,
+    pub(crate) skipped: u64,
     /// Failed transactions, of any kind (the summary's "failed").
-    pub(super) failed: u64,
+    pub(crate) failed: u64,
     /// Those of them that failed on a deadlock (the aggregate log's deadlock_failures).
-    pub(super) deadlocks: u64,
+    pub(crate) deadlocks: u64,
 }
 
 impl Slot {
     /// Counts a committed transaction.
-    pub(super) fn add(&mut self, lat_us: f64, lag_us: f64) {
+    pub(crate) fn add(&mut self, lat_us: f64, lag_us: f64) {
         if self.n == 0 {
             self.min = lat_us;
             self.max = lat_us;
@@ -46,7 +46,7 @@ impl Slot {
     }
 
     /// Adds another slot's figures to this one's.
-    pub(super) fn merge(&mut self, o: &Slot) {
+    pub(crate) fn merge(&mut self, o: &Slot) {
         if o.n > 0 {
             if self.n == 0 {
                 self.min = o.min;
@@ -71,7 +71,7 @@ impl Slot {
     }
 
     /// Latency standard deviation, µs.
-    pub(super) fn stddev(&self) -> f64 {
+    pub(crate) fn stddev(&self) -> f64 {
         if self.n < 2 {
             return 0.0;
         }
@@ -81,7 +81,7 @@ impl Slot {
 }
 
 /// The slot at index `i`, growing `v` with empty slots to reach it.
-pub(super) fn slot_at(v: &mut Vec<Slot>, i: usize) -> &mut Slot {
+pub(crate) fn slot_at(v: &mut Vec<Slot>, i: usize) -> &mut Slot {
     if v.len() <= i {
         v.resize(i + 1, Slot::default());
     }
@@ -89,7 +89,7 @@ pub(super) fn slot_at(v: &mut Vec<Slot>, i: usize) -> &mut Slot {
 }
 
 /// An empty latency histogram, µs (1 µs to an hour, 3 significant digits).
-pub(super) fn latency_histogram() -> Histogram<u64> {
+pub(crate) fn latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds")
 }
 
@@ -108,7 +108,7 @@ pub(super) fn writes(s: &IoStatsSnapshot, w: IoWriter) -> u64 {
 
 /// Buffers written by each writer over some span of the run.
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Writes {
+pub(crate) struct Writes {
     pub(super) backend: u64,
     pub(super) bgwriter: u64,
     pub(super) checkpointer: u64,

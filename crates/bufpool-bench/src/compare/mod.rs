@@ -1,0 +1,778 @@
+//! `bufpool compare`: the same TPC-B on bufpool, PostgreSQL and SQLite, one engine at a
+//! time, at the same scale, clients, duration, pool size and durability, and one table,
+//! one JSON object and one report out of it.
+//!
+//! Each engine's load and run are child processes ([`process::run_measured`]), so each
+//! one's CPU time, bytes written and peak memory are its own: bufpool's `init` and
+//! `bench`; SQLite's `sqlite-tpcb load` and `run` ([`sqlite`]); PostgreSQL's
+//! `scripts/postgres-peer.sh` ([`postgres`]), which measures the server's processes
+//! itself. Engines run in turn within a round, rounds repeat the turn (`--rounds`), and
+//! the raw fdatasync rate of the data directory's device is measured before and after,
+//! so drift shows and hits every engine alike.
+//!
+//! Fairness, stated in the table: bufpool and SQLite are embedded (a transaction is a
+//! function call); PostgreSQL is client/server (each statement a round trip through a
+//! unix socket, pgbench's CPU counted with the server's). Bytes written include each
+//! engine's flush of what the run left dirty: bufpool's shutdown checkpoint, SQLite's
+//! checkpoint at close, a CHECKPOINT after pgbench.
+
+pub mod postgres;
+pub mod process;
+pub mod sqlite;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::commands::KnobError;
+use crate::experiments::summarize;
+use crate::report::model::RunResult;
+
+/// The engines `bufpool compare` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum EngineKind {
+    Bufpool,
+    #[value(alias = "postgresql", alias = "pg")]
+    Postgres,
+    Sqlite,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Bufpool => "bufpool",
+            EngineKind::Postgres => "postgresql",
+            EngineKind::Sqlite => "sqlite",
+        }
+    }
+
+    fn kind(self) -> &'static str {
+        match self {
+            EngineKind::Postgres => "client/server",
+            _ => "embedded",
+        }
+    }
+}
+
+/// pgbench's query mode for the PostgreSQL run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PgMode {
+    Prepared,
+    Simple,
+}
+
+/// What `bufpool compare` was asked to do.
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
+    pub engines: Vec<EngineKind>,
+    pub scale: u32,
+    pub clients: u32,
+    pub jobs: u32,
+    pub time_s: u64,
+    pub sync: bool,
+    /// bufpool's shared_buffers, PostgreSQL's shared_buffers, SQLite's cache_size.
+    pub pool: String,
+    pub checkpoint_timeout: String,
+    pub rounds: u32,
+    pub pg_mode: PgMode,
+    pub postgres_version: Option<String>,
+    /// Where the databases go (a fresh subfolder per engine and round, removed after).
+    pub work_dir: PathBuf,
+    /// Where the report, the JSON and the logs go.
+    pub out_dir: PathBuf,
+    pub json: bool,
+    pub command: Vec<String>,
+}
+
+/// One engine's run in one round and what it cost.
+#[derive(Debug, Clone)]
+pub struct EngineRun {
+    pub engine: EngineKind,
+    pub round: u32,
+    pub version: String,
+    pub load_s: f64,
+    pub cpu_s: f64,
+    /// What the data directory's device wrote during the run (after a syncfs), if known.
+    pub device_write_bytes: Option<u64>,
+    /// `write_bytes` of /proc (whole page-cache folios dirtied; see `process`).
+    pub proc_write_bytes: u64,
+    /// Bytes passed to write(2), where known.
+    pub wchar: Option<u64>,
+    pub peak_bytes: u64,
+    pub backend_write_share: Option<f64>,
+    pub result: RunResult,
+    /// Engine-specific figures (SQLite's busy waits, PostgreSQL's counters).
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl EngineRun {
+    fn per_tx(&self, v: f64) -> f64 {
+        v / self.result.transactions.max(1) as f64
+    }
+
+    /// The median over the run's seconds of each second's largest latency, ms.
+    fn max_latency_p50(&self) -> f64 {
+        let mut v: Vec<f64> = self.result.series.iter().map(|s| s.lat_max_ms).collect();
+        if v.is_empty() {
+            return 0.0;
+        }
+        v.sort_by(f64::total_cmp);
+        v[(v.len() - 1) / 2]
+    }
+
+    /// Every figure of the table and the JSON, by name.
+    fn figures(&self) -> BTreeMap<&'static str, f64> {
+        let r = &self.result;
+        BTreeMap::from([
+            ("tps", r.tps),
+            ("lat_avg", r.latency_ms.avg),
+            ("lat_p50", r.latency_ms.p50),
+            ("lat_p99", r.latency_ms.p99),
+            ("lat_max", r.latency_ms.max),
+            ("tps_p5", r.per_interval.tps_p5),
+            ("tps_p50", r.per_interval.tps_p50),
+            ("max_latency_p50", self.max_latency_p50()),
+            ("max_latency_p99", r.per_interval.max_latency_p99),
+            ("cpu_us_per_tx", self.per_tx(self.cpu_s * 1e6)),
+            (
+                "write_bytes_per_tx",
+                self.per_tx(self.device_write_bytes.unwrap_or(self.proc_write_bytes) as f64),
+            ),
+            (
+                "proc_write_bytes_per_tx",
+                self.per_tx(self.proc_write_bytes as f64),
+            ),
+            (
+                "wchar_per_tx",
+                self.wchar.map_or(f64::NAN, |w| self.per_tx(w as f64)),
+            ),
+            ("peak_rss_bytes", self.peak_bytes as f64),
+            ("load_s", self.load_s),
+            (
+                "backend_write_share",
+                self.backend_write_share.unwrap_or(f64::NAN),
+            ),
+        ])
+    }
+}
+
+/// One engine over all rounds: the median of each figure.
+struct EngineSummary {
+    engine: EngineKind,
+    version: String,
+    figures: BTreeMap<&'static str, f64>,
+    tps_rounds: Vec<f64>,
+    transactions: u64,
+    failed: u64,
+    extra: BTreeMap<String, serde_json::Value>,
+    /// "device" (its sector count) or "proc" (/proc write_bytes, where the device's
+    /// count was not available).
+    write_source: &'static str,
+}
+
+fn summarize_engine(runs: &[&EngineRun]) -> EngineSummary {
+    let first = runs[0];
+    let names: Vec<&'static str> = first.figures().keys().copied().collect();
+    let per_run: Vec<BTreeMap<&'static str, f64>> = runs.iter().map(|r| r.figures()).collect();
+    let figures = names
+        .into_iter()
+        .map(|n| {
+            let v: Vec<f64> = per_run
+                .iter()
+                .map(|f| f[n])
+                .filter(|v| !v.is_nan())
+                .collect();
+            (
+                n,
+                if v.is_empty() {
+                    f64::NAN
+                } else {
+                    summarize(&v).median
+                },
+            )
+        })
+        .collect();
+    EngineSummary {
+        engine: first.engine,
+        version: first.version.clone(),
+        figures,
+        tps_rounds: runs.iter().map(|r| r.result.tps).collect(),
+        transactions: runs.iter().map(|r| r.result.transactions).sum(),
+        failed: runs.iter().map(|r| r.result.failed).sum(),
+        extra: runs.last().map(|r| r.extra.clone()).unwrap_or_default(),
+        write_source: if runs.iter().all(|r| r.device_write_bytes.is_some()) {
+            "device"
+        } else {
+            "proc"
+        },
+    }
+}
+
+fn sets(o: &CompareOptions) -> Vec<String> {
+    [
+        format!("shared_buffers={}", o.pool),
+        format!("checkpoint_timeout={}", o.checkpoint_timeout),
+        format!("synchronous_commit={}", if o.sync { "on" } else { "off" }),
+    ]
+    .into_iter()
+    .flat_map(|s| ["--set".to_string(), s])
+    .collect()
+}
+
+fn note(msg: impl AsRef<str>) {
+    eprintln!("compare: {}", msg.as_ref());
+}
+
+fn exe() -> Result<PathBuf> {
+    std::env::current_exe().context("finding this program's path to run its engines")
+}
+
+fn fresh_dir(p: &Path) -> Result<()> {
+    if p.exists() {
+        std::fs::remove_dir_all(p).with_context(|| format!("removing {}", p.display()))?;
+    }
+    std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))
+}
+
+fn run_bufpool(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun> {
+    let exe = exe()?;
+    note(format!("bufpool: init -s {} (loading)", o.scale));
+    let load = process::run_measured(
+        Command::new(&exe)
+            .arg("init")
+            .args(["-s", &o.scale.to_string(), "-D"])
+            .arg(data)
+            .args(sets(o)),
+        &logs.join("init.out"),
+        data,
+    )?;
+    note(format!(
+        "bufpool: bench -c {} -j {} -T {}",
+        o.clients, o.jobs, o.time_s
+    ));
+    let run_json = logs.join("run.json");
+    let run = process::run_measured(
+        Command::new(&exe)
+            .arg("bench")
+            .args(["-c", &o.clients.to_string()])
+            .args(["-j", &o.jobs.to_string()])
+            .args(["-T", &o.time_s.to_string()])
+            .args(["-P", "10", "--label", "bufpool", "--out"])
+            .arg(&run_json)
+            .arg("-D")
+            .arg(data)
+            .args(sets(o)),
+        &logs.join("bench.out"),
+        data,
+    )?;
+    let result = crate::report::load_run(&run_json)?;
+    let b = &result.buffers;
+    let all = b.written_by_backend + b.written_by_bgwriter + b.written_by_checkpointer;
+    Ok(EngineRun {
+        engine: EngineKind::Bufpool,
+        round: 0,
+        version: format!("bufpool {}", env!("CARGO_PKG_VERSION")),
+        load_s: load.wall_s,
+        cpu_s: run.cpu_s,
+        device_write_bytes: run.device_write_bytes,
+        proc_write_bytes: run.write_bytes,
+        wchar: Some(run.wchar),
+        peak_bytes: run.max_rss_bytes,
+        backend_write_share: (all > 0).then(|| b.written_by_backend as f64 / all as f64),
+        result,
+        extra: BTreeMap::new(),
+    })
+}
+
+fn run_sqlite(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun> {
+    let exe = exe()?;
+    note(format!("sqlite: load -s {}", o.scale));
+    let load = process::run_measured(
+        Command::new(&exe)
+            .args([
+                "sqlite-tpcb",
+                "load",
+                "--scale",
+                &o.scale.to_string(),
+                "--dir",
+            ])
+            .arg(data),
+        &logs.join("load.out"),
+        data,
+    )?;
+    note(format!(
+        "sqlite: run -c {} -T {} (synchronous={})",
+        o.clients,
+        o.time_s,
+        if o.sync { "FULL" } else { "NORMAL" }
+    ));
+    let out = logs.join("run.json");
+    let run = process::run_measured(
+        Command::new(&exe)
+            .args(["sqlite-tpcb", "run"])
+            .args(["--clients", &o.clients.to_string()])
+            .args(["--jobs", &o.jobs.to_string()])
+            .args(["--time", &o.time_s.to_string()])
+            .args(["--sync", if o.sync { "on" } else { "off" }])
+            .args(["--cache-size", &o.pool])
+            .arg("--log-prefix")
+            .arg(logs.join("sqlite_log"))
+            .arg("--out")
+            .arg(&out)
+            .arg("--dir")
+            .arg(data),
+        &logs.join("run.out"),
+        data,
+    )?;
+    let text =
+        std::fs::read_to_string(&out).with_context(|| format!("reading {}", out.display()))?;
+    let s: sqlite::SqliteRun =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", out.display()))?;
+    let (rows, _) = sqlite::check(data).context("checking the SQLite database after its run")?;
+    let mut extra = BTreeMap::new();
+    extra.insert("busy_waits".into(), json!(s.busy_waits));
+    extra.insert("busy_wait_s".into(), json!(s.busy_wait_s));
+    extra.insert("history_rows_checked".into(), json!(rows));
+    Ok(EngineRun {
+        engine: EngineKind::Sqlite,
+        round: 0,
+        version: s.version,
+        load_s: load.wall_s,
+        cpu_s: run.cpu_s,
+        device_write_bytes: run.device_write_bytes,
+        proc_write_bytes: run.write_bytes,
+        wchar: Some(run.wchar),
+        peak_bytes: run.max_rss_bytes,
+        backend_write_share: None,
+        result: s.result,
+        extra,
+    })
+}
+
+fn pg_options(o: &CompareOptions) -> postgres::PgOptions {
+    postgres::PgOptions {
+        scale: o.scale,
+        clients: o.clients,
+        jobs: o.jobs,
+        time_s: o.time_s,
+        shared_buffers: o.pool.clone(),
+        checkpoint_timeout: o.checkpoint_timeout.clone(),
+        sync: o.sync,
+        mode: match o.pg_mode {
+            PgMode::Prepared => "prepared".into(),
+            PgMode::Simple => "simple".into(),
+        },
+        version: o.postgres_version.clone(),
+    }
+}
+
+fn run_postgres(o: &CompareOptions, logs: &Path) -> Result<EngineRun> {
+    let p = pg_options(o);
+    note(format!(
+        "postgresql: postgres-peer.sh (initdb, pgbench -i -s {}, pgbench -c {} -j {} -T {} -M {})",
+        o.scale, o.clients, o.jobs, o.time_s, p.mode
+    ));
+    // The script reports its own figures; its rusage (pgbench, psql) is not needed.
+    process::run_measured(
+        &mut postgres::command(&p, logs),
+        &logs.join("peer.out"),
+        logs,
+    )?;
+    let r = postgres::read_run(logs, &p, "postgresql")?;
+    let mut extra: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    extra.insert("stats".into(), json!(r.stats));
+    extra.insert("settings".into(), json!(r.settings));
+    Ok(EngineRun {
+        engine: EngineKind::Postgres,
+        round: 0,
+        version: r.version,
+        load_s: r.load_s,
+        cpu_s: r.cpu_s,
+        device_write_bytes: r.device_write_bytes,
+        proc_write_bytes: r.write_bytes,
+        wchar: None,
+        peak_bytes: r.peak_bytes,
+        backend_write_share: r.backend_write_share,
+        result: r.result,
+        extra,
+    })
+}
+
+/// `bufpool compare`.
+pub fn compare(o: &CompareOptions) -> Result<()> {
+    if o.engines.is_empty() {
+        return Err(
+            KnobError("--engines: name at least one of bufpool, postgres, sqlite".into()).into(),
+        );
+    }
+    if o.rounds == 0 || o.clients == 0 || o.jobs == 0 || o.clients % o.jobs != 0 || o.scale == 0 {
+        return Err(KnobError(format!(
+            "invalid --rounds {} / -s {} / -c {} / -j {}: each at least 1, clients a multiple of jobs",
+            o.rounds, o.scale, o.clients, o.jobs
+        ))
+        .into());
+    }
+    for (knob, v) in [
+        ("shared_buffers", &o.pool),
+        ("checkpoint_timeout", &o.checkpoint_timeout),
+    ] {
+        bufpool::Config::default().set(knob, v).map_err(|e| {
+            KnobError(format!(
+                "--{}: {e}",
+                if knob == "shared_buffers" {
+                    "pool"
+                } else {
+                    "checkpoint-timeout"
+                }
+            ))
+        })?;
+    }
+    let stop = crate::commands::install_ctrl_c();
+    let mut engines = o.engines.clone();
+    engines.dedup();
+    let mut skipped: Vec<(EngineKind, String)> = Vec::new();
+    if engines.contains(&EngineKind::Postgres) {
+        match postgres::probe(o.postgres_version.as_deref()) {
+            Ok(v) => note(format!("postgresql: found {v}")),
+            Err(reason) => {
+                note(format!("postgresql: skipped: {reason}"));
+                skipped.push((EngineKind::Postgres, reason));
+                engines.retain(|&e| e != EngineKind::Postgres);
+            }
+        }
+    }
+    std::fs::create_dir_all(&o.work_dir)
+        .with_context(|| format!("creating {}", o.work_dir.display()))?;
+    std::fs::create_dir_all(&o.out_dir)
+        .with_context(|| format!("creating {}", o.out_dir.display()))?;
+    note(format!(
+        "raw fdatasync rate of {} (before)",
+        o.work_dir.display()
+    ));
+    let sync_before = crate::experiments::wal::raw_fdatasync_per_s(
+        &o.work_dir,
+        std::time::Duration::from_secs(1),
+    )?;
+    let mut runs: Vec<EngineRun> = Vec::new();
+    'rounds: for round in 1..=o.rounds {
+        for &engine in &engines {
+            if stop.load(Ordering::SeqCst) {
+                note("stopped by Ctrl-C: the table covers the runs that finished");
+                break 'rounds;
+            }
+            note(format!("round {round}/{}: {}", o.rounds, engine.name()));
+            let tag = format!("{}-r{round}", engine.name());
+            let logs = o.out_dir.join("logs").join(&tag);
+            fresh_dir(&logs)?;
+            let data = o.work_dir.join(&tag);
+            fresh_dir(&data)?;
+            let r = match engine {
+                EngineKind::Bufpool => run_bufpool(o, &data, &logs),
+                EngineKind::Sqlite => run_sqlite(o, &data, &logs),
+                EngineKind::Postgres => run_postgres(o, &logs),
+            };
+            let _ = std::fs::remove_dir_all(&data);
+            let mut r = r.with_context(|| format!("{} (round {round})", engine.name()))?;
+            r.round = round;
+            r.result.label = if o.rounds > 1 {
+                format!("{} r{round}", engine.name())
+            } else {
+                engine.name().to_string()
+            };
+            note(format!(
+                "{}: {:.0} tps, latency avg {:.3} ms, p99 {:.3} ms",
+                engine.name(),
+                r.result.tps,
+                r.result.latency_ms.avg,
+                r.result.latency_ms.p99
+            ));
+            runs.push(r);
+        }
+    }
+    note("raw fdatasync rate (after)");
+    let sync_after = crate::experiments::wal::raw_fdatasync_per_s(
+        &o.work_dir,
+        std::time::Duration::from_secs(1),
+    )?;
+    let summaries: Vec<EngineSummary> = engines
+        .iter()
+        .filter_map(|&e| {
+            let rs: Vec<&EngineRun> = runs.iter().filter(|r| r.engine == e).collect();
+            (!rs.is_empty()).then(|| summarize_engine(&rs))
+        })
+        .collect();
+    let doc = to_json(o, &summaries, &skipped, [sync_before, sync_after]);
+    let json_path = o.out_dir.join("compare.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&doc)?)
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    let results: Vec<RunResult> = runs.iter().map(|r| r.result.clone()).collect();
+    let files = if results.is_empty() {
+        None
+    } else {
+        Some(crate::report::write_report(&results, &o.out_dir)?)
+    };
+    if o.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!(
+            "{}",
+            to_table(o, &summaries, &skipped, [sync_before, sync_after])
+        );
+        if let Some(f) = &files {
+            println!("report: {}", f.index.display());
+        }
+        println!("json: {}", json_path.display());
+    }
+    Ok(())
+}
+
+/// The shared settings, as the table and the JSON print them.
+fn settings(o: &CompareOptions) -> serde_json::Value {
+    json!({
+        "scale": o.scale,
+        "clients": o.clients,
+        "jobs": o.jobs,
+        "duration_s": o.time_s,
+        "rounds": o.rounds,
+        "synchronous_commit": if o.sync { "on" } else { "off" },
+        "shared_buffers": o.pool,
+        "checkpoint_timeout": o.checkpoint_timeout,
+        "postgresql": {
+            "shared_buffers": o.pool,
+            "checkpoint_timeout": o.checkpoint_timeout,
+            "max_wal_size": "1GB",
+            "synchronous_commit": if o.sync { "on" } else { "off" },
+            "pgbench_mode": match o.pg_mode { PgMode::Prepared => "prepared", PgMode::Simple => "simple" },
+        },
+        "sqlite": {
+            "journal_mode": "wal",
+            "synchronous": if o.sync { "FULL" } else { "NORMAL" },
+            "cache_size": format!("{} per connection", o.pool),
+            "connections": o.clients,
+            "begin": "IMMEDIATE",
+        },
+    })
+}
+
+fn num(v: f64) -> serde_json::Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        serde_json::Value::Null
+    }
+}
+
+fn to_json(
+    o: &CompareOptions,
+    engines: &[EngineSummary],
+    skipped: &[(EngineKind, String)],
+    fdatasync: [f64; 2],
+) -> serde_json::Value {
+    let base = engines.iter().find(|e| e.engine == EngineKind::Bufpool);
+    let list: Vec<serde_json::Value> = engines
+        .iter()
+        .map(|e| {
+            let f = |k: &str| e.figures[k];
+            let mut vs = serde_json::Map::new();
+            if let Some(b) = base {
+                for k in [
+                    "tps",
+                    "lat_avg",
+                    "lat_p99",
+                    "cpu_us_per_tx",
+                    "write_bytes_per_tx",
+                    "peak_rss_bytes",
+                ] {
+                    vs.insert(k.into(), num(f(k) / b.figures[k]));
+                }
+            }
+            json!({
+                "name": e.engine.name(),
+                "version": e.version,
+                "kind": e.engine.kind(),
+                "tps": num(f("tps")),
+                "tps_rounds": e.tps_rounds,
+                "transactions": e.transactions,
+                "failed": e.failed,
+                "latency_ms": {
+                    "avg": num(f("lat_avg")), "p50": num(f("lat_p50")),
+                    "p99": num(f("lat_p99")), "max": num(f("lat_max")),
+                },
+                "per_interval": {
+                    "tps_p5": num(f("tps_p5")), "tps_p50": num(f("tps_p50")),
+                    "max_latency_p50": num(f("max_latency_p50")),
+                    "max_latency_p99": num(f("max_latency_p99")),
+                },
+                "cpu_us_per_tx": num(f("cpu_us_per_tx")),
+                "write_bytes_per_tx": num(f("write_bytes_per_tx")),
+                "write_bytes_source": e.write_source,
+                "proc_write_bytes_per_tx": num(f("proc_write_bytes_per_tx")),
+                "wchar_per_tx": num(f("wchar_per_tx")),
+                "peak_rss_bytes": num(f("peak_rss_bytes")),
+                "backend_write_share": num(f("backend_write_share")),
+                "load_s": num(f("load_s")),
+                "vs_bufpool": vs,
+                "extra": e.extra,
+            })
+        })
+        .collect();
+    let info = crate::experiments::RunInfo::new(&o.command);
+    let meta = info.metadata("compare", &o.command);
+    json!({
+        "engines": list,
+        "skipped": skipped.iter().map(|(e, why)| json!({"name": e.name(), "reason": why})).collect::<Vec<_>>(),
+        "fdatasync_per_s": fdatasync,
+        "settings": settings(o),
+        "machine": meta.get("machine"),
+        "device": meta.get("device"),
+        "command": info.command,
+        "profile": info.profile,
+    })
+}
+
+/// A table row: its label, the figure's name, how to print it.
+type Row = (&'static str, &'static str, fn(f64) -> String);
+
+fn to_table(
+    o: &CompareOptions,
+    engines: &[EngineSummary],
+    skipped: &[(EngineKind, String)],
+    fdatasync: [f64; 2],
+) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "TPC-B, scale {}, {} clients, {} s, synchronous commit {}, pool {}, checkpoint_timeout {}{}",
+        o.scale,
+        o.clients,
+        o.time_s,
+        if o.sync { "on" } else { "off" },
+        o.pool,
+        o.checkpoint_timeout,
+        if o.rounds > 1 {
+            format!(", median of {} rounds", o.rounds)
+        } else {
+            String::new()
+        }
+    );
+    let base = engines.iter().find(|e| e.engine == EngineKind::Bufpool);
+    let ratio = |e: &EngineSummary, k: &str| match base {
+        Some(b) if e.engine != EngineKind::Bufpool && b.figures[k] > 0.0 => {
+            format!(" ({:.2}x)", e.figures[k] / b.figures[k])
+        }
+        _ => String::new(),
+    };
+    let rows: [Row; 15] = [
+        ("load s", "load_s", |v| format!("{v:.1}")),
+        ("tps", "tps", |v| format!("{v:.0}")),
+        ("latency avg ms", "lat_avg", |v| format!("{v:.3}")),
+        ("latency p50 ms", "lat_p50", |v| format!("{v:.3}")),
+        ("latency p99 ms", "lat_p99", |v| format!("{v:.3}")),
+        ("latency max ms", "lat_max", |v| format!("{v:.1}")),
+        ("per-second tps p5", "tps_p5", |v| format!("{v:.0}")),
+        ("per-second tps p50", "tps_p50", |v| format!("{v:.0}")),
+        ("per-second max latency p50 ms", "max_latency_p50", |v| {
+            format!("{v:.1}")
+        }),
+        ("per-second max latency p99 ms", "max_latency_p99", |v| {
+            format!("{v:.1}")
+        }),
+        ("CPU µs per transaction", "cpu_us_per_tx", |v| {
+            format!("{v:.0}")
+        }),
+        ("bytes written per tx (device)", "write_bytes_per_tx", |v| {
+            format!("{v:.0}")
+        }),
+        ("bytes passed to write(2) per tx", "wchar_per_tx", |v| {
+            if v.is_nan() {
+                "n/a".into()
+            } else {
+                format!("{v:.0}")
+            }
+        }),
+        ("peak memory MiB", "peak_rss_bytes", |v| {
+            format!("{:.0}", v / 1048576.0)
+        }),
+        ("buffer writes by backends", "backend_write_share", |v| {
+            if v.is_nan() {
+                "n/a".into()
+            } else {
+                format!("{:.0}%", v * 100.0)
+            }
+        }),
+    ];
+    let mut table: Vec<Vec<String>> = Vec::new();
+    let mut header = vec![String::new()];
+    header.extend(engines.iter().map(|e| e.engine.name().to_string()));
+    table.push(header);
+    let mut kind = vec!["kind".to_string()];
+    kind.extend(engines.iter().map(|e| e.engine.kind().to_string()));
+    table.push(kind);
+    let mut version = vec!["version".to_string()];
+    version.extend(engines.iter().map(|e| e.version.clone()));
+    table.push(version);
+    for (label, key, fmt) in rows {
+        let mut row = vec![label.to_string()];
+        for e in engines {
+            let v = e.figures[key];
+            let r = if key == "backend_write_share" || v.is_nan() {
+                String::new()
+            } else {
+                ratio(e, key)
+            };
+            row.push(format!("{}{r}", fmt(v)));
+        }
+        table.push(row);
+    }
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|c| {
+            table
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in &table {
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c] - cell.chars().count();
+            if c == 0 {
+                let _ = write!(t, "{cell}{}", " ".repeat(pad));
+            } else {
+                let _ = write!(t, "  {}{cell}", " ".repeat(pad));
+            }
+        }
+        t.push('\n');
+    }
+    for e in engines {
+        if let (Some(w), Some(s)) = (e.extra.get("busy_waits"), e.extra.get("busy_wait_s")) {
+            let _ = writeln!(
+                t,
+                "sqlite: {w} busy waits ({s} s asleep waiting for the write lock)"
+            );
+        }
+        if o.rounds > 1 {
+            let v: Vec<String> = e.tps_rounds.iter().map(|x| format!("{x:.0}")).collect();
+            let _ = writeln!(t, "{}: tps by round {}", e.engine.name(), v.join(", "));
+        }
+    }
+    for (e, why) in skipped {
+        let _ = writeln!(t, "{}: skipped: {why}", e.name());
+    }
+    let _ = writeln!(
+        t,
+        "raw fdatasync of the data directory: {:.0}/s before, {:.0}/s after",
+        fdatasync[0], fdatasync[1]
+    );
+    let _ = writeln!(
+        t,
+        "(x) = ratio to bufpool. Embedded engines run transactions as function calls; PostgreSQL is client/server (CPU = server processes + pgbench). Bytes written: the data directory's device's sector count over the run after a syncfs (other writers on that device count too), each engine's flush of what the run left dirty included. SQLite: WAL mode, synchronous={}, cache_size = pool per connection, BEGIN IMMEDIATE.",
+        if o.sync { "FULL" } else { "NORMAL" }
+    );
+    t
+}

@@ -1,0 +1,362 @@
+//! The TPC-B of `bufpool bench` on SQLite: pgbench's four tables and its built-in
+//! transaction, run by `bufpool compare` in a child process (`bufpool sqlite-tpcb`), so
+//! that its CPU time, bytes written and peak memory are its own.
+//!
+//! Settings, as `bufpool compare` documents them: WAL mode; `synchronous=FULL` for
+//! synchronous commit on (every commit syncs the WAL) and `NORMAL` for off (the WAL is
+//! synced at checkpoints only); `cache_size` = the pool size, per connection (SQLite has
+//! no shared cache in WAL mode, so C clients may hold up to C pools); one connection per
+//! client; `BEGIN IMMEDIATE` so that writers queue for the lock at the start instead of
+//! failing on a read-to-write upgrade; a busy handler with SQLite's own back-off (1, 2, 5,
+//! 10, 15, 20, 25, 25, 25, 50, 50, 100 ms, then 100 ms) that counts its waits and gives
+//! up after 10 s (the transaction then counts as failed). SQLite checkpoints its WAL
+//! every 1000 pages (its default); `checkpoint_timeout` has no SQLite counterpart.
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rusqlite::{params, Connection, ErrorCode};
+use serde::{Deserialize, Serialize};
+
+use crate::report::model::RunResult;
+use crate::tpcb::aggregate_log::write_aggregate_file;
+use crate::tpcb::outcome::{histogram_buckets, latency_summary, per_interval, series};
+use crate::tpcb::stats::{latency_histogram, slot_at, Slot};
+use crate::tpcb::{ACCOUNTS_PER_SCALE, TELLERS_PER_SCALE};
+
+/// The database file in the run's directory.
+pub const DB_FILE: &str = "tpcb.sqlite";
+
+/// SQLite's own busy-handler delays, ms (sqliteDefaultBusyCallback).
+const DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+/// The busy handler gives up after waiting this long for one lock.
+const BUSY_TIMEOUT_MS: u64 = 10_000;
+
+thread_local! {
+    /// This thread's busy-handler calls and the time they slept, µs.
+    static BUSY: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// The busy handler: sleeps SQLite's back-off for the `count`-th retry of one lock and
+/// counts it; false (give up) after [`BUSY_TIMEOUT_MS`].
+fn busy_handler(count: i32) -> bool {
+    let count = count.max(0) as usize;
+    let delay = DELAYS_MS[count.min(DELAYS_MS.len() - 1)];
+    let waited: u64 = if count < DELAYS_MS.len() {
+        DELAYS_MS[..count].iter().sum()
+    } else {
+        DELAYS_MS.iter().sum::<u64>() + (count - DELAYS_MS.len()) as u64 * 100
+    };
+    if waited + delay > BUSY_TIMEOUT_MS {
+        return false;
+    }
+    let t = Instant::now();
+    // The lock holder is another connection, maybe in another process: SQLite offers no
+    // wake-up, so waiting means sleeping and retrying, as SQLite's own handler does.
+    std::thread::sleep(Duration::from_millis(delay));
+    let slept = t.elapsed().as_micros() as u64;
+    BUSY.with(|b| {
+        let (n, us) = b.get();
+        b.set((n + 1, us + slept));
+    });
+    true
+}
+
+/// What one SQLite run was asked to do.
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    pub dir: PathBuf,
+    pub clients: u32,
+    pub jobs: u32,
+    pub duration: Duration,
+    pub sync: bool,
+    pub cache_bytes: u64,
+    pub seed: u64,
+    /// Where to write the per-second log (pgbench's aggregate format), if anywhere.
+    pub log_prefix: Option<PathBuf>,
+}
+
+/// A SQLite run: the common result plus what only SQLite reports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SqliteRun {
+    pub result: RunResult,
+    pub version: String,
+    /// Busy-handler calls (each one a sleep while another connection held the lock).
+    pub busy_waits: u64,
+    /// Time spent in them, s.
+    pub busy_wait_s: f64,
+}
+
+fn open(dir: &Path) -> Result<Connection> {
+    let path = dir.join(DB_FILE);
+    Connection::open(&path).with_context(|| format!("opening SQLite database {}", path.display()))
+}
+
+/// Creates the database like `pgbench -i -s scale`: the four tables with primary keys
+/// (each a rowid, SQLite's clustered key), `scale` branches, 10 tellers and 100,000
+/// accounts per unit with blank-padded fillers, in one transaction; then a WAL
+/// checkpoint. Replaces any database already in `dir`.
+pub fn load(dir: &Path, scale: u32) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for suffix in ["", "-wal", "-shm"] {
+        let p = dir.join(format!("{DB_FILE}{suffix}"));
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing {}", p.display())),
+        }
+    }
+    let mut db = open(dir)?;
+    db.pragma_update(None, "journal_mode", "WAL")?;
+    db.pragma_update(None, "synchronous", "NORMAL")?;
+    db.execute_batch(
+        "CREATE TABLE pgbench_branches (bid INTEGER PRIMARY KEY, bbalance INTEGER, filler TEXT);
+         CREATE TABLE pgbench_tellers (tid INTEGER PRIMARY KEY, bid INTEGER, tbalance INTEGER, filler TEXT);
+         CREATE TABLE pgbench_accounts (aid INTEGER PRIMARY KEY, bid INTEGER, abalance INTEGER, filler TEXT);
+         CREATE TABLE pgbench_history (tid INTEGER, bid INTEGER, aid INTEGER, delta INTEGER, mtime TEXT, filler TEXT);",
+    )?;
+    let tx = db.transaction()?;
+    {
+        let scale = i64::from(scale);
+        let mut b = tx.prepare("INSERT INTO pgbench_branches VALUES (?1, 0, ?2)")?;
+        for bid in 1..=scale {
+            b.execute(params![bid, " ".repeat(88)])?;
+        }
+        let mut t = tx.prepare("INSERT INTO pgbench_tellers VALUES (?1, ?2, 0, ?3)")?;
+        let tellers = TELLERS_PER_SCALE as i64;
+        for tid in 1..=scale * tellers {
+            t.execute(params![tid, (tid - 1) / tellers + 1, " ".repeat(84)])?;
+        }
+        let mut a = tx.prepare("INSERT INTO pgbench_accounts VALUES (?1, ?2, 0, ?3)")?;
+        let filler = " ".repeat(84);
+        let accounts = ACCOUNTS_PER_SCALE as i64;
+        for aid in 1..=scale * accounts {
+            a.execute(params![aid, (aid - 1) / accounts + 1, filler])?;
+        }
+    }
+    tx.commit()?;
+    db.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+    db.close().map_err(|(_, e)| e)?;
+    Ok(())
+}
+
+/// Runs `clients` connections for `duration` and returns the run in the report's shape.
+pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
+    let scale: i64 = {
+        let db = open(&o.dir)?;
+        db.query_row("SELECT count(*) FROM pgbench_branches", [], |r| r.get(0))
+            .context("reading the scale (was the SQLite database loaded?)")?
+    };
+    anyhow::ensure!(
+        scale > 0,
+        "the SQLite database has no branches: load it first"
+    );
+    let start = Instant::now();
+    let wall_start = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let per_client: Vec<Result<ClientOut>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..o.clients.max(1))
+            .map(|id| s.spawn(move || client(o, id, scale, start, stop)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("sqlite client thread"))
+            .collect()
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    let outs: Vec<ClientOut> = per_client.into_iter().collect::<Result<_>>()?;
+    let mut secs: Vec<Slot> = Vec::new();
+    let mut hist = latency_histogram();
+    let (mut busy_waits, mut busy_us) = (0, 0);
+    for c in &outs {
+        for (i, s) in c.seconds.iter().enumerate() {
+            slot_at(&mut secs, i).merge(s);
+        }
+        hist.add(&c.hist).expect("same bounds");
+        busy_waits += c.busy_waits;
+        busy_us += c.busy_us;
+    }
+    if let Some(prefix) = &o.log_prefix {
+        let threads = o.jobs.max(1) as usize;
+        for t in 0..threads {
+            let mut slots: Vec<Slot> = Vec::new();
+            for c in outs.iter().enumerate().filter(|(i, _)| i % threads == t) {
+                for (i, s) in c.1.seconds.iter().enumerate() {
+                    slot_at(&mut slots, i).merge(s);
+                }
+            }
+            let name = prefix.file_name().map(|n| n.to_string_lossy().into_owned());
+            let file = match t {
+                0 => format!("{}.{}", name.unwrap_or_default(), std::process::id()),
+                t => format!("{}.{}.{t}", name.unwrap_or_default(), std::process::id()),
+            };
+            let path = prefix.with_file_name(file);
+            write_aggregate_file(&path, &slots, 1, wall_start)?;
+        }
+    }
+    let mut total = Slot::default();
+    for s in &secs {
+        total.merge(s);
+    }
+    let series = series(&secs, &[], elapsed);
+    let mut config = std::collections::BTreeMap::new();
+    for (k, v) in [
+        ("journal_mode", "wal".to_string()),
+        (
+            "synchronous",
+            if o.sync { "FULL" } else { "NORMAL" }.to_string(),
+        ),
+        (
+            "cache_size",
+            format!("-{} (KiB, per connection)", o.cache_bytes / 1024),
+        ),
+        ("wal_autocheckpoint", "1000 (pages)".to_string()),
+        (
+            "busy_handler",
+            "SQLite's back-off, 10 s limit, counted".to_string(),
+        ),
+    ] {
+        config.insert(k.to_string(), v);
+    }
+    let result = RunResult {
+        label: "sqlite".into(),
+        started_at: format!("unix {wall_start}"),
+        mode: "tpcb-like".into(),
+        scale: scale as u32,
+        clients: o.clients.max(1),
+        threads: o.jobs.max(1),
+        duration_s: elapsed,
+        transactions: total.n,
+        failed: total.failed,
+        tps: total.n as f64 / elapsed,
+        latency_ms: latency_summary(&total, &hist),
+        per_interval: per_interval(&series),
+        buffers: crate::report::model::BufferCounts {
+            hits: 0,
+            reads: 0,
+            written_by_backend: 0,
+            written_by_bgwriter: 0,
+            written_by_checkpointer: 0,
+            allocated: 0,
+        },
+        checkpoints: Vec::new(),
+        config,
+        series,
+        latency_histogram: histogram_buckets(&hist),
+    };
+    Ok(SqliteRun {
+        result,
+        version: format!("SQLite {}", rusqlite::version()),
+        busy_waits,
+        busy_wait_s: busy_us as f64 / 1e6,
+    })
+}
+
+struct ClientOut {
+    seconds: Vec<Slot>,
+    hist: hdrhistogram::Histogram<u64>,
+    busy_waits: u64,
+    busy_us: u64,
+}
+
+/// One client: its own connection, pgbench's TPC-B transaction back to back until the
+/// run's time is up or `stop` is set.
+fn client(
+    o: &SqliteOptions,
+    id: u32,
+    scale: i64,
+    start: Instant,
+    stop: &AtomicBool,
+) -> Result<ClientOut> {
+    let db = open(&o.dir)?;
+    db.pragma_update(None, "synchronous", if o.sync { "FULL" } else { "NORMAL" })?;
+    db.pragma_update(None, "cache_size", -((o.cache_bytes / 1024) as i64))?;
+    db.busy_handler(Some(busy_handler))?;
+    BUSY.with(|b| b.set((0, 0)));
+    let mut rng = SmallRng::seed_from_u64(o.seed ^ (u64::from(id) << 32));
+    let mut out = ClientOut {
+        seconds: Vec::new(),
+        hist: latency_histogram(),
+        busy_waits: 0,
+        busy_us: 0,
+    };
+    while start.elapsed() < o.duration && !stop.load(Ordering::Relaxed) {
+        let aid = rng.random_range(1..=scale * ACCOUNTS_PER_SCALE as i64);
+        let bid = rng.random_range(1..=scale);
+        let tid = rng.random_range(1..=scale * TELLERS_PER_SCALE as i64);
+        let delta: i64 = rng.random_range(-5000..=5000);
+        let t0 = Instant::now();
+        let outcome = transaction(&db, aid, bid, tid, delta);
+        let end = Instant::now();
+        let sec = end.duration_since(start).as_secs() as usize;
+        match outcome {
+            Ok(()) => {
+                let us = end.duration_since(t0).as_micros() as u64;
+                slot_at(&mut out.seconds, sec).add(us as f64, 0.0);
+                out.hist.record(us.max(1)).ok();
+            }
+            Err(e) if is_busy(&e) => {
+                // The busy handler gave up: roll back and count it, as pgbench counts
+                // a failed transaction.
+                let _ = db.execute_batch("ROLLBACK");
+                slot_at(&mut out.seconds, sec).failed += 1;
+            }
+            Err(e) => return Err(e).context("SQLite TPC-B transaction"),
+        }
+    }
+    let (n, us) = BUSY.with(|b| b.get());
+    out.busy_waits = n;
+    out.busy_us = us;
+    Ok(out)
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+/// pgbench's "TPC-B (sort of)" transaction, with prepared (cached) statements.
+fn transaction(db: &Connection, aid: i64, bid: i64, tid: i64, delta: i64) -> rusqlite::Result<()> {
+    db.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    db.prepare_cached("UPDATE pgbench_accounts SET abalance = abalance + ?1 WHERE aid = ?2")?
+        .execute(params![delta, aid])?;
+    let _abalance: i64 = db
+        .prepare_cached("SELECT abalance FROM pgbench_accounts WHERE aid = ?1")?
+        .query_row(params![aid], |r| r.get(0))?;
+    db.prepare_cached("UPDATE pgbench_tellers SET tbalance = tbalance + ?1 WHERE tid = ?2")?
+        .execute(params![delta, tid])?;
+    db.prepare_cached("UPDATE pgbench_branches SET bbalance = bbalance + ?1 WHERE bid = ?2")?
+        .execute(params![delta, bid])?;
+    db.prepare_cached(
+        "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (?1, ?2, ?3, ?4, CURRENT_TIMESTAMP)",
+    )?
+    .execute(params![tid, bid, aid, delta])?;
+    db.prepare_cached("COMMIT")?.execute([])?;
+    Ok(())
+}
+
+/// Checks the loaded-and-run database as `bufpool check` checks bufpool's: the three
+/// balance sums equal the history's delta sum. Returns (history rows, delta sum).
+pub fn check(dir: &Path) -> Result<(i64, i64)> {
+    let db = open(dir)?;
+    let sum = |sql: &str| -> Result<i64> { Ok(db.query_row(sql, [], |r| r.get(0))?) };
+    let a = sum("SELECT coalesce(sum(abalance), 0) FROM pgbench_accounts")?;
+    let b = sum("SELECT coalesce(sum(bbalance), 0) FROM pgbench_branches")?;
+    let t = sum("SELECT coalesce(sum(tbalance), 0) FROM pgbench_tellers")?;
+    let h = sum("SELECT coalesce(sum(delta), 0) FROM pgbench_history")?;
+    let rows = sum("SELECT count(*) FROM pgbench_history")?;
+    anyhow::ensure!(
+        a == h && b == h && t == h,
+        "SQLite balances disagree: accounts {a}, branches {b}, tellers {t}, history {h}"
+    );
+    Ok((rows, h))
+}
