@@ -272,6 +272,11 @@ pub struct BenchArgs {
     pub out: Option<PathBuf>,
     pub abort_fraction: f64,
     pub ack_log: Option<PathBuf>,
+    /// `--rate-profile` as typed (parsed in `run_bench`).
+    pub rate_profile: Option<String>,
+    /// `--batch-every` seconds and `--batch-rows`.
+    pub batch_every: Option<u64>,
+    pub batch_rows: Option<u64>,
 }
 
 pub(crate) fn install_ctrl_c() -> Arc<AtomicBool> {
@@ -303,6 +308,31 @@ fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
     if a.aggregate_interval.is_some() && !a.log {
         return Err(KnobError("--aggregate-interval needs -l".into()).into());
     }
+    if a.rate_profile.is_some() && a.rate.is_some() {
+        return Err(KnobError(
+            "specify either -R (a constant rate) or --rate-profile, not both".into(),
+        )
+        .into());
+    }
+    let rate_profile = a
+        .rate_profile
+        .as_deref()
+        .map(|t| tpcb::burst::RateProfile::parse(t, a.seed))
+        .transpose()
+        .map_err(|e| KnobError(e.to_string()))?;
+    let batch = match (a.batch_every, a.batch_rows) {
+        (None, None) => None,
+        (Some(every), Some(rows)) if every >= 1 && rows >= 1 => Some(tpcb::burst::Batch {
+            every_s: every,
+            rows,
+        }),
+        _ => {
+            return Err(KnobError(
+                "--batch-every SECS and --batch-rows N go together, each at least 1".into(),
+            )
+            .into())
+        }
+    };
     let (c, _) = load_config(&a.dir, &a.sets)?;
     let vfs = RealVfs::new();
     tpcb::require_initialized(&vfs, &a.dir)?;
@@ -353,6 +383,8 @@ fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
         config: knob_values(&c),
         abort_fraction: a.abort_fraction,
         ack_log: a.ack_log.clone(),
+        rate_profile,
+        batch,
     };
     let out = tpcb::run::run(&db, &opts)?;
     drop(db);
@@ -410,7 +442,22 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     }
     println!("latency average = {:.3} ms", r.latency_ms.avg);
     println!("latency stddev = {:.3} ms", r.latency_ms.stddev);
-    if a.rate.is_some() {
+    if let Some(p) = &a.rate_profile {
+        println!("rate profile: {p}");
+    }
+    if a.batch_every.is_some() {
+        let b = &o.batches;
+        let mut d = b.durations_ms.clone();
+        d.sort_by(f64::total_cmp);
+        println!(
+            "batches: {} committed, {} deadlocked; duration median {:.1} ms, max {:.1} ms",
+            b.committed,
+            b.deadlocks,
+            d.get(d.len().saturating_sub(1) / 2).copied().unwrap_or(0.0),
+            d.last().copied().unwrap_or(0.0)
+        );
+    }
+    if a.rate.is_some() || a.rate_profile.is_some() {
         println!(
             "rate limit schedule lag: avg {:.3} (max {:.3}) ms",
             o.lag_avg_ms, o.lag_max_ms
@@ -569,6 +616,9 @@ pub fn main_job(seconds: u64) -> Result<()> {
         out: None,
         abort_fraction: 0.0,
         ack_log: None,
+        rate_profile: None,
+        batch_every: None,
+        batch_rows: None,
     };
     eprintln!(
         "main job: pgbench -c 4 -T {seconds} (Ctrl-C stops early and keeps what was measured)"

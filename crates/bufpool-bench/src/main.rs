@@ -250,6 +250,18 @@ struct BenchCli {
     /// acknowledged. For crash tests (`check --acked`, scripts/crash-loop.sh).
     #[arg(long = "ack-log", value_name = "FILE")]
     ack_log: Option<PathBuf>,
+    /// Bursty target rate instead of -R: a sine wave with random spikes, e.g.
+    /// period=60s,low=500,high=3000,spike=0.05[,spike-factor=3] (transactions/s over all
+    /// clients; a spike second runs at spike-factor times the wave).
+    #[arg(long = "rate-profile", value_name = "SPEC")]
+    rate_profile: Option<String>,
+    /// Every SECS seconds, a batch transaction updates --batch-rows accounts spread over the
+    /// table (a large write, in the per-second charts).
+    #[arg(long = "batch-every", value_name = "SECS")]
+    batch_every: Option<u64>,
+    /// Rows per batch (with --batch-every).
+    #[arg(long = "batch-rows", value_name = "N")]
+    batch_rows: Option<u64>,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -383,6 +395,9 @@ fn main() -> Result<()> {
             out: b.out,
             abort_fraction: b.abort_fraction,
             ack_log: b.ack_log,
+            rate_profile: b.rate_profile,
+            batch_every: b.batch_every,
+            batch_rows: b.batch_rows,
         }),
         Some(Command::Check(c)) => match commands::check(&c.dir.dir, &c.dir.sets, &c.acked) {
             Ok(true) => Ok(()),

@@ -573,3 +573,65 @@ fn log_without_aggregate_interval_is_pgbenchs_per_transaction_log() {
         }
     }
 }
+
+#[test]
+fn rate_profile_and_batches_show_in_the_series_and_keep_the_balances() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    let out = ok(
+        cwd,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "2",
+            "-T",
+            "4",
+            "--rate-profile",
+            "period=4s,low=20,high=200,spike=0",
+            "--batch-every",
+            "1",
+            "--batch-rows",
+            "300",
+            "--out",
+            "run.json",
+        ],
+    );
+    assert!(out.contains("rate profile: period=4s"), "{out}");
+    assert!(out.contains("batches: "), "{out}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join("run.json")).unwrap()).unwrap();
+    let series = run["series"].as_array().unwrap();
+    assert!(series.len() >= 3, "{run}");
+    // Every second carries the profile's target at its middle: 20 + 180 (1 - cos(2π t/4)) / 2.
+    for s in series {
+        let t = s["t"].as_f64().unwrap() + 0.5;
+        let want = 20.0 + 180.0 * (1.0 - (t / 4.0 * std::f64::consts::TAU).cos()) / 2.0;
+        assert!((s["target_tps"].as_f64().unwrap() - want).abs() < 1e-6, "{s}");
+    }
+    // The batches committed (at least two in 4 s) and their rows are in the series.
+    let rows: u64 = series
+        .iter()
+        .map(|s| s["batch_rows"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(rows >= 2 * 290, "batch rows {rows}");
+    // The rate is the profile's, not the engine's maximum: the wave averages 110/s.
+    let tps = run["tps"].as_f64().unwrap();
+    assert!(tps < 400.0, "tps {tps}");
+    check_passes(cwd);
+
+    for (args, needle) in [
+        (vec!["-R", "100", "--rate-profile", "period=2,low=1,high=2"], "not both"),
+        (vec!["--rate-profile", "period=2,low=5,high=2"], "low <= high"),
+        (vec!["--batch-every", "2"], "go together"),
+    ] {
+        let mut all = vec!["bench", "-D", "db", "-T", "1"];
+        all.extend(args.iter().copied());
+        let o = bufpool(cwd, &all);
+        assert_eq!(o.status.code(), Some(2), "{all:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(needle), "{all:?}: {err}");
+    }
+}

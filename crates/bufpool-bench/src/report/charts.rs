@@ -404,6 +404,41 @@ fn time_series(
                     .legend(legend_box(colour, 0.3));
             }
         }
+        if shade_checkpoints {
+            // The target rate (-R or --rate-profile), dashed, and the seconds in which a
+            // --batch-every batch committed, as triangles on the line.
+            for (i, run) in runs.iter().enumerate() {
+                let colour = run_colour(i);
+                let target: Vec<(f64, f64)> = run
+                    .series
+                    .iter()
+                    .filter_map(|s| s.target_tps.map(|r| (f64::from(s.t), r.min(y_top))))
+                    .collect();
+                if !target.is_empty() {
+                    chart
+                        .draw_series(DashedLineSeries::new(
+                            target,
+                            6,
+                            4,
+                            colour.mix(0.6).stroke_width(1),
+                        ))?
+                        .label(format!("{} target rate", run.label))
+                        .legend(legend_line(colour));
+                }
+                let batches: Vec<_> = run
+                    .series
+                    .iter()
+                    .filter(|s| s.batch_rows > 0)
+                    .map(|s| TriangleMarker::new((f64::from(s.t), value(s)), 7, colour.filled()))
+                    .collect();
+                if !batches.is_empty() {
+                    chart
+                        .draw_series(batches)?
+                        .label(format!("{} batch committed", run.label))
+                        .legend(move |(x, y)| TriangleMarker::new((x + 8, y), 6, colour.filled()));
+                }
+            }
+        }
         for (i, (run, line)) in runs.iter().zip(&lines).enumerate() {
             let colour = run_colour(i);
             if line.len() == 1 {

@@ -290,6 +290,8 @@ mod tests {
             written_backend: 0,
             written_bgwriter: 0,
             written_checkpointer: 0,
+            target_tps: None,
+            batch_rows: 0,
         }
     }
 

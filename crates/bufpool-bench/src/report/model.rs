@@ -89,6 +89,16 @@ pub struct Second {
     pub written_backend: u64,
     pub written_bgwriter: u64,
     pub written_checkpointer: u64,
+    /// The target rate of this second (`-R` or `--rate-profile`), if the run had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_tps: Option<f64>,
+    /// Rows updated by `--batch-every` batches that committed in this second.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub batch_rows: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[cfg(test)]
@@ -132,6 +142,8 @@ impl RunResult {
                 written_backend: if busy { rng.below(40) } else { rng.below(200) },
                 written_bgwriter: 50 + rng.below(150),
                 written_checkpointer: if busy { 700 + rng.below(200) } else { 0 },
+                target_tps: None,
+                batch_rows: 0,
             });
         }
         let transactions: u64 = series.iter().map(|s| s.transactions).sum();

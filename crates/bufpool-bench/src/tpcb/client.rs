@@ -69,7 +69,8 @@ pub(super) struct Client<'a, 'e> {
     /// The run's start: `-T` and the per-second slots count from it.
     start: Instant,
     live: &'a Live,
-    /// This client's share of `-R`, transactions per second.
+    /// This client's share of `-R`, transactions per second; with `--rate-profile`, of
+    /// the profile's highest rate (arrivals at it are thinned to the profile's rate).
     rate: Option<f64>,
     /// `-L`, µs.
     limit_us: Option<f64>,
@@ -91,7 +92,10 @@ impl<'a, 'e> Client<'a, 'e> {
             opts,
             start,
             live,
-            rate: opts.rate.map(|r| r / clients as f64),
+            rate: match &opts.rate_profile {
+                Some(p) => Some(p.high * p.spike_factor / clients as f64),
+                None => opts.rate.map(|r| r / clients as f64),
+            },
             limit_us: opts.latency_limit_ms.map(|ms| ms * 1000.0),
         }
     }
@@ -187,10 +191,27 @@ impl<'a, 'e> Client<'a, 'e> {
     }
 
     /// Advances the Poisson schedule (`scheduled`) by one exponential gap with mean
-    /// 1/`rate` and waits for that moment.
+    /// 1/`rate` and waits for that moment. With `--rate-profile`, `rate` is the profile's
+    /// highest and each arrival is kept with probability (the profile's rate at that
+    /// moment) / `rate`: thinning, which makes a Poisson process of the changing rate.
     fn next_start(&self, rate: f64, rng: &mut SmallRng, scheduled: &mut Instant) -> Next {
-        let u: f64 = rng.random_range(f64::EPSILON..1.0);
-        *scheduled += Duration::from_secs_f64(-u.ln() / rate);
+        loop {
+            let u: f64 = rng.random_range(f64::EPSILON..1.0);
+            *scheduled += Duration::from_secs_f64(-u.ln() / rate);
+            let Some(p) = &self.opts.rate_profile else {
+                break;
+            };
+            let t = scheduled
+                .saturating_duration_since(self.start)
+                .as_secs_f64();
+            let keep = p.rate_at(t) / p.high / p.spike_factor;
+            if rng.random_bool(keep.clamp(0.0, 1.0)) {
+                break;
+            }
+            if self.opts.duration.is_some_and(|d| t >= d.as_secs_f64()) {
+                break;
+            }
+        }
         while Instant::now() < *scheduled {
             if self.opts.stop.load(Ordering::Relaxed)
                 || self

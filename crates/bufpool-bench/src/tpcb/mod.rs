@@ -9,6 +9,8 @@
 //! key and its heap agree.
 
 pub(crate) mod aggregate_log;
+mod batch;
+pub mod burst;
 mod checkpoint_timer;
 mod client;
 mod monitor;
@@ -365,6 +367,25 @@ impl<'e> Db<'e> {
         Ok(self
             .accounts
             .fetch_with(snap, root, |_, d| self.sa.get_int(d, col::ABALANCE))?)
+    }
+
+    /// The batch of `bench --batch-rows`: `UPDATE pgbench_accounts SET abalance = abalance
+    /// + 0` for each of `aids` (ascending, so that two batches never deadlock), in
+    /// transaction `x`: a new version of every row, so every page they are on is dirtied,
+    /// and the balances (and `check`) stay as they were.
+    pub fn touch_accounts(&self, x: Xid, aids: &[i64]) -> Result<(), bufpool::Error> {
+        for &aid in aids {
+            self.add(
+                x,
+                &self.accounts,
+                &self.accounts_pkey,
+                &self.sa,
+                col::ABALANCE,
+                aid,
+                0,
+            )?;
+        }
+        Ok(())
     }
 
     /// The TPC-B-like transaction (pgbench's built-in script), or simple-update (no

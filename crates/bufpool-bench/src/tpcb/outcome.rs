@@ -94,6 +94,7 @@ impl Merged {
             skipped: total.skipped,
             lag_avg_ms: avg_ms(total.lag_sum, total.n),
             lag_max_ms: total.lag_max / 1000.0,
+            batches: Default::default(),
         }
     }
 }
@@ -125,6 +126,8 @@ pub(crate) fn series(secs: &[Slot], samples: &[Writes], elapsed: f64) -> Vec<Sec
                 written_backend: w.backend,
                 written_bgwriter: w.bgwriter,
                 written_checkpointer: w.checkpointer,
+                target_tps: None,
+                batch_rows: 0,
             }
         })
         .collect()

@@ -24,6 +24,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 
 use super::aggregate_log::{write_aggregate_logs, write_transaction_logs};
+use super::batch::{BatchRunner, BatchStats};
+use super::burst::{Batch, RateProfile};
 use super::checkpoint_timer::CheckpointTimer;
 use super::client::{Client, ClientStats};
 use super::monitor::{Live, Monitor};
@@ -87,6 +89,20 @@ pub struct BenchOptions {
     pub abort_fraction: f64,
     /// `--ack-log`: each client appends a line per committed transaction to this file.
     pub ack_log: Option<PathBuf>,
+    /// `--rate-profile`: a sine-wave target rate with spikes instead of `-R`'s constant.
+    pub rate_profile: Option<RateProfile>,
+    /// `--batch-every` / `--batch-rows`: a large write every few seconds.
+    pub batch: Option<Batch>,
+}
+
+impl BenchOptions {
+    /// The target rate at `t` seconds into the run, over all clients, if there is one.
+    pub fn target_rate(&self, t: f64) -> Option<f64> {
+        match &self.rate_profile {
+            Some(p) => Some(p.rate_at(t)),
+            None => self.rate,
+        }
+    }
 }
 
 /// A run's result, plus the pgbench summary lines that the report does not chart.
@@ -99,6 +115,8 @@ pub struct RunOutcome {
     /// Average lag behind the `-R` schedule, ms.
     pub lag_avg_ms: f64,
     pub lag_max_ms: f64,
+    /// What `--batch-every` did.
+    pub batches: BatchStats,
 }
 
 /// Runs the benchmark and returns its result (also writing the aggregate logs).
@@ -113,11 +131,15 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0);
     let wall_start = wall_start_us / 1_000_000;
-    let (clients, samples, checkpoints) = std::thread::scope(|s| {
+    let (clients, samples, checkpoints, batches) = std::thread::scope(|s| {
         let monitor =
             s.spawn(|| Monitor::new(pool, &before, start, opts.progress_s, &live, &done).run());
         let timer =
             s.spawn(|| CheckpointTimer::new(db, start, opts.checkpoint_timeout, &done).run());
+        let done_ref = &done;
+        let batches = opts
+            .batch
+            .map(|b| s.spawn(move || BatchRunner::new(db, b, opts.seed, start, done_ref).run()));
         let mut handles = Vec::new();
         for id in 0..opts.clients.max(1) {
             let client = Client::new(id, db, opts, start, &live);
@@ -129,11 +151,18 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             .collect();
         done.store(true, Ordering::Relaxed);
         let samples = monitor.join().expect("monitor thread");
-        (clients, samples, timer.join().expect("checkpointer thread"))
+        let batches = batches.map(|b| b.join().expect("batch thread"));
+        (
+            clients,
+            samples,
+            timer.join().expect("checkpointer thread"),
+            batches,
+        )
     });
     let elapsed = start.elapsed().as_secs_f64();
     // A failed checkpoint stops the run with its error, ahead of any client's.
     let checkpoints = checkpoints?;
+    let batches: BatchStats = batches.transpose()?.unwrap_or_default();
     let clients: Vec<ClientStats> = clients.into_iter().collect::<Result<_>>()?;
     let after = pool.stats();
     let merged = Merged::new(&clients);
@@ -151,5 +180,15 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         samples,
         checkpoints,
     };
-    Ok(merged.outcome(db, opts, measured))
+    let mut out = merged.outcome(db, opts, measured);
+    for sec in &mut out.result.series {
+        sec.target_tps = opts.target_rate(f64::from(sec.t) + 0.5);
+        sec.batch_rows = batches
+            .rows_by_second
+            .get(sec.t as usize)
+            .copied()
+            .unwrap_or(0);
+    }
+    out.batches = batches;
+    Ok(out)
 }
