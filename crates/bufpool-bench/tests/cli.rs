@@ -609,7 +609,10 @@ fn rate_profile_and_batches_show_in_the_series_and_keep_the_balances() {
     for s in series {
         let t = s["t"].as_f64().unwrap() + 0.5;
         let want = 20.0 + 180.0 * (1.0 - (t / 4.0 * std::f64::consts::TAU).cos()) / 2.0;
-        assert!((s["target_tps"].as_f64().unwrap() - want).abs() < 1e-6, "{s}");
+        assert!(
+            (s["target_tps"].as_f64().unwrap() - want).abs() < 1e-6,
+            "{s}"
+        );
     }
     // The batches committed (at least two in 4 s) and their rows are in the series.
     let rows: u64 = series
@@ -623,8 +626,14 @@ fn rate_profile_and_batches_show_in_the_series_and_keep_the_balances() {
     check_passes(cwd);
 
     for (args, needle) in [
-        (vec!["-R", "100", "--rate-profile", "period=2,low=1,high=2"], "not both"),
-        (vec!["--rate-profile", "period=2,low=5,high=2"], "low <= high"),
+        (
+            vec!["-R", "100", "--rate-profile", "period=2,low=1,high=2"],
+            "not both",
+        ),
+        (
+            vec!["--rate-profile", "period=2,low=5,high=2"],
+            "low <= high",
+        ),
         (vec!["--batch-every", "2"], "go together"),
     ] {
         let mut all = vec!["bench", "-D", "db", "-T", "1"];

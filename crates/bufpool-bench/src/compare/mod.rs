@@ -395,7 +395,7 @@ fn run_postgres(o: &CompareOptions, logs: &Path) -> Result<EngineRun> {
         cpu_s: r.cpu_s,
         device_write_bytes: r.device_write_bytes,
         proc_write_bytes: r.write_bytes,
-        wchar: None,
+        wchar: r.wchar,
         peak_bytes: r.peak_bytes,
         backend_write_share: r.backend_write_share,
         result: r.result,

@@ -110,6 +110,8 @@ pub struct PgRun {
     pub write_bytes: u64,
     /// What the cluster's device wrote meanwhile, if the script could read it.
     pub device_write_bytes: Option<u64>,
+    /// Bytes the server's processes passed to write(2) meanwhile (`wchar`).
+    pub wchar: Option<u64>,
     /// Largest sum of the server processes' PSS plus pgbench's RSS seen, sampled each second.
     pub peak_bytes: u64,
     /// Buffer writes by backends ÷ all buffer writes (pg_stat_io on 16+, else
@@ -163,6 +165,10 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         .saturating_sub(bytes(&proc_before, "proc_before.txt")?);
     let dev =
         |m: &BTreeMap<String, String>| m.get("dev_write_bytes").and_then(|v| v.parse::<u64>().ok());
+    let wc = |m: &BTreeMap<String, String>| m.get("wchar").and_then(|v| v.parse::<u64>().ok());
+    let wchar = wc(&proc_before)
+        .zip(wc(&proc_after))
+        .map(|(b, a)| a.saturating_sub(b));
     let device_write_bytes = dev(&proc_before)
         .zip(dev(&proc_after))
         .map(|(b, a)| a.saturating_sub(b));
@@ -258,6 +264,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         cpu_s: server_cpu + pgbench_cpu,
         write_bytes,
         device_write_bytes,
+        wchar,
         peak_bytes,
         backend_write_share: (all > 0).then(|| backend as f64 / all as f64),
         stats,
