@@ -164,6 +164,9 @@ pub struct BgwriterStats {
     /// Victim queue: buffers pushed by the bgwriter, and popped by allocations.
     pub victims_queued: u64,
     pub victims_popped: u64,
+    /// The allocation count the latest round read: how far the bgwriter has caught up
+    /// with demand (`buffers_alloc - buffers_alloc_seen` allocations it has not seen yet).
+    pub buffers_alloc_seen: u64,
 }
 
 /// The cursor and the estimator: owned by whoever runs a round.
@@ -196,6 +199,7 @@ struct Counters {
     round_ns_max: AtomicU64,
     victims_queued: AtomicU64,
     victims_popped: AtomicU64,
+    allocations_seen: AtomicU64,
 }
 
 /// The pool's bgwriter part.
@@ -402,6 +406,7 @@ impl BufferPool {
             round_time_max: Duration::from_nanos(get(&c.round_ns_max)),
             victims_queued: get(&c.victims_queued),
             victims_popped: get(&c.victims_popped),
+            buffers_alloc_seen: get(&c.allocations_seen),
         }
     }
 
@@ -536,6 +541,8 @@ impl BufferPool {
             .fetch_add(report.write_errors, Ordering::Relaxed);
         c.victims_queued
             .fetch_add(report.victims_queued, Ordering::Relaxed);
+        c.allocations_seen
+            .fetch_max(report.allocations_seen, Ordering::Relaxed);
         report
     }
 
@@ -857,7 +864,7 @@ impl BufferPool {
     }
 }
 
-#[cfg(all(test, not(feature = "shuttle")))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::Config;

@@ -76,7 +76,7 @@ impl DirtyMap {
     }
 }
 
-#[cfg(all(test, not(feature = "shuttle")))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -2,7 +2,8 @@
 //! relation files.
 //!
 //! Owns: the descriptors, the page arena, the mapping table, the clock, I/O wait stripes,
-//! and the one write path (`BufferPool::flush_locked`).
+//! the one write path (`BufferPool::flush_locked`), and the background writer's state
+//! (`bgwriter.rs`; its lock rules are there).
 //!
 //! Reading a page ([`BufferPool::read`]):
 //! 1. Hit path, no lock: walk the mapping chain lock-free, pin the candidate, re-check its

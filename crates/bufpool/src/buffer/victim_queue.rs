@@ -125,7 +125,7 @@ impl VictimQueue {
     }
 }
 
-#[cfg(all(test, not(feature = "shuttle")))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;

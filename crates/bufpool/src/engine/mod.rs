@@ -1,7 +1,9 @@
 //! The engine: a data directory opened with its storage, buffer pool and write-ahead log
 //! wired together, crash recovery on open, page logging, commits and checkpoints.
 //!
-//! Owns: the [`BufferPool`], the [`Wal`], the WAL-writer thread (asynchronous commit) and
+//! Owns: the [`BufferPool`], the [`Wal`], the WAL-writer thread (asynchronous commit), the
+//! bgwriter thread (`bgwriter = on`: started after the opening checkpoint, when the WAL
+//! hook is armed; stopped first by [`Engine::shutdown`] and by dropping the engine) and
 //! the checkpoint lock. Sits above `buffer` and `wal`, so neither imports the other: the
 //! pool reaches the log only through its `WalFlush` hook, implemented here.
 //!
