@@ -11,6 +11,8 @@
 //! yielding, until `buffers_alloc_seen` covers its allocation; a lost wake-up makes that
 //! wait endless and shuttle fails the schedule at its step bound. Thousands of random and
 //! PCT schedules interleave the allocation with every step of round, nap and hibernation.
+//! Checked once by hand: without the bgwriter's re-read of the allocation count after it
+//! raises its flag, both tests fail at shuttle's step bound.
 #![cfg(feature = "shuttle")]
 
 use std::path::Path;

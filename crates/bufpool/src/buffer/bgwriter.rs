@@ -26,7 +26,8 @@
 //!    (without usage credit), its content lock try-locked shared, and written through the
 //!    pool's one write path `flush_locked` (WAL first). At `lru_maxpages` writes the round
 //!    stops (`maxwritten_clean`). Each written block goes to a writeback context that hints
-//!    the OS every `bgwriter_flush_after` bytes, sorted and merged.
+//!    the OS every `bgwriter_flush_after` bytes and at the round's end, sorted and merged
+//!    (a hint left pending across a 200 ms sleep, or a 10 s hibernation, would be stale).
 //! 5. **Sleep** `bgwriter_delay`; after two idle rounds (no allocations, nothing written)
 //!    hibernate (below).
 //!
