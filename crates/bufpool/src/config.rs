@@ -15,13 +15,17 @@
 use std::time::Duration;
 
 use crate::buffer::{
-    shared_buffers_error, PoolConfig, PoolOptions, MAX_BUFFERS, MAX_MAPPING_PARTITIONS, MIN_BUFFERS,
+    shared_buffers_error, BgwriterOptions, PoolConfig, PoolOptions, DEFAULT_BGWRITER_DELAY_MS,
+    DEFAULT_BGWRITER_FLUSH_AFTER_BYTES, DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
+    MAX_BGWRITER_DELAY_MS, MAX_BGWRITER_FLUSH_AFTER_BYTES, MAX_BGWRITER_LRU_MAXPAGES,
+    MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS, MAX_MAPPING_PARTITIONS,
+    MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
 use crate::page::{DEFAULT_PAGE_SIZE, PAGE_SIZES};
 use crate::smgr::SmgrOptions;
 use crate::wal::{SyncMethod, WalOptions};
 
-pub use crate::buffer::{HugePages, DEFAULT_MAPPING_PARTITIONS};
+pub use crate::buffer::{BgwriterStrategy, HugePages, DEFAULT_MAPPING_PARTITIONS};
 pub use crate::options::{format_size, parse_bool, parse_ms, parse_size, ConfigError};
 
 /// Size of the buffer pool: in bytes, or as a number of buffers.
@@ -78,6 +82,9 @@ pub enum Unit {
     Ms,
     /// A duration in ms, s, min, h or d; a bare number is seconds (PostgreSQL's unit).
     S,
+    /// A decimal number with at most three fractional digits (`2.0`, `1.25`), held in
+    /// thousandths so the config stays `Eq`.
+    Decimal,
 }
 
 impl Unit {
@@ -91,6 +98,7 @@ impl Unit {
             Unit::BuffersOrBytes => "buffers or bytes",
             Unit::Ms => "ms",
             Unit::S => "s",
+            Unit::Decimal => "decimal",
         }
     }
 }
@@ -119,7 +127,7 @@ pub enum Value {
     Bool(bool),
     /// Index into the row's word list.
     Word(usize),
-    /// A count, bytes or milliseconds, by the row's unit.
+    /// A count, bytes, milliseconds or thousandths, by the row's unit.
     Int(u64),
     /// A pool size given in buffers (only for [`Unit::BuffersOrBytes`]).
     Buffers(u64),
@@ -203,6 +211,7 @@ fn word(v: Value) -> usize {
 }
 
 const HUGE_PAGES: [HugePages; 3] = [HugePages::Try, HugePages::On, HugePages::Off];
+const BGWRITER_STRATEGIES: [BgwriterStrategy; 4] = BgwriterStrategy::ALL;
 const SYNC_METHODS: [SyncMethod; 3] = [
     SyncMethod::Fdatasync,
     SyncMethod::Fsync,
@@ -391,6 +400,80 @@ pub static KNOBS: &[Knob] = &[
             |c| Value::Int(c.checkpoint_timeout_ms),
         )
     },
+    row(
+        "bgwriter",
+        Unit::Bool,
+        "on",
+        "run the background writer thread (off: backends clean every buffer they reuse)",
+        |c, v| c.bgwriter = flag(v),
+        |c| Value::Bool(c.bgwriter),
+    ),
+    Knob {
+        words: &["lru", "dirty-chain", "mini-checkpoint", "victim-queue"],
+        ..row(
+            "bgwriter_strategy",
+            Unit::Enum,
+            "lru",
+            "what a bgwriter round does: lru, dirty-chain, mini-checkpoint, victim-queue",
+            |c, v| c.bgwriter_strategy = BGWRITER_STRATEGIES[word(v)],
+            |c| Value::Word(c.bgwriter_strategy as usize),
+        )
+    },
+    Knob {
+        min: MIN_BGWRITER_DELAY_MS,
+        max: MAX_BGWRITER_DELAY_MS,
+        ..row(
+            "bgwriter_delay",
+            Unit::Ms,
+            "200ms",
+            "sleep between background writer rounds",
+            |c, v| c.bgwriter_delay_ms = int(v),
+            |c| Value::Int(c.bgwriter_delay_ms),
+        )
+    },
+    Knob {
+        min: 0,
+        max: MAX_BGWRITER_LRU_MAXPAGES,
+        auto: true,
+        ..row(
+            "bgwriter_lru_maxpages",
+            Unit::Count,
+            "auto",
+            "most pages one bgwriter round writes; auto = max(100, shared_buffers/8 \
+             per 200ms of bgwriter_delay)",
+            |c, v| {
+                c.bgwriter_lru_maxpages = match v {
+                    Value::Auto => None,
+                    v => Some(int(v)),
+                }
+            },
+            |c| c.bgwriter_lru_maxpages.map_or(Value::Auto, Value::Int),
+        )
+    },
+    Knob {
+        min: 0,
+        max: MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS as u64,
+        ..row(
+            "bgwriter_lru_multiplier",
+            Unit::Decimal,
+            "2.0",
+            "buffers cleaned per round = smoothed recent allocations x this",
+            |c, v| c.bgwriter_lru_multiplier_thousandths = int(v) as u32,
+            |c| Value::Int(u64::from(c.bgwriter_lru_multiplier_thousandths)),
+        )
+    },
+    Knob {
+        min: 0,
+        max: MAX_BGWRITER_FLUSH_AFTER_BYTES,
+        ..row(
+            "bgwriter_flush_after",
+            Unit::Bytes,
+            "512kB",
+            "ask the OS to write back after this much bgwriter output (0: never)",
+            |c, v| c.bgwriter_flush_after = int(v),
+            |c| Value::Int(c.bgwriter_flush_after),
+        )
+    },
 ];
 
 /// The row of the knob called `name`.
@@ -420,6 +503,7 @@ impl Knob {
                 .ok()
                 .map(|s| Value::Int(s.saturating_mul(1000))),
             Unit::S => parse_ms(v).map(Value::Int),
+            Unit::Decimal => parse_thousandths(v).map(Value::Int),
         }
     }
 
@@ -466,6 +550,11 @@ impl Knob {
                 format_ms(self.min),
                 format_ms(self.max)
             ),
+            Unit::Decimal => format!(
+                "{} to {}",
+                format_thousandths(self.min),
+                format_thousandths(self.max)
+            ),
         };
         if let Some((_, rule)) = self.check.filter(|(_, r)| !r.is_empty()) {
             s = format!("{s}, {rule}");
@@ -486,6 +575,7 @@ impl Knob {
             (Value::Int(n), Unit::Bytes | Unit::BuffersOrBytes) => format_size(n),
             (Value::Int(n), Unit::Ms) => format!("{n}ms"),
             (Value::Int(n), Unit::S) if n % 1000 == 0 => format!("{}s", n / 1000),
+            (Value::Int(n), Unit::Decimal) => format_thousandths(n),
             (Value::Int(n), _) => format!("{n}ms"),
         }
     }
@@ -493,6 +583,28 @@ impl Knob {
     fn error(&self, value: &str, block_size: usize) -> ConfigError {
         ConfigError::new(self.name, value, self.allowed(block_size))
     }
+}
+
+/// Parses a decimal number with at most three fractional digits into thousandths.
+fn parse_thousandths(v: &str) -> Option<u64> {
+    let (whole, frac) = v.split_once('.').unwrap_or((v, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(frac) || frac.len() > 3 {
+        return None;
+    }
+    let frac_thousandths = format!("{frac:0<3}").parse::<u64>().ok()?;
+    whole
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(1000)?
+        .checked_add(frac_thousandths)
+}
+
+/// Thousandths as a decimal number with at least one fractional digit: `2.0`, `1.25`.
+fn format_thousandths(n: u64) -> String {
+    let frac = format!("{:03}", n % 1000);
+    let frac = frac.trim_end_matches('0');
+    format!("{}.{}", n / 1000, if frac.is_empty() { "0" } else { frac })
 }
 
 /// A duration in the largest unit that divides it exactly.
@@ -530,6 +642,16 @@ pub struct Config {
     pub wal_writer_delay_ms: u64,
     /// Time between automatic checkpoints (PostgreSQL's checkpoint_timeout), ms.
     pub checkpoint_timeout_ms: u64,
+    /// Whether the engine runs the background writer thread.
+    pub bgwriter: bool,
+    pub bgwriter_strategy: BgwriterStrategy,
+    pub bgwriter_delay_ms: u64,
+    /// None: automatic (see `BgwriterOptions::lru_maxpages_for`).
+    pub bgwriter_lru_maxpages: Option<u64>,
+    /// bgwriter_lru_multiplier in thousandths (2.0 is 2000).
+    pub bgwriter_lru_multiplier_thousandths: u32,
+    /// Bytes; 0 disables the writeback hints.
+    pub bgwriter_flush_after: u64,
 }
 
 impl Default for Config {
@@ -549,6 +671,12 @@ impl Default for Config {
             wal_sync_method: SyncMethod::Fdatasync,
             wal_writer_delay_ms: DEFAULT_WAL_WRITER_DELAY_MS,
             checkpoint_timeout_ms: DEFAULT_CHECKPOINT_TIMEOUT_MS,
+            bgwriter: true,
+            bgwriter_strategy: BgwriterStrategy::Lru,
+            bgwriter_delay_ms: DEFAULT_BGWRITER_DELAY_MS,
+            bgwriter_lru_maxpages: None,
+            bgwriter_lru_multiplier_thousandths: DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
+            bgwriter_flush_after: DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
         };
         for k in KNOBS {
             let v = k.parse(k.default).expect("a knob's default parses");
@@ -656,6 +784,23 @@ impl Config {
         }
     }
 
+    /// The background writer's options.
+    pub fn bgwriter_options(&self) -> BgwriterOptions {
+        BgwriterOptions {
+            enabled: self.bgwriter,
+            strategy: self.bgwriter_strategy,
+            delay_ms: self.bgwriter_delay_ms,
+            lru_maxpages: self.bgwriter_lru_maxpages,
+            lru_multiplier_thousandths: self.bgwriter_lru_multiplier_thousandths,
+            flush_after_bytes: self.bgwriter_flush_after,
+        }
+    }
+
+    /// bgwriter_lru_multiplier as a number.
+    pub fn bgwriter_lru_multiplier(&self) -> f64 {
+        f64::from(self.bgwriter_lru_multiplier_thousandths) / 1000.0
+    }
+
     /// The log's options.
     pub fn wal_options(&self) -> WalOptions {
         WalOptions {
@@ -679,6 +824,7 @@ impl PoolConfig for Config {
             nbuffers: c.nbuffers_checked()? as usize,
             huge_pages: self.huge_pages,
             mapping_partitions: self.buffer_mapping_partitions,
+            bgwriter: self.bgwriter_options(),
         })
     }
 
@@ -732,6 +878,18 @@ impl ConfigBuilder {
         wal_sync_method: SyncMethod => |c, v| c.wal_sync_method = v;
         wal_writer_delay: Duration => |c, v| c.wal_writer_delay_ms = millis(v);
         checkpoint_timeout: Duration => |c, v| c.checkpoint_timeout_ms = millis(v);
+        /// Whether the engine runs the background writer thread.
+        bgwriter: bool => |c, v| c.bgwriter = v;
+        bgwriter_strategy: BgwriterStrategy => |c, v| c.bgwriter_strategy = v;
+        bgwriter_delay: Duration => |c, v| c.bgwriter_delay_ms = millis(v);
+        /// Most pages per round; `None` is automatic.
+        bgwriter_lru_maxpages: Option<u64> => |c, v| c.bgwriter_lru_maxpages = v;
+        /// Rounded to thousandths; negative or NaN becomes 0 (and 10.0 is the maximum).
+        bgwriter_lru_multiplier: f64 => |c, v| {
+            c.bgwriter_lru_multiplier_thousandths = (v * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32
+        };
+        /// Bytes; 0 disables the writeback hints.
+        bgwriter_flush_after: u64 => |c, v| c.bgwriter_flush_after = v;
     }
 
     /// The config, if every knob is valid; else the first bad one.
@@ -786,6 +944,17 @@ mod tests {
             ("wal_writer_delay", "5h"),
             ("checkpoint_timeout", "29s"),
             ("checkpoint_timeout", "2d"),
+            ("bgwriter", "sometimes"),
+            ("bgwriter_strategy", "fifo"),
+            ("bgwriter_delay", "5ms"),
+            ("bgwriter_delay", "11s"),
+            ("bgwriter_lru_maxpages", "1073741824"),
+            ("bgwriter_lru_maxpages", "-2"),
+            ("bgwriter_lru_multiplier", "10.5"),
+            ("bgwriter_lru_multiplier", "-1"),
+            ("bgwriter_lru_multiplier", "1.2345"),
+            ("bgwriter_lru_multiplier", "two"),
+            ("bgwriter_flush_after", "3MB"),
         ];
         for (knob, value) in cases {
             let before = Config::default();
@@ -901,6 +1070,74 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(err.knob, "buffer_mapping_partitions");
+    }
+
+    #[test]
+    fn bgwriter_knobs_parse_and_reach_the_pool_options() {
+        let mut c = Config::default();
+        assert!(c.bgwriter);
+        assert_eq!(c.get("bgwriter_lru_multiplier").unwrap(), "2.0");
+        assert_eq!(c.get("bgwriter_lru_maxpages").unwrap(), "auto");
+        assert_eq!(c.get("bgwriter_flush_after").unwrap(), "512kB");
+        c.set("bgwriter", "off").unwrap();
+        c.set("bgwriter_strategy", "victim-queue").unwrap();
+        c.set("bgwriter_delay", "10").unwrap(); // bare = ms, PostgreSQL's unit
+        c.set("bgwriter_lru_maxpages", "0").unwrap();
+        c.set("bgwriter_lru_multiplier", "1.25").unwrap();
+        c.set("bgwriter_flush_after", "0").unwrap();
+        assert_eq!(c.get("bgwriter_lru_multiplier").unwrap(), "1.25");
+        let o = c.pool_options(8192).unwrap().bgwriter;
+        assert_eq!(
+            o,
+            BgwriterOptions {
+                enabled: false,
+                strategy: BgwriterStrategy::VictimQueue,
+                delay_ms: 10,
+                lru_maxpages: Some(0),
+                lru_multiplier_thousandths: 1250,
+                flush_after_bytes: 0,
+            }
+        );
+        assert_eq!(
+            Config::allowed("bgwriter_lru_multiplier").unwrap(),
+            "0.0 to 10.0"
+        );
+        assert_eq!(
+            Config::allowed("bgwriter_lru_maxpages").unwrap(),
+            "auto, or 0 to 1073741823"
+        );
+        assert_eq!(
+            Config::allowed("bgwriter_delay").unwrap(),
+            "10ms to 10s (units ms, s, min, h, d; a bare number is ms)"
+        );
+        // Automatic maxpages follows the pool: 64 MiB of 8 KiB pages, an eighth per round.
+        let c = Config::builder().shared_buffers(64 << 20).build().unwrap();
+        assert_eq!(
+            c.pool_options(8192)
+                .unwrap()
+                .bgwriter
+                .lru_maxpages_for(8192),
+            1024
+        );
+        let built = Config::builder()
+            .bgwriter_lru_multiplier(3.5)
+            .bgwriter_strategy(BgwriterStrategy::DirtyChain)
+            .bgwriter_delay(Duration::from_millis(50))
+            .build()
+            .unwrap();
+        let mut text = Config::default();
+        text.set("bgwriter_lru_multiplier", "3.5").unwrap();
+        text.set("bgwriter_strategy", "dirty-chain").unwrap();
+        text.set("bgwriter_delay", "50ms").unwrap();
+        assert_eq!(built, text);
+        assert_eq!(
+            Config::builder()
+                .bgwriter_lru_multiplier(11.0)
+                .build()
+                .unwrap_err()
+                .knob,
+            "bgwriter_lru_multiplier"
+        );
     }
 
     #[test]

@@ -109,6 +109,30 @@ impl Condvar {
         return self.0.wait(guard).unwrap_or_else(|e| e.into_inner());
     }
 
+    /// Blocks until notified or until `timeout` has passed; returns the guard and whether
+    /// it timed out. Under shuttle it never times out (shuttle models no time), so a model
+    /// test sees a missed notification as a deadlock rather than a late wake-up.
+    pub fn wait_for<'a, T>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        timeout: std::time::Duration,
+    ) -> (MutexGuard<'a, T>, bool) {
+        #[cfg(not(feature = "shuttle"))]
+        {
+            let mut guard = guard;
+            let r = self.0.wait_for(&mut guard, timeout);
+            (guard, r.timed_out())
+        }
+        #[cfg(feature = "shuttle")]
+        {
+            let (guard, r) = self
+                .0
+                .wait_timeout(guard, timeout)
+                .unwrap_or_else(|e| e.into_inner());
+            (guard, r.timed_out())
+        }
+    }
+
     pub fn notify_all(&self) {
         self.0.notify_all();
     }

@@ -63,15 +63,41 @@ impl Clock {
         (h / self.nbuffers, h % self.nbuffers)
     }
 
-    /// Buffers allocated so far.
+    /// The hand itself: buffers the sweep has passed since the pool was built.
+    pub fn hand(&self) -> u64 {
+        self.hand.0.load(Ordering::Relaxed)
+    }
+
+    /// Buffers allocated so far. SeqCst: the bgwriter's hibernation re-check reads it after
+    /// raising its flag (see `bgwriter.rs`, "Hibernation").
     pub fn allocations(&self) -> u64 {
-        self.allocs.0.load(Ordering::Relaxed)
+        self.allocs.0.load(Ordering::SeqCst)
+    }
+
+    /// Counts an allocation served outside [`Clock::victim`] (the victim queue). SeqCst for
+    /// the hibernation handshake, like the count in `victim`.
+    pub fn count_allocation(&self) {
+        self.allocs.0.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Whether the free list holds buffers (an allocation should take those first).
+    pub fn has_free(&self) -> bool {
+        self.free_len.load(Ordering::Acquire) > 0
+    }
+
+    /// One step of the sweep on behalf of the bgwriter's victim queue: advances the hand
+    /// by one buffer and visits it. Not an allocation (not counted).
+    pub fn sweep_step(&self, descs: &[BufferDesc]) -> (u32, Visit) {
+        let id = (self.hand.0.fetch_add(1, Ordering::Relaxed) % self.nbuffers) as usize;
+        (id as u32, descs[id].sweep_visit())
     }
 
     /// Finds a victim and returns it pinned (refcount includes the caller's pin) with its
     /// state after pinning.
     pub fn victim(&self, descs: &[BufferDesc]) -> Result<(u32, u64), AllPinned> {
-        self.allocs.0.fetch_add(1, Ordering::Relaxed);
+        // SeqCst (the same `lock xadd` on x86 as Relaxed): the allocation must be ordered
+        // before the caller's check of the bgwriter's hibernation flag.
+        self.count_allocation();
         while self.free_len.load(Ordering::Acquire) > 0 {
             let id = {
                 let mut f = self.free.lock();

@@ -186,8 +186,9 @@ impl BufferDesc {
     }
 
     /// Sets DIRTY and JUST_DIRTIED; the caller holds a pin and the exclusive content lock.
+    /// Returns whether the buffer was clean before (so the dirty map, if any, needs a bit).
     #[inline]
-    pub fn mark_dirty(&self) {
+    pub fn mark_dirty(&self) -> bool {
         let mut old = self.state.load(Ordering::Relaxed);
         loop {
             debug_assert!(
@@ -195,7 +196,7 @@ impl BufferDesc {
                 "mark_dirty on {self:?}"
             );
             if old & (DIRTY | JUST_DIRTIED) == (DIRTY | JUST_DIRTIED) {
-                return;
+                return false;
             }
             if old & LOCKED != 0 {
                 old = self.wait_unlocked();
@@ -206,7 +207,7 @@ impl BufferDesc {
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return,
+                Ok(_) => return old & DIRTY == 0,
                 Err(x) => old = x,
             }
         }

@@ -143,7 +143,9 @@ impl PageWriteGuard<'_> {
 
     /// Marks the buffer dirty without changing bytes.
     pub fn mark_dirty(&mut self) {
-        self.buf.pool.descs[self.buf.id as usize].mark_dirty();
+        if self.buf.pool.descs[self.buf.id as usize].mark_dirty() {
+            self.buf.pool.bgwriter.note_dirty(self.buf.id);
+        }
         self.dirtied = true;
     }
 

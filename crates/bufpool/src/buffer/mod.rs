@@ -2,7 +2,8 @@
 //! relation files.
 //!
 //! Owns: the descriptors, the page arena, the mapping table, the clock, I/O wait stripes,
-//! and the one write path (`BufferPool::flush_locked`).
+//! the one write path (`BufferPool::flush_locked`), and the background writer's state
+//! (`bgwriter.rs`; its lock rules are there).
 //!
 //! Reading a page ([`BufferPool::read`]):
 //! 1. Hit path, no lock: walk the mapping chain lock-free, pin the candidate, re-check its
@@ -33,21 +34,30 @@
 //! none of the first two. Nothing is allocated on the hit path.
 
 mod arena;
+pub mod bgwriter;
 mod clock;
 mod descriptor;
+mod dirty_map;
 mod error;
 mod guard;
 mod io_wait;
 mod mapping;
 mod options;
 pub(crate) mod state;
+mod victim_queue;
 
 pub use arena::{HugePageUse, PageArena};
+pub use bgwriter::{BgwriterErrorHook, BgwriterHandle, BgwriterStats, RoundReport};
 pub use error::{BufferError, BufferResult};
 pub use guard::{BufferRef, PageReadGuard, PageWriteGuard};
 pub use options::{
-    partitions_allowed, shared_buffers_error, HugePages, PoolConfig, PoolOptions,
-    DEFAULT_MAPPING_PARTITIONS, MAX_BUFFERS, MAX_MAPPING_PARTITIONS, MIN_BUFFERS,
+    auto_lru_maxpages, partitions_allowed, shared_buffers_error, BgwriterOptions, BgwriterStrategy,
+    HugePages, PoolConfig, PoolOptions, BGWRITER_LRU_MAXPAGES_FLOOR,
+    BGWRITER_LRU_MAXPAGES_POOL_DIVISOR, DEFAULT_BGWRITER_DELAY_MS,
+    DEFAULT_BGWRITER_FLUSH_AFTER_BYTES, DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
+    DEFAULT_MAPPING_PARTITIONS, MAX_BGWRITER_DELAY_MS, MAX_BGWRITER_FLUSH_AFTER_BYTES,
+    MAX_BGWRITER_LRU_MAXPAGES, MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS,
+    MAX_MAPPING_PARTITIONS, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
 
 use std::cell::Cell;
@@ -125,6 +135,7 @@ pub struct BufferPool {
     smgr: Arc<Smgr>,
     wal: Arc<dyn WalFlush>,
     page_size: usize,
+    bgwriter: bgwriter::Bgwriter,
 }
 
 impl std::fmt::Debug for BufferPool {
@@ -186,6 +197,7 @@ impl BufferPool {
             smgr,
             wal,
             page_size,
+            bgwriter: bgwriter::Bgwriter::new(opts.bgwriter, nbuffers, page_size),
         })
     }
 
@@ -321,13 +333,10 @@ impl BufferPool {
                     return self.finish_load(id, tag, context, fill);
                 }
             }
-            let (victim, vstate) =
-                self.clock
-                    .victim(&self.descs)
-                    .map_err(|_| BufferError::AllPinned {
-                        nbuffers: self.descs.len(),
-                        tag,
-                    })?;
+            let (victim, vstate) = self.take_victim().map_err(|_| BufferError::AllPinned {
+                nbuffers: self.descs.len(),
+                tag,
+            })?;
             let vd = &self.descs[victim as usize];
             if vstate & DIRTY != 0 {
                 if !vd.content_lock.try_lock_shared() {
@@ -455,7 +464,11 @@ impl BufferPool {
             new &= !IO_ERROR;
             match io {
                 Io::Read => new |= VALID,
-                Io::Write if s & JUST_DIRTIED == 0 => new &= !(DIRTY | CHECKPOINT_NEEDED),
+                Io::Write if s & JUST_DIRTIED == 0 => {
+                    new &= !(DIRTY | CHECKPOINT_NEEDED);
+                    // Under the header lock, so a marker's later CAS (and its bit) follows.
+                    self.bgwriter.note_clean(d.id);
+                }
                 Io::Write => {}
             }
         }

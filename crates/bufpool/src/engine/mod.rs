@@ -1,7 +1,9 @@
 //! The engine: a data directory opened with its storage, buffer pool and write-ahead log
 //! wired together, crash recovery on open, page logging, commits and checkpoints.
 //!
-//! Owns: the [`BufferPool`], the [`Wal`], the WAL-writer thread (asynchronous commit) and
+//! Owns: the [`BufferPool`], the [`Wal`], the WAL-writer thread (asynchronous commit), the
+//! bgwriter thread (`bgwriter = on`: started after the opening checkpoint, when the WAL
+//! hook is armed; stopped first by [`Engine::shutdown`] and by dropping the engine) and
 //! the checkpoint lock. Sits above `buffer` and `wal`, so neither imports the other: the
 //! pool reaches the log only through its `WalFlush` hook, implemented here.
 //!
@@ -35,7 +37,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::buffer::PoolConfig;
-use crate::buffer::{BufferError, BufferPool, PageWriteGuard, WalFlush, WalFlushError};
+use crate::buffer::{
+    BgwriterHandle, BgwriterStats, BufferError, BufferPool, PageWriteGuard, WalFlush, WalFlushError,
+};
 use crate::config::{Config, ConfigError};
 use crate::page;
 use crate::smgr::{Smgr, SmgrError};
@@ -166,7 +170,9 @@ impl Drop for LogWriter {
 
 /// An open data directory.
 pub struct Engine {
-    pool: BufferPool,
+    /// First field, so that dropping the engine stops the bgwriter before anything else.
+    bgwriter: Option<BgwriterHandle>,
+    pool: Arc<BufferPool>,
     wal: Arc<Wal>,
     txns: TxnManager,
     synchronous_commit: bool,
@@ -219,7 +225,7 @@ impl Engine {
         config.validate()?;
         let smgr = Smgr::open(vfs.clone(), dir, config.smgr_options(create)?)?;
         let hook = Arc::new(WalHook::default());
-        let pool = BufferPool::new(Arc::new(smgr), config, hook.clone())?;
+        let pool = Arc::new(BufferPool::new(Arc::new(smgr), config, hook.clone())?);
         let opts = config.wal_options();
         let control_path = dir.join(control::CONTROL_FILE);
         let has_control = vfs
@@ -292,6 +298,7 @@ impl Engine {
         });
         let next_xid = recovery.as_ref().map_or(FIRST_NORMAL_XID, |r| r.next_xid);
         let engine = Engine {
+            bgwriter: None,
             pool,
             wal,
             txns: TxnManager::new(clog, next_xid),
@@ -307,11 +314,34 @@ impl Engine {
             _writer: writer,
         };
         engine.checkpoint()?;
+        let mut engine = engine;
+        if config.bgwriter {
+            // After recovery and the first checkpoint: the hook is armed (WAL before data).
+            engine.bgwriter = engine
+                .pool
+                .start_bgwriter()
+                .map_err(|e| EngineError::io("starting the bgwriter thread for", dir, e))?;
+        }
         Ok(engine)
     }
 
     pub fn pool(&self) -> &BufferPool {
         &self.pool
+    }
+
+    /// The pool, shared (for threads of an embedder that outlive a borrow).
+    pub fn pool_arc(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
+    /// The bgwriter's counters (`BgwriterStats`; zero rounds when `bgwriter = off`).
+    pub fn bgwriter_stats(&self) -> BgwriterStats {
+        self.pool.bgwriter_stats()
+    }
+
+    /// Whether the bgwriter thread runs (`bgwriter = on`).
+    pub fn bgwriter_running(&self) -> bool {
+        self.bgwriter.is_some()
     }
 
     pub fn wal(&self) -> &Wal {
@@ -465,7 +495,12 @@ impl Engine {
     ///
     /// With the `verify` feature, runs [`Engine::verify`] first (nothing else can be using
     /// the engine: `shutdown` takes it by value) and panics on a violation.
-    pub fn shutdown(self) -> Result<Lsn, EngineError> {
+    pub fn shutdown(mut self) -> Result<Lsn, EngineError> {
+        // Stop the bgwriter first (it ends its round at the next buffer), so the final
+        // checkpoint is the last writer.
+        if let Some(b) = self.bgwriter.take() {
+            b.stop();
+        }
         #[cfg(feature = "verify")]
         if let Err(problems) = self.verify() {
             panic!("verify: at shutdown: {}", problems.join("; "));

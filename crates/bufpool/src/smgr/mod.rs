@@ -1,7 +1,8 @@
 //! Storage manager: relation files in segments under tablespace directories.
 //!
 //! Owns: the data directory (its lock and metadata files), open segment files, the cached
-//! size of each relation fork, and the fsync request queue.
+//! size of each relation fork, the fsync request queue, and writeback contexts
+//! (`writeback.rs`: sorted, merged sync_file_range hints for a writer's recent writes).
 //! Layout: `<dir>/base/<tablespace>/<relation><fork suffix>[.<segno>]`, PostgreSQL's naming:
 //! fork suffixes `_fsm`, `_vm`, `_init`; segment 0 has no number. Each segment holds
 //! `segment_blocks` pages; a fork's size is the full segments plus the last one's pages.
@@ -27,10 +28,12 @@
 mod dir;
 mod error;
 mod fsync;
+mod writeback;
 
 use error::file_err;
 pub use error::{SmgrError, SmgrResult};
 pub use fsync::SegmentId;
+pub use writeback::WritebackContext;
 
 use std::collections::HashMap;
 use std::io::{IoSlice, IoSliceMut};

@@ -1,0 +1,1267 @@
+//! The background writer: cleans buffers just ahead of the clock hand, so that an
+//! allocation finds a clean, reusable victim instead of writing a dirty page itself
+//! (PostgreSQL's BgBufferSync and bgwriter.c; seed 000).
+//!
+//! Owns: the bgwriter's round state (its cursor and estimator, behind `round`, a mutex only
+//! rounds take), its counters, the hibernation latch, and, depending on
+//! [`BgwriterStrategy`], the dirty map or the victim queue.
+//!
+//! A round (`BufferPool::bgwriter_round`):
+//! 1. **Estimate.** Allocations since the last round (`Clock::allocations`) feed a
+//!    fast-attack, slow-decay average: a higher count replaces it at once, a lower one
+//!    pulls it down by 1/16 of the gap per round. Upcoming allocations = that average ×
+//!    `bgwriter_lru_multiplier`. A second average, the density, is the clock-hand
+//!    advance per allocation (buffers the sweep passes to find one victim), from the hand's
+//!    movement and from this writer's own scans.
+//! 2. **Cursor.** The bgwriter keeps its own position `next_to_clean` on the same monotonic
+//!    scale as the hand. If the hand has overtaken it, it restarts at the hand; if it is
+//!    ahead, the buffers between the hand and the cursor were already examined in this lap
+//!    and are not scanned again: they count as `ahead / density` reusable buffers already,
+//!    and at most `nbuffers - ahead` buffers remain before the cursor would lap the hand.
+//! 3. **Minimum progress.** The target is at least `nbuffers × delay / 120 s` buffers
+//!    beyond what is already ahead, so an idle pool is still covered every two minutes
+//!    (PostgreSQL's scan_whole_pool_milliseconds).
+//! 4. **Scan.** From the cursor forward until the reusable count reaches the target or the
+//!    lap is done: an unpinned usage-0 buffer is reusable; if it is also dirty it is pinned
+//!    (without usage credit), its content lock try-locked shared, and written through the
+//!    pool's one write path `flush_locked` (WAL first). At `lru_maxpages` writes the round
+//!    stops (`maxwritten_clean`). Each written block goes to a writeback context that hints
+//!    the OS every `bgwriter_flush_after` bytes and at the round's end, sorted and merged
+//!    (a hint left pending across a 200 ms sleep, or a 10 s hibernation, would be stale).
+//! 5. **Sleep** `bgwriter_delay`; after two idle rounds (no allocations, nothing written)
+//!    hibernate (below).
+//!
+//! Strategies (`bgwriter_strategy`):
+//! - `lru`: the round above.
+//! - `dirty-chain`: the same horizon (upcoming − already ahead, times the density, in
+//!   buffers), but only buffers whose dirty-map bit is set are visited (`dirty_map.rs`).
+//! - `mini-checkpoint`: the `lru` round, plus every [`MINI_CHECKPOINT_EVERY_ROUNDS`] rounds
+//!   an all-scan of `nbuffers /` [`MINI_CHECKPOINT_SCAN_DIVISOR`] buffers from its own
+//!   cursor that writes unpinned dirty buffers at any usage count, at most a quarter of
+//!   `lru_maxpages` (PostgreSQL 8.1's bgwriter_all_percent / all_maxpages).
+//! - `victim-queue`: the bgwriter runs the clock sweep itself for the upcoming allocations,
+//!   writes dirty victims, and pushes clean usage-0 buffers to a lock-free queue
+//!   (`victim_queue.rs`); an allocation pops one, re-checks it under its header lock
+//!   (unpinned, usage 0, clean, no I/O) and falls back to the sweep otherwise.
+//!
+//! Hibernation (the handshake that cannot lose a wake-up; `tests/bgwriter_model.rs` checks
+//! it with shuttle). Bgwriter: under the latch mutex, clear `wake`, store `hibernating =
+//! true` (SeqCst), re-read the allocation count (SeqCst); if it moved since the round read
+//! it, do not sleep; else wait on the condition variable until `wake` or stop (or the long
+//! timeout, `delay` × [`HIBERNATE_DELAY_FACTOR`]). Allocator: count the allocation
+//! (SeqCst `fetch_add`), then load `hibernating` (SeqCst; on x86 the same plain load a
+//! Relaxed one is); only if set, take the mutex, set `wake`, clear the flag and notify.
+//! Either the allocator's load sees the flag (and its notify, under the mutex, reaches a
+//! waiter that checks `wake` under that mutex), or the flag store came after the load in
+//! the single SeqCst order, so the count came before it and the bgwriter's re-check sees
+//! the allocation. Relaxed would allow both to miss (store buffering). The common path is
+//! the one extra load: no lock, no store.
+//!
+//! Invariants: the bgwriter (LRU scan) writes only buffers that were unpinned with usage
+//! 0 when it chose them, and only through `flush_locked`, so never before the WAL is
+//! durable up to the page's LSN; a failed write leaves the page dirty (the write path's
+//! rule), is counted in `write_errors` and handed to the error hook, and the round goes on.
+//! Locks: per buffer, the header lock for a few instructions (to pin), then a try of the
+//! content lock shared for the write; never more than one buffer's locks at a time, never
+//! a mapping partition. `round` (the round state) is held for a round but only rounds take
+//! it; no backend path does. The latch mutex is held only to set or test `wake`.
+
+use std::time::{Duration, Instant};
+
+use super::dirty_map::DirtyMap;
+use super::state::*;
+use super::victim_queue::VictimQueue;
+use super::{BgwriterOptions, BgwriterStrategy, BufferError, BufferPool, BufferRef};
+use crate::smgr::WritebackContext;
+use crate::stats::{set_thread_writer, IoContext, IoOp, IoWriter};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
+
+/// Weight of a new sample in the smoothed allocation rate and density: 1/16, PostgreSQL's
+/// smoothing_samples (an average over roughly the last 16 rounds, 3.2 s at 200 ms).
+pub const SMOOTHING_SAMPLES: f64 = 16.0;
+/// Starting density (buffers the sweep passes per allocation): PostgreSQL's 10.0, a
+/// pessimistic guess replaced by measurements within a few rounds.
+pub const INITIAL_DENSITY: f64 = 10.0;
+/// The whole pool is examined at least once per this many ms even without demand:
+/// PostgreSQL's scan_whole_pool_milliseconds (2 minutes).
+pub const SCAN_WHOLE_POOL_MS: u64 = 120_000;
+/// Idle rounds (no allocations, nothing written) before hibernating: PostgreSQL's rule
+/// (it hibernates after a second consecutive round that could).
+pub const HIBERNATE_AFTER_IDLE_ROUNDS: u32 = 2;
+/// A hibernating bgwriter wakes on its own after `delay` × this: PostgreSQL's
+/// HIBERNATE_FACTOR (10 s at the default delay).
+pub const HIBERNATE_DELAY_FACTOR: u64 = 50;
+/// Mini-checkpoint: an all-scan every this many rounds (1 s at the default delay), so the
+/// hot dirty buffers the LRU scan never reaches are written in the background.
+pub const MINI_CHECKPOINT_EVERY_ROUNDS: u64 = 5;
+/// Mini-checkpoint: each all-scan examines `nbuffers /` this, so the whole pool is passed
+/// every 60 all-scans (a minute at the default delay); PostgreSQL 8.1's all_percent was
+/// 0.333% per round, i.e. the pool every 60 s at its default 200 ms.
+pub const MINI_CHECKPOINT_SCAN_DIVISOR: u64 = 60;
+/// Victim queue: stale ids an allocation pops (pinned, used or dirtied since queued)
+/// before it gives up on the queue and sweeps; bounds the allocation's extra work.
+pub const VICTIM_QUEUE_POPS_MAX: u32 = 8;
+/// Victim queue: its capacity is the per-round write cap, within these bounds (a buffer id
+/// is 4 bytes and a cell 16, so 64 Ki cells are 1 MiB).
+pub const VICTIM_QUEUE_MIN: usize = 64;
+pub const VICTIM_QUEUE_MAX: usize = 1 << 16;
+
+/// Called with every error of a bgwriter write (the page stays dirty; the bgwriter goes
+/// on). Without a hook, the thread prints the error to stderr.
+pub type BgwriterErrorHook = Arc<dyn Fn(&BufferError) + Send + Sync>;
+
+/// What one round did (returned by [`BufferPool::bgwriter_round`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RoundReport {
+    /// Allocations since the previous round.
+    pub recent_allocations: u64,
+    /// The round's target: reusable buffers it wanted ahead of the hand.
+    pub upcoming_estimate: u64,
+    /// Buffers examined (descriptors read; for dirty-chain, dirty-map hits).
+    pub buffers_scanned: u64,
+    /// Reusable buffers found or made by this round's scan.
+    pub reusable_found: u64,
+    /// Pages written by the LRU scan (or the victim-queue sweep).
+    pub buffers_written: u64,
+    /// Pages written by the mini-checkpoint all-scan.
+    pub mini_checkpoint_written: u64,
+    /// Buffers pushed to the victim queue.
+    pub victims_queued: u64,
+    /// Writes that failed (pages left dirty).
+    pub write_errors: u64,
+    /// The round stopped at `lru_maxpages`.
+    pub hit_maxpages: bool,
+    /// Nothing to do: no allocations and nothing written.
+    pub idle: bool,
+    /// A stop request ended the round early.
+    pub stopped: bool,
+    pub elapsed: Duration,
+    /// The allocation count the round read (for the hibernation re-check).
+    allocations_seen: u64,
+}
+
+/// The bgwriter's counters (pg_stat_bgwriter and pg_stat_io names), a snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BgwriterStats {
+    /// Buffers handed out by replacement (sweep, free list or victim queue).
+    pub buffers_alloc: u64,
+    /// Pages the bgwriter wrote (all its scans).
+    pub buffers_clean: u64,
+    /// Rounds that stopped because they wrote `lru_maxpages` pages.
+    pub maxwritten_clean: u64,
+    /// Pages backends wrote themselves (pg_stat_io writes by backend, all contexts).
+    pub buffers_backend: u64,
+    /// Of `buffers_clean`, pages written by the mini-checkpoint all-scan.
+    pub buffers_mini_checkpoint: u64,
+    pub rounds: u64,
+    pub hibernations: u64,
+    /// Bgwriter writes that failed (pages left dirty).
+    pub write_errors: u64,
+    /// Buffers examined by all rounds.
+    pub buffers_scanned: u64,
+    /// Time spent in rounds, and the longest round.
+    pub round_time_total: Duration,
+    pub round_time_max: Duration,
+    /// Victim queue: buffers pushed by the bgwriter, and popped by allocations.
+    pub victims_queued: u64,
+    pub victims_popped: u64,
+    /// The allocation count the latest round read: how far the bgwriter has caught up
+    /// with demand (`buffers_alloc - buffers_alloc_seen` allocations it has not seen yet).
+    pub buffers_alloc_seen: u64,
+}
+
+/// The cursor and the estimator: owned by whoever runs a round.
+#[derive(Debug)]
+struct RoundState {
+    /// Whether `prev_*` hold a previous round's reading (PostgreSQL's saved_info_valid).
+    saved: bool,
+    prev_hand: u64,
+    prev_allocations: u64,
+    /// The next clock position to examine, on the hand's monotonic scale.
+    next_to_clean: u64,
+    smoothed_allocations: f64,
+    smoothed_density: f64,
+    round_number: u64,
+    /// The mini-checkpoint's own cursor (buffer index).
+    all_scan_next: u64,
+    writeback: WritebackContext,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    buffers_clean: AtomicU64,
+    maxwritten_clean: AtomicU64,
+    buffers_mini_checkpoint: AtomicU64,
+    rounds: AtomicU64,
+    hibernations: AtomicU64,
+    write_errors: AtomicU64,
+    buffers_scanned: AtomicU64,
+    round_ns_total: AtomicU64,
+    round_ns_max: AtomicU64,
+    victims_queued: AtomicU64,
+    victims_popped: AtomicU64,
+    allocations_seen: AtomicU64,
+}
+
+/// The pool's bgwriter part.
+pub(super) struct Bgwriter {
+    options: BgwriterOptions,
+    maxpages: u64,
+    round: Mutex<RoundState>,
+    counters: Counters,
+    /// Raised by a hibernating bgwriter; an allocation that sees it wakes the bgwriter.
+    hibernating: AtomicBool,
+    /// Set by an allocation that saw `hibernating` (under the latch mutex).
+    latch: Mutex<bool>,
+    latch_cond: Condvar,
+    /// Asks the running round and the thread to stop.
+    stop: AtomicBool,
+    /// A thread is running (at most one).
+    running: AtomicBool,
+    error_hook: Mutex<Option<BgwriterErrorHook>>,
+    dirty_map: Option<DirtyMap>,
+    victim_queue: Option<VictimQueue>,
+}
+
+impl std::fmt::Debug for Bgwriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bgwriter")
+            .field("options", &self.options)
+            .field("maxpages", &self.maxpages)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Bgwriter {
+    pub(super) fn new(options: BgwriterOptions, nbuffers: usize, page_size: usize) -> Self {
+        let maxpages = options.lru_maxpages_for(nbuffers);
+        let writeback_pages = (options.flush_after_bytes / page_size as u64) as usize;
+        Self {
+            options,
+            maxpages,
+            round: Mutex::new(RoundState {
+                saved: false,
+                prev_hand: 0,
+                prev_allocations: 0,
+                next_to_clean: 0,
+                smoothed_allocations: 0.0,
+                smoothed_density: INITIAL_DENSITY,
+                round_number: 0,
+                all_scan_next: 0,
+                writeback: WritebackContext::new(writeback_pages),
+            }),
+            counters: Counters::default(),
+            hibernating: AtomicBool::new(false),
+            latch: Mutex::new(false),
+            latch_cond: Condvar::new(),
+            stop: AtomicBool::new(false),
+            running: AtomicBool::new(false),
+            error_hook: Mutex::new(None),
+            dirty_map: (options.strategy == BgwriterStrategy::DirtyChain)
+                .then(|| DirtyMap::new(nbuffers)),
+            victim_queue: (options.strategy == BgwriterStrategy::VictimQueue).then(|| {
+                VictimQueue::new((maxpages as usize).clamp(VICTIM_QUEUE_MIN, VICTIM_QUEUE_MAX))
+            }),
+        }
+    }
+
+    /// A buffer turned dirty (`PageWriteGuard::mark_dirty`).
+    #[inline]
+    pub(super) fn note_dirty(&self, id: u32) {
+        if let Some(m) = &self.dirty_map {
+            m.set(id);
+        }
+    }
+
+    /// A write cleaned buffer `id`; the caller holds its header lock.
+    #[inline]
+    pub(super) fn note_clean(&self, id: u32) {
+        if let Some(m) = &self.dirty_map {
+            m.clear(id);
+        }
+    }
+
+    /// Called by every allocation after it is counted: wakes a hibernating bgwriter. The
+    /// common path is one load.
+    #[inline]
+    pub(super) fn note_allocation(&self) {
+        if self.hibernating.load(Ordering::SeqCst) {
+            self.wake();
+        }
+    }
+
+    #[cold]
+    fn wake(&self) {
+        let mut woken = self.latch.lock();
+        *woken = true;
+        self.hibernating.store(false, Ordering::SeqCst);
+        self.latch_cond.notify_all();
+    }
+
+    pub(super) fn victim_queue(&self) -> Option<&VictimQueue> {
+        self.victim_queue.as_ref()
+    }
+
+    pub(super) fn count_victim_popped(&self) {
+        self.counters.victims_popped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What examining one buffer came to.
+enum Visited {
+    /// Pinned, used recently, or busy: not reusable now.
+    NotReusable,
+    /// Unpinned, usage 0, clean.
+    Reusable,
+    /// Unpinned, usage 0, was dirty and is now written.
+    Written,
+    /// The write failed; the page stays dirty.
+    Failed,
+}
+
+/// Stops and joins the bgwriter thread when dropped (or by [`BgwriterHandle::stop`]).
+#[derive(Debug)]
+pub struct BgwriterHandle {
+    pool: Arc<BufferPool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl BgwriterHandle {
+    /// Asks the thread to stop without waiting: a round in progress ends at its next
+    /// buffer, a sleep ends at once.
+    pub fn request_stop(&self) {
+        self.pool.bgwriter_request_stop();
+    }
+
+    /// Stops the thread and waits for it.
+    pub fn stop(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.pool.bgwriter_request_stop();
+            let _ = t.join();
+            let b = &self.pool.bgwriter;
+            b.stop.store(false, Ordering::SeqCst);
+            b.running.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for BgwriterHandle {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+impl BufferPool {
+    /// Starts the bgwriter thread (named `bufpool-bgwriter`). Returns None if one is
+    /// already running for this pool. The thread stops when the handle is dropped.
+    pub fn start_bgwriter(self: &Arc<Self>) -> std::io::Result<Option<BgwriterHandle>> {
+        if self.bgwriter.running.swap(true, Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let pool = self.clone();
+        let thread = std::thread::Builder::new()
+            .name("bufpool-bgwriter".into())
+            .spawn(move || pool.bgwriter_run())
+            .inspect_err(|_| self.bgwriter.running.store(false, Ordering::SeqCst))?;
+        Ok(Some(BgwriterHandle {
+            pool: self.clone(),
+            thread: Some(thread),
+        }))
+    }
+
+    /// The bgwriter's options in effect (`lru_maxpages` resolved in
+    /// [`BufferPool::bgwriter_maxpages`]).
+    pub fn bgwriter_options(&self) -> BgwriterOptions {
+        self.bgwriter.options
+    }
+
+    /// The per-round write cap in effect (the automatic value if not set).
+    pub fn bgwriter_maxpages(&self) -> u64 {
+        self.bgwriter.maxpages
+    }
+
+    /// Sets (or with None removes) the hook that receives every failed bgwriter write.
+    pub fn set_bgwriter_error_hook(&self, hook: Option<BgwriterErrorHook>) {
+        *self.bgwriter.error_hook.lock() = hook;
+    }
+
+    /// The bgwriter's counters.
+    pub fn bgwriter_stats(&self) -> BgwriterStats {
+        let c = &self.bgwriter.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        BgwriterStats {
+            buffers_alloc: self.clock.allocations(),
+            buffers_clean: get(&c.buffers_clean),
+            maxwritten_clean: get(&c.maxwritten_clean),
+            buffers_backend: self.stats().by_writer(IoWriter::Backend, IoOp::Write),
+            buffers_mini_checkpoint: get(&c.buffers_mini_checkpoint),
+            rounds: get(&c.rounds),
+            hibernations: get(&c.hibernations),
+            write_errors: get(&c.write_errors),
+            buffers_scanned: get(&c.buffers_scanned),
+            round_time_total: Duration::from_nanos(get(&c.round_ns_total)),
+            round_time_max: Duration::from_nanos(get(&c.round_ns_max)),
+            victims_queued: get(&c.victims_queued),
+            victims_popped: get(&c.victims_popped),
+            buffers_alloc_seen: get(&c.allocations_seen),
+        }
+    }
+
+    /// Whether the bgwriter is hibernating (for tests and monitoring).
+    pub fn bgwriter_hibernating(&self) -> bool {
+        self.bgwriter.hibernating.load(Ordering::SeqCst)
+    }
+
+    /// Asks a running bgwriter loop (and a round in progress) to stop.
+    pub fn bgwriter_request_stop(&self) {
+        let b = &self.bgwriter;
+        b.stop.store(true, Ordering::SeqCst);
+        // Under the latch mutex, so a thread about to sleep sees the flag or the notify.
+        let _latch = b.latch.lock();
+        b.latch_cond.notify_all();
+    }
+
+    /// The bgwriter thread's body: rounds, naps and hibernation until a stop request.
+    /// [`BufferPool::start_bgwriter`] runs it on its own thread; a model test runs it on a
+    /// modeled one. I/O is counted as the bgwriter's.
+    #[doc(hidden)]
+    pub fn bgwriter_run(&self) {
+        let previous = set_thread_writer(IoWriter::Bgwriter);
+        let mut idle_rounds = 0;
+        while !self.bgwriter.stop.load(Ordering::SeqCst) {
+            let report = self.bgwriter_round();
+            if report.stopped {
+                break;
+            }
+            if report.write_errors > 0 && self.bgwriter.error_hook.lock().is_none() {
+                eprintln!(
+                    "bufpool bgwriter: {} page write(s) failed this round; the pages stay dirty",
+                    report.write_errors
+                );
+            }
+            idle_rounds = if report.idle { idle_rounds + 1 } else { 0 };
+            if idle_rounds >= HIBERNATE_AFTER_IDLE_ROUNDS {
+                self.bgwriter_hibernate(report.allocations_seen);
+                idle_rounds = 0;
+            } else {
+                self.bgwriter_nap();
+            }
+        }
+        set_thread_writer(previous);
+    }
+
+    /// Sleeps `bgwriter_delay` or until a stop request. Under shuttle, time does not pass:
+    /// a nap is a yield, so the model explores rounds racing allocations.
+    fn bgwriter_nap(&self) {
+        #[cfg(feature = "shuttle")]
+        crate::sync::yield_now();
+        #[cfg(not(feature = "shuttle"))]
+        {
+            let b = &self.bgwriter;
+            let latch = b.latch.lock();
+            if !b.stop.load(Ordering::SeqCst) {
+                let delay = Duration::from_millis(b.options.delay_ms);
+                drop(b.latch_cond.wait_for(latch, delay));
+            }
+        }
+    }
+
+    /// Hibernates until an allocation after `allocations_seen` wakes it, a stop request,
+    /// or the long timeout (see the module doc, "Hibernation").
+    fn bgwriter_hibernate(&self, allocations_seen: u64) {
+        let b = &self.bgwriter;
+        let mut woken = b.latch.lock();
+        *woken = false;
+        b.hibernating.store(true, Ordering::SeqCst);
+        if self.clock.allocations() != allocations_seen || b.stop.load(Ordering::SeqCst) {
+            b.hibernating.store(false, Ordering::SeqCst);
+            return;
+        }
+        b.counters.hibernations.fetch_add(1, Ordering::Relaxed);
+        let long = Duration::from_millis(b.options.delay_ms * HIBERNATE_DELAY_FACTOR);
+        while !*woken && !b.stop.load(Ordering::SeqCst) {
+            let (latch, timed_out) = b.latch_cond.wait_for(woken, long);
+            woken = latch;
+            if timed_out {
+                break;
+            }
+        }
+        *woken = false;
+        b.hibernating.store(false, Ordering::SeqCst);
+    }
+
+    /// Runs one bgwriter round now, on the calling thread (its writes are counted as the
+    /// bgwriter's), and returns what it did. The thread calls this; so can an experiment
+    /// or a test, with or without the thread (rounds take turns).
+    pub fn bgwriter_round(&self) -> RoundReport {
+        let start = Instant::now();
+        let previous = set_thread_writer(IoWriter::Bgwriter);
+        let mut state = self.bgwriter.round.lock();
+        let mut report = match self.bgwriter.options.strategy {
+            BgwriterStrategy::VictimQueue => self.victim_queue_round(&mut state),
+            strategy => {
+                let mut r = self.lru_round(&mut state, strategy == BgwriterStrategy::DirtyChain);
+                if strategy == BgwriterStrategy::MiniCheckpoint
+                    && !r.stopped
+                    && state.round_number % MINI_CHECKPOINT_EVERY_ROUNDS == 0
+                {
+                    self.mini_checkpoint(&mut state, &mut r);
+                }
+                r
+            }
+        };
+        state.round_number += 1;
+        // A hint; a failure is not a lost write (the checkpoint's fsync reports those).
+        let _ = state.writeback.issue(&self.smgr, IoContext::Normal);
+        drop(state);
+        set_thread_writer(previous);
+        report.idle = report.recent_allocations == 0
+            && report.buffers_written == 0
+            && report.mini_checkpoint_written == 0;
+        report.elapsed = start.elapsed();
+        let c = &self.bgwriter.counters;
+        let ns = report.elapsed.as_nanos().min(u128::from(u64::MAX)) as u64;
+        c.rounds.fetch_add(1, Ordering::Relaxed);
+        c.round_ns_total.fetch_add(ns, Ordering::Relaxed);
+        c.round_ns_max.fetch_max(ns, Ordering::Relaxed);
+        c.buffers_scanned
+            .fetch_add(report.buffers_scanned, Ordering::Relaxed);
+        c.buffers_clean.fetch_add(
+            report.buffers_written + report.mini_checkpoint_written,
+            Ordering::Relaxed,
+        );
+        c.buffers_mini_checkpoint
+            .fetch_add(report.mini_checkpoint_written, Ordering::Relaxed);
+        c.maxwritten_clean
+            .fetch_add(u64::from(report.hit_maxpages), Ordering::Relaxed);
+        c.write_errors
+            .fetch_add(report.write_errors, Ordering::Relaxed);
+        c.victims_queued
+            .fetch_add(report.victims_queued, Ordering::Relaxed);
+        c.allocations_seen
+            .fetch_max(report.allocations_seen, Ordering::Relaxed);
+        report
+    }
+
+    /// Step 1 of a round: reads the hand and the allocation count, updates the smoothed
+    /// allocation rate and density, and returns (recent allocations, upcoming estimate
+    /// before the minimum-progress floor).
+    fn bgwriter_estimate(&self, state: &mut RoundState, report: &mut RoundReport) -> (u64, f64) {
+        let hand = self.clock.hand();
+        let allocations = self.clock.allocations();
+        report.allocations_seen = allocations;
+        let recent = if state.saved {
+            allocations.wrapping_sub(state.prev_allocations)
+        } else {
+            allocations
+        };
+        if state.saved {
+            let hand_moved = hand.wrapping_sub(state.prev_hand);
+            if recent > 0 && hand_moved > 0 {
+                let sample = hand_moved as f64 / recent as f64;
+                state.smoothed_density += (sample - state.smoothed_density) / SMOOTHING_SAMPLES;
+            }
+        }
+        state.prev_hand = hand;
+        state.prev_allocations = allocations;
+        state.saved = true;
+        let recent_f = recent as f64;
+        if recent_f > state.smoothed_allocations {
+            state.smoothed_allocations = recent_f; // fast attack
+        } else {
+            state.smoothed_allocations +=
+                (recent_f - state.smoothed_allocations) / SMOOTHING_SAMPLES; // slow decay
+        }
+        report.recent_allocations = recent;
+        (
+            hand,
+            state.smoothed_allocations * self.bgwriter.options.lru_multiplier(),
+        )
+    }
+
+    /// The LRU round (and, with `dirty_only`, the dirty-chain round).
+    fn lru_round(&self, state: &mut RoundState, dirty_only: bool) -> RoundReport {
+        let mut report = RoundReport::default();
+        let nbuffers = self.descs.len() as u64;
+        let (hand, upcoming_raw) = self.bgwriter_estimate(state, &mut report);
+        if self.bgwriter.maxpages == 0 {
+            // Cleaning disabled: nothing to scan, and the next round re-reads the hand.
+            state.saved = false;
+            return report;
+        }
+        // Step 2: the cursor. Behind (or level with) the hand: restart there.
+        let ahead = if state.next_to_clean > hand {
+            (state.next_to_clean - hand).min(nbuffers)
+        } else {
+            state.next_to_clean = hand;
+            0
+        };
+        let bufs_to_lap = nbuffers - ahead;
+        let density = state.smoothed_density.max(1.0);
+        let reusable_ahead = (ahead as f64 / density) as u64;
+        // Step 3: minimum progress.
+        let min_scan = (nbuffers * self.bgwriter.options.delay_ms).div_ceil(SCAN_WHOLE_POOL_MS);
+        let upcoming = (upcoming_raw as u64).max(min_scan + reusable_ahead);
+        report.upcoming_estimate = upcoming;
+        let mut reusable = reusable_ahead;
+        let stop = &self.bgwriter.stop;
+        if dirty_only {
+            // Dirty-chain: the horizon in buffers that the estimate asks for, visiting
+            // only dirty-map hits in it.
+            let want = upcoming.saturating_sub(reusable_ahead);
+            let horizon = ((want as f64 * density).ceil() as u64).min(bufs_to_lap);
+            let map = self
+                .bgwriter
+                .dirty_map
+                .as_ref()
+                .expect("dirty-chain has a map");
+            let end = state.next_to_clean + horizon;
+            let mut pos = state.next_to_clean;
+            while pos < end {
+                if stop.load(Ordering::Relaxed) {
+                    report.stopped = true;
+                    break;
+                }
+                let (found, _) = map.next_set(pos, end);
+                let Some(at) = found else {
+                    pos = end;
+                    break;
+                };
+                pos = at + 1;
+                report.buffers_scanned += 1;
+                match self.sync_one_buffer(state, (at % nbuffers) as u32, true, &mut report) {
+                    Visited::Written => {
+                        report.buffers_written += 1;
+                        report.reusable_found += 1;
+                        if report.buffers_written >= self.bgwriter.maxpages {
+                            report.hit_maxpages = true;
+                            break;
+                        }
+                    }
+                    Visited::Reusable => report.reusable_found += 1,
+                    Visited::NotReusable | Visited::Failed => {}
+                }
+            }
+            state.next_to_clean = pos;
+            return report;
+        }
+        // Step 4: the scan.
+        let mut to_scan = bufs_to_lap;
+        while to_scan > 0 && reusable < upcoming {
+            if stop.load(Ordering::Relaxed) {
+                report.stopped = true;
+                break;
+            }
+            let id = (state.next_to_clean % nbuffers) as u32;
+            state.next_to_clean += 1;
+            to_scan -= 1;
+            report.buffers_scanned += 1;
+            match self.sync_one_buffer(state, id, true, &mut report) {
+                Visited::Written => {
+                    reusable += 1;
+                    report.buffers_written += 1;
+                    if report.buffers_written >= self.bgwriter.maxpages {
+                        report.hit_maxpages = true;
+                        break;
+                    }
+                }
+                Visited::Reusable => reusable += 1,
+                Visited::NotReusable | Visited::Failed => {}
+            }
+        }
+        report.reusable_found = reusable - reusable_ahead;
+        // This scan is a density sample too: buffers passed per reusable one found.
+        let scanned = bufs_to_lap - to_scan;
+        if scanned > 0 && report.reusable_found > 0 {
+            let sample = scanned as f64 / report.reusable_found as f64;
+            state.smoothed_density += (sample - state.smoothed_density) / SMOOTHING_SAMPLES;
+        }
+        report
+    }
+
+    /// Examines buffer `id` (PostgreSQL's SyncOneBuffer): with `lru`, only an unpinned
+    /// usage-0 buffer counts and is written if dirty; without (the all-scan), any unpinned
+    /// dirty buffer is written. Holds this buffer's locks only; writes through
+    /// `flush_locked`.
+    fn sync_one_buffer(
+        &self,
+        state: &mut RoundState,
+        id: u32,
+        lru: bool,
+        report: &mut RoundReport,
+    ) -> Visited {
+        let d = &self.descs[id as usize];
+        let wanted = |s: u64| refcount(s) == 0 && (!lru || usage(s) == 0);
+        let hint = d.load_state();
+        if !wanted(hint) {
+            return Visited::NotReusable;
+        }
+        if hint & (DIRTY | VALID) != (DIRTY | VALID) && self.bgwriter.dirty_map.is_none() {
+            return Visited::Reusable;
+        }
+        // Pin without usage credit, re-checking under the header lock.
+        let s = d.lock_header();
+        if !wanted(s) {
+            d.unlock_header(s);
+            return Visited::NotReusable;
+        }
+        if s & (DIRTY | VALID) != (DIRTY | VALID) {
+            // Clean after all; a dirty-map bit left on it is stale (see dirty_map.rs).
+            self.bgwriter.note_clean(id);
+            d.unlock_header(s);
+            return Visited::Reusable;
+        }
+        d.unlock_header(s + REFCOUNT_ONE);
+        let pinned = BufferRef { pool: self, id };
+        if !d.content_lock.try_lock_shared() {
+            // Someone holds it exclusively right now: in use, not reusable.
+            return Visited::NotReusable;
+        }
+        let result = self.flush_locked(id, IoContext::Normal);
+        // SAFETY: taken by the successful try_lock_shared above.
+        unsafe { d.content_lock.unlock_shared() };
+        let tag = pinned.tag();
+        drop(pinned);
+        match result {
+            Ok(true) => {
+                let _ = state.writeback.add(&self.smgr, tag, IoContext::Normal);
+                Visited::Written
+            }
+            Ok(false) => Visited::Reusable,
+            Err(e) => {
+                report.write_errors += 1;
+                let hook = self.bgwriter.error_hook.lock().clone();
+                if let Some(h) = hook {
+                    h(&e);
+                }
+                Visited::Failed
+            }
+        }
+    }
+
+    /// Simon Riggs' second activity: a bounded all-scan that writes unpinned dirty buffers
+    /// at any usage count.
+    fn mini_checkpoint(&self, state: &mut RoundState, report: &mut RoundReport) {
+        let nbuffers = self.descs.len() as u64;
+        let to_scan = nbuffers.div_ceil(MINI_CHECKPOINT_SCAN_DIVISOR);
+        let max_writes = (self.bgwriter.maxpages / 4).max(1);
+        for _ in 0..to_scan {
+            if self.bgwriter.stop.load(Ordering::Relaxed) {
+                report.stopped = true;
+                return;
+            }
+            let id = (state.all_scan_next % nbuffers) as u32;
+            state.all_scan_next += 1;
+            report.buffers_scanned += 1;
+            if let Visited::Written = self.sync_one_buffer(state, id, false, report) {
+                report.mini_checkpoint_written += 1;
+                if report.mini_checkpoint_written >= max_writes {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The victim-queue round: sweep for the upcoming allocations not already queued,
+    /// write dirty victims, queue clean ones.
+    fn victim_queue_round(&self, state: &mut RoundState) -> RoundReport {
+        let mut report = RoundReport::default();
+        let nbuffers = self.descs.len() as u64;
+        let (_, upcoming_raw) = self.bgwriter_estimate(state, &mut report);
+        let queue = self.bgwriter.victim_queue.as_ref().expect("victim queue");
+        if self.bgwriter.maxpages == 0 {
+            return report;
+        }
+        let room = (queue.capacity() - queue.len().min(queue.capacity())) as u64;
+        let want = (upcoming_raw.ceil() as u64)
+            .saturating_sub(queue.len() as u64)
+            .min(room);
+        report.upcoming_estimate = want;
+        // At most one lap of the hand per round: bounds a round on a pool that is all hot.
+        let mut budget = nbuffers;
+        while report.victims_queued < want && budget > 0 {
+            if self.bgwriter.stop.load(Ordering::Relaxed) {
+                report.stopped = true;
+                break;
+            }
+            budget -= 1;
+            report.buffers_scanned += 1;
+            let (id, visit) = self.clock.sweep_step(&self.descs);
+            let super::descriptor::Visit::Pinned(s) = visit else {
+                continue;
+            };
+            // We hold the sweep's pin on an unpinned usage-0 buffer.
+            let d = &self.descs[id as usize];
+            let pinned = BufferRef { pool: self, id };
+            if s & DIRTY != 0 {
+                if report.buffers_written >= self.bgwriter.maxpages {
+                    report.hit_maxpages = true;
+                    break;
+                }
+                if !d.content_lock.try_lock_shared() {
+                    continue;
+                }
+                let result = self.flush_locked(id, IoContext::Normal);
+                // SAFETY: taken by the successful try_lock_shared above.
+                unsafe { d.content_lock.unlock_shared() };
+                match result {
+                    Ok(true) => {
+                        report.buffers_written += 1;
+                        let _ = state
+                            .writeback
+                            .add(&self.smgr, pinned.tag(), IoContext::Normal);
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        report.write_errors += 1;
+                        let hook = self.bgwriter.error_hook.lock().clone();
+                        if let Some(h) = hook {
+                            h(&e);
+                        }
+                        continue;
+                    }
+                }
+            }
+            drop(pinned);
+            if queue.push(id) {
+                report.victims_queued += 1;
+                report.reusable_found += 1;
+            } else {
+                break;
+            }
+        }
+        report
+    }
+
+    /// Takes a victim for an allocation, pinned, with its state: the free list first, then
+    /// (victim-queue strategy) a queued buffer that is still unpinned, usage 0, clean and
+    /// idle, else the clock sweep. Wakes a hibernating bgwriter.
+    pub(super) fn take_victim(&self) -> Result<(u32, u64), super::clock::AllPinned> {
+        if let Some(queue) = self.bgwriter.victim_queue() {
+            if !self.clock.has_free() {
+                for _ in 0..VICTIM_QUEUE_POPS_MAX {
+                    let Some(id) = queue.pop() else { break };
+                    let d = &self.descs[id as usize];
+                    let s = d.lock_header();
+                    if refcount(s) == 0 && usage(s) == 0 && s & (DIRTY | IO_IN_PROGRESS) == 0 {
+                        let pinned = (s + REFCOUNT_ONE) & !LOCKED;
+                        d.unlock_header(pinned);
+                        self.clock.count_allocation();
+                        self.bgwriter.count_victim_popped();
+                        self.bgwriter.note_allocation();
+                        return Ok((id, pinned));
+                    }
+                    d.unlock_header(s);
+                }
+            }
+        }
+        let r = self.clock.victim(&self.descs);
+        self.bgwriter.note_allocation();
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::types::{ForkNumber, Lsn, RelFileId};
+    use crate::vfs::{MemVfs, Vfs};
+    use crate::WalFlush;
+    use std::path::Path;
+
+    const REL: RelFileId = RelFileId::new(0, 7);
+
+    fn pool_with(config: &Config, wal: Arc<dyn WalFlush>) -> (MemVfs, BufferPool) {
+        let vfs = MemVfs::new();
+        let smgr = crate::smgr::Smgr::open(
+            Arc::new(vfs.clone()) as Arc<dyn Vfs>,
+            Path::new("/db"),
+            crate::buffer::PoolConfig::smgr_options(config, true).unwrap(),
+        )
+        .unwrap();
+        let pool = BufferPool::new(Arc::new(smgr), config, wal).unwrap();
+        (vfs, pool)
+    }
+
+    fn config(buffers: u64, strategy: &str) -> Config {
+        let mut c = Config::default();
+        c.set("shared_buffers", &buffers.to_string()).unwrap();
+        c.set("block_size", "4kB").unwrap();
+        c.set("bgwriter_strategy", strategy).unwrap();
+        c
+    }
+
+    /// Fills the whole pool with dirty pages of REL, page b with LSN b + 1, and makes every
+    /// buffer unpinned with usage 0.
+    fn dirty_pool(pool: &BufferPool) {
+        pool.create_relation(REL, ForkNumber::Main).unwrap();
+        for b in 0..pool.nbuffers() as u64 {
+            let buf = pool.extend(REL, ForkNumber::Main).unwrap();
+            let mut g = buf.write();
+            crate::page::init(&mut g, 0);
+            g.set_lsn(Lsn(b + 1));
+        }
+        for d in pool.descs.iter() {
+            set_usage(d, 0);
+        }
+    }
+
+    fn set_usage(d: &super::super::descriptor::BufferDesc, u: u64) {
+        let s = d.lock_header();
+        d.unlock_header((s & !USAGE_MASK) | (u << USAGE_SHIFT));
+    }
+
+    fn dirty(pool: &BufferPool, id: usize) -> bool {
+        pool.descs[id].load_state() & DIRTY != 0
+    }
+
+    /// Proves: the LRU round writes only unpinned usage-0 buffers, and counts each write
+    /// as the bgwriter's. How: a dirty pool where some buffers are pinned by the test and
+    /// some have usage credit; one round with a target beyond the pool.
+    #[test]
+    fn never_writes_a_pinned_or_recently_used_buffer() {
+        let (_vfs, pool) = pool_with(&config(32, "lru"), Arc::new(crate::NoWal));
+        dirty_pool(&pool);
+        let pinned: Vec<_> = (0..4)
+            .map(|b| {
+                pool.read(crate::BufferTag::new(REL, ForkNumber::Main, b))
+                    .unwrap()
+            })
+            .collect();
+        let pinned_ids: Vec<u32> = pinned.iter().map(|b| b.buffer_id()).collect();
+        for d in pool.descs.iter() {
+            if !pinned_ids.contains(&d.id) {
+                set_usage(d, 0);
+            }
+        }
+        let used: Vec<usize> = (10..16).collect();
+        for &id in &used {
+            set_usage(&pool.descs[id], 2);
+        }
+        let r = pool.bgwriter_round();
+        assert!(r.buffers_written > 0, "{r:?}");
+        for id in 0..32 {
+            let spared = pinned_ids.contains(&(id as u32)) || used.contains(&id);
+            assert_eq!(dirty(&pool, id), spared, "buffer {id}: {r:?}");
+        }
+        assert_eq!(r.buffers_written, 32 - 4 - 6);
+        let io = pool.stats();
+        assert_eq!(io.by_writer(IoWriter::Bgwriter, IoOp::Write), 22);
+        assert_eq!(io.by_writer(IoWriter::Backend, IoOp::Write), 0);
+        assert_eq!(pool.bgwriter_stats().buffers_clean, 22);
+    }
+
+    /// Proves: the write waits for the WAL. How: a WAL hook that is durable only up to LSN
+    /// 10 and fails beyond: pages with LSN <= 10 are written, the others stay dirty with
+    /// storage untouched, and every write was preceded by a flush request covering it.
+    #[test]
+    fn never_writes_a_page_before_its_wal() {
+        struct Wal {
+            durable: Lsn,
+            asked: crate::sync::Mutex<Vec<Lsn>>,
+        }
+        impl WalFlush for Wal {
+            fn flush(&self, lsn: Lsn) -> Result<(), crate::buffer::WalFlushError> {
+                self.asked.lock().push(lsn);
+                if lsn <= self.durable {
+                    Ok(())
+                } else {
+                    Err(format!("log not durable past {}", self.durable).into())
+                }
+            }
+        }
+        let wal = Arc::new(Wal {
+            durable: Lsn(10),
+            asked: Default::default(),
+        });
+        let (_vfs, pool) = pool_with(&config(32, "lru"), wal.clone());
+        dirty_pool(&pool);
+        let r = pool.bgwriter_round();
+        assert_eq!(r.buffers_written, 10, "{r:?}");
+        assert_eq!(r.write_errors, 22);
+        for d in pool.descs.iter() {
+            // SAFETY: no other thread uses the pool, and the slice lives for this line.
+            let lsn = crate::page::lsn(unsafe { pool.page_slice(d.id) });
+            assert_eq!(d.load_state() & DIRTY != 0, lsn > Lsn(10), "{d:?} at {lsn}");
+        }
+        // Every page reached storage only with its LSN covered: nblocks on storage were
+        // extended with zero pages, and only the written ones carry a header now.
+        let mut page = vec![0u8; 4096];
+        for b in 0..32u32 {
+            let tag = crate::BufferTag::new(REL, ForkNumber::Main, b);
+            pool.smgr.read(&tag, &mut page, IoContext::Normal).unwrap();
+            let on_disk = crate::page::lsn(&page);
+            assert!(on_disk <= Lsn(10), "block {b} reached storage at {on_disk}");
+        }
+        let asked = wal.asked.lock();
+        assert_eq!(
+            asked.len(),
+            32,
+            "one flush request per page written or tried"
+        );
+    }
+
+    /// Proves: a failed write leaves the page dirty, is counted and reaches the hook, and
+    /// the round goes on with the next buffers.
+    #[test]
+    fn a_failed_write_leaves_the_page_dirty_and_is_reported() {
+        use crate::testing::{FaultKind, FaultOp, FaultRule, FaultVfs};
+        let mem = MemVfs::new();
+        let fault = FaultVfs::new(Arc::new(mem) as Arc<dyn Vfs>);
+        let c = config(32, "lru");
+        let smgr = crate::smgr::Smgr::open(
+            Arc::new(fault.clone()) as Arc<dyn Vfs>,
+            Path::new("/db"),
+            crate::buffer::PoolConfig::smgr_options(&c, true).unwrap(),
+        )
+        .unwrap();
+        let pool = BufferPool::new(Arc::new(smgr), &c, Arc::new(crate::NoWal)).unwrap();
+        dirty_pool(&pool);
+        let seen = Arc::new(crate::sync::Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        pool.set_bgwriter_error_hook(Some(Arc::new(move |e: &BufferError| {
+            s2.lock().push(e.raw_os_error());
+        })));
+        fault.add_rule(FaultRule::nth("base", FaultOp::Write, 3, FaultKind::Eio));
+        let r = pool.bgwriter_round();
+        assert_eq!(r.write_errors, 1, "{r:?}");
+        assert_eq!(r.buffers_written, 31);
+        assert_eq!(pool.usage_summary().dirty, 1);
+        assert_eq!(pool.bgwriter_stats().write_errors, 1);
+        assert_eq!(*seen.lock(), vec![Some(libc::EIO)]);
+        // The page still holds its change: the next write of it succeeds.
+        assert_eq!(pool.flush_all().unwrap(), 1);
+        assert_eq!(pool.usage_summary().dirty, 0);
+    }
+
+    /// Proves: a round writes at most lru_maxpages pages and counts maxwritten_clean.
+    #[test]
+    fn a_round_writes_at_most_maxpages() {
+        let mut c = config(64, "lru");
+        c.set("bgwriter_lru_maxpages", "5").unwrap();
+        let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
+        dirty_pool(&pool);
+        let r = pool.bgwriter_round();
+        assert_eq!(r.buffers_written, 5, "{r:?}");
+        assert!(r.hit_maxpages);
+        assert_eq!(pool.bgwriter_stats().maxwritten_clean, 1);
+        // The next round goes on from its cursor, not from the hand again.
+        let r2 = pool.bgwriter_round();
+        assert_eq!(r2.buffers_written, 5, "{r2:?}");
+        assert_eq!(pool.usage_summary().dirty, 64 - 10);
+        c.set("bgwriter_lru_maxpages", "0").unwrap();
+        let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
+        dirty_pool(&pool);
+        assert_eq!(pool.bgwriter_round().buffers_written, 0);
+    }
+
+    /// Proves: the cursor never re-scans buffers it passed in this lap. How: a clean,
+    /// reusable pool and an allocation estimate of 20 buffers: the first round scans 20
+    /// from the hand, the second (no new allocations, so a lower target) finds them ahead
+    /// already and scans fewer, never past one lap.
+    #[test]
+    fn the_cursor_stays_ahead_and_does_not_rescan() {
+        let (_vfs, pool) = pool_with(&config(64, "lru"), Arc::new(crate::NoWal));
+        pool.create_relation(REL, ForkNumber::Main).unwrap();
+        for _ in 0..10 {
+            drop(pool.extend(REL, ForkNumber::Main).unwrap());
+        }
+        pool.flush_all().unwrap();
+        for d in pool.descs.iter() {
+            set_usage(d, 0);
+        }
+        // 10 allocations x multiplier 2.0 = 20 upcoming.
+        let r1 = pool.bgwriter_round();
+        assert_eq!(r1.upcoming_estimate, 20, "{r1:?}");
+        assert_eq!(r1.buffers_scanned, 20);
+        let mut total = r1.buffers_scanned;
+        for _ in 0..20 {
+            total += pool.bgwriter_round().buffers_scanned;
+        }
+        assert!(
+            total <= 64,
+            "scanned {total} buffers of 64 without the hand moving"
+        );
+    }
+
+    /// Proves: the dirty-chain round writes the same buffers the LRU round would, while
+    /// examining only dirty ones; and the dirty map tracks cleaning.
+    #[test]
+    fn dirty_chain_visits_only_dirty_buffers() {
+        let (_vfs, pool) = pool_with(&config(64, "dirty-chain"), Arc::new(crate::NoWal));
+        dirty_pool(&pool);
+        let map = pool.bgwriter.dirty_map.as_ref().unwrap();
+        assert_eq!(map.count(), 64);
+        // Clean all but 8 spread buffers.
+        pool.flush_all().unwrap();
+        assert_eq!(map.count(), 0, "a write clears the bit");
+        for b in (0..64).step_by(8) {
+            let buf = pool
+                .read(crate::BufferTag::new(REL, ForkNumber::Main, b))
+                .unwrap();
+            buf.write().mark_dirty();
+        }
+        for d in pool.descs.iter() {
+            set_usage(d, 0);
+        }
+        assert_eq!(map.count(), 8);
+        let r = pool.bgwriter_round();
+        assert_eq!(r.buffers_written, 8, "{r:?}");
+        assert_eq!(r.buffers_scanned, 8);
+        assert_eq!(map.count(), 0);
+        assert_eq!(pool.usage_summary().dirty, 0);
+    }
+
+    /// Proves: the mini-checkpoint writes dirty buffers with usage credit, which the LRU
+    /// scan leaves alone, and never a pinned one.
+    #[test]
+    fn mini_checkpoint_writes_hot_dirty_buffers_but_not_pinned_ones() {
+        let mut c = config(120, "mini-checkpoint");
+        c.set("bgwriter_lru_maxpages", "400").unwrap();
+        let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
+        dirty_pool(&pool);
+        // Block 1 sits in buffer 1 (the free list hands out buffer 0 first), which the
+        // first all-scan of 120 / 60 = 2 buffers reaches.
+        let held = pool
+            .read(crate::BufferTag::new(REL, ForkNumber::Main, 1))
+            .unwrap();
+        assert_eq!(held.buffer_id(), 1);
+        for d in pool.descs.iter() {
+            set_usage(d, 3);
+        }
+        let r = pool.bgwriter_round();
+        assert_eq!(r.buffers_written, 0, "all hot: no LRU writes");
+        assert_eq!(r.mini_checkpoint_written, 1, "{r:?}");
+        assert!(!dirty(&pool, 0));
+        assert!(dirty(&pool, 1), "pinned: not written");
+        assert_eq!(pool.bgwriter_stats().buffers_mini_checkpoint, 1);
+        // The next all-scan is MINI_CHECKPOINT_EVERY_ROUNDS rounds later.
+        for _ in 1..MINI_CHECKPOINT_EVERY_ROUNDS {
+            assert_eq!(pool.bgwriter_round().mini_checkpoint_written, 0);
+        }
+        assert_eq!(pool.bgwriter_round().mini_checkpoint_written, 2);
+    }
+
+    /// Proves: the victim queue hands out only buffers that are unpinned, usage 0 and
+    /// clean at the moment they are taken; stale entries are skipped.
+    #[test]
+    fn victim_queue_never_hands_out_a_pinned_or_dirty_buffer() {
+        let (_vfs, pool) = pool_with(&config(32, "victim-queue"), Arc::new(crate::NoWal));
+        dirty_pool(&pool);
+        let r = pool.bgwriter_round();
+        assert!(r.victims_queued >= 8, "{r:?}");
+        assert_eq!(r.buffers_written, r.victims_queued);
+        let queue = pool.bgwriter.victim_queue().unwrap();
+        assert_eq!(queue.len() as u64, r.victims_queued);
+        // Spoil some queued entries: pin one, dirty one, give one usage credit.
+        let ids: Vec<u32> = (0..queue.len()).map(|_| queue.pop().unwrap()).collect();
+        for &id in &ids {
+            assert!(queue.push(id));
+        }
+        let tag_of = |id: u32| pool.descs[id as usize].tag();
+        let held = pool.read(tag_of(ids[0])).unwrap();
+        set_usage(&pool.descs[ids[0] as usize], 0);
+        {
+            let b = pool.read(tag_of(ids[1])).unwrap();
+            b.write().mark_dirty();
+        }
+        set_usage(&pool.descs[ids[1] as usize], 0);
+        set_usage(&pool.descs[ids[2] as usize], 1);
+        let spoiled = [ids[0], ids[1], ids[2]];
+        for n in 1..=ids.len() as u64 - 3 {
+            let (id, s) = pool.take_victim().unwrap();
+            assert_eq!(
+                pool.bgwriter_stats().victims_popped,
+                n,
+                "served by the queue"
+            );
+            assert!(!spoiled.contains(&id), "stale entry {id} handed out");
+            assert_eq!(refcount(s), 1, "only the taker's pin");
+            assert_eq!(usage(s), 0);
+            assert_eq!(s & DIRTY, 0, "a queued victim is clean");
+            assert_eq!(pool.descs[id as usize].load_state(), s);
+            pool.descs[id as usize].unpin();
+        }
+        assert!(queue.is_empty(), "the stale entries were dropped");
+        drop(held);
+    }
+
+    /// Proves: a stop request ends a round at its next buffer. How: a WAL hook that parks
+    /// the round inside its first write until the test has asked it to stop.
+    #[test]
+    fn a_stop_request_ends_the_round_mid_way() {
+        use std::sync::mpsc;
+        struct Gate {
+            entered: Mutex<Option<mpsc::Sender<()>>>,
+            open: Mutex<Option<mpsc::Receiver<()>>>,
+        }
+        impl WalFlush for Gate {
+            fn flush(&self, _lsn: Lsn) -> Result<(), crate::buffer::WalFlushError> {
+                if let Some(tx) = self.entered.lock().take() {
+                    tx.send(()).unwrap();
+                    let rx = self.open.lock().take().unwrap();
+                    rx.recv().unwrap();
+                }
+                Ok(())
+            }
+        }
+        let (entered_tx, entered_rx) = mpsc::channel();
+        let (open_tx, open_rx) = mpsc::channel();
+        let gate = Arc::new(Gate {
+            entered: Mutex::new(None),
+            open: Mutex::new(Some(open_rx)),
+        });
+        let (_vfs, pool) = pool_with(&config(64, "lru"), gate.clone());
+        dirty_pool(&pool);
+        *gate.entered.lock() = Some(entered_tx);
+        let pool = Arc::new(pool);
+        let handle = pool.start_bgwriter().unwrap().unwrap();
+        assert!(
+            pool.start_bgwriter().unwrap().is_none(),
+            "one thread per pool"
+        );
+        entered_rx.recv().unwrap(); // the first round is inside its first write
+        handle.request_stop();
+        open_tx.send(()).unwrap();
+        handle.stop();
+        let s = pool.bgwriter_stats();
+        assert_eq!(s.rounds, 1);
+        assert_eq!(s.buffers_clean, 1, "stopped after the write in progress");
+        assert_eq!(pool.usage_summary().dirty, 63);
+        // A stopped pool still runs rounds on demand.
+        assert!(pool.bgwriter_round().buffers_written > 0);
+    }
+
+    /// Proves: an idle bgwriter hibernates after two idle rounds and an allocation wakes
+    /// it. How: the real thread; the test waits on the pool's state, polling with a
+    /// yield (no sleep stands in for a happens-before).
+    #[test]
+    fn hibernates_when_idle_and_an_allocation_wakes_it() {
+        let mut c = config(32, "lru");
+        c.set("bgwriter_delay", "10ms").unwrap();
+        let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
+        let pool = Arc::new(pool);
+        pool.create_relation(REL, ForkNumber::Main).unwrap();
+        let handle = pool.start_bgwriter().unwrap().unwrap();
+        let wait_until = |what: &str, f: &dyn Fn() -> bool| {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !f() {
+                assert!(Instant::now() < deadline, "timed out waiting until {what}");
+                std::thread::yield_now();
+            }
+        };
+        wait_until("it hibernates", &|| pool.bgwriter_hibernating());
+        let rounds = pool.bgwriter_stats().rounds;
+        drop(pool.extend(REL, ForkNumber::Main).unwrap());
+        wait_until("the allocation wakes it", &|| {
+            pool.bgwriter_stats().rounds > rounds
+        });
+        assert!(pool.bgwriter_stats().hibernations >= 1);
+        handle.stop();
+    }
+}
