@@ -168,12 +168,16 @@ pub struct BgwriterStats {
     /// The allocation count the latest round read: how far the bgwriter has caught up
     /// with demand (`buffers_alloc - buffers_alloc_seen` allocations it has not seen yet).
     pub buffers_alloc_seen: u64,
+    /// Wasted writes: pages the bgwriter cleaned that were dirtied again before any
+    /// allocation reused their buffer (the write bought no clean victim).
+    pub buffers_redirtied: u64,
 }
 
 /// The cursor and the estimator: owned by whoever runs a round.
 #[derive(Debug)]
 struct RoundState {
-    /// Whether `prev_*` hold a previous round's reading (PostgreSQL's saved_info_valid).
+    /// Whether `prev_hand` holds a previous round's reading (PostgreSQL's
+    /// saved_info_valid): only then is the hand's movement a density sample.
     saved: bool,
     prev_hand: u64,
     prev_allocations: u64,
@@ -201,6 +205,7 @@ struct Counters {
     victims_queued: AtomicU64,
     victims_popped: AtomicU64,
     allocations_seen: AtomicU64,
+    buffers_redirtied: AtomicU64,
 }
 
 /// The pool's bgwriter part.
@@ -265,9 +270,15 @@ impl Bgwriter {
         }
     }
 
-    /// A buffer turned dirty (`PageWriteGuard::mark_dirty`).
+    /// A buffer turned dirty (`PageWriteGuard::mark_dirty`); `before` is its state before.
     #[inline]
-    pub(super) fn note_dirty(&self, id: u32) {
+    pub(super) fn note_dirty(&self, id: u32, before: u64) {
+        if before & BGWRITER_CLEANED != 0 {
+            self.counters
+                .buffers_redirtied
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        debug_assert_eq!(before & DIRTY, 0, "called on the clean -> dirty transition");
         if let Some(m) = &self.dirty_map {
             m.set(id);
         }
@@ -408,6 +419,7 @@ impl BufferPool {
             victims_queued: get(&c.victims_queued),
             victims_popped: get(&c.victims_popped),
             buffers_alloc_seen: get(&c.allocations_seen),
+            buffers_redirtied: get(&c.buffers_redirtied),
         }
     }
 
@@ -554,11 +566,9 @@ impl BufferPool {
         let hand = self.clock.hand();
         let allocations = self.clock.allocations();
         report.allocations_seen = allocations;
-        let recent = if state.saved {
-            allocations.wrapping_sub(state.prev_allocations)
-        } else {
-            allocations
-        };
+        // Counted from the pool's creation for the first round (allocations made during
+        // recovery are demand too), from the previous round after that.
+        let recent = allocations.wrapping_sub(state.prev_allocations);
         if state.saved {
             let hand_moved = hand.wrapping_sub(state.prev_hand);
             if recent > 0 && hand_moved > 0 {
@@ -725,6 +735,9 @@ impl BufferPool {
         // SAFETY: taken by the successful try_lock_shared above.
         unsafe { d.content_lock.unlock_shared() };
         let tag = pinned.tag();
+        if let Ok(true) = result {
+            self.mark_cleaned(id);
+        }
         drop(pinned);
         match result {
             Ok(true) => {
@@ -741,6 +754,19 @@ impl BufferPool {
                 Visited::Failed
             }
         }
+    }
+
+    /// Marks a buffer this bgwriter just wrote (and still pins) BGWRITER_CLEANED if it is
+    /// still clean, so a dirtying before its reuse counts as a wasted write.
+    fn mark_cleaned(&self, id: u32) {
+        let d = &self.descs[id as usize];
+        let s = d.lock_header();
+        let s = if s & DIRTY == 0 {
+            s | BGWRITER_CLEANED
+        } else {
+            s
+        };
+        d.unlock_header(s);
     }
 
     /// Simon Riggs' second activity: a bounded all-scan that writes unpinned dirty buffers
@@ -811,6 +837,7 @@ impl BufferPool {
                 match result {
                     Ok(true) => {
                         report.buffers_written += 1;
+                        self.mark_cleaned(id);
                         let _ = state
                             .writeback
                             .add(&self.smgr, pinned.tag(), IoContext::Normal);
@@ -954,6 +981,17 @@ mod tests {
         assert_eq!(io.by_writer(IoWriter::Bgwriter, IoOp::Write), 22);
         assert_eq!(io.by_writer(IoWriter::Backend, IoOp::Write), 0);
         assert_eq!(pool.bgwriter_stats().buffers_clean, 22);
+        // Dirtying a page the bgwriter cleaned counts one wasted write; a second change
+        // before the next write does not count again.
+        let some = pool
+            .descs
+            .iter()
+            .find(|d| !dirty(&pool, d.id as usize))
+            .unwrap();
+        let b = pool.read(some.tag()).unwrap();
+        b.write().mark_dirty();
+        b.write().mark_dirty();
+        assert_eq!(pool.bgwriter_stats().buffers_redirtied, 1);
     }
 
     /// Proves: the write waits for the WAL. How: a WAL hook that is durable only up to LSN

@@ -185,10 +185,11 @@ impl BufferDesc {
         }
     }
 
-    /// Sets DIRTY and JUST_DIRTIED; the caller holds a pin and the exclusive content lock.
-    /// Returns whether the buffer was clean before (so the dirty map, if any, needs a bit).
+    /// Sets DIRTY and JUST_DIRTIED (clearing BGWRITER_CLEANED); the caller holds a pin and
+    /// the exclusive content lock. Returns the state before: DIRTY clear means the dirty
+    /// map (if any) needs the bit; BGWRITER_CLEANED set means a bgwriter write was wasted.
     #[inline]
-    pub fn mark_dirty(&self) -> bool {
+    pub fn mark_dirty(&self) -> u64 {
         let mut old = self.state.load(Ordering::Relaxed);
         loop {
             debug_assert!(
@@ -196,18 +197,18 @@ impl BufferDesc {
                 "mark_dirty on {self:?}"
             );
             if old & (DIRTY | JUST_DIRTIED) == (DIRTY | JUST_DIRTIED) {
-                return false;
+                return old;
             }
             if old & LOCKED != 0 {
                 old = self.wait_unlocked();
             }
             match self.state.compare_exchange_weak(
                 old,
-                old | DIRTY | JUST_DIRTIED,
+                (old | DIRTY | JUST_DIRTIED) & !BGWRITER_CLEANED,
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return old & DIRTY == 0,
+                Ok(_) => return old,
                 Err(x) => old = x,
             }
         }

@@ -10,6 +10,7 @@
 
 use std::ops::{Deref, DerefMut};
 
+use super::state::DIRTY;
 use super::{BufferPool, BufferResult};
 use crate::page;
 use crate::types::{BufferTag, Lsn};
@@ -143,8 +144,10 @@ impl PageWriteGuard<'_> {
 
     /// Marks the buffer dirty without changing bytes.
     pub fn mark_dirty(&mut self) {
-        if self.buf.pool.descs[self.buf.id as usize].mark_dirty() {
-            self.buf.pool.bgwriter.note_dirty(self.buf.id);
+        let before = self.buf.pool.descs[self.buf.id as usize].mark_dirty();
+        if before & DIRTY == 0 {
+            // Clean before (the dirty map needs the bit), and perhaps cleaned in vain.
+            self.buf.pool.bgwriter.note_dirty(self.buf.id, before);
         }
         self.dirtied = true;
     }

@@ -12,6 +12,8 @@
 //! bit  45      IO_ERROR          the last I/O failed
 //! bit  46      JUST_DIRTIED      dirtied since the current write started
 //! bit  47      CHECKPOINT_NEEDED must be written by the checkpoint in progress
+//! bit  48      BGWRITER_CLEANED  last made clean by a bgwriter write, not reused or
+//!                                dirtied since (so a later dirtying marks a wasted write)
 //! ```
 //!
 //! States and transitions (function in `buffer/mod.rs` or `descriptor.rs` that performs
@@ -28,11 +30,13 @@
 //! - refcount 0, usage > 0 → (`BufferDesc::sweep_visit`) usage − 1; usage 0 → pinned as a
 //!   victim, written if DIRTY, retagged by `load` only if still refcount 1 and clean.
 //! - mapped, refcount 0 → (`BufferPool::drop_buffers`) free (state word 0, on the free list).
+//! - clean after a bgwriter write → (`bgwriter.rs`, `mark_cleaned`) BGWRITER_CLEANED; cleared
+//!   by `mark_dirty` (counted as a wasted write) or by the retag in `load`.
 //!
 //! Invariants: a buffer with refcount > 0 is never retagged or invalidated (retag needs
 //! refcount == 1, the evictor's own pin, checked under the header lock); IO_IN_PROGRESS is
 //! only set by a thread holding a pin; a !VALID buffer is never DIRTY; the usage count
-//! never exceeds `USAGE_COUNT_MAX`.
+//! never exceeds `USAGE_COUNT_MAX`; BGWRITER_CLEANED is never set on a DIRTY buffer.
 
 /// One pin.
 pub const REFCOUNT_ONE: u64 = 1;
@@ -53,6 +57,7 @@ pub const IO_IN_PROGRESS: u64 = 1 << 44;
 pub const IO_ERROR: u64 = 1 << 45;
 pub const JUST_DIRTIED: u64 = 1 << 46;
 pub const CHECKPOINT_NEEDED: u64 = 1 << 47;
+pub const BGWRITER_CLEANED: u64 = 1 << 48;
 
 const _: () = assert!(USAGE_COUNT_MAX < 16, "usage count must fit its 4 bits");
 const _: () = assert!(REFCOUNT_MASK & USAGE_MASK == 0 && USAGE_MASK & LOCKED == 0);
@@ -90,6 +95,7 @@ pub fn describe(s: u64) -> String {
         (IO_ERROR, "IO_ERROR"),
         (JUST_DIRTIED, "JUST_DIRTIED"),
         (CHECKPOINT_NEEDED, "CHECKPOINT_NEEDED"),
+        (BGWRITER_CLEANED, "BGWRITER_CLEANED"),
     ] {
         if s & bit != 0 {
             out.push(' ');
