@@ -292,7 +292,7 @@ pub(crate) fn install_ctrl_c() -> Arc<AtomicBool> {
     stop
 }
 
-fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
+pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
     if a.clients == 0 || a.threads == 0 || a.clients % a.threads != 0 {
         return Err(KnobError(format!(
             "invalid number of clients/threads: -c {} -j {} (both at least 1, clients a multiple of threads)",
@@ -507,6 +507,8 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
         "per_interval": r.per_interval,
         "buffers": r.buffers,
         "checkpoints": r.checkpoints,
+        "backend_write_share": r.backend_write_share(),
+        "bgwriter": r.bgwriter,
         "config": r.config,
     })
 }

@@ -286,6 +286,10 @@ enum ExperimentName {
     /// B+tree lookups against std BTreeMap, their 2-thread scaling, and a heap scan with
     /// visibility checks against summing a Vec.
     Table,
+    /// The background writer: TPC-B with it off, on, at PostgreSQL's and seed 004's
+    /// settings and with seed 000's alternatives, steady and bursty; a round's cost at
+    /// 64 MiB, 1 GiB and 8 GiB pools.
+    Bgwriter,
 }
 
 #[derive(Debug, clap::Args)]
@@ -307,6 +311,23 @@ struct ExperimentArgs {
     /// shared_buffers of the pool that holds the random-hit chain (e.g. 1GB, 256MB).
     #[arg(long, default_value = "1GB")]
     pool_size: String,
+    /// A short version (bgwriter: 10 s runs at scale 5, fewer timed rounds).
+    #[arg(long)]
+    quick: bool,
+    /// bgwriter: where the data goes: `local`, or a scripts/slow-device.sh profile
+    /// (ssd-nvme, ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a
+    /// note).
+    #[arg(long, default_value = "ssd-sata")]
+    device: String,
+    /// bgwriter: io_direct for the TPC-B runs (on: a write costs device time).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    io_direct: String,
+    /// bgwriter: pools of the round-cost table.
+    #[arg(long, value_delimiter = ',', default_value = "64MB,1GB,8GB")]
+    round_pools: Vec<String>,
+    /// bgwriter: seconds per TPC-B run (default 60, 10 with --quick).
+    #[arg(long)]
+    seconds: Option<u64>,
 }
 
 fn default_scratch_parent() -> PathBuf {
@@ -341,6 +362,21 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 pool_size: args.pool_size.clone(),
             };
             experiments::table::run(&opts).context("experiment table")?
+        }
+        ExperimentName::Bgwriter => {
+            let quick = args.quick || cfg!(debug_assertions);
+            let opts = experiments::bgwriter::BgwExpOptions {
+                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
+                command,
+                seconds: args.seconds.unwrap_or(if quick { 10 } else { 60 }),
+                scale: if quick { 5 } else { 10 },
+                clients: 8,
+                device: args.device.clone(),
+                io_direct: args.io_direct == "on",
+                round_pools: args.round_pools.clone(),
+                rounds: if quick { 10 } else { 30 },
+            };
+            experiments::bgwriter::run(&opts).context("experiment bgwriter")?
         }
         ExperimentName::Wal => {
             let debug = cfg!(debug_assertions);

@@ -256,6 +256,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         config,
         series,
         latency_histogram: histogram_buckets(&hist),
+        bgwriter: None,
     };
     Ok(PgRun {
         result,

@@ -250,6 +250,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         config,
         series,
         latency_histogram: histogram_buckets(&hist),
+        bgwriter: None,
     };
     Ok(SqliteRun {
         result,

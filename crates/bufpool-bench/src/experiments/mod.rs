@@ -5,6 +5,7 @@
 //! repetitions, ratios with targets and verdicts, metadata), its table and JSON renderings,
 //! and pure helpers (summaries, a single-cycle random permutation).
 
+pub mod bgwriter;
 pub mod mutex_pool;
 pub mod pool;
 pub mod table;
@@ -158,6 +159,9 @@ pub struct Report {
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// Lines printed under the table (warnings, checks).
     pub notes: Vec<String>,
+    /// Further tables, already laid out, printed after the figures (experiments whose
+    /// results are a matrix of configurations).
+    pub tables: Vec<String>,
 }
 
 impl Report {
@@ -252,6 +256,10 @@ impl Report {
             if i == 0 || i == self.figures.len() {
                 let _ = writeln!(out, "{}", "-".repeat(widths.iter().sum::<usize>() + 2 * 5));
             }
+        }
+        for table in &self.tables {
+            let _ = writeln!(out);
+            out.push_str(table);
         }
         for note in &self.notes {
             let _ = writeln!(out, "note: {note}");
@@ -351,6 +359,7 @@ mod tests {
             ratios: vec![Ratio::new("a_vs_b", &[1.0, 1.0, 1.0], Goal::AtMost, 2.0)],
             metadata: serde_json::Map::new(),
             notes: vec![],
+            tables: Vec::new(),
         };
         let table = report.to_table();
         assert!(table.contains("a_ns") && table.contains("a_vs_b") && table.contains("PASS"));

@@ -258,6 +258,7 @@ pub fn run(opts: &PoolOptions) -> Result<Report> {
         ratios,
         metadata: meta,
         notes,
+        tables: Vec::new(),
     })
 }
 

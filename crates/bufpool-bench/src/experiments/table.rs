@@ -232,6 +232,7 @@ pub fn run(opts: &TableExpOptions) -> Result<Report> {
         figures,
         ratios,
         metadata,
+        tables: Vec::new(),
         notes: vec![format!(
             "B+tree: {} levels, {} pages, built in {build_s:.2} s; heap of {n} rows loaded in {load_s:.2} s",
             stats.levels, stats.pages

@@ -302,6 +302,7 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
         figures,
         ratios,
         metadata,
+        tables: Vec::new(),
         notes: vec![format!(
             "16 synchronous committers shared each fdatasync among {:.1} commits on average",
             syncs.1 as f64 / syncs.0.max(1) as f64

@@ -140,6 +140,41 @@ fn summary_rows() -> Vec<(&'static str, Vec<Row>)> {
                     group(r.buffers.written_by_checkpointer)
                 }),
                 ("allocated", |r| group(r.buffers.allocated)),
+                ("share written by backends", |r| {
+                    match r.backend_write_share() {
+                        Some(v) => format!("{:.1} %", 100.0 * v),
+                        None => "–".to_string(),
+                    }
+                }),
+            ],
+        ),
+        (
+            "Background writer",
+            vec![
+                ("strategy, lru_maxpages", |r| match &r.bgwriter {
+                    Some(b) => escape(&format!("{}, {}", b.strategy, b.lru_maxpages)),
+                    None => "–".to_string(),
+                }),
+                ("rounds (hibernations)", |r| match &r.bgwriter {
+                    Some(b) => format!("{} ({})", group(b.rounds), group(b.hibernations)),
+                    None => "–".to_string(),
+                }),
+                ("rounds stopped at maxpages", |r| match &r.bgwriter {
+                    Some(b) => group(b.maxwritten_clean),
+                    None => "–".to_string(),
+                }),
+                ("wasted writes", |r| match &r.bgwriter {
+                    Some(b) => group(b.wasted_writes),
+                    None => "–".to_string(),
+                }),
+                ("round mean / max (µs)", |r| match &r.bgwriter {
+                    Some(b) => format!(
+                        "{} / {}",
+                        fixed(b.round_us_mean, 0),
+                        fixed(b.round_us_max, 0)
+                    ),
+                    None => "–".to_string(),
+                }),
             ],
         ),
         (

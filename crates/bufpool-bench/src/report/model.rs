@@ -34,6 +34,42 @@ pub struct RunResult {
     pub series: Vec<Second>,
     /// (bucket upper bound in ms, count), ascending: the transaction-latency distribution.
     pub latency_histogram: Vec<(f64, u64)>,
+    /// The background writer's counters over the run (bufpool runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bgwriter: Option<BgwriterCounts>,
+}
+
+/// The background writer over a run (pg_stat_bgwriter's names where they exist).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BgwriterCounts {
+    /// Buffers handed out by replacement.
+    pub buffers_alloc: u64,
+    /// Pages the bgwriter wrote.
+    pub buffers_clean: u64,
+    /// Rounds that stopped at bgwriter_lru_maxpages.
+    pub maxwritten_clean: u64,
+    /// Pages backends wrote themselves.
+    pub buffers_backend: u64,
+    pub rounds: u64,
+    pub hibernations: u64,
+    /// Pages the bgwriter wrote that were dirty again by its next round.
+    #[serde(default)]
+    pub wasted_writes: u64,
+    /// Mean and longest round, µs.
+    pub round_us_mean: f64,
+    pub round_us_max: f64,
+    /// The strategy and the write cap in effect.
+    pub strategy: String,
+    pub lru_maxpages: u64,
+}
+
+impl RunResult {
+    /// Buffer writes by backends ÷ all buffer writes (None without writes).
+    pub fn backend_write_share(&self) -> Option<f64> {
+        let b = &self.buffers;
+        let all = b.written_by_backend + b.written_by_bgwriter + b.written_by_checkpointer;
+        (all > 0).then(|| b.written_by_backend as f64 / all as f64)
+    }
 }
 
 /// Transaction latency over the whole run, in milliseconds.
@@ -228,6 +264,7 @@ impl RunResult {
             config,
             series,
             latency_histogram,
+            bgwriter: None,
         }
     }
 }

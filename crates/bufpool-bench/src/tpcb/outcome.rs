@@ -87,6 +87,7 @@ impl Merged {
             config: opts.config.clone(),
             series,
             latency_histogram: histogram_buckets(&self.hist),
+            bgwriter: None,
         };
         RunOutcome {
             result,

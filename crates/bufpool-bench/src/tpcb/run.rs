@@ -123,6 +123,7 @@ pub struct RunOutcome {
 pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let pool = db.engine.pool();
     let before = pool.stats();
+    let bgw_before = pool.bgwriter_stats();
     let live = Live::default();
     let done = AtomicBool::new(false);
     let start = Instant::now();
@@ -181,6 +182,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         checkpoints,
     };
     let mut out = merged.outcome(db, opts, measured);
+    out.result.bgwriter = Some(bgwriter_counts(pool, &bgw_before));
     for sec in &mut out.result.series {
         sec.target_tps = opts.target_rate(f64::from(sec.t) + 0.5);
         sec.batch_rows = batches
@@ -191,4 +193,31 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     }
     out.batches = batches;
     Ok(out)
+}
+
+/// The bgwriter's counters between `before` and now.
+fn bgwriter_counts(
+    pool: &bufpool::BufferPool,
+    before: &bufpool::buffer::BgwriterStats,
+) -> crate::report::model::BgwriterCounts {
+    let a = pool.bgwriter_stats();
+    let rounds = a.rounds - before.rounds;
+    let time = a.round_time_total.saturating_sub(before.round_time_total);
+    crate::report::model::BgwriterCounts {
+        buffers_alloc: a.buffers_alloc - before.buffers_alloc,
+        buffers_clean: a.buffers_clean - before.buffers_clean,
+        maxwritten_clean: a.maxwritten_clean - before.maxwritten_clean,
+        buffers_backend: a.buffers_backend - before.buffers_backend,
+        rounds,
+        hibernations: a.hibernations - before.hibernations,
+        wasted_writes: a.buffers_redirtied - before.buffers_redirtied,
+        round_us_mean: if rounds > 0 {
+            time.as_secs_f64() * 1e6 / rounds as f64
+        } else {
+            0.0
+        },
+        round_us_max: a.round_time_max.as_secs_f64() * 1e6,
+        strategy: pool.bgwriter_options().strategy.name().to_string(),
+        lru_maxpages: pool.bgwriter_maxpages(),
+    }
 }

@@ -88,6 +88,8 @@ pub const SCAN_WHOLE_POOL_MS: u64 = 120_000;
 /// Idle rounds (no allocations, nothing written) before hibernating: PostgreSQL's rule
 /// (it hibernates after a second consecutive round that could).
 pub const HIBERNATE_AFTER_IDLE_ROUNDS: u32 = 2;
+/// The shortest nap between rounds, ms (PostgreSQL's smallest bgwriter_delay).
+pub const MIN_NAP_MS: u64 = 10;
 /// A hibernating bgwriter wakes on its own after `delay` × this: PostgreSQL's
 /// HIBERNATE_FACTOR (10 s at the default delay).
 pub const HIBERNATE_DELAY_FACTOR: u64 = 50;
@@ -444,6 +446,7 @@ impl BufferPool {
     pub fn bgwriter_run(&self) {
         let previous = set_thread_writer(IoWriter::Bgwriter);
         let mut idle_rounds = 0;
+        let mut last = (self.clock.hand(), Instant::now());
         while !self.bgwriter.stop.load(Ordering::SeqCst) {
             let report = self.bgwriter_round();
             if report.stopped {
@@ -460,23 +463,49 @@ impl BufferPool {
                 self.bgwriter_hibernate(report.allocations_seen);
                 idle_rounds = 0;
             } else {
-                self.bgwriter_nap();
+                let nap = self.bgwriter_nap_ms(&mut last);
+                self.bgwriter_nap(nap);
             }
         }
         set_thread_writer(previous);
     }
 
-    /// Sleeps `bgwriter_delay` or until a stop request. Under shuttle, time does not pass:
+    /// How long to nap after a round: `bgwriter_delay`, unless the clock hand, at the
+    /// speed it moved since the last nap (`last`: the hand and when it was read), would
+    /// reach the end of what the bgwriter has looked at (its cursor) sooner; then half the
+    /// time the lead lasts, at least [`MIN_NAP_MS`]. So a busy pool gets rounds as often
+    /// as its hand needs them, each still bounded by `bgwriter_lru_maxpages`, and a quiet
+    /// one the full delay; `bgwriter_delay` is the longest nap, not a fixed one.
+    fn bgwriter_nap_ms(&self, last: &mut (u64, Instant)) -> u64 {
+        let delay = self.bgwriter.options.delay_ms;
+        let hand = self.clock.hand();
+        let now = Instant::now();
+        let moved = hand.saturating_sub(last.0) as f64;
+        let ms = now.duration_since(last.1).as_secs_f64() * 1e3;
+        *last = (hand, now);
+        if moved <= 0.0 || ms <= 0.0 {
+            return delay;
+        }
+        let cursor = self.bgwriter.round.lock().next_to_clean;
+        let lead = cursor.saturating_sub(hand) as f64;
+        let lasts_ms = lead / (moved / ms);
+        ((lasts_ms / 2.0) as u64).clamp(MIN_NAP_MS.min(delay), delay)
+    }
+
+    /// Sleeps `ms` or until a stop request. Under shuttle, time does not pass:
     /// a nap is a yield, so the model explores rounds racing allocations.
-    fn bgwriter_nap(&self) {
+    fn bgwriter_nap(&self, ms: u64) {
         #[cfg(feature = "shuttle")]
-        crate::sync::yield_now();
+        {
+            let _ = ms;
+            crate::sync::yield_now();
+        }
         #[cfg(not(feature = "shuttle"))]
         {
             let b = &self.bgwriter;
             let latch = b.latch.lock();
             if !b.stop.load(Ordering::SeqCst) {
-                let delay = Duration::from_millis(b.options.delay_ms);
+                let delay = Duration::from_millis(ms);
                 drop(b.latch_cond.wait_for(latch, delay));
             }
         }
@@ -945,6 +974,50 @@ mod tests {
 
     fn dirty(pool: &BufferPool, id: usize) -> bool {
         pool.descs[id].load_state() & DIRTY != 0
+    }
+
+    /// Proves: the nap is `bgwriter_delay` when the hand stands still, and shortens (but
+    /// not below [`MIN_NAP_MS`]) when the hand, at its measured speed, would reach the
+    /// bgwriter's cursor sooner. How: the cursor set a known distance ahead of the hand,
+    /// the previous reading of the hand placed in the past.
+    #[test]
+    fn the_nap_shortens_when_the_hand_would_overtake_the_cursor() {
+        let (_vfs, pool) = pool_with(&config(64, "lru"), Arc::new(crate::NoWal));
+        dirty_pool(&pool);
+        // Allocations move the hand past 1,000.
+        for _ in 0..1100 {
+            drop(pool.extend(REL, ForkNumber::Main).unwrap());
+        }
+        let hand = pool.clock.hand();
+        assert!(hand >= 1000, "{hand}");
+        // Hand still: the full delay (200 ms).
+        let mut last = (hand, Instant::now() - Duration::from_millis(100));
+        assert_eq!(pool.bgwriter_nap_ms(&mut last), 200);
+        // The hand moved 1,000 buffers in (at least) 100 ms, the cursor is 100 ahead: the
+        // lead lasts at most ~10 ms, so the nap is the 10 ms floor.
+        pool.bgwriter.round.lock().next_to_clean = hand + 100;
+        let mut last = (
+            hand.wrapping_sub(1000),
+            Instant::now() - Duration::from_millis(100),
+        );
+        assert_eq!(pool.bgwriter_nap_ms(&mut last), MIN_NAP_MS);
+        // 1,000 buffers in 1 s with the cursor 400 ahead: the lead lasts ~400 ms, beyond
+        // twice the delay, so the full delay again.
+        pool.bgwriter.round.lock().next_to_clean = hand + 400;
+        let mut last = (
+            hand.wrapping_sub(1000),
+            Instant::now() - Duration::from_secs(1),
+        );
+        assert_eq!(pool.bgwriter_nap_ms(&mut last), 200);
+        // 1,000 buffers in 1 s with the cursor 200 ahead: the lead lasts ~200 ms; half of
+        // it, ~100 ms (a little less, as the test's own time passes).
+        pool.bgwriter.round.lock().next_to_clean = hand + 200;
+        let mut last = (
+            hand.wrapping_sub(1000),
+            Instant::now() - Duration::from_secs(1),
+        );
+        let nap = pool.bgwriter_nap_ms(&mut last);
+        assert!((80..=100).contains(&nap), "{nap}");
     }
 
     /// Proves: the LRU round writes only unpinned usage-0 buffers, and counts each write

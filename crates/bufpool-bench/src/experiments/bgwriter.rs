@@ -1,0 +1,649 @@
+//! `bufpool experiment bgwriter` (issue 12, seed 000): does the background writer keep
+//! clean buffers ready, at what cost, and is a round's cost independent of the pool's size?
+//!
+//! Table 1, TPC-B: one run per configuration and workload, all in this process, each on a
+//! fresh copy of one template database (pool a quarter of the data, 8 clients,
+//! synchronous_commit off so that buffer writes, not WAL flushes, are what the clients
+//! wait on; checkpoint_timeout 1 h so no checkpoint runs inside the measured minute: the
+//! bgwriter and the backends are the only writers). Configurations: bgwriter off; the
+//! default; PostgreSQL 15's defaults (lru_maxpages 100, multiplier 2.0, delay 200 ms);
+//! seed 004's setting (delay 10 ms, lru_maxpages 1000); the three alternatives of seed
+//! 000 (dirty-chain, mini-checkpoint, victim-queue). Workloads: steady (clients as fast as
+//! they go) and bursty (`--rate-profile` from 0.3 to 0.8 times the steady rate with the
+//! bgwriter off, spikes of 1.5x in 5% of the seconds, and a batch updating 1% of the
+//! accounts every sixth of the run). Data on `--device` (a profile of
+//! scripts/slow-device.sh, or `local`), with io_direct on by default so a write costs
+//! device time.
+//!
+//! Table 2, round cost: pools of 64 MiB, 1 GiB and 8 GiB filled with zeroed pages (no
+//! reads), 20% of them dirty; each round follows the same number of allocations (2,000)
+//! and re-dirtyings (400), with the same write cap (bgwriter_lru_maxpages 1000), so the
+//! work a round has to do is the same at every size; the
+//! mean and max time of a round, for the default strategy and dirty-chain.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+
+use super::{progress, Goal, Ratio, Report, RunInfo};
+use crate::commands::{run_bench, BenchArgs, QueryMode};
+use crate::tpcb::run::{Mode, RunOutcome};
+use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId, Vfs};
+
+/// What `bufpool experiment bgwriter` was asked to do.
+#[derive(Debug, Clone)]
+pub struct BgwExpOptions {
+    pub parent_dir: PathBuf,
+    pub command: Vec<String>,
+    /// Seconds per TPC-B run.
+    pub seconds: u64,
+    pub scale: u32,
+    pub clients: u32,
+    /// `local`, or a scripts/slow-device.sh profile.
+    pub device: String,
+    pub io_direct: bool,
+    /// Pools of the round-cost table.
+    pub round_pools: Vec<String>,
+    /// Rounds timed per pool and strategy (after as many warm-up rounds).
+    pub rounds: usize,
+}
+
+/// The configurations of table 1: name and knobs.
+fn configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
+    vec![
+        ("off", vec![("bgwriter", "off")]),
+        ("default", vec![]),
+        (
+            "pg15-defaults",
+            vec![
+                ("bgwriter_lru_maxpages", "100"),
+                ("bgwriter_lru_multiplier", "2.0"),
+                ("bgwriter_delay", "200ms"),
+            ],
+        ),
+        (
+            "seed004-10ms-1000",
+            vec![
+                ("bgwriter_delay", "10ms"),
+                ("bgwriter_lru_maxpages", "1000"),
+            ],
+        ),
+        ("dirty-chain", vec![("bgwriter_strategy", "dirty-chain")]),
+        (
+            "mini-checkpoint",
+            vec![("bgwriter_strategy", "mini-checkpoint")],
+        ),
+        ("victim-queue", vec![("bgwriter_strategy", "victim-queue")]),
+    ]
+}
+
+/// scripts/slow-device.sh: `$BUFPOOL_SLOW_DEVICE`, else under the current directory,
+/// else in the source tree this binary was built from.
+fn slow_device_script() -> PathBuf {
+    if let Some(p) = std::env::var_os("BUFPOOL_SLOW_DEVICE") {
+        return PathBuf::from(p);
+    }
+    let local = PathBuf::from("scripts/slow-device.sh");
+    if local.exists() {
+        return local;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slow-device.sh")
+}
+
+/// A throttled device brought up for the experiment and taken down when dropped.
+struct SlowDevice {
+    mount: PathBuf,
+    status: String,
+}
+
+impl SlowDevice {
+    /// Ok(Err(reason)) when the script says it cannot work here (exit 3).
+    fn up(profile: &str, mount: &Path) -> Result<std::result::Result<SlowDevice, String>> {
+        let script = slow_device_script();
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(["up", "--profile", profile, "--fresh", "--mount"])
+            .arg(mount)
+            .output()
+            .with_context(|| format!("running {}", script.display()))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(3) {
+            let why = stderr
+                .lines()
+                .find_map(|l| l.strip_prefix("skip: "))
+                .unwrap_or("unavailable")
+                .to_string();
+            return Ok(Err(why));
+        }
+        if !out.status.success() {
+            bail!("{} up failed: {}", script.display(), stderr.trim());
+        }
+        let status = Command::new("bash")
+            .arg(&script)
+            .arg("status")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        Ok(Ok(SlowDevice {
+            mount: mount.to_path_buf(),
+            status,
+        }))
+    }
+}
+
+impl Drop for SlowDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(slow_device_script())
+            .args(["down", "--mount"])
+            .arg(&self.mount)
+            .status();
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for e in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
+        let e = e?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if e.file_type()?.is_dir() {
+            copy_dir(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst)
+                .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn dir_bytes(p: &Path) -> u64 {
+    std::fs::read_dir(p)
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// One TPC-B run's figures (table 1).
+#[derive(Debug, Clone)]
+struct Row {
+    config: &'static str,
+    workload: &'static str,
+    tps: f64,
+    backend_share: f64,
+    lat_p99: f64,
+    lat_max: f64,
+    maxlat_p99: f64,
+    bgw_writes_per_s: f64,
+    wasted: u64,
+    maxwritten: u64,
+    backend_writes: u64,
+    bgwriter_writes: u64,
+}
+
+impl Row {
+    fn new(config: &'static str, workload: &'static str, o: &RunOutcome) -> Row {
+        let r = &o.result;
+        let b = r.bgwriter.clone().unwrap_or_default();
+        Row {
+            config,
+            workload,
+            tps: r.tps,
+            backend_share: r.backend_write_share().unwrap_or(0.0),
+            lat_p99: r.latency_ms.p99,
+            lat_max: r.latency_ms.max,
+            maxlat_p99: r.per_interval.max_latency_p99,
+            bgw_writes_per_s: b.buffers_clean as f64 / r.duration_s.max(1e-9),
+            wasted: b.wasted_writes,
+            maxwritten: b.maxwritten_clean,
+            backend_writes: r.buffers.written_by_backend,
+            bgwriter_writes: r.buffers.written_by_bgwriter,
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "config": self.config, "workload": self.workload, "tps": self.tps,
+            "backend_write_share": self.backend_share, "latency_p99_ms": self.lat_p99,
+            "latency_max_ms": self.lat_max, "per_second_max_latency_p99_ms": self.maxlat_p99,
+            "bgwriter_writes_per_s": self.bgw_writes_per_s, "wasted_writes": self.wasted,
+            "maxwritten_clean": self.maxwritten, "backend_writes": self.backend_writes,
+            "bgwriter_writes": self.bgwriter_writes,
+        })
+    }
+}
+
+fn bench_args(
+    dir: &Path,
+    o: &BgwExpOptions,
+    sets: Vec<(String, String)>,
+    label: &str,
+) -> BenchArgs {
+    BenchArgs {
+        dir: dir.to_path_buf(),
+        protocol: QueryMode::Simple,
+        clients: o.clients,
+        threads: 1,
+        time: Some(o.seconds),
+        transactions: None,
+        rate: None,
+        latency_limit: None,
+        progress: None,
+        log: false,
+        aggregate_interval: None,
+        log_prefix: "pgbench_log".into(),
+        mode: Mode::TpcbLike,
+        seed: 0x5eed,
+        sets,
+        json: false,
+        label: Some(label.to_string()),
+        out: None,
+        abort_fraction: 0.0,
+        ack_log: None,
+        rate_profile: None,
+        batch_every: None,
+        batch_rows: None,
+    }
+}
+
+/// Runs the experiment.
+pub fn run(o: &BgwExpOptions) -> Result<Report> {
+    std::fs::create_dir_all(&o.parent_dir)
+        .with_context(|| format!("creating {}", o.parent_dir.display()))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("bgwriter-")
+        .tempdir_in(&o.parent_dir)?;
+    let mut notes = Vec::new();
+    // The device: a throttled loop device when asked and possible, else the local disk.
+    let mut device = None;
+    let mut device_desc = "local disk (not throttled)".to_string();
+    if o.device != "local" {
+        let mount = std::path::absolute(scratch.path().join("slow"))?;
+        progress(format!(
+            "bgwriter: bringing up the slow device ({})",
+            o.device
+        ));
+        match SlowDevice::up(&o.device, &mount)? {
+            Ok(d) => {
+                device_desc = format!("scripts/slow-device.sh profile {} ({})", o.device, d.status);
+                device = Some(d);
+            }
+            Err(why) => {
+                notes.push(format!(
+                    "the slow device ({}) is unavailable ({why}): ran on the local disk",
+                    o.device
+                ));
+            }
+        }
+    }
+    let data_root = match &device {
+        Some(d) => d.mount.join("bufpool"),
+        None => scratch.path().join("data"),
+    };
+    std::fs::create_dir_all(&data_root)?;
+    let io = if o.io_direct { "O_DIRECT" } else { "buffered" };
+
+    // The template: loaded once with buffered I/O (a load through O_DIRECT on a throttled
+    // device would cost an I/O per page), copied for every run.
+    let template = data_root.join("template");
+    progress(format!("bgwriter: loading a scale-{} template", o.scale));
+    crate::commands::init(&template, o.scale, 100, &[])?;
+    let data = dir_bytes(&template);
+    let pool_mb = (data / 4 / (1 << 20)).max(16);
+    let base: Vec<(String, String)> = [
+        ("shared_buffers", format!("{pool_mb}MB")),
+        ("synchronous_commit", "off".to_string()),
+        ("checkpoint_timeout", "1h".to_string()),
+        (
+            "io_direct",
+            if o.io_direct { "on" } else { "off" }.to_string(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut rows: Vec<Row> = Vec::new();
+    let accounts = u64::from(o.scale) * crate::tpcb::ACCOUNTS_PER_SCALE;
+    let mut steady_off_tps: f64 = 0.0;
+    for workload in ["steady", "bursty"] {
+        for (name, knobs) in configs() {
+            let dir = data_root.join(format!("{workload}-{name}"));
+            copy_dir(&template, &dir)?;
+            let mut sets = base.clone();
+            sets.extend(knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            let mut args = bench_args(&dir, o, sets, name);
+            if workload == "bursty" {
+                let peak = steady_off_tps.max(10.0);
+                args.rate_profile = Some(format!(
+                    "period={}s,low={:.0},high={:.0},spike=0.05,spike-factor=1.5",
+                    (o.seconds / 3).max(2),
+                    0.3 * peak,
+                    0.8 * peak
+                ));
+                args.batch_every = Some((o.seconds / 6).max(1));
+                args.batch_rows = Some((accounts / 100).max(100));
+            }
+            progress(format!(
+                "bgwriter: {workload} / {name}: {} clients, {} s",
+                o.clients, o.seconds
+            ));
+            let out =
+                run_bench(&args, stop.clone()).with_context(|| format!("{workload} / {name}"))?;
+            let row = Row::new(name, workload, &out);
+            progress(format!(
+                "bgwriter: {workload} / {name}: {:.0} tps, backends wrote {:.1}% of {} buffer writes",
+                row.tps,
+                100.0 * row.backend_share,
+                row.backend_writes + row.bgwriter_writes
+            ));
+            if workload == "steady" && name == "off" {
+                steady_off_tps = row.tps;
+            }
+            rows.push(row);
+            std::fs::remove_dir_all(&dir).ok();
+        }
+    }
+    drop(device);
+
+    // Table 2: round cost by pool size.
+    let mut round_rows = Vec::new();
+    for strategy in ["lru", "dirty-chain"] {
+        for pool in &o.round_pools {
+            progress(format!("bgwriter: round cost, {strategy}, pool {pool}"));
+            let r = round_cost(&scratch.path().join("rounds"), pool, strategy, o.rounds)?;
+            round_rows.push((strategy, pool.clone(), r));
+        }
+    }
+    scratch.close()?;
+
+    let get = |c: &str, w: &str| rows.iter().find(|r| r.config == c && r.workload == w);
+    let mut ratios = Vec::new();
+    if let (Some(ds), Some(db), Some(os), Some(ob)) = (
+        get("default", "steady"),
+        get("default", "bursty"),
+        get("off", "steady"),
+        get("off", "bursty"),
+    ) {
+        ratios.push(Ratio::new(
+            "backend_write_share",
+            &[ds.backend_share.max(db.backend_share)],
+            Goal::AtMost,
+            0.05,
+        ));
+        ratios.push(Ratio::new(
+            "tps_vs_off",
+            &[(ds.tps / os.tps).min(db.tps / ob.tps)],
+            Goal::AtLeast,
+            0.97,
+        ));
+        ratios.push(Ratio::new(
+            "maxlat_p99_vs_off",
+            &[(ds.maxlat_p99 / os.maxlat_p99).max(db.maxlat_p99 / ob.maxlat_p99)],
+            Goal::AtMost,
+            1.0,
+        ));
+    }
+    let lru: Vec<&(&str, String, RoundCost)> = round_rows.iter().filter(|r| r.0 == "lru").collect();
+    if let (Some(small), Some(big)) = (lru.first(), lru.last()) {
+        ratios.push(Ratio::new(
+            "round_8g_vs_64m",
+            &[big.2.mean_us / small.2.mean_us.max(1e-9)],
+            Goal::AtMost,
+            1.5,
+        ));
+        if !(small.1.eq_ignore_ascii_case("64MB") && big.1.eq_ignore_ascii_case("8GB")) {
+            notes.push(format!(
+                "round_8g_vs_64m compares {} with {} (--round-pools)",
+                big.1, small.1
+            ));
+        }
+    }
+
+    let mut t1 = format!(
+        "TPC-B, scale {}, pool {pool_mb} MB (a quarter of {:.0} MB), {} clients, {} s per run, synchronous_commit off, device: {device_desc}, {io}\n",
+        o.scale,
+        data as f64 / 1048576.0,
+        o.clients,
+        o.seconds
+    );
+    let header = [
+        "workload",
+        "config",
+        "tps",
+        "backend share",
+        "lat p99 ms",
+        "lat max ms",
+        "max-lat/s p99 ms",
+        "bgw writes/s",
+        "wasted",
+        "maxwritten",
+    ];
+    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in &rows {
+        cells.push(vec![
+            r.workload.into(),
+            r.config.into(),
+            format!("{:.0}", r.tps),
+            format!("{:.1}%", 100.0 * r.backend_share),
+            format!("{:.2}", r.lat_p99),
+            format!("{:.1}", r.lat_max),
+            format!("{:.1}", r.maxlat_p99),
+            format!("{:.0}", r.bgw_writes_per_s),
+            r.wasted.to_string(),
+            r.maxwritten.to_string(),
+        ]);
+    }
+    t1.push_str(&layout(&cells));
+    let mut t2 = format!(
+        "Round cost: {} timed rounds after as many warm-up ones, each after 2,000 allocations and 400 re-dirtied pages, bgwriter_lru_maxpages 1000; 20% of the pool dirty at the start\n",
+        o.rounds
+    );
+    let mut cells: Vec<Vec<String>> = vec![[
+        "strategy",
+        "pool",
+        "buffers",
+        "round mean µs",
+        "round max µs",
+        "scanned/round",
+        "written/round",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()];
+    for (s, pool, r) in &round_rows {
+        cells.push(vec![
+            s.to_string(),
+            pool.clone(),
+            r.nbuffers.to_string(),
+            format!("{:.0}", r.mean_us),
+            format!("{:.0}", r.max_us),
+            format!("{:.0}", r.scanned),
+            format!("{:.0}", r.written),
+        ]);
+    }
+    t2.push_str(&layout(&cells));
+
+    let run = RunInfo::new(&o.command);
+    let mut metadata = run.metadata("bgwriter", &o.command);
+    metadata.insert("device".into(), json!({"profile": device_desc, "io": io}));
+    metadata.insert(
+        "runs".into(),
+        rows.iter().map(Row::json).collect::<Vec<_>>().into(),
+    );
+    metadata.insert(
+        "round_cost".into(),
+        round_rows
+            .iter()
+            .map(|(s, p, r)| {
+                json!({"strategy": s, "pool": p, "nbuffers": r.nbuffers, "round_us_mean": r.mean_us,
+                       "round_us_max": r.max_us, "scanned_per_round": r.scanned, "written_per_round": r.written})
+            })
+            .collect::<Vec<_>>()
+            .into(),
+    );
+    metadata.insert(
+        "settings".into(),
+        json!({"scale": o.scale, "clients": o.clients, "seconds": o.seconds, "pool_mb": pool_mb,
+               "synchronous_commit": "off", "checkpoint_timeout": "1h"}),
+    );
+    Ok(Report {
+        header: format!(
+            "{} | profile {} | {} cores | device {device_desc}, {io}",
+            run.command, run.profile, run.cores
+        ),
+        figures: Vec::new(),
+        ratios,
+        metadata,
+        notes,
+        tables: vec![t1, t2],
+    })
+}
+
+/// Lays out a table: first row the header, columns right-aligned but the first two.
+fn layout(cells: &[Vec<String>]) -> String {
+    let cols = cells[0].len();
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            cells
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for (i, row) in cells.iter().enumerate() {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = " ".repeat(widths[c] - cell.chars().count());
+            if c < 2 {
+                line.push_str(&format!("{cell}{pad}  "));
+            } else {
+                line.push_str(&format!("{pad}{cell}  "));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+        if i == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (cols - 1)));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// What table 2 measured for one pool and strategy.
+#[derive(Debug, Clone, Copy)]
+struct RoundCost {
+    nbuffers: usize,
+    mean_us: f64,
+    max_us: f64,
+    scanned: f64,
+    written: f64,
+}
+
+/// Fills a pool of `pool` with zeroed pages (20% dirty), then times `rounds` bgwriter
+/// rounds, each after 2,000 allocations and 400 re-dirtied pages.
+fn round_cost(dir: &Path, pool: &str, strategy: &str, rounds: usize) -> Result<RoundCost> {
+    const ALLOCS: u32 = 2_000;
+    const REDIRTY: usize = 400;
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    let mut c = Config::default();
+    c.set("shared_buffers", pool)?;
+    c.set("bgwriter", "off")?;
+    c.set("bgwriter_strategy", strategy)?;
+    // The same write cap at every size (the automatic one grows with the pool), so that
+    // rounds differ only in what finding their work costs.
+    c.set("bgwriter_lru_maxpages", "1000")?;
+    let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
+    let p = BufferPool::open(vfs, dir, &c, true)
+        .with_context(|| format!("opening a {pool} pool in {}", dir.display()))?;
+    let n = p.nbuffers();
+    // Relations of at most one segment (1 GiB of 8 KiB pages), so that writes of any
+    // block land in an existing file.
+    let per_rel = (1u32 << 30) / p.page_size() as u32;
+    let mut rels = Vec::new();
+    let tag_of = |i: u64, rels: &mut Vec<RelFileId>| -> Result<BufferTag> {
+        let r = (i / u64::from(per_rel)) as usize;
+        while rels.len() <= r {
+            let rel = RelFileId::new(1, 90_000 + rels.len() as u32);
+            p.create_relation(rel, ForkNumber::Main)?;
+            rels.push(rel);
+        }
+        Ok(BufferTag::new(
+            rels[r],
+            ForkNumber::Main,
+            (i % u64::from(per_rel)) as u32,
+        ))
+    };
+    let mut rng = SmallRng::seed_from_u64(0xb9_0000_0001);
+    let t = Instant::now();
+    let resident = n as u64 - u64::from(ALLOCS);
+    for i in 0..resident {
+        let tag = tag_of(i, &mut rels)?;
+        let b = p.read_zeroed(tag)?;
+        if rng.random_bool(0.2) {
+            let mut g = b.write();
+            bufpool::page::init(&mut g, 0);
+            g.mark_dirty();
+        }
+    }
+    progress(format!(
+        "bgwriter: filled {n} buffers in {:.1} s",
+        t.elapsed().as_secs_f64()
+    ));
+    let mut next = resident;
+    let mut samples = Vec::new();
+    let (mut scanned, mut written) = (0u64, 0u64);
+    for round in 0..2 * rounds {
+        for _ in 0..ALLOCS {
+            let tag = tag_of(next, &mut rels)?;
+            next += 1;
+            let b = p.read_zeroed(tag)?;
+            let mut g = b.write();
+            bufpool::page::init(&mut g, 0);
+            if rng.random_bool(0.2) {
+                g.mark_dirty();
+            }
+        }
+        for _ in 0..REDIRTY {
+            let i = rng.random_range(next.saturating_sub(resident)..next);
+            let b = p.read_zeroed(tag_of(i, &mut rels)?)?;
+            let mut g = b.write();
+            bufpool::page::init(&mut g, 0);
+            g.mark_dirty();
+        }
+        let r = p.bgwriter_round();
+        if round >= rounds {
+            samples.push(r.elapsed.as_secs_f64() * 1e6);
+            scanned += r.buffers_scanned;
+            written += r.buffers_written + r.mini_checkpoint_written;
+        }
+    }
+    drop(p);
+    let _ = std::fs::remove_dir_all(dir);
+    let k = samples.len().max(1) as f64;
+    Ok(RoundCost {
+        nbuffers: n,
+        mean_us: samples.iter().sum::<f64>() / k,
+        max_us: samples.iter().copied().fold(0.0, f64::max),
+        scanned: scanned as f64 / k,
+        written: written as f64 / k,
+    })
+}
