@@ -1110,14 +1110,14 @@ mod tests {
             Config::allowed("bgwriter_delay").unwrap(),
             "10ms to 10s (units ms, s, min, h, d; a bare number is ms)"
         );
-        // Automatic maxpages follows the pool: 64 MiB of 8 KiB pages, an eighth per round.
+        // Automatic maxpages follows the pool: 64 MiB of 8 KiB pages, half per round.
         let c = Config::builder().shared_buffers(64 << 20).build().unwrap();
         assert_eq!(
             c.pool_options(8192)
                 .unwrap()
                 .bgwriter
                 .lru_maxpages_for(8192),
-            1024
+            4096
         );
         let built = Config::builder()
             .bgwriter_lru_multiplier(3.5)
