@@ -645,3 +645,18 @@ pub fn main_job(seconds: u64) -> Result<()> {
     }
     Ok(())
 }
+
+/// A script of the project's `scripts/` folder: `$env` if set, else `scripts/<name>` under
+/// the current directory, else in the source tree this binary was built from.
+pub fn project_script(name: &str, env: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(env) {
+        return PathBuf::from(p);
+    }
+    let local = Path::new("scripts").join(name);
+    if local.exists() {
+        return local;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scripts")
+        .join(name)
+}

@@ -22,14 +22,7 @@ use crate::tpcb::stats::{latency_histogram, slot_at, Slot};
 /// Where the script is: `$BUFPOOL_PG_PEER`, else `scripts/postgres-peer.sh` under the
 /// current directory, else in the source tree this binary was built from.
 pub fn script_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("BUFPOOL_PG_PEER") {
-        return PathBuf::from(p);
-    }
-    let local = PathBuf::from("scripts/postgres-peer.sh");
-    if local.exists() {
-        return local;
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/postgres-peer.sh")
+    crate::commands::project_script("postgres-peer.sh", "BUFPOOL_PG_PEER")
 }
 
 /// Finds (or, as root, installs) PostgreSQL: its version line, or why it is unavailable.

@@ -87,14 +87,7 @@ fn configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
 /// scripts/slow-device.sh: `$BUFPOOL_SLOW_DEVICE`, else under the current directory,
 /// else in the source tree this binary was built from.
 fn slow_device_script() -> PathBuf {
-    if let Some(p) = std::env::var_os("BUFPOOL_SLOW_DEVICE") {
-        return PathBuf::from(p);
-    }
-    let local = PathBuf::from("scripts/slow-device.sh");
-    if local.exists() {
-        return local;
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slow-device.sh")
+    crate::commands::project_script("slow-device.sh", "BUFPOOL_SLOW_DEVICE")
 }
 
 /// A throttled device brought up for the experiment and taken down when dropped.
