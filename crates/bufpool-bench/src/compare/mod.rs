@@ -111,6 +111,31 @@ pub struct EngineRun {
 }
 
 impl EngineRun {
+    /// A run of an embedded engine measured as a child process (`run`), loaded in `load`.
+    fn measured(
+        engine: EngineKind,
+        version: String,
+        load: &process::Usage,
+        run: &process::Usage,
+        result: RunResult,
+        extra: BTreeMap<String, serde_json::Value>,
+    ) -> EngineRun {
+        EngineRun {
+            engine,
+            round: 0,
+            version,
+            load_s: load.wall_s,
+            cpu_s: run.cpu_s,
+            device_write_bytes: run.device_write_bytes,
+            proc_write_bytes: run.write_bytes,
+            wchar: Some(run.wchar),
+            peak_bytes: run.max_rss_bytes,
+            backend_write_share: result.backend_write_share(),
+            result,
+            extra,
+        }
+    }
+
     fn per_tx(&self, v: f64) -> f64 {
         v / self.result.transactions.max(1) as f64
     }
@@ -271,22 +296,14 @@ fn run_bufpool(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun
         data,
     )?;
     let result = crate::report::load_run(&run_json)?;
-    let b = &result.buffers;
-    let all = b.written_by_backend + b.written_by_bgwriter + b.written_by_checkpointer;
-    Ok(EngineRun {
-        engine: EngineKind::Bufpool,
-        round: 0,
-        version: format!("bufpool {}", env!("CARGO_PKG_VERSION")),
-        load_s: load.wall_s,
-        cpu_s: run.cpu_s,
-        device_write_bytes: run.device_write_bytes,
-        proc_write_bytes: run.write_bytes,
-        wchar: Some(run.wchar),
-        peak_bytes: run.max_rss_bytes,
-        backend_write_share: (all > 0).then(|| b.written_by_backend as f64 / all as f64),
+    Ok(EngineRun::measured(
+        EngineKind::Bufpool,
+        format!("bufpool {}", env!("CARGO_PKG_VERSION")),
+        &load,
+        &run,
         result,
-        extra: BTreeMap::new(),
-    })
+        BTreeMap::new(),
+    ))
 }
 
 fn run_sqlite(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun> {
@@ -338,20 +355,15 @@ fn run_sqlite(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun>
     extra.insert("busy_waits".into(), json!(s.busy_waits));
     extra.insert("busy_wait_s".into(), json!(s.busy_wait_s));
     extra.insert("history_rows_checked".into(), json!(rows));
-    Ok(EngineRun {
-        engine: EngineKind::Sqlite,
-        round: 0,
-        version: s.version,
-        load_s: load.wall_s,
-        cpu_s: run.cpu_s,
-        device_write_bytes: run.device_write_bytes,
-        proc_write_bytes: run.write_bytes,
-        wchar: Some(run.wchar),
-        peak_bytes: run.max_rss_bytes,
-        backend_write_share: None,
-        result: s.result,
+    // SQLite has no buffer-write counters: its share stays None.
+    Ok(EngineRun::measured(
+        EngineKind::Sqlite,
+        s.version,
+        &load,
+        &run,
+        s.result,
         extra,
-    })
+    ))
 }
 
 fn pg_options(o: &CompareOptions) -> postgres::PgOptions {
@@ -729,26 +741,7 @@ fn to_table(
         }
         table.push(row);
     }
-    let widths: Vec<usize> = (0..table[0].len())
-        .map(|c| {
-            table
-                .iter()
-                .map(|r| r[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for row in &table {
-        for (c, cell) in row.iter().enumerate() {
-            let pad = widths[c] - cell.chars().count();
-            if c == 0 {
-                let _ = write!(t, "{cell}{}", " ".repeat(pad));
-            } else {
-                let _ = write!(t, "  {}{cell}", " ".repeat(pad));
-            }
-        }
-        t.push('\n');
-    }
+    t.push_str(&crate::experiments::layout(&table, 1));
     for e in engines {
         if let (Some(w), Some(s)) = (e.extra.get("busy_waits"), e.extra.get("busy_wait_s")) {
             let _ = writeln!(

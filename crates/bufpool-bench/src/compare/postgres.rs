@@ -221,7 +221,6 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
             get("buffers_checkpoint"),
         )
     };
-    let all = backend + bgwriter + checkpointer;
     let mut config: BTreeMap<String, String> = settings.clone();
     config.insert("pgbench -M".into(), o.mode.clone());
     let result = RunResult {
@@ -251,6 +250,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         latency_histogram: histogram_buckets(&hist),
         bgwriter: None,
     };
+    let backend_write_share = result.backend_write_share();
     Ok(PgRun {
         result,
         version,
@@ -260,7 +260,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         device_write_bytes,
         wchar,
         peak_bytes,
-        backend_write_share: (all > 0).then(|| backend as f64 / all as f64),
+        backend_write_share,
         stats,
         settings,
     })

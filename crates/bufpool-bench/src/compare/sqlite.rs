@@ -24,7 +24,7 @@ use rusqlite::{params, Connection, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 use crate::report::model::RunResult;
-use crate::tpcb::aggregate_log::write_aggregate_file;
+use crate::tpcb::aggregate_log::{log_file_name, write_aggregate_file};
 use crate::tpcb::outcome::{histogram_buckets, latency_summary, per_interval, series};
 use crate::tpcb::stats::{latency_histogram, slot_at, Slot};
 use crate::tpcb::{ACCOUNTS_PER_SCALE, TELLERS_PER_SCALE};
@@ -192,12 +192,11 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
                     slot_at(&mut slots, i).merge(s);
                 }
             }
-            let name = prefix.file_name().map(|n| n.to_string_lossy().into_owned());
-            let file = match t {
-                0 => format!("{}.{}", name.unwrap_or_default(), std::process::id()),
-                t => format!("{}.{}.{t}", name.unwrap_or_default(), std::process::id()),
-            };
-            let path = prefix.with_file_name(file);
+            let name = prefix
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let path = prefix.with_file_name(log_file_name(&name, t));
             write_aggregate_file(&path, &slots, 1, wall_start)?;
         }
     }
@@ -238,14 +237,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         tps: total.n as f64 / elapsed,
         latency_ms: latency_summary(&total, &hist),
         per_interval: per_interval(&series),
-        buffers: crate::report::model::BufferCounts {
-            hits: 0,
-            reads: 0,
-            written_by_backend: 0,
-            written_by_bgwriter: 0,
-            written_by_checkpointer: 0,
-            allocated: 0,
-        },
+        buffers: Default::default(),
         checkpoints: Vec::new(),
         config,
         series,

@@ -32,7 +32,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
-use super::{progress, Goal, Ratio, Report, RunInfo};
+use super::{layout, progress, Goal, Ratio, Report, RunInfo};
 use crate::commands::{run_bench, BenchArgs, QueryMode};
 use crate::tpcb::run::{Mode, RunOutcome};
 use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId, Vfs};
@@ -441,7 +441,7 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
             r.maxwritten.to_string(),
         ]);
     }
-    t1.push_str(&layout(&cells));
+    t1.push_str(&layout(&cells, 2));
     let mut t2 = format!(
         "Round cost: {} timed rounds after as many warm-up ones, each after 2,000 allocations and 400 re-dirtied pages, bgwriter_lru_maxpages 1000; 20% of the pool dirty at the start\n",
         o.rounds
@@ -469,7 +469,7 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
             format!("{:.0}", r.written),
         ]);
     }
-    t2.push_str(&layout(&cells));
+    t2.push_str(&layout(&cells, 2));
 
     let run = RunInfo::new(&o.command);
     let mut metadata = run.metadata("bgwriter", &o.command);
@@ -505,39 +505,6 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         notes,
         tables: vec![t1, t2],
     })
-}
-
-/// Lays out a table: first row the header, columns right-aligned but the first two.
-fn layout(cells: &[Vec<String>]) -> String {
-    let cols = cells[0].len();
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            cells
-                .iter()
-                .map(|r| r[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for (i, row) in cells.iter().enumerate() {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            let pad = " ".repeat(widths[c] - cell.chars().count());
-            if c < 2 {
-                line.push_str(&format!("{cell}{pad}  "));
-            } else {
-                line.push_str(&format!("{pad}{cell}  "));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-        if i == 0 {
-            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (cols - 1)));
-            out.push('\n');
-        }
-    }
-    out
 }
 
 /// What table 2 measured for one pool and strategy.

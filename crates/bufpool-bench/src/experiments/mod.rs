@@ -277,6 +277,40 @@ fn format_value(v: f64, unit: &str) -> String {
     }
 }
 
+/// Lays out a table of text cells: the first row is the header, underlined; the first
+/// `left` columns are aligned left, the others right (numbers); two spaces between.
+pub fn layout(cells: &[Vec<String>], left: usize) -> String {
+    let cols = cells.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            cells
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for (i, row) in cells.iter().enumerate() {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = " ".repeat(widths[c] - cell.chars().count());
+            if c < left {
+                line.push_str(&format!("{cell}{pad}  "));
+            } else {
+                line.push_str(&format!("{pad}{cell}  "));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+        if i == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * cols.saturating_sub(1)));
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Prints a progress line to stderr.
 pub fn progress(msg: impl AsRef<str>) {
     eprintln!("[experiment] {}", msg.as_ref());
@@ -285,6 +319,19 @@ pub fn progress(msg: impl AsRef<str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn layout_aligns_text_left_and_numbers_right() {
+        let cells = vec![
+            vec!["name".to_string(), "tps".to_string()],
+            vec!["bufpool".to_string(), "5".to_string()],
+            vec!["pg".to_string(), "1234".to_string()],
+        ];
+        assert_eq!(
+            layout(&cells, 1),
+            "name      tps\n-------------\nbufpool     5\npg       1234\n"
+        );
+    }
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
 

@@ -94,7 +94,7 @@ pub struct PerInterval {
 }
 
 /// Buffer pool counters over the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BufferCounts {
     pub hits: u64,
     pub reads: u64,

@@ -12,12 +12,18 @@ use super::stats::{slot_at, Slot};
 
 /// The log file of `-j` thread `t`: `<prefix>.<pid>` for thread 0, `<prefix>.<pid>.<t>`.
 fn log_path(opts: &BenchOptions, t: usize) -> std::path::PathBuf {
+    opts.log_dir.join(log_file_name(&opts.log_prefix, t))
+}
+
+/// pgbench's name for thread `t`'s log file: `<prefix>.<pid>`, or `<prefix>.<pid>.<t>`
+/// for threads after the first.
+pub(crate) fn log_file_name(prefix: &str, t: usize) -> String {
     let pid = std::process::id();
-    opts.log_dir.join(if t == 0 {
-        format!("{}.{pid}", opts.log_prefix)
+    if t == 0 {
+        format!("{prefix}.{pid}")
     } else {
-        format!("{}.{pid}.{t}", opts.log_prefix)
-    })
+        format!("{prefix}.{pid}.{t}")
+    }
 }
 
 /// pgbench's per-transaction log (PostgreSQL 15 to 18, without --max-tries):

@@ -13,6 +13,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::burst::Batch;
+use super::stats::slot_at;
 use super::{Db, ACCOUNTS_PER_SCALE};
 
 /// What the batches did.
@@ -86,7 +87,7 @@ impl<'a, 'e> BatchRunner<'a, 'e> {
                         .commit_transaction(x)
                         .context("batch: commit")?;
                     let sec = self.start.elapsed().as_secs() as usize;
-                    *slot_at_u64(&mut stats.rows_by_second, sec) += aids.len() as u64;
+                    *slot_at(&mut stats.rows_by_second, sec) += aids.len() as u64;
                     stats.committed += 1;
                     stats.durations_ms.push(began.elapsed().as_secs_f64() * 1e3);
                 }
@@ -102,11 +103,4 @@ impl<'a, 'e> BatchRunner<'a, 'e> {
             next += every;
         }
     }
-}
-
-fn slot_at_u64(v: &mut Vec<u64>, i: usize) -> &mut u64 {
-    if v.len() <= i {
-        v.resize(i + 1, 0);
-    }
-    &mut v[i]
 }

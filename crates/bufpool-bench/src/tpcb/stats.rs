@@ -80,10 +80,10 @@ impl Slot {
     }
 }
 
-/// The slot at index `i`, growing `v` with empty slots to reach it.
-pub(crate) fn slot_at(v: &mut Vec<Slot>, i: usize) -> &mut Slot {
+/// The slot at index `i`, growing `v` with empty (default) slots to reach it.
+pub(crate) fn slot_at<T: Clone + Default>(v: &mut Vec<T>, i: usize) -> &mut T {
     if v.len() <= i {
-        v.resize(i + 1, Slot::default());
+        v.resize(i + 1, T::default());
     }
     &mut v[i]
 }
