@@ -35,6 +35,7 @@
 
 mod arena;
 pub mod bgwriter;
+pub mod checkpoint;
 mod clock;
 mod descriptor;
 mod dirty_map;
@@ -48,6 +49,10 @@ mod victim_queue;
 
 pub use arena::{HugePageUse, PageArena};
 pub use bgwriter::{BgwriterErrorHook, BgwriterHandle, BgwriterStats, RoundReport};
+pub use checkpoint::{
+    CheckpointPacer, CheckpointWriteOptions, CheckpointWriteReport, Immediate, WritebackScope,
+    MAX_COMBINE_PAGES,
+};
 pub use error::{BufferError, BufferResult};
 pub use guard::{BufferRef, PageReadGuard, PageWriteGuard};
 pub use options::{
@@ -136,6 +141,8 @@ pub struct BufferPool {
     wal: Arc<dyn WalFlush>,
     page_size: usize,
     bgwriter: bgwriter::Bgwriter,
+    /// The checkpoint's snapshot array, allocated with the pool (`checkpoint.rs`).
+    ckpt: checkpoint::CkptArray,
 }
 
 impl std::fmt::Debug for BufferPool {
@@ -198,6 +205,7 @@ impl BufferPool {
             wal,
             page_size,
             bgwriter: bgwriter::Bgwriter::new(opts.bgwriter, nbuffers, page_size),
+            ckpt: checkpoint::CkptArray::new(nbuffers),
         })
     }
 
@@ -565,18 +573,24 @@ impl BufferPool {
     /// Pins buffer `id` if it still holds a page accepted by `want` (checked under the
     /// header lock). Used by scans over all buffers; does not add usage credit.
     fn pin_if(&self, id: u32, want: impl Fn(&BufferTag, u64) -> bool) -> Option<BufferRef<'_>> {
+        self.pin_if_raw(id, want)
+            .then_some(BufferRef { pool: self, id })
+    }
+
+    /// [`BufferPool::pin_if`] for callers that release the pin themselves (`unpin`).
+    fn pin_if_raw(&self, id: u32, want: impl Fn(&BufferTag, u64) -> bool) -> bool {
         let d = &self.descs[id as usize];
         let hint = d.load_state();
         if hint & TAG_VALID == 0 || !want(&d.tag(), hint) {
-            return None;
+            return false;
         }
         let s = d.lock_header();
         if s & TAG_VALID == 0 || !want(&d.tag(), s) {
             d.unlock_header(s);
-            return None;
+            return false;
         }
         d.unlock_header(s + REFCOUNT_ONE);
-        Some(BufferRef { pool: self, id })
+        true
     }
 
     fn flush_matching(&self, want: impl Fn(&BufferTag) -> bool + Copy) -> BufferResult<usize> {
