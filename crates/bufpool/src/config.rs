@@ -15,7 +15,8 @@
 use std::time::Duration;
 
 use crate::buffer::{
-    shared_buffers_error, BgwriterOptions, PoolConfig, PoolOptions, DEFAULT_BGWRITER_DELAY_MS,
+    shared_buffers_error, BgwriterOptions, CheckpointWriteOptions, WritebackScope,
+    MAX_COMBINE_PAGES, PoolConfig, PoolOptions, DEFAULT_BGWRITER_DELAY_MS,
     DEFAULT_BGWRITER_FLUSH_AFTER_BYTES, DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
     MAX_BGWRITER_DELAY_MS, MAX_BGWRITER_FLUSH_AFTER_BYTES, MAX_BGWRITER_LRU_MAXPAGES,
     MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS, MAX_MAPPING_PARTITIONS,
@@ -46,6 +47,14 @@ pub const DEFAULT_CHECKPOINT_TIMEOUT_MS: u64 = 300_000;
 /// checkpoint_timeout bounds: PostgreSQL's 30 s to 1 day.
 pub const MIN_CHECKPOINT_TIMEOUT_MS: u64 = 30_000;
 pub const MAX_CHECKPOINT_TIMEOUT_MS: u64 = 86_400_000;
+/// Largest max_wal_size and min_wal_size (PostgreSQL allows more; 1 TB is plenty here).
+pub const MAX_WAL_SIZE: u64 = 1 << 40;
+/// Largest checkpoint_flush_after: PostgreSQL's 2 MB.
+pub const MAX_CHECKPOINT_FLUSH_AFTER: u64 = 2 << 20;
+/// Largest io_combine_limit: 1 MB (PostgreSQL 18's io_max_combine_limit).
+pub const MAX_IO_COMBINE_LIMIT: u64 = 1 << 20;
+/// Most checkpoint writer threads.
+pub const MAX_CHECKPOINT_WRITERS: u64 = 64;
 /// Default WAL segment: PostgreSQL's 16 MiB.
 pub const DEFAULT_WAL_SEGMENT_SIZE: u64 = 16 << 20;
 /// WAL segment sizes allowed: powers of two in this range (PostgreSQL allows 1 MiB..1 GiB;
@@ -401,6 +410,133 @@ pub static KNOBS: &[Knob] = &[
         )
     },
     row(
+        "checkpointer",
+        Unit::Bool,
+        "on",
+        "run the checkpointer thread (off: checkpoints only when asked)",
+        |c, v| c.checkpointer = flag(v),
+        |c| Value::Bool(c.checkpointer),
+    ),
+    Knob {
+        min: 0,
+        max: 1000,
+        ..row(
+            "checkpoint_completion_target",
+            Unit::Decimal,
+            "0.9",
+            "spread a checkpoint's writes over this fraction of the interval (0: at once)",
+            |c, v| c.checkpoint_completion_target_thousandths = int(v) as u32,
+            |c| Value::Int(u64::from(c.checkpoint_completion_target_thousandths)),
+        )
+    },
+    Knob {
+        min: 2 * MIN_WAL_SEGMENT_SIZE,
+        max: MAX_WAL_SIZE,
+        check: Some((
+            |c| c.max_wal_size >= 2 * c.wal_segment_size && c.min_wal_size <= c.max_wal_size,
+            "at least two WAL segments and at least min_wal_size",
+        )),
+        ..row(
+            "max_wal_size",
+            Unit::Bytes,
+            "1GB",
+            "WAL written since the last checkpoint's redo point that triggers a checkpoint",
+            |c, v| c.max_wal_size = int(v),
+            |c| Value::Int(c.max_wal_size),
+        )
+    },
+    Knob {
+        min: 2 * MIN_WAL_SEGMENT_SIZE,
+        max: MAX_WAL_SIZE,
+        check: Some((
+            |c| c.min_wal_size >= 2 * c.wal_segment_size && c.min_wal_size <= c.max_wal_size,
+            "at least two WAL segments and at most max_wal_size",
+        )),
+        ..row(
+            "min_wal_size",
+            Unit::Bytes,
+            "80MB",
+            "old WAL kept for recycling into new segments instead of removed",
+            |c, v| c.min_wal_size = int(v),
+            |c| Value::Int(c.min_wal_size),
+        )
+    },
+    row(
+        "checkpoint_sort",
+        Unit::Bool,
+        "on",
+        "write checkpoint pages sorted by file and block, balanced across tablespaces",
+        |c, v| c.checkpoint_sort = flag(v),
+        |c| Value::Bool(c.checkpoint_sort),
+    ),
+    Knob {
+        min: 0,
+        max: MAX_CHECKPOINT_FLUSH_AFTER,
+        ..row(
+            "checkpoint_flush_after",
+            Unit::Bytes,
+            "256kB",
+            "ask the OS to write back after this much checkpoint output (0: never)",
+            |c, v| c.checkpoint_flush_after = int(v),
+            |c| Value::Int(c.checkpoint_flush_after),
+        )
+    },
+    Knob {
+        words: &["tablespace", "shared"],
+        ..row(
+            "checkpoint_writeback_context",
+            Unit::Enum,
+            "tablespace",
+            "writeback hints collected per tablespace or in one shared context",
+            |c, v| c.checkpoint_writeback_shared = word(v) == 1,
+            |c| Value::Word(usize::from(c.checkpoint_writeback_shared)),
+        )
+    },
+    Knob {
+        min: 4096,
+        max: MAX_IO_COMBINE_LIMIT,
+        ..row(
+            "io_combine_limit",
+            Unit::Bytes,
+            "128kB",
+            "largest run of adjacent pages written with one call (one page: no combining)",
+            |c, v| c.io_combine_limit = int(v),
+            |c| Value::Int(c.io_combine_limit),
+        )
+    },
+    Knob {
+        min: 1,
+        max: MAX_CHECKPOINT_WRITERS,
+        ..row(
+            "checkpoint_writers",
+            Unit::Count,
+            "1",
+            "threads writing a checkpoint's pages",
+            |c, v| c.checkpoint_writers = int(v) as usize,
+            |c| Value::Int(c.checkpoint_writers as u64),
+        )
+    },
+    Knob {
+        words: &["fsync", "open_datasync"],
+        ..row(
+            "checkpoint_sync_method",
+            Unit::Enum,
+            "fsync",
+            "fsync: buffered writes, fsync at the end; open_datasync: the checkpointer and \
+             bgwriter write through O_DSYNC files",
+            |c, v| c.checkpoint_open_datasync = word(v) == 1,
+            |c| Value::Word(usize::from(c.checkpoint_open_datasync)),
+        )
+    },
+    row(
+        "log_checkpoints",
+        Unit::Bool,
+        "on",
+        "log a line per checkpoint (tracing target bufpool::checkpoint)",
+        |c, v| c.log_checkpoints = flag(v),
+        |c| Value::Bool(c.log_checkpoints),
+    ),
+    row(
         "bgwriter",
         Unit::Bool,
         "on",
@@ -642,6 +778,26 @@ pub struct Config {
     pub wal_writer_delay_ms: u64,
     /// Time between automatic checkpoints (PostgreSQL's checkpoint_timeout), ms.
     pub checkpoint_timeout_ms: u64,
+    /// Whether the engine runs the checkpointer thread.
+    pub checkpointer: bool,
+    /// checkpoint_completion_target in thousandths (0.9 is 900).
+    pub checkpoint_completion_target_thousandths: u32,
+    /// Bytes of WAL since the last redo point that trigger a checkpoint (with the
+    /// completion target, as PostgreSQL computes it).
+    pub max_wal_size: u64,
+    /// Bytes of released WAL kept for recycling.
+    pub min_wal_size: u64,
+    pub checkpoint_sort: bool,
+    /// Bytes; 0 disables the checkpoint's writeback hints.
+    pub checkpoint_flush_after: u64,
+    /// One writeback context for the whole checkpoint instead of one per tablespace.
+    pub checkpoint_writeback_shared: bool,
+    /// Bytes: the longest run of adjacent pages one write carries.
+    pub io_combine_limit: u64,
+    pub checkpoint_writers: usize,
+    /// checkpoint_sync_method = open_datasync.
+    pub checkpoint_open_datasync: bool,
+    pub log_checkpoints: bool,
     /// Whether the engine runs the background writer thread.
     pub bgwriter: bool,
     pub bgwriter_strategy: BgwriterStrategy,
@@ -671,6 +827,17 @@ impl Default for Config {
             wal_sync_method: SyncMethod::Fdatasync,
             wal_writer_delay_ms: DEFAULT_WAL_WRITER_DELAY_MS,
             checkpoint_timeout_ms: DEFAULT_CHECKPOINT_TIMEOUT_MS,
+            checkpointer: true,
+            checkpoint_completion_target_thousandths: 900,
+            max_wal_size: 1 << 30,
+            min_wal_size: 80 << 20,
+            checkpoint_sort: true,
+            checkpoint_flush_after: 256 << 10,
+            checkpoint_writeback_shared: false,
+            io_combine_limit: 128 << 10,
+            checkpoint_writers: 1,
+            checkpoint_open_datasync: false,
+            log_checkpoints: true,
             bgwriter: true,
             bgwriter_strategy: BgwriterStrategy::Lru,
             bgwriter_delay_ms: DEFAULT_BGWRITER_DELAY_MS,
@@ -796,6 +963,29 @@ impl Config {
         }
     }
 
+    /// How a checkpoint writes its pages.
+    pub fn checkpoint_write_options(&self) -> CheckpointWriteOptions {
+        let page = self.block_size as u64;
+        CheckpointWriteOptions {
+            sort: self.checkpoint_sort,
+            combine_pages: ((self.io_combine_limit / page).max(1) as usize)
+                .min(MAX_COMBINE_PAGES),
+            flush_after_pages: (self.checkpoint_flush_after / page) as usize,
+            writeback: if self.checkpoint_writeback_shared {
+                WritebackScope::Shared
+            } else {
+                WritebackScope::PerTablespace
+            },
+            writers: self.checkpoint_writers,
+            durable: self.checkpoint_open_datasync,
+        }
+    }
+
+    /// checkpoint_completion_target as a number.
+    pub fn checkpoint_completion_target(&self) -> f64 {
+        f64::from(self.checkpoint_completion_target_thousandths) / 1000.0
+    }
+
     /// bgwriter_lru_multiplier as a number.
     pub fn bgwriter_lru_multiplier(&self) -> f64 {
         f64::from(self.bgwriter_lru_multiplier_thousandths) / 1000.0
@@ -878,6 +1068,24 @@ impl ConfigBuilder {
         wal_sync_method: SyncMethod => |c, v| c.wal_sync_method = v;
         wal_writer_delay: Duration => |c, v| c.wal_writer_delay_ms = millis(v);
         checkpoint_timeout: Duration => |c, v| c.checkpoint_timeout_ms = millis(v);
+        /// Whether the engine runs the checkpointer thread.
+        checkpointer: bool => |c, v| c.checkpointer = v;
+        /// Rounded to thousandths, within 0.0..=1.0.
+        checkpoint_completion_target: f64 => |c, v| {
+            c.checkpoint_completion_target_thousandths = (v * 1000.0).round().clamp(0.0, 1000.0) as u32
+        };
+        max_wal_size: u64 => |c, v| c.max_wal_size = v;
+        min_wal_size: u64 => |c, v| c.min_wal_size = v;
+        checkpoint_sort: bool => |c, v| c.checkpoint_sort = v;
+        /// Bytes; 0 disables the checkpoint's writeback hints.
+        checkpoint_flush_after: u64 => |c, v| c.checkpoint_flush_after = v;
+        /// One shared writeback context instead of one per tablespace.
+        checkpoint_writeback_shared: bool => |c, v| c.checkpoint_writeback_shared = v;
+        io_combine_limit: u64 => |c, v| c.io_combine_limit = v;
+        checkpoint_writers: usize => |c, v| c.checkpoint_writers = v;
+        /// checkpoint_sync_method = open_datasync.
+        checkpoint_open_datasync: bool => |c, v| c.checkpoint_open_datasync = v;
+        log_checkpoints: bool => |c, v| c.log_checkpoints = v;
         /// Whether the engine runs the background writer thread.
         bgwriter: bool => |c, v| c.bgwriter = v;
         bgwriter_strategy: BgwriterStrategy => |c, v| c.bgwriter_strategy = v;
@@ -914,6 +1122,35 @@ mod tests {
         c.set("shared_buffers", "64MB").unwrap();
         assert_eq!(c.nbuffers(), 4096);
         c.validate().unwrap();
+    }
+
+    /// Proves: the checkpoint knobs reach the write options: pages from bytes at the
+    /// page size, the context scope, the O_DSYNC switch.
+    #[test]
+    fn checkpoint_knobs_build_the_write_options() {
+        let mut c = Config::default();
+        let o = c.checkpoint_write_options();
+        assert_eq!((o.combine_pages, o.flush_after_pages, o.writers), (16, 32, 1));
+        assert!(o.sort && !o.durable && o.writeback == WritebackScope::PerTablespace);
+        for (k, v) in [
+            ("block_size", "4kB"),
+            ("io_combine_limit", "8kB"),
+            ("checkpoint_flush_after", "0B"),
+            ("checkpoint_writeback_context", "shared"),
+            ("checkpoint_sync_method", "open_datasync"),
+            ("checkpoint_sort", "off"),
+            ("checkpoint_writers", "4"),
+            ("checkpoint_completion_target", "0.5"),
+        ] {
+            c.set(k, v).unwrap();
+            assert_eq!(c.get(k).unwrap(), v, "{k}");
+        }
+        let o = c.checkpoint_write_options();
+        assert_eq!((o.combine_pages, o.flush_after_pages, o.writers), (2, 0, 4));
+        assert!(!o.sort && o.durable && o.writeback == WritebackScope::Shared);
+        assert_eq!(c.checkpoint_completion_target(), 0.5);
+        c.set("io_combine_limit", "1MB").unwrap();
+        assert_eq!(c.checkpoint_write_options().combine_pages, MAX_COMBINE_PAGES);
     }
 
     #[test]
@@ -955,6 +1192,23 @@ mod tests {
             ("bgwriter_lru_multiplier", "1.2345"),
             ("bgwriter_lru_multiplier", "two"),
             ("bgwriter_flush_after", "3MB"),
+            ("checkpointer", "maybe"),
+            ("checkpoint_completion_target", "1.1"),
+            ("checkpoint_completion_target", "-0.5"),
+            ("max_wal_size", "64kB"),
+            ("max_wal_size", "2TB"),
+            ("max_wal_size", "16MB"), // less than min_wal_size (80MB)
+            ("min_wal_size", "16MB"), // one 16MB WAL segment
+            ("min_wal_size", "2GB"),  // more than max_wal_size (1GB)
+            ("checkpoint_sort", "2"),
+            ("checkpoint_flush_after", "4MB"),
+            ("checkpoint_writeback_context", "device"),
+            ("io_combine_limit", "2kB"),
+            ("io_combine_limit", "2MB"),
+            ("checkpoint_writers", "0"),
+            ("checkpoint_writers", "65"),
+            ("checkpoint_sync_method", "osync"),
+            ("log_checkpoints", "loud"),
         ];
         for (knob, value) in cases {
             let before = Config::default();

@@ -573,8 +573,9 @@ impl BufferPool {
     /// Pins buffer `id` if it still holds a page accepted by `want` (checked under the
     /// header lock). Used by scans over all buffers; does not add usage credit.
     fn pin_if(&self, id: u32, want: impl Fn(&BufferTag, u64) -> bool) -> Option<BufferRef<'_>> {
+        // `then`, not `then_some`: a BufferRef built eagerly would unpin when dropped.
         self.pin_if_raw(id, want)
-            .then_some(BufferRef { pool: self, id })
+            .then(|| BufferRef { pool: self, id })
     }
 
     /// [`BufferPool::pin_if`] for callers that release the pin themselves (`unpin`).

@@ -25,8 +25,12 @@
 //! files → checkpoint record, flushed → control file (atomic) → release old segments.
 //! Locks: the checkpoint mutex (one checkpoint at a time), then the pool's and the log's own.
 
+mod checkpointer;
 pub mod recovery;
 
+pub use checkpointer::{
+    CheckpointReason, CheckpointSummary, CheckpointerOptions, CheckpointerStats,
+};
 pub use recovery::RecoveryReport;
 
 use std::ops::Range;
@@ -43,12 +47,12 @@ use crate::buffer::{
 use crate::config::{Config, ConfigError};
 use crate::page;
 use crate::smgr::{Smgr, SmgrError};
-use crate::sync::{Arc, Mutex, RwLock};
+use crate::sync::{Arc, Mutex};
 use crate::txn::{Clog, ClogError, TxnManager, Xid, FIRST_NORMAL_XID};
 use crate::types::Lsn;
 use crate::vfs::{IoError, Vfs};
 use crate::wal::{
-    control, Control, ControlError, RecordBuilder, RecordKind, Wal, WalError, FLAG_ABORT,
+    control, ControlError, RecordBuilder, RecordKind, Wal, WalError, FLAG_ABORT,
     FLAG_COMMIT,
 };
 
@@ -68,6 +72,8 @@ pub enum EngineError {
     Clog(#[from] ClogError),
     #[error(transparent)]
     Io(#[from] IoError),
+    #[error("checkpoint failed: {0}")]
+    Checkpoint(String),
     #[error("the WAL is corrupt at {lsn} ({path}, offset {offset}): {reason}; refusing to open, since replaying only up to here would silently drop acknowledged commits")]
     Corrupt {
         path: PathBuf,
@@ -170,25 +176,21 @@ impl Drop for LogWriter {
 
 /// An open data directory.
 pub struct Engine {
-    /// First field, so that dropping the engine stops the bgwriter before anything else.
+    /// First fields, so that dropping the engine stops the checkpointer (finishing a
+    /// checkpoint in progress at full speed) and the bgwriter before anything else.
+    checkpointer: Option<checkpointer::CheckpointerHandle>,
     bgwriter: Option<BgwriterHandle>,
     pool: Arc<BufferPool>,
     wal: Arc<Wal>,
-    txns: TxnManager,
+    txns: Arc<TxnManager>,
     synchronous_commit: bool,
     full_page_writes: bool,
-    checkpoint_lock: Mutex<()>,
+    /// The checkpoint machinery (also the checkpointer thread's).
+    ckpt: Arc<checkpointer::Checkpointer>,
     /// Structure checks of relations above this layer (B-trees register theirs), by name.
     verifiers: Mutex<std::collections::BTreeMap<String, Verifier>>,
     /// Test hooks by [`HookPoint`]; `has_hooks` keeps the check off the hot path.
     hooks: Mutex<[Option<TestHook>; 2]>,
-    /// Held shared by a commit from before its commit record until its outcome is in the
-    /// commit log; a checkpoint takes it exclusively once, right after choosing its redo
-    /// point, so every commit whose record lies before that point has its outcome in the
-    /// commit log before the checkpoint flushes it (PostgreSQL's DELAY_CHKPT_START).
-    commit_gate: RwLock<()>,
-    /// Set while a checkpoint waits for in-flight commits (see `commit_gate`).
-    ckpt_waiting: std::sync::atomic::AtomicBool,
     has_hooks: std::sync::atomic::AtomicBool,
     recovery: Option<RecoveryReport>,
     _writer: Option<LogWriter>,
@@ -297,24 +299,38 @@ impl Engine {
             }
         });
         let next_xid = recovery.as_ref().map_or(FIRST_NORMAL_XID, |r| r.next_xid);
+        let txns = Arc::new(TxnManager::new(clog, next_xid));
+        let ckpt = Arc::new(checkpointer::Checkpointer::new(
+            pool.clone(),
+            wal.clone(),
+            txns.clone(),
+            checkpointer::CheckpointerOptions::from_config(config),
+        ));
         let engine = Engine {
+            checkpointer: None,
             bgwriter: None,
             pool,
             wal,
-            txns: TxnManager::new(clog, next_xid),
+            txns,
             synchronous_commit: config.synchronous_commit,
             full_page_writes: config.full_page_writes,
-            checkpoint_lock: Mutex::new(()),
+            ckpt,
             verifiers: Mutex::new(Default::default()),
             hooks: Mutex::new([None, None]),
-            ckpt_waiting: std::sync::atomic::AtomicBool::new(false),
-            commit_gate: RwLock::new(()),
             has_hooks: std::sync::atomic::AtomicBool::new(false),
             recovery,
             _writer: writer,
         };
-        engine.checkpoint()?;
+        engine.ckpt.run(CheckpointReason::Startup, true)?;
         let mut engine = engine;
+        if config.checkpointer {
+            engine.checkpointer = Some(
+                engine
+                    .ckpt
+                    .start()
+                    .map_err(|e| EngineError::io("starting the checkpointer thread for", dir, e))?,
+            );
+        }
         if config.bgwriter {
             // After recovery and the first checkpoint: the hook is armed (WAL before data).
             engine.bgwriter = engine
@@ -463,7 +479,7 @@ impl Engine {
     /// shared, so a checkpoint cannot choose a redo point past the record and flush the
     /// commit log without the outcome (replay would never set it).
     pub fn commit_transaction(&self, xid: Xid) -> Result<Lsn, EngineError> {
-        let _gate = self.commit_gate.read();
+        let _gate = self.ckpt.commit_gate.read();
         let (_, end) =
             self.wal
                 .insert(RecordBuilder::new(RecordKind::Noop, xid, FLAG_COMMIT, 0))?;
@@ -477,7 +493,9 @@ impl Engine {
     /// commit-log update (for tests of that interleaving).
     #[doc(hidden)]
     pub fn checkpoint_waits_for_commits(&self) -> bool {
-        self.ckpt_waiting.load(std::sync::atomic::Ordering::Acquire)
+        self.ckpt
+            .waiting_for_commits
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Aborts `xid`: an abort record (not waited for: a crash before it is durable leaves
@@ -501,11 +519,18 @@ impl Engine {
         if let Some(b) = self.bgwriter.take() {
             b.stop();
         }
+        // A spread checkpoint in progress finishes at full speed, then the thread ends.
+        if let Some(c) = self.checkpointer.take() {
+            c.stop();
+        }
         #[cfg(feature = "verify")]
         if let Err(problems) = self.verify() {
             panic!("verify: at shutdown: {}", problems.join("; "));
         }
-        self.checkpoint()
+        Ok(self
+            .ckpt
+            .run(CheckpointReason::Shutdown, true)?
+            .expect("a shutdown checkpoint is never skipped"))
     }
 
     /// Registers a structure check under `name` (a later registration of the same name
@@ -543,54 +568,47 @@ impl Engine {
         }
     }
 
-    /// A checkpoint: every change before its redo point is in the data files, durably.
-    /// Returns the checkpoint record's LSN.
+    /// An immediate checkpoint, in the calling thread: every change before its redo point
+    /// is in the data files, durably. A spread checkpoint in progress first finishes at
+    /// full speed. Returns the checkpoint record's LSN.
     pub fn checkpoint(&self) -> Result<Lsn, EngineError> {
-        let _one = self.checkpoint_lock.lock();
-        #[cfg(feature = "verify")]
-        self.verify_concurrent("checkpoint start");
-        let redo = self.wal.begin_checkpoint();
-        // Wait for the commits whose record lies before `redo` to put their outcome in the
-        // commit log (any later commit's record is after `redo` and will be replayed).
-        self.ckpt_waiting
-            .store(true, std::sync::atomic::Ordering::Release);
-        drop(self.commit_gate.write());
-        self.ckpt_waiting
-            .store(false, std::sync::atomic::Ordering::Release);
-        self.pool.flush_all()?;
-        self.pool.sync()?;
-        // Commit-log pages go out only after the WAL behind every status in them is durable.
-        self.wal.flush(self.wal.insert_position())?;
-        self.txns.clog().flush()?;
-        let (ck, end) =
-            self.wal
-                .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, redo.0))?;
-        self.wal.flush(end)?;
-        self.wal.write_control(&Control {
-            checkpoint: ck,
-            redo,
-            incarnation: self.wal.incarnation(),
-            next_xid: self.txns.next_xid(),
-        })?;
-        self.wal.remove_segments_before(redo)?;
-        #[cfg(feature = "verify")]
-        self.verify_concurrent("checkpoint end");
-        Ok(ck)
+        Ok(self
+            .ckpt
+            .run(CheckpointReason::Requested, true)?
+            .expect("a requested checkpoint is never skipped"))
     }
 
-    /// The checks that hold while other threads work (pool and log); panics on a
-    /// violation. Run at each checkpoint with the `verify` feature.
-    #[cfg(feature = "verify")]
-    fn verify_concurrent(&self, at: &str) {
-        let mut problems = self.pool.check_consistency().err().unwrap_or_default();
-        if let Err(p) = self.wal.check_invariants() {
-            problems.push(p);
+    /// Asks the checkpointer thread for a checkpoint (spread unless `immediate`); with
+    /// `wait`, returns when one that started after the request has finished. Without the
+    /// thread (`checkpointer = off`) runs it in the calling thread.
+    pub fn request_checkpoint(&self, immediate: bool, wait: bool) -> Result<(), EngineError> {
+        if self.checkpointer.is_none() {
+            self.ckpt.run(CheckpointReason::Requested, immediate)?;
+            return Ok(());
         }
-        assert!(
-            problems.is_empty(),
-            "verify: at {at}: {}",
-            problems.join("; ")
-        );
+        self.ckpt
+            .request(immediate, wait)
+            .map_err(EngineError::Checkpoint)
+    }
+
+    /// Whether the checkpointer thread runs (`checkpointer = on`).
+    pub fn checkpointer_running(&self) -> bool {
+        self.checkpointer.is_some()
+    }
+
+    /// pg_stat_checkpointer's counters.
+    pub fn checkpointer_stats(&self) -> CheckpointerStats {
+        self.ckpt.stats()
+    }
+
+    /// Every finished checkpoint (up to the last 10,000), oldest first.
+    pub fn checkpoint_history(&self) -> Vec<CheckpointSummary> {
+        self.ckpt.history()
+    }
+
+    /// The error of the checkpointer thread's last checkpoint, if it failed.
+    pub fn checkpointer_error(&self) -> Option<String> {
+        self.ckpt.last_error()
     }
 }
 

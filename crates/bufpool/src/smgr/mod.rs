@@ -38,7 +38,7 @@ pub use writeback::WritebackContext;
 use std::collections::HashMap;
 use std::io::{IoSlice, IoSliceMut};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::stats::{IoContext, IoOp, IoStats};
 use crate::sync::{Arc, AtomicU32, Mutex, Ordering, RwLock};
@@ -81,6 +81,16 @@ type ForkMap =
 
 /// Marks a fork size as not yet known.
 const NBLOCKS_UNKNOWN: u32 = u32::MAX;
+
+/// What one [`Smgr::sync_each`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    /// Segment files fsynced.
+    pub files: usize,
+    /// Their fsyncs' total and longest time.
+    pub total: Duration,
+    pub longest: Duration,
+}
 
 /// How to open a data directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -717,6 +727,13 @@ impl Smgr {
     /// segment was created or unlinked since. Returns the segments fsynced. A failure is
     /// latched: this and every later call report it.
     pub fn sync(&self) -> SmgrResult<usize> {
+        Ok(self.sync_each(&mut |_| {})?.files)
+    }
+
+    /// [`Smgr::sync`], calling `after_each` with the duration of each file's fsync (the
+    /// checkpointer paces its sync phase with it) and reporting the count and times.
+    pub fn sync_each(&self, after_each: &mut dyn FnMut(Duration)) -> SmgrResult<SyncReport> {
+        let mut report = SyncReport::default();
         if let Some((path, first)) = self.sync_queue.latched() {
             return Err(SmgrError::FsyncLatched { path, first });
         }
@@ -736,13 +753,18 @@ impl Smgr {
                 self.sync_queue.latch(path.clone(), source.to_string());
                 return Err(SmgrError::Fsync { path, source });
             }
+            let took = start.elapsed();
             self.stats
-                .count_timed(IoContext::Normal, IoOp::Fsync, 1, start.elapsed());
+                .count_timed(IoContext::Normal, IoOp::Fsync, 1, took);
+            report.files += 1;
+            report.total += took;
+            report.longest = report.longest.max(took);
+            after_each(took);
         }
         for dir in self.sync_queue.drain_dirs() {
             self.sync_dir(&dir)?;
         }
-        Ok(segs.len())
+        Ok(report)
     }
 }
 
