@@ -346,7 +346,7 @@ impl Checkpointer {
         let started = Instant::now();
         #[cfg(feature = "verify")]
         self.verify_concurrent("checkpoint start");
-        let seg_before = crate::wal::SegmentCountsShim::default();
+        let seg_before = self.wal.segment_counts();
         let redo = self.wal.begin_checkpoint();
         if self.opts.log {
             tracing::info!(
@@ -392,7 +392,7 @@ impl Checkpointer {
             next_xid: self.txns.next_xid(),
         })?;
         self.wal.remove_segments_before(redo)?;
-        let seg_after = crate::wal::SegmentCountsShim::default();
+        let seg_after = self.wal.segment_counts();
         let distance = redo.0.saturating_sub(self.last_redo.swap(redo.0, Ordering::AcqRel));
         let old = self.estimate.load(Ordering::Relaxed);
         let estimate = if distance > old {

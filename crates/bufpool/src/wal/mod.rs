@@ -748,11 +748,3 @@ impl Wal {
         self.segments.remove_before(redo.0 / self.segments.size)
     }
 }
-
-// TEMPORARY until the dsync-wal branch lands.
-#[derive(Default, Clone, Copy)]
-pub struct SegmentCountsShim {
-    pub added: u64,
-    pub recycled: u64,
-    pub removed: u64,
-}
