@@ -997,6 +997,7 @@ impl Config {
             segment_size: self.wal_segment_size,
             buffers: self.wal_buffers_bytes(),
             sync_method: self.wal_sync_method,
+            recycle_segments: crate::wal::DEFAULT_RECYCLE_SEGMENTS,
         }
     }
 }

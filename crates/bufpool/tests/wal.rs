@@ -1,15 +1,17 @@
 //! The WAL through the engine: logging, commit, recovery, checkpoints, group commit.
 //!
 //! Proves: committed changes survive an unclean stop (pages never written) and a
-//! recovery is idempotent; a checkpoint lets old segments go; full-page images are logged
-//! exactly on the first change after a redo point; many committing threads share syncs.
+//! recovery is idempotent; a checkpoint lets old segments go, keeping at most
+//! `recycle_segments` for recycling, and segment files added, recycled and removed are
+//! counted; full-page images are logged exactly on the first change after a redo point;
+//! many committing threads share syncs.
 
 mod common;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use bufpool::wal::FLAG_COMMIT;
+use bufpool::wal::{SegmentCounts, DEFAULT_RECYCLE_SEGMENTS, FLAG_COMMIT};
 use bufpool::{BufferTag, Config, Engine, ForkNumber, MemVfs, RelFileId, Vfs};
 use common::{get_u64, put_u64, BODY};
 
@@ -104,9 +106,10 @@ fn checkpoint_moves_redo_and_releases_old_segments() {
     e.checkpoint().unwrap();
     let redo_seg = e.wal().redo().0 / e.wal().segment_size();
     let after = e.wal().segment_numbers().unwrap();
-    // At most 4 released segments are kept for recycling; none needed ones are gone.
+    // At most `recycle_segments` released segments are kept for recycling; none needed
+    // ones are gone.
     assert!(
-        after.iter().filter(|&&s| s < redo_seg).count() <= 4,
+        after.iter().filter(|&&s| s < redo_seg).count() <= DEFAULT_RECYCLE_SEGMENTS,
         "{after:?}"
     );
     assert!(after.contains(&redo_seg));
@@ -115,6 +118,79 @@ fn checkpoint_moves_redo_and_releases_old_segments() {
     assert_eq!(
         get_u64(&e.pool().read(tag(7)).unwrap().read(), BODY + 8),
         399
+    );
+}
+
+/// The log counts its segment files like PostgreSQL's log_checkpoints line: while nothing
+/// is released every new segment is added (zero-filled); a checkpoint keeps the newest
+/// `recycle_segments` (the default, 5) of the segments it releases and removes the rest;
+/// the next new segments are recycled from the kept ones before any is added again. How:
+/// many one-change commits (each pads the log to 4 KiB) fill 64 KiB segments; the counts
+/// are checked against the segment files listed before and after each checkpoint (files
+/// on disk = added - removed, as recycling only renames).
+#[test]
+fn checkpoints_keep_at_most_recycle_segments_and_count_segment_files() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    let on_disk = |e: &Engine| e.wal().segment_numbers().unwrap();
+    let c = |e: &Engine| e.wal().segment_counts();
+    create_pages(&e, 8);
+    for i in 0..200u64 {
+        set(&e, (i % 8) as u32, i);
+    }
+    let first = on_disk(&e);
+    assert!(first.len() > DEFAULT_RECYCLE_SEGMENTS + 2, "{first:?}");
+    assert_eq!(
+        c(&e),
+        SegmentCounts {
+            added: first.len() as u64,
+            recycled: 0,
+            removed: 0
+        }
+    );
+
+    e.checkpoint().unwrap();
+    let redo_seg = e.wal().redo().0 / e.wal().segment_size();
+    let released = first.iter().filter(|&&s| s < redo_seg).count();
+    let after = on_disk(&e);
+    let kept: Vec<u64> = after.iter().copied().filter(|&s| s < redo_seg).collect();
+    assert_eq!(
+        kept.len(),
+        released.min(DEFAULT_RECYCLE_SEGMENTS),
+        "{after:?}"
+    );
+    assert_eq!(
+        kept,
+        first[released - kept.len()..released],
+        "the newest released are kept"
+    );
+    let at_checkpoint = c(&e);
+    assert_eq!(at_checkpoint.removed, (released - kept.len()) as u64);
+    assert_eq!(at_checkpoint.recycled, 0);
+    assert_eq!(
+        after.len() as u64,
+        at_checkpoint.added - at_checkpoint.removed
+    );
+
+    let last = *after.last().unwrap();
+    for i in 0..200u64 {
+        set(&e, (i % 8) as u32, 1000 + i);
+    }
+    let later = on_disk(&e);
+    let new_segments = later.iter().filter(|&&s| s > last).count();
+    assert!(new_segments > kept.len(), "{later:?}");
+    let now = c(&e);
+    assert_eq!(now.recycled, kept.len() as u64, "every kept segment reused");
+    assert_eq!(
+        now.added - at_checkpoint.added,
+        (new_segments - kept.len()) as u64,
+        "then new ones added"
+    );
+    assert_eq!(now.removed, at_checkpoint.removed);
+    assert_eq!(later.len() as u64, now.added - now.removed);
+    assert!(
+        later.iter().all(|s| !kept.contains(s)),
+        "renamed away: {later:?}"
     );
 }
 

@@ -1,6 +1,7 @@
 //! Storage manager: relation files in segments under tablespace directories.
 //!
-//! Owns: the data directory (its lock and metadata files), open segment files, the cached
+//! Owns: the data directory (its lock and metadata files), open segment files (one handle
+//! each, plus an O_DSYNC one opened by the first durable write to the segment), the cached
 //! size of each relation fork, the fsync request queue, and writeback contexts
 //! (`writeback.rs`: sorted, merged sync_file_range hints for a writer's recent writes).
 //! Layout: `<dir>/base/<tablespace>/<relation><fork suffix>[.<segno>]`, PostgreSQL's naming:
@@ -8,8 +9,13 @@
 //! `segment_blocks` pages; a fork's size is the full segments plus the last one's pages.
 //! Invariants: this process is the only one with the directory open (flock on
 //! `bufpool.lock`), so the cached fork sizes are exact; every write registers an fsync
-//! request for its segment (unless the file is O_DSYNC); every error names the path, the
-//! block and the OS error.
+//! request for its segment unless it went through an O_DSYNC handle (`writev_durable`, for
+//! the checkpointer and bgwriter; or any write with `SmgrOptions::dsync`), which makes it
+//! durable on return; every error names the path, the block and the OS error.
+//! A segment's O_DSYNC handle lives in the same entry of its fork's handle list as the
+//! normal one, so truncate, unlink and create, which trim or clear that list, drop both: no
+//! handle to a segment truncated or unlinked away stays cached. Durable writes never create
+//! a segment (extension is buffered and registers its fsync as always).
 //! Directory entries: a file's creation or removal is durable only once its directory is
 //! fsynced. `create` (segment 0) and `unlink` fsync the directory before returning; a
 //! segment created by extension or unlinked by `truncate` registers its directory in the
@@ -23,7 +29,8 @@
 //! fork's. A failed directory fsync is latched like a failed file fsync.
 //! Locks: `forks` (RwLock, map of open forks) → one fork's `segments` (RwLock) → its
 //! `extend_lock` is taken only by extend/truncate/unlink, before `segments`. No lock is held
-//! across a read or write system call except a fork's extend lock during extension.
+//! across a read or write system call except a fork's extend lock during extension; a
+//! segment's handles are opened under its fork's `segments` write lock (once per handle).
 
 mod dir;
 mod error;
@@ -103,13 +110,66 @@ pub struct SmgrOptions {
     pub create: bool,
     /// Open data files with O_DIRECT.
     pub direct: bool,
-    /// Open data files with O_DSYNC (every write durable; no fsync requests).
+    /// Open data files with O_DSYNC (every write durable; no fsync requests). For durable
+    /// writes by some writers only, keep this off and use `Smgr::writev_durable`.
     pub dsync: bool,
+}
+
+/// The open handles of one segment file.
+#[derive(Debug)]
+struct SegmentFiles {
+    /// Reads, buffered writes, extension, writeback hints and fsync go through this one.
+    file: Arc<dyn VfsFile>,
+    /// A second handle of the same file opened O_DSYNC, for `writev_durable`; opened on
+    /// its first use. It sits in the same entry as `file`, so whatever drops a segment's
+    /// handle (truncate, unlink, create) drops this one with it.
+    durable: Option<Arc<dyn VfsFile>>,
+}
+
+impl SegmentFiles {
+    fn new(file: Arc<dyn VfsFile>) -> Self {
+        Self {
+            file,
+            durable: None,
+        }
+    }
+
+    /// The handle a durable write goes through, if it is open: `file` itself when every
+    /// data file is O_DSYNC (`all_dsync`), else the O_DSYNC twin.
+    fn durable_handle(&self, all_dsync: bool) -> Option<Arc<dyn VfsFile>> {
+        if all_dsync {
+            Some(self.file.clone())
+        } else {
+            self.durable.clone()
+        }
+    }
+}
+
+/// How `writev_op` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteKind {
+    /// Over existing blocks, through the buffered handle; registers an fsync request.
+    Overwrite,
+    /// At the fork's end, creating segments as needed; registers an fsync request.
+    Extend,
+    /// Over existing blocks, through the O_DSYNC handle: durable on return, no request.
+    Durable,
+}
+
+impl WriteKind {
+    fn op(self) -> IoOp {
+        match self {
+            WriteKind::Extend => IoOp::Extend,
+            WriteKind::Overwrite | WriteKind::Durable => IoOp::Write,
+        }
+    }
 }
 
 #[derive(Debug)]
 struct Fork {
-    segments: RwLock<Vec<Arc<dyn VfsFile>>>,
+    /// Segment `n`'s handles at index `n`; segments are opened in order, so the vector is
+    /// a prefix of the fork's segments.
+    segments: RwLock<Vec<SegmentFiles>>,
     nblocks: AtomicU32,
     extend_lock: Mutex<()>,
 }
@@ -252,9 +312,62 @@ impl Smgr {
         create: bool,
     ) -> SmgrResult<Arc<dyn VfsFile>> {
         if let Some(s) = f.segments.read().get(segno as usize) {
-            return Ok(s.clone());
+            return Ok(s.file.clone());
         }
         let mut segs = f.segments.write();
+        self.open_segments(&mut segs, rel, fork, segno, create)?;
+        Ok(segs[segno as usize].file.clone())
+    }
+
+    /// The O_DSYNC handle of segment `segno` (opening the segment, and those before it,
+    /// first if needed; a missing file is an error: this path never creates a segment).
+    /// With `SmgrOptions::dsync` every handle is O_DSYNC and the normal one is returned.
+    fn durable_segment(
+        &self,
+        f: &Fork,
+        rel: RelFileId,
+        fork: ForkNumber,
+        segno: u32,
+    ) -> SmgrResult<Arc<dyn VfsFile>> {
+        if let Some(s) = f.segments.read().get(segno as usize) {
+            if let Some(d) = s.durable_handle(self.dsync) {
+                return Ok(d);
+            }
+        }
+        // Opened under the write lock: a truncate or unlink (which trims the vector under
+        // it) either comes before, and the file opened here is the live one, or after, and
+        // drops the handle cached here.
+        let mut segs = f.segments.write();
+        self.open_segments(&mut segs, rel, fork, segno, false)?;
+        let seg = &mut segs[segno as usize];
+        if let Some(d) = seg.durable_handle(self.dsync) {
+            return Ok(d);
+        }
+        let path = self.segment_path(rel, fork, segno);
+        let opts = OpenOptions {
+            dsync: true,
+            ..self.open_options()
+        };
+        debug_assert!(!opts.create && !opts.create_new);
+        let durable = self
+            .vfs
+            .open(&path, opts)
+            .map_err(file_err("opening (O_DSYNC)", &path))?;
+        seg.durable = Some(durable.clone());
+        Ok(durable)
+    }
+
+    /// Opens segments `segs.len()..=segno` into `segs`, the fork's write-locked segment
+    /// list. With `create`, missing segments are created (extension); otherwise a missing
+    /// file is an error.
+    fn open_segments(
+        &self,
+        segs: &mut Vec<SegmentFiles>,
+        rel: RelFileId,
+        fork: ForkNumber,
+        segno: u32,
+        create: bool,
+    ) -> SmgrResult<()> {
         while segs.len() <= segno as usize {
             let n = segs.len() as u32;
             let path = self.segment_path(rel, fork, n);
@@ -285,9 +398,9 @@ impl Smgr {
                 self.sync_queue
                     .register_dir(self.tablespace_dir(rel.tablespace));
             }
-            segs.push(file);
+            segs.push(SegmentFiles::new(file));
         }
-        Ok(segs[segno as usize].clone())
+        Ok(())
     }
 
     /// fsyncs a directory now; a failure is latched (every later `sync` reports it).
@@ -350,7 +463,7 @@ impl Smgr {
         let f = self.fork(rel, fork);
         let mut segs = f.segments.write();
         segs.clear();
-        segs.push(file);
+        segs.push(SegmentFiles::new(file));
         f.nblocks.store(0, Ordering::Release);
         Ok(())
     }
@@ -508,10 +621,38 @@ impl Smgr {
         bufs: &[&[u8]],
         context: IoContext,
     ) -> SmgrResult<()> {
-        self.writev_op(rel, fork, first, bufs, context, IoOp::Write, false)
+        self.writev_op(rel, fork, first, bufs, context, WriteKind::Overwrite)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Writes one page durably; see `writev_durable`.
+    pub fn write_durable(&self, tag: &BufferTag, buf: &[u8], context: IoContext) -> SmgrResult<()> {
+        self.writev_durable(tag.rel, tag.fork, tag.block, &[buf], context)
+    }
+
+    /// Writes consecutive pages starting at `first` like `writev` (one vectored write per
+    /// segment, counted as `IoOp::Write`), but through an O_DSYNC handle of each segment:
+    /// the pages are durable when this returns, and no fsync request is registered for
+    /// them (PostgreSQL's open_datasync, seed 001's O_SYNC checkpoint writes). Requests
+    /// that buffered writes to the same segments registered stay pending. The segments
+    /// must exist: this path never creates one, and a block in a segment truncated or
+    /// unlinked away fails with the OS error. The name of a segment created by extension
+    /// is still durable only after `sync` fsyncs its directory.
+    ///
+    /// A failed durable write needs no latch: the caller still holds the page and writes
+    /// it again, so a later success is real. (Linux reports each writeback error once per
+    /// open file, so a failure this write reports that belonged to another writer's
+    /// buffered pages is still reported to the normal handle's fsync at `sync`.)
+    pub fn writev_durable(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        first: BlockNumber,
+        bufs: &[&[u8]],
+        context: IoContext,
+    ) -> SmgrResult<()> {
+        self.writev_op(rel, fork, first, bufs, context, WriteKind::Durable)
+    }
+
     fn writev_op(
         &self,
         rel: RelFileId,
@@ -519,8 +660,7 @@ impl Smgr {
         first: BlockNumber,
         bufs: &[&[u8]],
         context: IoContext,
-        op: IoOp,
-        create: bool,
+        kind: WriteKind,
     ) -> SmgrResult<()> {
         let f = self.fork(rel, fork);
         let mut done = 0usize;
@@ -530,14 +670,17 @@ impl Smgr {
             let room = (self.segment_blocks - block % self.segment_blocks) as usize;
             let n = room.min(bufs.len() - done);
             let tag = BufferTag::new(rel, fork, block);
-            let file = self
-                .segment(&f, rel, fork, segno, create)
-                .map_err(|e| match e {
-                    SmgrError::Io(IoError { path, source, .. }) => {
-                        SmgrError::Write { tag, path, source }
-                    }
-                    e => e,
-                })?;
+            let file = match kind {
+                WriteKind::Overwrite => self.segment(&f, rel, fork, segno, false),
+                WriteKind::Extend => self.segment(&f, rel, fork, segno, true),
+                WriteKind::Durable => self.durable_segment(&f, rel, fork, segno),
+            }
+            .map_err(|e| match e {
+                SmgrError::Io(IoError { path, source, .. }) => {
+                    SmgrError::Write { tag, path, source }
+                }
+                e => e,
+            })?;
             let want = n * self.block_size;
             let start = Instant::now();
             let got = if n == 1 {
@@ -555,8 +698,8 @@ impl Smgr {
                 source,
             })?;
             self.stats
-                .count_timed(context, op, n as u64, start.elapsed());
-            if !self.dsync {
+                .count_timed(context, kind.op(), n as u64, start.elapsed());
+            if kind != WriteKind::Durable && !self.dsync {
                 self.sync_queue.register(SegmentId { rel, fork, segno });
             }
             if got != want {
@@ -592,7 +735,7 @@ impl Smgr {
                 block: MAX_BLOCK_NUMBER,
             });
         }
-        match self.writev_op(rel, fork, first, bufs, context, IoOp::Extend, true) {
+        match self.writev_op(rel, fork, first, bufs, context, WriteKind::Extend) {
             Ok(()) => {
                 f.nblocks.store(last as u32, Ordering::Release);
                 Ok(first)
@@ -666,7 +809,7 @@ impl Smgr {
                     .register_dir(self.tablespace_dir(rel.tablespace));
                 segs.truncate(segno as usize);
             } else {
-                let file = &segs[segno as usize];
+                let file = &segs[segno as usize].file;
                 file.set_len(keep_blocks * self.block_size as u64)
                     .map_err(file_err("truncating", file.path()))?;
             }
@@ -1058,5 +1201,284 @@ mod tests {
         assert!(s
             .segment_path(REL, ForkNumber::FreeSpace, 0)
             .ends_with("base/3/77_fsm"));
+    }
+
+    /// Options for a directory with 4-page segments of 4 KiB pages.
+    fn options(create: bool, dsync: bool) -> SmgrOptions {
+        SmgrOptions {
+            block_size: 4096,
+            segment_size: 4 * 4096,
+            create,
+            direct: false,
+            dsync,
+        }
+    }
+
+    /// How many O_DSYNC handles a fork has cached (0 when the fork is not open).
+    fn durable_handles(s: &Smgr, rel: RelFileId, fork: ForkNumber) -> usize {
+        let forks = s.forks.read();
+        forks.get(&(rel, fork)).map_or(0, |f| {
+            f.segments
+                .read()
+                .iter()
+                .filter(|seg| seg.durable.is_some())
+                .count()
+        })
+    }
+
+    fn tag(block: BlockNumber) -> BufferTag {
+        BufferTag::new(REL, ForkNumber::Main, block)
+    }
+
+    /// Durable writes are durable on return: after a simulated power cut with no `sync`
+    /// since, under many seeds, every block written durably (one vectored write across a
+    /// segment boundary, one single page) reads back, while they registered no fsync
+    /// request and a buffered write still does. Reads before the cut, through the normal
+    /// handles, see the durable writes (two handles of one file share its contents). How:
+    /// `SimVfs` keeps an O_DSYNC handle's writes whatever the seed; it would drop, tear or
+    /// garbage them if the handle were not opened O_DSYNC.
+    #[test]
+    fn durable_writes_survive_a_power_cut_without_sync_and_register_no_fsync() {
+        use crate::vfs::SimVfs;
+        let vfs = SimVfs::new();
+        let s = Smgr::open(
+            Arc::new(vfs.clone()),
+            Path::new("/db"),
+            options(true, false),
+        )
+        .unwrap();
+        s.create(REL, ForkNumber::Main).unwrap();
+        s.extend(
+            REL,
+            ForkNumber::Main,
+            &[page(1).as_slice(); 8],
+            IoContext::Normal,
+        )
+        .unwrap();
+        s.sync().unwrap();
+        assert_eq!(s.pending_syncs(), 0);
+        let writes_before = s.stats().snapshot().total(IoOp::Write);
+
+        // Blocks 2..6 straddle the boundary between segments 0 and 1.
+        let new: Vec<Vec<u8>> = (2..6).map(|b| page(10 + b)).collect();
+        let refs: Vec<&[u8]> = new.iter().map(|p| p.as_slice()).collect();
+        s.writev_durable(REL, ForkNumber::Main, 2, &refs, IoContext::Normal)
+            .unwrap();
+        s.write_durable(&tag(7), &page(17), IoContext::Normal)
+            .unwrap();
+        assert_eq!(s.pending_syncs(), 0, "durable writes register no fsync");
+        assert_eq!(durable_handles(&s, REL, ForkNumber::Main), 2);
+        assert_eq!(
+            s.stats().snapshot().total(IoOp::Write),
+            writes_before + 5,
+            "counted as writes, one per page"
+        );
+        let want = [1u8, 1, 12, 13, 14, 15, 1, 17];
+        let read_all = |s: &Smgr| {
+            let mut bufs: Vec<Vec<u8>> = (0..8).map(|_| vec![0u8; 4096]).collect();
+            let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+            s.readv(REL, ForkNumber::Main, 0, &mut refs, IoContext::Normal)
+                .unwrap();
+            bufs
+        };
+        for (b, got) in read_all(&s).iter().enumerate() {
+            assert!(
+                got.iter().all(|&x| x == want[b]),
+                "block {b} before the cut"
+            );
+        }
+        s.write(&tag(0), &page(20), IoContext::Normal).unwrap();
+        assert_eq!(s.pending_syncs(), 1, "a buffered write still registers");
+
+        for seed in 0..32 {
+            let copy = vfs.duplicate();
+            copy.crash(seed);
+            let s = Smgr::open(Arc::new(copy), Path::new("/db"), options(false, false)).unwrap();
+            assert_eq!(s.nblocks(REL, ForkNumber::Main).unwrap(), 8, "seed {seed}");
+            // Block 0's buffered write may be dropped or torn; the others were durable.
+            for (b, got) in read_all(&s).iter().enumerate().skip(1) {
+                assert!(
+                    got.iter().all(|&x| x == want[b]),
+                    "seed {seed}: block {b} after the cut"
+                );
+            }
+        }
+    }
+
+    /// A durable write never creates a segment, and no O_DSYNC handle outlives its segment:
+    /// after a truncate, a durable write into a segment truncated away fails (naming the
+    /// file) and makes no file; once extension recreates that segment, a durable write lands
+    /// in the new file (a stale handle would write into the unlinked one, unseen); unlink
+    /// drops every handle, and a fork created again under the same number is written
+    /// afresh. How: MemVfs keeps an unlinked file's node alive for open handles, like a
+    /// POSIX file system, so a write through a stale handle would vanish from reads.
+    #[test]
+    fn durable_writes_create_nothing_and_truncate_and_unlink_drop_their_handles() {
+        let (vfs, s) = smgr();
+        s.create(REL, ForkNumber::Main).unwrap();
+        s.extend(
+            REL,
+            ForkNumber::Main,
+            &[page(1).as_slice(); 10],
+            IoContext::Normal,
+        )
+        .unwrap();
+        s.writev_durable(
+            REL,
+            ForkNumber::Main,
+            0,
+            &[page(2).as_slice(); 10],
+            IoContext::Normal,
+        )
+        .unwrap();
+        assert_eq!(durable_handles(&s, REL, ForkNumber::Main), 3);
+
+        s.truncate(REL, ForkNumber::Main, 4).unwrap();
+        assert_eq!(
+            durable_handles(&s, REL, ForkNumber::Main),
+            1,
+            "segments 1 and 2 were unlinked; segment 0 stays"
+        );
+        let seg1 = s.segment_path(REL, ForkNumber::Main, 1);
+        let err = s
+            .write_durable(&tag(5), &page(3), IoContext::Normal)
+            .unwrap_err();
+        match &err {
+            SmgrError::Write {
+                tag: t,
+                path,
+                source,
+            } => {
+                assert_eq!(*t, tag(5));
+                assert_eq!(path, &seg1);
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            e => panic!("want a write error naming the segment, got {e}"),
+        }
+        assert!(vfs.contents(&seg1).is_none(), "no segment was created");
+        assert_eq!(durable_handles(&s, REL, ForkNumber::Main), 1);
+        // Segment 0 keeps its handle, still the live file.
+        s.write_durable(&tag(3), &page(4), IoContext::Normal)
+            .unwrap();
+        let mut one = vec![0u8; 4096];
+        s.read(&tag(3), &mut one, IoContext::Normal).unwrap();
+        assert_eq!(one, page(4));
+
+        assert_eq!(
+            s.extend(
+                REL,
+                ForkNumber::Main,
+                &[page(5).as_slice(); 2],
+                IoContext::Normal
+            )
+            .unwrap(),
+            4
+        );
+        s.write_durable(&tag(5), &page(6), IoContext::Normal)
+            .unwrap();
+        s.read(&tag(5), &mut one, IoContext::Normal).unwrap();
+        assert_eq!(one, page(6), "the durable write reached the new segment 1");
+        assert_eq!(vfs.contents(&seg1).unwrap()[4096..], page(6)[..]);
+        assert_eq!(durable_handles(&s, REL, ForkNumber::Main), 2);
+
+        s.unlink(REL, ForkNumber::Main).unwrap();
+        assert_eq!(durable_handles(&s, REL, ForkNumber::Main), 0);
+        assert!(s
+            .write_durable(&tag(0), &page(7), IoContext::Normal)
+            .is_err());
+        assert!(
+            !s.exists(REL, ForkNumber::Main).unwrap(),
+            "nothing recreated"
+        );
+        s.create(REL, ForkNumber::Main).unwrap();
+        s.extend(
+            REL,
+            ForkNumber::Main,
+            &[page(8).as_slice()],
+            IoContext::Normal,
+        )
+        .unwrap();
+        s.write_durable(&tag(0), &page(9), IoContext::Normal)
+            .unwrap();
+        s.read(&tag(0), &mut one, IoContext::Normal).unwrap();
+        assert_eq!(one, page(9));
+        assert_eq!(s.pending_syncs(), 1, "only the extension's request");
+    }
+
+    /// A durable write's failures are typed like `writev`'s: EIO keeps the errno, the block
+    /// and the path; a short transfer is a `ShortWrite` naming the first block not written.
+    /// Neither registers an fsync request. With `SmgrOptions::dsync` the normal handles are
+    /// already O_DSYNC and no second one is opened. How: `FaultVfs` fails chosen writes.
+    #[test]
+    fn durable_write_failures_are_typed_and_dsync_files_need_no_second_handle() {
+        use crate::vfs::{FaultKind, FaultOp, FaultRule, FaultVfs};
+        let fault = FaultVfs::new(Arc::new(MemVfs::new()));
+        let s = Smgr::open(
+            Arc::new(fault.clone()),
+            Path::new("/db"),
+            options(true, false),
+        )
+        .unwrap();
+        s.create(REL, ForkNumber::Main).unwrap();
+        s.extend(
+            REL,
+            ForkNumber::Main,
+            &[page(1).as_slice(); 4],
+            IoContext::Normal,
+        )
+        .unwrap();
+        s.sync().unwrap();
+
+        fault.add_rule(FaultRule::nth(
+            "base/3/77",
+            FaultOp::Write,
+            1,
+            FaultKind::Eio,
+        ));
+        let err = s
+            .write_durable(&tag(2), &page(2), IoContext::Normal)
+            .unwrap_err();
+        assert!(matches!(err, SmgrError::Write { .. }), "{err}");
+        assert_eq!(err.raw_os_error(), Some(libc::EIO));
+        assert!(err.to_string().contains("/db/base/3/77"), "{err}");
+
+        fault.add_rule(FaultRule::nth(
+            "base/3/77",
+            FaultOp::Write,
+            1,
+            FaultKind::Short,
+        ));
+        let err = s
+            .writev_durable(
+                REL,
+                ForkNumber::Main,
+                0,
+                &[page(3).as_slice(); 2],
+                IoContext::Normal,
+            )
+            .unwrap_err();
+        match err {
+            SmgrError::ShortWrite {
+                tag: t, got, want, ..
+            } => {
+                assert_eq!(
+                    (t, got, want),
+                    (tag(1), 0, 4096),
+                    "half of two pages written"
+                );
+            }
+            e => panic!("want a short write, got {e}"),
+        }
+        assert_eq!(s.pending_syncs(), 0);
+        drop(s);
+
+        let s = Smgr::open(Arc::new(fault), Path::new("/db"), options(false, true)).unwrap();
+        s.write_durable(&tag(0), &page(4), IoContext::Normal)
+            .unwrap();
+        assert_eq!(durable_handles(&s, REL, ForkNumber::Main), 0);
+        assert_eq!(s.pending_syncs(), 0);
+        let mut one = vec![0u8; 4096];
+        s.read(&tag(0), &mut one, IoContext::Normal).unwrap();
+        assert_eq!(one, page(4));
     }
 }

@@ -78,12 +78,32 @@ impl SyncMethod {
     }
 }
 
+/// Default of [`WalOptions::recycle_segments`]: PostgreSQL's `min_wal_size` (80 MB) over
+/// its `wal_segment_size` (16 MB). The engine derives the real value from its own
+/// `min_wal_size` and segment size; more kept segments trade disk space for fewer
+/// zero-filled creations after a checkpoint.
+pub const DEFAULT_RECYCLE_SEGMENTS: usize = 5;
+
 /// Log settings (validated by `Config`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WalOptions {
     pub segment_size: u64,
     pub buffers: u64,
     pub sync_method: SyncMethod,
+    /// How many segments released by checkpoints are kept to be renamed into new ones
+    /// (instead of creating and zero-filling a file); the rest are unlinked. 0 keeps none.
+    pub recycle_segments: usize,
+}
+
+/// Segment files the log added (created and zero-filled), recycled (renamed from a segment
+/// a checkpoint released) and removed (unlinked), since it was opened: PostgreSQL's "WAL
+/// file(s) added, removed, recycled" of `log_checkpoints`; the checkpointer reports the
+/// difference across a checkpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SegmentCounts {
+    pub added: u64,
+    pub recycled: u64,
+    pub removed: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -296,8 +316,13 @@ impl Wal {
         incarnation: u32,
     ) -> Result<Wal, WalError> {
         let dsync = opts.sync_method == SyncMethod::OpenDatasync;
-        let segments =
-            segment::Segments::new(vfs.clone(), dir.join("wal"), opts.segment_size, dsync)?;
+        let segments = segment::Segments::new(
+            vfs.clone(),
+            dir.join("wal"),
+            opts.segment_size,
+            dsync,
+            opts.recycle_segments,
+        )?;
         let start = round_up(end.0, WAL_BLOCK);
         let ring = Ring::new(opts.buffers as usize);
         Ok(Wal {
@@ -743,8 +768,14 @@ impl Wal {
         control::write(&*self.vfs, &self.control_path, c)
     }
 
-    /// Releases segments wholly before `redo` (recycled or removed).
+    /// Releases segments wholly before `redo`: keeps up to `recycle_segments` for
+    /// recycling, unlinks the others. Returns how many it unlinked.
     pub fn remove_segments_before(&self, redo: Lsn) -> Result<usize, WalError> {
         self.segments.remove_before(redo.0 / self.segments.size)
+    }
+
+    /// Segment files added, recycled and removed since the log was opened.
+    pub fn segment_counts(&self) -> SegmentCounts {
+        self.segments.counts()
     }
 }

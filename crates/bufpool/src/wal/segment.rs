@@ -1,24 +1,31 @@
 //! WAL segment files: naming, creation (zero-filled, so that fdatasync of a segment never
 //! has to journal a size change), recycling, removal.
 //!
-//! Owns: the open segment files and the list of files that can be recycled.
+//! Owns: the open segment files, the list of files that can be recycled, and cumulative
+//! counts of segment files added (created and zero-filled), recycled (renamed from a
+//! released one) and removed (unlinked): PostgreSQL's "WAL file(s) added, removed,
+//! recycled" of `log_checkpoints`.
 //! Layout: `<dir>/wal/<segno as 16 hex digits>`; segment `n` holds log bytes
 //! `[n * segment_size, (n + 1) * segment_size)`.
 //! Invariants: a segment file, once created by this module, has its full size and that
-//! size is durable (file and directory fsynced) before any log byte is written to it.
-//! Locks: `open` mutex, held while a file is created (rare: once per segment).
+//! size is durable (file and directory fsynced) before any log byte is written to it. At
+//! most `recycle_segments` released segments wait for recycling after `remove_before`;
+//! the others are unlinked. Each counter only grows, by one per file operation that
+//! succeeded.
+//! Locks: `open` mutex, held while a file is created (rare: once per segment) and while
+//! released segments are dropped → `recyclable` mutex. The counters are atomics, read
+//! without a lock (a reader may see one counter of a concurrent operation updated and not
+//! yet another's).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::WalError;
-use crate::sync::{Arc, Mutex};
+use super::{SegmentCounts, WalError};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 use crate::vfs::{IoAt, IoError, OpenOptions, Vfs, VfsFile};
 
 /// Zero-fill chunk when creating a segment.
 const FILL_CHUNK: usize = 1 << 20;
-/// Old segments kept for recycling (renamed instead of created and zero-filled).
-const RECYCLE_MAX: usize = 4;
 
 #[derive(Debug)]
 pub(super) struct Segments {
@@ -30,6 +37,14 @@ pub(super) struct Segments {
     /// Segments released by a checkpoint (wholly before its redo point), oldest first:
     /// the only ones that may be renamed into new segments.
     recyclable: Mutex<Vec<u64>>,
+    /// Most released segments kept in `recyclable` (`WalOptions::recycle_segments`).
+    recycle_max: usize,
+    /// Segment files created and zero-filled.
+    added: AtomicU64,
+    /// Segment files made by renaming a released one.
+    recycled: AtomicU64,
+    /// Released segment files unlinked.
+    removed: AtomicU64,
 }
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> WalError + 'a {
@@ -37,7 +52,15 @@ fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Wa
 }
 
 impl Segments {
-    pub fn new(vfs: Arc<dyn Vfs>, dir: PathBuf, size: u64, dsync: bool) -> Result<Self, WalError> {
+    /// Segment files under `dir` of `size` bytes, opened O_DSYNC with `dsync`, keeping up
+    /// to `recycle_max` released ones for recycling.
+    pub fn new(
+        vfs: Arc<dyn Vfs>,
+        dir: PathBuf,
+        size: u64,
+        dsync: bool,
+        recycle_max: usize,
+    ) -> Result<Self, WalError> {
         vfs.create_dir_all(&dir).map_err(io("creating", &dir))?;
         Ok(Self {
             vfs,
@@ -46,7 +69,20 @@ impl Segments {
             dsync,
             open: Mutex::new(BTreeMap::new()),
             recyclable: Mutex::new(Vec::new()),
+            recycle_max,
+            added: AtomicU64::new(0),
+            recycled: AtomicU64::new(0),
+            removed: AtomicU64::new(0),
         })
+    }
+
+    /// Segment files added, recycled and removed since open.
+    pub fn counts(&self) -> SegmentCounts {
+        SegmentCounts {
+            added: self.added.load(Ordering::Relaxed),
+            recycled: self.recycled.load(Ordering::Relaxed),
+            removed: self.removed.load(Ordering::Relaxed),
+        }
     }
 
     pub fn path(&self, segno: u64) -> PathBuf {
@@ -107,6 +143,7 @@ impl Segments {
             self.vfs
                 .rename(&from, path)
                 .map_err(io("recycling", &from))?;
+            self.recycled.fetch_add(1, Ordering::Relaxed);
         } else {
             let tmp = self.dir.join(format!("{segno:016X}.tmp"));
             let f = self
@@ -134,6 +171,7 @@ impl Segments {
             f.sync_all().map_err(io("fsync of", &tmp))?;
             drop(f);
             self.vfs.rename(&tmp, path).map_err(io("renaming", &tmp))?;
+            self.added.fetch_add(1, Ordering::Relaxed);
         }
         self.vfs
             .sync_dir(&self.dir)
@@ -142,7 +180,8 @@ impl Segments {
     }
 
     /// Drops segments wholly before `segno` (the redo point's segment): keeps up to
-    /// `RECYCLE_MAX` of them for recycling, unlinks the rest.
+    /// `recycle_max` of them (the newest) for recycling, unlinks the rest. Returns how many
+    /// it unlinked.
     pub fn remove_before(&self, segno: u64) -> Result<usize, WalError> {
         let mut open = self.open.lock();
         let mut recyclable = self.recyclable.lock();
@@ -155,10 +194,11 @@ impl Segments {
             }
         }
         recyclable.sort_unstable();
-        while recyclable.len() > RECYCLE_MAX {
+        while recyclable.len() > self.recycle_max {
             let s = recyclable.remove(0);
             let p = self.path(s);
             self.vfs.unlink(&p).map_err(io("removing", &p))?;
+            self.removed.fetch_add(1, Ordering::Relaxed);
             removed += 1;
         }
         if removed > 0 {
@@ -167,5 +207,87 @@ impl Segments {
                 .map_err(io("fsync of directory", &self.dir))?;
         }
         Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::MemVfs;
+
+    const SIZE: u64 = 8192;
+
+    fn segments(vfs: &MemVfs, recycle_max: usize) -> Segments {
+        let dir = PathBuf::from("/db/wal");
+        Segments::new(Arc::new(vfs.clone()), dir, SIZE, false, recycle_max).unwrap()
+    }
+
+    fn counts(added: u64, recycled: u64, removed: u64) -> SegmentCounts {
+        SegmentCounts {
+            added,
+            recycled,
+            removed,
+        }
+    }
+
+    /// New segments are added (zero-filled) until a release leaves some to recycle; a
+    /// release keeps the newest `recycle_max` released segments and unlinks the others; new
+    /// segments take the kept ones oldest first, then are added again. The counts follow
+    /// each file operation. How: segment files on MemVfs, released by `remove_before`.
+    #[test]
+    fn releases_keep_at_most_recycle_max_and_every_file_operation_is_counted() {
+        let vfs = MemVfs::new();
+        let s = segments(&vfs, 2);
+        for segno in 0..6 {
+            s.file(segno, true).unwrap().unwrap();
+        }
+        assert_eq!(s.counts(), counts(6, 0, 0));
+        assert!(
+            vfs.contents(&s.path(5)).unwrap().iter().all(|&b| b == 0),
+            "an added segment is zero-filled"
+        );
+        assert_eq!(vfs.contents(&s.path(5)).unwrap().len(), SIZE as usize);
+
+        assert_eq!(s.remove_before(5).unwrap(), 3, "5 released, 2 kept");
+        assert_eq!(s.counts(), counts(6, 0, 3));
+        assert_eq!(
+            s.list().unwrap(),
+            vec![3, 4, 5],
+            "the newest released are kept"
+        );
+
+        vfs.set_contents(&s.path(3), vec![7; SIZE as usize]);
+        s.file(6, true).unwrap().unwrap();
+        assert_eq!(s.counts(), counts(6, 1, 3));
+        assert_eq!(
+            vfs.contents(&s.path(6)).unwrap(),
+            vec![7; SIZE as usize],
+            "segment 6 is segment 3 renamed"
+        );
+        s.file(7, true).unwrap().unwrap();
+        s.file(8, true).unwrap().unwrap();
+        assert_eq!(s.counts(), counts(7, 2, 3), "one recycled, then one added");
+        assert_eq!(s.list().unwrap(), vec![5, 6, 7, 8]);
+        // Opening an existing segment counts nothing; nor does a release that keeps all.
+        s.file(5, true).unwrap().unwrap();
+        assert_eq!(s.remove_before(7).unwrap(), 0);
+        assert_eq!(s.counts(), counts(7, 2, 3));
+        assert_eq!(s.remove_before(9).unwrap(), 2);
+        assert_eq!(s.counts(), counts(7, 2, 5));
+        assert_eq!(s.list().unwrap(), vec![7, 8]);
+    }
+
+    /// With `recycle_max` 0 every released segment is unlinked and nothing is recycled.
+    #[test]
+    fn recycle_max_zero_removes_every_released_segment() {
+        let vfs = MemVfs::new();
+        let s = segments(&vfs, 0);
+        for segno in 0..3 {
+            s.file(segno, true).unwrap().unwrap();
+        }
+        assert_eq!(s.remove_before(2).unwrap(), 2);
+        s.file(3, true).unwrap().unwrap();
+        assert_eq!(s.counts(), counts(4, 0, 2));
+        assert_eq!(s.list().unwrap(), vec![2, 3]);
     }
 }
