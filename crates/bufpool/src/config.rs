@@ -15,12 +15,12 @@
 use std::time::Duration;
 
 use crate::buffer::{
-    shared_buffers_error, BgwriterOptions, CheckpointWriteOptions, WritebackScope,
-    MAX_COMBINE_PAGES, PoolConfig, PoolOptions, DEFAULT_BGWRITER_DELAY_MS,
-    DEFAULT_BGWRITER_FLUSH_AFTER_BYTES, DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
-    MAX_BGWRITER_DELAY_MS, MAX_BGWRITER_FLUSH_AFTER_BYTES, MAX_BGWRITER_LRU_MAXPAGES,
-    MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS, MAX_MAPPING_PARTITIONS,
-    MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
+    shared_buffers_error, BgwriterOptions, CheckpointWriteOptions, PoolConfig, PoolOptions,
+    WritebackScope, DEFAULT_BGWRITER_DELAY_MS, DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
+    DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BGWRITER_DELAY_MS,
+    MAX_BGWRITER_FLUSH_AFTER_BYTES, MAX_BGWRITER_LRU_MAXPAGES,
+    MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS, MAX_COMBINE_PAGES,
+    MAX_MAPPING_PARTITIONS, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
 use crate::page::{DEFAULT_PAGE_SIZE, PAGE_SIZES};
 use crate::smgr::SmgrOptions;
@@ -968,8 +968,7 @@ impl Config {
         let page = self.block_size as u64;
         CheckpointWriteOptions {
             sort: self.checkpoint_sort,
-            combine_pages: ((self.io_combine_limit / page).max(1) as usize)
-                .min(MAX_COMBINE_PAGES),
+            combine_pages: ((self.io_combine_limit / page).max(1) as usize).min(MAX_COMBINE_PAGES),
             flush_after_pages: (self.checkpoint_flush_after / page) as usize,
             writeback: if self.checkpoint_writeback_shared {
                 WritebackScope::Shared
@@ -997,7 +996,7 @@ impl Config {
             segment_size: self.wal_segment_size,
             buffers: self.wal_buffers_bytes(),
             sync_method: self.wal_sync_method,
-            recycle_segments: crate::wal::DEFAULT_RECYCLE_SEGMENTS,
+            recycle_segments: (self.min_wal_size / self.wal_segment_size).max(1) as usize,
         }
     }
 }
@@ -1131,7 +1130,10 @@ mod tests {
     fn checkpoint_knobs_build_the_write_options() {
         let mut c = Config::default();
         let o = c.checkpoint_write_options();
-        assert_eq!((o.combine_pages, o.flush_after_pages, o.writers), (16, 32, 1));
+        assert_eq!(
+            (o.combine_pages, o.flush_after_pages, o.writers),
+            (16, 32, 1)
+        );
         assert!(o.sort && !o.durable && o.writeback == WritebackScope::PerTablespace);
         for (k, v) in [
             ("block_size", "4kB"),
@@ -1151,7 +1153,10 @@ mod tests {
         assert!(!o.sort && o.durable && o.writeback == WritebackScope::Shared);
         assert_eq!(c.checkpoint_completion_target(), 0.5);
         c.set("io_combine_limit", "1MB").unwrap();
-        assert_eq!(c.checkpoint_write_options().combine_pages, MAX_COMBINE_PAGES);
+        assert_eq!(
+            c.checkpoint_write_options().combine_pages,
+            MAX_COMBINE_PAGES
+        );
     }
 
     #[test]

@@ -526,9 +526,8 @@ impl BufferPool {
     /// Writes consecutive pages from `first` (through O_DSYNC handles when `durable`).
     fn write_pages(&self, first: BufferTag, bufs: &[&[u8]], durable: bool) -> BufferResult<()> {
         let r = if durable {
-            // TODO(dsync): O_DSYNC handles (smgr::writev_durable) once merged.
             self.smgr
-                .writev(first.rel, first.fork, first.block, bufs, IoContext::Normal)
+                .writev_durable(first.rel, first.fork, first.block, bufs, IoContext::Normal)
         } else {
             self.smgr
                 .writev(first.rel, first.fork, first.block, bufs, IoContext::Normal)

@@ -143,6 +143,9 @@ pub struct BufferPool {
     bgwriter: bgwriter::Bgwriter,
     /// The checkpoint's snapshot array, allocated with the pool (`checkpoint.rs`).
     ckpt: checkpoint::CkptArray,
+    /// `checkpoint_sync_method = open_datasync`: the bgwriter writes through O_DSYNC
+    /// handles (the checkpointer's writes take it from their options).
+    bgwriter_durable: crate::sync::AtomicBool,
 }
 
 impl std::fmt::Debug for BufferPool {
@@ -206,6 +209,7 @@ impl BufferPool {
             page_size,
             bgwriter: bgwriter::Bgwriter::new(opts.bgwriter, nbuffers, page_size),
             ckpt: checkpoint::CkptArray::new(nbuffers),
+            bgwriter_durable: crate::sync::AtomicBool::new(false),
         })
     }
 
@@ -233,6 +237,13 @@ impl BufferPool {
     pub fn allocations(&self) -> u64 {
         self.clock.allocations()
     }
+    /// Makes the bgwriter write through O_DSYNC handles (seed 001's O_SYNC bgwriter:
+    /// `checkpoint_sync_method = open_datasync`); backends keep buffered writes.
+    pub fn set_bgwriter_durable_writes(&self, on: bool) {
+        self.bgwriter_durable
+            .store(on, crate::sync::Ordering::Relaxed);
+    }
+
     /// Start of page memory; for the raw-memory baseline of `bufpool experiment pool` only.
     pub fn arena_base(&self) -> *const u8 {
         self.arena.base()
@@ -561,9 +572,14 @@ impl BufferPool {
                 .flush(lsn)
                 .map_err(|source| BufferError::WalFlush { tag, lsn, source })?;
             page::set_checksum(copy, &tag);
-            self.smgr
-                .write(&tag, copy, context)
-                .map_err(BufferError::from)
+            let durable = self.bgwriter_durable.load(crate::sync::Ordering::Relaxed)
+                && crate::stats::thread_writer() == crate::stats::IoWriter::Bgwriter;
+            if durable {
+                self.smgr.write_durable(&tag, copy, context)
+            } else {
+                self.smgr.write(&tag, copy, context)
+            }
+            .map_err(BufferError::from)
         })();
         WRITE_SCRATCH.set(Some(scratch));
         self.terminate_io(d, Io::Write, result.is_ok());

@@ -393,7 +393,9 @@ impl Checkpointer {
         })?;
         self.wal.remove_segments_before(redo)?;
         let seg_after = self.wal.segment_counts();
-        let distance = redo.0.saturating_sub(self.last_redo.swap(redo.0, Ordering::AcqRel));
+        let distance = redo
+            .0
+            .saturating_sub(self.last_redo.swap(redo.0, Ordering::AcqRel));
         let old = self.estimate.load(Ordering::Relaxed);
         let estimate = if distance > old {
             distance

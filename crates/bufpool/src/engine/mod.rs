@@ -52,8 +52,7 @@ use crate::txn::{Clog, ClogError, TxnManager, Xid, FIRST_NORMAL_XID};
 use crate::types::Lsn;
 use crate::vfs::{IoError, Vfs};
 use crate::wal::{
-    control, ControlError, RecordBuilder, RecordKind, Wal, WalError, FLAG_ABORT,
-    FLAG_COMMIT,
+    control, ControlError, RecordBuilder, RecordKind, Wal, WalError, FLAG_ABORT, FLAG_COMMIT,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -298,6 +297,7 @@ impl Engine {
                 thread: Some(thread),
             }
         });
+        pool.set_bgwriter_durable_writes(config.checkpoint_open_datasync);
         let next_xid = recovery.as_ref().map_or(FIRST_NORMAL_XID, |r| r.next_xid);
         let txns = Arc::new(TxnManager::new(clog, next_xid));
         let ckpt = Arc::new(checkpointer::Checkpointer::new(
@@ -324,12 +324,10 @@ impl Engine {
         engine.ckpt.run(CheckpointReason::Startup, true)?;
         let mut engine = engine;
         if config.checkpointer {
-            engine.checkpointer = Some(
-                engine
-                    .ckpt
-                    .start()
-                    .map_err(|e| EngineError::io("starting the checkpointer thread for", dir, e))?,
-            );
+            engine.checkpointer =
+                Some(engine.ckpt.start().map_err(|e| {
+                    EngineError::io("starting the checkpointer thread for", dir, e)
+                })?);
         }
         if config.bgwriter {
             // After recovery and the first checkpoint: the hook is armed (WAL before data).
