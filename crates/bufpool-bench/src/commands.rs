@@ -371,7 +371,6 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         log_dir: std::env::current_dir()?,
         mode: a.mode,
         seed: a.seed,
-        checkpoint_timeout: Duration::from_millis(c.checkpoint_timeout_ms),
         label: a.label.clone().unwrap_or_else(|| {
             format!(
                 "c{} {}",
@@ -509,8 +508,27 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
         "checkpoints": r.checkpoints,
         "backend_write_share": r.backend_write_share(),
         "bgwriter": r.bgwriter,
+        "checkpointer": r.checkpointer,
         "config": r.config,
     })
+}
+
+/// `bufpool checkpoint`: opens the directory (recovering it if needed), takes an
+/// immediate checkpoint, prints its log line and shuts down cleanly.
+pub fn checkpoint(dir: &Path, sets: &[(String, String)]) -> Result<()> {
+    let (c, _) = load_config(dir, sets)?;
+    tpcb::require_initialized(&RealVfs::new(), dir)?;
+    let engine = open_engine(dir, &c, false)?;
+    engine
+        .checkpoint()
+        .with_context(|| format!("checkpoint of {}", dir.display()))?;
+    if let Some(s) = engine.checkpoint_history().last() {
+        println!("{s}");
+    }
+    engine
+        .shutdown()
+        .with_context(|| format!("shutting down {}", dir.display()))?;
+    Ok(())
 }
 
 /// `bufpool check`: exit status 1 with a list of problems if anything is wrong.

@@ -39,6 +39,9 @@ enum Command {
     Check(CheckArgs),
     /// Prints every knob with its value, default, unit, source and description.
     Config(DirArgs),
+    /// Takes an immediate checkpoint of a data directory (recovering it first if needed)
+    /// and prints what it did.
+    Checkpoint(DirArgs),
     /// Turns saved runs (`bench --out FILE`) into ./bufpool-report/index.html with charts.
     Report(ReportArgs),
     /// Runs the same TPC-B on bufpool, PostgreSQL and SQLite, one at a time, and prints one
@@ -398,8 +401,24 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
     Ok(())
 }
 
+/// Prints the library's log lines (log_checkpoints) to stderr, as PostgreSQL's server log
+/// would show them; `RUST_LOG` overrides the filter (e.g. `RUST_LOG=off`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("bufpool=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        // A closed stderr (a reader that went away) must not turn into a panic.
+        .log_internal_errors(false)
+        .try_init();
+}
+
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    init_logging();
     let mut command: Vec<String> = std::env::args().collect();
     if let Some(first) = command.first_mut() {
         // The program name without its directory, so reports read the same everywhere.
@@ -441,6 +460,7 @@ fn main() -> Result<()> {
             Err(e) => Err(e),
         },
         Some(Command::Config(d)) => commands::config(&d.dir, &d.sets),
+        Some(Command::Checkpoint(d)) => commands::checkpoint(&d.dir, &d.sets),
         Some(Command::Report(r)) => commands::report_cmd(&r.runs, &r.out),
         Some(Command::Compare(c)) => compare::compare(&compare::CompareOptions {
             engines: c.engines,

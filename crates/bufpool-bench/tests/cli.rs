@@ -288,6 +288,13 @@ fn kill_nine_mid_run_then_recovery_and_check() {
         );
         check_passes(cwd);
     }
+    // `bufpool checkpoint` on the recovered directory: one line in PostgreSQL's form.
+    let out = ok(cwd, &["checkpoint", "-D", "db"]);
+    assert!(
+        out.starts_with("checkpoint complete: wrote ") && out.contains("redo lsn="),
+        "{out}"
+    );
+    check_passes(cwd);
 }
 
 #[test]

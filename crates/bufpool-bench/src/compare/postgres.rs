@@ -249,6 +249,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         series,
         latency_histogram: histogram_buckets(&hist),
         bgwriter: None,
+        checkpointer: None,
     };
     let backend_write_share = result.backend_write_share();
     Ok(PgRun {

@@ -243,6 +243,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         series,
         latency_histogram: histogram_buckets(&hist),
         bgwriter: None,
+        checkpointer: None,
     };
     Ok(SqliteRun {
         result,

@@ -315,6 +315,7 @@ mod tests {
             start_s: 2.0,
             end_s: 1e9,
             buffers_written: 0,
+            ..Default::default()
         }];
         zeros.tps = 0.0;
 

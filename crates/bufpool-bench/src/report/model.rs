@@ -37,6 +37,9 @@ pub struct RunResult {
     /// The background writer's counters over the run (bufpool runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bgwriter: Option<BgwriterCounts>,
+    /// The checkpointer's counters over the run (bufpool runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpointer: Option<CheckpointerCounts>,
 }
 
 /// The background writer over a run (pg_stat_bgwriter's names where they exist).
@@ -105,10 +108,36 @@ pub struct BufferCounts {
 }
 
 /// A checkpoint that ran during the measured interval (seconds from the start).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CheckpointSpan {
     pub start_s: f64,
     pub end_s: f64,
+    pub buffers_written: u64,
+    /// Why it ran: "time", "wal", "force", "shutdown" (PostgreSQL's words).
+    #[serde(default)]
+    pub reason: String,
+    /// Its write and sync phases, s; the longest single fsync, s; files fsynced; write
+    /// calls (a combined run is one).
+    #[serde(default)]
+    pub write_s: f64,
+    #[serde(default)]
+    pub sync_s: f64,
+    #[serde(default)]
+    pub longest_sync_s: f64,
+    #[serde(default)]
+    pub sync_files: u64,
+    #[serde(default)]
+    pub write_calls: u64,
+}
+
+/// The checkpointer over a run (pg_stat_checkpointer's names).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointerCounts {
+    pub num_timed: u64,
+    pub num_requested: u64,
+    pub num_done: u64,
+    pub write_time_ms: u64,
+    pub sync_time_ms: u64,
     pub buffers_written: u64,
 }
 
@@ -149,11 +178,13 @@ impl RunResult {
                 start_s: 10.0,
                 end_s: 25.0,
                 buffers_written: 12_000 + rng.below(3_000),
+                ..Default::default()
             },
             CheckpointSpan {
                 start_s: 40.0,
                 end_s: 55.0,
                 buffers_written: 11_000 + rng.below(3_000),
+                ..Default::default()
             },
         ];
         let in_checkpoint = |t: f64| checkpoints.iter().any(|c| t >= c.start_s && t < c.end_s);
@@ -265,6 +296,7 @@ impl RunResult {
             series,
             latency_histogram,
             bgwriter: None,
+            checkpointer: None,
         }
     }
 }

@@ -11,7 +11,6 @@
 pub(crate) mod aggregate_log;
 mod batch;
 pub mod burst;
-mod checkpoint_timer;
 mod client;
 mod monitor;
 pub(crate) mod outcome;

@@ -88,6 +88,7 @@ impl Merged {
             series,
             latency_histogram: histogram_buckets(&self.hist),
             bgwriter: None,
+            checkpointer: None,
         };
         RunOutcome {
             result,

@@ -6,15 +6,14 @@
 //! schedule pgbench uses; lag = actual start - scheduled start); per-second statistics
 //! (count, latency sum, sum of squares, min, max, lag, skipped, failures) are kept per
 //! client and merged at the end, and a monitor thread samples the pool's write counters
-//! every second and prints `-P` progress lines. A checkpointer thread takes a checkpoint
-//! every `checkpoint_timeout` and records its span.
+//! every second and prints `-P` progress lines. The engine's checkpointer thread takes the
+//! checkpoints (by `checkpoint_timeout`, WAL volume); their spans come from its history.
 //! Failures: a deadlock (the engine's wait-for check) aborts the transaction and counts
 //! as a failed transaction (pgbench's deadlock_failures; no retries, as pgbench without
 //! --max-tries); any other error stops the run with that error.
 //!
 //! Owns the options, the outcome and the orchestration; the parts are `Client`
-//! (`client.rs`), `Monitor` (`monitor.rs`), `CheckpointTimer` (`checkpoint_timer.rs`),
-//! the merge and the result (`outcome.rs`) and the aggregate log (`aggregate_log.rs`).
+//! (`client.rs`), `Monitor` (`monitor.rs`), the merge and the result (`outcome.rs`) and the aggregate log (`aggregate_log.rs`).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,12 +25,11 @@ use anyhow::Result;
 use super::aggregate_log::{write_aggregate_logs, write_transaction_logs};
 use super::batch::{BatchRunner, BatchStats};
 use super::burst::{Batch, RateProfile};
-use super::checkpoint_timer::CheckpointTimer;
 use super::client::{Client, ClientStats};
 use super::monitor::{Live, Monitor};
 use super::outcome::{Measured, Merged};
 use super::Db;
-use crate::report::model::RunResult;
+use crate::report::model::{CheckpointSpan, CheckpointerCounts, RunResult};
 
 /// pgbench's built-in scripts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -78,7 +76,6 @@ pub struct BenchOptions {
     pub log_dir: PathBuf,
     pub mode: Mode,
     pub seed: u64,
-    pub checkpoint_timeout: Duration,
     pub label: String,
     /// Set by Ctrl-C: clients finish their transaction and stop.
     pub stop: Arc<AtomicBool>,
@@ -124,6 +121,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let pool = db.engine.pool();
     let before = pool.stats();
     let bgw_before = pool.bgwriter_stats();
+    let ckpt_before = db.engine.checkpointer_stats();
     let live = Live::default();
     let done = AtomicBool::new(false);
     let start = Instant::now();
@@ -132,11 +130,9 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0);
     let wall_start = wall_start_us / 1_000_000;
-    let (clients, samples, checkpoints, batches) = std::thread::scope(|s| {
+    let (clients, samples, batches) = std::thread::scope(|s| {
         let monitor =
             s.spawn(|| Monitor::new(pool, &before, start, opts.progress_s, &live, &done).run());
-        let timer =
-            s.spawn(|| CheckpointTimer::new(db, start, opts.checkpoint_timeout, &done).run());
         let done_ref = &done;
         let batches = opts
             .batch
@@ -153,16 +149,14 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         done.store(true, Ordering::Relaxed);
         let samples = monitor.join().expect("monitor thread");
         let batches = batches.map(|b| b.join().expect("batch thread"));
-        (
-            clients,
-            samples,
-            timer.join().expect("checkpointer thread"),
-            batches,
-        )
+        (clients, samples, batches)
     });
     let elapsed = start.elapsed().as_secs_f64();
-    // A failed checkpoint stops the run with its error, ahead of any client's.
-    let checkpoints = checkpoints?;
+    // A failed checkpoint fails the run with its error, ahead of any client's.
+    if let Some(e) = db.engine.checkpointer_error() {
+        anyhow::bail!("checkpoint during the run: {e}");
+    }
+    let checkpoints = checkpoint_spans(db, start);
     let batches: BatchStats = batches.transpose()?.unwrap_or_default();
     let clients: Vec<ClientStats> = clients.into_iter().collect::<Result<_>>()?;
     let after = pool.stats();
@@ -183,6 +177,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     };
     let mut out = merged.outcome(db, opts, measured);
     out.result.bgwriter = Some(bgwriter_counts(pool, &bgw_before));
+    out.result.checkpointer = Some(checkpointer_counts(db, &ckpt_before));
     for sec in &mut out.result.series {
         sec.target_tps = opts.target_rate(f64::from(sec.t) + 0.5);
         sec.batch_rows = batches
@@ -193,6 +188,43 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     }
     out.batches = batches;
     Ok(out)
+}
+
+/// The checkpoints the engine finished since `start`, in seconds from it.
+fn checkpoint_spans(db: &Db<'_>, start: Instant) -> Vec<CheckpointSpan> {
+    let at = |t: Instant| t.saturating_duration_since(start).as_secs_f64();
+    db.engine
+        .checkpoint_history()
+        .iter()
+        .filter(|c| c.started >= start)
+        .map(|c| CheckpointSpan {
+            start_s: at(c.started),
+            end_s: at(c.ended),
+            buffers_written: c.buffers_written,
+            reason: c.reason.name().to_string(),
+            write_s: c.write_time.as_secs_f64(),
+            sync_s: c.sync_time.as_secs_f64(),
+            longest_sync_s: c.longest_sync.as_secs_f64(),
+            sync_files: c.sync_files as u64,
+            write_calls: c.write_calls,
+        })
+        .collect()
+}
+
+/// The checkpointer's counters between `before` and now.
+fn checkpointer_counts(
+    db: &Db<'_>,
+    before: &bufpool::engine::CheckpointerStats,
+) -> CheckpointerCounts {
+    let a = db.engine.checkpointer_stats();
+    CheckpointerCounts {
+        num_timed: a.num_timed - before.num_timed,
+        num_requested: a.num_requested - before.num_requested,
+        num_done: a.num_done - before.num_done,
+        write_time_ms: a.write_time_ms - before.write_time_ms,
+        sync_time_ms: a.sync_time_ms - before.sync_time_ms,
+        buffers_written: a.buffers_written - before.buffers_written,
+    }
 }
 
 /// The bgwriter's counters between `before` and now.
