@@ -3,7 +3,8 @@
 //! Owns: the data directory (its lock and metadata files), open segment files, the cached
 //! size of each relation fork, the fsync request queue, and writeback contexts
 //! (`writeback.rs`: sorted, merged sync_file_range hints for a writer's recent writes).
-//! Layout: `<dir>/base/<tablespace>/<relation><fork suffix>[.<segno>]`, PostgreSQL's naming:
+//! Layout: `<dir>/base/<tablespace>/<relation><fork suffix>[.<segno>]`, PostgreSQL's naming
+//! (a created tablespace's directory is a link to its location: `tablespace.rs`);
 //! fork suffixes `_fsm`, `_vm`, `_init`; segment 0 has no number. Each segment holds
 //! `segment_blocks` pages; a fork's size is the full segments plus the last one's pages.
 //! Invariants: this process is the only one with the directory open (flock on
@@ -28,11 +29,13 @@
 mod dir;
 mod error;
 mod fsync;
+mod tablespace;
 mod writeback;
 
 use error::file_err;
 pub use error::{SmgrError, SmgrResult};
 pub use fsync::SegmentId;
+pub use tablespace::{TablespaceError, DEFAULT_TABLESPACE};
 pub use writeback::WritebackContext;
 
 use std::collections::HashMap;
