@@ -12,8 +12,10 @@
 //! created here (those are not listed by [`Smgr::tablespaces`]). A created tablespace is a
 //! link to an absolute directory that was empty (or missing, then created) at creation.
 //! Invariants: id 0 is never a link; an id names at most one tablespace (the link's name
-//! is the id); a location is absolute, outside the data directory, and held no file when
-//! its tablespace was created, so no two tablespaces share a relation file.
+//! is the id); a location is absolute, held no file when its tablespace was created, and
+//! is no other tablespace's (compared as given), so no two tablespaces share a relation
+//! file; it is refused inside the data directory when that one's path is absolute (a
+//! lexical check: the storage manager cannot resolve real paths through the vfs).
 //! Durability: `create_tablespace` creates a missing location and fsyncs the parent of
 //! each directory it created, creates the link, then fsyncs `<dir>/base`: once it returns,
 //! a power cut loses neither the link nor the location. A failed fsync of `<dir>/base` is
@@ -73,9 +75,9 @@ impl Smgr {
     ///
     /// Errors name the tablespace and the path: id 0 (the default tablespace, which is
     /// the data directory's own), an id that exists (a link, or a plain directory made for
-    /// relations of that id), a relative location, one inside the data directory, one
-    /// that is not a directory or not empty, and every failed system call with its OS
-    /// error.
+    /// relations of that id), a relative location, one inside the data directory (when
+    /// its path is absolute), another tablespace's location, one that is not a directory
+    /// or not empty, and every failed system call with its OS error.
     pub fn create_tablespace(&self, id: u32, location: &Path) -> SmgrResult<()> {
         let link = self.tablespace_dir(id);
         let invalid = |path: &Path, problem: String| TablespaceError::Invalid {
@@ -104,7 +106,7 @@ impl Smgr {
         if !location.is_absolute() {
             return Err(invalid(location, "the location must be an absolute path".into()).into());
         }
-        if location.starts_with(&self.dir) {
+        if self.dir.is_absolute() && location.starts_with(&self.dir) {
             return Err(invalid(
                 location,
                 format!(
@@ -134,6 +136,17 @@ impl Smgr {
                 .into())
             }
             Err(e) => return Err(io_err("reading the link", &link)(e).into()),
+        }
+        if let Some((other, _)) = self
+            .tablespaces()?
+            .into_iter()
+            .find(|(_, used)| used == location)
+        {
+            return Err(invalid(
+                location,
+                format!("the location is already tablespace {other}'s"),
+            )
+            .into());
         }
         self.create_location(id, location)?;
         let entries = self
@@ -348,6 +361,7 @@ mod tests {
             (3, Path::new("relative/ts"), "absolute"),
             (3, &full, "must be empty, but holds 1 entry (PG_VERSION)"),
             (3, &inside, "inside the data directory"),
+            (3, &loc, "the location is already tablespace 1's"),
         ];
         for (id, location, problem) in cases {
             let e = text(s.create_tablespace(id, location).unwrap_err());
