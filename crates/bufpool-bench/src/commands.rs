@@ -155,8 +155,15 @@ pub fn config(dir: &Path, sets: &[(String, String)]) -> Result<()> {
     Ok(())
 }
 
-/// `bufpool init`.
-pub fn init(dir: &Path, scale: u32, fillfactor: u8, sets: &[(String, String)]) -> Result<()> {
+/// `bufpool init`. With `tablespaces` (directories, on other devices), creates tablespaces
+/// 1..=N there and deals pgbench's tables out over them ([`tpcb::placement`]).
+pub fn init(
+    dir: &Path,
+    scale: u32,
+    fillfactor: u8,
+    tablespaces: &[PathBuf],
+    sets: &[(String, String)],
+) -> Result<()> {
     if !(10..=100).contains(&fillfactor) {
         return Err(KnobError(format!(
             "invalid value for fillfactor: {fillfactor} (allowed: 10 to 100)"
@@ -173,8 +180,10 @@ pub fn init(dir: &Path, scale: u32, fillfactor: u8, sets: &[(String, String)]) -
         c.set(k, v).map_err(knob_error)?;
     }
     c.validate().map_err(knob_error)?;
+    let locations = tablespace_locations(dir, tablespaces)?;
     if dir.join("bufpool.meta").exists() {
         eprintln!("dropping old tables...");
+        empty_old_tablespaces(dir)?;
         std::fs::remove_dir_all(dir)
             .with_context(|| format!("removing the old database in {}", dir.display()))?;
     } else if dir.exists() && std::fs::read_dir(dir)?.next().is_some() {
@@ -186,47 +195,152 @@ pub fn init(dir: &Path, scale: u32, fillfactor: u8, sets: &[(String, String)]) -
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     write_config_file(dir, &c)?;
     let engine = open_engine(dir, &c, true)?;
+    let mut ids = Vec::new();
+    if !locations.is_empty() {
+        eprintln!("creating tablespaces...");
+    }
+    for (id, location) in (1u32..).zip(&locations) {
+        engine.pool().smgr().create_tablespace(id, location)?;
+        eprintln!("tablespace {id}: {}", location.display());
+        ids.push(id);
+    }
     eprintln!("creating tables...");
+    if !ids.is_empty() {
+        for (relation, id) in tpcb::placement(&ids) {
+            let location = &locations[id as usize - 1];
+            eprintln!("{relation} in tablespace {id} ({})", location.display());
+        }
+    }
     eprintln!("generating data (client-side)...");
     let vfs = RealVfs::new();
     let start = std::time::Instant::now();
     let mut last = 0u64;
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let report = tpcb::init(&engine, &vfs, dir, scale, fillfactor, &mut |done, total| {
-        if done == total || done >= last + 100_000 || done == 0 {
-            let el = start.elapsed().as_secs_f64();
-            let rem = if done > 0 {
-                el * (total - done) as f64 / done as f64
-            } else {
-                0.0
-            };
-            let pct = done * 100 / total.max(1);
-            if tty {
-                // A bar redrawn in place on a terminal ...
-                let filled = (pct / 5) as usize;
-                eprint!(
+    let report = tpcb::init(
+        &engine,
+        &vfs,
+        dir,
+        scale,
+        fillfactor,
+        &ids,
+        &mut |done, total| {
+            if done == total || done >= last + 100_000 || done == 0 {
+                let el = start.elapsed().as_secs_f64();
+                let rem = if done > 0 {
+                    el * (total - done) as f64 / done as f64
+                } else {
+                    0.0
+                };
+                let pct = done * 100 / total.max(1);
+                if tty {
+                    // A bar redrawn in place on a terminal ...
+                    let filled = (pct / 5) as usize;
+                    eprint!(
                     "\r[{}{}] {pct:>3}% {done} of {total} tuples (elapsed {el:.2} s, remaining {rem:.2} s) ",
                     "#".repeat(filled),
                     " ".repeat(20 - filled)
                 );
-                if done == total {
-                    eprintln!();
-                }
-            } else {
-                // ... and pgbench's lines in a log.
-                eprintln!(
+                    if done == total {
+                        eprintln!();
+                    }
+                } else {
+                    // ... and pgbench's lines in a log.
+                    eprintln!(
                     "{done} of {total} tuples ({pct}%) done (elapsed {el:.2} s, remaining {rem:.2} s)"
                 );
+                }
+                last = done;
             }
-            last = done;
-        }
-    })?;
+        },
+    )?;
     eprintln!("creating primary keys...");
     engine.shutdown()?;
     eprintln!(
         "done in {:.2} s (load {:.2} s, primary keys {:.2} s, checkpoint {:.2} s): scale {}, {} accounts.",
         report.total_s, report.load_s, report.index_s, report.checkpoint_s, report.scale, report.accounts
     );
+    Ok(())
+}
+
+/// `init --tablespaces`: each directory made absolute (the links must not depend on the
+/// working directory), none twice and none inside the data directory; a bad one is a flag
+/// error (exit status 2) before anything is written. The storage manager checks the rest
+/// (a directory, empty or new) when it creates each.
+fn tablespace_locations(dir: &Path, tablespaces: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let bad = |problem: String| KnobError(format!("invalid value for --tablespaces: {problem}"));
+    let data = std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
+    let mut out: Vec<PathBuf> = Vec::new();
+    for t in tablespaces {
+        let location = std::path::absolute(t).map_err(|e| bad(format!("{}: {e}", t.display())))?;
+        if location.starts_with(&data) {
+            return Err(bad(format!(
+                "{} is inside the data directory {}",
+                location.display(),
+                data.display()
+            ))
+            .into());
+        }
+        if out.contains(&location) {
+            return Err(bad(format!("{} is given twice", location.display())).into());
+        }
+        out.push(location);
+    }
+    Ok(out)
+}
+
+/// Whether `name` is a relation file's: `<number>[_fsm|_vm|_init][.<segment>]`.
+fn is_relation_file(name: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (stem, segment) = match name.split_once('.') {
+        Some((stem, n)) => (stem, Some(n)),
+        None => (name, None),
+    };
+    let number = ["_fsm", "_vm", "_init"]
+        .iter()
+        .find_map(|fork| stem.strip_suffix(fork))
+        .unwrap_or(stem);
+    digits(number) && segment.is_none_or(digits)
+}
+
+/// Before `init` replaces a data directory: removes the relation files from the locations
+/// of its tablespaces (the links in `<dir>/base`), which removing the directory leaves
+/// behind (it removes a link, not what it points at), so the same directories can be
+/// given again. Other files stay: a location that also holds something else is never
+/// emptied blindly (and creating a tablespace there then fails: not empty).
+fn empty_old_tablespaces(dir: &Path) -> Result<()> {
+    let base = dir.join("base");
+    let Ok(entries) = std::fs::read_dir(&base) else {
+        return Ok(());
+    };
+    for entry in entries {
+        let entry = entry.with_context(|| format!("listing {}", base.display()))?;
+        if !entry.file_type()?.is_symlink() {
+            continue;
+        }
+        let link = entry.path();
+        let location = base.join(
+            std::fs::read_link(&link).with_context(|| format!("reading {}", link.display()))?,
+        );
+        let files = match std::fs::read_dir(&location) {
+            Ok(files) => files,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return Err(e).with_context(|| format!("listing {}", location.display()));
+            }
+        };
+        eprintln!(
+            "emptying old tablespace {} ({})...",
+            entry.file_name().to_string_lossy(),
+            location.display()
+        );
+        for f in files {
+            let f = f.with_context(|| format!("listing {}", location.display()))?;
+            if f.file_type()?.is_file() && is_relation_file(&f.file_name().to_string_lossy()) {
+                std::fs::remove_file(f.path())
+                    .with_context(|| format!("removing {}", f.path().display()))?;
+            }
+        }
+    }
     Ok(())
 }
 
@@ -611,7 +725,7 @@ pub fn main_job(seconds: u64) -> Result<()> {
             "main job: initializing a scale-10 TPC-B database in {}",
             dir.display()
         );
-        init(&dir, 10, 100, &sets)?;
+        init(&dir, 10, 100, &[], &sets)?;
     } else {
         eprintln!("main job: using the database in {}", dir.display());
     }

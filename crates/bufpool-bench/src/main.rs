@@ -189,6 +189,15 @@ struct InitArgs {
     /// Fill factor of the tables, percent (10 to 100).
     #[arg(short = 'F', long = "fillfactor", default_value_t = 100)]
     fillfactor: u8,
+    /// Places the tables on other directories (devices), like PostgreSQL's tablespaces:
+    /// DIR1 becomes tablespace 1, DIR2 tablespace 2, ... (each empty or new, outside the
+    /// data directory, linked from <pgdata>/base/<id>). Tables are dealt out round-robin,
+    /// largest first, each primary key with its table: pgbench_accounts, pgbench_history,
+    /// pgbench_tellers, pgbench_branches (with two directories: accounts and tellers on
+    /// DIR1, history and branches on DIR2). Without it, everything is in the data
+    /// directory. Re-running init empties the old tablespaces of their relation files.
+    #[arg(long, value_name = "DIR1,DIR2,...", value_delimiter = ',')]
+    tablespaces: Vec<PathBuf>,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -428,7 +437,13 @@ fn main() -> Result<()> {
     }
     let r = match cli.command {
         Some(Command::Experiment(args)) => run_experiment(args, command),
-        Some(Command::Init(a)) => commands::init(&a.dir.dir, a.scale, a.fillfactor, &a.dir.sets),
+        Some(Command::Init(a)) => commands::init(
+            &a.dir.dir,
+            a.scale,
+            a.fillfactor,
+            &a.tablespaces,
+            &a.dir.sets,
+        ),
         Some(Command::Bench(b)) => commands::bench(&commands::BenchArgs {
             dir: b.dir.dir,
             clients: b.clients,

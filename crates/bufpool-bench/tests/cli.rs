@@ -224,6 +224,108 @@ fn text_summary_reads_like_pgbench() {
     // balance invariant does not hold after it (as with pgbench).
 }
 
+/// `init --tablespaces DIR1,DIR2` links tablespaces 1 and 2 from `db/base` to the two
+/// directories (given relative: the links hold them absolute) and deals the tables out
+/// largest first: accounts (and its key) and tellers on DIR1, history and branches on
+/// DIR2, as init's output says; a bench writes history's rows in DIR2, `check` passes,
+/// and a second init empties the old tablespaces so the same directories can be reused.
+#[test]
+fn init_with_tablespaces_places_tables_and_bench_and_check_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let devices = tempfile::tempdir().unwrap();
+    let (dir1, dir2) = (devices.path().join("dev1"), devices.path().join("dev2"));
+    std::fs::create_dir(&dir1).unwrap();
+    let spaces = format!("{},{}", dir1.display(), dir2.display());
+    let args = [
+        "init",
+        "-s",
+        "1",
+        "-D",
+        "db",
+        "--set",
+        "shared_buffers=16MB",
+        "--tablespaces",
+        &spaces,
+    ];
+    let o = bufpool(cwd, &args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    for (relation, id, location) in [
+        ("pgbench_accounts", 1, &dir1),
+        ("pgbench_accounts_pkey", 1, &dir1),
+        ("pgbench_history", 2, &dir2),
+        ("pgbench_tellers", 1, &dir1),
+        ("pgbench_branches", 2, &dir2),
+    ] {
+        let line = format!("{relation} in tablespace {id} ({})", location.display());
+        assert!(
+            err.contains(&line),
+            "init names where {relation} went: {err}"
+        );
+    }
+    for (id, location) in [("1", &dir1), ("2", &dir2)] {
+        assert_eq!(
+            std::fs::read_link(cwd.join("db/base").join(id)).unwrap(),
+            *location
+        );
+    }
+    // Each relation's files, by the number the catalog gives it as <tablespace>/<number>.
+    let catalog = std::fs::read_to_string(cwd.join("db/bufpool.catalog")).unwrap();
+    let file_of = |relation: &str| -> std::path::PathBuf {
+        let line = catalog
+            .lines()
+            .find(|l| l.split(' ').nth(1) == Some(relation))
+            .unwrap_or_else(|| panic!("{relation} in the catalog: {catalog}"));
+        let (ts, number) = line.split(' ').nth(2).unwrap().split_once('/').unwrap();
+        let location = if ts == "1" { &dir1 } else { &dir2 };
+        location.join(number)
+    };
+    for relation in [
+        "pgbench_accounts",
+        "pgbench_accounts_pkey",
+        "pgbench_tellers",
+    ] {
+        assert!(file_of(relation).starts_with(&dir1), "{relation}");
+        assert!(file_of(relation).is_file(), "{relation}");
+    }
+    for relation in [
+        "pgbench_history",
+        "pgbench_branches",
+        "pgbench_branches_pkey",
+    ] {
+        assert!(file_of(relation).starts_with(&dir2), "{relation}");
+        assert!(file_of(relation).is_file(), "{relation}");
+    }
+    let accounts_bytes = std::fs::metadata(file_of("pgbench_accounts"))
+        .unwrap()
+        .len();
+    assert!(
+        accounts_bytes > 10 << 20,
+        "100,000 accounts: {accounts_bytes} bytes"
+    );
+    assert!(
+        !cwd.join("db/base/0").exists(),
+        "nothing left in the default tablespace"
+    );
+    assert_eq!(
+        std::fs::metadata(file_of("pgbench_history")).unwrap().len(),
+        0
+    );
+    let out = ok(cwd, &["bench", "-D", "db", "-c", "2", "-T", "2", "--json"]);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(j["transactions"].as_u64().unwrap() > 0, "{j}");
+    check_passes(cwd);
+    assert!(
+        std::fs::metadata(file_of("pgbench_history")).unwrap().len() > 0,
+        "history's rows were written in DIR2"
+    );
+    // Again, on the same directories: the old relation files are removed first.
+    let o = bufpool(cwd, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_passes(cwd);
+}
+
 #[test]
 fn abort_storm_leaves_the_database_consistent() {
     let dir = tempfile::tempdir().unwrap();
@@ -337,6 +439,14 @@ fn bad_flags_and_knobs_are_one_line_errors_with_status_2() {
             "multiple of threads",
         ),
         (vec!["bench", "-D", "db", "-T", "1", "-t", "5"], "either -T"),
+        (
+            vec!["init", "-D", "db", "--tablespaces", "db/ts"],
+            "is inside the data directory",
+        ),
+        (
+            vec!["init", "-D", "db", "--tablespaces", "ts,./ts"],
+            "is given twice",
+        ),
     ] {
         let o = bufpool(cwd, &args);
         let err = String::from_utf8_lossy(&o.stderr);

@@ -86,6 +86,12 @@ impl Vfs for GateVfs {
     fn list_dir(&self, p: &Path) -> io::Result<Vec<String>> {
         self.inner.list_dir(p)
     }
+    fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
+        self.inner.symlink(target, link)
+    }
+    fn read_link(&self, p: &Path) -> io::Result<std::path::PathBuf> {
+        self.inner.read_link(p)
+    }
 }
 
 impl VfsFile for GateFile {

@@ -293,7 +293,7 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
     // device would cost an I/O per page), copied for every run.
     let template = data_root.join("template");
     progress(format!("bgwriter: loading a scale-{} template", o.scale));
-    crate::commands::init(&template, o.scale, 100, &[])?;
+    crate::commands::init(&template, o.scale, 100, &[], &[])?;
     let data = dir_bytes(&template);
     let pool_mb = (data / 4 / (1 << 20)).max(16);
     let base: Vec<(String, String)> = [

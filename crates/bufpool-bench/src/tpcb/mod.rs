@@ -7,6 +7,8 @@
 //! Invariants kept by every transaction: sum(abalance) = sum(bbalance) = sum(tbalance) =
 //! sum(history.delta); `check` verifies them, every page's checksum, and that each primary
 //! key and its heap agree.
+//! Tablespaces (`init --tablespaces`): the tables are dealt out round-robin over the
+//! tablespaces given, largest first ([`BY_SIZE`]), each primary key with its table.
 
 pub(crate) mod aggregate_log;
 mod batch;
@@ -112,6 +114,36 @@ const TABLES: [&str; 4] = [
     "pgbench_history",
 ];
 
+/// pgbench's tables from the largest to the smallest in a run (accounts: 100,000 rows of
+/// 100 bytes per unit of scale; history: a row per transaction; tellers: 10 rows per
+/// unit; branches: one), each with its primary key if it has one: the order in which
+/// [`placement`] deals them out over tablespaces.
+pub const BY_SIZE: [(&str, Option<&str>); 4] = [
+    ("pgbench_accounts", Some("pgbench_accounts_pkey")),
+    ("pgbench_history", None),
+    ("pgbench_tellers", Some("pgbench_tellers_pkey")),
+    ("pgbench_branches", Some("pgbench_branches_pkey")),
+];
+
+/// Where each relation of [`BY_SIZE`] goes: round-robin over `tablespaces`, largest
+/// table first, an index in its table's tablespace; tablespace 0 (the data directory's
+/// own) for every relation when `tablespaces` is empty. Pairs (relation, tablespace), in
+/// [`BY_SIZE`]'s order, tables before their indexes.
+pub fn placement(tablespaces: &[u32]) -> Vec<(&'static str, u32)> {
+    let mut out = Vec::new();
+    for (i, (table, pkey)) in BY_SIZE.iter().enumerate() {
+        let ts = match tablespaces {
+            [] => 0,
+            _ => tablespaces[i % tablespaces.len()],
+        };
+        out.push((*table, ts));
+        if let Some(pkey) = pkey {
+            out.push((*pkey, ts));
+        }
+    }
+    out
+}
+
 fn table<'c>(c: &'c Catalog, name: &str) -> Result<&'c TableDef> {
     c.table(name).with_context(|| {
         format!("no table {name} in the catalog: run `bufpool init` on this data directory")
@@ -143,7 +175,8 @@ pub struct InitReport {
 
 /// `pgbench -i`: creates the four tables and their primary keys in an engine whose
 /// catalog has none of them, loads `scale` units (accounts frozen, as COPY FREEZE does),
-/// builds the keys bottom-up and ends with a checkpoint. `progress(done, total)` counts
+/// builds the keys bottom-up and ends with a checkpoint. The relations are placed on
+/// `tablespaces` (created beforehand) as [`placement`] says. `progress(done, total)` counts
 /// account rows.
 pub fn init(
     engine: &Engine,
@@ -151,6 +184,7 @@ pub fn init(
     dir: &Path,
     scale: u32,
     fillfactor: u8,
+    tablespaces: &[u32],
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<InitReport> {
     ensure!(scale >= 1, "scale must be at least 1");
@@ -161,6 +195,11 @@ pub fn init(
         "{} already holds pgbench tables",
         dir.display()
     );
+    let placement = placement(tablespaces);
+    let tablespace_of = |name: &str| {
+        let found = placement.iter().find(|(n, _)| *n == name);
+        found.map_or(0, |&(_, ts)| ts)
+    };
     let defs = [
         ("pgbench_accounts", accounts_schema(), fillfactor),
         ("pgbench_branches", branches_schema(), fillfactor),
@@ -168,7 +207,7 @@ pub fn init(
         ("pgbench_history", history_schema(), 100),
     ];
     for (name, schema, ff) in defs {
-        let rel = c.next_rel(FIRST_REL);
+        let rel = c.next_rel_in(FIRST_REL, tablespace_of(name));
         c.add_table(TableDef {
             name: name.into(),
             rel,
@@ -181,9 +220,10 @@ pub fn init(
         ("pgbench_branches", "bid"),
         ("pgbench_tellers", "tid"),
     ] {
-        let rel = c.next_rel(FIRST_REL);
+        let name = format!("{t}_pkey");
+        let rel = c.next_rel_in(FIRST_REL, tablespace_of(&name));
         c.add_index(IndexDef {
-            name: format!("{t}_pkey"),
+            name,
             rel,
             table: t.into(),
             column: col.into(),
@@ -670,4 +710,41 @@ pub fn require_initialized(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Round-robin, largest first, each key with its table; every relation `init` makes
+    /// is placed, and without tablespaces all stay in tablespace 0.
+    #[test]
+    fn placement_deals_tables_out_largest_first() {
+        let two = placement(&[1, 2]);
+        assert_eq!(
+            two,
+            [
+                ("pgbench_accounts", 1),
+                ("pgbench_accounts_pkey", 1),
+                ("pgbench_history", 2),
+                ("pgbench_tellers", 1),
+                ("pgbench_tellers_pkey", 1),
+                ("pgbench_branches", 2),
+                ("pgbench_branches_pkey", 2),
+            ]
+        );
+        let mut names: Vec<&str> = two.iter().map(|&(n, _)| n).collect();
+        names.sort_unstable();
+        let mut want: Vec<String> = TABLES.iter().map(|t| t.to_string()).collect();
+        want.extend(["accounts", "branches", "tellers"].map(|t| format!("pgbench_{t}_pkey")));
+        want.sort_unstable();
+        assert_eq!(names, want);
+        assert!(placement(&[]).iter().all(|&(_, ts)| ts == 0));
+        let one_each: Vec<u32> = placement(&[1, 2, 3, 4, 5])
+            .iter()
+            .filter(|(n, _)| !n.ends_with("_pkey"))
+            .map(|&(_, ts)| ts)
+            .collect();
+        assert_eq!(one_each, [1, 2, 3, 4]);
+    }
 }

@@ -18,6 +18,8 @@ pub enum SmgrError {
     #[error("data directory {dir}: {problem}")]
     Directory { dir: PathBuf, problem: String },
     #[error(transparent)]
+    Tablespace(#[from] super::tablespace::TablespaceError),
+    #[error(transparent)]
     Io(#[from] IoError),
     #[error("reading {tag} from {path}: {source}")]
     Read {
@@ -64,6 +66,7 @@ impl SmgrError {
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
             SmgrError::Io(e) => e.raw_os_error(),
+            SmgrError::Tablespace(e) => e.raw_os_error(),
             SmgrError::Read { source, .. }
             | SmgrError::Write { source, .. }
             | SmgrError::Fsync { source, .. } => source.raw_os_error(),

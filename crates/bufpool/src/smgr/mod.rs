@@ -4,7 +4,8 @@
 //! each, plus an O_DSYNC one opened by the first durable write to the segment), the cached
 //! size of each relation fork, the fsync request queue, and writeback contexts
 //! (`writeback.rs`: sorted, merged sync_file_range hints for a writer's recent writes).
-//! Layout: `<dir>/base/<tablespace>/<relation><fork suffix>[.<segno>]`, PostgreSQL's naming:
+//! Layout: `<dir>/base/<tablespace>/<relation><fork suffix>[.<segno>]`, PostgreSQL's naming
+//! (a created tablespace's directory is a link to its location: `tablespace.rs`);
 //! fork suffixes `_fsm`, `_vm`, `_init`; segment 0 has no number. Each segment holds
 //! `segment_blocks` pages; a fork's size is the full segments plus the last one's pages.
 //! Invariants: this process is the only one with the directory open (flock on
@@ -35,11 +36,13 @@
 mod dir;
 mod error;
 mod fsync;
+mod tablespace;
 mod writeback;
 
 use error::file_err;
 pub use error::{SmgrError, SmgrResult};
 pub use fsync::SegmentId;
+pub use tablespace::{TablespaceError, DEFAULT_TABLESPACE};
 pub use writeback::WritebackContext;
 
 use std::collections::HashMap;

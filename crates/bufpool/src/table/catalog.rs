@@ -3,18 +3,25 @@
 //!
 //! ```text
 //! bufpool catalog
-//! format=1
+//! format=1|2
 //! table <name> <relation> fillfactor=<10..100> <column>:<type>,<column>:<type>,...
 //! index <name> <relation> <table> <column> unique|nonunique
 //! crc32c=<8 hex digits: CRC32C of the lines above>
 //! ```
+//! `<relation>` is the relation number for a relation in the default tablespace (0), and
+//! `<tablespace>/<number>` for one elsewhere. Format 2 is written only when some relation
+//! is outside tablespace 0, so a catalog without tablespaces stays format 1, byte for byte
+//! what earlier builds wrote and read; this build reads both (a build that predates
+//! tablespaces refuses format 2 as "not a format-1 bufpool catalog").
 //! Types: `int4` (4 bytes), `int8` (8 bytes), `char(N)` (N bytes, space padded), each
 //! little-endian and fixed-width, so a row is a fixed-size byte string and a column is a
 //! fixed byte range of it (PostgreSQL's attribute offsets without alignment or nulls).
 //! Invariants: written atomically (temp file, fsync, rename, fsync of the directory), so
 //! a crash leaves the old or the new catalog. DDL is not transactional: the caller creates
 //! relations, then saves the catalog, then takes a checkpoint (relation creation is not
-//! WAL-logged). Names are unique among tables and among indexes.
+//! WAL-logged). Names are unique among tables and among indexes; relation numbers are
+//! unique across all tablespaces (so a number alone names a relation, as in file names
+//! and messages).
 //! Locks: none; a catalog is a value the caller owns.
 
 use std::fmt::Write as _;
@@ -24,7 +31,11 @@ use crate::types::RelFileId;
 use crate::vfs::{IoError, OpenOptions, Vfs};
 
 pub const CATALOG_FILE: &str = "bufpool.catalog";
-const FORMAT: u32 = 1;
+/// The format of a catalog whose relations are all in tablespace 0 (relation numbers
+/// alone).
+const FORMAT_DEFAULT_TABLESPACE: u32 = 1;
+/// The format that names a relation outside tablespace 0 as `<tablespace>/<number>`.
+const FORMAT_TABLESPACES: u32 = 2;
 
 /// A column type: fixed width, little-endian.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,22 +192,47 @@ impl Catalog {
         self.indexes.iter().find(|i| i.name == name)
     }
 
-    /// The next free relation number at or above `first` (in tablespace 0).
+    /// Every relation of the catalog, tables then indexes.
+    fn rels(&self) -> impl Iterator<Item = RelFileId> + '_ {
+        let tables = self.tables.iter().map(|t| t.rel);
+        tables.chain(self.indexes.iter().map(|i| i.rel))
+    }
+
+    /// The next free relation number at or above `first`, in tablespace 0.
     pub fn next_rel(&self, first: u32) -> RelFileId {
-        let used = self
-            .tables
-            .iter()
-            .map(|t| t.rel)
-            .chain(self.indexes.iter().map(|i| i.rel));
-        let n = used
+        self.next_rel_in(first, 0)
+    }
+
+    /// The next free relation number at or above `first`, in `tablespace`: above every
+    /// number used in any tablespace, so numbers stay unique across them.
+    pub fn next_rel_in(&self, first: u32, tablespace: u32) -> RelFileId {
+        let n = self
+            .rels()
             .map(|r| r.relation + 1)
             .max()
             .unwrap_or(first)
             .max(first);
-        RelFileId::new(0, n)
+        RelFileId::new(tablespace, n)
     }
 
-    /// Adds a table; its name must be new.
+    /// The tablespaces the catalog's relations are in, ascending, each once.
+    pub fn tablespaces(&self) -> Vec<u32> {
+        let set: std::collections::BTreeSet<u32> = self.rels().map(|r| r.tablespace).collect();
+        set.into_iter().collect()
+    }
+
+    /// Refuses a relation number already used by another relation, in any tablespace.
+    fn check_rel_free(&self, what: &str, rel: RelFileId) -> Result<(), CatalogError> {
+        match self.rels().find(|r| r.relation == rel.relation) {
+            Some(used) => Err(CatalogError::Invalid(format!(
+                "{what}: relation number {} is already used (by relation {used})",
+                rel.relation
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Adds a table; its name and relation number must be new.
     pub fn add_table(&mut self, t: TableDef) -> Result<(), CatalogError> {
         if self.table(&t.name).is_some() {
             return Err(CatalogError::Invalid(format!(
@@ -204,6 +240,7 @@ impl Catalog {
                 t.name
             )));
         }
+        self.check_rel_free(&format!("table {}", t.name), t.rel)?;
         if t.name.contains(char::is_whitespace) || t.schema.columns.is_empty() {
             return Err(CatalogError::Invalid(format!(
                 "table name {:?} must be one word with at least one column",
@@ -214,7 +251,8 @@ impl Catalog {
         Ok(())
     }
 
-    /// Adds an index on an integer column of an existing table.
+    /// Adds an index on an integer column of an existing table; its name and relation
+    /// number must be new.
     pub fn add_index(&mut self, i: IndexDef) -> Result<(), CatalogError> {
         if self.index(&i.name).is_some() {
             return Err(CatalogError::Invalid(format!(
@@ -222,6 +260,7 @@ impl Catalog {
                 i.name
             )));
         }
+        self.check_rel_free(&format!("index {}", i.name), i.rel)?;
         let t = self.table(&i.table).ok_or_else(|| {
             CatalogError::Invalid(format!("index {}: no table {}", i.name, i.table))
         })?;
@@ -242,7 +281,19 @@ impl Catalog {
     }
 
     fn render(&self) -> String {
-        let mut body = format!("bufpool catalog\nformat={FORMAT}\n");
+        let format = if self.rels().all(|r| r.tablespace == 0) {
+            FORMAT_DEFAULT_TABLESPACE
+        } else {
+            FORMAT_TABLESPACES
+        };
+        let rel = |r: RelFileId| {
+            if r.tablespace == 0 {
+                r.relation.to_string()
+            } else {
+                format!("{}/{}", r.tablespace, r.relation)
+            }
+        };
+        let mut body = format!("bufpool catalog\nformat={format}\n");
         for t in &self.tables {
             let cols: Vec<String> = t
                 .schema
@@ -254,7 +305,7 @@ impl Catalog {
                 body,
                 "table {} {} fillfactor={} {}",
                 t.name,
-                t.rel.relation,
+                rel(t.rel),
                 t.fillfactor,
                 cols.join(",")
             );
@@ -264,7 +315,7 @@ impl Catalog {
                 body,
                 "index {} {} {} {} {}",
                 i.name,
-                i.rel.relation,
+                rel(i.rel),
                 i.table,
                 i.column,
                 if i.unique { "unique" } else { "nonunique" }
@@ -292,17 +343,34 @@ impl Catalog {
             )));
         }
         let mut lines = body.lines();
-        if lines.next() != Some("bufpool catalog") || lines.next() != Some("format=1") {
-            return Err(bad("not a format-1 bufpool catalog".into()));
+        if lines.next() != Some("bufpool catalog") {
+            return Err(bad("not a bufpool catalog".into()));
         }
+        let format = match lines.next().and_then(|l| l.strip_prefix("format=")) {
+            Some("1") => FORMAT_DEFAULT_TABLESPACE,
+            Some("2") => FORMAT_TABLESPACES,
+            other => {
+                return Err(bad(format!(
+                    "format {} is not supported (this build reads formats \
+                     {FORMAT_DEFAULT_TABLESPACE} and {FORMAT_TABLESPACES})",
+                    other.unwrap_or("(missing)")
+                )))
+            }
+        };
         let mut c = Catalog::default();
         for (n, line) in lines.enumerate() {
             let line_no = n + 3;
             let w: Vec<&str> = line.split(' ').collect();
             let rel = |s: &str| {
-                s.parse::<u32>()
-                    .map(|r| RelFileId::new(0, r))
-                    .map_err(|_| bad(format!("line {line_no}: bad relation number {s:?}")))
+                let (tablespace, number) = match s.split_once('/') {
+                    Some((ts, r)) if format >= FORMAT_TABLESPACES => (ts.parse::<u32>().ok(), r),
+                    Some(_) => (None, s),
+                    None => (Some(0), s),
+                };
+                match (tablespace, number.parse::<u32>()) {
+                    (Some(ts), Ok(r)) => Ok(RelFileId::new(ts, r)),
+                    _ => Err(bad(format!("line {line_no}: bad relation {s:?}"))),
+                }
             };
             match w.as_slice() {
                 ["table", name, r, ff, cols] => {
@@ -457,6 +525,105 @@ mod tests {
         let e = Catalog::load(&vfs, dir).unwrap_err().to_string();
         assert!(
             e.contains("checksum") && e.contains("bufpool.catalog"),
+            "{e}"
+        );
+    }
+
+    /// Relations in other tablespaces round-trip as `<tablespace>/<number>` in a format-2
+    /// catalog; numbers stay unique across tablespaces; a catalog without them is still
+    /// written as format 1, and one written by an earlier build (format 1) still loads.
+    #[test]
+    fn tablespaces_round_trip_and_old_catalogs_still_load() {
+        let vfs = MemVfs::new();
+        let dir = Path::new("/db");
+        vfs.create_dir_all(dir).unwrap();
+        let text = |vfs: &MemVfs| {
+            String::from_utf8(vfs.contents(&dir.join(CATALOG_FILE)).unwrap()).unwrap()
+        };
+        let mut c = Catalog::default();
+        c.add_table(TableDef {
+            rel: c.next_rel(16384),
+            ..accounts()
+        })
+        .unwrap();
+        c.save(&vfs, dir).unwrap();
+        assert!(
+            text(&vfs).contains("format=1\ntable pgbench_accounts 16384 "),
+            "{}",
+            text(&vfs)
+        );
+        assert_eq!(c.tablespaces(), [0]);
+
+        let rel = c.next_rel_in(16384, 2);
+        assert_eq!(
+            rel,
+            RelFileId::new(2, 16385),
+            "above every number of every tablespace"
+        );
+        c.add_index(IndexDef {
+            name: "pgbench_accounts_pkey".into(),
+            rel,
+            table: "pgbench_accounts".into(),
+            column: "aid".into(),
+            unique: true,
+        })
+        .unwrap();
+        assert_eq!(c.next_rel(16384), RelFileId::new(0, 16386));
+        c.save(&vfs, dir).unwrap();
+        let saved = text(&vfs);
+        assert!(
+            saved.contains("format=2\n") && saved.contains("index pgbench_accounts_pkey 2/16385 "),
+            "{saved}"
+        );
+        let loaded = Catalog::load(&vfs, dir).unwrap();
+        assert_eq!(loaded, c);
+        assert_eq!(
+            loaded.index("pgbench_accounts_pkey").unwrap().rel,
+            RelFileId::new(2, 16385)
+        );
+        assert_eq!(loaded.tablespaces(), [0, 2]);
+
+        // A relation number used in one tablespace is refused in another.
+        let e = c
+            .add_table(TableDef {
+                name: "other".into(),
+                rel: RelFileId::new(1, 16385),
+                ..accounts()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("relation number 16385 is already used (by relation 2/16385)"),
+            "{e}"
+        );
+
+        // An earlier build's catalog (format 1, numbers alone), byte for byte.
+        let old = "bufpool catalog\nformat=1\ntable t 16384 fillfactor=90 a:int4\nindex t_pkey 16385 t a unique\n";
+        let write = |body: &str| {
+            let crc = crc32c::crc32c(body.as_bytes());
+            vfs.set_contents(
+                &dir.join(CATALOG_FILE),
+                format!("{body}crc32c={crc:08x}\n").into_bytes(),
+            );
+        };
+        write(old);
+        let c = Catalog::load(&vfs, dir).unwrap();
+        assert_eq!(c.table("t").unwrap().rel, RelFileId::new(0, 16384));
+        assert_eq!(c.index("t_pkey").unwrap().rel, RelFileId::new(0, 16385));
+        c.save(&vfs, dir).unwrap();
+        assert!(
+            text(&vfs).starts_with(old),
+            "rewritten unchanged: {}",
+            text(&vfs)
+        );
+        // A tablespace in a format-1 catalog, and an unknown format, are refused by name.
+        write("bufpool catalog\nformat=1\ntable t 1/16384 fillfactor=90 a:int4\n");
+        let e = Catalog::load(&vfs, dir).unwrap_err().to_string();
+        assert!(e.contains("line 3: bad relation \"1/16384\""), "{e}");
+        write("bufpool catalog\nformat=3\n");
+        let e = Catalog::load(&vfs, dir).unwrap_err().to_string();
+        assert!(
+            e.contains("format 3 is not supported (this build reads formats 1 and 2)"),
             "{e}"
         );
     }

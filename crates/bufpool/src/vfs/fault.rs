@@ -29,6 +29,8 @@ pub enum FaultOp {
     Unlink,
     Rename,
     SyncDir,
+    /// symlink (matched on the link's path).
+    Symlink,
     Any,
 }
 
@@ -191,6 +193,15 @@ impl Vfs for FaultVfs {
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
         self.inner.list_dir(path)
+    }
+
+    fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
+        self.check(link, FaultOp::Symlink)?;
+        self.inner.symlink(target, link)
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        self.inner.read_link(path)
     }
 }
 

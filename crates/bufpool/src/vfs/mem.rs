@@ -3,7 +3,9 @@
 //! Owns: a map from path to file contents. Invariants: behaves like a POSIX file system for
 //! the operations the library uses (pread past the end is short, writes past the end extend
 //! with zeros, rename replaces). Everything is "durable" at once: the power-loss simulating
-//! layer (WAL issue) keeps durable and written bytes apart; this one does not.
+//! layer (WAL issue) keeps durable and written bytes apart; this one does not. Symbolic
+//! links are aliases: every path is resolved through them ([`super::resolve_links`])
+//! before it is looked up, so the tree itself holds only resolved paths and link names.
 //! Locks: the directory mutex, then one file's mutex; never two files at once.
 
 use std::collections::{HashMap, HashSet};
@@ -24,6 +26,22 @@ struct Node {
 struct Tree {
     files: HashMap<PathBuf, Arc<Node>>,
     dirs: HashSet<PathBuf>,
+    /// Symbolic links: name -> target as given to `symlink`.
+    links: HashMap<PathBuf, PathBuf>,
+}
+
+impl Tree {
+    /// `path` with its links followed (the last component only with `follow_last`).
+    fn resolve(&self, path: &Path, follow_last: bool) -> io::Result<PathBuf> {
+        if self.links.is_empty() {
+            return Ok(path.to_path_buf());
+        }
+        super::resolve_links(path, follow_last, |p| self.links.get(p).cloned())
+    }
+
+    fn has_entry(&self, path: &Path) -> bool {
+        self.files.contains_key(path) || self.dirs.contains(path) || self.links.contains_key(path)
+    }
 }
 
 /// In-memory files. Clones share the same tree.
@@ -41,20 +59,22 @@ impl MemVfs {
 
     /// The current contents of a file (for tests that inspect or damage storage).
     pub fn contents(&self, path: &Path) -> Option<Vec<u8>> {
-        let node = self.tree.lock().files.get(path).cloned()?;
+        let tree = self.tree.lock();
+        let path = tree.resolve(path, true).ok()?;
+        let node = tree.files.get(&path).cloned()?;
+        drop(tree);
         let data = node.data.lock().clone();
         Some(data)
     }
 
     /// Replaces the contents of a file.
     pub fn set_contents(&self, path: &Path, data: Vec<u8>) {
-        let node = self
-            .tree
-            .lock()
-            .files
-            .entry(path.to_path_buf())
-            .or_default()
-            .clone();
+        let mut tree = self.tree.lock();
+        let path = tree
+            .resolve(path, true)
+            .unwrap_or_else(|_| path.to_path_buf());
+        let node = tree.files.entry(path).or_default().clone();
+        drop(tree);
         *node.data.lock() = data;
     }
 }
@@ -84,18 +104,19 @@ impl Drop for MemFile {
 impl Vfs for MemVfs {
     fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>> {
         let mut tree = self.tree.lock();
-        let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let resolved = tree.resolve(path, true)?;
+        let parent = resolved.parent().map(Path::to_path_buf).unwrap_or_default();
         if !tree.dirs.contains(&parent) && parent != Path::new("") {
             return Err(not_found(&parent));
         }
-        let node = match tree.files.get(path) {
+        let node = match tree.files.get(&resolved) {
             Some(_) if opts.create_new => {
                 return Err(io::Error::new(io::ErrorKind::AlreadyExists, "file exists"))
             }
             Some(n) => n.clone(),
             None if opts.create || opts.create_new => {
                 let n = Arc::new(Node::default());
-                tree.files.insert(path.to_path_buf(), n.clone());
+                tree.files.insert(resolved, n.clone());
                 n
             }
             None => return Err(not_found(path)),
@@ -108,23 +129,28 @@ impl Vfs for MemVfs {
     }
 
     fn unlink(&self, path: &Path) -> io::Result<()> {
-        self.tree
-            .lock()
-            .files
-            .remove(path)
+        let mut tree = self.tree.lock();
+        let resolved = tree.resolve(path, false)?;
+        if tree.links.remove(&resolved).is_some() {
+            return Ok(());
+        }
+        tree.files
+            .remove(&resolved)
             .map(|_| ())
             .ok_or_else(|| not_found(path))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut tree = self.tree.lock();
-        let node = tree.files.remove(from).ok_or_else(|| not_found(from))?;
-        tree.files.insert(to.to_path_buf(), node);
+        let (from_r, to_r) = (tree.resolve(from, false)?, tree.resolve(to, false)?);
+        let node = tree.files.remove(&from_r).ok_or_else(|| not_found(from))?;
+        tree.files.insert(to_r, node);
         Ok(())
     }
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        if self.tree.lock().dirs.contains(path) {
+        let tree = self.tree.lock();
+        if tree.dirs.contains(&tree.resolve(path, true)?) {
             Ok(())
         } else {
             Err(not_found(path))
@@ -133,7 +159,8 @@ impl Vfs for MemVfs {
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         let mut tree = self.tree.lock();
-        for anc in path.ancestors() {
+        let resolved = tree.resolve(path, true)?;
+        for anc in resolved.ancestors() {
             if !anc.as_os_str().is_empty() {
                 tree.dirs.insert(anc.to_path_buf());
             }
@@ -143,19 +170,45 @@ impl Vfs for MemVfs {
 
     fn exists(&self, path: &Path) -> io::Result<bool> {
         let tree = self.tree.lock();
-        Ok(tree.files.contains_key(path) || tree.dirs.contains(path))
+        let resolved = tree.resolve(path, true)?;
+        Ok(tree.files.contains_key(&resolved) || tree.dirs.contains(&resolved))
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
         let tree = self.tree.lock();
-        if !tree.dirs.contains(path) {
+        let resolved = tree.resolve(path, true)?;
+        if !tree.dirs.contains(&resolved) {
             return Err(not_found(path));
         }
-        let children = tree.files.keys().chain(tree.dirs.iter());
+        let children = tree.files.keys().chain(&tree.dirs).chain(tree.links.keys());
         Ok(children
-            .filter(|p| p.parent() == Some(path))
+            .filter(|p| p.parent() == Some(resolved.as_path()))
             .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .collect())
+    }
+
+    fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
+        let mut tree = self.tree.lock();
+        let resolved = tree.resolve(link, false)?;
+        let parent = resolved.parent().unwrap_or(Path::new("/"));
+        if !tree.dirs.contains(parent) {
+            return Err(not_found(parent));
+        }
+        if tree.has_entry(&resolved) {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "file exists"));
+        }
+        tree.links.insert(resolved, target.to_path_buf());
+        Ok(())
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        let tree = self.tree.lock();
+        let resolved = tree.resolve(path, false)?;
+        match tree.links.get(&resolved) {
+            Some(target) => Ok(target.clone()),
+            None if tree.has_entry(&resolved) => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+            None => Err(not_found(path)),
+        }
     }
 }
 
@@ -235,5 +288,57 @@ impl VfsFile for MemFile {
         *locked = true;
         *mine = true;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A link is an alias of its target's directory: files made through it are the
+    /// target's, `list_dir` shows the link's name, `read_link` gives the target (EINVAL
+    /// for a plain directory), `unlink` removes the link only, and a cycle fails (ELOOP).
+    #[test]
+    fn symlinks_are_aliases_of_their_target() {
+        let vfs = MemVfs::new();
+        vfs.create_dir_all(Path::new("/ts")).unwrap();
+        vfs.create_dir_all(Path::new("/db/base")).unwrap();
+        vfs.symlink(Path::new("/ts"), Path::new("/db/base/1"))
+            .unwrap();
+        let e = vfs
+            .symlink(Path::new("/ts"), Path::new("/db/base/1"))
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        let f = vfs
+            .open(Path::new("/db/base/1/77"), OpenOptions::create())
+            .unwrap();
+        assert_eq!(f.path(), Path::new("/db/base/1/77"));
+        f.write_at(b"x", 0).unwrap();
+        assert_eq!(vfs.contents(Path::new("/ts/77")).unwrap(), b"x");
+        assert!(vfs.exists(Path::new("/db/base/1")).unwrap());
+        vfs.sync_dir(Path::new("/db/base/1")).unwrap();
+        assert_eq!(vfs.list_dir(Path::new("/db/base/1")).unwrap(), ["77"]);
+        assert_eq!(vfs.list_dir(Path::new("/db/base")).unwrap(), ["1"]);
+        assert_eq!(
+            vfs.read_link(Path::new("/db/base/1")).unwrap(),
+            Path::new("/ts")
+        );
+        let e = vfs.read_link(Path::new("/ts")).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
+        let e = vfs.read_link(Path::new("/db/base/2")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        // A relative target is taken from the link's directory.
+        vfs.symlink(Path::new("../../ts"), Path::new("/db/base/2"))
+            .unwrap();
+        assert_eq!(vfs.list_dir(Path::new("/db/base/2")).unwrap(), ["77"]);
+        vfs.unlink(Path::new("/db/base/1")).unwrap();
+        assert!(!vfs.exists(Path::new("/db/base/1")).unwrap());
+        assert!(vfs.exists(Path::new("/ts/77")).unwrap());
+        vfs.symlink(Path::new("/loop/b"), Path::new("/loop"))
+            .unwrap();
+        let e = vfs
+            .open(Path::new("/loop/f"), OpenOptions::create())
+            .unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ELOOP));
     }
 }

@@ -6,7 +6,9 @@
 //! Invariants: every file operation of the library goes through these traits, so faults can
 //! be injected anywhere and counted in one place. [`SimVfs`] keeps written and durable bytes
 //! apart and simulates a power cut (dropped, kept, torn or garbage writes; undone renames). Errors are the OS's `io::Error` (errno
-//! kept); the storage manager adds path and block.
+//! kept); the storage manager adds path and block. Symbolic links (the storage manager's
+//! tablespaces) are made through the trait too; the in-memory implementations resolve
+//! every path through theirs, so a test sees the same aliasing as a real file system.
 //! Locks: implementations may lock internally; no lock is held across calls.
 
 mod aligned;
@@ -25,7 +27,7 @@ pub use sim::{CrashChoice, CrashReport, SimVfs};
 
 use std::fmt;
 use std::io::{self, IoSlice, IoSliceMut};
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 /// How to open a file.
@@ -79,8 +81,16 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn sync_dir(&self, path: &Path) -> io::Result<()>;
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
     fn exists(&self, path: &Path) -> io::Result<bool>;
-    /// Names of the entries of a directory, unsorted.
+    /// Names of the entries of a directory, unsorted (symbolic links included).
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
+    /// Creates a symbolic link named `link` that points at `target` (symlink(2)); fails
+    /// with `AlreadyExists` if `link` exists. Like a file's creation, the new name is
+    /// durable only once `link`'s directory is fsynced. Every other operation follows
+    /// links in the paths it is given (a `sync_dir` of the link fsyncs the target).
+    fn symlink(&self, target: &Path, link: &Path) -> io::Result<()>;
+    /// The target of the symbolic link `path` (readlink(2)), as it was created; an error
+    /// of kind `InvalidInput` (EINVAL) when `path` exists but is not a symbolic link.
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
 }
 
 /// Operations on one open file. Offsets are absolute (pread/pwrite style), so one handle is
@@ -111,6 +121,54 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
     /// Takes an advisory exclusive lock for the life of this handle without waiting;
     /// `Ok(false)` when another handle holds it.
     fn try_lock_exclusive(&self) -> io::Result<bool>;
+}
+
+/// Most symbolic links one path resolution follows before failing with ELOOP (Linux's
+/// `MAXSYMLINKS`), for the in-memory file systems; a cycle of links must not hang them.
+const SYMLINK_HOPS_MAX: usize = 40;
+
+/// Resolves the symbolic links in `path` for an in-memory file system whose link targets
+/// `link_of` returns (`None`: not a link): every component is followed, the last one only
+/// with `follow_last` (`unlink`, `rename`, `symlink` and `read_link` act on the link
+/// itself). A relative target is taken from the link's directory, as the kernel does;
+/// `.` and `..` are applied as they come.
+pub(crate) fn resolve_links(
+    path: &Path,
+    follow_last: bool,
+    link_of: impl Fn(&Path) -> Option<PathBuf>,
+) -> io::Result<PathBuf> {
+    let mut path = path.to_path_buf();
+    for _ in 0..=SYMLINK_HOPS_MAX {
+        let components: Vec<_> = path.components().collect();
+        let mut resolved = PathBuf::new();
+        let mut restart = None;
+        for (i, c) in components.iter().enumerate() {
+            match c {
+                // `resolved` holds no link (each prefix was followed), so `..` is its
+                // parent, as the kernel finds it.
+                Component::ParentDir => {
+                    resolved.pop();
+                    continue;
+                }
+                Component::CurDir => continue,
+                _ => resolved.push(c),
+            }
+            if i + 1 == components.len() && !follow_last {
+                break;
+            }
+            if let Some(target) = link_of(&resolved) {
+                let dir = resolved.parent().unwrap_or(Path::new("/"));
+                let rest: PathBuf = components[i + 1..].iter().collect();
+                restart = Some(dir.join(target).join(rest));
+                break;
+            }
+        }
+        match restart {
+            None => return Ok(resolved),
+            Some(next) => path = next,
+        }
+    }
+    Err(io::Error::from_raw_os_error(libc::ELOOP))
 }
 
 /// Total length of a set of buffers.

@@ -88,6 +88,14 @@ impl Vfs for RealVfs {
         }
         Ok(names)
     }
+
+    fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
+        std::os::unix::fs::symlink(target, link)
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        fs::read_link(path)
+    }
 }
 
 impl VfsFile for RealFile {
@@ -229,6 +237,31 @@ mod tests {
         // Reading past the end is a short count, not an error.
         assert_eq!(f.read_at(&mut x, 8192).unwrap(), 4096);
         assert_eq!(f.read_at(&mut x, 12288).unwrap(), 0);
+    }
+
+    /// A link made through the trait is a real symbolic link: files created through it
+    /// land in the target, `read_link` gives the target back, and a plain directory is
+    /// told apart (EINVAL).
+    #[test]
+    fn symlinks_lead_to_their_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let vfs = RealVfs::new();
+        let target = dir.path().join("target");
+        let link = dir.path().join("link");
+        vfs.create_dir_all(&target).unwrap();
+        vfs.symlink(&target, &link).unwrap();
+        let e = vfs.symlink(&target, &link).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        vfs.open(&link.join("f"), OpenOptions::create()).unwrap();
+        vfs.sync_dir(&link).unwrap();
+        assert!(target.join("f").exists());
+        assert_eq!(vfs.list_dir(&link).unwrap(), vec!["f".to_string()]);
+        assert_eq!(vfs.read_link(&link).unwrap(), target);
+        let e = vfs.read_link(&target).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        let mut names = vfs.list_dir(dir.path()).unwrap();
+        names.sort();
+        assert_eq!(names, ["link", "target"]);
     }
 
     #[test]

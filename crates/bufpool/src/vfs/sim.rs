@@ -26,11 +26,18 @@
 //!   filled with pseudo-random bytes), independently;
 //! - each un-synced length change (`set_len`) kept or reverted, independently; a file that
 //!   grew by writes shrinks back to the length its surviving changes give;
-//! - each create, rename and unlink not yet covered by a `sync_dir` of its parent kept or
-//!   undone, independently (so combinations a journaling file system would never produce,
+//! - each create, rename, unlink and symlink not yet covered by a `sync_dir` of its parent
+//!   kept or undone, independently (so combinations a journaling file system would never produce,
 //!   such as a kept rename of a file whose create was undone, are possible on purpose): a
 //!   new file (a relation segment created by extension, say) can vanish with everything
-//!   written to it, fsynced or not, and an unlinked one can come back with its old bytes.
+//!   written to it, fsynced or not, and an unlinked one can come back with its old bytes;
+//!   an undone symlink leaves its target and what was made through it, unreachable by the
+//!   link's name.
+//!
+//! Symbolic links are namespace entries (a node that holds a target and no data), made
+//! durable by a `sync_dir` of their parent like a file's name; every other path is
+//! resolved through the live links ([`super::resolve_links`]) before it is looked up, so
+//! the namespace holds resolved paths and link names only.
 //!
 //! What a crash cannot produce: a change to bytes that were durable (fsynced) and that no
 //! later un-synced write, truncate or garbaged sector touched; the loss of a write made
@@ -107,16 +114,17 @@ pub struct CrashReport {
     pub len_changes_kept: u64,
     /// Un-synced `set_len` calls reverted.
     pub len_changes_reverted: u64,
-    /// Un-synced creates, renames and unlinks kept.
+    /// Un-synced creates, renames, unlinks and symlinks kept.
     pub namespace_kept: u64,
-    /// Un-synced creates, renames and unlinks undone.
+    /// Un-synced creates, renames, unlinks and symlinks undone.
     pub namespace_undone: u64,
     /// Every un-synced write of a file that has a name after the crash, in the order
     /// replayed: the file's path (after the crash) and what became of the write. O_DSYNC
     /// writes show as kept.
     pub write_fates: Vec<(PathBuf, CrashChoice)>,
-    /// Every un-synced namespace change, in program order: `"create"`, `"rename"` or
-    /// `"unlink"`, the path it created, renamed to or removed, and whether it was kept.
+    /// Every un-synced namespace change, in program order: `"create"`, `"rename"`,
+    /// `"unlink"` or `"symlink"`, the path it created, renamed to, removed or linked, and
+    /// whether it was kept.
     pub namespace_fates: Vec<(&'static str, PathBuf, bool)>,
 }
 
@@ -198,6 +206,8 @@ struct Node {
     pending: Vec<DataOp>,
     /// The handle holding the advisory exclusive lock.
     lock_holder: Option<u64>,
+    /// A symbolic link's target (such a node never holds data).
+    link: Option<PathBuf>,
 }
 
 fn apply_write(image: &mut Vec<u8>, offset: u64, data: &[u8]) {
@@ -216,6 +226,7 @@ impl Node {
             written: data,
             pending: Vec::new(),
             lock_holder: None,
+            link: None,
         }
     }
 
@@ -323,7 +334,7 @@ fn crash_write(
     choice
 }
 
-/// One create, rename or unlink not yet durable: the entries it set (`None`: removed), less
+/// One create, rename, unlink or symlink not yet durable: the entries it set (`None`: removed), less
 /// those whose parent has been `sync_dir`ed since; `kind` and `path` (created, renamed to
 /// or removed) only name it in a [`CrashReport`].
 #[derive(Debug, Clone)]
@@ -347,6 +358,8 @@ struct State {
     io_count: u64,
     /// Mutating calls fail once `io_count` reaches this.
     fail_at: Option<u64>,
+    /// Whether a symbolic link was ever made (until then paths need no resolution).
+    has_links: bool,
 }
 
 impl State {
@@ -370,6 +383,17 @@ impl State {
         self.nodes
             .get_mut(&id)
             .ok_or_else(|| io::Error::other("simulated file node is gone"))
+    }
+
+    /// `path` with the live links followed (the last component only with `follow_last`).
+    fn resolve(&self, path: &Path, follow_last: bool) -> io::Result<PathBuf> {
+        if !self.has_links {
+            return Ok(path.to_path_buf());
+        }
+        super::resolve_links(path, follow_last, |p| {
+            let id = self.live.get(p)?;
+            self.nodes.get(id)?.link.clone()
+        })
     }
 
     fn check_dir(&self, path: &Path) -> io::Result<()> {
@@ -409,6 +433,7 @@ impl SimVfs {
             epoch: 0,
             io_count: 0,
             fail_at: None,
+            has_links: false,
         };
         Self {
             state: Arc::new(Mutex::new(state)),
@@ -418,7 +443,7 @@ impl SimVfs {
     /// The written contents of a file (what a read sees now).
     pub fn contents(&self, path: &Path) -> Option<Vec<u8>> {
         let st = self.state.lock();
-        let id = st.live.get(path)?;
+        let id = st.live.get(&st.resolve(path, true).ok()?)?;
         st.nodes.get(id).map(|n| n.written.clone())
     }
 
@@ -428,6 +453,10 @@ impl SimVfs {
     pub fn set_contents(&self, path: &Path, data: Vec<u8>) {
         let mut guard = self.state.lock();
         let st = &mut *guard;
+        let resolved = st
+            .resolve(path, true)
+            .unwrap_or_else(|_| path.to_path_buf());
+        let path = resolved.as_path();
         let id = match st.live.get(path) {
             Some(&id) => id,
             None => st.new_node(Node::default()),
@@ -480,12 +509,12 @@ impl SimVfs {
     /// of every change not yet made durable, and makes the result the new written and
     /// durable state. The same state and seed always give the same result.
     ///
-    /// 1. Namespace: starting from the durable namespace, each pending create, rename and
-    ///    unlink (its entries in directories not `sync_dir`ed since) is replayed in order
-    ///    or undone, each with probability 1/2. An undone create leaves the name absent (or
-    ///    at its durable node); an undone rename leaves the old name at its node and the new
-    ///    name at what it pointed to before (or absent); an undone unlink brings the file
-    ///    back.
+    /// 1. Namespace: starting from the durable namespace, each pending create, rename,
+    ///    unlink and symlink (its entries in directories not `sync_dir`ed since) is replayed
+    ///    in order or undone, each with probability 1/2. An undone create or symlink leaves
+    ///    the name absent (or at its durable node); an undone rename leaves the old name at
+    ///    its node and the new name at what it pointed to before (or absent); an undone
+    ///    unlink brings the file (or link) back.
     /// 2. Data, for every node that has a name after step 1: starting from its durable
     ///    bytes, each write since its last fsync is replayed in order as one of the
     ///    [`CrashChoice`]s, each with probability 1/5 (a tear with no 4 KiB offset inside
@@ -530,7 +559,9 @@ impl SimVfs {
         for (id, node) in std::mem::take(&mut st.nodes) {
             if let Some(path) = named.get(&id) {
                 let image = node.crash_image(path, &mut rng, &mut report);
-                st.nodes.insert(id, Node::durable_with(image));
+                let mut survivor = Node::durable_with(image);
+                survivor.link = node.link;
+                st.nodes.insert(id, survivor);
             }
         }
 
@@ -553,8 +584,9 @@ impl Vfs for SimVfs {
     fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>> {
         let mut guard = self.state.lock();
         let st = &mut *guard;
-        st.check_dir(path)?;
-        let node = match st.live.get(path) {
+        let resolved = st.resolve(path, true)?;
+        st.check_dir(&resolved)?;
+        let node = match st.live.get(&resolved) {
             Some(_) if opts.create_new => {
                 return Err(io::Error::new(io::ErrorKind::AlreadyExists, "file exists"))
             }
@@ -562,11 +594,11 @@ impl Vfs for SimVfs {
             None if opts.create || opts.create_new => {
                 st.begin_mutation()?;
                 let id = st.new_node(Node::default());
-                st.live.insert(path.to_path_buf(), id);
+                st.live.insert(resolved.clone(), id);
                 st.pending_ns.push(NsOp {
                     kind: "create",
-                    path: path.to_path_buf(),
-                    entries: vec![(path.to_path_buf(), Some(id))],
+                    path: resolved.clone(),
+                    entries: vec![(resolved, Some(id))],
                 });
                 id
             }
@@ -588,11 +620,12 @@ impl Vfs for SimVfs {
     fn unlink(&self, path: &Path) -> io::Result<()> {
         let mut st = self.state.lock();
         st.begin_mutation()?;
-        st.live.remove(path).ok_or_else(|| not_found(path))?;
+        let resolved = st.resolve(path, false)?;
+        st.live.remove(&resolved).ok_or_else(|| not_found(path))?;
         st.pending_ns.push(NsOp {
             kind: "unlink",
-            path: path.to_path_buf(),
-            entries: vec![(path.to_path_buf(), None)],
+            path: resolved.clone(),
+            entries: vec![(resolved, None)],
         });
         Ok(())
     }
@@ -600,17 +633,18 @@ impl Vfs for SimVfs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut st = self.state.lock();
         st.begin_mutation()?;
-        let id = *st.live.get(from).ok_or_else(|| not_found(from))?;
-        st.check_dir(to)?;
+        let (from, to) = (st.resolve(from, false)?, st.resolve(to, false)?);
+        let id = *st.live.get(&from).ok_or_else(|| not_found(&from))?;
+        st.check_dir(&to)?;
         if from == to {
             return Ok(());
         }
-        st.live.remove(from);
-        st.live.insert(to.to_path_buf(), id);
+        st.live.remove(&from);
+        st.live.insert(to.clone(), id);
         st.pending_ns.push(NsOp {
             kind: "rename",
-            path: to.to_path_buf(),
-            entries: vec![(from.to_path_buf(), None), (to.to_path_buf(), Some(id))],
+            path: to.clone(),
+            entries: vec![(from, None), (to, Some(id))],
         });
         Ok(())
     }
@@ -619,6 +653,8 @@ impl Vfs for SimVfs {
         let mut guard = self.state.lock();
         let st = &mut *guard;
         st.begin_mutation()?;
+        let resolved = st.resolve(path, true)?;
+        let path = resolved.as_path();
         if !st.dirs.contains(path) {
             return Err(not_found(path));
         }
@@ -642,7 +678,8 @@ impl Vfs for SimVfs {
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         let mut st = self.state.lock();
-        for anc in path.ancestors() {
+        let resolved = st.resolve(path, true)?;
+        for anc in resolved.ancestors() {
             if !anc.as_os_str().is_empty() {
                 st.dirs.insert(anc.to_path_buf());
             }
@@ -652,19 +689,59 @@ impl Vfs for SimVfs {
 
     fn exists(&self, path: &Path) -> io::Result<bool> {
         let st = self.state.lock();
-        Ok(st.live.contains_key(path) || st.dirs.contains(path))
+        let resolved = st.resolve(path, true)?;
+        Ok(st.live.contains_key(&resolved) || st.dirs.contains(&resolved))
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
         let st = self.state.lock();
-        if !st.dirs.contains(path) {
+        let resolved = st.resolve(path, true)?;
+        if !st.dirs.contains(&resolved) {
             return Err(not_found(path));
         }
         let children = st.live.keys().chain(st.dirs.iter());
         Ok(children
-            .filter(|p| p.parent() == Some(path))
+            .filter(|p| p.parent() == Some(resolved.as_path()))
             .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .collect())
+    }
+
+    fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        st.begin_mutation()?;
+        let resolved = st.resolve(link, false)?;
+        st.check_dir(&resolved)?;
+        if st.live.contains_key(&resolved) || st.dirs.contains(&resolved) {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "file exists"));
+        }
+        let id = st.new_node(Node {
+            link: Some(target.to_path_buf()),
+            ..Node::default()
+        });
+        st.live.insert(resolved.clone(), id);
+        st.has_links = true;
+        st.pending_ns.push(NsOp {
+            kind: "symlink",
+            path: resolved.clone(),
+            entries: vec![(resolved, Some(id))],
+        });
+        Ok(())
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        let st = self.state.lock();
+        let resolved = st.resolve(path, false)?;
+        if let Some(id) = st.live.get(&resolved) {
+            if let Some(target) = st.nodes.get(id).and_then(|n| n.link.clone()) {
+                return Ok(target);
+            }
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        if st.dirs.contains(&resolved) {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        Err(not_found(path))
     }
 }
 
@@ -1155,6 +1232,56 @@ mod tests {
             }
         }
         assert!(undone && kept);
+    }
+
+    /// A symbolic link is a name like a file's: without a `sync_dir` of its parent a
+    /// crash can undo it, leaving the target and the file made through it in place but
+    /// unreachable by the link; with one it always survives, and so does a file made
+    /// through it once the target directory (reached through the link) is synced.
+    #[test]
+    fn a_symlink_without_sync_dir_can_vanish_and_with_it_never_does() {
+        let (mut vanished, mut stayed) = (false, false);
+        for seed in 0..SEEDS {
+            for sync_dir in [false, true] {
+                let vfs = SimVfs::new();
+                vfs.create_dir_all(Path::new(DIR)).unwrap();
+                vfs.create_dir_all(Path::new("/ts")).unwrap();
+                vfs.symlink(Path::new("/ts"), &p("link")).unwrap();
+                if sync_dir {
+                    vfs.sync_dir(Path::new(DIR)).unwrap();
+                }
+                let f = vfs.open(&p("link/f"), OpenOptions::create()).unwrap();
+                f.write_at(b"data", 0).unwrap();
+                f.sync_all().unwrap();
+                vfs.sync_dir(&p("link")).unwrap();
+                assert_eq!(vfs.contents(Path::new("/ts/f")).unwrap(), b"data");
+                let report = vfs.crash(seed);
+                assert_eq!(
+                    vfs.contents(Path::new("/ts/f")).unwrap(),
+                    b"data",
+                    "seed {seed}: the target was synced"
+                );
+                match vfs.read_link(&p("link")) {
+                    Ok(target) => {
+                        assert_eq!(target, Path::new("/ts"));
+                        assert_eq!(vfs.contents(&p("link/f")).unwrap(), b"data");
+                        stayed |= !sync_dir;
+                    }
+                    Err(e) => {
+                        assert_eq!(e.kind(), io::ErrorKind::NotFound, "seed {seed}");
+                        assert!(!sync_dir, "seed {seed}: a synced link vanished");
+                        assert_eq!(
+                            report.namespace_changes("symlink", |q| q == p("link"), false),
+                            1
+                        );
+                        assert!(vfs.contents(&p("link/f")).is_none());
+                        vanished = true;
+                    }
+                }
+                assert_replay_gives_written(&vfs);
+            }
+        }
+        assert!(vanished && stayed);
     }
 
     #[test]
