@@ -21,8 +21,10 @@
 //! durability (`synchronous_commit = on`) or returns at once (`off`: the WAL writer
 //! flushes every `wal_writer_delay`; a crash may lose the commits of the last few delays).
 //!
-//! Checkpoint (simple, not yet spread): new redo point → flush all dirty pages → fsync data
-//! files → checkpoint record, flushed → control file (atomic) → release old segments.
+//! Checkpoints: `checkpointer.rs` (the thread, its triggers and pacing, the steps of a
+//! checkpoint, the log line and counters) over `buffer/checkpoint.rs` (the write phase).
+//! The checkpointer thread is started after the opening checkpoint and stopped (a spread
+//! checkpoint in progress finishing at full speed) before the bgwriter at shutdown.
 //! Locks: the checkpoint mutex (one checkpoint at a time), then the pool's and the log's own.
 
 mod checkpointer;
