@@ -575,7 +575,7 @@ pub static KNOBS: &[Knob] = &[
             "bgwriter_lru_maxpages",
             Unit::Count,
             "auto",
-            "most pages one bgwriter round writes; auto = max(100, shared_buffers/8 \
+            "most pages one bgwriter round writes; auto = max(100, shared_buffers/2 \
              per 200ms of bgwriter_delay)",
             |c, v| {
                 c.bgwriter_lru_maxpages = match v {

@@ -56,7 +56,7 @@ const HISTORY_MAX: usize = 10_000;
 /// Why a checkpoint ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckpointReason {
-    /// Opening the directory (new, or after recovery).
+    /// Opening the directory (new, or after recovery: PostgreSQL's end-of-recovery).
     Startup,
     /// `checkpoint_timeout` passed.
     Timed,
@@ -72,7 +72,7 @@ impl CheckpointReason {
     /// PostgreSQL's word for it in the log line.
     pub fn name(self) -> &'static str {
         match self {
-            CheckpointReason::Startup => "end-of-recovery",
+            CheckpointReason::Startup => "startup",
             CheckpointReason::Timed => "time",
             CheckpointReason::Wal => "wal",
             CheckpointReason::Requested => "force",
