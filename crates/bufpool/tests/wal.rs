@@ -24,6 +24,14 @@ fn config() -> Config {
     c
 }
 
+/// [`config`] keeping five 64 kB segments for recycling, as the default min_wal_size
+/// (80MB) keeps of 16MB ones.
+fn open_recycling(vfs: &MemVfs) -> Engine {
+    let mut c = config();
+    c.set("min_wal_size", "320kB").unwrap();
+    open_on(Arc::new(vfs.clone()), &c)
+}
+
 fn open(vfs: &MemVfs) -> Engine {
     open_on(Arc::new(vfs.clone()), &config())
 }
@@ -96,7 +104,7 @@ fn committed_changes_survive_an_unclean_stop_and_recovery_is_idempotent() {
 #[test]
 fn checkpoint_moves_redo_and_releases_old_segments() {
     let vfs = MemVfs::new();
-    let e = open(&vfs);
+    let e = open_recycling(&vfs);
     create_pages(&e, 8);
     for i in 0..400u64 {
         set(&e, (i % 8) as u32, i);
@@ -131,7 +139,7 @@ fn checkpoint_moves_redo_and_releases_old_segments() {
 #[test]
 fn checkpoints_keep_at_most_recycle_segments_and_count_segment_files() {
     let vfs = MemVfs::new();
-    let e = open(&vfs);
+    let e = open_recycling(&vfs);
     let on_disk = |e: &Engine| e.wal().segment_numbers().unwrap();
     let c = |e: &Engine| e.wal().segment_counts();
     create_pages(&e, 8);
