@@ -302,6 +302,11 @@ enum ExperimentName {
     /// settings and with seed 000's alternatives, steady and bursty; a round's cost at
     /// 64 MiB, 1 GiB and 8 GiB pools.
     Bgwriter,
+    /// Checkpoints (issue 13): TPC-B through checkpoints of 2007 (unsorted, page by page,
+    /// fsync at the end), sorted and combined, with writeback hints per tablespace or
+    /// shared, O_DSYNC, and 4 writers; unthrottled and at 60% of the rate; seed 001's
+    /// bulk load, update and CHECKPOINT per configuration.
+    Checkpoint,
 }
 
 #[derive(Debug, clap::Args)]
@@ -323,23 +328,44 @@ struct ExperimentArgs {
     /// shared_buffers of the pool that holds the random-hit chain (e.g. 1GB, 256MB).
     #[arg(long, default_value = "1GB")]
     pool_size: String,
-    /// A short version (bgwriter: 10 s runs at scale 5, fewer timed rounds).
+    /// A short version (bgwriter: 10 s runs at scale 5, fewer timed rounds; checkpoint:
+    /// 8 s runs at scale 2, checkpoints triggered by a 32 MB max_wal_size).
     #[arg(long)]
     quick: bool,
-    /// bgwriter: where the data goes: `local`, or a scripts/slow-device.sh profile
+    /// bgwriter, checkpoint: where the data goes: `local`, or a scripts/slow-device.sh profile
     /// (ssd-nvme, ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a
     /// note).
     #[arg(long, default_value = "ssd-sata")]
     device: String,
-    /// bgwriter: io_direct for the TPC-B runs (on: a write costs device time).
+    /// bgwriter, checkpoint: io_direct for the TPC-B runs (on: a write costs device time).
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     io_direct: String,
     /// bgwriter: pools of the round-cost table.
     #[arg(long, value_delimiter = ',', default_value = "64MB,1GB,8GB")]
     round_pools: Vec<String>,
-    /// bgwriter: seconds per TPC-B run (default 60, 10 with --quick).
+    /// bgwriter: seconds per TPC-B run (default 60, 10 with --quick); checkpoint: default
+    /// 100 (three 30 s checkpoint cycles plus margin), 8 with --quick.
     #[arg(long)]
     seconds: Option<u64>,
+    /// checkpoint: scale (default 20, about four times the pool; 2 with --quick).
+    #[arg(long)]
+    scale: Option<u32>,
+    /// checkpoint: clients.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    clients: u32,
+    /// checkpoint: pgbench_accounts on one tablespace, history and branches on another
+    /// (two directories on the same device).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    tablespaces: String,
+    /// checkpoint: which configurations to run (letters a to f).
+    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d", "e", "f"])]
+    configs: Vec<String>,
+    /// checkpoint: synchronous_commit of the TPC-B runs.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    sync: String,
+    /// checkpoint: the bulk table (load + CHECKPOINT, update of every account, CHECKPOINT).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    bulk: String,
 }
 
 fn default_scratch_parent() -> PathBuf {
@@ -389,6 +415,23 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 rounds: if quick { 10 } else { 30 },
             };
             experiments::bgwriter::run(&opts).context("experiment bgwriter")?
+        }
+        ExperimentName::Checkpoint => {
+            let opts = experiments::checkpoint::CkptExpOptions {
+                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
+                command,
+                seconds: args.seconds.unwrap_or(if args.quick { 8 } else { 100 }),
+                scale: args.scale.unwrap_or(if args.quick { 2 } else { 20 }),
+                clients: args.clients,
+                device: args.device.clone(),
+                io_direct: args.io_direct == "on",
+                tablespaces: args.tablespaces == "on",
+                sync_commit: args.sync == "on",
+                quick: args.quick,
+                configs: args.configs.clone(),
+                bulk: args.bulk == "on",
+            };
+            experiments::checkpoint::run(&opts).context("experiment checkpoint")?
         }
         ExperimentName::Wal => {
             let debug = cfg!(debug_assertions);

@@ -761,3 +761,89 @@ fn rate_profile_and_batches_show_in_the_series_and_keep_the_balances() {
         assert!(err.contains(needle), "{all:?}: {err}");
     }
 }
+
+#[test]
+fn experiment_checkpoint_quick_json_has_every_run_and_target() {
+    // The bulk table is left out (`--bulk off`): in a debug build the update of every
+    // account takes about a minute per configuration. The release smoke run covers it.
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let o = Command::new(env!("CARGO_BIN_EXE_bufpool"))
+        .args([
+            "experiment",
+            "checkpoint",
+            "--quick",
+            "--device",
+            "local",
+            "--seconds",
+            "3",
+            "--bulk",
+            "off",
+            "--dir",
+            "exp",
+            "--json",
+        ])
+        .current_dir(cwd)
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("run bufpool");
+    assert!(
+        o.status.success(),
+        "experiment checkpoint failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["experiment"], "checkpoint");
+    let runs = j["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 12, "six configurations, twice");
+    for (i, letter) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
+        assert_eq!(runs[i]["config"], *letter);
+        assert_eq!(runs[i]["throttled"], false);
+        assert_eq!(runs[i + 6]["config"], *letter);
+        assert_eq!(runs[i + 6]["throttled"], true);
+        assert!(runs[i]["tps"].as_f64().unwrap() > 0.0, "{}", runs[i]);
+        assert!(
+            runs[i]["latency_worst_ms"].as_f64().unwrap()
+                >= runs[i]["latency_best_ms"].as_f64().unwrap()
+        );
+    }
+    let rate = j["throttled_rate"].as_f64().unwrap();
+    assert!((rate - 0.6 * runs[2]["tps"].as_f64().unwrap()).abs() < 1.0);
+    let targets = j["targets"].as_array().unwrap();
+    let named: Vec<(&str, &str, f64)> = targets
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["op"].as_str().unwrap(),
+                t["target"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("throttled_tps_p5_vs_rate", ">=", 0.9),
+            ("throttled_maxlat_p99_vs_2007", "<=", 0.5),
+            ("tps_vs_2007", ">=", 1.0),
+        ]
+    );
+    assert!(j["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert_eq!(j["device"]["io"], "O_DIRECT");
+    assert!(j["device"]["profile"].as_str().unwrap().contains("local"));
+    // Every run's RunResult is there for `bufpool report`, which renders them together.
+    let files: Vec<_> = std::fs::read_dir(cwd.join("exp/checkpoint"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 12);
+    let mut args = vec!["report".to_string(), "-o".into(), "rep".into()];
+    args.extend(files.iter().map(|p| p.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(cwd, &args);
+    assert!(cwd.join("rep/index.html").exists() && cwd.join("rep/tps-cdf.svg").exists());
+    assert!(j["report_command"]
+        .as_str()
+        .unwrap()
+        .starts_with("bufpool report "));
+}

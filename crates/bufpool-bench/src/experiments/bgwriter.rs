@@ -91,14 +91,17 @@ fn slow_device_script() -> PathBuf {
 }
 
 /// A throttled device brought up for the experiment and taken down when dropped.
-struct SlowDevice {
-    mount: PathBuf,
-    status: String,
+pub(super) struct SlowDevice {
+    pub(super) mount: PathBuf,
+    pub(super) status: String,
 }
 
 impl SlowDevice {
     /// Ok(Err(reason)) when the script says it cannot work here (exit 3).
-    fn up(profile: &str, mount: &Path) -> Result<std::result::Result<SlowDevice, String>> {
+    pub(super) fn up(
+        profile: &str,
+        mount: &Path,
+    ) -> Result<std::result::Result<SlowDevice, String>> {
         let script = slow_device_script();
         let out = Command::new("bash")
             .arg(&script)
@@ -156,7 +159,7 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-fn dir_bytes(p: &Path) -> u64 {
+pub(super) fn dir_bytes(p: &Path) -> u64 {
     std::fs::read_dir(p)
         .map(|it| {
             it.filter_map(|e| e.ok())

@@ -6,6 +6,7 @@
 //! and pure helpers (summaries, a single-cycle random permutation).
 
 pub mod bgwriter;
+pub mod checkpoint;
 pub mod mutex_pool;
 pub mod pool;
 pub mod table;
