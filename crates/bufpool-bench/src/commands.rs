@@ -85,13 +85,14 @@ pub fn load_config(
                 toml::Value::String(s) => s,
                 other => other.to_string(),
             };
-            c.set(&k, &v)
+            // Rules between knobs are checked once all are in (the file is in name order).
+            c.set_deferred(&k, &v)
                 .map_err(|e| KnobError(format!("{} (in {})", e, path.display())))?;
             sources.insert(k, Source::File);
         }
     }
     for (k, v) in sets {
-        c.set(k, v).map_err(knob_error)?;
+        c.set_deferred(k, v).map_err(knob_error)?;
         sources.insert(k.clone(), Source::CommandLine);
     }
     c.validate().map_err(knob_error)?;

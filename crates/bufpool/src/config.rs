@@ -887,6 +887,22 @@ impl Config {
         Ok(())
     }
 
+    /// [`Config::set`] without the rules between knobs: for applying several knobs whose
+    /// relations only hold once all are in (a configuration file, `max_wal_size` before
+    /// `min_wal_size`). Call [`Config::validate`] after the last one.
+    pub fn set_deferred(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let v = value.trim();
+        let Some(k) = knob(name) else {
+            return self.set(name, value);
+        };
+        let parsed = k
+            .parse(v)
+            .filter(|p| k.in_range(*p))
+            .ok_or_else(|| k.error(v, self.block_size))?;
+        (k.store)(self, parsed);
+        Ok(())
+    }
+
     /// What `name` accepts, as its errors state it (None for an unknown knob).
     pub fn allowed(name: &str) -> Option<String> {
         knob(name).map(|k| k.allowed(DEFAULT_PAGE_SIZE))
@@ -1156,6 +1172,32 @@ mod tests {
         assert_eq!(
             c.checkpoint_write_options().combine_pages,
             MAX_COMBINE_PAGES
+        );
+    }
+
+    /// Proves: knobs related by a rule can be applied in any order with `set_deferred`, and
+    /// `validate` still names the knob that breaks a rule.
+    #[test]
+    fn deferred_sets_check_relations_only_at_validate() {
+        let mut c = Config::default();
+        assert!(
+            c.set("max_wal_size", "4MB").is_err(),
+            "below min_wal_size (80MB)"
+        );
+        for (k, v) in [
+            ("max_wal_size", "4MB"),
+            ("min_wal_size", "2MB"),
+            ("wal_segment_size", "1MB"),
+        ] {
+            c.set_deferred(k, v).unwrap();
+        }
+        c.validate().unwrap();
+        assert!(c.set_deferred("max_wal_size", "lots").is_err());
+        c.set_deferred("min_wal_size", "8MB").unwrap();
+        let err = c.validate().unwrap_err();
+        assert!(
+            err.knob == "max_wal_size" || err.knob == "min_wal_size",
+            "{err}"
         );
     }
 
