@@ -5,8 +5,9 @@
 //! one template database (loaded once with buffered I/O, then copied, its tablespace
 //! locations with it): data about four times the pool, 8 clients, checkpoint_timeout 30 s
 //! (`--seconds`, default 100: three cycles plus margin), on `--device` (a profile of
-//! scripts/slow-device.sh, default ssd-sata, or `local`), io_direct on so a write costs
-//! device time, `pgbench_accounts` on one tablespace and history/branches on another
+//! scripts/slow-device.sh, default ssd-sata, or `local`), buffered data files by default
+//! (`--io-direct off`: writeback hints and the final fsync act on the page cache; with
+//! O_DIRECT they have nothing to do), `pgbench_accounts` on one tablespace and history/branches on another
 //! (`--tablespaces on`, both on the same device). Configurations (`--configs`):
 //! (a) 2007: unsorted, one page per write, no writeback hints, fsync at the end;
 //! (b) sorted and combined (io_combine_limit 128 kB); (c) (b) plus writeback hints every
