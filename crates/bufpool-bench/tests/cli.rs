@@ -829,7 +829,10 @@ fn experiment_checkpoint_quick_json_has_every_run_and_target() {
         ]
     );
     assert!(j["machine"]["cores"].as_u64().unwrap() >= 1);
-    assert_eq!(j["device"]["io"], "O_DIRECT");
+    assert_eq!(
+        j["device"]["io"], "buffered",
+        "the checkpoint experiment's default"
+    );
     assert!(j["device"]["profile"].as_str().unwrap().contains("local"));
     // Every run's RunResult is there for `bufpool report`, which renders them together.
     let files: Vec<_> = std::fs::read_dir(cwd.join("exp/checkpoint"))
