@@ -97,6 +97,36 @@ pub(super) struct SlowDevice {
 }
 
 impl SlowDevice {
+    /// The device an experiment runs on: `local`, or the profile `name` of
+    /// scripts/slow-device.sh mounted under `scratch` when possible (else the local disk,
+    /// with a note saying why). Returns the device (None: local) and its description.
+    pub(super) fn choose(
+        experiment: &str,
+        name: &str,
+        scratch: &Path,
+        notes: &mut Vec<String>,
+    ) -> Result<(Option<SlowDevice>, String)> {
+        if name == "local" {
+            return Ok((None, "local disk (not throttled)".to_string()));
+        }
+        let mount = std::path::absolute(scratch.join("slow"))?;
+        progress(format!(
+            "{experiment}: bringing up the slow device ({name})"
+        ));
+        Ok(match SlowDevice::up(name, &mount)? {
+            Ok(d) => {
+                let desc = format!("scripts/slow-device.sh profile {name} ({})", d.status);
+                (Some(d), desc)
+            }
+            Err(why) => {
+                notes.push(format!(
+                    "the slow device ({name}) is unavailable ({why}): ran on the local disk"
+                ));
+                (None, "local disk (not throttled)".to_string())
+            }
+        })
+    }
+
     /// Ok(Err(reason)) when the script says it cannot work here (exit 3).
     pub(super) fn up(
         profile: &str,
@@ -263,28 +293,8 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         .prefix("bgwriter-")
         .tempdir_in(&o.parent_dir)?;
     let mut notes = Vec::new();
-    // The device: a throttled loop device when asked and possible, else the local disk.
-    let mut device = None;
-    let mut device_desc = "local disk (not throttled)".to_string();
-    if o.device != "local" {
-        let mount = std::path::absolute(scratch.path().join("slow"))?;
-        progress(format!(
-            "bgwriter: bringing up the slow device ({})",
-            o.device
-        ));
-        match SlowDevice::up(&o.device, &mount)? {
-            Ok(d) => {
-                device_desc = format!("scripts/slow-device.sh profile {} ({})", o.device, d.status);
-                device = Some(d);
-            }
-            Err(why) => {
-                notes.push(format!(
-                    "the slow device ({}) is unavailable ({why}): ran on the local disk",
-                    o.device
-                ));
-            }
-        }
-    }
+    let (device, device_desc) =
+        SlowDevice::choose("bgwriter", &o.device, scratch.path(), &mut notes)?;
     let data_root = match &device {
         Some(d) => d.mount.join("bufpool"),
         None => scratch.path().join("data"),

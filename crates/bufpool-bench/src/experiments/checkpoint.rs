@@ -483,25 +483,8 @@ pub fn run(o: &CkptExpOptions) -> Result<Report> {
         .prefix("checkpoint-")
         .tempdir_in(&o.parent_dir)?;
     let mut notes = Vec::new();
-    let mut device = None;
-    let mut device_desc = "local disk (not throttled)".to_string();
-    if o.device != "local" {
-        let mount = std::path::absolute(scratch.path().join("slow"))?;
-        progress(format!(
-            "checkpoint: bringing up the slow device ({})",
-            o.device
-        ));
-        match SlowDevice::up(&o.device, &mount)? {
-            Ok(d) => {
-                device_desc = format!("scripts/slow-device.sh profile {} ({})", o.device, d.status);
-                device = Some(d);
-            }
-            Err(why) => notes.push(format!(
-                "the slow device ({}) is unavailable ({why}): ran on the local disk",
-                o.device
-            )),
-        }
-    }
+    let (device, device_desc) =
+        SlowDevice::choose("checkpoint", &o.device, scratch.path(), &mut notes)?;
     let data_root = std::path::absolute(match &device {
         Some(d) => d.mount.join("bufpool"),
         None => scratch.path().join("data"),
