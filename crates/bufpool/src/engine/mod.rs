@@ -243,9 +243,7 @@ impl Engine {
                 .map_err(|e| EngineError::io("listing", &wal_dir, e))?
                 .iter()
                 .any(|n| n.len() == 16);
-        // Commit-log slots: PostgreSQL's transaction_buffers default, shared_buffers / 512
-        // within 16..1024 pages.
-        let clog_slots = (pool.nbuffers() / 512).clamp(16, 1024);
+        let clog_slots = config.transaction_buffers_for(pool.nbuffers());
         let clog = Clog::open(vfs.clone(), dir, clog_slots, pool.page_size())?;
         let (wal, recovery) = if !has_control && !has_log {
             (Wal::open(vfs.clone(), dir, opts, Lsn(0), Lsn(0), 0)?, None)

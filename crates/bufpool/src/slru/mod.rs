@@ -122,6 +122,9 @@ struct Slot {
 
 struct Inner {
     slots: Vec<Slot>,
+    /// The slot of the last page found: checked first (a guess, verified against the slot),
+    /// because most lookups are for the page of the newest transactions.
+    last_hit: usize,
     data: Vec<u8>,
     clock: u64,
     files: BTreeMap<u64, Arc<dyn VfsFile>>,
@@ -192,6 +195,7 @@ impl Slru {
                     nslots
                 ],
                 data: vec![0u8; nslots * page_size],
+                last_hit: 0,
                 clock: 0,
                 files: BTreeMap::new(),
                 dw: None,
@@ -503,7 +507,18 @@ impl Slru {
     fn slot_for(&self, inner: &mut Inner, pageno: u64, zero: bool) -> Result<usize, SlruError> {
         inner.clock += 1;
         let now = inner.clock;
-        if let Some(i) = inner.slots.iter().position(|s| s.page == Some(pageno)) {
+        let guess = inner.last_hit;
+        let found = if inner
+            .slots
+            .get(guess)
+            .is_some_and(|s| s.page == Some(pageno))
+        {
+            Some(guess)
+        } else {
+            inner.slots.iter().position(|s| s.page == Some(pageno))
+        };
+        if let Some(i) = found {
+            inner.last_hit = i;
             inner.slots[i].last_used = now;
             inner.stats.hits += 1;
             if zero {

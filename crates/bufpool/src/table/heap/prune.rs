@@ -222,6 +222,20 @@ where
 }
 
 impl Heap<'_> {
+    /// Opportunistic pruning (PostgreSQL's heap_page_prune_opt), of a page whose write lock
+    /// the row-lock walk holds as it leaves for another page: if less than a tenth of the
+    /// page is free, prune it now. A page that hot rows moved away from is otherwise never
+    /// pruned (no update lands there to find it full), and its dead versions, and the free
+    /// space the map does not know of, are lost to the table until a VACUUM.
+    pub(super) fn prune_if_full(&self, g: &mut PageWriteGuard<'_>) -> Result<(), HeapError> {
+        if HeapPage(g).free_space() >= g.len() / 10 {
+            return Ok(());
+        }
+        let horizon = self.engine.txns().oldest_xmin();
+        self.prune_locked(g, horizon, false)?;
+        Ok(())
+    }
+
     /// Prunes the page under `g`, chain by chain (see the module doc). With `vacuum`, dead
     /// line pointers become unused too. Logs the result as one record and records the
     /// page's free space in the map. Returns how many dead versions were removed.
@@ -232,11 +246,15 @@ impl Heap<'_> {
         vacuum: bool,
     ) -> Result<u64, HeapError> {
         let block = g.tag().block;
-        // What the commit log tells pruning is not set as hint bits.
+        // What the commit log tells pruning is set as hint bits (on the versions that stay,
+        // so later visits of the page need no lookup), logged with the pruning's record.
         let mut hints = Hints::new();
         let mut dead = |slot: u16, h: &TupleHeader| self.dead_to_all(slot, h, horizon, &mut hints);
         let plan = Plan::make(HeapPage(g), block, vacuum, &mut dead)?;
-        if !plan.items.is_empty() || !plan.shrink.is_empty() {
+        if plan.items.is_empty() && plan.shrink.is_empty() {
+            self.set_hints_locked(g, &mut hints)?;
+        } else {
+            self.apply_hints(g, &mut hints);
             self.change_logged(FROZEN_XID, g, |p| {
                 for &m in &plan.shrink {
                     p.shrink_to_header(m);

@@ -35,7 +35,7 @@ use crate::buffer::PageWriteGuard;
 use crate::sync::Ordering;
 use crate::table::heap_page::{
     tuple_space, HeapPage, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED, XMAX_COMMITTED,
-    XMAX_INVALID, XMIN_INVALID,
+    XMAX_INVALID, XMIN_COMMITTED, XMIN_INVALID,
 };
 use crate::table::HeapError;
 use crate::txn::{Xid, XidStatus, FROZEN_XID, INVALID_XID};
@@ -77,8 +77,10 @@ enum Xmax {
 enum Step {
     /// The row's newest version, free for the writer to change.
     Newest(TupleHeader),
-    /// The version was replaced: the walk's tid now names its successor.
-    Next { same_page: bool },
+    /// The version was replaced: the walk's tid now names its successor. `dead_data`: the
+    /// successor is on another page and the replaced version still holds its data (this
+    /// page has not been pruned since), a reason to prune the page on leaving it.
+    Next { same_page: bool, dead_data: bool },
     /// Someone running holds the row or is inserting it: wait for them with no lock held,
     /// then look at the same version again.
     WaitFor(Xid),
@@ -167,19 +169,44 @@ impl Heap<'_> {
     ) -> Result<Option<Tid>, HeapError> {
         let pool = self.engine.pool();
         let mut prev_xmax = INVALID_XID;
+        // What the commit log tells the walk is set as hint bits on the page the change is
+        // made to (its record then covers them at no extra cost). Hints about pages the
+        // walk only passes through are dropped: setting them would dirty (and, first
+        // after a checkpoint, image) a page that is otherwise only read, to save one
+        // lookup on a page that a row's later walks visit again only if it is hot.
+        let mut hints = Hints::new();
         'page: loop {
             let buf = pool.read(self.tag(tid.block))?;
-            let g = buf.write();
+            let mut g = buf.write();
             // Find the row's newest version, following same-page links under this lock
             // (pruning cannot cut the chain meanwhile); a link to another page, or a wait,
             // starts over there.
             let h = loop {
-                let step = self.chain_step(xid, &mut tid, &mut prev_xmax, HeapPage(&g), span)?;
+                let step = self.chain_step(
+                    xid,
+                    &mut tid,
+                    &mut prev_xmax,
+                    HeapPage(&g),
+                    span,
+                    &mut hints,
+                )?;
                 match step {
                     Step::Newest(h) => break h,
-                    Step::Next { same_page: true } => {}
-                    Step::Next { same_page: false } => continue 'page,
+                    Step::Next {
+                        same_page: true, ..
+                    } => {}
+                    Step::Next {
+                        same_page: false,
+                        dead_data,
+                    } => {
+                        hints.clear();
+                        if dead_data {
+                            self.prune_if_full(&mut g)?;
+                        }
+                        continue 'page;
+                    }
                     Step::WaitFor(other) => {
+                        hints.clear();
                         drop(g);
                         drop(buf);
                         self.engine.txns().wait_for(xid, other)?;
@@ -188,6 +215,11 @@ impl Heap<'_> {
                     Step::NoRow => return Ok(None),
                 }
             };
+            // Made safe to write by themselves (an image only if this is the page's first
+            // change since the checkpoint, which the change below would log anyway; else
+            // at most an LSN raise), so a failure before the change is logged leaves no
+            // unprotected hint behind.
+            self.set_hints_locked(&mut g, &mut hints)?;
             let data = HeapPage(&g).tuple(tid.slot).expect("resolved above").1;
             let new_data = f.as_mut().map(|f| f(data));
             return self.write_change(xid, tid, h, g, new_data).map(Some);
@@ -205,8 +237,9 @@ impl Heap<'_> {
         prev_xmax: &mut Xid,
         page: HeapPage<'_>,
         span: &mut Span,
+        hints: &mut Hints,
     ) -> Result<Step, HeapError> {
-        let Some((slot, h, _, redirected)) = resolve(page, tid.slot) else {
+        let Some((slot, h, data, redirected)) = resolve(page, tid.slot) else {
             return Ok(Step::NoRow);
         };
         if *prev_xmax != INVALID_XID && !redirected && h.xmin != *prev_xmax {
@@ -216,7 +249,7 @@ impl Heap<'_> {
         // after a wait must find the same xmin there.
         tid.slot = slot;
         *prev_xmax = h.xmin;
-        match self.xmax_meaning(xid, &h)? {
+        match self.xmax_meaning(xid, slot, &h, hints)? {
             Xmax::Running(holder) => return Ok(Step::WaitFor(holder)),
             Xmax::Deleted => return Ok(Step::NoRow),
             Xmax::Replaced(holder) => {
@@ -228,28 +261,58 @@ impl Heap<'_> {
                 self.track_dead_span(span, *tid, &h, target)?;
                 let same_page = target.block == tid.block;
                 *tid = target;
-                return Ok(Step::Next { same_page });
+                return Ok(Step::Next {
+                    same_page,
+                    dead_data: !same_page && !data.is_empty(),
+                });
             }
             Xmax::Free => {}
         }
-        let txns = self.engine.txns();
-        // Also wait out an uncommitted insert of the row by someone else.
-        if h.xmin != xid && txns.is_running(h.xmin) {
-            return Ok(Step::WaitFor(h.xmin));
-        }
-        if h.infomask & XMIN_INVALID != 0
-            || (h.xmin != xid && txns.status(h.xmin)? == XidStatus::Aborted)
-        {
+        if h.infomask & XMIN_INVALID != 0 {
             return Ok(Step::NoRow); // its insert was rolled back: there is no row
+        }
+        // The creator's fate, unless a hint bit already says it committed: wait out an
+        // uncommitted insert of the row by someone else; a rolled-back one means no row.
+        if h.xmin != xid && h.infomask & XMIN_COMMITTED == 0 {
+            let txns = self.engine.txns();
+            if txns.is_running(h.xmin) {
+                return Ok(Step::WaitFor(h.xmin));
+            }
+            match txns.status(h.xmin)? {
+                XidStatus::Aborted => {
+                    hints.push((slot, h.xmin, XMIN_INVALID));
+                    return Ok(Step::NoRow);
+                }
+                XidStatus::Committed => hints.push((slot, h.xmin, XMIN_COMMITTED)),
+                XidStatus::InProgress | XidStatus::SubCommitted => {}
+            }
         }
         Ok(Step::Newest(h))
     }
 
-    /// Who holds the row at version `h`, for `xid` wanting to change it.
-    fn xmax_meaning(&self, xid: Xid, h: &TupleHeader) -> Result<Xmax, HeapError> {
+    /// Who holds the row at version `h` (in `slot`), for `xid` wanting to change it; what
+    /// the commit log tells goes to `hints`.
+    fn xmax_meaning(
+        &self,
+        xid: Xid,
+        slot: u16,
+        h: &TupleHeader,
+        hints: &mut Hints,
+    ) -> Result<Xmax, HeapError> {
         let holder = xmax_of(h);
         if holder != INVALID_XID && holder != xid {
-            return Ok(match self.engine.txns().status(holder)? {
+            let status = if h.infomask & XMAX_COMMITTED != 0 {
+                XidStatus::Committed
+            } else {
+                let s = self.engine.txns().status(holder)?;
+                match s {
+                    XidStatus::Committed => hints.push((slot, holder, XMAX_COMMITTED)),
+                    XidStatus::Aborted => hints.push((slot, holder, XMAX_INVALID)),
+                    XidStatus::InProgress | XidStatus::SubCommitted => {}
+                }
+                s
+            };
+            return Ok(match status {
                 XidStatus::InProgress | XidStatus::SubCommitted => Xmax::Running(holder),
                 XidStatus::Committed if h.infomask & UPDATED != 0 => Xmax::Replaced(holder),
                 XidStatus::Committed => Xmax::Deleted,

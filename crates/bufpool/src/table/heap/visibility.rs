@@ -22,7 +22,7 @@
 //! page's exclusive lock with a try-lock and gives up (dropping the hints) if it is busy.
 
 use super::Heap;
-use crate::buffer::BufferRef;
+use crate::buffer::{BufferRef, PageWriteGuard};
 use crate::table::heap_page::{
     HeapPage, HeapPageMut, TupleHeader, XMAX_COMMITTED, XMAX_INVALID, XMIN_COMMITTED, XMIN_INVALID,
 };
@@ -155,9 +155,30 @@ impl Heap<'_> {
             hints.clear();
             return Ok(());
         };
+        self.set_hints_locked(&mut g, hints)
+    }
+
+    /// [`Heap::set_hints`] for a page whose write lock the caller already holds (the
+    /// row-lock walk, pruning): sets the hints and makes the page safe to write
+    /// ([`Engine::log_hint`](crate::engine::Engine::log_hint)) if any bit changed.
+    pub(super) fn set_hints_locked(
+        &self,
+        g: &mut PageWriteGuard<'_>,
+        hints: &mut Hints,
+    ) -> Result<(), HeapError> {
+        if self.apply_hints(g, hints) {
+            self.engine.log_hint(g)?;
+        }
+        Ok(())
+    }
+
+    /// Sets `hints` on the page under `g` without making the change safe to write: only
+    /// for a caller that logs a change of the same page before releasing the lock (the
+    /// record's image or LSN then covers the hints too). Returns whether a bit changed.
+    pub(super) fn apply_hints(&self, g: &mut PageWriteGuard<'_>, hints: &mut Hints) -> bool {
         let mut any = false;
         for &(slot, xid, bits) in hints.iter() {
-            let Some((mut h, _)) = HeapPage(&g).tuple(slot) else {
+            let Some((mut h, _)) = HeapPage(g).tuple(slot) else {
                 continue;
             };
             let applies = if bits & (XMIN_COMMITTED | XMIN_INVALID) != 0 {
@@ -167,14 +188,11 @@ impl Heap<'_> {
             };
             if applies && h.infomask & bits != bits {
                 h.infomask |= bits;
-                HeapPageMut(&mut g).set_header(slot, &h);
+                HeapPageMut(g).set_header(slot, &h);
                 any = true;
             }
         }
         hints.clear();
-        if any {
-            self.engine.log_hint(&mut g)?;
-        }
-        Ok(())
+        any
     }
 }
