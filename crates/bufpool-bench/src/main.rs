@@ -307,6 +307,10 @@ enum ExperimentName {
     /// shared, O_DSYNC, and 4 writers; unthrottled and at 60% of the rate; seed 001's
     /// bulk load, update and CHECKPOINT per configuration.
     Checkpoint,
+    /// TPC-B over time (issue 14): c4 synchronous commit on and off for `--minutes`,
+    /// per-second max latency of c1 and c4 without checkpoints, CPU per transaction,
+    /// SQLite NORMAL, the commit limit, and an earlier binary (`--baseline`).
+    Tpcb,
 }
 
 #[derive(Debug, clap::Args)]
@@ -368,6 +372,12 @@ struct ExperimentArgs {
     /// checkpoint: the bulk table (load + CHECKPOINT, update of every account, CHECKPOINT).
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     bulk: String,
+    /// tpcb: minutes of each of the two long runs (default 5; 0.5 with --quick).
+    #[arg(long)]
+    minutes: Option<f64>,
+    /// tpcb: an earlier bufpool binary whose c4 sync-on TPS the run is compared with.
+    #[arg(long, value_name = "BIN")]
+    baseline: Option<PathBuf>,
 }
 
 fn default_scratch_parent() -> PathBuf {
@@ -434,6 +444,23 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 bulk: args.bulk == "on",
             };
             experiments::checkpoint::run(&opts).context("experiment checkpoint")?
+        }
+        ExperimentName::Tpcb => {
+            let quick = args.quick || cfg!(debug_assertions);
+            let minutes = args.minutes.unwrap_or(if quick { 0.5 } else { 5.0 });
+            anyhow::ensure!(
+                minutes > 0.0 && minutes <= 1440.0,
+                "--minutes must be within (0, 1440], got {minutes}"
+            );
+            let opts = experiments::tpcb::TpcbExpOptions {
+                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
+                command,
+                seconds: ((minutes * 60.0).round() as u64).max(3),
+                side_seconds: if quick { 10 } else { 60 },
+                scale: args.scale.unwrap_or(if quick { 2 } else { 10 }),
+                baseline: args.baseline.clone(),
+            };
+            experiments::tpcb::run(&opts).context("experiment tpcb")?
         }
         ExperimentName::Wal => {
             let debug = cfg!(debug_assertions);

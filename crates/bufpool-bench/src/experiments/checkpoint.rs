@@ -309,7 +309,7 @@ struct Bulk {
 
 /// Copies a data directory; a symbolic link (a tablespace, `<dir>/base/<id>`) is
 /// replaced by a link to a copy of its location at `<to>-ts<id>`.
-fn copy_db(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy_db(from: &Path, to: &Path) -> Result<()> {
     fn walk(from: &Path, to: &Path, root_to: &Path) -> Result<()> {
         std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
         for e in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
@@ -338,7 +338,7 @@ fn copy_db(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Removes a copy made by [`copy_db`] (the directory and its tablespace locations).
-fn remove_db(dir: &Path) {
+pub(crate) fn remove_db(dir: &Path) {
     for id in 1..=2 {
         let _ = std::fs::remove_dir_all(format!("{}-ts{id}", dir.display()));
     }
