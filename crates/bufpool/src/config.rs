@@ -24,7 +24,7 @@ use crate::buffer::{
 };
 use crate::page::{DEFAULT_PAGE_SIZE, PAGE_SIZES};
 use crate::smgr::SmgrOptions;
-use crate::wal::{SyncMethod, WalOptions};
+use crate::wal::{SyncMethod, WalOptions, DEFAULT_PREPARE_SEGMENTS};
 
 pub use crate::buffer::{BgwriterStrategy, HugePages, DEFAULT_MAPPING_PARTITIONS};
 pub use crate::options::{format_size, parse_bool, parse_ms, parse_size, ConfigError};
@@ -77,6 +77,10 @@ pub const WAL_BUFFERS_MIN_PAGES: u64 = 8;
 /// writer flushes every delay; PostgreSQL documents the same bound).
 pub const DEFAULT_WAL_WRITER_DELAY_MS: u64 = 200;
 pub const MAX_WAL_WRITER_DELAY_MS: u64 = 10_000;
+/// commit_delay bounds: PostgreSQL's 0 to 100000 microseconds (default 0, off).
+pub const MAX_COMMIT_DELAY_US: u64 = 100_000;
+/// commit_siblings bounds: PostgreSQL's 0 to 1000 (default 5).
+pub const MAX_COMMIT_SIBLINGS: u64 = 1000;
 
 /// The unit of a knob's value, and how a bare number is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -417,6 +421,30 @@ pub static KNOBS: &[Knob] = &[
             "how often the WAL writer flushes when synchronous_commit is off",
             |c, v| c.wal_writer_delay_ms = int(v),
             |c| Value::Int(c.wal_writer_delay_ms),
+        )
+    },
+    Knob {
+        min: 0,
+        max: MAX_COMMIT_DELAY_US,
+        ..row(
+            "commit_delay",
+            Unit::Count,
+            "0",
+            "microseconds a WAL flush leader waits for more commits to join its sync, when at least commit_siblings other threads are flushing (0: off)",
+            |c, v| c.commit_delay_us = int(v),
+            |c| Value::Int(c.commit_delay_us),
+        )
+    },
+    Knob {
+        min: 0,
+        max: MAX_COMMIT_SIBLINGS,
+        ..row(
+            "commit_siblings",
+            Unit::Count,
+            "5",
+            "other threads flushing the WAL needed before a leader waits commit_delay",
+            |c, v| c.commit_siblings = int(v),
+            |c| Value::Int(c.commit_siblings),
         )
     },
     Knob {
@@ -798,6 +826,10 @@ pub struct Config {
     pub wal_buffers: Option<u64>,
     pub wal_sync_method: SyncMethod,
     pub wal_writer_delay_ms: u64,
+    /// PostgreSQL's commit_delay, microseconds (0: off).
+    pub commit_delay_us: u64,
+    /// PostgreSQL's commit_siblings, counted as other threads flushing the WAL.
+    pub commit_siblings: u64,
     /// Time between automatic checkpoints (PostgreSQL's checkpoint_timeout), ms.
     pub checkpoint_timeout_ms: u64,
     /// Whether the engine runs the checkpointer thread.
@@ -850,6 +882,8 @@ impl Default for Config {
             wal_buffers: None,
             wal_sync_method: SyncMethod::Fdatasync,
             wal_writer_delay_ms: DEFAULT_WAL_WRITER_DELAY_MS,
+            commit_delay_us: 0,
+            commit_siblings: 5,
             checkpoint_timeout_ms: DEFAULT_CHECKPOINT_TIMEOUT_MS,
             checkpointer: true,
             checkpoint_completion_target_thousandths: 900,
@@ -1055,6 +1089,9 @@ impl Config {
             buffers: self.wal_buffers_bytes(),
             sync_method: self.wal_sync_method,
             recycle_segments: (self.min_wal_size / self.wal_segment_size).max(1) as usize,
+            prepare_segments: DEFAULT_PREPARE_SEGMENTS,
+            commit_delay_us: self.commit_delay_us,
+            commit_siblings: self.commit_siblings,
         }
     }
 }
@@ -1125,6 +1162,10 @@ impl ConfigBuilder {
         wal_buffers: Option<u64> => |c, v| c.wal_buffers = v;
         wal_sync_method: SyncMethod => |c, v| c.wal_sync_method = v;
         wal_writer_delay: Duration => |c, v| c.wal_writer_delay_ms = millis(v);
+        /// PostgreSQL's commit_delay (0 to 100 ms; whole microseconds).
+        commit_delay: Duration => |c, v| c.commit_delay_us = v.as_micros().min(u128::from(u64::MAX)) as u64;
+        /// PostgreSQL's commit_siblings.
+        commit_siblings: u64 => |c, v| c.commit_siblings = v;
         checkpoint_timeout: Duration => |c, v| c.checkpoint_timeout_ms = millis(v);
         /// Whether the engine runs the checkpointer thread.
         checkpointer: bool => |c, v| c.checkpointer = v;
@@ -1271,6 +1312,10 @@ mod tests {
             ("wal_writer_delay", "0"),
             ("wal_writer_delay", "11s"),
             ("wal_writer_delay", "5h"),
+            ("commit_delay", "100001"),
+            ("commit_delay", "-1"),
+            ("commit_siblings", "1001"),
+            ("commit_siblings", "many"),
             ("checkpoint_timeout", "29s"),
             ("checkpoint_timeout", "2d"),
             ("bgwriter", "sometimes"),
@@ -1392,6 +1437,24 @@ mod tests {
         assert_eq!(c.get("checkpoint_timeout").unwrap(), "120s");
         c.set("wal_writer_delay", "50").unwrap(); // bare = ms
         assert_eq!(c.wal_writer_delay_ms, 50);
+        c.set("commit_delay", "10").unwrap(); // microseconds, as in PostgreSQL
+        c.set("commit_siblings", "3").unwrap();
+        assert_eq!((c.commit_delay_us, c.commit_siblings), (10, 3));
+        assert_eq!(
+            (
+                c.wal_options().commit_delay_us,
+                c.wal_options().commit_siblings
+            ),
+            (10, 3)
+        );
+        assert_eq!(
+            Config::builder()
+                .commit_delay(Duration::from_micros(250))
+                .build()
+                .unwrap()
+                .commit_delay_us,
+            250
+        );
         c.set("wal_buffers", "-1").unwrap();
         assert_eq!(c.wal_buffers, None);
         c.set("wal_buffers", "1MB").unwrap();

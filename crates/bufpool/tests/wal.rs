@@ -3,8 +3,9 @@
 //! Proves: committed changes survive an unclean stop (pages never written) and a
 //! recovery is idempotent; a checkpoint lets old segments go, keeping at most
 //! `recycle_segments` for recycling, and segment files added, recycled and removed are
-//! counted; full-page images are logged exactly on the first change after a redo point;
-//! many committing threads share syncs.
+//! counted; segments prepared ahead are used without inline creation; full-page images
+//! are logged exactly on the first change after a redo point; many committing threads
+//! share syncs.
 
 mod common;
 
@@ -132,21 +133,27 @@ fn checkpoint_moves_redo_and_releases_old_segments() {
 /// The log counts its segment files like PostgreSQL's log_checkpoints line: while nothing
 /// is released every new segment is added (zero-filled); a checkpoint keeps the newest
 /// `recycle_segments` (the default, 5) of the segments it releases and removes the rest;
-/// the next new segments are recycled from the kept ones before any is added again. How:
-/// many one-change commits (each pads the log to 4 KiB) fill 64 KiB segments; the counts
-/// are checked against the segment files listed before and after each checkpoint (files
-/// on disk = added - removed, as recycling only renames).
+/// the next new segments (made ahead of need) are recycled from the kept ones before any
+/// is added again. How: many one-change commits (each pads the log to 4 KiB) fill 64 KiB
+/// segments; before each look at the directory, `prepare_ahead` runs in the test thread,
+/// which also waits out a preparation the WAL writer thread has in progress (both take
+/// the segments' `make` lock), so the files on disk are settled; the counts are checked
+/// against the segment files listed (files on disk = added - removed, as recycling only
+/// renames).
 #[test]
 fn checkpoints_keep_at_most_recycle_segments_and_count_segment_files() {
     let vfs = MemVfs::new();
     let e = open_recycling(&vfs);
-    let on_disk = |e: &Engine| e.wal().segment_numbers().unwrap();
+    let settled = |e: &Engine| {
+        e.wal().prepare_ahead().unwrap();
+        e.wal().segment_numbers().unwrap()
+    };
     let c = |e: &Engine| e.wal().segment_counts();
     create_pages(&e, 8);
     for i in 0..200u64 {
         set(&e, (i % 8) as u32, i);
     }
-    let first = on_disk(&e);
+    let first = settled(&e);
     assert!(first.len() > DEFAULT_RECYCLE_SEGMENTS + 2, "{first:?}");
     assert_eq!(
         c(&e),
@@ -159,46 +166,82 @@ fn checkpoints_keep_at_most_recycle_segments_and_count_segment_files() {
 
     e.checkpoint().unwrap();
     let redo_seg = e.wal().redo().0 / e.wal().segment_size();
-    let released = first.iter().filter(|&&s| s < redo_seg).count();
-    let after = on_disk(&e);
-    let kept: Vec<u64> = after.iter().copied().filter(|&s| s < redo_seg).collect();
-    assert_eq!(
-        kept.len(),
-        released.min(DEFAULT_RECYCLE_SEGMENTS),
-        "{after:?}"
-    );
-    assert_eq!(
-        kept,
-        first[released - kept.len()..released],
-        "the newest released are kept"
-    );
+    let released: Vec<u64> = first.iter().copied().filter(|&s| s < redo_seg).collect();
+    let keep = released.len().min(DEFAULT_RECYCLE_SEGMENTS);
+    let after = settled(&e);
     let at_checkpoint = c(&e);
-    assert_eq!(at_checkpoint.removed, (released - kept.len()) as u64);
-    assert_eq!(at_checkpoint.recycled, 0);
+    // Kept = still waiting under their old names + already renamed ahead of need.
+    let waiting: Vec<u64> = after.iter().copied().filter(|&s| s < redo_seg).collect();
+    assert_eq!(
+        waiting.len() as u64 + at_checkpoint.recycled,
+        keep as u64,
+        "{after:?} {at_checkpoint:?}"
+    );
+    assert_eq!(
+        waiting,
+        released[released.len() - waiting.len()..],
+        "the newest released are kept, and the oldest of them recycled first"
+    );
+    assert_eq!(at_checkpoint.removed, (released.len() - keep) as u64);
     assert_eq!(
         after.len() as u64,
         at_checkpoint.added - at_checkpoint.removed
     );
 
-    let last = *after.last().unwrap();
     for i in 0..200u64 {
         set(&e, (i % 8) as u32, 1000 + i);
     }
-    let later = on_disk(&e);
-    let new_segments = later.iter().filter(|&&s| s > last).count();
-    assert!(new_segments > kept.len(), "{later:?}");
+    let later = settled(&e);
+    let new_segments = later.iter().filter(|s| !after.contains(s)).count();
+    assert!(new_segments > keep, "{later:?}");
     let now = c(&e);
-    assert_eq!(now.recycled, kept.len() as u64, "every kept segment reused");
+    assert_eq!(now.recycled, keep as u64, "every kept segment reused");
     assert_eq!(
         now.added - at_checkpoint.added,
-        (new_segments - kept.len()) as u64,
+        (new_segments - waiting.len()) as u64,
         "then new ones added"
     );
     assert_eq!(now.removed, at_checkpoint.removed);
     assert_eq!(later.len() as u64, now.added - now.removed);
     assert!(
-        later.iter().all(|s| !kept.contains(s)),
+        later.iter().all(|s| !waiting.contains(s)),
         "renamed away: {later:?}"
+    );
+}
+
+/// Segments prepared ahead are what the flush leader writes into: when preparation keeps
+/// up, no commit ever waits for a segment to be created. How: 300 one-change commits
+/// (each pads to 4 KiB, so about 19 segments of 64 KiB), with `prepare_ahead` run in the
+/// test thread after each (a background thread that is never late); the log counts no
+/// inline creation and no wait for one. The WAL writer thread runs too, so a preparation
+/// may be made by either; only the leader's own are counted.
+#[test]
+fn prepared_segments_are_used_without_inline_creation() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    create_pages(&e, 8);
+    e.wal().prepare_ahead().unwrap();
+    let before = e.wal().stats();
+    let segs_before = e.wal().segment_numbers().unwrap().len();
+    for i in 0..300u64 {
+        set(&e, (i % 8) as u32, i);
+        e.wal().prepare_ahead().unwrap();
+    }
+    let after = e.wal().stats();
+    assert!(
+        e.wal().segment_numbers().unwrap().len() > segs_before + 10,
+        "the commits crossed many segments"
+    );
+    assert_eq!(
+        (after.segments_created_inline, after.segment_waits_inline),
+        (before.segments_created_inline, before.segment_waits_inline),
+        "{after:?}"
+    );
+    drop(e);
+    let e = open(&vfs);
+    assert_eq!(
+        get_u64(&e.pool().read(tag(3)).unwrap().read(), BODY + 8),
+        299
     );
 }
 

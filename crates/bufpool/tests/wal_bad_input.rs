@@ -57,6 +57,16 @@ fn wal_segments(vfs: &MemVfs) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// The segment holding the end of the log: the last one with any nonzero byte (the
+/// segments after it are prepared ahead of need, zero-filled).
+fn tail_segment(vfs: &MemVfs) -> std::path::PathBuf {
+    wal_segments(vfs)
+        .into_iter()
+        .rev()
+        .find(|s| vfs.contents(s).unwrap().iter().any(|&b| b != 0))
+        .expect("a segment holding log bytes")
+}
+
 #[test]
 fn flipped_byte_in_the_middle_of_the_log_is_refused_with_where_and_why() {
     let vfs = MemVfs::new();
@@ -64,8 +74,7 @@ fn flipped_byte_in_the_middle_of_the_log_is_refused_with_where_and_why() {
     let acked = bank_with_transfers(&vfs, &c, 40);
     // Damage a record early in the replayed range: later records (each commit flushed)
     // prove it had been durable.
-    let segs = wal_segments(&vfs);
-    let seg = segs.last().unwrap().clone();
+    let seg = tail_segment(&vfs);
     let mut bytes = vfs.contents(&seg).unwrap();
     // Find a record start past the checkpoint: the first nonzero byte after 8 KiB in.
     let at = (8192..bytes.len())
@@ -97,8 +106,7 @@ fn torn_tail_is_the_normal_end_of_the_log() {
     let c = config();
     let acked = bank_with_transfers(&vfs, &c, 10);
     // Garbage after the last flushed byte (never acknowledged) is just the end of the log.
-    let segs = wal_segments(&vfs);
-    let seg = segs.last().unwrap().clone();
+    let seg = tail_segment(&vfs);
     let mut bytes = vfs.contents(&seg).unwrap();
     let end = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
     let end = end.div_ceil(4096) * 4096;

@@ -6,6 +6,12 @@
 //! - `commits_per_s_{1,4,16}t_{sync,async}`: one-record transactions (each thread updates
 //!   its own page and commits) with synchronous_commit on and off.
 //! - `group_commit_ratio_16` = commits/s at 16 threads, synchronous ÷ raw_fdatasync_per_s.
+//! - `commits_per_s_16t_sync_delay`: the same with `commit_delay` = `COMMIT_DELAY_US`
+//!   (commit_siblings 5), next to it in every repetition; `commit_delay_gain_16` = that ÷
+//!   the run without.
+//! - `segments_created_inline` (metadata): log segments the flush leader had to create
+//!   itself while committers waited, over all timed commit runs (0 when preparation ahead
+//!   keeps up).
 //! - `insert_scale_2t`: WAL insert throughput (records/s, no flush) with 2 threads ÷ 1.
 //! - `redo_mb_per_s`: replay speed of recovery over >= 100 MB of log in the OS cache.
 
@@ -35,12 +41,19 @@ pub struct WalExpOptions {
     pub redo_bytes: u64,
 }
 
+/// commit_delay of the `_delay` run: about half of this machine's fdatasync time
+/// (100-150 µs), within PostgreSQL's usual advice of a fraction of a flush.
+const COMMIT_DELAY_US: &str = "50";
+
 fn engine(dir: &Path, sync: bool) -> Result<Engine> {
-    engine_with(dir, sync, "16MB")
+    engine_with(dir, sync, "16MB", &[])
 }
 
-fn engine_with(dir: &Path, sync: bool, wal_buffers: &str) -> Result<Engine> {
+fn engine_with(dir: &Path, sync: bool, wal_buffers: &str, set: &[(&str, &str)]) -> Result<Engine> {
     let mut c = Config::default();
+    for (k, v) in set {
+        c.set(k, v)?;
+    }
     c.set("shared_buffers", "64MB")?;
     c.set("synchronous_commit", if sync { "on" } else { "off" })?;
     c.set("wal_buffers", wal_buffers)?;
@@ -175,8 +188,17 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
     let async_engine = engine(&scratch.path().join("async"), false)?;
     setup_pages(&async_engine, 16)?;
     // Synchronous commit: no WAL-writer thread competes for the two cores while timing.
-    let insert_engine = engine_with(&scratch.path().join("insert"), true, "256MB")?;
+    let insert_engine = engine_with(&scratch.path().join("insert"), true, "256MB", &[])?;
+    let delay_engine = engine_with(
+        &scratch.path().join("delay"),
+        true,
+        "16MB",
+        &[("commit_delay", COMMIT_DELAY_US), ("commit_siblings", "5")],
+    )?;
+    setup_pages(&delay_engine, 16)?;
     let mut syncs = (0u64, 0u64);
+    let mut inline = (0u64, 0u64);
+    let mut delay_syncs = (0u64, 0u64);
     for rep in 0..opts.repeats {
         progress(format!(
             "wal: rep {}/{}: raw fdatasync",
@@ -190,11 +212,27 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
             let e = if sync { &sync_engine } else { &async_engine };
             let before = e.wal().stats();
             let rate = commits_per_s(e, threads, opts.duration)?;
+            let after = e.wal().stats();
+            inline.0 += after.segments_created_inline - before.segments_created_inline;
+            inline.1 += after.segment_waits_inline - before.segment_waits_inline;
             if name == "commits_per_s_16t_sync" {
-                let after = e.wal().stats();
                 syncs.0 += after.syncs - before.syncs;
                 syncs.1 += (rate * opts.duration.as_secs_f64()) as u64;
                 push("group_commit_ratio_16", rate / raw);
+                progress(format!(
+                    "wal: rep {}/{}: commits_per_s_16t_sync_delay",
+                    rep + 1,
+                    opts.repeats
+                ));
+                let before = delay_engine.wal().stats();
+                let delayed = commits_per_s(&delay_engine, 16, opts.duration)?;
+                let after = delay_engine.wal().stats();
+                inline.0 += after.segments_created_inline - before.segments_created_inline;
+                inline.1 += after.segment_waits_inline - before.segment_waits_inline;
+                delay_syncs.0 += after.syncs - before.syncs;
+                delay_syncs.1 += (delayed * opts.duration.as_secs_f64()) as u64;
+                push("commits_per_s_16t_sync_delay", delayed);
+                push("commit_delay_gain_16", delayed / rate);
             }
             push(name, rate);
         }
@@ -212,6 +250,7 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
         push("insert_scale_2t", r2 / r1);
     }
     drop(sync_engine);
+    drop(delay_engine);
     drop(async_engine);
     drop(insert_engine);
 
@@ -268,6 +307,8 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
         fig("commits_per_s_1t_sync", "/s"),
         fig("commits_per_s_4t_sync", "/s"),
         fig("commits_per_s_16t_sync", "/s"),
+        fig("commits_per_s_16t_sync_delay", "/s"),
+        fig("commit_delay_gain_16", "x"),
         fig("commits_per_s_1t_async", "/s"),
         fig("commits_per_s_4t_async", "/s"),
         fig("commits_per_s_16t_async", "/s"),
@@ -291,6 +332,13 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
         "commits_per_sync_16t".into(),
         (syncs.1 as f64 / syncs.0.max(1) as f64).into(),
     );
+    metadata.insert("commit_delay_us".into(), COMMIT_DELAY_US.into());
+    metadata.insert(
+        "commits_per_sync_16t_delay".into(),
+        (delay_syncs.1 as f64 / delay_syncs.0.max(1) as f64).into(),
+    );
+    metadata.insert("segments_created_inline".into(), inline.0.into());
+    metadata.insert("segment_waits_inline".into(), inline.1.into());
     metadata.insert("redo".into(), serde_json::Value::Object(redo_info));
     let header = format!(
         "{command} | profile {profile} | {cores} cores | {} s per measurement | repeats {}",
@@ -303,9 +351,18 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
         ratios,
         metadata,
         tables: Vec::new(),
-        notes: vec![format!(
-            "16 synchronous committers shared each fdatasync among {:.1} commits on average",
-            syncs.1 as f64 / syncs.0.max(1) as f64
-        )],
+        notes: vec![
+            format!(
+                "16 synchronous committers shared each fdatasync among {:.1} commits on average \
+                 ({:.1} with commit_delay = {COMMIT_DELAY_US} us)",
+                syncs.1 as f64 / syncs.0.max(1) as f64,
+                delay_syncs.1 as f64 / delay_syncs.0.max(1) as f64
+            ),
+            format!(
+                "log segments created inline by the flush leader during the commit runs: {} \
+                 (waits for one being prepared: {})",
+                inline.0, inline.1
+            ),
+        ],
     })
 }

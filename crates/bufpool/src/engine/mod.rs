@@ -1,7 +1,8 @@
 //! The engine: a data directory opened with its storage, buffer pool and write-ahead log
 //! wired together, crash recovery on open, page logging, commits and checkpoints.
 //!
-//! Owns: the [`BufferPool`], the [`Wal`], the WAL-writer thread (asynchronous commit), the
+//! Owns: the [`BufferPool`], the [`Wal`], the WAL-writer thread (prepares log segments ahead
+//! of need; with asynchronous commit also flushes every `wal_writer_delay`), the
 //! bgwriter thread (`bgwriter = on`: started after the opening checkpoint, when the WAL
 //! hook is armed; stopped first by [`Engine::shutdown`] and by dropping the engine) and
 //! the checkpoint lock. Sits above `buffer` and `wal`, so neither imports the other: the
@@ -37,7 +38,6 @@ pub use recovery::RecoveryReport;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -54,7 +54,8 @@ use crate::txn::{Clog, ClogError, TxnManager, Xid, FIRST_NORMAL_XID};
 use crate::types::Lsn;
 use crate::vfs::{IoError, Vfs};
 use crate::wal::{
-    control, ControlError, RecordBuilder, RecordKind, Wal, WalError, FLAG_ABORT, FLAG_COMMIT,
+    control, BackgroundWake, ControlError, RecordBuilder, RecordKind, Wal, WalError, FLAG_ABORT,
+    FLAG_COMMIT,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -161,14 +162,58 @@ impl WalFlush for WalHook {
     }
 }
 
+/// The WAL writer thread: prepares log segments ahead of the flush leader
+/// ([`Wal::prepare_ahead`], woken at every segment switch) and, with
+/// `synchronous_commit = off`, flushes the log every `wal_writer_delay`. It runs with
+/// either setting: segment preparation must stay off the commit path in both. One thread
+/// for both jobs, not a dedicated one: each is a few cheap checks per wake-up, and the
+/// thread sleeps between them (PostgreSQL's walwriter likewise always runs).
 struct LogWriter {
-    stop: Option<mpsc::Sender<()>>,
+    wal: Arc<Wal>,
     thread: Option<JoinHandle<()>>,
+}
+
+impl LogWriter {
+    fn start(wal: Arc<Wal>, synchronous_commit: bool, delay: Duration) -> std::io::Result<Self> {
+        let w = wal.clone();
+        let thread = std::thread::Builder::new()
+            .name("bufpool-walwriter".into())
+            .spawn(move || {
+                // Warn once per run of failed preparations, not every delay.
+                let mut warned = false;
+                loop {
+                    if w.wait_for_background_work(delay) == BackgroundWake::Stop {
+                        return;
+                    }
+                    if !synchronous_commit && w.flush(w.insert_position()).is_err() {
+                        return; // latched: commits will report it
+                    }
+                    match w.prepare_ahead() {
+                        Ok(_) => warned = false,
+                        // Latched (a failed fsync of the WAL directory): commits report it.
+                        Err(_) if w.is_failed() => return,
+                        Err(e) => {
+                            if !warned {
+                                tracing::warn!(
+                                    "preparing WAL segments ahead: {e}; the flush leader will \
+                                     create them when it needs them"
+                                );
+                                warned = true;
+                            }
+                        }
+                    }
+                }
+            })?;
+        Ok(LogWriter {
+            wal,
+            thread: Some(thread),
+        })
+    }
 }
 
 impl Drop for LogWriter {
     fn drop(&mut self) {
-        drop(self.stop.take());
+        self.wal.stop_background();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -277,26 +322,12 @@ impl Engine {
                 w.flush(w.insert_position()).map_err(|e| e.to_string())
             }));
         }
-        let writer = (!config.synchronous_commit).then(|| {
-            let (tx, rx) = mpsc::channel::<()>();
-            let w = wal.clone();
-            let delay = Duration::from_millis(config.wal_writer_delay_ms);
-            let thread = std::thread::Builder::new()
-                .name("bufpool-walwriter".into())
-                .spawn(move || {
-                    while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(delay) {
-                        let pos = w.insert_position();
-                        if w.flush(pos).is_err() {
-                            return; // latched: commits will report it
-                        }
-                    }
-                })
-                .expect("spawning the WAL writer thread");
-            LogWriter {
-                stop: Some(tx),
-                thread: Some(thread),
-            }
-        });
+        let writer = LogWriter::start(
+            wal.clone(),
+            config.synchronous_commit,
+            Duration::from_millis(config.wal_writer_delay_ms),
+        )
+        .map_err(|e| EngineError::io("starting the WAL writer thread for", dir, e))?;
         pool.set_bgwriter_durable_writes(config.checkpoint_open_datasync);
         let next_xid = recovery.as_ref().map_or(FIRST_NORMAL_XID, |r| r.next_xid);
         let txns = Arc::new(TxnManager::new(clog, next_xid));
@@ -319,7 +350,7 @@ impl Engine {
             hooks: Mutex::new([None, None]),
             has_hooks: std::sync::atomic::AtomicBool::new(false),
             recovery,
-            _writer: writer,
+            _writer: Some(writer),
         };
         engine.ckpt.run(CheckpointReason::Startup, true)?;
         let mut engine = engine;

@@ -3,7 +3,8 @@
 //! ```text
 //! offset size field
 //!      0    4 total_len   header + body bytes (the next record starts at align8(lsn + total_len))
-//!      4    4 crc32c      CRC32C of bytes 0..4 and 8..total_len
+//!      4    4 crc32c      layout 1: CRC32C of bytes 24..total_len, then 0..4, then 8..24;
+//!                         layout 0 (logs written before it existed): of 0..4 and 8..total_len
 //!      8    8 lsn         the record's own start position: stale bytes in a recycled
 //!                         segment, or a record read at the wrong place, fail this check
 //!     16    8 flushed     the log's durable end when the record was inserted: every byte
@@ -18,12 +19,19 @@
 //!     40    4 incarnation bumped by every recovery (EndOfRecovery records carry the new
 //!                         one): records left beyond the end of the log by an earlier life
 //!                         of the log fail this check, even where their LSN and CRC are right
-//!     44    4 reserved    zero
+//!     44    1 crc layout  1 (0 in logs written before layout 1 existed; see below)
+//!     45    3 reserved    zero
 //!     48      blocks      per block: tablespace u32, relation u32, fork u8, bflags u8
 //!                         (bit 0: full-page image), nranges u16, block u32 (16 bytes); then
 //!                         either the page image, or nranges x (offset u16, len u16) followed
 //!                         by the ranges' bytes
 //! ```
+//! CRC layout: layout 1 checksums the body (bytes 24..) first and the position-dependent
+//! header fields (length, lsn, flushed) last, so an inserter computes the expensive part
+//! before it reserves log space and only folds 20 header bytes in afterwards (the window a
+//! flush leader may wait on stays a copy). Layout 0 covered the same bytes with the header
+//! first; the reader accepts both, so logs written before layout 1 still replay. The layout
+//! byte is itself covered by the CRC: a damaged one fails the check either way.
 //! A zero `total_len` at a record start is padding: the writer padded the log to the next
 //! 4 KiB boundary at a flush (see `wal/mod.rs`), and the reader skips to that boundary.
 //! Invariants: a record that decodes is exactly what was encoded (CRC), at the position it
@@ -45,6 +53,14 @@ pub const FLAG_COMMIT: u8 = 1;
 /// The record ends its transaction with an abort.
 pub const FLAG_ABORT: u8 = 2;
 const BLOCK_FLAG_IMAGE: u8 = 1;
+/// Byte 44: which bytes the CRC covers in which order (see the module doc).
+const CRC_LAYOUT_AT: usize = 44;
+/// CRC of 0..4 then 8..len (the format before layout 1).
+const CRC_LAYOUT_HEADER_FIRST: u8 = 0;
+/// CRC of 24..len, then 0..4, then 8..24: what this writer produces.
+const CRC_LAYOUT_BODY_FIRST: u8 = 1;
+/// Bytes 24.. are fixed before reservation; 0..24 (length, crc, lsn, flushed) after.
+const POSITION_FIELDS_END: usize = 24;
 
 /// What a record does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,11 +128,15 @@ pub fn align(x: u64) -> u64 {
     x.div_ceil(ALIGN) * ALIGN
 }
 
-/// Builds the body of a record; the header's lsn, flushed and crc are stamped at insert.
+/// Builds the body of a record; the header's lsn, flushed and crc are stamped at insert:
+/// [`RecordBuilder::seal`] (before reserving log space: the body's CRC) then
+/// [`RecordBuilder::stamp`] (after: position fields and the cheap rest of the CRC).
 #[derive(Debug, Clone)]
 pub struct RecordBuilder {
     buf: Vec<u8>,
     nblocks: u16,
+    /// CRC32C of bytes 24.. once sealed (None: changed since, or never sealed).
+    body_crc: Option<u32>,
 }
 
 impl RecordBuilder {
@@ -126,7 +146,11 @@ impl RecordBuilder {
         buf[28] = kind as u8;
         buf[29] = flags;
         buf[32..40].copy_from_slice(&extra.to_le_bytes());
-        Self { buf, nblocks: 0 }
+        Self {
+            buf,
+            nblocks: 0,
+            body_crc: None,
+        }
     }
 
     fn block_header(&mut self, tag: &BufferTag, bflags: u8, nranges: u16) {
@@ -138,6 +162,7 @@ impl RecordBuilder {
         self.buf.extend_from_slice(&nranges.to_le_bytes());
         self.buf.extend_from_slice(&tag.block.to_le_bytes());
         self.nblocks += 1;
+        self.body_crc = None;
     }
 
     /// Adds a full-page image.
@@ -173,22 +198,56 @@ impl RecordBuilder {
         self.nblocks == 0
     }
 
-    /// Stamps lsn, flushed, incarnation, length and CRC; returns the bytes to copy into the
-    /// log.
-    pub fn finish(&mut self, lsn: Lsn, flushed: Lsn, incarnation: u32) -> &[u8] {
+    /// Fixes everything but the position fields (incarnation, block count, length, CRC
+    /// layout) and computes the CRC of the body: the expensive part of [`Self::stamp`],
+    /// done before the inserter reserves log space. Adding a block afterwards unseals.
+    pub fn seal(&mut self, incarnation: u32) {
         let len = self.buf.len() as u32;
-        self.buf[40..44].copy_from_slice(&incarnation.to_le_bytes());
         self.buf[0..4].copy_from_slice(&len.to_le_bytes());
+        self.buf[30..32].copy_from_slice(&self.nblocks.to_le_bytes());
+        self.buf[40..44].copy_from_slice(&incarnation.to_le_bytes());
+        self.buf[CRC_LAYOUT_AT] = CRC_LAYOUT_BODY_FIRST;
+        self.body_crc = Some(crc32c::crc32c(&self.buf[POSITION_FIELDS_END..]));
+    }
+
+    /// Stamps lsn and flushed into a sealed record and completes its CRC (20 header bytes
+    /// folded into the body's CRC); returns the bytes to copy into the log.
+    pub fn stamp(&mut self, lsn: Lsn, flushed: Lsn) -> &[u8] {
+        let body = self.body_crc.expect("RecordBuilder::stamp after seal");
         self.buf[8..16].copy_from_slice(&lsn.0.to_le_bytes());
         self.buf[16..24].copy_from_slice(&flushed.0.to_le_bytes());
-        self.buf[30..32].copy_from_slice(&self.nblocks.to_le_bytes());
-        let crc = checksum(&self.buf);
+        let crc = fold_position_fields(body, &self.buf);
         self.buf[4..8].copy_from_slice(&crc.to_le_bytes());
         &self.buf
     }
+
+    /// [`Self::seal`] and [`Self::stamp`] in one go.
+    pub fn finish(&mut self, lsn: Lsn, flushed: Lsn, incarnation: u32) -> &[u8] {
+        self.seal(incarnation);
+        self.stamp(lsn, flushed)
+    }
 }
 
-fn checksum(rec: &[u8]) -> u32 {
+/// Layout 1's CRC: the body's CRC with bytes 0..4 and 8..24 appended.
+fn fold_position_fields(body_crc: u32, rec: &[u8]) -> u32 {
+    let crc = crc32c::crc32c_append(body_crc, &rec[0..4]);
+    crc32c::crc32c_append(crc, &rec[8..POSITION_FIELDS_END])
+}
+
+/// The CRC a record of either layout should carry (None: unknown layout).
+fn checksum(rec: &[u8]) -> Option<u32> {
+    match rec[CRC_LAYOUT_AT] {
+        CRC_LAYOUT_BODY_FIRST => Some(fold_position_fields(
+            crc32c::crc32c(&rec[POSITION_FIELDS_END..]),
+            rec,
+        )),
+        CRC_LAYOUT_HEADER_FIRST => Some(checksum_header_first(rec)),
+        _ => None,
+    }
+}
+
+/// Layout 0's CRC: bytes 0..4 then 8..len.
+fn checksum_header_first(rec: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&rec[0..4]), &rec[8..])
 }
 
@@ -269,7 +328,7 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
         return Err(Invalid::WrongLsn { found });
     }
     let stored = u32::from_le_bytes(rec[4..8].try_into().expect("4 bytes"));
-    let computed = checksum(rec);
+    let computed = checksum(rec).ok_or(Invalid::Malformed("unknown CRC layout"))?;
     if stored != computed {
         return Err(Invalid::Checksum { stored, computed });
     }
@@ -378,6 +437,52 @@ mod tests {
             );
         }
         assert_eq!(decode(&[0u8; 64], Lsn(0), 4096).unwrap_err(), Invalid::Zero);
+    }
+
+    /// Logs written before CRC layout 1 (header first, byte 44 zero) still decode, and a
+    /// record's layout byte is protected like any other byte. How: a layout-1 record is
+    /// rewritten into layout 0 by hand (byte 44 cleared, the old CRC stored).
+    #[test]
+    fn records_of_the_old_crc_layout_still_decode() {
+        let page = vec![9u8; 4096];
+        let mut b = RecordBuilder::new(RecordKind::Update, 5, FLAG_COMMIT, 0);
+        b.ranges(&tag(3), &page, std::slice::from_ref(&(0..40)));
+        let mut bytes = b.finish(Lsn(8192), Lsn(4096), 2).to_vec();
+        assert_eq!(bytes[CRC_LAYOUT_AT], CRC_LAYOUT_BODY_FIRST);
+        let new = decode(&bytes, Lsn(8192), 4096).unwrap();
+        bytes[CRC_LAYOUT_AT] = CRC_LAYOUT_HEADER_FIRST;
+        let old_crc = checksum_header_first(&bytes);
+        bytes[4..8].copy_from_slice(&old_crc.to_le_bytes());
+        assert_eq!(decode(&bytes, Lsn(8192), 4096).unwrap(), new);
+        bytes[CRC_LAYOUT_AT] = 7;
+        assert_eq!(
+            decode(&bytes, Lsn(8192), 4096).unwrap_err(),
+            Invalid::Malformed("unknown CRC layout")
+        );
+        bytes[CRC_LAYOUT_AT] = CRC_LAYOUT_BODY_FIRST;
+        assert!(matches!(
+            decode(&bytes, Lsn(8192), 4096),
+            Err(Invalid::Checksum { .. })
+        ));
+    }
+
+    /// Sealing before reservation and stamping after gives the same bytes as finishing in
+    /// one go, at any position; a block added after sealing unseals the record.
+    #[test]
+    fn seal_then_stamp_equals_finish() {
+        let page = vec![1u8; 4096];
+        let mut a = RecordBuilder::new(RecordKind::Update, 1, 0, 0);
+        a.ranges(&tag(1), &page, std::slice::from_ref(&(8..16)));
+        let mut b = a.clone();
+        b.seal(4);
+        for lsn in [0u64, 8, 1 << 40] {
+            let x = a.finish(Lsn(lsn), Lsn(lsn / 2), 4).to_vec();
+            let y = b.stamp(Lsn(lsn), Lsn(lsn / 2)).to_vec();
+            assert_eq!(x, y);
+            assert!(decode(&y, Lsn(lsn), 4096).is_ok());
+        }
+        b.ranges(&tag(2), &page, std::slice::from_ref(&(0..1)));
+        assert!(b.body_crc.is_none(), "a later block unseals");
     }
 
     proptest! {

@@ -1,5 +1,5 @@
 //! WAL segment files: naming, creation (zero-filled, so that fdatasync of a segment never
-//! has to journal a size change), recycling, removal.
+//! has to journal a size change), recycling, removal, and preparation ahead of need.
 //!
 //! Owns: the open segment files, the list of files that can be recycled, and cumulative
 //! counts of segment files added (created and zero-filled), recycled (renamed from a
@@ -7,15 +7,20 @@
 //! recycled" of `log_checkpoints`.
 //! Layout: `<dir>/wal/<segno as 16 hex digits>`; segment `n` holds log bytes
 //! `[n * segment_size, (n + 1) * segment_size)`.
+//! Preparation: [`Segments::file`] with [`Make::Ahead`] is how the WAL's background thread
+//! (and open, and checkpoints) make the next segments before the flush leader needs them
+//! (PostgreSQL's PreallocXlogFiles); the leader asks with [`Make::Inline`] and only makes
+//! a file itself when none was prepared, which the log counts.
 //! Invariants: a segment file, once created by this module, has its full size and that
-//! size is durable (file and directory fsynced) before any log byte is written to it. At
-//! most `recycle_segments` released segments wait for recycling after `remove_before`;
-//! the others are unlinked. Each counter only grows, by one per file operation that
-//! succeeded.
-//! Locks: `open` mutex, held while a file is created (rare: once per segment) and while
-//! released segments are dropped → `recyclable` mutex. The counters are atomics, read
-//! without a lock (a reader may see one counter of a concurrent operation updated and not
-//! yet another's).
+//! size and its name are durable (file and directory fsynced) before it enters `open`, and
+//! only files in `open` receive log bytes. At most `recycle_segments` released segments
+//! wait for recycling after `remove_before`; the others are unlinked. Each counter only
+//! grows, by one per file operation that succeeded.
+//! Locks: `make` (held across a creation, a recycling rename or a release: the slow,
+//! file-system-changing work, one at a time) → `open` (held only to look up or insert a
+//! handle, never across I/O, so the flush leader's lookup of a prepared segment never
+//! waits on a creation) → `recyclable`. The counters are atomics, read without a lock (a
+//! reader may see one counter of a concurrent operation updated and not yet another's).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,12 +32,60 @@ use crate::vfs::{IoAt, IoError, OpenOptions, Vfs, VfsFile};
 /// Zero-fill chunk when creating a segment.
 const FILL_CHUNK: usize = 1 << 20;
 
+/// Whether and for whom [`Segments::file`] makes a missing segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Make {
+    /// Only open an existing file.
+    No,
+    /// The flush leader needs it now: make it if missing (the log counts this).
+    Inline,
+    /// Preparation ahead of need (background thread, open, checkpoint).
+    Ahead,
+}
+
+/// An open segment and how [`Segments::file`] found it.
+pub(super) type SegmentFile = (Arc<dyn VfsFile>, Found);
+
+/// How [`Segments::file`] found the segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Found {
+    /// Already open (prepared, or in use).
+    Open,
+    /// Existed on disk (from before this open) and was opened now.
+    OnDisk,
+    /// Being made by another thread: this one waited for it.
+    Waited,
+    /// Made by this call.
+    Made,
+}
+
+/// A failed creation, and whether the failure left a renamed file whose name may not be
+/// durable (a failed fsync of the directory after the rename): the log must then latch,
+/// as for any failed fsync (PostgreSQL PANICs), since a later write into that file could
+/// be acknowledged while its name is lost at a crash.
+#[derive(Debug)]
+pub(super) struct MakeError {
+    pub error: WalError,
+    pub after_rename: bool,
+}
+
+impl From<WalError> for MakeError {
+    fn from(error: WalError) -> Self {
+        MakeError {
+            error,
+            after_rename: false,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(super) struct Segments {
     vfs: Arc<dyn Vfs>,
     dir: PathBuf,
     pub size: u64,
     dsync: bool,
+    /// Serializes the file-system-changing work (see the module doc).
+    make: Mutex<()>,
     open: Mutex<BTreeMap<u64, Arc<dyn VfsFile>>>,
     /// Segments released by a checkpoint (wholly before its redo point), oldest first:
     /// the only ones that may be renamed into new segments.
@@ -67,6 +120,7 @@ impl Segments {
             dir,
             size,
             dsync,
+            make: Mutex::new(()),
             open: Mutex::new(BTreeMap::new()),
             recyclable: Mutex::new(Vec::new()),
             recycle_max,
@@ -104,32 +158,45 @@ impl Segments {
         Ok(v)
     }
 
-    /// The file of segment `segno`, opened if it exists; with `create`, made if not.
-    pub fn file(&self, segno: u64, create: bool) -> Result<Option<Arc<dyn VfsFile>>, WalError> {
-        let mut open = self.open.lock();
-        if let Some(f) = open.get(&segno) {
-            return Ok(Some(f.clone()));
+    /// The open handle of `segno`, if it is open (prepared or in use): a map lookup.
+    pub fn open_file(&self, segno: u64) -> Option<Arc<dyn VfsFile>> {
+        self.open.lock().get(&segno).cloned()
+    }
+
+    /// The file of segment `segno`, opened if it exists; made if not, per `make`. Returns
+    /// None only with [`Make::No`] for a missing file.
+    pub fn file(&self, segno: u64, make: Make) -> Result<Option<SegmentFile>, MakeError> {
+        if let Some(f) = self.open_file(segno) {
+            return Ok(Some((f, Found::Open)));
+        }
+        // Slow path: one maker at a time. Whoever held `make` before us may have made it.
+        let _making = self.make.lock();
+        if let Some(f) = self.open_file(segno) {
+            return Ok(Some((f, Found::Waited)));
         }
         let path = self.path(segno);
+        let exists = self.vfs.exists(&path).map_err(io("checking", &path))?;
+        let found = if exists {
+            Found::OnDisk
+        } else if make == Make::No {
+            return Ok(None);
+        } else {
+            self.make(segno, &path)?;
+            Found::Made
+        };
         let opts = OpenOptions {
             dsync: self.dsync,
             ..OpenOptions::read_write()
         };
-        let exists = self.vfs.exists(&path).map_err(io("checking", &path))?;
-        if !exists {
-            if !create {
-                return Ok(None);
-            }
-            self.make(segno, &path)?;
-        }
         let f = self.vfs.open(&path, opts).map_err(io("opening", &path))?;
-        open.insert(segno, f.clone());
-        Ok(Some(f))
+        self.open.lock().insert(segno, f.clone());
+        Ok(Some((f, found)))
     }
 
     /// Creates segment `segno`: renames a segment a checkpoint released if one is waiting
     /// (its stale records fail the LSN check), else creates and zero-fills a new file.
-    fn make(&self, segno: u64, path: &Path) -> Result<(), WalError> {
+    /// Holds `make`.
+    fn make(&self, segno: u64, path: &Path) -> Result<(), MakeError> {
         let recycled = {
             let mut r = self.recyclable.lock();
             if r.is_empty() {
@@ -140,62 +207,83 @@ impl Segments {
         };
         if let Some(old) = recycled {
             let from = self.path(old);
-            self.vfs
-                .rename(&from, path)
-                .map_err(io("recycling", &from))?;
+            if let Err(e) = self.vfs.rename(&from, path) {
+                // Not renamed: it can still be recycled later.
+                self.recyclable.lock().insert(0, old);
+                return Err(io("recycling", &from)(e).into());
+            }
             self.recycled.fetch_add(1, Ordering::Relaxed);
         } else {
             let tmp = self.dir.join(format!("{segno:016X}.tmp"));
-            let f = self
-                .vfs
-                .open(&tmp, OpenOptions::create())
-                .map_err(io("creating", &tmp))?;
-            let zeros = vec![0u8; FILL_CHUNK.min(self.size as usize)];
-            let mut off = 0u64;
-            while off < self.size {
-                let n = zeros.len().min((self.size - off) as usize);
-                let w = f
-                    .write_at(&zeros[..n], off)
-                    .map_err(io("zero-filling", &tmp))?;
-                if w != n {
-                    return Err(WalError::Io(IoError::short(
-                        "zero-filling",
-                        &tmp,
-                        IoAt::Offset(off),
-                        w,
-                        n,
-                    )));
-                }
-                off += n as u64;
+            if let Err(e) = self.fill(&tmp) {
+                // Never renamed, so never used; a leftover is overwritten by the next try.
+                let _ = self.vfs.unlink(&tmp);
+                return Err(e.into());
             }
-            f.sync_all().map_err(io("fsync of", &tmp))?;
-            drop(f);
             self.vfs.rename(&tmp, path).map_err(io("renaming", &tmp))?;
             self.added.fetch_add(1, Ordering::Relaxed);
         }
-        self.vfs
-            .sync_dir(&self.dir)
-            .map_err(io("fsync of directory", &self.dir))?;
+        self.vfs.sync_dir(&self.dir).map_err(|e| MakeError {
+            error: io("fsync of directory", &self.dir)(e),
+            after_rename: true,
+        })?;
         Ok(())
+    }
+
+    /// Writes a zero-filled, fsynced file of the segment size at `tmp`.
+    fn fill(&self, tmp: &Path) -> Result<(), WalError> {
+        let f = self
+            .vfs
+            .open(tmp, OpenOptions::create())
+            .map_err(io("creating", tmp))?;
+        let zeros = vec![0u8; FILL_CHUNK.min(self.size as usize)];
+        let mut off = 0u64;
+        while off < self.size {
+            let n = zeros.len().min((self.size - off) as usize);
+            let w = f
+                .write_at(&zeros[..n], off)
+                .map_err(io("zero-filling", tmp))?;
+            if w != n {
+                return Err(WalError::Io(IoError::short(
+                    "zero-filling",
+                    tmp,
+                    IoAt::Offset(off),
+                    w,
+                    n,
+                )));
+            }
+            off += n as u64;
+        }
+        f.sync_all().map_err(io("fsync of", tmp))
     }
 
     /// Drops segments wholly before `segno` (the redo point's segment): keeps up to
     /// `recycle_max` of them (the newest) for recycling, unlinks the rest. Returns how many
     /// it unlinked.
     pub fn remove_before(&self, segno: u64) -> Result<usize, WalError> {
-        let mut open = self.open.lock();
-        let mut recyclable = self.recyclable.lock();
+        let _making = self.make.lock();
         let old: Vec<u64> = self.list()?.into_iter().filter(|&s| s < segno).collect();
-        let mut removed = 0;
-        for s in &old {
-            open.remove(s);
-            if !recyclable.contains(s) {
-                recyclable.push(*s);
+        {
+            let mut open = self.open.lock();
+            for s in &old {
+                open.remove(s);
             }
         }
-        recyclable.sort_unstable();
-        while recyclable.len() > self.recycle_max {
-            let s = recyclable.remove(0);
+        let mut unlink = Vec::new();
+        {
+            let mut recyclable = self.recyclable.lock();
+            for s in &old {
+                if !recyclable.contains(s) {
+                    recyclable.push(*s);
+                }
+            }
+            recyclable.sort_unstable();
+            while recyclable.len() > self.recycle_max {
+                unlink.push(recyclable.remove(0));
+            }
+        }
+        let mut removed = 0;
+        for s in unlink {
             let p = self.path(s);
             self.vfs.unlink(&p).map_err(io("removing", &p))?;
             self.removed.fetch_add(1, Ordering::Relaxed);
@@ -239,7 +327,7 @@ mod tests {
         let vfs = MemVfs::new();
         let s = segments(&vfs, 2);
         for segno in 0..6 {
-            s.file(segno, true).unwrap().unwrap();
+            s.file(segno, Make::Ahead).unwrap().unwrap();
         }
         assert_eq!(s.counts(), counts(6, 0, 0));
         assert!(
@@ -257,19 +345,19 @@ mod tests {
         );
 
         vfs.set_contents(&s.path(3), vec![7; SIZE as usize]);
-        s.file(6, true).unwrap().unwrap();
+        s.file(6, Make::Ahead).unwrap().unwrap();
         assert_eq!(s.counts(), counts(6, 1, 3));
         assert_eq!(
             vfs.contents(&s.path(6)).unwrap(),
             vec![7; SIZE as usize],
             "segment 6 is segment 3 renamed"
         );
-        s.file(7, true).unwrap().unwrap();
-        s.file(8, true).unwrap().unwrap();
+        s.file(7, Make::Ahead).unwrap().unwrap();
+        s.file(8, Make::Ahead).unwrap().unwrap();
         assert_eq!(s.counts(), counts(7, 2, 3), "one recycled, then one added");
         assert_eq!(s.list().unwrap(), vec![5, 6, 7, 8]);
         // Opening an existing segment counts nothing; nor does a release that keeps all.
-        s.file(5, true).unwrap().unwrap();
+        s.file(5, Make::Ahead).unwrap().unwrap();
         assert_eq!(s.remove_before(7).unwrap(), 0);
         assert_eq!(s.counts(), counts(7, 2, 3));
         assert_eq!(s.remove_before(9).unwrap(), 2);
@@ -283,10 +371,10 @@ mod tests {
         let vfs = MemVfs::new();
         let s = segments(&vfs, 0);
         for segno in 0..3 {
-            s.file(segno, true).unwrap().unwrap();
+            s.file(segno, Make::Ahead).unwrap().unwrap();
         }
         assert_eq!(s.remove_before(2).unwrap(), 2);
-        s.file(3, true).unwrap().unwrap();
+        s.file(3, Make::Ahead).unwrap().unwrap();
         assert_eq!(s.counts(), counts(4, 0, 2));
         assert_eq!(s.list().unwrap(), vec![2, 3]);
     }
