@@ -155,6 +155,16 @@ impl LogReader<'_> {
                 let mut found = None;
                 while q + 16 <= end {
                     let off = (q - base) as usize;
+                    // A block of zeros holds no record start: skip it whole (segments
+                    // prepared ahead of need are zero-filled, and this scan past the end
+                    // of the log reads every one of them).
+                    if off % 4096 == 0 && seg.len() >= off + 4096 {
+                        let block = &seg[off..off + 4096];
+                        if block.iter().all(|&b| b == 0) {
+                            q += 4096;
+                            continue;
+                        }
+                    }
                     if u64::from_le_bytes(seg[off + 8..off + 16].try_into().expect("8 bytes")) == q
                     {
                         found = Some(q);
