@@ -167,7 +167,7 @@ impl Heap<'_> {
             };
             if applies && h.infomask & bits != bits {
                 h.infomask |= bits;
-                HeapPageMut(&mut g).set_header(slot, &h);
+                HeapPageMut::new(&mut g).set_header(slot, &h);
                 any = true;
             }
         }
