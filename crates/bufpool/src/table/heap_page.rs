@@ -21,7 +21,7 @@
 use std::ops::Range;
 
 use crate::page::{self, PAGE_HEADER_SIZE};
-use crate::page_delta::PageDelta;
+use crate::page_delta::{PageDelta, PAGE_DELTA_RANGES_MAX};
 
 /// Byte offset of the page header's `lower` field, followed by `upper` (see page.rs).
 const OFF_LOWER: usize = 16;
@@ -423,20 +423,28 @@ impl<'a> HeapPageMut<'a> {
     /// Moves the remaining tuples together at the end of the page (slot numbers stay) and
     /// drops trailing unused line pointers. Returns the free space afterwards.
     ///
-    /// Tuples move highest offset first (PostgreSQL's PageRepairFragmentation), each up by
-    /// the space freed above it, so the ones already packed at the end stay put and the
-    /// moved ones form one run `[new upper, end of the highest moved tuple)`: that run, the
-    /// line pointers from the first to the last moved slot and the header's bounds are
-    /// what it declares. The bytes left below the new upper are free space and are not
-    /// cleared (nothing reads them: an insert writes every byte of its tuple), so they
-    /// cost no log.
+    /// Every byte a tuple moves to is logged, so this moves as few as it can, choosing the
+    /// cheaper of two layouts (the free space ends up contiguous either way; the bytes
+    /// left below the new upper are not cleared, as nothing reads free space, so they cost
+    /// no log):
+    /// - fill holes: tuples lying below the new upper move into the holes that dead ones
+    ///   left above it, first fit (an update's dead version is one hole, filled by one
+    ///   tuple of the same size); each move is a range of its own plus its line pointer;
+    /// - shift: tuples move up highest offset first (PostgreSQL's
+    ///   PageRepairFragmentation), each by the space freed above it, so the ones packed at
+    ///   the end stay put and the moved ones form one run, declared with the span of their
+    ///   line pointers (cheaper when many holes are scattered among few tuples).
     pub fn compact(&mut self) -> usize {
         self.init_if_new();
         let v = self.view();
         let n = v.slots();
-        let mut live: Vec<(u16, u16, u16)> = (1..=n)
-            .filter_map(|s| match v.item(s) {
-                ItemId::Normal { offset, len } => Some((offset, len, s)),
+        let mut live: Vec<Tuple> = (1..=n)
+            .filter_map(|slot| match v.item(slot) {
+                ItemId::Normal { offset, len } => Some(Tuple {
+                    slot,
+                    from: offset as usize,
+                    len: len as usize,
+                }),
                 _ => None,
             })
             .collect();
@@ -444,42 +452,146 @@ impl<'a> HeapPageMut<'a> {
         while keep > 0 && v.item(keep) == ItemId::Unused {
             keep -= 1;
         }
-        live.sort_unstable_by_key(|&(offset, _, _)| std::cmp::Reverse(offset));
+        live.sort_unstable_by_key(|t| std::cmp::Reverse(t.from));
+        let upper = self.page.len() - live.iter().map(|t| t.len).sum::<usize>();
+        let shift_cost = self.shift_cost(&live);
+        match fill_plan(&live, upper, self.page.len()) {
+            Some(plan) if fill_cost(&plan, self.page.len()) < shift_cost => {
+                for (t, to) in plan {
+                    // The source lies below `upper`, every destination in a hole above
+                    // it: no move overwrites a tuple.
+                    self.delta.touch(to..to + t.len);
+                    self.page.copy_within(t.from..t.from + t.len, to);
+                    self.set_item(
+                        t.slot,
+                        ItemId::Normal {
+                            offset: to as u16,
+                            len: t.len as u16,
+                        },
+                    );
+                }
+            }
+            _ => self.shift_up(&live),
+        }
+        let lower = PAGE_HEADER_SIZE + keep as usize * ITEM_ID_SIZE;
+        self.set_bounds(lower, upper);
+        upper - lower
+    }
+
+    /// Bytes (with range headers) the shift layout of `live` (highest offset first)
+    /// would log.
+    fn shift_cost(&self, live: &[Tuple]) -> usize {
         let mut upper = self.page.len();
         let mut moved_end = None;
         let (mut slot_min, mut slot_max) = (u16::MAX, 0);
-        for &(offset, len, slot) in &live {
-            let (from, len) = (offset as usize, len as usize);
-            upper -= len;
-            if from == upper {
+        for t in live {
+            upper -= t.len;
+            if t.from != upper {
+                moved_end.get_or_insert(upper + t.len);
+                slot_min = slot_min.min(t.slot);
+                slot_max = slot_max.max(t.slot);
+            }
+        }
+        match moved_end {
+            None => 0,
+            Some(end) => {
+                end - upper + item_offset(slot_max) + ITEM_ID_SIZE - item_offset(slot_min)
+                    + 2 * RANGE_HEADER_BYTES
+            }
+        }
+    }
+
+    /// The shift layout (see [`HeapPageMut::compact`]); `live` is highest offset first.
+    fn shift_up(&mut self, live: &[Tuple]) {
+        let mut upper = self.page.len();
+        let mut moved_end = None;
+        let (mut slot_min, mut slot_max) = (u16::MAX, 0);
+        for t in live {
+            upper -= t.len;
+            if t.from == upper {
                 continue;
             }
-            debug_assert!(from < upper, "packing only moves tuples up");
+            debug_assert!(t.from < upper, "packing only moves tuples up");
             // Declared below, as one run; the source lies entirely below `upper` (tuples
             // do not overlap), so no unmoved tuple is overwritten.
-            self.page.copy_within(from..from + len, upper);
-            moved_end.get_or_insert(upper + len);
-            let lp = item_offset(slot);
+            self.page.copy_within(t.from..t.from + t.len, upper);
+            moved_end.get_or_insert(upper + t.len);
+            let lp = item_offset(t.slot);
             self.page[lp..lp + ITEM_ID_SIZE].copy_from_slice(
                 &ItemId::Normal {
                     offset: upper as u16,
-                    len: len as u16,
+                    len: t.len as u16,
                 }
                 .encode()
                 .to_le_bytes(),
             );
-            slot_min = slot_min.min(slot);
-            slot_max = slot_max.max(slot);
+            slot_min = slot_min.min(t.slot);
+            slot_max = slot_max.max(t.slot);
         }
         if let Some(end) = moved_end {
             self.delta.touch(upper..end);
             self.delta
                 .touch(item_offset(slot_min)..item_offset(slot_max) + ITEM_ID_SIZE);
         }
-        let lower = PAGE_HEADER_SIZE + keep as usize * ITEM_ID_SIZE;
-        self.set_bounds(lower, upper);
-        upper - lower
     }
+}
+
+/// A live tuple as compaction sees it.
+#[derive(Debug, Clone, Copy)]
+struct Tuple {
+    slot: u16,
+    from: usize,
+    len: usize,
+}
+
+/// Bytes a record spends on each range besides its data (offset and length, u16 each:
+/// `RecordBuilder::ranges`).
+const RANGE_HEADER_BYTES: usize = 4;
+
+/// The fill-holes layout of `live` (highest offset first) for a tuple area that will
+/// start at `upper`: each tuple below `upper` with the offset it moves to, first fit into
+/// the holes among the tuples at or above `upper`. None if a tuple straddles `upper` (its
+/// own old bytes would be a hole) or a tuple fits no hole.
+fn fill_plan(live: &[Tuple], upper: usize, page_len: usize) -> Option<Vec<(Tuple, usize)>> {
+    let mut holes: Vec<Range<usize>> = Vec::new();
+    let mut top = page_len;
+    let mut movers = Vec::new();
+    for &t in live {
+        if t.from >= upper {
+            if t.from + t.len < top {
+                holes.push(t.from + t.len..top);
+            }
+            top = top.min(t.from);
+        } else if t.from + t.len > upper {
+            return None;
+        } else {
+            movers.push(t);
+        }
+    }
+    if top > upper {
+        holes.push(upper..top);
+    }
+    let mut plan = Vec::with_capacity(movers.len());
+    for t in movers {
+        let h = holes.iter_mut().find(|h| h.len() >= t.len)?;
+        plan.push((t, h.start));
+        h.start += t.len;
+    }
+    Some(plan)
+}
+
+/// Bytes (with range headers) the fill-holes `plan` would log: each moved tuple and its
+/// line pointer, or the whole page if that many ranges would overflow the delta.
+fn fill_cost(plan: &[(Tuple, usize)], page_len: usize) -> usize {
+    if plan.is_empty() {
+        return 0;
+    }
+    if 2 * plan.len() + 1 > PAGE_DELTA_RANGES_MAX {
+        return page_len;
+    }
+    plan.iter()
+        .map(|(t, _)| t.len + ITEM_ID_SIZE + 2 * RANGE_HEADER_BYTES)
+        .sum()
 }
 
 /// Byte offset of the line pointer of `slot` (1-based).
@@ -601,6 +713,36 @@ mod tests {
         })
         .is_empty());
         HeapPage(&buf).check().unwrap();
+        // An update's dead version in the middle of a full page: fill-holes moves one
+        // tuple of the same size into its hole, not the half page below it.
+        let mut full = vec![0u8; 8192];
+        let mut p = HeapPageMut::new(&mut full);
+        while p.insert(3, 10, &[4u8; 100]).is_some() {}
+        let slots = p.view().slots();
+        p.set_item_state(slots / 2, ItemId::Unused);
+        let d = declared(&mut full, |p| {
+            p.compact();
+        });
+        assert!(
+            d.bytes() <= tuple_space(100) + ITEM_ID_SIZE + 4 + 8,
+            "{d:?}"
+        );
+        HeapPage(&full).check().unwrap();
+        // Every other tuple dead: too many holes to fill one by one, so the live ones
+        // shift up as one run.
+        let mut half = vec![0u8; 8192];
+        let mut p = HeapPageMut::new(&mut half);
+        while p.insert(3, 10, &[4u8; 100]).is_some() {}
+        for s in (1..=p.view().slots()).step_by(2) {
+            p.set_item_state(s, ItemId::Dead);
+        }
+        let (n, live) = (p.view().slots() as usize, p.view().slots() as usize / 2);
+        let d = declared(&mut half, |p| {
+            p.compact();
+        });
+        assert!(!d.is_whole(), "{d:?}");
+        assert!(d.bytes() <= live * tuple_space(100) + n * ITEM_ID_SIZE + 8);
+        HeapPage(&half).check().unwrap();
         // A page that is not new but not zeros either: init declares the whole page.
         let mut junk = vec![5u8; 4096];
         junk[14..16].fill(0); // layout 0: "new"
