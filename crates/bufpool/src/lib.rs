@@ -40,7 +40,8 @@
 //! - [`vfs`]: the only door to the OS (real files, in memory; fault-injecting and
 //!   power-loss-simulating ones are in [`testing`]).
 //! - [`stats`]: I/O counters per writer, context and operation, like pg_stat_io.
-//! - [`page`]: the page header and its CRC32C checksum.
+//! - [`page`]: the page header and its CRC32C checksum; [`page_delta`]: the byte ranges a
+//!   page change declares it wrote, which is what its WAL record carries.
 //! - [`smgr`]: relation files in segments, the data directory, the fsync queue.
 //! - [`slru`]: checksummed pages of small flat files (the commit log's store).
 //! - [`txn`]: transaction ids, the commit log, snapshots, MVCC visibility, row-lock waits.
@@ -59,6 +60,7 @@ pub mod engine;
 pub mod index;
 pub mod options;
 pub mod page;
+pub mod page_delta;
 pub mod slru;
 pub mod smgr;
 pub mod stats;

@@ -15,7 +15,8 @@
 //! segments is new: it gets its first checkpoint.
 //!
 //! Logging a change: the caller changes pages under exclusive guards, then calls
-//! [`Engine::log_pages`] with the changed byte ranges while still holding the guards; the
+//! [`Engine::log_pages`] with the byte ranges the change wrote (as its page mutators
+//! declared them: `crate::page_delta`) while still holding the guards; the
 //! record gets a full-page image of each page whose LSN is at or before the redo point
 //! (first change after a checkpoint; `full_page_writes`), and every page's LSN is set to
 //! the record's end before the guards are released. [`Engine::commit`] then waits for
@@ -101,31 +102,6 @@ impl EngineError {
     pub(crate) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
         EngineError::Io(IoError::new(op, path, source))
     }
-}
-
-/// Gap below which two changed runs of a page are logged as one range.
-const RANGE_MERGE_GAP: usize = 16;
-
-/// The byte ranges where `after` differs from `before` (runs closer than
-/// `RANGE_MERGE_GAP` merged), so a change is logged without the caller listing them.
-pub fn changed_ranges(before: &[u8], after: &[u8]) -> Vec<Range<usize>> {
-    let mut out: Vec<Range<usize>> = Vec::new();
-    let mut i = 0;
-    while i < after.len() {
-        if before[i] == after[i] {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < after.len() && before[i] != after[i] {
-            i += 1;
-        }
-        match out.last_mut() {
-            Some(last) if start - last.end < RANGE_MERGE_GAP => last.end = i,
-            _ => out.push(start..i),
-        }
-    }
-    out
 }
 
 /// A test hook (see [`Engine::set_test_hook`]).
@@ -638,22 +614,5 @@ impl Engine {
     /// The error of the checkpointer thread's last checkpoint, if it failed.
     pub fn checkpointer_error(&self) -> Option<String> {
         self.ckpt.last_error()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn changed_ranges_merge_close_runs() {
-        let a = vec![0u8; 100];
-        let mut b = a.clone();
-        b[10] = 1;
-        b[20] = 1; // within 16 bytes of the first run: merged
-        b[60] = 1;
-        b[61] = 1;
-        assert_eq!(changed_ranges(&a, &b), vec![10..21, 60..62]);
-        assert!(changed_ranges(&a, &a).is_empty());
     }
 }

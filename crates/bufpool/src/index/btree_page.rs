@@ -40,7 +40,10 @@
 //! (counts are clamped to the capacity): [`BtPage::validate`] reports what is wrong.
 //! Locks: none; callers hold the buffer's content lock (exclusive to change).
 
+use std::ops::Range;
+
 use crate::page::{self, PAGE_HEADER_SIZE};
+use crate::page_delta::PageDelta;
 
 /// A key as stored and compared: (key, value).
 pub type Pair = (i64, u64);
@@ -113,9 +116,11 @@ fn put_u32(p: &mut [u8], o: usize, v: u32) {
 }
 
 #[inline]
-fn put_pair(p: &mut [u8], o: usize, v: Pair) {
-    p[o..o + 8].copy_from_slice(&v.0.to_le_bytes());
-    p[o + 8..o + 16].copy_from_slice(&v.1.to_le_bytes());
+fn pair_bytes(v: Pair) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[0..8].copy_from_slice(&v.0.to_le_bytes());
+    b[8..16].copy_from_slice(&v.1.to_le_bytes());
+    b
 }
 
 /// Bytes of one entry on a page of `level`.
@@ -340,65 +345,105 @@ impl<'a> BtPage<'a> {
     }
 }
 
-/// Write access to a tree page (the caller holds the exclusive content lock).
-pub struct BtPageMut<'a>(pub &'a mut [u8]);
+/// Write access to a tree page (the caller holds the exclusive content lock). Every write
+/// goes through [`BtPageMut::put`] or [`BtPageMut::touched`], which declare the bytes in
+/// the page's [`PageDelta`]; [`BtPageMut::into_delta`] hands the declaration to the logging
+/// code (`split.rs`), which logs exactly those ranges.
+pub struct BtPageMut<'a> {
+    page: &'a mut [u8],
+    delta: PageDelta,
+}
 
-impl BtPageMut<'_> {
+impl<'a> BtPageMut<'a> {
+    pub fn new(page: &'a mut [u8]) -> BtPageMut<'a> {
+        let delta = PageDelta::new(page.len());
+        BtPageMut { page, delta }
+    }
+
     pub fn view(&self) -> BtPage<'_> {
-        BtPage(self.0)
+        BtPage(self.page)
+    }
+
+    /// The byte ranges written so far.
+    pub fn delta(&self) -> &PageDelta {
+        &self.delta
+    }
+
+    /// Ends the change: the byte ranges it wrote.
+    pub fn into_delta(self) -> PageDelta {
+        self.delta
+    }
+
+    /// The whole page for writing `r` (a shift with `copy_within`), with `r` declared.
+    #[inline]
+    fn touched(&mut self, r: Range<usize>) -> &mut [u8] {
+        self.delta.touch(r);
+        self.page
+    }
+
+    /// Writes `bytes` at `at`, declaring them only if they differ from what is there (so
+    /// rewriting an unchanged entry, flag or link logs nothing for it).
+    #[inline]
+    fn put(&mut self, at: usize, bytes: &[u8]) {
+        let r = at..at + bytes.len();
+        if self.page[r.clone()] != *bytes {
+            self.touched(r.clone())[r].copy_from_slice(bytes);
+        }
     }
 
     #[inline]
     fn special(&self) -> usize {
-        self.0.len() - SPECIAL_SIZE
+        self.page.len() - SPECIAL_SIZE
     }
 
-    /// Makes the page an empty, rightmost tree page at `level` with `flags`.
+    /// Makes the page an empty, rightmost tree page at `level` with `flags`. Declares the
+    /// header and special area if the page was zeros (a fresh page), else the whole page.
     pub fn init(&mut self, level: u16, flags: u16) {
-        page::init(self.0, SPECIAL_SIZE);
+        let zeros = self.page.iter().all(|&b| b == 0);
+        page::init(self.page, SPECIAL_SIZE);
+        if zeros {
+            self.delta.touch(0..PAGE_HEADER_SIZE);
+        } else {
+            self.delta.touch_whole();
+        }
         let sp = self.special();
-        put_u16(self.0, sp + SP_LEVEL, level);
-        put_u16(self.0, sp + SP_FLAGS, flags | RIGHTMOST);
-        put_u32(self.0, sp + SP_RIGHT, NO_BLOCK);
+        self.put(sp + SP_LEVEL, &level.to_le_bytes());
+        self.put(sp + SP_FLAGS, &(flags | RIGHTMOST).to_le_bytes());
+        self.put(sp + SP_RIGHT, &NO_BLOCK.to_le_bytes());
     }
 
     pub fn set_flags(&mut self, flags: u16) {
         let sp = self.special();
-        put_u16(self.0, sp + SP_FLAGS, flags);
+        self.put(sp + SP_FLAGS, &flags.to_le_bytes());
     }
 
     /// Sets the right link and high key (None: rightmost; sets or clears RIGHTMOST).
     pub fn set_right(&mut self, right: Option<(u32, Pair)>) {
         let sp = self.special();
         let flags = self.view().flags();
-        match right {
-            Some((block, high)) => {
-                put_u32(self.0, sp + SP_RIGHT, block);
-                put_pair(self.0, sp + SP_HIGH, high);
-                self.set_flags(flags & !RIGHTMOST);
-            }
-            None => {
-                put_u32(self.0, sp + SP_RIGHT, NO_BLOCK);
-                put_pair(self.0, sp + SP_HIGH, (0, 0));
-                self.set_flags(flags | RIGHTMOST);
-            }
-        }
+        let (block, high, flags) = match right {
+            Some((block, high)) => (block, high, flags & !RIGHTMOST),
+            None => (NO_BLOCK, (0, 0), flags | RIGHTMOST),
+        };
+        self.put(sp + SP_RIGHT, &block.to_le_bytes());
+        self.put(sp + SP_HIGH, &pair_bytes(high));
+        self.set_flags(flags);
     }
 
     fn set_len(&mut self, n: usize) {
         let level = self.view().level();
-        put_u16(self.0, OFF_LOWER, entry_offset(level, n) as u16);
+        self.put(OFF_LOWER, &(entry_offset(level, n) as u16).to_le_bytes());
     }
 
     /// Writes entry `i`: `key`, and on an internal page the `child` (ignored on a leaf).
+    /// One `put` for the whole entry, so a run of rewritten entries is declared as one
+    /// range even where some of their fields did not change.
     pub fn set_entry(&mut self, i: usize, key: Pair, child: u32) {
         let level = self.view().level();
-        let o = entry_offset(level, i);
-        put_pair(self.0, o, key);
-        if level > 0 {
-            put_u32(self.0, o + 16, child);
-            put_u32(self.0, o + 20, 0);
-        }
+        let mut e = [0u8; INTERNAL_ENTRY_SIZE];
+        e[0..16].copy_from_slice(&pair_bytes(key));
+        e[16..20].copy_from_slice(&child.to_le_bytes());
+        self.put(entry_offset(level, i), &e[..entry_size(level)]);
     }
 
     /// Appends an entry (the caller keeps the order); false if the page is full.
@@ -413,7 +458,7 @@ impl BtPageMut<'_> {
     }
 
     /// Inserts an entry at `pos`, shifting the entries from `pos` on; false if the page is
-    /// full. Changes bytes `entry_offset(level, pos)..entry_offset(level, n + 1)` and the
+    /// full. Declares bytes `entry_offset(level, pos)..entry_offset(level, n + 1)` and the
     /// `lower` field (16..18).
     pub fn insert(&mut self, pos: usize, key: Pair, child: u32) -> bool {
         let v = self.view();
@@ -421,26 +466,24 @@ impl BtPageMut<'_> {
         if n >= v.capacity() || pos > n {
             return false;
         }
-        self.0.copy_within(
-            entry_offset(level, pos)..entry_offset(level, n),
-            entry_offset(level, pos + 1),
-        );
+        let (from, to) = (entry_offset(level, pos), entry_offset(level, n + 1));
+        self.touched(from..to)
+            .copy_within(from..entry_offset(level, n), entry_offset(level, pos + 1));
         self.set_entry(pos, key, child);
         self.set_len(n + 1);
         true
     }
 
-    /// Removes entry `pos`, shifting the rest down and zeroing the freed slot. Changes
+    /// Removes entry `pos`, shifting the rest down and zeroing the freed slot. Declares
     /// bytes `entry_offset(level, pos)..entry_offset(level, n)` and the `lower` field.
     pub fn remove(&mut self, pos: usize) {
         let v = self.view();
         let (n, level) = (v.len(), v.level());
         assert!(pos < n, "remove of entry {pos} of {n}");
-        self.0.copy_within(
-            entry_offset(level, pos + 1)..entry_offset(level, n),
-            entry_offset(level, pos),
-        );
-        self.0[entry_offset(level, n - 1)..entry_offset(level, n)].fill(0);
+        let (from, to) = (entry_offset(level, pos), entry_offset(level, n));
+        let p = self.touched(from..to);
+        p.copy_within(entry_offset(level, pos + 1)..to, from);
+        p[entry_offset(level, n - 1)..to].fill(0);
         self.set_len(n - 1);
     }
 
@@ -455,6 +498,10 @@ impl BtPageMut<'_> {
     ///
     /// Split point: the middle, except when appending at the end of the rightmost page
     /// (ascending inserts), where this page keeps 90% (PostgreSQL's rightmost fillfactor).
+    ///
+    /// Declares: on this page the entries from `pos` on (the ones below stay as they
+    /// were), `lower` and the special area; on `right` its header, entries and special
+    /// area (or the whole page if it was not zeros).
     pub fn split_insert(
         &mut self,
         right: &mut BtPageMut<'_>,
@@ -490,11 +537,13 @@ impl BtPageMut<'_> {
         }
         right.set_len(total - at);
         right.set_right(old_right);
-        // This page: the lower part, zeros after it.
-        for (i, &(k, c)) in items[..at].iter().enumerate() {
+        // This page: the lower part (entries below `pos` are rewritten unchanged, so
+        // `put` declares nothing for them), zeros after it.
+        for (i, &(k, c)) in items[..at].iter().enumerate().skip(pos.min(at)) {
             self.set_entry(i, k, c);
         }
-        self.0[entry_offset(level, at)..entry_offset(level, n.max(at))].fill(0);
+        let zero = entry_offset(level, at)..entry_offset(level, n.max(at));
+        self.touched(zero.clone())[zero].fill(0);
         self.set_len(at);
         let mut f = flags & !(ROOT | RIGHTMOST | INCOMPLETE_SPLIT);
         if incomplete {
@@ -548,11 +597,13 @@ impl Meta {
         self.write(p);
     }
 
-    /// Updates the fields of an initialized meta page.
-    pub fn write(&self, p: &mut [u8]) {
+    /// Updates the fields of an initialized meta page. Returns the bytes it wrote (for
+    /// the change's [`PageDelta`]).
+    pub fn write(&self, p: &mut [u8]) -> Range<usize> {
         put_u32(p, META_OFF_FLAGS, if self.unique { META_UNIQUE } else { 0 });
         put_u32(p, META_OFF_ROOT, self.root);
         put_u32(p, META_OFF_LEVEL, self.root_level);
+        META_OFF_FLAGS..META_OFF_LEVEL + 4
     }
 }
 
@@ -564,7 +615,7 @@ mod tests {
 
     fn new_page(size: usize, level: u16) -> Vec<u8> {
         let mut p = vec![0u8; size];
-        BtPageMut(&mut p).init(level, 0);
+        BtPageMut::new(&mut p).init(level, 0);
         p
     }
 
@@ -622,7 +673,7 @@ mod tests {
                         continue;
                     }
                     let child = (x >> 40) as u32;
-                    let mut m = BtPageMut(&mut p);
+                    let mut m = BtPageMut::new(&mut p);
                     let pos = m.view().lower_bound(e);
                     assert!(m.insert(pos, e, child));
                     model.insert(e);
@@ -630,7 +681,7 @@ mod tests {
                 let v = BtPage(&p);
                 assert!(v.is_full(), "size {size}");
                 assert!(
-                    !BtPageMut(&mut p.clone()).insert(0, (0, 99), 1),
+                    !BtPageMut::new(&mut p.clone()).insert(0, (0, 99), 1),
                     "full page"
                 );
                 let got: Vec<Pair> = entries(&p).iter().map(|e| e.0).collect();
@@ -645,7 +696,7 @@ mod tests {
                 for (e, _) in before.iter().step_by(2) {
                     let pos = BtPage(&p).lower_bound(*e);
                     assert_eq!(BtPage(&p).entry(pos), *e);
-                    BtPageMut(&mut p).remove(pos);
+                    BtPageMut::new(&mut p).remove(pos);
                 }
                 let kept: Vec<(Pair, u32)> = before.iter().skip(1).step_by(2).copied().collect();
                 assert_eq!(entries(&p), kept);
@@ -664,7 +715,7 @@ mod tests {
     #[test]
     fn child_index_treats_entry_zero_as_minus_infinity() {
         let mut p = new_page(4096, 1);
-        let mut m = BtPageMut(&mut p);
+        let mut m = BtPageMut::new(&mut p);
         // Entry 0's stored separator is the page's low key: searches ignore it.
         for (i, sep) in [(5, 0), (10, 0), (20, 5), (30, 0)].into_iter().enumerate() {
             assert!(m.push(sep, 100 + i as u32));
@@ -696,17 +747,17 @@ mod tests {
                     let cap = BtPage(&left).capacity();
                     // Keys 0, 2, 4, ... so that odd keys slot in between.
                     for i in 0..cap {
-                        assert!(BtPageMut(&mut left).push(((2 * i) as i64, 7), i as u32));
+                        assert!(BtPageMut::new(&mut left).push(((2 * i) as i64, 7), i as u32));
                     }
                     let old_high = ((2 * cap) as i64, 0);
                     let mut flags = ROOT;
                     if !rightmost {
-                        BtPageMut(&mut left).set_right(Some((42, old_high)));
+                        BtPageMut::new(&mut left).set_right(Some((42, old_high)));
                         flags |= INCOMPLETE_SPLIT;
                     } else {
                         flags |= RIGHTMOST;
                     }
-                    BtPageMut(&mut left).set_flags(flags);
+                    BtPageMut::new(&mut left).set_flags(flags);
                     let (pos, item) = match pos_kind {
                         0 => (0, ((-1, 0), 5000)),
                         1 => (cap / 3 + 1, (((2 * (cap / 3)) as i64 + 1, 0), 5001)),
@@ -714,8 +765,8 @@ mod tests {
                     };
                     let before = entries(&left);
                     let mut right = vec![0u8; size];
-                    let sep = BtPageMut(&mut left).split_insert(
-                        &mut BtPageMut(&mut right),
+                    let sep = BtPageMut::new(&mut left).split_insert(
+                        &mut BtPageMut::new(&mut right),
                         9,
                         pos,
                         item,
@@ -762,6 +813,69 @@ mod tests {
         }
     }
 
+    /// Runs `change` on a copy-checked page and returns what it declared, after checking
+    /// that it declared every byte that changed.
+    fn declared(buf: &mut [u8], change: impl FnOnce(&mut BtPageMut<'_>)) -> PageDelta {
+        let before = buf.to_vec();
+        let mut p = BtPageMut::new(buf);
+        change(&mut p);
+        let delta = p.into_delta();
+        crate::page_delta::assert_covered(&before, buf, delta.ranges());
+        delta
+    }
+
+    #[test]
+    fn each_mutator_declares_what_it_writes_and_little_more() {
+        for level in [0u16, 1] {
+            let es = entry_size(level);
+            let mut p = vec![0u8; 8192];
+            // A zeroed page: the header and the special area, not the whole page.
+            let d = declared(&mut p, |m| m.init(level, 0));
+            assert!(!d.is_whole() && d.bytes() <= PAGE_HEADER_SIZE + 8, "{d:?}");
+            for i in 0..100 {
+                let d = declared(&mut p, |m| assert!(m.push((2 * i, 0), 7)));
+                assert!(d.bytes() <= es + 2 + 8, "push: {d:?}");
+            }
+            // Insert at position 40 of 100: the shifted tail, the new entry and `lower`.
+            let d = declared(&mut p, |m| assert!(m.insert(40, (79, 0), 8)));
+            assert!(d.bytes() <= 61 * es + 2 + 8, "insert: {d:?}");
+            let d = declared(&mut p, |m| m.remove(40));
+            assert!(d.bytes() <= 61 * es + 2 + 8, "remove: {d:?}");
+            let d = declared(&mut p, |m| m.set_flags(ROOT | RIGHTMOST));
+            assert_eq!(d.bytes(), 2);
+            assert!(declared(&mut p, |m| m.set_flags(ROOT | RIGHTMOST)).is_empty());
+            let d = declared(&mut p, |m| m.set_right(Some((5, (300, 0)))));
+            assert!(d.bytes() <= SPECIAL_SIZE, "set_right: {d:?}");
+            // Fill up, then split inserting in the middle: the left page declares the
+            // entries from the insert position on, the right page its entries.
+            let cap = BtPage(&p).capacity();
+            for i in 100..cap {
+                assert!(BtPageMut::new(&mut p).push((2 * i as i64, 0), 7));
+            }
+            let mut r = vec![0u8; 8192];
+            let (before_l, before_r) = (p.clone(), r.clone());
+            let pos = cap / 3;
+            let (mut lm, mut rm) = (BtPageMut::new(&mut p), BtPageMut::new(&mut r));
+            lm.split_insert(&mut rm, 9, pos, ((2 * pos as i64 - 1, 0), 3), true);
+            let (dl, dr) = (lm.into_delta(), rm.into_delta());
+            crate::page_delta::assert_covered(&before_l, &p, dl.ranges());
+            crate::page_delta::assert_covered(&before_r, &r, dr.ranges());
+            let at = BtPage(&p).len();
+            assert!(
+                dl.bytes() <= (cap - pos) * es + 2 + SPECIAL_SIZE + 8,
+                "left: {dl:?} (pos {pos}, at {at})"
+            );
+            assert!(
+                dr.bytes() <= PAGE_HEADER_SIZE + (cap + 1 - at) * es + SPECIAL_SIZE + 8,
+                "right: {dr:?}"
+            );
+            assert!(!dl.is_whole() && !dr.is_whole());
+        }
+        // A reused page that is not zeros: init declares it whole.
+        let mut junk = vec![9u8; 4096];
+        assert!(declared(&mut junk, |m| m.init(0, 0)).is_whole());
+    }
+
     #[test]
     fn leaf_separator_truncates_only_between_keys() {
         assert_eq!(leaf_separator((1, 9), (2, 7)), (2, 0));
@@ -789,7 +903,7 @@ mod tests {
     #[test]
     fn validate_reports_damage() {
         let mut p = new_page(8192, 0);
-        BtPageMut(&mut p).push((1, 1), 0);
+        BtPageMut::new(&mut p).push((1, 1), 0);
         p[16] = 27; // lower not on an entry boundary
         assert!(BtPage(&p).validate().unwrap_err().contains("lower"));
         let mut q = new_page(8192, 0);
@@ -798,7 +912,7 @@ mod tests {
         assert_eq!(BtPage(&q).len(), BtPage(&q).capacity());
         assert!(BtPage(&q).validate().is_err());
         let mut r = new_page(8192, 0);
-        BtPageMut(&mut r).set_flags(0); // not rightmost, but no right link
+        BtPageMut::new(&mut r).set_flags(0); // not rightmost, but no right link
         assert!(BtPage(&r).validate().unwrap_err().contains("right link"));
         assert!(BtPage(&[0u8; 4096]).validate().is_err());
     }

@@ -111,7 +111,7 @@ impl<'e> BTree<'e> {
         for (i, (buf, image)) in levels.iter_mut().enumerate() {
             if i == top {
                 let f = BtPage(image).flags();
-                BtPageMut(image).set_flags(f | ROOT);
+                BtPageMut::new(image).set_flags(f | ROOT);
             }
             tree.bulk_write(buf, image)?;
         }
@@ -139,7 +139,7 @@ impl<'e> BTree<'e> {
     fn bulk_page(&self, level: u16) -> Result<(BufferRef<'e>, Vec<u8>), IndexError> {
         let buf = self.engine.pool().extend(self.rel, ForkNumber::Main)?;
         let mut image = vec![0u8; self.engine.pool().page_size()];
-        BtPageMut(&mut image).init(level, 0);
+        BtPageMut::new(&mut image).init(level, 0);
         Ok((buf, image))
     }
 
@@ -178,16 +178,16 @@ impl<'e> BTree<'e> {
             let next = self.bulk_page(level as u16)?;
             let next_block = next.0.tag().block;
             let (done_buf, mut done) = std::mem::replace(&mut levels[level], next);
-            BtPageMut(&mut done).set_right(Some((next_block, sep)));
+            BtPageMut::new(&mut done).set_right(Some((next_block, sep)));
             self.bulk_write(&done_buf, &done)?;
             if level + 1 == levels.len() {
                 let mut parent = self.bulk_page(level as u16 + 1)?;
-                BtPageMut(&mut parent.1).push(MIN_PAIR, done_buf.tag().block);
+                BtPageMut::new(&mut parent.1).push(MIN_PAIR, done_buf.tag().block);
                 levels.push(parent);
             }
             self.bulk_add(levels, level + 1, sep, next_block, target)?;
         }
-        let pushed = BtPageMut(&mut levels[level].1).push(key, child);
+        let pushed = BtPageMut::new(&mut levels[level].1).push(key, child);
         debug_assert!(pushed);
         Ok(())
     }

@@ -143,7 +143,7 @@ impl<'e> BTree<'e> {
             root_level: 0,
         }
         .init(&mut mg);
-        BtPageMut(&mut rg).init(0, ROOT);
+        BtPageMut::new(&mut rg).init(0, ROOT);
         engine.log_pages(NO_XID, 0, &mut [(&mut mg, whole), (&mut rg, whole)])?;
         register_check(engine, rel);
         Ok(BTree {

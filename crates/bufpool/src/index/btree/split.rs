@@ -21,10 +21,13 @@
 //! meta page, and the child whose downlink it inserts): there is no intermediate state.
 //!
 //! Logging: every change is logged by [`crate::engine::Engine::log_pages`] while the pages
-//! are held, so physical redo restores the tree. Inserting or removing a leaf entry logs
-//! the exact byte ranges (the `lower` field and the shifted tail of the entry array: half
-//! a page on average, since the array is sorted and fixed-width); splits and downlink
-//! insertions log the diff of each page's before-image (`changed_ranges`).
+//! are held, so physical redo restores the tree. The byte ranges logged are the ones the
+//! page mutator ([`BtPageMut`]) declares it wrote (`page_delta`): for a leaf insert or
+//! removal the `lower` field and the shifted tail of the entry array (half a page on
+//! average, since the array is sorted and fixed-width); for a split the left page's
+//! entries from the insert position on and the right page's entries, with both special
+//! areas; for a downlink the parent's shifted tail and the child's flags. Debug builds
+//! check each declaration against a before-image of the page ([`BeforeImage`]).
 //!
 //! Locks, in this order:
 //! - The descent (`search.rs`): shared locks, one at a time, remembering the path.
@@ -48,21 +51,14 @@
 //! Pins: at most five (root split: old root, new right page, new root, meta page, and the
 //! child whose downlink goes into the old root).
 
-use std::ops::Range;
-
-use super::super::btree_page::{
-    entry_offset, BtPage, BtPageMut, Meta, Pair, INCOMPLETE_SPLIT, MIN_PAIR, ROOT,
-};
+use super::super::btree_page::{BtPage, BtPageMut, Meta, Pair, INCOMPLETE_SPLIT, MIN_PAIR, ROOT};
 use super::search::{Start, Visit};
 use super::{BTree, META_BLOCK};
 use crate::buffer::PageWriteGuard;
-use crate::engine::changed_ranges;
 use crate::index::IndexError;
+use crate::page_delta::{BeforeImage, PageDelta};
 use crate::sync::Ordering;
 use crate::types::ForkNumber;
-
-/// Byte range of the page header's `lower` field.
-const LOWER_FIELD: Range<usize> = 16..18;
 
 /// Where a writer's descent stopped.
 enum Descent {
@@ -73,29 +69,18 @@ enum Descent {
     Repair(u32),
 }
 
-/// In debug builds: panics unless `ranges` cover every byte that differs.
-#[cfg(debug_assertions)]
-fn assert_ranges_cover(before: &[u8], after: &[u8], ranges: &[Range<usize>]) {
-    // `ranges` are ascending and disjoint: every gap between them must be unchanged.
-    let mut from = 0;
-    for r in ranges
-        .iter()
-        .chain(std::iter::once(&(after.len()..after.len())))
-    {
-        assert!(
-            before[from..r.start] == after[from..r.start],
-            "bytes in {from}..{} changed but are not in the logged ranges {ranges:?}",
-            r.start
-        );
-        from = r.end;
-    }
-}
+/// A page of a change about to be logged: its guard, its before-image (debug builds only)
+/// and the ranges its mutators declared.
+type Changed<'a, 'g> = (&'a mut PageWriteGuard<'g>, BeforeImage, PageDelta);
 
-fn clear_incomplete(g: &mut PageWriteGuard<'_>) {
+/// Clears the page's INCOMPLETE_SPLIT flag; returns what it wrote.
+fn clear_incomplete(g: &mut PageWriteGuard<'_>) -> PageDelta {
     let f = BtPage(g).flags();
+    let mut p = BtPageMut::new(g);
     if f & INCOMPLETE_SPLIT != 0 {
-        BtPageMut(g).set_flags(f & !INCOMPLETE_SPLIT);
+        p.set_flags(f & !INCOMPLETE_SPLIT);
     }
+    p.into_delta()
 }
 
 impl BTree<'_> {
@@ -249,16 +234,12 @@ impl BTree<'_> {
         pos: usize,
         item: Pair,
     ) -> Result<(), IndexError> {
-        let n = BtPage(g).len();
-        #[cfg(debug_assertions)]
-        let before = g.to_vec();
-        let done = BtPageMut(g).insert(pos, item, 0);
+        let before = BeforeImage::take(g);
+        let mut p = BtPageMut::new(g);
+        let done = p.insert(pos, item, 0);
         debug_assert!(done);
-        let ranges = [LOWER_FIELD, entry_offset(0, pos)..entry_offset(0, n + 1)];
-        #[cfg(debug_assertions)]
-        assert_ranges_cover(&before, g, &ranges);
-        self.engine.log_pages(xid, 0, &mut [(g, &ranges)])?;
-        Ok(())
+        let delta = p.into_delta();
+        self.log_changes(xid, &mut [(g, before, delta)])
     }
 
     /// Removes `item` from the leaf under `g` if it is there, logging the exact ranges;
@@ -274,35 +255,39 @@ impl BTree<'_> {
         if pos >= p.len() || p.entry(pos) != item {
             return Ok(false);
         }
-        let n = p.len();
-        #[cfg(debug_assertions)]
-        let before = g.to_vec();
-        BtPageMut(g).remove(pos);
-        let ranges = [LOWER_FIELD, entry_offset(0, pos)..entry_offset(0, n)];
-        #[cfg(debug_assertions)]
-        assert_ranges_cover(&before, g, &ranges);
-        self.engine.log_pages(xid, 0, &mut [(g, &ranges)])?;
+        let before = BeforeImage::take(g);
+        let mut p = BtPageMut::new(g);
+        p.remove(pos);
+        let delta = p.into_delta();
+        self.log_changes(xid, &mut [(g, before, delta)])?;
         Ok(true)
     }
 
-    /// Logs the changes of several pages (each with its before-image) as one record.
-    fn log_changes(
-        &self,
-        xid: u32,
-        pages: &mut [(&mut PageWriteGuard<'_>, Vec<u8>)],
-    ) -> Result<(), IndexError> {
-        let ranges: Vec<Vec<Range<usize>>> = pages
-            .iter()
-            .map(|(g, before)| changed_ranges(before, g))
-            .collect();
-        let mut refs: Vec<(&mut PageWriteGuard<'_>, &[Range<usize>])> = pages
-            .iter_mut()
-            .zip(&ranges)
-            .filter(|(_, r)| !r.is_empty())
-            .map(|((g, _), r)| (&mut **g, &r[..]))
-            .collect();
-        if !refs.is_empty() {
-            self.engine.log_pages(xid, 0, &mut refs)?;
+    /// Logs the changes of several pages as one record: the ranges each page's mutators
+    /// declared (debug builds check them against the page's before-image). Pages with
+    /// nothing declared are left out; nothing at all logs nothing.
+    fn log_changes(&self, xid: u32, pages: &mut [Changed<'_, '_>]) -> Result<(), IndexError> {
+        for (g, before, delta) in pages.iter() {
+            before.assert_declared(g, delta);
+        }
+        match pages {
+            [] => {}
+            // The common case (a leaf insert or removal): no vector.
+            [(g, _, delta)] => {
+                if !delta.is_empty() {
+                    self.engine.log_pages(xid, 0, &mut [(g, delta.ranges())])?;
+                }
+            }
+            _ => {
+                let mut refs: Vec<_> = pages
+                    .iter_mut()
+                    .filter(|(_, _, d)| !d.is_empty())
+                    .map(|(g, _, d)| (&mut **g, d.ranges()))
+                    .collect();
+                if !refs.is_empty() {
+                    self.engine.log_pages(xid, 0, &mut refs)?;
+                }
+            }
         }
         Ok(())
     }
@@ -332,14 +317,15 @@ impl BTree<'_> {
         let mut g = g;
         let mut child = child;
         let mut rg = rbuf.write();
-        let before_g = g.to_vec();
-        let before_r = rg.to_vec();
-        let before_c = child.as_ref().map(|c| c.to_vec());
-        let sep = BtPageMut(&mut g).split_insert(&mut BtPageMut(&mut rg), rblock, pos, item, true);
-        let mut pages = vec![(&mut g, before_g), (&mut rg, before_r)];
-        if let (Some(c), Some(before)) = (child.as_mut(), before_c) {
-            clear_incomplete(c);
-            pages.push((c, before));
+        let (before_g, before_r) = (BeforeImage::take(&g), BeforeImage::take(&rg));
+        let (mut left, mut right) = (BtPageMut::new(&mut g), BtPageMut::new(&mut rg));
+        let sep = left.split_insert(&mut right, rblock, pos, item, true);
+        let (delta_g, delta_r) = (left.into_delta(), right.into_delta());
+        let mut pages = vec![(&mut g, before_g, delta_g), (&mut rg, before_r, delta_r)];
+        if let Some(c) = child.as_mut() {
+            let before = BeforeImage::take(c);
+            let delta = clear_incomplete(c);
+            pages.push((c, before, delta));
         }
         self.log_changes(xid, &mut pages)?;
         drop(pages);
@@ -384,33 +370,39 @@ impl BTree<'_> {
         nbuf = pool.extend(self.rel, ForkNumber::Main)?;
         let nblock = nbuf.tag().block;
         let mut ng = nbuf.write();
-        let before_g = g.to_vec();
-        let before_r = rg.to_vec();
-        let before_n = ng.to_vec();
-        let before_m = mg.to_vec();
-        let before_c = child.as_ref().map(|c| c.to_vec());
-        let sep = BtPageMut(&mut g).split_insert(&mut BtPageMut(&mut rg), rblock, pos, item, false);
-        {
-            let mut n = BtPageMut(&mut ng);
+        let before_g = BeforeImage::take(&g);
+        let before_r = BeforeImage::take(&rg);
+        let before_n = BeforeImage::take(&ng);
+        let before_m = BeforeImage::take(&mg);
+        let (mut left, mut right) = (BtPageMut::new(&mut g), BtPageMut::new(&mut rg));
+        let sep = left.split_insert(&mut right, rblock, pos, item, false);
+        let (delta_g, delta_r) = (left.into_delta(), right.into_delta());
+        let delta_n = {
+            let mut n = BtPageMut::new(&mut ng);
             n.init(level + 1, ROOT);
             n.push(MIN_PAIR, block);
             n.push(sep, rblock);
-        }
-        Meta {
-            root: nblock,
-            root_level: meta.root_level + 1,
-            ..meta
-        }
-        .write(&mut mg);
+            n.into_delta()
+        };
+        let mut delta_m = PageDelta::new(mg.len());
+        delta_m.touch(
+            Meta {
+                root: nblock,
+                root_level: meta.root_level + 1,
+                ..meta
+            }
+            .write(&mut mg),
+        );
         let mut pages = vec![
-            (&mut g, before_g),
-            (&mut rg, before_r),
-            (&mut ng, before_n),
-            (&mut mg, before_m),
+            (&mut g, before_g, delta_g),
+            (&mut rg, before_r, delta_r),
+            (&mut ng, before_n, delta_n),
+            (&mut mg, before_m, delta_m),
         ];
-        if let (Some(c), Some(before)) = (child.as_mut(), before_c) {
-            clear_incomplete(c);
-            pages.push((c, before));
+        if let Some(c) = child.as_mut() {
+            let before = BeforeImage::take(c);
+            let delta = clear_incomplete(c);
+            pages.push((c, before, delta));
         }
         self.log_changes(xid, &mut pages)?;
         self.root.store(nblock, Ordering::Release);
@@ -464,19 +456,26 @@ impl BTree<'_> {
                 )));
             }
             // Already there: only the flag is left to clear.
-            let before = child.to_vec();
-            clear_incomplete(&mut child);
-            return self.log_changes(xid, &mut [(&mut child, before)]);
+            let before = BeforeImage::take(&child);
+            let delta = clear_incomplete(&mut child);
+            return self.log_changes(xid, &mut [(&mut child, before, delta)]);
         }
         if p.is_full() {
             return self.split(xid, stack, pg, pos, (sep, right), Some(child));
         }
-        let before_p = pg.to_vec();
-        let before_c = child.to_vec();
-        let done = BtPageMut(&mut pg).insert(pos, sep, right);
+        let (before_p, before_c) = (BeforeImage::take(&pg), BeforeImage::take(&child));
+        let mut p = BtPageMut::new(&mut pg);
+        let done = p.insert(pos, sep, right);
         debug_assert!(done);
-        clear_incomplete(&mut child);
-        self.log_changes(xid, &mut [(&mut pg, before_p), (&mut child, before_c)])
+        let delta_p = p.into_delta();
+        let delta_c = clear_incomplete(&mut child);
+        self.log_changes(
+            xid,
+            &mut [
+                (&mut pg, before_p, delta_p),
+                (&mut child, before_c, delta_c),
+            ],
+        )
     }
 
     /// Finishes the split of internal page `block` if it is still marked incomplete.

@@ -51,6 +51,7 @@ use super::heap_page::{
 use crate::buffer::PageWriteGuard;
 use crate::config::ConfigError;
 use crate::engine::Engine;
+use crate::page_delta::BeforeImage;
 use crate::sync::{AtomicU32, Ordering};
 use crate::table::HeapError;
 use crate::txn::{Snapshot, Xid, FROZEN_XID, INVALID_XID};
@@ -189,18 +190,23 @@ impl<'e> Heap<'e> {
         self.engine.pool().page_size() * (100 - self.fillfactor as usize) / 100
     }
 
-    /// Applies `change` to a page under its write guard and logs what changed.
+    /// Applies `change` to a page under its write guard and logs the byte ranges it
+    /// declares it wrote (see `page_delta`): no copy of the page, no diff. Nothing is logged
+    /// if it wrote nothing. Debug builds keep the page's before-image and check that every
+    /// changed byte was declared.
     fn change_logged<R>(
         &self,
         xid: Xid,
         g: &mut PageWriteGuard<'_>,
         change: impl FnOnce(&mut HeapPageMut<'_>) -> R,
     ) -> Result<R, HeapError> {
-        let before = g.to_vec();
-        let r = change(&mut HeapPageMut(g));
-        let ranges = crate::engine::changed_ranges(&before, g);
-        if !ranges.is_empty() {
-            self.engine.log_pages(xid, 0, &mut [(g, &ranges)])?;
+        let before = BeforeImage::take(g);
+        let mut p = HeapPageMut::new(g);
+        let r = change(&mut p);
+        let delta = p.into_delta();
+        before.assert_declared(g, &delta);
+        if !delta.is_empty() {
+            self.engine.log_pages(xid, 0, &mut [(g, delta.ranges())])?;
         }
         Ok(r)
     }
@@ -281,7 +287,7 @@ impl<'e> Heap<'e> {
             let block = buf.tag().block;
             let mut g = buf.write();
             {
-                let mut p = HeapPageMut(&mut g);
+                let mut p = HeapPageMut::new(&mut g);
                 p.init_if_new();
                 while let Some(row) = rows.peek() {
                     let data = row.as_ref();
@@ -454,7 +460,7 @@ mod tests {
     /// `headers[i]` and 8 data bytes.
     pub(super) fn page(headers: &[TupleHeader]) -> Vec<u8> {
         let mut buf = vec![0u8; 8192];
-        let mut p = HeapPageMut(&mut buf);
+        let mut p = HeapPageMut::new(&mut buf);
         for h in headers {
             let slot = p.insert(BLOCK, h.xmin, &[1; 8]).expect("fits");
             p.set_header(slot, h);
@@ -509,9 +515,9 @@ mod tests {
         assert_eq!(at(&buf, 1), Some((1, 10, false)));
         assert_eq!(at(&buf, 2), Some((2, 11, false)));
         assert_eq!(at(&buf, 3), None);
-        HeapPageMut(&mut buf).set_item_state(1, ItemId::Redirect { to: 2 });
+        HeapPageMut::new(&mut buf).set_item_state(1, ItemId::Redirect { to: 2 });
         assert_eq!(at(&buf, 1), Some((2, 11, true)));
-        HeapPageMut(&mut buf).set_item_state(1, ItemId::Dead);
+        HeapPageMut::new(&mut buf).set_item_state(1, ItemId::Dead);
         assert_eq!(at(&buf, 1), None);
     }
 }

@@ -284,7 +284,7 @@ mod tests {
     }
 
     fn apply(buf: &mut [u8], plan: &Plan) {
-        let mut p = HeapPageMut(buf);
+        let mut p = HeapPageMut::new(buf);
         for &m in &plan.shrink {
             p.shrink_to_header(m);
         }

@@ -188,7 +188,7 @@ impl Heap<'_> {
             };
             if applies && h.infomask & bits != bits {
                 h.infomask |= bits;
-                HeapPageMut(g).set_header(slot, &h);
+                HeapPageMut::new(g).set_header(slot, &h);
                 any = true;
             }
         }
