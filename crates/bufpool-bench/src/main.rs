@@ -470,6 +470,8 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 command,
                 duration: std::time::Duration::from_millis(if debug { 200 } else { 1500 }),
                 redo_bytes: if debug { 4 << 20 } else { 128 << 20 },
+                tpcb_seconds: if debug { 2 } else { 10 },
+                tpcb_scale: if debug { 1 } else { 10 },
             };
             experiments::wal::run(&opts).context("experiment wal")?
         }

@@ -121,7 +121,7 @@ struct Run {
     cpu_us_per_txn: f64,
 }
 
-fn bench_args(
+pub(crate) fn bench_args(
     dir: &Path,
     clients: u32,
     seconds: u64,
