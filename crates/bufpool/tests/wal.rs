@@ -144,11 +144,28 @@ fn checkpoint_moves_redo_and_releases_old_segments() {
 fn checkpoints_keep_at_most_recycle_segments_and_count_segment_files() {
     let vfs = MemVfs::new();
     let e = open_recycling(&vfs);
-    let settled = |e: &Engine| {
-        e.wal().prepare_ahead().unwrap();
-        e.wal().segment_numbers().unwrap()
-    };
+    // The WAL writer's own preparations would race the test's reads of the directory and
+    // the counts (a segment the leader entered wakes it): stop it, so that the test
+    // thread's `prepare_ahead` and the flush leader are the only makers.
+    e.wal().stop_background();
     let c = |e: &Engine| e.wal().segment_counts();
+    // The WAL writer may start another preparation as soon as ours returns (a rename is
+    // visible before its count): read the directory, the counts and the directory again
+    // until they agree, so the list and the counts describe the same moment.
+    let settled_with_counts = |e: &Engine| {
+        for _ in 0..10_000 {
+            e.wal().prepare_ahead().unwrap();
+            let list = e.wal().segment_numbers().unwrap();
+            let counts = c(e);
+            if e.wal().segment_numbers().unwrap() == list
+                && list.len() as u64 == counts.added - counts.removed
+            {
+                return (list, counts);
+            }
+        }
+        panic!("the segment files never settled");
+    };
+    let settled = |e: &Engine| settled_with_counts(e).0;
     create_pages(&e, 8);
     for i in 0..200u64 {
         set(&e, (i % 8) as u32, i);
@@ -168,8 +185,7 @@ fn checkpoints_keep_at_most_recycle_segments_and_count_segment_files() {
     let redo_seg = e.wal().redo().0 / e.wal().segment_size();
     let released: Vec<u64> = first.iter().copied().filter(|&s| s < redo_seg).collect();
     let keep = released.len().min(DEFAULT_RECYCLE_SEGMENTS);
-    let after = settled(&e);
-    let at_checkpoint = c(&e);
+    let (after, at_checkpoint) = settled_with_counts(&e);
     // Kept = still waiting under their old names + already renamed ahead of need.
     let waiting: Vec<u64> = after.iter().copied().filter(|&s| s < redo_seg).collect();
     assert_eq!(
@@ -191,10 +207,9 @@ fn checkpoints_keep_at_most_recycle_segments_and_count_segment_files() {
     for i in 0..200u64 {
         set(&e, (i % 8) as u32, 1000 + i);
     }
-    let later = settled(&e);
+    let (later, now) = settled_with_counts(&e);
     let new_segments = later.iter().filter(|s| !after.contains(s)).count();
     assert!(new_segments > keep, "{later:?}");
-    let now = c(&e);
     assert_eq!(now.recycled, keep as u64, "every kept segment reused");
     assert_eq!(
         now.added - at_checkpoint.added,

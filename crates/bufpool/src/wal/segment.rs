@@ -29,8 +29,9 @@ use super::{SegmentCounts, WalError};
 use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 use crate::vfs::{IoAt, IoError, OpenOptions, Vfs, VfsFile};
 
-/// Zero-fill chunk when creating a segment.
-const FILL_CHUNK: usize = 1 << 20;
+/// Zero-fill chunk when creating a segment; each chunk is made durable before the next
+/// is written (see [`Segments::fill`]).
+const FILL_CHUNK: usize = 256 << 10;
 
 /// Whether and for whom [`Segments::file`] makes a missing segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,7 +231,13 @@ impl Segments {
         Ok(())
     }
 
-    /// Writes a zero-filled, fsynced file of the segment size at `tmp`.
+    /// Writes a zero-filled, fsynced file of the segment size at `tmp`, a chunk at a time,
+    /// each chunk synced before the next is written. One sync of the whole file at the end
+    /// hands the device 16 MiB at once, and every commit's fdatasync queues behind it:
+    /// measured with one TPC-B client, synchronous commit, no checkpoint, a segment made
+    /// about once a second, the per-second maximum latency was 27-40 ms with 16 MiB
+    /// segments and 10-12 ms with 4 MiB ones (the device's own fdatasync: 3 ms). Chunked,
+    /// a commit waits behind at most one chunk.
     fn fill(&self, tmp: &Path) -> Result<(), WalError> {
         let f = self
             .vfs
@@ -253,6 +260,9 @@ impl Segments {
                 )));
             }
             off += n as u64;
+            if off < self.size {
+                f.sync_data().map_err(io("fsync of", tmp))?;
+            }
         }
         f.sync_all().map_err(io("fsync of", tmp))
     }
