@@ -346,7 +346,7 @@ impl<'a> BtPage<'a> {
 }
 
 /// Write access to a tree page (the caller holds the exclusive content lock). Every write
-/// goes through [`BtPageMut::put`] or [`BtPageMut::touched`], which declare the bytes in
+/// goes through its private `put` or `touched`, which declare the bytes in
 /// the page's [`PageDelta`]; [`BtPageMut::into_delta`] hands the declaration to the logging
 /// code (`split.rs`), which logs exactly those ranges.
 pub struct BtPageMut<'a> {

@@ -253,7 +253,7 @@ impl<'a> HeapPage<'a> {
 }
 
 /// Write access to a heap page (the caller holds the exclusive content lock). Every write
-/// goes through [`HeapPageMut::put`] or [`HeapPageMut::bytes_mut`], which declare the bytes
+/// goes through its private `put` or `bytes_mut`, which declare the bytes
 /// in the page's [`PageDelta`]; [`HeapPageMut::into_delta`] hands the declaration to the
 /// logging code (`Heap::change_logged`), which logs exactly those ranges.
 pub struct HeapPageMut<'a> {

@@ -276,6 +276,11 @@ impl BTree<'_> {
             [(g, _, delta)] => {
                 if !delta.is_empty() {
                     self.engine.log_pages(xid, 0, &mut [(g, delta.ranges())])?;
+                } else {
+                    // Opened for writing, so dirty, yet unchanged: made safe as a hint
+                    // (an image if first since the checkpoint), or a torn write of it
+                    // could not be repaired.
+                    self.engine.log_hint(g)?;
                 }
             }
             _ => {
@@ -286,6 +291,11 @@ impl BTree<'_> {
                     .collect();
                 if !refs.is_empty() {
                     self.engine.log_pages(xid, 0, &mut refs)?;
+                }
+                for (g, _, d) in pages.iter_mut() {
+                    if d.is_empty() {
+                        self.engine.log_hint(g)?;
+                    }
                 }
             }
         }

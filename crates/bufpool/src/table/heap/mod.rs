@@ -207,6 +207,11 @@ impl<'e> Heap<'e> {
         before.assert_declared(g, &delta);
         if !delta.is_empty() {
             self.engine.log_pages(xid, 0, &mut [(g, delta.ranges())])?;
+        } else {
+            // Nothing changed, but the page was opened for writing and is now dirty (a
+            // pruning plan that restates a redirect): written without an image since the
+            // checkpoint, a torn write of it could not be repaired. Treat it as a hint.
+            self.engine.log_hint(g)?;
         }
         Ok(r)
     }

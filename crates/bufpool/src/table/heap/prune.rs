@@ -247,14 +247,15 @@ impl Heap<'_> {
     ) -> Result<u64, HeapError> {
         let block = g.tag().block;
         // What the commit log tells pruning is set as hint bits (on the versions that stay,
-        // so later visits of the page need no lookup), logged with the pruning's record.
+        // so later visits of the page need no lookup), made safe to write by themselves
+        // (`log_hint`): a plan may change no byte (it restates a redirect), and then no
+        // record follows that would image the page; a hinted page written without an
+        // image since the checkpoint cannot be repaired if the write tears.
         let mut hints = Hints::new();
         let mut dead = |slot: u16, h: &TupleHeader| self.dead_to_all(slot, h, horizon, &mut hints);
         let plan = Plan::make(HeapPage(g), block, vacuum, &mut dead)?;
-        if plan.items.is_empty() && plan.shrink.is_empty() {
-            self.set_hints_locked(g, &mut hints)?;
-        } else {
-            self.apply_hints(g, &mut hints);
+        self.set_hints_locked(g, &mut hints)?;
+        if !plan.items.is_empty() || !plan.shrink.is_empty() {
             self.change_logged(FROZEN_XID, g, |p| {
                 for &m in &plan.shrink {
                     p.shrink_to_header(m);

@@ -28,7 +28,8 @@
 //! target only with a try-lock (skipping busy pages), or a newly extended page (nobody else
 //! can hold the lock of a page that did not exist a moment ago), so this cannot deadlock;
 //! free-space-map pages come after heap pages. Pruning a full page happens under the lock
-//! the walk already holds. Chain compression takes one page lock, none held.
+//! the walk already holds. Chain compression takes one page lock at a time, none held (the
+//! page whose link it shortens, then the first page the link now skips, to prune it).
 
 use super::{resolve, Heap, Hints, Tid};
 use crate::buffer::PageWriteGuard;
@@ -152,6 +153,16 @@ impl Heap<'_> {
         h.ctid_slot = tn.slot;
         h.infomask |= XMAX_COMMITTED;
         self.change_logged(FROZEN_XID, &mut g, |p| p.set_header(src.slot, &h))?;
+        drop(g);
+        // The first page the link now skips: no walk of this row visits it again, and once
+        // every row whose chain passed through it has moved on, no walk at all. Prune it
+        // now if it is nearly full, or its dead versions stay there for good (the leak of
+        // hot tables under asynchronous commit, where rows move fastest).
+        if t1.block != src.block && t1.block != tn.block {
+            let skipped = self.engine.pool().read(self.tag(t1.block))?;
+            let mut sg = skipped.write();
+            self.prune_if_full(&mut sg)?;
+        }
         Ok(())
     }
 

@@ -172,10 +172,10 @@ impl Heap<'_> {
         Ok(())
     }
 
-    /// Sets `hints` on the page under `g` without making the change safe to write: only
-    /// for a caller that logs a change of the same page before releasing the lock (the
-    /// record's image or LSN then covers the hints too). Returns whether a bit changed.
-    pub(super) fn apply_hints(&self, g: &mut PageWriteGuard<'_>, hints: &mut Hints) -> bool {
+    /// The bits of [`Heap::set_hints_locked`], without making the change safe to write
+    /// (never call it alone: a hinted page written with no image since the checkpoint
+    /// cannot be repaired if the write tears). Returns whether a bit changed.
+    fn apply_hints(&self, g: &mut PageWriteGuard<'_>, hints: &mut Hints) -> bool {
         let mut any = false;
         for &(slot, xid, bits) in hints.iter() {
             let Some((mut h, _)) = HeapPage(g).tuple(slot) else {
