@@ -394,6 +394,39 @@ pub struct BenchArgs {
     pub batch_rows: Option<u64>,
 }
 
+impl BenchArgs {
+    /// A plain TPC-B run of `clients` clients (one thread) for `seconds` on `dir` with
+    /// knobs `sets`: no rate, log, progress or label. Callers change what they need with
+    /// struct update syntax.
+    pub fn tpcb(dir: &Path, clients: u32, seconds: u64, sets: Vec<(String, String)>) -> Self {
+        BenchArgs {
+            dir: dir.to_path_buf(),
+            protocol: QueryMode::Simple,
+            clients,
+            threads: 1,
+            time: Some(seconds),
+            transactions: None,
+            rate: None,
+            latency_limit: None,
+            progress: None,
+            log: false,
+            aggregate_interval: None,
+            log_prefix: "pgbench_log".into(),
+            mode: Mode::TpcbLike,
+            seed: 0x5eed,
+            sets,
+            json: false,
+            label: None,
+            out: None,
+            abort_fraction: 0.0,
+            ack_log: None,
+            rate_profile: None,
+            batch_every: None,
+            batch_rows: None,
+        }
+    }
+}
+
 pub(crate) fn install_ctrl_c() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
@@ -731,29 +764,8 @@ pub fn main_job(seconds: u64) -> Result<()> {
         eprintln!("main job: using the database in {}", dir.display());
     }
     let args = BenchArgs {
-        protocol: QueryMode::Simple,
-        dir: dir.clone(),
-        clients: 4,
-        threads: 1,
-        time: Some(seconds),
-        transactions: None,
-        rate: None,
-        latency_limit: None,
         progress: Some(5),
-        log: false,
-        aggregate_interval: None,
-        log_prefix: "pgbench_log".into(),
-        mode: Mode::TpcbLike,
-        seed: 0x5eed,
-        sets: sets.clone(),
-        json: false,
-        label: None,
-        out: None,
-        abort_fraction: 0.0,
-        ack_log: None,
-        rate_profile: None,
-        batch_every: None,
-        batch_rows: None,
+        ..BenchArgs::tpcb(&dir, 4, seconds, sets.clone())
     };
     eprintln!(
         "main job: pgbench -c 4 -T {seconds} (Ctrl-C stops early and keeps what was measured)"

@@ -33,8 +33,8 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use super::{layout, progress, Goal, Ratio, Report, RunInfo};
-use crate::commands::{run_bench, BenchArgs, QueryMode};
-use crate::tpcb::run::{Mode, RunOutcome};
+use crate::commands::{run_bench, BenchArgs};
+use crate::tpcb::run::RunOutcome;
 use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId, Vfs};
 
 /// What `bufpool experiment bgwriter` was asked to do.
@@ -259,29 +259,8 @@ fn bench_args(
     label: &str,
 ) -> BenchArgs {
     BenchArgs {
-        dir: dir.to_path_buf(),
-        protocol: QueryMode::Simple,
-        clients: o.clients,
-        threads: 1,
-        time: Some(o.seconds),
-        transactions: None,
-        rate: None,
-        latency_limit: None,
-        progress: None,
-        log: false,
-        aggregate_interval: None,
-        log_prefix: "pgbench_log".into(),
-        mode: Mode::TpcbLike,
-        seed: 0x5eed,
-        sets,
-        json: false,
         label: Some(label.to_string()),
-        out: None,
-        abort_fraction: 0.0,
-        ack_log: None,
-        rate_profile: None,
-        batch_every: None,
-        batch_rows: None,
+        ..BenchArgs::tpcb(dir, o.clients, o.seconds, sets)
     }
 }
 

@@ -45,9 +45,8 @@ use serde_json::json;
 
 use super::bgwriter::{dir_bytes, SlowDevice};
 use super::{layout, progress, Goal, Ratio, Report, RunInfo};
-use crate::commands::{load_config, run_bench, BenchArgs, QueryMode};
+use crate::commands::{load_config, run_bench, BenchArgs};
 use crate::report::model::RunResult;
-use crate::tpcb::run::Mode;
 use crate::tpcb::{Db, ACCOUNTS_PER_SCALE};
 use bufpool::{Engine, RealVfs, Vfs};
 
@@ -387,30 +386,11 @@ fn bench_args(
     label: &str,
 ) -> BenchArgs {
     BenchArgs {
-        dir: dir.to_path_buf(),
-        protocol: QueryMode::Simple,
-        clients: o.clients,
-        threads: 1,
-        time: Some(o.seconds),
-        transactions: None,
-        rate: None,
-        latency_limit: None,
-        progress: None,
         // The per-transaction log, into the run's own directory (an absolute prefix).
         log: true,
-        aggregate_interval: None,
         log_prefix: dir.join("txlog").to_string_lossy().into_owned(),
-        mode: Mode::TpcbLike,
-        seed: 0x5eed,
-        sets,
-        json: false,
         label: Some(label.to_string()),
-        out: None,
-        abort_fraction: 0.0,
-        ack_log: None,
-        rate_profile: None,
-        batch_every: None,
-        batch_rows: None,
+        ..BenchArgs::tpcb(dir, o.clients, o.seconds, sets)
     }
 }
 

@@ -36,9 +36,8 @@ use serde_json::json;
 
 use super::checkpoint::{copy_db, remove_db};
 use super::{layout, progress, Goal, Ratio, Report, RunInfo};
-use crate::commands::{run_bench, BenchArgs, QueryMode};
+use crate::commands::{run_bench, BenchArgs};
 use crate::report::model::RunResult;
-use crate::tpcb::run::Mode;
 
 /// What `bufpool experiment tpcb` was asked to do.
 #[derive(Debug, Clone)]
@@ -129,29 +128,9 @@ pub(crate) fn bench_args(
     label: &str,
 ) -> BenchArgs {
     BenchArgs {
-        dir: dir.to_path_buf(),
-        protocol: QueryMode::Simple,
-        clients,
         threads: if clients >= 2 { 2 } else { 1 },
-        time: Some(seconds),
-        transactions: None,
-        rate: None,
-        latency_limit: None,
-        progress: None,
-        log: false,
-        aggregate_interval: None,
-        log_prefix: "pgbench_log".into(),
-        mode: Mode::TpcbLike,
-        seed: 0x5eed,
-        sets,
-        json: false,
         label: Some(label.to_string()),
-        out: None,
-        abort_fraction: 0.0,
-        ack_log: None,
-        rate_profile: None,
-        batch_every: None,
-        batch_rows: None,
+        ..BenchArgs::tpcb(dir, clients, seconds, sets)
     }
 }
 
