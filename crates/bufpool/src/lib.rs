@@ -61,6 +61,7 @@ pub mod index;
 pub mod options;
 pub mod page;
 pub mod page_delta;
+pub mod scan;
 pub mod slru;
 pub mod smgr;
 pub mod stats;

@@ -44,6 +44,7 @@ mod guard;
 mod io_wait;
 mod mapping;
 mod options;
+pub mod ring;
 pub(crate) mod state;
 mod victim_queue;
 
@@ -64,6 +65,7 @@ pub use options::{
     MAX_BGWRITER_LRU_MAXPAGES, MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS,
     MAX_MAPPING_PARTITIONS, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
+pub use ring::{Ring, RingKind};
 
 use std::cell::Cell;
 use std::path::Path;
@@ -305,14 +307,30 @@ impl BufferPool {
             }
             d.unpin();
         }
-        self.load(tag, hash, context, Fill::Read)
+        self.load(tag, hash, context, Fill::Read, None)
+    }
+
+    /// Reads a page like [`BufferPool::read`], for an operation with its own `ring`
+    /// (counted under the ring's I/O context); `None` is a plain read.
+    pub fn read_with(
+        &self,
+        tag: BufferTag,
+        ring: Option<&mut Ring>,
+    ) -> BufferResult<BufferRef<'_>> {
+        match ring {
+            None => self.read(tag),
+            Some(ring) => {
+                let context = ring.kind().context();
+                self.load(tag, tag.hash64(), context, Fill::Read, Some(ring))
+            }
+        }
     }
 
     /// The page `tag` without reading it from storage: the buffer if it is in the pool,
     /// else a zeroed frame (PostgreSQL's RBM_ZERO). For callers about to overwrite the whole
     /// page, such as recovery restoring a full-page image over a possibly torn page.
     pub fn read_zeroed(&self, tag: BufferTag) -> BufferResult<BufferRef<'_>> {
-        self.load(tag, tag.hash64(), IoContext::Normal, Fill::Zero)
+        self.load(tag, tag.hash64(), IoContext::Normal, Fill::Zero, None)
     }
 
     /// Adds a zeroed page at the end of a relation fork and returns it pinned; its block
@@ -331,7 +349,24 @@ impl BufferPool {
         let zero = AlignedBuf::zeroed(self.page_size);
         let block = self.smgr.extend(rel, fork, &[zero.as_slice()], context)?;
         let tag = BufferTag::new(rel, fork, block);
-        self.load(tag, tag.hash64(), context, Fill::Zero)
+        self.load(tag, tag.hash64(), context, Fill::Zero, None)
+    }
+
+    /// [`BufferPool::extend`] for an operation with its own `ring` (a bulk load).
+    pub fn extend_with(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        ring: Option<&mut Ring>,
+    ) -> BufferResult<BufferRef<'_>> {
+        let Some(ring) = ring else {
+            return self.extend(rel, fork);
+        };
+        let context = ring.kind().context();
+        let zero = AlignedBuf::zeroed(self.page_size);
+        let block = self.smgr.extend(rel, fork, &[zero.as_slice()], context)?;
+        let tag = BufferTag::new(rel, fork, block);
+        self.load(tag, tag.hash64(), context, Fill::Zero, Some(ring))
     }
 
     /// Miss path: find or load `tag`, returning it pinned.
@@ -341,6 +376,7 @@ impl BufferPool {
         hash: u64,
         context: IoContext,
         fill: Fill,
+        mut ring: Option<&mut Ring>,
     ) -> BufferResult<BufferRef<'_>> {
         let partition = self.mapping.partition_of(hash);
         loop {
@@ -352,10 +388,12 @@ impl BufferPool {
                     return self.finish_load(id, tag, context, fill);
                 }
             }
-            let (victim, vstate) = self.take_victim().map_err(|_| BufferError::AllPinned {
-                nbuffers: self.descs.len(),
-                tag,
-            })?;
+            let (victim, vstate) =
+                self.victim_for(ring.as_deref_mut())
+                    .map_err(|_| BufferError::AllPinned {
+                        nbuffers: self.descs.len(),
+                        tag,
+                    })?;
             let vd = &self.descs[victim as usize];
             if vstate & DIRTY != 0 {
                 if !vd.content_lock.try_lock_shared() {
