@@ -23,11 +23,13 @@ use crate::buffer::{
     MAX_MAPPING_PARTITIONS, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
 use crate::page::{DEFAULT_PAGE_SIZE, PAGE_SIZES};
+use crate::scan::ScanOptions;
 use crate::smgr::SmgrOptions;
 use crate::wal::{SyncMethod, WalOptions, DEFAULT_PREPARE_SEGMENTS};
 
 pub use crate::buffer::{BgwriterStrategy, HugePages, DEFAULT_MAPPING_PARTITIONS};
 pub use crate::options::{format_size, parse_bool, parse_ms, parse_size, ConfigError};
+pub use crate::scan::SeqscanStrategy;
 
 /// Size of the buffer pool: in bytes, or as a number of buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -660,7 +662,68 @@ pub static KNOBS: &[Knob] = &[
             |c| Value::Int(c.bgwriter_flush_after),
         )
     },
+    row(
+        "synchronize_seqscans",
+        Unit::Bool,
+        "on",
+        "a large sequential scan starts where another scan of the table is or ended",
+        |c, v| c.synchronize_seqscans = flag(v),
+        |c| Value::Bool(c.synchronize_seqscans),
+    ),
+    Knob {
+        words: &["quarter", "seed003"],
+        ..row(
+            "seqscan_strategy",
+            Unit::Enum,
+            "quarter",
+            "when a scan uses a ring and a synchronized start: quarter (above 1/4 of the \
+             pool), seed003 (the two thresholds below)",
+            |c, v| c.seqscan_strategy = SEQSCAN_STRATEGIES[word(v)],
+            |c| Value::Word(c.seqscan_strategy as usize),
+        )
+    },
+    Knob {
+        min: 0,
+        max: MAX_SEQSCAN_THRESHOLD_THOUSANDTHS,
+        ..row(
+            "seqscan_sync_threshold",
+            Unit::Decimal,
+            "0.1",
+            "seed003 rule: tables of at least this many pools start at the synchronized \
+             position",
+            |c, v| c.seqscan_sync_threshold_thousandths = int(v),
+            |c| Value::Int(c.seqscan_sync_threshold_thousandths),
+        )
+    },
+    Knob {
+        min: 0,
+        max: MAX_SEQSCAN_THRESHOLD_THOUSANDTHS,
+        ..row(
+            "seqscan_ring_threshold",
+            Unit::Decimal,
+            "5.0",
+            "seed003 rule: tables of at least this many pools are read through a ring",
+            |c, v| c.seqscan_ring_threshold_thousandths = int(v),
+            |c| Value::Int(c.seqscan_ring_threshold_thousandths),
+        )
+    },
+    row(
+        "seqscan_cache_trail",
+        Unit::Bool,
+        "off",
+        "a synchronized scan that keeps its pages first reads backwards over the pages \
+         still cached (seed 003's 3A)",
+        |c, v| c.seqscan_cache_trail = flag(v),
+        |c| Value::Bool(c.seqscan_cache_trail),
+    ),
 ];
+
+/// The `seqscan_strategy` words, in table order.
+const SEQSCAN_STRATEGIES: [SeqscanStrategy; 2] =
+    [SeqscanStrategy::Quarter, SeqscanStrategy::Seed003];
+
+/// Largest `seqscan_sync_threshold` / `seqscan_ring_threshold`: 1000 pools.
+pub const MAX_SEQSCAN_THRESHOLD_THOUSANDTHS: u64 = 1_000_000;
 
 /// The row of the knob called `name`.
 pub fn knob(name: &str) -> Option<&'static Knob> {
@@ -864,6 +927,13 @@ pub struct Config {
     pub bgwriter_lru_multiplier_thousandths: u32,
     /// Bytes; 0 disables the writeback hints.
     pub bgwriter_flush_after: u64,
+    pub synchronize_seqscans: bool,
+    pub seqscan_strategy: SeqscanStrategy,
+    /// seqscan_sync_threshold in thousandths of the pool.
+    pub seqscan_sync_threshold_thousandths: u64,
+    /// seqscan_ring_threshold in thousandths of the pool.
+    pub seqscan_ring_threshold_thousandths: u64,
+    pub seqscan_cache_trail: bool,
 }
 
 impl Default for Config {
@@ -903,6 +973,11 @@ impl Default for Config {
             transaction_buffers: None,
             bgwriter_lru_multiplier_thousandths: DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
             bgwriter_flush_after: DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
+            synchronize_seqscans: true,
+            seqscan_strategy: SeqscanStrategy::Quarter,
+            seqscan_sync_threshold_thousandths: 100,
+            seqscan_ring_threshold_thousandths: 5_000,
+            seqscan_cache_trail: false,
         };
         for k in KNOBS {
             let v = k.parse(k.default).expect("a knob's default parses");
@@ -1065,6 +1140,17 @@ impl Config {
         f64::from(self.bgwriter_lru_multiplier_thousandths) / 1000.0
     }
 
+    /// The sequential-scan knobs (see [`crate::scan::plan`]).
+    pub fn scan_options(&self) -> ScanOptions {
+        ScanOptions {
+            strategy: self.seqscan_strategy,
+            synchronize: self.synchronize_seqscans,
+            sync_threshold_thousandths: self.seqscan_sync_threshold_thousandths,
+            ring_threshold_thousandths: self.seqscan_ring_threshold_thousandths,
+            cache_trail: self.seqscan_cache_trail,
+        }
+    }
+
     /// Commit-log pages for a pool of `nbuffers` buffers: the knob, or automatically
     /// shared_buffers / 512 within [`AUTO_TRANSACTION_BUFFERS`]. PostgreSQL 17's automatic
     /// value has a floor of 16 pages; ours is 128 (1 MiB of 8 KiB pages, four million
@@ -1199,6 +1285,17 @@ impl ConfigBuilder {
         };
         /// Bytes; 0 disables the writeback hints.
         bgwriter_flush_after: u64 => |c, v| c.bgwriter_flush_after = v;
+        synchronize_seqscans: bool => |c, v| c.synchronize_seqscans = v;
+        seqscan_strategy: SeqscanStrategy => |c, v| c.seqscan_strategy = v;
+        /// In pools, rounded to thousandths.
+        seqscan_sync_threshold: f64 => |c, v| {
+            c.seqscan_sync_threshold_thousandths = (v * 1000.0).round().clamp(0.0, u64::MAX as f64) as u64
+        };
+        /// In pools, rounded to thousandths.
+        seqscan_ring_threshold: f64 => |c, v| {
+            c.seqscan_ring_threshold_thousandths = (v * 1000.0).round().clamp(0.0, u64::MAX as f64) as u64
+        };
+        seqscan_cache_trail: bool => |c, v| c.seqscan_cache_trail = v;
     }
 
     /// The config, if every knob is valid; else the first bad one.
@@ -1331,6 +1428,12 @@ mod tests {
             ("bgwriter_lru_multiplier", "1.2345"),
             ("bgwriter_lru_multiplier", "two"),
             ("bgwriter_flush_after", "3MB"),
+            ("synchronize_seqscans", "sometimes"),
+            ("seqscan_strategy", "half"),
+            ("seqscan_sync_threshold", "-0.1"),
+            ("seqscan_sync_threshold", "1000.001"),
+            ("seqscan_ring_threshold", "five"),
+            ("seqscan_cache_trail", "2"),
             ("checkpointer", "maybe"),
             ("checkpoint_completion_target", "1.1"),
             ("checkpoint_completion_target", "-0.5"),
@@ -1481,6 +1584,38 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(err.knob, "buffer_mapping_partitions");
+    }
+
+    #[test]
+    fn scan_knobs_reach_the_scan_options() {
+        let d = Config::default().scan_options();
+        assert_eq!(
+            d,
+            ScanOptions::default(),
+            "table defaults = ScanOptions defaults"
+        );
+        let mut c = Config::default();
+        c.set("seqscan_strategy", "seed003").unwrap();
+        c.set("seqscan_sync_threshold", "0.25").unwrap();
+        c.set("seqscan_ring_threshold", "12.5").unwrap();
+        c.set("seqscan_cache_trail", "on").unwrap();
+        c.set("synchronize_seqscans", "off").unwrap();
+        let o = c.scan_options();
+        assert_eq!(o.strategy, SeqscanStrategy::Seed003);
+        assert_eq!(o.sync_threshold_thousandths, 250);
+        assert_eq!(o.ring_threshold_thousandths, 12_500);
+        assert!(o.cache_trail && !o.synchronize);
+        assert_eq!(c.get("seqscan_strategy").unwrap(), "seed003");
+        assert_eq!(c.get("seqscan_ring_threshold").unwrap(), "12.5");
+        let built = Config::builder()
+            .seqscan_strategy(SeqscanStrategy::Seed003)
+            .seqscan_ring_threshold(12.5)
+            .seqscan_sync_threshold(0.25)
+            .seqscan_cache_trail(true)
+            .synchronize_seqscans(false)
+            .build()
+            .unwrap();
+        assert_eq!(built.scan_options(), o);
     }
 
     #[test]

@@ -41,6 +41,18 @@ impl<T> Mutex<T> {
         #[cfg(feature = "shuttle")]
         return self.0.lock().unwrap_or_else(|e| e.into_inner());
     }
+
+    /// The lock if it is free now; never waits.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        #[cfg(not(feature = "shuttle"))]
+        return self.0.try_lock();
+        #[cfg(feature = "shuttle")]
+        return match self.0.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+    }
 }
 
 /// Reader-writer lock with parking_lot's panic-free API.

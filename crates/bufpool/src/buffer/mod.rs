@@ -326,6 +326,22 @@ impl BufferPool {
         }
     }
 
+    /// The page `tag` pinned if it is in the pool and valid now, else `None`; never reads
+    /// and never waits for another thread's read. A hit is counted under `context`.
+    /// (The cache trail of seed 003's step 3A walks back over such pages.)
+    pub fn read_resident(&self, tag: BufferTag, context: IoContext) -> Option<BufferRef<'_>> {
+        let hash = tag.hash64();
+        let id = self.mapping.lookup_optimistic(&self.descs, &tag, hash)?;
+        let d = &self.descs[id as usize];
+        let s = d.pin();
+        if s & (TAG_VALID | VALID) == (TAG_VALID | VALID) && d.tag_is(&tag) {
+            self.smgr.stats().count(context, IoOp::Hit, 1);
+            return Some(BufferRef { pool: self, id });
+        }
+        d.unpin();
+        None
+    }
+
     /// The page `tag` without reading it from storage: the buffer if it is in the pool,
     /// else a zeroed frame (PostgreSQL's RBM_ZERO). For callers about to overwrite the whole
     /// page, such as recovery restoring a full-page image over a possibly torn page.

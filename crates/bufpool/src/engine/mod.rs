@@ -49,6 +49,7 @@ use crate::buffer::{
 };
 use crate::config::{Config, ConfigError};
 use crate::page;
+use crate::scan::{ScanOptions, ScanPositions};
 use crate::smgr::{Smgr, SmgrError};
 use crate::sync::{Arc, Mutex};
 use crate::txn::{Clog, ClogError, TxnManager, Xid, FIRST_NORMAL_XID};
@@ -215,6 +216,9 @@ pub struct Engine {
     hooks: Mutex<[Option<TestHook>; 2]>,
     has_hooks: std::sync::atomic::AtomicBool,
     recovery: Option<RecoveryReport>,
+    /// The sequential-scan knobs, and the synchronized-scan positions all scans share.
+    scan: ScanOptions,
+    scan_positions: ScanPositions,
     _writer: Option<LogWriter>,
 }
 
@@ -326,6 +330,8 @@ impl Engine {
             hooks: Mutex::new([None, None]),
             has_hooks: std::sync::atomic::AtomicBool::new(false),
             recovery,
+            scan: config.scan_options(),
+            scan_positions: ScanPositions::default(),
             _writer: Some(writer),
         };
         engine.ckpt.run(CheckpointReason::Startup, true)?;
@@ -348,6 +354,16 @@ impl Engine {
 
     pub fn pool(&self) -> &BufferPool {
         &self.pool
+    }
+
+    /// The sequential-scan knobs this engine was opened with.
+    pub fn scan_options(&self) -> &ScanOptions {
+        &self.scan
+    }
+
+    /// Where recent large scans of each relation are (synchronized scans).
+    pub fn scan_positions(&self) -> &ScanPositions {
+        &self.scan_positions
     }
 
     /// The pool, shared (for threads of an embedder that outlive a borrow).

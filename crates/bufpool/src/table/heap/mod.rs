@@ -3,13 +3,14 @@
 //!
 //! Owns: the relation id, its free-space map ([`Fsm`]), the fillfactor of this handle and
 //! an insertion hint (the last block that had room, where the map search starts). This
-//! file has the [`Heap`] handle, [`Tid`], create/open, insert, fetch, scan and bulk load,
+//! file has the [`Heap`] handle, [`Tid`], create/open, insert, fetch and bulk load,
 //! and the helpers the parts share; the parts are:
 //! - `visibility.rs`: how a version looks to a snapshot, whether it is dead to all, and
 //!   hint bits;
 //! - `update.rs`: update and delete, the row-lock walk, placing a row on another page,
 //!   chain compression;
 //! - `prune.rs`: chain-wise pruning of a page;
+//! - `scan.rs`: sequential scans (where they start, ring or clock, the cache trail);
 //! - `vacuum.rs`: VACUUM and its report.
 //!
 //! **Row identity.** A row is named by the tuple id of its first version, its *root*; an
@@ -36,10 +37,12 @@
 //! one page's shared lock at a time; bulk load writes each new page under its own lock.
 
 mod prune;
+mod scan;
 mod update;
 mod vacuum;
 mod visibility;
 
+pub use scan::{ScanReport, SeqScanOptions, DEFAULT_BULKREAD_RING_BYTES};
 pub use vacuum::VacuumReport;
 use visibility::{Hints, Vis};
 
@@ -399,39 +402,6 @@ impl<'e> Heap<'e> {
                 }
             }
         }
-    }
-
-    /// Every tuple visible to `snap`, in physical order, each with its row's stable tuple
-    /// id on this page (the root of its same-page chain: see the module doc), which later
-    /// fetches, updates and deletes accept.
-    pub fn scan(&self, snap: &Snapshot, mut f: impl FnMut(Tid, &[u8])) -> Result<(), HeapError> {
-        let pool = self.engine.pool();
-        let n = pool.nblocks(self.rel, ForkNumber::Main)?;
-        let mut hints = Hints::new();
-        let mut roots: Vec<u16> = Vec::new();
-        for block in 0..n {
-            let buf = pool.read(self.tag(block))?;
-            let g = buf.read();
-            let page = HeapPage(&g);
-            roots.clear();
-            for slot in 1..=page.slots() {
-                if let Some((h, data)) = page.tuple(slot) {
-                    if self.vis(snap, slot, &h, &mut hints)? == Vis::Visible {
-                        let mut id = slot;
-                        if h.infomask & HEAP_ONLY != 0 {
-                            if roots.is_empty() {
-                                chain_roots(page, block, &mut roots);
-                            }
-                            id = roots[slot as usize];
-                        }
-                        f(Tid { block, slot: id }, data);
-                    }
-                }
-            }
-            drop(g);
-            self.set_hints(&buf, &mut hints)?;
-        }
-        Ok(())
     }
 }
 

@@ -1,0 +1,178 @@
+//! Sequential scans of a heap ([`Heap::scan`], [`Heap::scan_with`]): every tuple visible to
+//! a snapshot, each under its row's stable tuple id (the root of its same-page chain).
+//!
+//! A scan first makes its plan ([`crate::scan::plan`] from the engine's knobs, or the
+//! caller's): whether it starts at block 0 or at the synchronized position (seed 003 step 2),
+//! whether it reads through a bulk-read ring (step 3B) or the shared clock, and whether it
+//! first walks the cache trail backwards (step 3A). Block order, with `s` the start and `t`
+//! the lowest block the trail reached (`t = s` without a trail):
+//! `s-1, s-2, …, t` (only pages already in the pool), then `s, …, n-1`, then `0, …, t-1`.
+//! Every block below `n` (the relation's size when the scan began) is visited exactly once,
+//! so the set of tuples is the same as a scan from 0; only the order differs.
+//!
+//! A synchronized scan reports its position every 128 kB of pages (a try-lock: a busy
+//! table skips the report) and, at the end, the last block it read, so the next scan of the
+//! table starts where this one left the cache warmest.
+//!
+//! Locks: one page's shared lock at a time (hint bits are set afterwards with a try-lock).
+
+use super::visibility::{Hints, Vis};
+use super::{chain_roots, Heap, Tid};
+use crate::buffer::{BufferRef, Ring, RingKind};
+use crate::scan::{self, ScanPlan, ScanPositions};
+use crate::stats::IoContext;
+use crate::table::heap_page::{HeapPage, HEAP_ONLY};
+use crate::table::HeapError;
+use crate::txn::Snapshot;
+use crate::types::{BlockNumber, ForkNumber};
+
+/// The bulk-read ring a scan uses when the caller names no size (PostgreSQL's 256 kB:
+/// small enough to stay in the CPU's L2 cache, seed 003's argument).
+pub const DEFAULT_BULKREAD_RING_BYTES: usize = 256 * 1024;
+
+/// How one scan runs; the default follows the engine's knobs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SeqScanOptions {
+    /// The plan; `None`: [`crate::scan::plan`] with the engine's scan knobs.
+    pub plan: Option<ScanPlan>,
+    /// Bytes of the bulk-read ring when the plan uses one; `None`: the default size.
+    /// `Some(0)`: no ring even if the plan asks for one.
+    pub ring_bytes: Option<usize>,
+}
+
+/// What one scan did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanReport {
+    pub plan: ScanPlan,
+    /// Whether a ring was used (the plan asked and its size was not 0).
+    pub ring: bool,
+    /// The relation's size in pages when the scan began: the pages it visited.
+    pub pages: BlockNumber,
+    /// The first block of the forward pass.
+    pub start: BlockNumber,
+    /// Pages visited by the backward cache-trail walk (all in the pool).
+    pub trail_pages: BlockNumber,
+    /// Visible tuples passed to the callback.
+    pub tuples: u64,
+}
+
+impl Heap<'_> {
+    /// Every tuple visible to `snap`, each with its row's stable tuple id on its page,
+    /// which later fetches, updates and deletes accept. The order is physical from the
+    /// scan's start (see the module doc: a synchronized scan may start mid-table).
+    pub fn scan(&self, snap: &Snapshot, f: impl FnMut(Tid, &[u8])) -> Result<(), HeapError> {
+        self.scan_with(snap, &SeqScanOptions::default(), f)
+            .map(|_| ())
+    }
+
+    /// [`Heap::scan`] with explicit options; returns what the scan did.
+    pub fn scan_with(
+        &self,
+        snap: &Snapshot,
+        opts: &SeqScanOptions,
+        mut f: impl FnMut(Tid, &[u8]),
+    ) -> Result<ScanReport, HeapError> {
+        let pool = self.engine.pool();
+        let n = pool.nblocks(self.rel, ForkNumber::Main)?;
+        let plan = opts
+            .plan
+            .unwrap_or_else(|| scan::plan(n, pool.nbuffers(), self.engine.scan_options()));
+        let mut ring = if plan.ring {
+            let bytes = opts.ring_bytes.unwrap_or(DEFAULT_BULKREAD_RING_BYTES);
+            Ring::new(RingKind::BulkRead, bytes, pool)
+        } else {
+            None
+        };
+        let context = ring
+            .as_ref()
+            .map_or(IoContext::Normal, |r| r.kind().context());
+        let positions = self.engine.scan_positions();
+        let start = if plan.synchronized && n > 0 {
+            positions.start(self.rel, ForkNumber::Main, n)
+        } else {
+            0
+        };
+        let mut report = ScanReport {
+            plan,
+            ring: ring.is_some(),
+            pages: n,
+            start,
+            trail_pages: 0,
+            tuples: 0,
+        };
+        let mut page = PageScan {
+            heap: self,
+            snap,
+            hints: Hints::new(),
+            roots: Vec::new(),
+            tuples: 0,
+        };
+        // Step 3A: back over the pages a previous scan left in the pool.
+        let mut trail_end = start;
+        if plan.trail {
+            while trail_end > 0 {
+                let Some(buf) = pool.read_resident(self.tag(trail_end - 1), context) else {
+                    break;
+                };
+                page.scan(&buf, trail_end - 1, &mut f)?;
+                trail_end -= 1;
+                report.trail_pages += 1;
+            }
+        }
+        let interval = ScanPositions::report_interval(pool.page_size());
+        for block in (start..n).chain(0..trail_end) {
+            if plan.synchronized && block % interval == 0 {
+                positions.report(self.rel, ForkNumber::Main, block);
+            }
+            let buf = pool.read_with(self.tag(block), ring.as_mut())?;
+            page.scan(&buf, block, &mut f)?;
+        }
+        if plan.synchronized && n > 0 {
+            let last = if trail_end > 0 { trail_end - 1 } else { n - 1 };
+            positions.report(self.rel, ForkNumber::Main, last);
+        }
+        report.tuples = page.tuples;
+        Ok(report)
+    }
+}
+
+/// The per-page part of a scan, with the buffers it reuses from page to page.
+struct PageScan<'h, 'e, 's> {
+    heap: &'h Heap<'e>,
+    snap: &'s Snapshot,
+    hints: Hints,
+    roots: Vec<u16>,
+    tuples: u64,
+}
+
+impl PageScan<'_, '_, '_> {
+    /// Passes the visible tuples of the pinned page `block` to `f`, then sets the hint
+    /// bits it learned.
+    fn scan(
+        &mut self,
+        buf: &BufferRef<'_>,
+        block: BlockNumber,
+        f: &mut impl FnMut(Tid, &[u8]),
+    ) -> Result<(), HeapError> {
+        let g = buf.read();
+        let page = HeapPage(&g);
+        self.roots.clear();
+        for slot in 1..=page.slots() {
+            if let Some((h, data)) = page.tuple(slot) {
+                if self.heap.vis(self.snap, slot, &h, &mut self.hints)? == Vis::Visible {
+                    let mut id = slot;
+                    if h.infomask & HEAP_ONLY != 0 {
+                        if self.roots.is_empty() {
+                            chain_roots(page, block, &mut self.roots);
+                        }
+                        id = self.roots[slot as usize];
+                    }
+                    f(Tid { block, slot: id }, data);
+                    self.tuples += 1;
+                }
+            }
+        }
+        drop(g);
+        self.heap.set_hints(buf, &mut self.hints)
+    }
+}
