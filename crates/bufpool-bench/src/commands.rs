@@ -120,7 +120,7 @@ fn write_config_file(dir: &Path, c: &Config) -> Result<()> {
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
 }
 
-fn open_engine(dir: &Path, c: &Config, create: bool) -> Result<Engine> {
+pub(crate) fn open_engine(dir: &Path, c: &Config, create: bool) -> Result<Engine> {
     Engine::open_with_progress(Arc::new(RealVfs::new()), dir, c, create, &mut |p| {
         eprintln!("recovery: {p:?}")
     })

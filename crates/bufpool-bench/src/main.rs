@@ -6,6 +6,7 @@
 mod commands;
 mod compare;
 mod experiments;
+mod maintenance;
 mod report;
 mod tpcb;
 
@@ -42,6 +43,11 @@ enum Command {
     /// Takes an immediate checkpoint of a data directory (recovering it first if needed)
     /// and prints what it did.
     Checkpoint(DirArgs),
+    /// Counts the rows of one table (like `SELECT count(*)`), printing pages, hits,
+    /// reads, read time, MB/s and the scan's plan (start block, ring, cache trail).
+    Scan(TableArgs),
+    /// VACUUMs one table, printing pages, dead versions removed and the I/O it cost.
+    Vacuum(TableArgs),
     /// Turns saved runs (`bench --out FILE`) into ./bufpool-report/index.html with charts.
     Report(ReportArgs),
     /// Runs the same TPC-B on bufpool, PostgreSQL and SQLite, one at a time, and prints one
@@ -169,6 +175,22 @@ struct DirArgs {
     /// Overrides a knob for this run (repeatable), e.g. --set shared_buffers=64MB.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
     sets: Vec<(String, String)>,
+}
+
+#[derive(Debug, clap::Args)]
+struct TableArgs {
+    /// The table: pgbench_accounts, pgbench_branches, pgbench_tellers or pgbench_history
+    /// (the prefix may be left out).
+    #[arg(default_value = "pgbench_accounts")]
+    table: String,
+    /// Scan only: how many times to scan (each prints its own line).
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    dir: DirArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -551,6 +573,10 @@ fn main() -> Result<()> {
         },
         Some(Command::Config(d)) => commands::config(&d.dir, &d.sets),
         Some(Command::Checkpoint(d)) => commands::checkpoint(&d.dir, &d.sets),
+        Some(Command::Scan(t)) => {
+            maintenance::scan(&t.dir.dir, &t.dir.sets, &t.table, t.repeat, t.json)
+        }
+        Some(Command::Vacuum(t)) => maintenance::vacuum(&t.dir.dir, &t.dir.sets, &t.table, t.json),
         Some(Command::Report(r)) => commands::report_cmd(&r.runs, &r.out),
         Some(Command::Compare(c)) => compare::compare(&compare::CompareOptions {
             engines: c.engines,

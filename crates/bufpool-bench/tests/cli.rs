@@ -850,3 +850,64 @@ fn experiment_checkpoint_quick_json_has_every_run_and_target() {
         .unwrap()
         .starts_with("bufpool report "));
 }
+
+#[test]
+fn scan_and_vacuum_count_rows_and_report_their_io_and_plan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    init(cwd);
+    // 100,000 accounts (~1,540 pages) in a 4 MB pool (512 buffers): more than a quarter
+    // of the pool, so the default rule reads through a ring from the synchronized position.
+    let out = ok(
+        cwd,
+        &[
+            "scan",
+            "-D",
+            "db",
+            "--repeat",
+            "2",
+            "--json",
+            "--set",
+            "shared_buffers=4MB",
+        ],
+    );
+    let runs: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&out)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(runs.len(), 2, "{out}");
+    for r in &runs {
+        assert_eq!(r["rows"], 100_000, "{r}");
+        assert_eq!(r["ring"], true, "{r}");
+        assert_eq!(r["synchronized"], true, "{r}");
+        let pages = r["pages"].as_u64().unwrap();
+        assert!(pages > 1000, "{r}");
+        assert_eq!(
+            r["hits"].as_u64().unwrap() + r["reads"].as_u64().unwrap(),
+            pages,
+            "every page once: {r}"
+        );
+    }
+    assert_eq!(runs[0]["start_block"], 0);
+    assert_eq!(
+        runs[1]["start_block"].as_u64().unwrap(),
+        runs[0]["pages"].as_u64().unwrap() - 1,
+        "the second starts where the first ended"
+    );
+    let text = ok(cwd, &["scan", "-D", "db", "tellers"]);
+    assert!(text.contains("scan pgbench_tellers: 10 rows"), "{text}");
+    assert!(
+        text.contains("start at block 0 (block 0), shared clock"),
+        "{text}"
+    );
+    let v = ok(cwd, &["vacuum", "-D", "db", "pgbench_accounts"]);
+    assert!(
+        v.contains("vacuum pgbench_accounts: 0 dead versions removed"),
+        "{v}"
+    );
+    let bad = bufpool(cwd, &["scan", "-D", "db", "nope"]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("no table \"pgbench_nope\": the tables are"), "{err}");
+    check_passes(cwd);
+}

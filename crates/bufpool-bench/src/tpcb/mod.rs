@@ -324,6 +324,17 @@ pub fn init(
 }
 
 impl<'e> Db<'e> {
+    /// The heap of a TPC-B table by name (`pgbench_accounts` or just `accounts`).
+    pub fn heap(&self, name: &str) -> Result<&Heap<'e>> {
+        match name.strip_prefix("pgbench_").unwrap_or(name) {
+            "accounts" => Ok(&self.accounts),
+            "branches" => Ok(&self.branches),
+            "tellers" => Ok(&self.tellers),
+            "history" => Ok(&self.history),
+            _ => anyhow::bail!("no table {name:?}: the tables are {}", TABLES.join(", ")),
+        }
+    }
+
     /// Opens the pgbench tables of an initialized engine.
     pub fn open(engine: &'e Engine, vfs: &dyn Vfs, dir: &Path) -> Result<Db<'e>> {
         let c = Catalog::load(vfs, dir)?;
