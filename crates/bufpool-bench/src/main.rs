@@ -333,6 +333,10 @@ enum ExperimentName {
     /// per-second max latency of c1 and c4 without checkpoints, CPU per transaction,
     /// SQLite NORMAL, the commit limit, and an earlier binary (`--baseline`).
     Tpcb,
+    /// Rings, synchronized scans, the cache trail and read streams (issue 15, seed 003):
+    /// a ring-size sweep, hot-set survival, vacuum and bulk-write rings, 1/2/4 concurrent
+    /// scans, 3A on and off, scan MB/s per io_method and io_combine_limit.
+    Scans,
 }
 
 #[derive(Debug, clap::Args)]
@@ -397,6 +401,10 @@ struct ExperimentArgs {
     /// tpcb: minutes of each of the two long runs (default 5; 0.5 with --quick).
     #[arg(long)]
     minutes: Option<f64>,
+    /// scans: the pool of every run in MiB (default 64; 8 with --quick; 2 in a debug
+    /// build); the tables are 0.1, 1.2, 4 and 10 pools.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    scan_pool_mb: Option<u64>,
     /// tpcb: an earlier bufpool binary whose c4 sync-on TPS the run is compared with.
     #[arg(long, value_name = "BIN")]
     baseline: Option<PathBuf>,
@@ -483,6 +491,24 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 baseline: args.baseline.clone(),
             };
             experiments::tpcb::run(&opts).context("experiment tpcb")?
+        }
+        ExperimentName::Scans => {
+            let quick = args.quick || cfg!(debug_assertions);
+            let opts = experiments::scans::ScanExpOptions {
+                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
+                command,
+                repeats: if args.quick { 1 } else { args.repeats as usize },
+                pool_mb: args.scan_pool_mb.unwrap_or(if cfg!(debug_assertions) {
+                    2
+                } else if quick {
+                    8
+                } else {
+                    64
+                }),
+                device: args.device.clone(),
+                quick,
+            };
+            experiments::scans::run(&opts).context("experiment scans")?
         }
         ExperimentName::Wal => {
             let debug = cfg!(debug_assertions);

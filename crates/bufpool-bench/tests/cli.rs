@@ -908,6 +908,9 @@ fn scan_and_vacuum_count_rows_and_report_their_io_and_plan() {
     let bad = bufpool(cwd, &["scan", "-D", "db", "nope"]);
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("no table \"pgbench_nope\": the tables are"), "{err}");
+    assert!(
+        err.contains("no table \"pgbench_nope\": the tables are"),
+        "{err}"
+    );
     check_passes(cwd);
 }

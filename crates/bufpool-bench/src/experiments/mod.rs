@@ -9,6 +9,7 @@ pub mod bgwriter;
 pub mod checkpoint;
 pub mod mutex_pool;
 pub mod pool;
+pub mod scans;
 pub mod table;
 pub mod tpcb;
 pub mod wal;

@@ -1,0 +1,773 @@
+//! `bufpool experiment scans` (issue 15, seed 003): rings, synchronized scans, the cache
+//! trail and read streams, each on and off in one run over one set of tables.
+//!
+//! The tables (one data directory, loaded once with frozen 100-byte rows, reopened with a
+//! fresh pool for every configuration so that no run inherits another's cache):
+//! `hot` (a tenth of the pool), `trail` (1.2 pools), `sync` (4 pools) and `big` (10 pools).
+//! Sections, each a table in the report:
+//! 1. Ring-size sweep (seed 003, Heikki's table): seconds per count-style scan of `big`
+//!    (in the OS cache: buffered files) with rings of 1, 2, 4, … buffers and no ring.
+//! 2. Hot-set survival: `hot` read three times, then `big` scanned with and without a
+//!    ring, then `hot` again: its hit ratio.
+//! 3. Vacuum and bulk write: forced WAL flushes and seconds per ring configuration.
+//! 4. Synchronized scans: 1, 2 and 4 staggered concurrent scans of `sync`, on and off:
+//!    pages read from storage per page of the table.
+//! 5. The cache trail: `trail` scanned twice (seed003 rule): the second scan's hit ratio
+//!    and time, 3A on and off.
+//! 6. Readahead: scan MB/s of `sync` for io_combine_limit × io_method × buffered/O_DIRECT,
+//!    against the device's own sequential O_DIRECT rate measured on the same files.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use bufpool::scan::ScanPlan;
+use bufpool::table::{Heap, SeqScanOptions};
+use bufpool::txn::INVALID_XID;
+use bufpool::{
+    Config, Engine, ForkNumber, IoContext, IoOp, IoStatsSnapshot, IoWriter, RealVfs, RelFileId, Vfs,
+};
+
+use super::bgwriter::SlowDevice;
+use super::{layout, progress, summarize, Goal, Ratio, Report, RunInfo, Samples};
+
+/// What `bufpool experiment scans` was asked for.
+#[derive(Debug, Clone)]
+pub struct ScanExpOptions {
+    pub parent_dir: PathBuf,
+    pub command: Vec<String>,
+    pub repeats: usize,
+    /// The pool of every run, in MiB.
+    pub pool_mb: u64,
+    /// `local` or a scripts/slow-device.sh profile.
+    pub device: String,
+    pub quick: bool,
+}
+
+const HOT: RelFileId = RelFileId::new(0, 31_001);
+const TRAIL: RelFileId = RelFileId::new(0, 31_002);
+const SYNC: RelFileId = RelFileId::new(0, 31_003);
+const BIG: RelFileId = RelFileId::new(0, 31_004);
+
+/// The tables, in tenths of the pool.
+const TABLES: [(RelFileId, &str, u64); 4] = [
+    (HOT, "hot", 1),
+    (TRAIL, "trail", 12),
+    (SYNC, "sync", 40),
+    (BIG, "big", 100),
+];
+
+/// Rows of 100 bytes (pgbench_accounts' width).
+fn row(i: u64) -> [u8; 100] {
+    let mut r = [b'x'; 100];
+    r[..8].copy_from_slice(&i.to_le_bytes());
+    r
+}
+
+/// The data directory and what is in it.
+struct Bed {
+    dir: PathBuf,
+    pool_mb: u64,
+    page_size: usize,
+    /// Pages of each table, by RelFileId.
+    pages: Vec<(RelFileId, u32)>,
+}
+
+impl Bed {
+    fn pages(&self, rel: RelFileId) -> u32 {
+        self.pages.iter().find(|p| p.0 == rel).map_or(0, |p| p.1)
+    }
+
+    fn pool_pages(&self) -> u64 {
+        (self.pool_mb << 20) / self.page_size as u64
+    }
+
+    /// Opens the directory with a fresh pool and these knobs on top of the defaults.
+    fn open(&self, sets: &[(&str, &str)]) -> Result<Engine> {
+        let mut c = Config::default();
+        c.set("shared_buffers", &format!("{}MB", self.pool_mb))?;
+        c.set("checkpoint_timeout", "1h")?;
+        c.set("bgwriter", "off")?;
+        for (k, v) in sets {
+            c.set(k, v).with_context(|| format!("--set {k}={v}"))?;
+        }
+        Engine::open(
+            Arc::new(RealVfs::new()) as Arc<dyn Vfs>,
+            &self.dir,
+            &c,
+            false,
+        )
+        .with_context(|| format!("opening {}", self.dir.display()))
+    }
+}
+
+/// Creates the directory and loads the tables.
+fn load(dir: &Path, pool_mb: u64) -> Result<Bed> {
+    let mut c = Config::default();
+    c.set("shared_buffers", &format!("{pool_mb}MB"))?;
+    c.set("bgwriter", "off")?;
+    let e = Engine::open(Arc::new(RealVfs::new()) as Arc<dyn Vfs>, dir, &c, true)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    let page_size = e.pool().page_size();
+    let pool_pages = (pool_mb << 20) / page_size as u64;
+    // 59 rows of 100 bytes (124 with header and line pointer) fit an 8 KiB page at fillfactor 90.
+    let rows_per_page = ((page_size as u64 - 24) * 9 / 10 / 124).max(1);
+    let mut pages = Vec::new();
+    for (rel, name, tenths) in TABLES {
+        let want = pool_pages * tenths / 10;
+        progress(format!("scans: loading {name} ({want} pages)"));
+        let heap = Heap::create(&e, rel)?.with_fillfactor(90)?;
+        let x = e.begin()?;
+        heap.bulk_load(
+            x,
+            true,
+            (0..want * rows_per_page).map(row),
+            |_| {},
+            &mut |_| {},
+        )?;
+        e.commit_transaction(x)?;
+        pages.push((rel, e.pool().nblocks(rel, ForkNumber::Main)?));
+    }
+    e.checkpoint()?;
+    e.shutdown()?;
+    Ok(Bed {
+        dir: dir.to_path_buf(),
+        pool_mb,
+        page_size,
+        pages,
+    })
+}
+
+/// What one scan cost.
+#[derive(Debug, Clone, Copy)]
+struct ScanRun {
+    secs: f64,
+    tuples: u64,
+    pages: u32,
+    io: IoCounts,
+}
+
+/// Backend I/O over all contexts.
+#[derive(Debug, Clone, Copy, Default)]
+struct IoCounts {
+    hits: u64,
+    reads: u64,
+}
+
+impl IoCounts {
+    fn of(s: &IoStatsSnapshot) -> IoCounts {
+        let sum = |op| {
+            [
+                IoContext::Normal,
+                IoContext::BulkRead,
+                IoContext::BulkWrite,
+                IoContext::Vacuum,
+            ]
+            .iter()
+            .map(|&c| s.get(IoWriter::Backend, c, op))
+            .sum()
+        };
+        IoCounts {
+            hits: sum(IoOp::Hit),
+            reads: sum(IoOp::Read),
+        }
+    }
+
+    fn hit_ratio(&self) -> f64 {
+        self.hits as f64 / (self.hits + self.reads).max(1) as f64
+    }
+}
+
+/// The plan of an unsynchronized scan, with or without a ring.
+fn plain(ring: bool) -> ScanPlan {
+    ScanPlan {
+        synchronized: false,
+        ring,
+        trail: false,
+    }
+}
+
+fn scan(e: &Engine, rel: RelFileId, opts: &SeqScanOptions) -> Result<ScanRun> {
+    scan_watch(e, rel, opts, |_| {})
+}
+
+/// A scan that reports its tuple count to `seen` after every tuple.
+fn scan_watch(
+    e: &Engine,
+    rel: RelFileId,
+    opts: &SeqScanOptions,
+    mut seen: impl FnMut(u64),
+) -> Result<ScanRun> {
+    let heap = Heap::open(e, rel);
+    let before = e.pool().stats();
+    let start = Instant::now();
+    let snap = e.txns().snapshot(INVALID_XID);
+    let mut n = 0u64;
+    let r = heap.scan_with(&snap, opts, |_, _| {
+        n += 1;
+        seen(n);
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    Ok(ScanRun {
+        secs,
+        tuples: r.tuples,
+        pages: r.pages,
+        io: IoCounts::of(&e.pool().stats().since(&before)),
+    })
+}
+
+fn mb_per_s(pages: u32, page_size: usize, secs: f64) -> f64 {
+    f64::from(pages) * page_size as f64 / secs.max(1e-9) / 1e6
+}
+
+fn fmt_summary(v: &[f64], digits: usize) -> [String; 3] {
+    let s = summarize(v);
+    [s.median, s.min, s.max].map(|x| format!("{x:.digits$}"))
+}
+
+/// Runs the experiment.
+pub fn run(o: &ScanExpOptions) -> Result<Report> {
+    std::fs::create_dir_all(&o.parent_dir)
+        .with_context(|| format!("creating {}", o.parent_dir.display()))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("scans-")
+        .tempdir_in(&o.parent_dir)?;
+    let mut notes = Vec::new();
+    let (device, device_desc) = SlowDevice::choose("scans", &o.device, scratch.path(), &mut notes)?;
+    let data = match &device {
+        Some(d) => d.mount.join("bufpool"),
+        None => scratch.path().join("data"),
+    };
+    let bed = load(&data, o.pool_mb)?;
+    let mut samples = Samples::default();
+    let mut tables = Vec::new();
+    let mut meta = serde_json::Map::new();
+
+    tables.push(ring_sweep(&bed, o, &mut meta)?);
+    tables.push(hot_set(&bed, o, &mut samples, &mut meta)?);
+    tables.push(sync_scans(&bed, o, &mut samples, &mut meta)?);
+    tables.push(cache_trail(&bed, o, &mut meta)?);
+    tables.push(readahead(&bed, o, &mut samples, &mut meta, &mut notes)?);
+
+    let ratios = vec![
+        Ratio::new(
+            "hot_set_hit_ratio_after_scan",
+            samples.get("hot_set_hit_ratio_after_scan"),
+            Goal::AtLeast,
+            0.99,
+        ),
+        Ratio::new(
+            "syncscan_2_reads_vs_one",
+            samples.get("syncscan_2_reads_vs_one"),
+            Goal::AtMost,
+            1.2,
+        ),
+        Ratio::new(
+            "odirect_scan_vs_device",
+            samples.get("odirect_scan_vs_device"),
+            Goal::AtLeast,
+            0.9,
+        ),
+    ];
+    let info = RunInfo::new(&o.command);
+    let mut metadata = info.metadata("scans", &o.command);
+    metadata.insert(
+        "device".into(),
+        serde_json::json!({ "profile": device_desc, "io": "buffered and O_DIRECT (see each table)" }),
+    );
+    metadata.insert("pool_mb".into(), o.pool_mb.into());
+    metadata.insert(
+        "tables".into(),
+        serde_json::Value::Object(
+            TABLES
+                .iter()
+                .map(|(rel, name, _)| (name.to_string(), bed.pages(*rel).into()))
+                .collect(),
+        ),
+    );
+    metadata.extend(meta);
+    drop(device);
+    Ok(Report {
+        header: format!(
+            "experiment scans: pool {} MB, tables hot {} / trail {} / sync {} / big {} pages, device {device_desc}",
+            o.pool_mb,
+            bed.pages(HOT),
+            bed.pages(TRAIL),
+            bed.pages(SYNC),
+            bed.pages(BIG)
+        ),
+        figures: Vec::new(),
+        ratios,
+        metadata,
+        notes,
+        tables,
+    })
+}
+
+/// Section 1: seconds per scan of `big` for each ring size and no ring.
+fn ring_sweep(
+    bed: &Bed,
+    o: &ScanExpOptions,
+    meta: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<String> {
+    let e = bed.open(&[])?;
+    progress("scans: ring-size sweep (warming the OS cache)");
+    scan(
+        &e,
+        BIG,
+        &SeqScanOptions {
+            plan: Some(plain(true)),
+            ring_bytes: None,
+        },
+    )?;
+    let cap = (bed.pool_pages() / 8).max(1);
+    let mut sizes: Vec<Option<u64>> = std::iter::successors(Some(1u64), |k| Some(k * 2))
+        .take_while(|&k| k <= cap.min(1024))
+        .map(Some)
+        .collect();
+    sizes.push(None);
+    let mut cells = vec![[
+        "ring (buffers)",
+        "s/scan median",
+        "min",
+        "max",
+        "MB/s",
+        "reads",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let mut json = Vec::new();
+    for size in sizes {
+        let opts = SeqScanOptions {
+            plan: Some(plain(size.is_some())),
+            ring_bytes: size.map(|k| (k as usize) * bed.page_size),
+        };
+        let mut secs = Vec::new();
+        let mut reads = 0;
+        for _ in 0..o.repeats {
+            let r = scan(&e, BIG, &opts)?;
+            secs.push(r.secs);
+            reads = r.io.reads;
+        }
+        let label = size.map_or("no ring".to_string(), |k| k.to_string());
+        progress(format!(
+            "scans: ring {label}: {:.3} s",
+            summarize(&secs).median
+        ));
+        let s = fmt_summary(&secs, 3);
+        let med = summarize(&secs).median;
+        cells.push(vec![
+            label.clone(),
+            s[0].clone(),
+            s[1].clone(),
+            s[2].clone(),
+            format!("{:.0}", mb_per_s(bed.pages(BIG), bed.page_size, med)),
+            reads.to_string(),
+        ]);
+        json.push(serde_json::json!({"ring_buffers": size, "seconds": summarize(&secs)}));
+    }
+    e.shutdown()?;
+    meta.insert("ring_sweep".into(), json.into());
+    Ok(format!(
+        "Ring-size sweep: count-style scan of big ({} pages, {:.1} pools, OS cache warm, buffered)\n{}",
+        bed.pages(BIG),
+        f64::from(bed.pages(BIG)) / bed.pool_pages() as f64,
+        layout(&cells, 1)
+    ))
+}
+
+/// Section 2: the hot set's hit ratio after a scan of `big`, ring on and off.
+fn hot_set(
+    bed: &Bed,
+    o: &ScanExpOptions,
+    samples: &mut Samples,
+    meta: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<String> {
+    let mut cells = vec![
+        ["big scanned", "hot hit ratio after", "median", "min", "max"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    let mut json = serde_json::Map::new();
+    for ring in [true, false] {
+        let mut ratios = Vec::new();
+        for _ in 0..o.repeats {
+            let e = bed.open(&[])?;
+            for _ in 0..3 {
+                scan(
+                    &e,
+                    HOT,
+                    &SeqScanOptions {
+                        plan: Some(plain(false)),
+                        ring_bytes: None,
+                    },
+                )?;
+            }
+            scan(
+                &e,
+                BIG,
+                &SeqScanOptions {
+                    plan: Some(plain(ring)),
+                    ring_bytes: None,
+                },
+            )?;
+            let after = scan(
+                &e,
+                HOT,
+                &SeqScanOptions {
+                    plan: Some(plain(false)),
+                    ring_bytes: None,
+                },
+            )?;
+            ratios.push(after.io.hit_ratio());
+            e.shutdown()?;
+        }
+        if ring {
+            for r in &ratios {
+                samples.push("hot_set_hit_ratio_after_scan", *r);
+            }
+        }
+        let label = if ring {
+            "through a 256 kB ring"
+        } else {
+            "through the clock (no ring)"
+        };
+        progress(format!(
+            "scans: hot set after a scan {label}: {:.3}",
+            summarize(&ratios).median
+        ));
+        let s = fmt_summary(&ratios, 4);
+        cells.push(vec![
+            label.to_string(),
+            String::new(),
+            s[0].clone(),
+            s[1].clone(),
+            s[2].clone(),
+        ]);
+        json.insert(
+            if ring { "ring" } else { "no_ring" }.into(),
+            serde_json::to_value(summarize(&ratios))?,
+        );
+    }
+    meta.insert("hot_set_hit_ratio".into(), json.into());
+    Ok(format!(
+        "Hot-set survival: hot ({} pages, a tenth of the pool) read 3 times, big ({} pages) scanned, hot read again\n{}",
+        bed.pages(HOT),
+        bed.pages(BIG),
+        layout(&cells, 2)
+    ))
+}
+
+/// Section 4: staggered concurrent scans of `sync`: pages read per page of the table.
+fn sync_scans(
+    bed: &Bed,
+    o: &ScanExpOptions,
+    samples: &mut Samples,
+    meta: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<String> {
+    let pages = bed.pages(SYNC);
+    let total = {
+        let e = bed.open(&[])?;
+        let r = scan(&e, SYNC, &SeqScanOptions::default())?;
+        e.shutdown()?;
+        r.tuples
+    };
+    let mut cells = vec![[
+        "scans",
+        "synchronize_seqscans",
+        "pages read / table pages (median)",
+        "min",
+        "max",
+        "s (median)",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let mut json = Vec::new();
+    let mut one = Vec::new();
+    for n in [1usize, 2, 4] {
+        for sync in [true, false] {
+            if n == 1 && !sync {
+                continue;
+            }
+            let mut ratios = Vec::new();
+            let mut secs = Vec::new();
+            for _ in 0..o.repeats {
+                let e = bed.open(&[("synchronize_seqscans", if sync { "on" } else { "off" })])?;
+                let before = e.pool().stats();
+                let start = Instant::now();
+                // Scan k starts when scan 0 has passed k/(2n) of the table: staggered
+                // starts, all within the leader's first half.
+                let leader = Arc::new((Mutex::new(0u64), Condvar::new()));
+                std::thread::scope(|s| -> Result<()> {
+                    let mut handles = Vec::new();
+                    for k in 0..n {
+                        let (e, leader) = (&e, leader.clone());
+                        handles.push(s.spawn(move || -> Result<ScanRun> {
+                            if k > 0 {
+                                let need = total * k as u64 / (2 * n as u64);
+                                let (m, cv) = &*leader;
+                                let mut g = m.lock().unwrap();
+                                while *g < need {
+                                    g = cv.wait(g).unwrap();
+                                }
+                            }
+                            scan_watch(e, SYNC, &SeqScanOptions::default(), |t| {
+                                if k == 0 && t % 256 == 0 {
+                                    let (m, cv) = &*leader;
+                                    *m.lock().unwrap() = t;
+                                    cv.notify_all();
+                                }
+                            })
+                        }));
+                    }
+                    let mut first = true;
+                    for h in handles {
+                        let r = h.join().expect("scan thread")?;
+                        if first {
+                            // The leader is done: release any follower still waiting.
+                            let (m, cv) = &*leader;
+                            *m.lock().unwrap() = u64::MAX;
+                            cv.notify_all();
+                            first = false;
+                        }
+                        anyhow::ensure!(
+                            r.tuples == total,
+                            "a synchronized scan returned {} rows, not {total}",
+                            r.tuples
+                        );
+                    }
+                    Ok(())
+                })?;
+                secs.push(start.elapsed().as_secs_f64());
+                let io = IoCounts::of(&e.pool().stats().since(&before));
+                ratios.push(io.reads as f64 / f64::from(pages));
+                e.shutdown()?;
+            }
+            if n == 1 {
+                one = ratios.clone();
+            }
+            if n == 2 && sync {
+                let base = summarize(&one).median.max(1e-9);
+                for r in &ratios {
+                    samples.push("syncscan_2_reads_vs_one", r / base);
+                }
+            }
+            progress(format!(
+                "scans: {n} concurrent scans, sync {}: {:.2} pages read per table page",
+                if sync { "on" } else { "off" },
+                summarize(&ratios).median
+            ));
+            let s = fmt_summary(&ratios, 2);
+            cells.push(vec![
+                n.to_string(),
+                if sync { "on" } else { "off" }.to_string(),
+                s[0].clone(),
+                s[1].clone(),
+                s[2].clone(),
+                format!("{:.3}", summarize(&secs).median),
+            ]);
+            json.push(serde_json::json!({
+                "scans": n, "synchronized": sync,
+                "reads_per_page": summarize(&ratios), "seconds": summarize(&secs),
+            }));
+        }
+    }
+    meta.insert("sync_scans".into(), json.into());
+    Ok(format!(
+        "Synchronized scans: staggered concurrent scans of sync ({pages} pages, 4 pools), each through its ring\n{}",
+        layout(&cells, 2)
+    ))
+}
+
+/// Section 5: the second scan of `trail` (1.2 pools, seed003 rule), 3A on and off.
+fn cache_trail(
+    bed: &Bed,
+    o: &ScanExpOptions,
+    meta: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<String> {
+    let mut cells = vec![[
+        "seqscan_cache_trail",
+        "2nd scan hit ratio (median)",
+        "min",
+        "max",
+        "2nd scan s (median)",
+        "trail pages",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let mut json = serde_json::Map::new();
+    for trail in [false, true] {
+        let on = if trail { "on" } else { "off" };
+        let (mut ratios, mut secs, mut trail_pages) = (Vec::new(), Vec::new(), 0u64);
+        for _ in 0..o.repeats {
+            let e = bed.open(&[("seqscan_strategy", "seed003"), ("seqscan_cache_trail", on)])?;
+            scan(&e, TRAIL, &SeqScanOptions::default())?;
+            let heap = Heap::open(&e, TRAIL);
+            let before = e.pool().stats();
+            let start = Instant::now();
+            let snap = e.txns().snapshot(INVALID_XID);
+            let r = heap.scan_with(&snap, &SeqScanOptions::default(), |_, _| {})?;
+            secs.push(start.elapsed().as_secs_f64());
+            ratios.push(IoCounts::of(&e.pool().stats().since(&before)).hit_ratio());
+            trail_pages = u64::from(r.trail_pages);
+            e.shutdown()?;
+        }
+        progress(format!(
+            "scans: cache trail {on}: second-scan hit ratio {:.3}",
+            summarize(&ratios).median
+        ));
+        let s = fmt_summary(&ratios, 3);
+        cells.push(vec![
+            on.to_string(),
+            s[0].clone(),
+            s[1].clone(),
+            s[2].clone(),
+            format!("{:.3}", summarize(&secs).median),
+            trail_pages.to_string(),
+        ]);
+        json.insert(
+            on.into(),
+            serde_json::json!({"hit_ratio": summarize(&ratios), "seconds": summarize(&secs), "trail_pages": trail_pages}),
+        );
+    }
+    meta.insert("cache_trail".into(), json.into());
+    Ok(format!(
+        "Cache trail (seed 003 step 3A): trail ({} pages, 1.2 pools) scanned twice, seqscan_strategy = seed003\n{}",
+        bed.pages(TRAIL),
+        layout(&cells, 1)
+    ))
+}
+
+/// The device's sequential rate: `O_DIRECT` reads of `chunk` bytes over the files of `rel`.
+fn device_rate(bed: &Bed, rel: RelFileId, chunk: usize) -> Result<f64> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let e = bed.open(&[])?;
+    let smgr = e.pool().smgr().clone();
+    let segs = bed.pages(rel).div_ceil(smgr.segment_blocks());
+    let paths: Vec<PathBuf> = (0..segs)
+        .map(|s| smgr.segment_path(rel, ForkNumber::Main, s))
+        .collect();
+    drop(smgr);
+    e.shutdown()?;
+    let mut buf = bufpool::vfs::AlignedBuf::zeroed(chunk);
+    let start = Instant::now();
+    let mut bytes = 0u64;
+    for p in &paths {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(p)
+            .with_context(|| format!("opening {} with O_DIRECT", p.display()))?;
+        let mut off = 0u64;
+        loop {
+            let n = f
+                .read_at(buf.as_mut_slice(), off)
+                .with_context(|| format!("reading {}", p.display()))?;
+            if n == 0 {
+                break;
+            }
+            bytes += n as u64;
+            off += n as u64;
+        }
+    }
+    Ok(bytes as f64 / start.elapsed().as_secs_f64().max(1e-9) / 1e6)
+}
+
+/// Section 6: scan MB/s per io_combine_limit, io_method and buffered/O_DIRECT.
+fn readahead(
+    bed: &Bed,
+    o: &ScanExpOptions,
+    samples: &mut Samples,
+    meta: &mut serde_json::Map<String, serde_json::Value>,
+    notes: &mut Vec<String>,
+) -> Result<String> {
+    let mut device = Vec::new();
+    for _ in 0..o.repeats {
+        device.push(device_rate(bed, SYNC, 1 << 20)?);
+    }
+    let dev = summarize(&device).median;
+    progress(format!(
+        "scans: device sequential O_DIRECT 1 MiB reads: {dev:.0} MB/s"
+    ));
+    let combines: &[&str] = if o.quick {
+        &["8kB", "128kB"]
+    } else {
+        &["8kB", "128kB", "256kB", "1MB"]
+    };
+    let mut cells = vec![[
+        "io",
+        "io_method",
+        "io_combine_limit",
+        "MB/s (median)",
+        "min",
+        "max",
+        "vs device",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let mut json = Vec::new();
+    let mut best_direct: Option<(f64, String)> = None;
+    for direct in [false, true] {
+        for method in ["sync", "worker", "io_uring"] {
+            for combine in combines {
+                let sets = [
+                    ("io_direct", if direct { "on" } else { "off" }),
+                    ("io_method", method),
+                    ("io_combine_limit", combine),
+                ];
+                let mut rates = Vec::new();
+                for _ in 0..o.repeats {
+                    let e = bed.open(&sets)?;
+                    let r = scan(
+                        &e,
+                        SYNC,
+                        &SeqScanOptions {
+                            plan: Some(plain(true)),
+                            ring_bytes: None,
+                        },
+                    )?;
+                    rates.push(mb_per_s(r.pages, bed.page_size, r.secs));
+                    e.shutdown()?;
+                }
+                let med = summarize(&rates).median;
+                let io = if direct { "O_DIRECT" } else { "buffered" };
+                progress(format!("scans: {io} {method} {combine}: {med:.0} MB/s"));
+                if direct && best_direct.as_ref().is_none_or(|b| med > b.0) {
+                    best_direct = Some((med, format!("{method}, {combine}")));
+                }
+                let s = fmt_summary(&rates, 0);
+                cells.push(vec![
+                    io.to_string(),
+                    method.to_string(),
+                    combine.to_string(),
+                    s[0].clone(),
+                    s[1].clone(),
+                    s[2].clone(),
+                    format!("{:.2}", med / dev.max(1e-9)),
+                ]);
+                json.push(serde_json::json!({
+                    "io": io, "io_method": method, "io_combine_limit": combine,
+                    "mb_per_s": summarize(&rates),
+                }));
+            }
+        }
+    }
+    if let Some((best, which)) = best_direct {
+        samples.push("odirect_scan_vs_device", best / dev.max(1e-9));
+        notes.push(format!(
+            "odirect_scan_vs_device: the best O_DIRECT scan ({which}, {best:.0} MB/s) over the device's \
+             sequential O_DIRECT rate with 1 MiB reads ({dev:.0} MB/s), same files, same run"
+        ));
+    }
+    meta.insert(
+        "device_mb_per_s".into(),
+        serde_json::to_value(summarize(&device))?,
+    );
+    meta.insert("readahead".into(), json.into());
+    Ok(format!(
+        "Readahead: ring scan of sync ({} pages) from block 0; device O_DIRECT 1 MiB sequential reads {dev:.0} MB/s\n{}",
+        bed.pages(SYNC),
+        layout(&cells, 3)
+    ))
+}
