@@ -619,3 +619,556 @@ impl BufferPool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Each test opens with what it proves. The pools are small (4 kB pages) and live in
+    //! memory; a mock WAL hook stands in for the log, and a checking file system wrapper
+    //! sees every page the pool writes, at the moment it is written.
+    use super::*;
+    use crate::buffer::{WalFlush, WalFlushError};
+    use crate::config::Config;
+    use crate::types::{ForkNumber, Lsn, RelFileId};
+    use crate::vfs::{MemVfs, OpenOptions, Vfs, VfsFile};
+    use std::io::{self, IoSlice, IoSliceMut};
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Arc;
+
+    const REL: RelFileId = RelFileId::new(0, 7);
+    const HOT: RelFileId = RelFileId::new(0, 8);
+    const PAGE: usize = 4096;
+
+    /// A log whose durable end moves only when the pool (or the test) flushes it.
+    #[derive(Debug, Default)]
+    struct MockWal {
+        flushed: AtomicU64,
+        flushes: AtomicU64,
+    }
+
+    impl MockWal {
+        fn flush_to(&self, lsn: u64) {
+            self.flushed.fetch_max(lsn, Relaxed);
+        }
+    }
+
+    impl WalFlush for MockWal {
+        fn flush(&self, lsn: Lsn) -> Result<(), WalFlushError> {
+            if self.flushed.load(Relaxed) < lsn.0 {
+                self.flushes.fetch_add(1, Relaxed);
+            }
+            self.flush_to(lsn.0);
+            Ok(())
+        }
+        fn flush_needed(&self, lsn: Lsn) -> bool {
+            self.flushed.load(Relaxed) < lsn.0
+        }
+    }
+
+    /// Memory file system that checks each written page's LSN against the mock log's
+    /// durable end at the moment of the write (WAL before data).
+    #[derive(Debug)]
+    struct CheckingVfs {
+        inner: MemVfs,
+        wal: Arc<MockWal>,
+        violations: Arc<AtomicU64>,
+        page_writes: Arc<AtomicU64>,
+    }
+
+    #[derive(Debug)]
+    struct CheckingFile {
+        inner: Arc<dyn VfsFile>,
+        wal: Arc<MockWal>,
+        violations: Arc<AtomicU64>,
+        page_writes: Arc<AtomicU64>,
+    }
+
+    impl CheckingFile {
+        fn check(&self, bytes: &[u8]) {
+            for p in bytes.chunks(PAGE).filter(|p| p.len() == PAGE) {
+                self.page_writes.fetch_add(1, Relaxed);
+                if page::lsn(p).0 > self.wal.flushed.load(Relaxed) {
+                    self.violations.fetch_add(1, Relaxed);
+                }
+            }
+        }
+    }
+
+    impl Vfs for CheckingVfs {
+        fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>> {
+            Ok(Arc::new(CheckingFile {
+                inner: self.inner.open(path, opts)?,
+                wal: self.wal.clone(),
+                violations: self.violations.clone(),
+                page_writes: self.page_writes.clone(),
+            }))
+        }
+        fn unlink(&self, path: &Path) -> io::Result<()> {
+            self.inner.unlink(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+            self.inner.rename(from, to)
+        }
+        fn sync_dir(&self, path: &Path) -> io::Result<()> {
+            self.inner.sync_dir(path)
+        }
+        fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+            self.inner.create_dir_all(path)
+        }
+        fn exists(&self, path: &Path) -> io::Result<bool> {
+            self.inner.exists(path)
+        }
+        fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+            self.inner.list_dir(path)
+        }
+        fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
+            self.inner.symlink(target, link)
+        }
+        fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+            self.inner.read_link(path)
+        }
+    }
+
+    impl VfsFile for CheckingFile {
+        fn path(&self) -> &Path {
+            self.inner.path()
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            self.inner.read_at(buf, offset)
+        }
+        fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+            self.check(buf);
+            self.inner.write_at(buf, offset)
+        }
+        fn read_vectored_at(&self, bufs: &mut [IoSliceMut<'_>], offset: u64) -> io::Result<usize> {
+            self.inner.read_vectored_at(bufs, offset)
+        }
+        fn write_vectored_at(&self, bufs: &[IoSlice<'_>], offset: u64) -> io::Result<usize> {
+            for b in bufs {
+                self.check(b);
+            }
+            self.inner.write_vectored_at(bufs, offset)
+        }
+        fn writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+            self.inner.writeback(offset, len)
+        }
+        fn sync_all(&self) -> io::Result<()> {
+            self.inner.sync_all()
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            self.inner.sync_data()
+        }
+        fn set_len(&self, len: u64) -> io::Result<()> {
+            self.inner.set_len(len)
+        }
+        fn len(&self) -> io::Result<u64> {
+            self.inner.len()
+        }
+        fn try_lock_exclusive(&self) -> io::Result<bool> {
+            self.inner.try_lock_exclusive()
+        }
+    }
+
+    struct Fixture {
+        pool: BufferPool,
+        wal: Arc<MockWal>,
+        violations: Arc<AtomicU64>,
+        page_writes: Arc<AtomicU64>,
+    }
+
+    fn fixture(buffers: u64, rings: &[(&str, &str)]) -> Fixture {
+        let mut c = Config::default();
+        c.set("shared_buffers", &buffers.to_string()).unwrap();
+        c.set("block_size", "4kB").unwrap();
+        for (k, v) in rings {
+            c.set(k, v).unwrap();
+        }
+        let wal = Arc::new(MockWal::default());
+        let violations = Arc::new(AtomicU64::new(0));
+        let page_writes = Arc::new(AtomicU64::new(0));
+        let vfs = CheckingVfs {
+            inner: MemVfs::new(),
+            wal: wal.clone(),
+            violations: violations.clone(),
+            page_writes: page_writes.clone(),
+        };
+        let smgr = crate::smgr::Smgr::open(
+            Arc::new(vfs) as Arc<dyn Vfs>,
+            Path::new("/db"),
+            crate::buffer::PoolConfig::smgr_options(&c, true).unwrap(),
+        )
+        .unwrap();
+        let pool = BufferPool::new(Arc::new(smgr), &c, wal.clone()).unwrap();
+        Fixture {
+            pool,
+            wal,
+            violations,
+            page_writes,
+        }
+    }
+
+    fn tag(rel: RelFileId, block: u32) -> BufferTag {
+        BufferTag::new(rel, ForkNumber::Main, block)
+    }
+
+    /// Creates `rel` with `n` initialized pages on storage (LSN 0, written, then dropped
+    /// from the pool).
+    fn fill(pool: &BufferPool, rel: RelFileId, n: u32) {
+        pool.create_relation(rel, ForkNumber::Main).unwrap();
+        for _ in 0..n {
+            let buf = pool.extend(rel, ForkNumber::Main).unwrap();
+            page::init(&mut buf.write(), 0);
+        }
+        pool.flush_all().unwrap();
+        pool.drop_buffers(rel, None, 0).unwrap();
+    }
+
+    fn usage_of(pool: &BufferPool, id: u32) -> u64 {
+        usage(pool.descs[id as usize].load_state())
+    }
+
+    /// Reads `block` of REL through `ring`, stamps it with `lsn` (dirtying it, as a VACUUM
+    /// that changed the page would) and releases it.
+    fn dirty_through(pool: &BufferPool, ring: &mut Ring, block: u32, lsn: u64) {
+        let buf = pool.read_with(tag(REL, block), Some(ring)).unwrap();
+        let mut g = buf.write();
+        g.set_lsn(Lsn(lsn));
+    }
+
+    /// Proves: a ring never hands out a buffer someone holds pinned; such a member is
+    /// replaced by a clock buffer, not waited on, and the pinned pages stay put. How: a
+    /// scan through a 16-buffer ring keeps every fifth page pinned, over several laps.
+    #[test]
+    fn a_ring_never_hands_out_a_pinned_buffer() {
+        let f = fixture(128, &[]);
+        fill(&f.pool, REL, 120);
+        let mut ring = f.pool.ring(RingKind::BulkRead).unwrap();
+        assert_eq!(ring.len(), 16, "128 buffers / 8");
+        let mut held = Vec::new();
+        for b in 0..80 {
+            let buf = f.pool.read_with(tag(REL, b), Some(&mut ring)).unwrap();
+            assert!(
+                held.iter()
+                    .all(|h: &crate::buffer::BufferRef<'_>| h.buffer_id() != buf.buffer_id()),
+                "block {b} got a pinned buffer"
+            );
+            if b % 5 == 0 {
+                held.push(buf);
+            }
+        }
+        for (i, h) in held.iter().enumerate() {
+            assert_eq!(h.tag(), tag(REL, i as u32 * 5), "a pinned page moved");
+        }
+        assert!(ring.stats().replaced >= 10, "{:?}", ring.stats());
+        ring.check_invariants();
+    }
+
+    /// Proves: WAL before data through rings: every page a ring reuse writes has its LSN
+    /// durable in the log at the moment of the write, for a fixed and a growing ring; a
+    /// fixed ring forces flushes (counted by the ring, by the pool per kind and by the
+    /// write path per context). How: a VACUUM-like pass dirties every page with a rising
+    /// LSN that nobody else flushes; the file system wrapper checks each write.
+    #[test]
+    fn ring_writes_wait_for_the_wal() {
+        for growth in [false, true] {
+            let f = fixture(1024, &[]);
+            fill(&f.pool, REL, 600);
+            let mut ring = Ring::with_growth(RingKind::Vacuum, 512 << 10, growth, &f.pool).unwrap();
+            let writes_before = f.page_writes.load(Relaxed);
+            for b in 0..600 {
+                dirty_through(&f.pool, &mut ring, b, 1000 + u64::from(b));
+            }
+            assert!(f.page_writes.load(Relaxed) > writes_before + 300);
+            assert_eq!(
+                f.violations.load(Relaxed),
+                0,
+                "a page was written before its WAL"
+            );
+            let s = ring.stats();
+            assert!(s.wal_flushes_forced > 0, "{s:?}");
+            assert_eq!(
+                f.pool.ring_stats(RingKind::Vacuum).wal_flushes_forced,
+                s.wal_flushes_forced
+            );
+            assert!(f.pool.wal_flushes_forced(IoContext::Vacuum) >= s.wal_flushes_forced);
+            assert_eq!(f.pool.wal_flushes_forced(IoContext::Normal), 0);
+            f.pool.flush_all().unwrap();
+            assert_eq!(f.violations.load(Relaxed), 0);
+            assert!(f.wal.flushes.load(Relaxed) > 0);
+        }
+    }
+
+    /// Proves: a growing ring grows instead of forcing a WAL flush, one slot at a time,
+    /// never beyond its cap, and forces flushes only once at the cap. How: 512 kB of 4 kB
+    /// pages is a cap of 128 slots starting at 64; nobody flushes the log.
+    #[test]
+    fn a_growing_ring_never_grows_beyond_its_cap() {
+        let f = fixture(1024, &[]);
+        fill(&f.pool, REL, 700);
+        let mut ring = Ring::with_growth(RingKind::Vacuum, 512 << 10, true, &f.pool).unwrap();
+        assert_eq!(
+            (ring.start_len(), ring.capacity(), ring.len()),
+            (64, 128, 64)
+        );
+        let mut most = 0;
+        for b in 0..700 {
+            dirty_through(&f.pool, &mut ring, b, 1000 + u64::from(b));
+            assert!(ring.len() <= ring.capacity());
+            most = most.max(ring.len());
+            if ring.len() < ring.capacity() {
+                assert_eq!(ring.stats().wal_flushes_forced, 0, "flushed before the cap");
+            }
+        }
+        assert_eq!(most, 128);
+        let s = ring.stats();
+        assert_eq!(s.grows, 64, "{s:?}");
+        assert!(s.wal_flushes_forced > 0, "{s:?}");
+        assert_eq!(f.violations.load(Relaxed), 0);
+        // A fixed ring of the same knob is its cap from the start and never grows.
+        let mut fixed = Ring::with_growth(RingKind::Vacuum, 512 << 10, false, &f.pool).unwrap();
+        for b in 0..300 {
+            dirty_through(&f.pool, &mut fixed, b, 5000 + u64::from(b));
+            assert_eq!(fixed.len(), 128);
+        }
+        assert_eq!(fixed.stats().grows, 0);
+    }
+
+    /// Proves: a lap with neither a grow nor a forced flush shrinks a grown ring, step by
+    /// step back to its start size and no further; while the log keeps up (someone else
+    /// flushes it), dirty members are reused and the ring does not grow.
+    #[test]
+    fn a_grown_ring_shrinks_after_quiet_laps() {
+        let f = fixture(1024, &[]);
+        fill(&f.pool, REL, 2500);
+        let mut ring = Ring::with_growth(RingKind::Vacuum, 512 << 10, true, &f.pool).unwrap();
+        for b in 0..200 {
+            dirty_through(&f.pool, &mut ring, b, 1000 + u64::from(b));
+        }
+        assert_eq!(ring.len(), 128, "grown to the cap");
+        // Quiet: the log is durable past every LSN from now on.
+        f.wal.flush_to(u64::MAX / 2);
+        let mut sizes = vec![ring.len()];
+        for b in 200..2500 {
+            dirty_through(&f.pool, &mut ring, b, 1000 + u64::from(b));
+            if ring.len() != *sizes.last().unwrap() {
+                sizes.push(ring.len());
+            }
+        }
+        assert!(sizes.windows(2).all(|w| w[1] < w[0]), "{sizes:?}");
+        assert_eq!(*sizes.last().unwrap(), ring.start_len(), "{sizes:?}");
+        let s = ring.stats();
+        assert_eq!(s.shrinks as usize, sizes.len() - 1);
+        assert_eq!(s.grows, 64, "no growth while the log keeps up: {s:?}");
+        assert_eq!(f.pool.ring_stats(RingKind::Vacuum).shrinks, s.shrinks);
+        assert_eq!(f.violations.load(Relaxed), 0);
+    }
+
+    /// Proves: a bulk-read ring rejects a dirty member whose write would force a WAL flush
+    /// (leaves it dirty in the pool, for the clock or the bgwriter, and takes a clock
+    /// buffer), and reuses (writes) one whose WAL is already durable.
+    #[test]
+    fn bulk_read_rejects_a_dirty_member_needing_a_wal_flush() {
+        let f = fixture(128, &[]);
+        fill(&f.pool, REL, 100);
+        let mut ring = f.pool.ring(RingKind::BulkRead).unwrap();
+        let n = ring.len() as u32;
+        // Block 0 dirtied with an LSN the log has not reached; block 1 with a durable one.
+        dirty_through(&f.pool, &mut ring, 0, 500);
+        dirty_through(&f.pool, &mut ring, 1, 50);
+        f.wal.flush_to(100);
+        for b in 2..n + 2 {
+            drop(f.pool.read_with(tag(REL, b), Some(&mut ring)).unwrap());
+        }
+        let s = ring.stats();
+        assert_eq!(s.rejects, 1, "{s:?}");
+        assert_eq!(s.wal_flushes_forced, 0, "{s:?}");
+        assert_eq!(f.pool.ring_stats(RingKind::BulkRead).rejects, 1);
+        assert_eq!(f.wal.flushed.load(Relaxed), 100, "a scan flushed the log");
+        // Block 0 is still in the pool, still dirty; block 1 was written and reused.
+        let b0 = f.pool.read(tag(REL, 0)).unwrap();
+        assert!(f.pool.descs[b0.buffer_id() as usize].load_state() & DIRTY != 0);
+        let io = f.pool.stats();
+        assert_eq!(
+            io.get(IoWriter::Backend, IoContext::BulkRead, IoOp::Write),
+            1
+        );
+        assert_eq!(f.violations.load(Relaxed), 0);
+    }
+
+    /// Proves: pages a ring brings in or hits keep a usage count of at most 1, however
+    /// often the ring touches them; a ring hit never lowers a page others made hot.
+    #[test]
+    fn ring_pins_keep_usage_at_most_one() {
+        let f = fixture(128, &[]);
+        fill(&f.pool, REL, 40);
+        let mut ring = f.pool.ring(RingKind::BulkRead).unwrap();
+        for _ in 0..3 {
+            for b in 0..8 {
+                let buf = f.pool.read_with(tag(REL, b), Some(&mut ring)).unwrap();
+                assert!(usage_of(&f.pool, buf.buffer_id()) <= 1);
+            }
+        }
+        let hot = f.pool.read(tag(REL, 30)).unwrap();
+        drop(f.pool.read(tag(REL, 30)).unwrap());
+        drop(f.pool.read(tag(REL, 30)).unwrap());
+        let before = usage_of(&f.pool, hot.buffer_id());
+        assert_eq!(before, 3);
+        drop(f.pool.read_with(tag(REL, 30), Some(&mut ring)).unwrap());
+        assert_eq!(usage_of(&f.pool, hot.buffer_id()), before);
+        // Extending through a ring: the new pages are ring pages too.
+        let mut bw = f.pool.ring(RingKind::BulkWrite).unwrap();
+        for _ in 0..4 {
+            let buf = f
+                .pool
+                .extend_with(REL, ForkNumber::Main, Some(&mut bw))
+                .unwrap();
+            assert_eq!(usage_of(&f.pool, buf.buffer_id()), 1);
+        }
+    }
+
+    /// Proves: the hot set survives a scan through a ring: after a bulk-read scan of four
+    /// pools' worth of pages, every hot page is still a hit. The same scan without a ring
+    /// pushes hot pages out (so the test can tell).
+    #[test]
+    fn the_hot_set_survives_a_ring_scan() {
+        for with_ring in [true, false] {
+            let f = fixture(128, &[]);
+            fill(&f.pool, HOT, 32);
+            fill(&f.pool, REL, 512);
+            for _ in 0..5 {
+                for b in 0..32 {
+                    drop(f.pool.read(tag(HOT, b)).unwrap());
+                }
+            }
+            let mut ring = f.pool.ring(RingKind::BulkRead);
+            for _ in 0..2 {
+                for b in 0..512 {
+                    let r = if with_ring {
+                        f.pool.read_with(tag(REL, b), ring.as_mut())
+                    } else {
+                        f.pool.read(tag(REL, b))
+                    };
+                    drop(r.unwrap());
+                }
+            }
+            let before = f.pool.stats();
+            for b in 0..32 {
+                drop(f.pool.read(tag(HOT, b)).unwrap());
+            }
+            let after = f.pool.stats();
+            let hits = after.get(IoWriter::Backend, IoContext::Normal, IoOp::Hit)
+                - before.get(IoWriter::Backend, IoContext::Normal, IoOp::Hit);
+            if with_ring {
+                assert_eq!(hits, 32, "a hot page was evicted by a ring scan");
+            } else {
+                assert!(hits < 32, "the scan without a ring should evict hot pages");
+            }
+        }
+    }
+
+    /// Proves: reuse versus eviction is counted under the ring's context: the first lap
+    /// takes clock buffers holding valid pages (evictions), later steps reuse ring members
+    /// (reuses); nothing is counted under the normal context.
+    #[test]
+    fn reuse_and_eviction_are_counted_under_the_ring_context() {
+        let f = fixture(128, &[]);
+        fill(&f.pool, HOT, 128);
+        fill(&f.pool, REL, 100);
+        // Every buffer holds a valid HOT page.
+        for b in 0..128 {
+            drop(f.pool.read(tag(HOT, b)).unwrap());
+        }
+        let before = f.pool.stats();
+        let mut ring = f.pool.ring(RingKind::BulkRead).unwrap();
+        let n = ring.len() as u64;
+        for b in 0..100 {
+            drop(f.pool.read_with(tag(REL, b), Some(&mut ring)).unwrap());
+        }
+        let after = f.pool.stats();
+        let d = |c, op| after.get(IoWriter::Backend, c, op) - before.get(IoWriter::Backend, c, op);
+        assert_eq!(d(IoContext::BulkRead, IoOp::Eviction), n);
+        assert_eq!(d(IoContext::BulkRead, IoOp::Reuse), 100 - n);
+        assert_eq!(d(IoContext::BulkRead, IoOp::Read), 100);
+        assert_eq!(d(IoContext::Normal, IoOp::Eviction), 0);
+        assert_eq!(d(IoContext::Normal, IoOp::Reuse), 0);
+        assert_eq!(ring.stats().reuses, 100 - n);
+        assert_eq!(ring.stats().clock_takes, n);
+        assert_eq!(f.pool.ring_stats(RingKind::BulkRead).reuses, 100 - n);
+    }
+
+    /// Proves: a member evicted and retagged by someone else is not reused by the ring (it
+    /// holds someone else's page now) but replaced; nor is a member someone else used
+    /// (usage 2), nor one whose page was dropped. How: after one lap, the test uses member
+    /// 0's page, drops the pages of all other members, and loads another page into one of
+    /// their buffers (the free list hands out a former member); a full lap later, both
+    /// other pages are still cached, in the same buffers.
+    #[test]
+    fn a_member_retagged_or_used_by_someone_else_is_replaced() {
+        let f = fixture(128, &[]);
+        fill(&f.pool, REL, 64);
+        let mut ring = f.pool.ring(RingKind::BulkRead).unwrap();
+        let n = ring.len() as u32;
+        let mut ids = Vec::new();
+        for b in 0..n {
+            let buf = f.pool.read_with(tag(REL, b), Some(&mut ring)).unwrap();
+            ids.push(buf.buffer_id());
+        }
+        drop(f.pool.read(tag(REL, 0)).unwrap());
+        assert_eq!(f.pool.drop_buffers(REL, None, 1).unwrap(), n as usize - 1);
+        let other = f.pool.read(tag(REL, 40)).unwrap().buffer_id();
+        assert!(
+            ids[1..].contains(&other),
+            "the free list gave a former member"
+        );
+        let replaced = ring.stats().replaced;
+        for b in 0..n {
+            let buf = f.pool.read_with(tag(REL, 41 + b), Some(&mut ring)).unwrap();
+            assert_ne!(buf.buffer_id(), ids[0], "reused a page someone else used");
+            assert_ne!(
+                buf.buffer_id(),
+                other,
+                "reused a buffer someone else retagged"
+            );
+        }
+        assert_eq!(
+            ring.stats().replaced,
+            replaced + u64::from(n),
+            "{:?}",
+            ring.stats()
+        );
+        for (block, id) in [(0, ids[0]), (40, other)] {
+            let b = f.pool.read(tag(REL, block)).unwrap();
+            assert_eq!(
+                b.buffer_id(),
+                id,
+                "block {block} was pushed out by the ring"
+            );
+        }
+        f.pool.check_invariants().unwrap();
+    }
+
+    /// Proves: ring sizes follow the knobs, capped at 1/8 of the pool; 0 is no ring; a
+    /// growing ring starts at 256 kB (or its cap, if smaller).
+    #[test]
+    fn ring_sizes_follow_the_knobs_and_the_pool_cap() {
+        let f = fixture(
+            4096,
+            &[
+                ("bulkread_ring_size", "0"),
+                ("vacuum_buffer_usage_limit", "1MB"),
+            ],
+        );
+        assert!(f.pool.ring(RingKind::BulkRead).is_none());
+        let v = f.pool.ring(RingKind::Vacuum).unwrap();
+        assert!(v.is_growing());
+        assert_eq!((v.start_len(), v.capacity()), (64, 256));
+        let w = f.pool.ring(RingKind::BulkWrite).unwrap();
+        assert_eq!(w.capacity(), 512, "16MB capped at 4096 / 8");
+        let g = fixture(4096, &[("ring_growth", "off")]);
+        let v = g.pool.ring(RingKind::Vacuum).unwrap();
+        assert!(!v.is_growing());
+        assert_eq!(v.len(), 512);
+        let r = Ring::with_growth(RingKind::BulkRead, 1 << 20, true, &g.pool).unwrap();
+        assert!(!r.is_growing(), "bulk read never grows");
+    }
+}
