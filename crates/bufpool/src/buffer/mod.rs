@@ -411,6 +411,35 @@ impl BufferPool {
         self.load(tag, tag.hash64(), context, Fill::Zero, Some(ring))
     }
 
+    /// Adds `n` zeroed pages at the end of a relation fork with one storage call (one
+    /// vectored write, one extension-lock hold; PostgreSQL's ExtendBufferedRelBy) and
+    /// returns them pinned, in block order, counted under `ring`'s context (a bulk load).
+    /// The caller holds all `n` pins at once, so `n` should stay well below the ring's
+    /// size (and the pool's). `n == 0` extends nothing.
+    pub fn extend_many_with(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        n: usize,
+        mut ring: Option<&mut Ring>,
+    ) -> BufferResult<Vec<BufferRef<'_>>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let context = ring
+            .as_ref()
+            .map_or(IoContext::Normal, |r| r.kind().context());
+        let zero = AlignedBuf::zeroed(self.page_size);
+        let pages = vec![zero.as_slice(); n];
+        let first = self.smgr.extend(rel, fork, &pages, context)?;
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n as BlockNumber {
+            let tag = BufferTag::new(rel, fork, first + i);
+            out.push(self.load(tag, tag.hash64(), context, Fill::Zero, ring.as_deref_mut())?);
+        }
+        Ok(out)
+    }
+
     /// Miss path: find or load `tag`, returning it pinned.
     fn load(
         &self,
