@@ -5,7 +5,7 @@
 //!
 //! Owns: [`Ring`] (one operation's slots: buffer ids with the tag each held when the ring
 //! last touched it, a cursor, the growing ring's size and lap state, its counters), the
-//! ring's victim choice [`BufferPool::victim_for`], and the pool-wide ring counters
+//! ring's victim choice `BufferPool::victim_for`, and the pool-wide ring counters
 //! ([`RingStats`] per kind, forced WAL flushes per I/O context).
 //!
 //! Sizes (knobs, [`RingOptions`]): bulk read 256 kB (PostgreSQL's BAS_BULKREAD: small
