@@ -1147,6 +1147,46 @@ mod tests {
         f.pool.check_invariants().unwrap();
     }
 
+    /// Proves: `extend_many_with` adds n zeroed pages with one storage call, returns them
+    /// pinned in block order, counts the extension under the ring's context, and puts
+    /// them in the ring (usage 1).
+    #[test]
+    fn extend_many_adds_pages_with_one_call_through_the_ring() {
+        let f = fixture(128, &[]);
+        fill(&f.pool, REL, 3);
+        let mut ring = f.pool.ring(RingKind::BulkWrite).unwrap();
+        let before = f.pool.stats();
+        let bufs = f
+            .pool
+            .extend_many_with(REL, ForkNumber::Main, 5, Some(&mut ring))
+            .unwrap();
+        let blocks: Vec<u32> = bufs.iter().map(|b| b.tag().block).collect();
+        assert_eq!(blocks, vec![3, 4, 5, 6, 7]);
+        assert_eq!(f.pool.nblocks(REL, ForkNumber::Main).unwrap(), 8);
+        for b in &bufs {
+            assert!(b.read().iter().all(|&x| x == 0));
+            assert_eq!(usage_of(&f.pool, b.buffer_id()), 1);
+        }
+        let after = f.pool.stats();
+        let extends =
+            |s: &crate::stats::IoStatsSnapshot, c| s.get(IoWriter::Backend, c, IoOp::Extend);
+        assert_eq!(
+            extends(&after, IoContext::BulkWrite) - extends(&before, IoContext::BulkWrite),
+            5
+        );
+        assert_eq!(
+            extends(&after, IoContext::Normal),
+            extends(&before, IoContext::Normal)
+        );
+        assert_eq!(ring.stats().clock_takes, 5);
+        drop(bufs);
+        assert!(f
+            .pool
+            .extend_many_with(REL, ForkNumber::Main, 0, None)
+            .unwrap()
+            .is_empty());
+    }
+
     /// Proves: ring sizes follow the knobs, capped at 1/8 of the pool; 0 is no ring; a
     /// growing ring starts at 256 kB (or its cap, if smaller).
     #[test]
