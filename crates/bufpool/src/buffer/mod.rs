@@ -2,14 +2,16 @@
 //! relation files.
 //!
 //! Owns: the descriptors, the page arena, the mapping table, the clock, I/O wait stripes,
-//! the one write path (`BufferPool::flush_locked`), and the background writer's state
-//! (`bgwriter.rs`; its lock rules are there).
+//! the one write path (`BufferPool::flush_locked`, which counts the WAL flushes it forces),
+//! the background writer's state (`bgwriter.rs`; its lock rules are there), and the rings'
+//! knobs and counters (`ring.rs`: access strategies, another victim source).
 //!
 //! Reading a page ([`BufferPool::read`]):
 //! 1. Hit path, no lock: walk the mapping chain lock-free, pin the candidate, re-check its
 //!    tag (a pinned buffer cannot be retagged). VALID → done: one CAS to pin, one to unpin.
 //! 2. Miss: under the shared partition lock, look again (authoritative). Still absent →
-//!    take a victim from the free list or the clock sweep (pinned by the sweep), write it
+//!    take a victim (`victim_for`: the operation's ring if it has one and a member is
+//!    reusable, see `ring.rs`; else the free list or the clock sweep; pinned), write it
 //!    out if dirty (content lock taken with try-lock, as PostgreSQL does, so a victim locked
 //!    by someone waiting on us cannot deadlock), lock the old and new partitions in index
 //!    order, re-check that nobody loaded the page meanwhile, lock the victim's header and
@@ -22,7 +24,8 @@
 //!
 //! Writing (`BufferPool::flush_locked`, the only write path): caller holds a pin and the
 //! content lock; under the header lock set IO_IN_PROGRESS and clear JUST_DIRTIED; flush WAL
-//! to the page LSN through the [`WalFlush`] hook; copy the page, stamp its checksum in the
+//! to the page LSN through the [`WalFlush`] hook (asking `flush_needed` first, so a flush
+//! the write forced is counted per I/O context); copy the page, stamp its checksum in the
 //! copy, write it; clear DIRTY unless JUST_DIRTIED was set again meanwhile. A failed write
 //! leaves the buffer DIRTY with IO_ERROR set and returns the error.
 //!
