@@ -59,7 +59,10 @@
 //! a victim with `victim_for(ring)`; if its state is DIRTY, write it with
 //! `write_victim(victim, context, ring)` (which counts a forced WAL flush of a reuse); after
 //! retagging it to the new page, `note_retagged(ring, victim, tag, old_state, context)`
-//! (counts Reuse or Eviction and records the new page in the slot).
+//! (counts Reuse or Eviction and records the new page in the slot). A page it finds
+//! already mapped it pins with `pin_for(id, ring.is_some())` (usage 0 → 1 only for a
+//! ring). A victim it gives up on (pinned meanwhile) it just unpins: the slot keeps it, and
+//! the next step re-checks it like any member.
 //!
 //! The pool-wide counters use `std` atomics directly like `stats.rs`: they are statistics,
 //! bumped only on slow paths (a grow, a reject, a forced flush), never read to synchronize.
@@ -169,7 +172,9 @@ impl RingOptions {
 /// What a ring (or all rings of one kind, [`BufferPool::ring_stats`]) did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RingStats {
-    /// Victims taken from the ring (pg_stat_io's reuses).
+    /// Victims taken from the ring and retagged. [`BufferPool::ring_stats`] reports
+    /// pg_stat_io's Reuse count here instead (reuses of a buffer that held a valid page:
+    /// the same but for a member whose read had failed).
     pub reuses: u64,
     /// Victims taken from the clock for the ring: filling an empty slot, replacing a
     /// member, growing, or after a reject.
