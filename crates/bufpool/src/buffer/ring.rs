@@ -494,6 +494,7 @@ impl BufferPool {
         let Some(ring) = ring else {
             return self.take_victim();
         };
+        ring.check_invariants();
         let before = ring.stats;
         ring.from_ring = false;
         ring.advance();
