@@ -20,14 +20,17 @@ use crate::buffer::{
     DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BGWRITER_DELAY_MS,
     MAX_BGWRITER_FLUSH_AFTER_BYTES, MAX_BGWRITER_LRU_MAXPAGES,
     MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS, MAX_COMBINE_PAGES,
-    MAX_MAPPING_PARTITIONS, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
+    MAX_MAPPING_PARTITIONS, MAX_RING_BYTES, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS, MIN_RING_BYTES,
 };
 use crate::page::{DEFAULT_PAGE_SIZE, PAGE_SIZES};
 use crate::scan::ScanOptions;
 use crate::smgr::SmgrOptions;
 use crate::wal::{SyncMethod, WalOptions, DEFAULT_PREPARE_SEGMENTS};
 
-pub use crate::buffer::{BgwriterStrategy, HugePages, DEFAULT_MAPPING_PARTITIONS};
+pub use crate::buffer::{BgwriterStrategy, HugePages, RingOptions, DEFAULT_MAPPING_PARTITIONS};
+use crate::buffer::{
+    DEFAULT_BULKREAD_RING_BYTES, DEFAULT_BULKWRITE_RING_BYTES, DEFAULT_VACUUM_RING_BYTES,
+};
 pub use crate::options::{format_size, parse_bool, parse_ms, parse_size, ConfigError};
 pub use crate::scan::SeqscanStrategy;
 
@@ -716,6 +719,66 @@ pub static KNOBS: &[Knob] = &[
         |c, v| c.seqscan_cache_trail = flag(v),
         |c| Value::Bool(c.seqscan_cache_trail),
     ),
+    Knob {
+        min: 0,
+        max: MAX_RING_BYTES,
+        check: Some((
+            |c| ring_size_ok(c.bulkread_ring_size),
+            "0 (no ring) or at least 128kB",
+        )),
+        ..row(
+            "bulkread_ring_size",
+            Unit::Bytes,
+            "256kB",
+            "ring of a large sequential scan (fits the CPU's L2 cache; 0: no ring), at most \
+             1/8 of the pool",
+            |c, v| c.bulkread_ring_size = int(v),
+            |c| Value::Int(c.bulkread_ring_size),
+        )
+    },
+    Knob {
+        min: 0,
+        max: MAX_RING_BYTES,
+        check: Some((
+            |c| ring_size_ok(c.bulkwrite_ring_size),
+            "0 (no ring) or at least 128kB",
+        )),
+        ..row(
+            "bulkwrite_ring_size",
+            Unit::Bytes,
+            "16MB",
+            "ring of a bulk load (its cap when ring_growth is on; 0: no ring), at most 1/8 \
+             of the pool",
+            |c, v| c.bulkwrite_ring_size = int(v),
+            |c| Value::Int(c.bulkwrite_ring_size),
+        )
+    },
+    Knob {
+        min: 0,
+        max: MAX_RING_BYTES,
+        check: Some((
+            |c| ring_size_ok(c.vacuum_buffer_usage_limit),
+            "0 (no ring) or at least 128kB",
+        )),
+        ..row(
+            "vacuum_buffer_usage_limit",
+            Unit::Bytes,
+            "2MB",
+            "ring of a VACUUM (its cap when ring_growth is on; 0: no ring), at most 1/8 of \
+             the pool",
+            |c, v| c.vacuum_buffer_usage_limit = int(v),
+            |c| Value::Int(c.vacuum_buffer_usage_limit),
+        )
+    },
+    row(
+        "ring_growth",
+        Unit::Bool,
+        "on",
+        "vacuum and bulk-write rings start at 256kB and grow instead of forcing a WAL \
+         flush, shrinking after a quiet lap (off: fixed at their size)",
+        |c, v| c.ring_growth = flag(v),
+        |c| Value::Bool(c.ring_growth),
+    ),
 ];
 
 /// The `seqscan_strategy` words, in table order.
@@ -724,6 +787,11 @@ const SEQSCAN_STRATEGIES: [SeqscanStrategy; 2] =
 
 /// Largest `seqscan_sync_threshold` / `seqscan_ring_threshold`: 1000 pools.
 pub const MAX_SEQSCAN_THRESHOLD_THOUSANDTHS: u64 = 1_000_000;
+
+/// A ring size knob's rule: 0 (no ring) or at least [`MIN_RING_BYTES`].
+fn ring_size_ok(bytes: u64) -> bool {
+    bytes == 0 || bytes >= MIN_RING_BYTES
+}
 
 /// The row of the knob called `name`.
 pub fn knob(name: &str) -> Option<&'static Knob> {
@@ -934,6 +1002,14 @@ pub struct Config {
     /// seqscan_ring_threshold in thousandths of the pool.
     pub seqscan_ring_threshold_thousandths: u64,
     pub seqscan_cache_trail: bool,
+    /// Bytes of a bulk-read ring (0: no ring).
+    pub bulkread_ring_size: u64,
+    /// Bytes of a bulk-write ring, its cap when growing (0: no ring).
+    pub bulkwrite_ring_size: u64,
+    /// Bytes of a vacuum ring, its cap when growing (0: no ring).
+    pub vacuum_buffer_usage_limit: u64,
+    /// Vacuum and bulk-write rings grow and shrink (on) or keep their size (off).
+    pub ring_growth: bool,
 }
 
 impl Default for Config {
@@ -978,6 +1054,10 @@ impl Default for Config {
             seqscan_sync_threshold_thousandths: 100,
             seqscan_ring_threshold_thousandths: 5_000,
             seqscan_cache_trail: false,
+            bulkread_ring_size: DEFAULT_BULKREAD_RING_BYTES,
+            bulkwrite_ring_size: DEFAULT_BULKWRITE_RING_BYTES,
+            vacuum_buffer_usage_limit: DEFAULT_VACUUM_RING_BYTES,
+            ring_growth: true,
         };
         for k in KNOBS {
             let v = k.parse(k.default).expect("a knob's default parses");
@@ -1113,6 +1193,16 @@ impl Config {
         }
     }
 
+    /// The access-strategy rings' options.
+    pub fn ring_options(&self) -> RingOptions {
+        RingOptions {
+            bulkread_bytes: self.bulkread_ring_size,
+            bulkwrite_bytes: self.bulkwrite_ring_size,
+            vacuum_bytes: self.vacuum_buffer_usage_limit,
+            growth: self.ring_growth,
+        }
+    }
+
     /// How a checkpoint writes its pages.
     pub fn checkpoint_write_options(&self) -> CheckpointWriteOptions {
         let page = self.block_size as u64;
@@ -1196,6 +1286,7 @@ impl PoolConfig for Config {
             huge_pages: self.huge_pages,
             mapping_partitions: self.buffer_mapping_partitions,
             bgwriter: self.bgwriter_options(),
+            rings: self.ring_options(),
         })
     }
 
@@ -1296,6 +1387,14 @@ impl ConfigBuilder {
             c.seqscan_ring_threshold_thousandths = (v * 1000.0).round().clamp(0.0, u64::MAX as f64) as u64
         };
         seqscan_cache_trail: bool => |c, v| c.seqscan_cache_trail = v;
+        /// Bytes of a bulk-read ring; 0 is no ring.
+        bulkread_ring_size: u64 => |c, v| c.bulkread_ring_size = v;
+        /// Bytes of a bulk-write ring (its cap when growing); 0 is no ring.
+        bulkwrite_ring_size: u64 => |c, v| c.bulkwrite_ring_size = v;
+        /// Bytes of a vacuum ring (its cap when growing); 0 is no ring.
+        vacuum_buffer_usage_limit: u64 => |c, v| c.vacuum_buffer_usage_limit = v;
+        /// Whether vacuum and bulk-write rings grow and shrink.
+        ring_growth: bool => |c, v| c.ring_growth = v;
     }
 
     /// The config, if every knob is valid; else the first bad one.
@@ -1451,6 +1550,14 @@ mod tests {
             ("checkpoint_writers", "65"),
             ("checkpoint_sync_method", "osync"),
             ("log_checkpoints", "loud"),
+            ("bulkread_ring_size", "64kB"),
+            ("bulkread_ring_size", "32GB"),
+            ("bulkread_ring_size", "lots"),
+            ("bulkwrite_ring_size", "1"),
+            ("bulkwrite_ring_size", "17GB"),
+            ("vacuum_buffer_usage_limit", "127kB"),
+            ("vacuum_buffer_usage_limit", "-1"),
+            ("ring_growth", "sometimes"),
         ];
         for (knob, value) in cases {
             let before = Config::default();
@@ -1683,6 +1790,58 @@ mod tests {
                 .unwrap_err()
                 .knob,
             "bgwriter_lru_multiplier"
+        );
+    }
+
+    /// Proves: the ring knobs parse, keep their defaults, accept 0 (no ring), name
+    /// themselves and their range when refused, and reach the pool's options.
+    #[test]
+    fn ring_knobs_parse_and_reach_the_pool_options() {
+        let mut c = Config::default();
+        assert_eq!(c.ring_options(), RingOptions::default());
+        assert_eq!(c.get("bulkread_ring_size").unwrap(), "256kB");
+        assert_eq!(c.get("bulkwrite_ring_size").unwrap(), "16MB");
+        assert_eq!(c.get("vacuum_buffer_usage_limit").unwrap(), "2MB");
+        assert_eq!(c.get("ring_growth").unwrap(), "on");
+        c.set("bulkread_ring_size", "0").unwrap();
+        c.set("bulkwrite_ring_size", "2MB").unwrap();
+        c.set("vacuum_buffer_usage_limit", "128kB").unwrap();
+        c.set("ring_growth", "off").unwrap();
+        assert_eq!(
+            c.pool_options(8192).unwrap().rings,
+            RingOptions {
+                bulkread_bytes: 0,
+                bulkwrite_bytes: 2 << 20,
+                vacuum_bytes: 128 << 10,
+                growth: false,
+            }
+        );
+        let err = c.set("vacuum_buffer_usage_limit", "64kB").unwrap_err();
+        assert_eq!(err.knob, "vacuum_buffer_usage_limit");
+        assert!(
+            err.to_string().contains("0 (no ring) or at least 128kB"),
+            "{err}"
+        );
+        assert_eq!(
+            Config::allowed("bulkread_ring_size").unwrap(),
+            "0B to 16GB, 0 (no ring) or at least 128kB"
+        );
+        let built = Config::builder()
+            .bulkwrite_ring_size(256 << 10)
+            .ring_growth(false)
+            .build()
+            .unwrap();
+        let mut text = Config::default();
+        text.set("bulkwrite_ring_size", "256kB").unwrap();
+        text.set("ring_growth", "off").unwrap();
+        assert_eq!(built, text);
+        assert_eq!(
+            Config::builder()
+                .bulkread_ring_size(1000)
+                .build()
+                .unwrap_err()
+                .knob,
+            "bulkread_ring_size"
         );
     }
 

@@ -73,7 +73,8 @@ pub mod vfs;
 pub mod wal;
 
 pub use buffer::{
-    BufferError, BufferPool, BufferRef, NoWal, PageReadGuard, PageWriteGuard, WalFlush,
+    BufferError, BufferPool, BufferRef, NoWal, PageReadGuard, PageWriteGuard, Ring, RingKind,
+    RingStats, WalFlush,
 };
 pub use config::{Config, ConfigError, HugePages, PoolSize};
 pub use engine::{Engine, EngineError, RecoveryReport};

@@ -122,12 +122,24 @@ impl BufferDesc {
     /// Adds a pin (and usage credit); waits out a held header lock. Returns the new state.
     #[inline]
     pub fn pin(&self) -> u64 {
+        self.pin_by(pinned)
+    }
+
+    /// Adds a pin for a ring (access strategy): usage goes from 0 to 1, never higher
+    /// ([`ring_pinned`]). Returns the new state.
+    #[inline]
+    pub fn pin_ring(&self) -> u64 {
+        self.pin_by(ring_pinned)
+    }
+
+    #[inline]
+    fn pin_by(&self, next: impl Fn(u64) -> u64) -> u64 {
         let mut old = self.state.load(Ordering::Relaxed);
         loop {
             if old & LOCKED != 0 {
                 old = self.wait_unlocked();
             }
-            let new = pinned(old);
+            let new = next(old);
             match self
                 .state
                 .compare_exchange_weak(old, new, Ordering::Acquire, Ordering::Relaxed)

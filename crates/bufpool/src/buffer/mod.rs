@@ -2,14 +2,16 @@
 //! relation files.
 //!
 //! Owns: the descriptors, the page arena, the mapping table, the clock, I/O wait stripes,
-//! the one write path (`BufferPool::flush_locked`), and the background writer's state
-//! (`bgwriter.rs`; its lock rules are there).
+//! the one write path (`BufferPool::flush_locked`, which counts the WAL flushes it forces),
+//! the background writer's state (`bgwriter.rs`; its lock rules are there), and the rings'
+//! knobs and counters (`ring.rs`: access strategies, another victim source).
 //!
 //! Reading a page ([`BufferPool::read`]):
 //! 1. Hit path, no lock: walk the mapping chain lock-free, pin the candidate, re-check its
 //!    tag (a pinned buffer cannot be retagged). VALID → done: one CAS to pin, one to unpin.
 //! 2. Miss: under the shared partition lock, look again (authoritative). Still absent →
-//!    take a victim from the free list or the clock sweep (pinned by the sweep), write it
+//!    take a victim (`victim_for`: the operation's ring if it has one and a member is
+//!    reusable, see `ring.rs`; else the free list or the clock sweep; pinned), write it
 //!    out if dirty (content lock taken with try-lock, as PostgreSQL does, so a victim locked
 //!    by someone waiting on us cannot deadlock), lock the old and new partitions in index
 //!    order, re-check that nobody loaded the page meanwhile, lock the victim's header and
@@ -22,7 +24,8 @@
 //!
 //! Writing (`BufferPool::flush_locked`, the only write path): caller holds a pin and the
 //! content lock; under the header lock set IO_IN_PROGRESS and clear JUST_DIRTIED; flush WAL
-//! to the page LSN through the [`WalFlush`] hook; copy the page, stamp its checksum in the
+//! to the page LSN through the [`WalFlush`] hook (asking `flush_needed` first, so a flush
+//! the write forced is counted per I/O context); copy the page, stamp its checksum in the
 //! copy, write it; clear DIRTY unless JUST_DIRTIED was set again meanwhile. A failed write
 //! leaves the buffer DIRTY with IO_ERROR set and returns the error.
 //!
@@ -65,7 +68,11 @@ pub use options::{
     MAX_BGWRITER_LRU_MAXPAGES, MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS,
     MAX_MAPPING_PARTITIONS, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
-pub use ring::{Ring, RingKind};
+pub use ring::{
+    Ring, RingKind, RingOptions, RingStats, DEFAULT_BULKREAD_RING_BYTES,
+    DEFAULT_BULKWRITE_RING_BYTES, DEFAULT_VACUUM_RING_BYTES, MAX_RING_BYTES, MIN_RING_BYTES,
+    RING_POOL_DIVISOR, RING_START_BYTES,
+};
 
 use std::cell::Cell;
 use std::path::Path;
@@ -89,6 +96,18 @@ pub trait WalFlush: Send + Sync {
     /// know the log's types; the errno survives in the source chain, see
     /// [`BufferError::raw_os_error`]).
     fn flush(&self, lsn: Lsn) -> Result<(), WalFlushError>;
+
+    /// Whether writing a page with LSN `lsn` now would make [`WalFlush::flush`] wait for
+    /// the log (the log is not yet durable up to `lsn`; PostgreSQL's XLogNeedsFlush). A
+    /// hint read without locks: the write path still calls `flush`, so a wrong answer only
+    /// miscounts or mis-sizes a ring, never breaks WAL-before-data. Rings ask it to grow
+    /// or reject instead of forcing a flush; the write path counts the flushes it forced.
+    /// The default, for hooks that cannot tell, is `false` (rings then never grow or
+    /// reject, and no forced flush is counted).
+    fn flush_needed(&self, lsn: Lsn) -> bool {
+        let _ = lsn;
+        false
+    }
 }
 
 /// The error a [`WalFlush`] hook returns: the log's typed error, boxed.
@@ -102,6 +121,17 @@ impl WalFlush for NoWal {
     fn flush(&self, _lsn: Lsn) -> Result<(), WalFlushError> {
         Ok(())
     }
+    fn flush_needed(&self, _lsn: Lsn) -> bool {
+        false
+    }
+}
+
+/// What one call of the write path did with a dirty page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Written {
+    /// The page's WAL was not yet durable, so the write waited for a log flush (the
+    /// hook's [`WalFlush::flush_needed`] said so just before the flush).
+    pub wal_flush_forced: bool,
 }
 
 /// Which way an I/O moves a page.
@@ -148,6 +178,8 @@ pub struct BufferPool {
     /// `checkpoint_sync_method = open_datasync`: the bgwriter writes through O_DSYNC
     /// handles (the checkpointer's writes take it from their options).
     bgwriter_durable: crate::sync::AtomicBool,
+    /// Ring knobs and the counters over all rings (`ring.rs`).
+    rings: ring::RingShared,
 }
 
 impl std::fmt::Debug for BufferPool {
@@ -212,6 +244,7 @@ impl BufferPool {
             bgwriter: bgwriter::Bgwriter::new(opts.bgwriter, nbuffers, page_size),
             ckpt: checkpoint::CkptArray::new(nbuffers),
             bgwriter_durable: crate::sync::AtomicBool::new(false),
+            rings: ring::RingShared::new(opts.rings),
         })
     }
 
@@ -317,13 +350,25 @@ impl BufferPool {
         tag: BufferTag,
         ring: Option<&mut Ring>,
     ) -> BufferResult<BufferRef<'_>> {
-        match ring {
-            None => self.read(tag),
-            Some(ring) => {
-                let context = ring.kind().context();
-                self.load(tag, tag.hash64(), context, Fill::Read, Some(ring))
+        let Some(ring) = ring else {
+            return self.read(tag);
+        };
+        let context = ring.kind().context();
+        let hash = tag.hash64();
+        // The hit path of `read_in`, pinning the ring's way (usage 0 → 1 only).
+        if let Some(id) = self.mapping.lookup_optimistic(&self.descs, &tag, hash) {
+            let d = &self.descs[id as usize];
+            let s = d.pin_ring();
+            if s & TAG_VALID != 0 && d.tag_is(&tag) {
+                if s & VALID != 0 {
+                    self.smgr.stats().count(context, IoOp::Hit, 1);
+                    return Ok(BufferRef { pool: self, id });
+                }
+                return self.finish_load(id, tag, context, Fill::Read);
             }
+            d.unpin();
         }
+        self.load(tag, hash, context, Fill::Read, Some(ring))
     }
 
     /// The page `tag` pinned if it is in the pool and valid now, else `None`; never reads
@@ -385,6 +430,35 @@ impl BufferPool {
         self.load(tag, tag.hash64(), context, Fill::Zero, Some(ring))
     }
 
+    /// Adds `n` zeroed pages at the end of a relation fork with one storage call (one
+    /// vectored write, one extension-lock hold; PostgreSQL's ExtendBufferedRelBy) and
+    /// returns them pinned, in block order, counted under `ring`'s context (a bulk load).
+    /// The caller holds all `n` pins at once, so `n` should stay well below the ring's
+    /// size (and the pool's). `n == 0` extends nothing.
+    pub fn extend_many_with(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        n: usize,
+        mut ring: Option<&mut Ring>,
+    ) -> BufferResult<Vec<BufferRef<'_>>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let context = ring
+            .as_ref()
+            .map_or(IoContext::Normal, |r| r.kind().context());
+        let zero = AlignedBuf::zeroed(self.page_size);
+        let pages = vec![zero.as_slice(); n];
+        let first = self.smgr.extend(rel, fork, &pages, context)?;
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n as BlockNumber {
+            let tag = BufferTag::new(rel, fork, first + i);
+            out.push(self.load(tag, tag.hash64(), context, Fill::Zero, ring.as_deref_mut())?);
+        }
+        Ok(out)
+    }
+
     /// Miss path: find or load `tag`, returning it pinned.
     fn load(
         &self,
@@ -399,7 +473,7 @@ impl BufferPool {
             {
                 let _p = self.mapping.lock_shared(partition);
                 if let Some(id) = self.mapping.lookup_locked(&self.descs, &tag, hash) {
-                    self.descs[id as usize].pin();
+                    self.pin_for(id, ring.is_some());
                     drop(_p);
                     return self.finish_load(id, tag, context, fill);
                 }
@@ -412,16 +486,16 @@ impl BufferPool {
                     })?;
             let vd = &self.descs[victim as usize];
             if vstate & DIRTY != 0 {
-                if !vd.content_lock.try_lock_shared() {
-                    vd.unpin();
-                    continue;
-                }
-                let r = self.flush_locked(victim, context);
-                // SAFETY: taken by the successful try_lock_shared above.
-                unsafe { vd.content_lock.unlock_shared() };
-                if let Err(e) = r {
-                    vd.unpin();
-                    return Err(e);
+                match self.write_victim(victim, context, ring.as_deref_mut()) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        vd.unpin();
+                        continue;
+                    }
+                    Err(e) => {
+                        vd.unpin();
+                        return Err(e);
+                    }
                 }
             }
             // Our pin keeps the victim's tag stable: nobody else can retag it.
@@ -439,7 +513,7 @@ impl BufferPool {
             };
             if let Some(existing) = self.mapping.lookup_locked(&self.descs, &tag, hash) {
                 // Someone loaded the page while we looked for a victim: use theirs.
-                self.descs[existing as usize].pin();
+                self.pin_for(existing, ring.is_some());
                 drop((_g1, _g2));
                 vd.unpin();
                 return self.finish_load(existing, tag, context, fill);
@@ -455,15 +529,25 @@ impl BufferPool {
             if old_valid {
                 let removed = self.mapping.remove_locked(&self.descs, victim, old_hash);
                 debug_assert!(removed, "victim {victim} was not on its mapping chain");
-                if s & VALID != 0 {
-                    self.smgr.stats().count(context, IoOp::Eviction, 1);
-                }
             }
             vd.set_tag(&tag);
             self.mapping.insert_locked(&self.descs, victim, hash);
             vd.unlock_header((s & REFCOUNT_MASK) | USAGE_ONE | TAG_VALID | IO_IN_PROGRESS);
             drop((_g1, _g2));
+            self.note_retagged(ring, victim, tag, s, context);
             return self.do_load_io(victim, tag, context, fill);
+        }
+    }
+
+    /// Pins buffer `id`, found under its partition lock: the ring's way (usage 0 → 1
+    /// only) for a ring's load, else the normal way.
+    #[inline]
+    fn pin_for(&self, id: u32, ring: bool) {
+        let d = &self.descs[id as usize];
+        if ring {
+            d.pin_ring();
+        } else {
+            d.pin();
         }
     }
 
@@ -605,11 +689,23 @@ impl BufferPool {
     /// The one write path. The caller holds a pin and the content lock (shared or
     /// exclusive) of buffer `id`. Writes the page if it is dirty; returns whether it wrote.
     pub(crate) fn flush_locked(&self, id: u32, context: IoContext) -> BufferResult<bool> {
+        self.write_locked(id, context).map(|w| w.is_some())
+    }
+
+    /// [`BufferPool::flush_locked`], telling whether the write had to flush the WAL
+    /// (`None`: the page was clean, nothing written). Every forced WAL flush is counted
+    /// under `context` ([`BufferPool::wal_flushes_forced`]).
+    pub(crate) fn write_locked(
+        &self,
+        id: u32,
+        context: IoContext,
+    ) -> BufferResult<Option<Written>> {
         let d = &self.descs[id as usize];
         debug_assert!(refcount(d.load_state()) >= 1, "flush_locked without a pin");
         if !self.start_io(d, Io::Write) {
-            return Ok(false);
+            return Ok(None);
         }
+        let mut forced = false;
         let tag = d.tag();
         let mut scratch = WRITE_SCRATCH
             .take()
@@ -622,9 +718,11 @@ impl BufferPool {
             let lsn = page::lsn(copy);
             // WAL before data (DESIGN rule 1): nothing below reaches storage unless the
             // hook made the log durable to the page's LSN.
+            let needed = self.wal.flush_needed(lsn);
             self.wal
                 .flush(lsn)
                 .map_err(|source| BufferError::WalFlush { tag, lsn, source })?;
+            forced = needed;
             page::set_checksum(copy, &tag);
             let durable = self.bgwriter_durable.load(crate::sync::Ordering::Relaxed)
                 && crate::stats::thread_writer() == crate::stats::IoWriter::Bgwriter;
@@ -637,7 +735,14 @@ impl BufferPool {
         })();
         WRITE_SCRATCH.set(Some(scratch));
         self.terminate_io(d, Io::Write, result.is_ok());
-        result.map(|()| true)
+        if forced {
+            self.rings.count_forced_wal_flush(context);
+        }
+        result.map(|()| {
+            Some(Written {
+                wal_flush_forced: forced,
+            })
+        })
     }
 
     /// Pins buffer `id` if it still holds a page accepted by `want` (checked under the

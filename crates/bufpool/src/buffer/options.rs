@@ -10,6 +10,7 @@ use crate::options::{format_size, ConfigError};
 use crate::smgr::SmgrOptions;
 
 pub use super::arena::HugePages;
+use super::ring::{RingOptions, MAX_RING_BYTES, MIN_RING_BYTES};
 
 /// Fewest buffers a pool may have (PostgreSQL's minimum for shared_buffers).
 pub const MIN_BUFFERS: u64 = 16;
@@ -31,6 +32,9 @@ pub struct PoolOptions {
     pub mapping_partitions: usize,
     /// The background writer (`bgwriter*` knobs).
     pub bgwriter: BgwriterOptions,
+    /// Access-strategy rings (`bulkread_ring_size`, `bulkwrite_ring_size`,
+    /// `vacuum_buffer_usage_limit`, `ring_growth`).
+    pub rings: RingOptions,
 }
 
 impl PoolOptions {
@@ -41,6 +45,7 @@ impl PoolOptions {
             huge_pages: HugePages::Try,
             mapping_partitions: DEFAULT_MAPPING_PARTITIONS,
             bgwriter: BgwriterOptions::default(),
+            rings: RingOptions::default(),
         }
     }
 
@@ -58,8 +63,27 @@ impl PoolOptions {
                 partitions_allowed(),
             ));
         }
-        self.bgwriter.validate()
+        self.bgwriter.validate()?;
+        for (knob, bytes) in [
+            ("bulkread_ring_size", self.rings.bulkread_bytes),
+            ("bulkwrite_ring_size", self.rings.bulkwrite_bytes),
+            ("vacuum_buffer_usage_limit", self.rings.vacuum_bytes),
+        ] {
+            if bytes != 0 && !(MIN_RING_BYTES..=MAX_RING_BYTES).contains(&bytes) {
+                return Err(ConfigError::new(knob, bytes, ring_size_allowed()));
+            }
+        }
+        Ok(())
     }
+}
+
+/// What a ring-size knob accepts, in words.
+pub fn ring_size_allowed() -> String {
+    format!(
+        "0 (no ring) or {} to {}",
+        format_size(MIN_RING_BYTES),
+        format_size(MAX_RING_BYTES)
+    )
 }
 
 /// bgwriter_delay bounds: PostgreSQL's 10 ms to 10 s.
@@ -293,5 +317,13 @@ mod tests {
             o.validate(8192).unwrap_err().knob,
             "buffer_mapping_partitions"
         );
+        let mut o = PoolOptions::new(64);
+        o.rings.vacuum_bytes = 4096;
+        assert_eq!(
+            o.validate(8192).unwrap_err().knob,
+            "vacuum_buffer_usage_limit"
+        );
+        o.rings.vacuum_bytes = 0;
+        assert!(o.validate(8192).is_ok(), "0 is no ring");
     }
 }

@@ -27,6 +27,7 @@
 //! - DIRTY → (`start_io`, write) IO_IN_PROGRESS, JUST_DIRTIED cleared → (`terminate_io` ok)
 //!   DIRTY cleared unless JUST_DIRTIED was set again | (failed) IO_ERROR, still DIRTY.
 //! - refcount 0 → (`BufferDesc::pin`) refcount + 1, usage + 1 (capped); → (`unpin`) back.
+//!   Through a ring (`BufferDesc::pin_ring`): refcount + 1, usage 0 → 1 only.
 //! - refcount 0, usage > 0 → (`BufferDesc::sweep_visit`) usage − 1; usage 0 → pinned as a
 //!   victim, written if DIRTY, retagged by `load` only if still refcount 1 and clean.
 //! - mapped, refcount 0 → (`BufferPool::drop_buffers`) free (state word 0, on the free list).
@@ -83,6 +84,19 @@ pub fn pinned(s: u64) -> u64 {
     }
 }
 
+/// The state after one more pin taken through a ring (an access strategy): refcount + 1,
+/// and usage raised from 0 to 1 but never above (PostgreSQL's rule for strategy pins, so a
+/// page one bulk operation touched stays cheap for the clock to take).
+#[inline]
+pub fn ring_pinned(s: u64) -> u64 {
+    let s = s + REFCOUNT_ONE;
+    if usage(s) == 0 {
+        s + USAGE_ONE
+    } else {
+        s
+    }
+}
+
 /// Human-readable flags, for errors and `check_invariants` messages.
 pub fn describe(s: u64) -> String {
     let mut out = format!("refcount={} usage={}", refcount(s), usage(s));
@@ -117,6 +131,13 @@ mod tests {
         }
         assert_eq!(refcount(s), 10);
         assert_eq!(usage(s), USAGE_COUNT_MAX);
+        assert_eq!(usage(ring_pinned(0)), 1);
+        assert_eq!(usage(ring_pinned(USAGE_ONE)), 1);
+        assert_eq!(
+            usage(ring_pinned(3 * USAGE_ONE)),
+            3,
+            "a ring pin never lowers"
+        );
         assert_eq!(
             describe(s | DIRTY | VALID),
             "refcount=10 usage=5 DIRTY VALID"

@@ -137,6 +137,11 @@ impl WalFlush for WalHook {
             None => Ok(()),
         }
     }
+
+    /// The log's durable end is below `lsn`; never during recovery (inert hook).
+    fn flush_needed(&self, lsn: Lsn) -> bool {
+        self.wal.get().is_some_and(|w| w.flushed() < lsn)
+    }
 }
 
 /// The WAL writer thread: prepares log segments ahead of the flush leader

@@ -42,7 +42,7 @@ mod update;
 mod vacuum;
 mod visibility;
 
-pub use scan::{ScanReport, SeqScanOptions, DEFAULT_BULKREAD_RING_BYTES};
+pub use scan::{ScanReport, SeqScanOptions};
 pub use vacuum::VacuumReport;
 use visibility::{Hints, Vis};
 
@@ -51,9 +51,10 @@ use super::heap_page::{
     tuple_space, HeapPage, HeapPageMut, ItemId, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED,
     XMIN_COMMITTED,
 };
-use crate::buffer::PageWriteGuard;
+use crate::buffer::{PageWriteGuard, Ring, RingKind, RING_POOL_DIVISOR};
 use crate::config::ConfigError;
 use crate::engine::Engine;
+use crate::page::PAGE_HEADER_SIZE;
 use crate::page_delta::BeforeImage;
 use crate::sync::{AtomicU32, Ordering};
 use crate::table::HeapError;
@@ -81,6 +82,11 @@ impl Tid {
         }
     }
 }
+/// Most pages a bulk load adds with one storage call: 16 (128 kB of 8 kB pages,
+/// io_combine_limit's default), also held pinned at once while they are filled; at most
+/// half of the load's ring, so the ring never meets its own pinned pages.
+pub const BULK_EXTEND_PAGES: usize = 16;
+
 /// Default fillfactor (PostgreSQL's for heaps): inserts fill pages completely.
 pub const DEFAULT_FILLFACTOR: u8 = 100;
 
@@ -271,17 +277,42 @@ impl<'e> Heap<'e> {
     /// snapshot at once (COPY FREEZE: only for a table created by the same load, which
     /// nobody else can see yet); otherwise they belong to `xid` like inserts.
     /// `progress` gets the number of rows loaded so far, every 65,536 rows and at the end.
-    /// Returns the number of rows.
+    /// Returns the number of rows. Runs through a bulk-write ring sized by the pool's
+    /// `bulkwrite_ring_size` (see [`Heap::bulk_load_with`]).
     pub fn bulk_load<R: AsRef<[u8]>>(
+        &self,
+        xid: Xid,
+        frozen: bool,
+        rows: impl IntoIterator<Item = R>,
+        placed: impl FnMut(Tid),
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64, HeapError> {
+        let mut ring = self.engine.pool().ring(RingKind::BulkWrite);
+        self.bulk_load_with(xid, frozen, rows, placed, progress, ring.as_mut())
+    }
+
+    /// [`Heap::bulk_load`] through the caller's `ring` (`None`: the shared clock), so an
+    /// experiment can compare ring configurations. Pages are added
+    /// [`BULK_EXTEND_PAGES`] at a time (at most half the ring) with one storage call, as
+    /// many as the rows still to come surely fill (by the iterator's lower size bound and
+    /// the most rows a page can hold), so no page is left empty; an iterator without a
+    /// size bound extends one page at a time.
+    pub fn bulk_load_with<R: AsRef<[u8]>>(
         &self,
         xid: Xid,
         frozen: bool,
         rows: impl IntoIterator<Item = R>,
         mut placed: impl FnMut(Tid),
         progress: &mut dyn FnMut(u64),
+        mut ring: Option<&mut Ring>,
     ) -> Result<u64, HeapError> {
         let pool = self.engine.pool();
-        let max = HeapPage(&vec![0u8; pool.page_size()]).max_tuple_data();
+        let page_size = pool.page_size();
+        let max = HeapPage(&vec![0u8; page_size]).max_tuple_data();
+        // No page holds more rows than this (each takes at least an empty tuple and its
+        // line pointer), so `rows left / this` pages are surely filled.
+        let rows_per_page_max =
+            (page_size - PAGE_HEADER_SIZE) / (tuple_space(0) + ITEM_ID_SIZE) + 1;
         let reserve = self.reserve();
         let (xmin, mask) = if frozen {
             (FROZEN_XID, XMIN_COMMITTED)
@@ -291,44 +322,54 @@ impl<'e> Heap<'e> {
         let mut rows = rows.into_iter().peekable();
         let mut count = 0u64;
         while rows.peek().is_some() {
-            let buf = pool.extend(self.rel, ForkNumber::Main)?;
-            let block = buf.tag().block;
-            let mut g = buf.write();
-            {
-                let mut p = HeapPageMut::new(&mut g);
-                p.init_if_new();
-                while let Some(row) = rows.peek() {
-                    let data = row.as_ref();
-                    if data.len() > max {
-                        return Err(HeapError::TupleTooLarge {
-                            len: data.len(),
-                            max,
-                        });
-                    }
-                    let first = p.view().slots() == 0;
-                    if !first && !p.view().fits_leaving(data.len(), reserve) {
-                        break;
-                    }
-                    let slot = p.insert(block, xmin, data).expect("checked that it fits");
-                    if mask != 0 {
-                        let (mut h, _) = p.view().tuple(slot).expect("just inserted");
-                        h.infomask |= mask;
-                        p.set_header(slot, &h);
-                    }
-                    placed(Tid { block, slot });
-                    rows.next();
-                    count += 1;
-                    if count % 65_536 == 0 {
-                        progress(count);
+            let limit = ring
+                .as_ref()
+                .map_or(pool.nbuffers() / RING_POOL_DIVISOR, |r| r.len() / 2);
+            let batch = (rows.size_hint().0 / rows_per_page_max)
+                .min(limit)
+                .clamp(1, BULK_EXTEND_PAGES);
+            let bufs =
+                pool.extend_many_with(self.rel, ForkNumber::Main, batch, ring.as_deref_mut())?;
+            for buf in bufs {
+                debug_assert!(rows.peek().is_some(), "an extended page would stay empty");
+                let block = buf.tag().block;
+                let mut g = buf.write();
+                {
+                    let mut p = HeapPageMut::new(&mut g);
+                    p.init_if_new();
+                    while let Some(row) = rows.peek() {
+                        let data = row.as_ref();
+                        if data.len() > max {
+                            return Err(HeapError::TupleTooLarge {
+                                len: data.len(),
+                                max,
+                            });
+                        }
+                        let first = p.view().slots() == 0;
+                        if !first && !p.view().fits_leaving(data.len(), reserve) {
+                            break;
+                        }
+                        let slot = p.insert(block, xmin, data).expect("checked that it fits");
+                        if mask != 0 {
+                            let (mut h, _) = p.view().tuple(slot).expect("just inserted");
+                            h.infomask |= mask;
+                            p.set_header(slot, &h);
+                        }
+                        placed(Tid { block, slot });
+                        rows.next();
+                        count += 1;
+                        if count % 65_536 == 0 {
+                            progress(count);
+                        }
                     }
                 }
+                let whole = 0..g.len();
+                self.engine
+                    .log_pages(xid, 0, &mut [(&mut g, std::slice::from_ref(&whole))])?;
+                let free = HeapPage(&g).free_space();
+                drop(g);
+                self.fsm.set(pool, block, free)?;
             }
-            let whole = 0..g.len();
-            self.engine
-                .log_pages(xid, 0, &mut [(&mut g, std::slice::from_ref(&whole))])?;
-            let free = HeapPage(&g).free_space();
-            drop(g);
-            self.fsm.set(pool, block, free)?;
         }
         progress(count);
         Ok(count)

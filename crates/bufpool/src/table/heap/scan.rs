@@ -26,17 +26,13 @@ use crate::table::HeapError;
 use crate::txn::Snapshot;
 use crate::types::{BlockNumber, ForkNumber};
 
-/// The bulk-read ring a scan uses when the caller names no size (PostgreSQL's 256 kB:
-/// small enough to stay in the CPU's L2 cache, seed 003's argument).
-pub const DEFAULT_BULKREAD_RING_BYTES: usize = 256 * 1024;
-
 /// How one scan runs; the default follows the engine's knobs.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SeqScanOptions {
     /// The plan; `None`: [`crate::scan::plan`] with the engine's scan knobs.
     pub plan: Option<ScanPlan>,
-    /// Bytes of the bulk-read ring when the plan uses one; `None`: the default size.
-    /// `Some(0)`: no ring even if the plan asks for one.
+    /// Bytes of the bulk-read ring when the plan uses one; `None`: the
+    /// `bulkread_ring_size` knob. `Some(0)`: no ring even if the plan asks for one.
     pub ring_bytes: Option<usize>,
 }
 
@@ -77,11 +73,10 @@ impl Heap<'_> {
         let plan = opts
             .plan
             .unwrap_or_else(|| scan::plan(n, pool.nbuffers(), self.engine.scan_options()));
-        let mut ring = if plan.ring {
-            let bytes = opts.ring_bytes.unwrap_or(DEFAULT_BULKREAD_RING_BYTES);
-            Ring::new(RingKind::BulkRead, bytes, pool)
-        } else {
-            None
+        let mut ring = match (plan.ring, opts.ring_bytes) {
+            (false, _) => None,
+            (true, None) => pool.ring(RingKind::BulkRead),
+            (true, Some(bytes)) => Ring::new(RingKind::BulkRead, bytes, pool),
         };
         let context = ring
             .as_ref()

@@ -13,11 +13,17 @@
 //! checkpoint: replay never goes back across it. It needs the table to itself (nothing
 //! else may be inserting).
 //!
+//! Heap pages are read through a vacuum ring (`buffer/ring.rs`; the pool's
+//! `vacuum_buffer_usage_limit`, or the caller's ring with [`Heap::vacuum_with`]), so a
+//! VACUUM does not push the rest of the pool out; the free-space map's pages are read
+//! normally (they are few and stay hot).
+//!
 //! Locks: one heap page's write lock at a time, in block order, with the free-space map's
 //! page lock taken under it by pruning (heap → fsm). Truncation (flush, truncate both
 //! forks, checkpoint) holds no page lock.
 
 use super::Heap;
+use crate::buffer::{Ring, RingKind};
 use crate::sync::Ordering;
 use crate::table::heap_page::{HeapPage, ItemId};
 use crate::table::HeapError;
@@ -38,7 +44,20 @@ impl Heap<'_> {
     /// the end (the caller must have the table to itself: nothing else may be inserting)
     /// and takes a checkpoint, so that replay never goes back across the (unlogged)
     /// truncation.
+    /// Runs through a vacuum ring sized by the pool's `vacuum_buffer_usage_limit` (see
+    /// [`Heap::vacuum_with`]).
     pub fn vacuum(&self, truncate: bool) -> Result<VacuumReport, HeapError> {
+        let mut ring = self.engine.pool().ring(RingKind::Vacuum);
+        self.vacuum_with(truncate, ring.as_mut())
+    }
+
+    /// [`Heap::vacuum`] reading the heap's pages through the caller's `ring` (`None`: the
+    /// shared clock), so an experiment can compare ring configurations.
+    pub fn vacuum_with(
+        &self,
+        truncate: bool,
+        mut ring: Option<&mut Ring>,
+    ) -> Result<VacuumReport, HeapError> {
         let pool = self.engine.pool();
         let horizon = self.engine.txns().oldest_xmin();
         let n = pool.nblocks(self.rel, ForkNumber::Main)?;
@@ -48,7 +67,7 @@ impl Heap<'_> {
         };
         let mut last_nonempty = None;
         for block in 0..n {
-            let buf = pool.read(self.tag(block))?;
+            let buf = pool.read_with(self.tag(block), ring.as_deref_mut())?;
             let mut g = buf.write();
             report.removed += self.prune_locked(&mut g, horizon, true)?;
             let page = HeapPage(&g);
