@@ -44,6 +44,7 @@ mod guard;
 mod io_wait;
 mod mapping;
 mod options;
+mod read_run;
 pub mod ring;
 pub(crate) mod state;
 mod victim_queue;
@@ -65,6 +66,7 @@ pub use options::{
     MAX_BGWRITER_LRU_MAXPAGES, MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS,
     MAX_MAPPING_PARTITIONS, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
+pub use read_run::{ReadRun, ReadRunStats};
 pub use ring::{Ring, RingKind};
 
 use std::cell::Cell;
@@ -120,6 +122,15 @@ enum Fill {
     Zero,
 }
 
+/// What [`BufferPool::claim`] found or made for a tag; the buffer is pinned either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    /// Already mapped (perhaps not VALID yet: someone else's read, or a failed one).
+    Mapped(u32),
+    /// A victim retagged for it, with IO_IN_PROGRESS set by the caller's thread.
+    Retagged(u32),
+}
+
 /// Tries before `drop_buffers` gives up on a buffer that stays pinned. Transient pins (a
 /// sweep's probe, a lock-free lookup's verification) last nanoseconds; a pin that outlives
 /// this many yields is held by a caller and is a usage error.
@@ -134,11 +145,13 @@ thread_local! {
 
 /// A shared buffer pool over one storage manager.
 pub struct BufferPool {
-    descs: Box<[BufferDesc]>,
+    /// Shared (`Arc`) with the completions of reads run ahead of use (`read_run.rs`),
+    /// which finish on I/O threads.
+    descs: crate::sync::Arc<[BufferDesc]>,
     arena: PageArena,
     mapping: Mapping,
     clock: clock::Clock,
-    io_wait: io_wait::IoWait,
+    io_wait: Arc<io_wait::IoWait>,
     smgr: Arc<Smgr>,
     wal: Arc<dyn WalFlush>,
     page_size: usize,
@@ -148,6 +161,16 @@ pub struct BufferPool {
     /// `checkpoint_sync_method = open_datasync`: the bgwriter writes through O_DSYNC
     /// handles (the checkpointer's writes take it from their options).
     bgwriter_durable: crate::sync::AtomicBool,
+    /// The I/O engines reads run ahead of use go through, built on first use; dropped
+    /// (finishing every read in flight) before the page memory they write into.
+    aio: read_run::Engines,
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        // A read in flight writes into the arena: finish them all before it is unmapped.
+        self.aio.shutdown();
+    }
 }
 
 impl std::fmt::Debug for BufferPool {
@@ -205,13 +228,14 @@ impl BufferPool {
             arena,
             mapping: Mapping::new(nbuffers, opts.mapping_partitions),
             clock: clock::Clock::new(nbuffers),
-            io_wait: io_wait::IoWait::new(),
+            io_wait: Arc::new(io_wait::IoWait::new()),
             smgr,
             wal,
             page_size,
             bgwriter: bgwriter::Bgwriter::new(opts.bgwriter, nbuffers, page_size),
             ckpt: checkpoint::CkptArray::new(nbuffers),
             bgwriter_durable: crate::sync::AtomicBool::new(false),
+            aio: read_run::Engines::new(opts.aio),
         })
     }
 
@@ -376,8 +400,24 @@ impl BufferPool {
         hash: u64,
         context: IoContext,
         fill: Fill,
-        mut ring: Option<&mut Ring>,
+        ring: Option<&mut Ring>,
     ) -> BufferResult<BufferRef<'_>> {
+        match self.claim(tag, hash, context, ring)? {
+            Claim::Mapped(id) => self.finish_load(id, tag, context, fill),
+            Claim::Retagged(id) => self.do_load_io(id, tag, context, fill),
+        }
+    }
+
+    /// Finds `tag` in the pool or retags a victim for it (step 2 of the module doc), and
+    /// returns the buffer pinned. A retagged buffer has IO_IN_PROGRESS set by this thread,
+    /// which must fill it and end the I/O (`do_load_io`, or a read run's completion).
+    fn claim(
+        &self,
+        tag: BufferTag,
+        hash: u64,
+        context: IoContext,
+        mut ring: Option<&mut Ring>,
+    ) -> BufferResult<Claim> {
         let partition = self.mapping.partition_of(hash);
         loop {
             {
@@ -385,7 +425,7 @@ impl BufferPool {
                 if let Some(id) = self.mapping.lookup_locked(&self.descs, &tag, hash) {
                     self.descs[id as usize].pin();
                     drop(_p);
-                    return self.finish_load(id, tag, context, fill);
+                    return Ok(Claim::Mapped(id));
                 }
             }
             let (victim, vstate) =
@@ -426,7 +466,7 @@ impl BufferPool {
                 self.descs[existing as usize].pin();
                 drop((_g1, _g2));
                 vd.unpin();
-                return self.finish_load(existing, tag, context, fill);
+                return Ok(Claim::Mapped(existing));
             }
             let s = vd.lock_header();
             if refcount(s) != 1 || s & DIRTY != 0 || s & IO_IN_PROGRESS != 0 {
@@ -447,7 +487,7 @@ impl BufferPool {
             self.mapping.insert_locked(&self.descs, victim, hash);
             vd.unlock_header((s & REFCOUNT_MASK) | USAGE_ONE | TAG_VALID | IO_IN_PROGRESS);
             drop((_g1, _g2));
-            return self.do_load_io(victim, tag, context, fill);
+            return Ok(Claim::Retagged(victim));
         }
     }
 

@@ -8,6 +8,7 @@
 
 use crate::options::{format_size, ConfigError};
 use crate::smgr::SmgrOptions;
+use crate::vfs::aio::{AioOptions, MAX_IO_WORKERS};
 
 pub use super::arena::HugePages;
 
@@ -31,6 +32,8 @@ pub struct PoolOptions {
     pub mapping_partitions: usize,
     /// The background writer (`bgwriter*` knobs).
     pub bgwriter: BgwriterOptions,
+    /// How reads run ahead of use go to storage by default (`io_method`, `io_workers`).
+    pub aio: AioOptions,
 }
 
 impl PoolOptions {
@@ -41,6 +44,7 @@ impl PoolOptions {
             huge_pages: HugePages::Try,
             mapping_partitions: DEFAULT_MAPPING_PARTITIONS,
             bgwriter: BgwriterOptions::default(),
+            aio: AioOptions::default(),
         }
     }
 
@@ -56,6 +60,14 @@ impl PoolOptions {
                 "buffer_mapping_partitions",
                 p,
                 partitions_allowed(),
+            ));
+        }
+        let w = self.aio.workers;
+        if !(1..=MAX_IO_WORKERS).contains(&w) {
+            return Err(ConfigError::new(
+                "io_workers",
+                w,
+                format!("1 to {MAX_IO_WORKERS}"),
             ));
         }
         self.bgwriter.validate()
