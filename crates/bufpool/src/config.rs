@@ -23,6 +23,7 @@ use crate::buffer::{
     MAX_MAPPING_PARTITIONS, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
 use crate::page::{DEFAULT_PAGE_SIZE, PAGE_SIZES};
+use crate::scan::ReadStreamOptions;
 use crate::smgr::SmgrOptions;
 use crate::vfs::aio::{AioOptions, IoMethod, DEFAULT_IO_WORKERS, MAX_IO_WORKERS};
 use crate::wal::{SyncMethod, WalOptions, DEFAULT_PREPARE_SEGMENTS};
@@ -1107,6 +1108,17 @@ impl Config {
         }
     }
 
+    /// How read streams read ahead (`io_method`, `io_combine_limit`,
+    /// `effective_io_concurrency`; the pin budget is the pool's share).
+    pub fn read_stream_options(&self) -> ReadStreamOptions {
+        ReadStreamOptions {
+            io_method: Some(self.io_method),
+            io_combine_limit_bytes: self.io_combine_limit as usize,
+            io_concurrency: self.effective_io_concurrency as usize,
+            max_pins: None,
+        }
+    }
+
     /// checkpoint_completion_target as a number.
     pub fn checkpoint_completion_target(&self) -> f64 {
         f64::from(self.checkpoint_completion_target_thousandths) / 1000.0
@@ -1320,6 +1332,50 @@ mod tests {
             c.checkpoint_write_options().combine_pages,
             MAX_COMBINE_PAGES
         );
+    }
+
+    /// Proves: the read-stream knobs reach the stream's and the pool's options, and the
+    /// I/O worker count is checked by the pool's own validation too.
+    #[test]
+    fn read_stream_knobs_build_the_stream_and_pool_options() {
+        let mut c = Config::default();
+        let o = c.read_stream_options();
+        assert_eq!(o.io_method, Some(IoMethod::Worker));
+        assert_eq!(
+            (o.io_combine_limit_bytes, o.io_concurrency),
+            (128 << 10, 16)
+        );
+        assert_eq!(o.max_pins, None);
+        for (k, v) in [
+            ("io_method", "io_uring"),
+            ("io_workers", "5"),
+            ("effective_io_concurrency", "0"),
+            ("io_combine_limit", "1MB"),
+        ] {
+            c.set(k, v).unwrap();
+            assert_eq!(c.get(k).unwrap(), v, "{k}");
+        }
+        let o = c.read_stream_options();
+        assert_eq!(o.io_method, Some(IoMethod::IoUring));
+        assert_eq!((o.io_combine_limit_bytes, o.io_concurrency), (1 << 20, 0));
+        let p = c.pool_options(8192).unwrap();
+        assert_eq!(
+            p.aio,
+            AioOptions {
+                method: IoMethod::IoUring,
+                workers: 5
+            }
+        );
+        c.set("io_method", "sync").unwrap();
+        assert_eq!(c.pool_options(8192).unwrap().aio.method, IoMethod::Sync);
+        let bad = PoolOptions {
+            aio: AioOptions {
+                workers: 0,
+                ..p.aio
+            },
+            ..p
+        };
+        assert_eq!(bad.validate(8192).unwrap_err().knob, "io_workers");
     }
 
     /// Proves: knobs related by a rule can be applied in any order with `set_deferred`, and
