@@ -88,8 +88,9 @@ impl Default for ReadStreamOptions {
 pub enum BlockSource<'a> {
     /// Every block of a range, ascending.
     Range(Range<BlockNumber>),
-    /// Whatever the callback returns, until it returns `None`.
-    Callback(Box<dyn FnMut() -> Option<BlockNumber> + 'a>),
+    /// Whatever the callback returns, until it returns `None`. `Send`, so a stream can be
+    /// handed to another thread.
+    Callback(Box<dyn FnMut() -> Option<BlockNumber> + Send + 'a>),
 }
 
 impl std::fmt::Debug for BlockSource<'_> {
@@ -143,6 +144,7 @@ enum Queued<'a> {
 }
 
 /// A stream of pinned buffers of one fork, read ahead of use (see the module doc).
+/// `Send`: it may be created on one thread and consumed on another, one at a time.
 pub struct ReadStream<'a> {
     pool: &'a BufferPool,
     rel: RelFileId,
@@ -406,6 +408,11 @@ impl<'a> ReadStream<'a> {
         }
     }
 }
+
+const _: () = {
+    const fn send<T: Send>() {}
+    send::<ReadStream<'static>>();
+};
 
 impl<'a> Iterator for ReadStream<'a> {
     type Item = BufferResult<BufferRef<'a>>;
