@@ -400,7 +400,7 @@ fn a_failed_async_read_wakes_its_waiters() {
     assert_eq!(pool.usage_summary().pins, 0);
     pool.check_invariants().unwrap();
     // The faults were one-shot: a new stream reads every page.
-    let n = ReadStream::range(
+    let blocks: Vec<u32> = ReadStream::range(
         &pool,
         REL,
         MAIN,
@@ -409,8 +409,8 @@ fn a_failed_async_read_wakes_its_waiters() {
         &opts(IoMethod::Worker, 128, 4, 16),
     )
     .map(|r| r.unwrap().tag().block)
-    .count();
-    assert_eq!(n, 8);
+    .collect();
+    assert_eq!(blocks, (0..8).collect::<Vec<_>>());
 }
 
 /// Proves: dropping a stream mid-way, with reads in flight and buffers queued, waits for
