@@ -560,3 +560,34 @@ fn o_direct_reads_ahead() {
         assert_eq!(n, 40);
     }
 }
+
+/// Proves: a run's reads are split at cached blocks and at segment boundaries (one
+/// vectored read never crosses a segment file), and its counters say so.
+#[test]
+fn a_run_reads_each_stretch_of_misses_within_a_segment_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config("128");
+    c.set("segment_size", "64kB").unwrap(); // 8 pages of 8 kB
+    let pool = open(Arc::new(RealVfs::new()), dir.path(), &c);
+    fill(&pool, 20);
+    pool.drop_buffers(REL, None, 0).unwrap();
+    drop(pool.read(tag(3)).unwrap());
+    let mut run = pool
+        .start_read_run(REL, MAIN, 0, 16, None, IoMethod::Worker)
+        .unwrap();
+    assert_eq!(run.read_sizes().collect::<Vec<_>>(), [3, 4, 8]);
+    let st = run.stats();
+    assert_eq!(
+        (st.blocks, st.hits, st.blocks_read, st.reads),
+        (16, 1, 15, 3)
+    );
+    for b in 0..16u32 {
+        assert_eq!(run.next_block(), b);
+        let buf = run.next().unwrap().unwrap();
+        assert_eq!(get_u64(&buf.read(), BODY), u64::from(b));
+    }
+    assert!(run.next().is_none());
+    drop(run);
+    assert_eq!(pool.usage_summary().pins, 0);
+    pool.check_invariants().unwrap();
+}
