@@ -20,6 +20,11 @@
 //! 3. Page frames are written only under the exclusive content lock: the loader takes it
 //!    (uncontended: nobody holds a reference to a !VALID buffer) around the read.
 //!
+//! Reading several consecutive pages at once (`read_run.rs`, for read streams): step 2's
+//! claim for each miss, then one vectored read per run of adjacent misses, completed (and
+//! each page verified) on an I/O engine's thread; the pool's `Drop` finishes every such
+//! read before its page memory goes.
+//!
 //! Writing (`BufferPool::flush_locked`, the only write path): caller holds a pin and the
 //! content lock; under the header lock set IO_IN_PROGRESS and clear JUST_DIRTIED; flush WAL
 //! to the page LSN through the [`WalFlush`] hook; copy the page, stamp its checksum in the
@@ -147,7 +152,7 @@ thread_local! {
 pub struct BufferPool {
     /// Shared (`Arc`) with the completions of reads run ahead of use (`read_run.rs`),
     /// which finish on I/O threads.
-    descs: crate::sync::Arc<[BufferDesc]>,
+    descs: Arc<[BufferDesc]>,
     arena: PageArena,
     mapping: Mapping,
     clock: clock::Clock,
