@@ -629,16 +629,25 @@ mod tests {
         }
     }
 
-    /// Proves: a read past the end of the file reports the bytes that exist.
+    /// Proves: a read past the end of the file reports the bytes that exist, and a failed
+    /// read keeps its errno, with every method (io_uring's completion path included where
+    /// it is in effect).
     #[test]
-    fn end_of_file_is_a_short_count() {
+    fn end_of_file_is_a_short_count_and_errors_keep_their_errno() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = RealVfs::new();
+        let f = file_with(&real, &dir.path().join("f"), 2);
+        // Reading a directory's descriptor fails with EISDIR.
+        let d = real.open(dir.path(), OpenOptions::read_only()).unwrap();
         let mem = MemVfs::new();
         mem.create_dir_all(std::path::Path::new("/d")).unwrap();
         let g = file_with(&mem, std::path::Path::new("/d/g"), 2);
-        let aio = Aio::new(AioOptions {
-            method: IoMethod::Worker,
-            workers: 1,
-        });
-        assert_eq!(two_pages(&aio, g).unwrap(), 4096);
+        for method in IoMethod::ALL {
+            let aio = Aio::new(AioOptions { method, workers: 1 });
+            assert_eq!(two_pages(&aio, f.clone()).unwrap(), 4096, "{method:?}");
+            assert_eq!(two_pages(&aio, g.clone()).unwrap(), 4096, "{method:?}");
+            let e = two_pages(&aio, d.clone()).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EISDIR), "{method:?}: {e}");
+        }
     }
 }
