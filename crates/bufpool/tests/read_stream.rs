@@ -503,32 +503,67 @@ fn the_distance_grows_on_misses_and_decays_on_hits_within_the_pin_budget() {
     assert_eq!(stream.stats().distance_max, budget);
 }
 
-/// Proves: with the pool's share as the budget, many streams open at once on a small pool
-/// never pin it all (no AllPinned), each within nbuffers / 16.
+/// Proves: many streams open at once on a small pool never pin it all: each stays within
+/// its share (nbuffers / 16) and all together within the pool-wide look-ahead account
+/// (half the pool), while every stream still makes progress, block by block, in order.
+/// How: 40 streams of 4 pins each (160) on a 64-buffer pool, taken round robin.
 #[test]
 fn many_streams_share_a_small_pool() {
     let dir = tempfile::tempdir().unwrap();
-    let pool = real_pool(dir.path(), "64", 200);
+    let pool = real_pool(dir.path(), "64", 800);
+    let (_, limit) = pool.lookahead_pins();
+    assert_eq!(limit, 32, "64 buffers / 2");
     let o = ReadStreamOptions {
         io_method: Some(IoMethod::Worker),
         ..ReadStreamOptions::default()
     };
-    let mut streams: Vec<_> = (0..10u32)
+    let mut streams: Vec<_> = (0..40u32)
         .map(|i| ReadStream::range(&pool, REL, MAIN, i * 20..i * 20 + 20, None, &o))
         .collect();
     for s in &streams {
         assert_eq!(s.max_distance(), 4, "64 buffers / 16");
     }
+    let mut most = 0;
     for step in 0..20u32 {
         for (i, s) in streams.iter_mut().enumerate() {
             let b = s.next().unwrap().unwrap();
             assert_eq!(b.tag().block, i as u32 * 20 + step);
-            assert!(pool.usage_summary().pins <= 10 * 4 + 1);
+            assert_eq!(get_u64(&b.read(), BODY), u64::from(b.tag().block));
+            let pins = pool.usage_summary().pins;
+            most = most.max(pins);
+            assert!(
+                pins <= limit as u64 + 1,
+                "{pins} pins: the account's {limit} + the one held"
+            );
+            assert!(pool.lookahead_pins().0 <= limit);
         }
     }
+    println!("most pins at once: {most} of 64 buffers");
     assert!(streams.iter_mut().all(|s| s.next().is_none()));
     drop(streams);
     assert_eq!(pool.usage_summary().pins, 0);
+    assert_eq!(pool.lookahead_pins().0, 0, "every reservation given back");
+}
+
+/// Proves: a dropped stream gives its look-ahead pins back to the pool's account.
+#[test]
+fn a_dropped_stream_gives_its_lookahead_pins_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = real_pool(dir.path(), "128", 64);
+    let mut s = ReadStream::range(
+        &pool,
+        REL,
+        MAIN,
+        0..64,
+        None,
+        &opts(IoMethod::Worker, 64, 4, 32),
+    );
+    let first = s.next().unwrap().unwrap();
+    let _second = s.next().unwrap().unwrap();
+    assert!(pool.lookahead_pins().0 > 0 && pool.lookahead_pins().0 == s.pinned());
+    drop(s);
+    assert_eq!(pool.lookahead_pins().0, 0);
+    drop(first);
 }
 
 /// Proves: reads ahead of use work with O_DIRECT (frames are aligned), for each method.

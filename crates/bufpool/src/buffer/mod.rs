@@ -71,7 +71,7 @@ pub use options::{
     MAX_BGWRITER_LRU_MAXPAGES, MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS,
     MAX_MAPPING_PARTITIONS, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
-pub use read_run::{ReadRun, ReadRunStats};
+pub use read_run::{ReadRun, ReadRunStats, LOOKAHEAD_PINS_POOL_DIVISOR};
 pub use ring::{Ring, RingKind};
 
 use std::cell::Cell;
@@ -168,7 +168,7 @@ pub struct BufferPool {
     bgwriter_durable: crate::sync::AtomicBool,
     /// The I/O engines reads run ahead of use go through, built on first use; dropped
     /// (finishing every read in flight) before the page memory they write into.
-    aio: read_run::Engines,
+    aio: read_run::ReadAhead,
 }
 
 impl Drop for BufferPool {
@@ -240,7 +240,7 @@ impl BufferPool {
             bgwriter: bgwriter::Bgwriter::new(opts.bgwriter, nbuffers, page_size),
             ckpt: checkpoint::CkptArray::new(nbuffers),
             bgwriter_durable: crate::sync::AtomicBool::new(false),
-            aio: read_run::Engines::new(opts.aio),
+            aio: read_run::ReadAhead::new(opts.aio, nbuffers),
         })
     }
 

@@ -2,8 +2,10 @@
 //! of adjacent misses filled by one vectored read into its (non-contiguous) pool frames.
 //!
 //! Owns: [`ReadRun`] (one started run: its pinned buffers in block order and its reads in
-//! flight), the completion step of those reads, and the pool's I/O engines (`Engines`, one
-//! `vfs::aio::Aio` per method, built on first use).
+//! flight), the completion step of those reads, and the pool's read-ahead state
+//! (`ReadAhead`): its I/O engines (one `vfs::aio::Aio` per method, built on first use;
+//! a `std` `OnceLock` each, so under shuttle only one modeled thread may build an engine)
+//! and the pool-wide account of look-ahead pins ([`BufferPool::reserve_lookahead_pins`]).
 //!
 //! Two steps, so the I/O can finish on another thread ([`BufferPool::start_read_run`]):
 //! 1. Start (caller's thread): for each block, a hit is pinned and kept as it is; a block
@@ -47,22 +49,36 @@ use super::{BufferError, BufferPool, BufferRef, BufferResult, Claim, Fill, Ring}
 use crate::page;
 use crate::smgr::{Smgr, SmgrError};
 use crate::stats::{IoContext, IoOp};
-use crate::sync::{Arc, Condvar, Mutex};
+use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::types::{BlockNumber, BufferTag, ForkNumber, RelFileId};
 use crate::vfs::aio::{Aio, AioOptions, IoMethod, ReadvRequest};
 
-/// The pool's I/O engines, one per method, each built the first time a run asks for it.
+/// All read streams together hold at most `nbuffers / LOOKAHEAD_PINS_POOL_DIVISOR` pins
+/// ahead of their consumers (half the pool), however many streams there are: each stream's
+/// own budget (`scan::read_stream::PIN_SHARE_DIVISOR`) keeps one stream modest, this keeps
+/// many from pinning the pool between them (PostgreSQL bounds the sum through
+/// `MaxBackends`; an embedded pool has no such bound). A stream with nothing queued is
+/// always granted one pin, so every stream makes progress.
+pub const LOOKAHEAD_PINS_POOL_DIVISOR: usize = 2;
+
+/// The pool's read-ahead state: I/O engines, one per method, each built the first time a
+/// run asks for it; the look-ahead pin account.
 #[derive(Debug)]
-pub(super) struct Engines {
+pub(super) struct ReadAhead {
     opts: AioOptions,
     engines: [OnceLock<Aio>; 3],
+    /// Look-ahead pins reserved by all streams.
+    pins: AtomicUsize,
+    pin_limit: usize,
 }
 
-impl Engines {
-    pub(super) fn new(opts: AioOptions) -> Self {
+impl ReadAhead {
+    pub(super) fn new(opts: AioOptions, nbuffers: usize) -> Self {
         Self {
             opts,
             engines: Default::default(),
+            pins: AtomicUsize::new(0),
+            pin_limit: (nbuffers / LOOKAHEAD_PINS_POOL_DIVISOR).max(1),
         }
     }
 
@@ -295,6 +311,42 @@ impl BufferPool {
     /// see [`Aio::method`]).
     pub fn aio(&self, method: IoMethod) -> &Aio {
         self.aio.get(method)
+    }
+
+    /// Reserves up to `want` look-ahead pins from the pool-wide account (see
+    /// [`LOOKAHEAD_PINS_POOL_DIVISOR`]); returns how many were granted, at least one if
+    /// `at_least_one` (a stream with nothing queued) and `want > 0`. Give them back with
+    /// [`BufferPool::release_lookahead_pins`] as the pinned buffers leave the stream.
+    pub fn reserve_lookahead_pins(&self, want: usize, at_least_one: bool) -> usize {
+        let a = &self.aio;
+        let mut cur = a.pins.load(Ordering::Relaxed);
+        loop {
+            let free = a.pin_limit.saturating_sub(cur);
+            let grant = want.min(free.max(usize::from(at_least_one)));
+            if grant == 0 {
+                return 0;
+            }
+            match a.pins.compare_exchange_weak(
+                cur,
+                cur + grant,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return grant,
+                Err(x) => cur = x,
+            }
+        }
+    }
+
+    /// Gives back `n` look-ahead pins reserved with [`BufferPool::reserve_lookahead_pins`].
+    pub fn release_lookahead_pins(&self, n: usize) {
+        let before = self.aio.pins.fetch_sub(n, Ordering::Relaxed);
+        debug_assert!(before >= n, "released {n} look-ahead pins of {before}");
+    }
+
+    /// (reserved, limit) of the pool-wide look-ahead pin account.
+    pub fn lookahead_pins(&self) -> (usize, usize) {
+        (self.aio.pins.load(Ordering::Relaxed), self.aio.pin_limit)
     }
 
     /// Starts reading blocks `first..first + nblocks` of one fork (the multi-block miss; see

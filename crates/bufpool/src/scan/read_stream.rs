@@ -38,7 +38,9 @@
 //!
 //! Invariants: blocks come out in the source's order, each exactly once (a block whose run
 //! could not start comes out as its error, in its place); queued pins never exceed
-//! `max_pins` (the pin budget, a share of the pool so that many streams cannot pin it all);
+//! `max_pins` (the stream's budget, a share of the pool), and every queued pin is reserved
+//! in the pool-wide look-ahead account (`BufferPool::reserve_lookahead_pins`, half the
+//! pool for all streams together), so many streams cannot pin the pool between them;
 //! dropping the stream waits for its reads in flight and releases every pin it holds
 //! (each `ReadRun`'s drop). Locks: none of its own; a stream belongs to one thread.
 
@@ -315,15 +317,25 @@ impl<'a> ReadStream<'a> {
                 self.pending = Some((start, len));
                 return;
             }
-            let taken = self.start_run(start, len.min(cap));
+            // The pool-wide account may grant fewer (none: wait for pins to come back,
+            // unless nothing is queued, when one is always granted).
+            let grant = self
+                .pool
+                .reserve_lookahead_pins(len.min(cap), self.queue.is_empty());
+            if grant == 0 {
+                self.pending = Some((start, len));
+                return;
+            }
+            let taken = self.start_run(start, grant);
             if taken < len {
                 self.pending = Some((start + taken as u32, len - taken));
             }
         }
     }
 
-    /// Starts a run of `len` blocks from `start`; returns how many blocks it consumed (a
-    /// run that could not start consumes its first block, queued as its error).
+    /// Starts a run of `len` blocks from `start`, `len` look-ahead pins reserved for it;
+    /// returns how many blocks it consumed (a run that could not start consumes its first
+    /// block, queued as its error). Pins it does not hold are given back at once.
     fn start_run(&mut self, start: BlockNumber, len: usize) -> usize {
         let ring = self.ring.as_deref_mut();
         match self
@@ -332,6 +344,7 @@ impl<'a> ReadStream<'a> {
         {
             Ok(run) => {
                 let n = run.len();
+                self.pool.release_lookahead_pins(len - n);
                 let s = run.stats();
                 self.stats.reads += s.reads as u64;
                 self.stats.blocks_read += s.blocks_read as u64;
@@ -355,6 +368,7 @@ impl<'a> ReadStream<'a> {
                 n
             }
             Err(e) => {
+                self.pool.release_lookahead_pins(len);
                 self.stats.failed_starts += 1;
                 self.queued += 1;
                 self.queue.push_back(Queued::Failed(e));
@@ -400,12 +414,24 @@ impl<'a> ReadStream<'a> {
                     if run.remaining() == 0 {
                         self.queue.pop_front();
                     }
+                    // The buffer (or its error) leaves the stream: so does its pin.
+                    self.pool.release_lookahead_pins(1);
                     self.queued -= 1;
                     self.stats.blocks_returned += 1;
                     return Some(r);
                 }
             }
         }
+    }
+}
+
+impl Drop for ReadStream<'_> {
+    /// Waits for the reads in flight and releases every pin (each run's drop), then gives
+    /// the look-ahead pins back to the pool's account.
+    fn drop(&mut self) {
+        let pinned = self.pinned();
+        self.queue.clear();
+        self.pool.release_lookahead_pins(pinned);
     }
 }
 
