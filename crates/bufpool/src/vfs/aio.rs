@@ -448,18 +448,18 @@ mod uring {
                 .offset(offset)
                 .build()
                 .user_data(key as u64);
-            if let Err(e) = self.shared.push(&entry) {
-                // The kernel refused the submission: finish the request here with the error.
-                if let Some(req) = self.shared.take(key) {
-                    (req.done)(Err(e));
-                }
-            }
+            self.shared.push(&entry);
         }
     }
 
     impl Shared {
-        /// Pushes one entry and submits it; retries while the queue is full.
-        fn push(&self, entry: &io_uring::squeue::Entry) -> io::Result<()> {
+        /// Pushes one entry and submits it; retries while the queue is full. Once pushed,
+        /// an entry is never failed here: the kernel will read into its buffers whenever it
+        /// takes it, so only its completion may end its request. Transient refusals
+        /// (EINTR, EAGAIN, EBUSY while the reaper drains the completions) are retried until
+        /// the kernel has taken the queue; anything else is logged and left to the reaper's
+        /// next `submit_and_wait`, which submits what is queued.
+        fn push(&self, entry: &io_uring::squeue::Entry) {
             let _g = self.submit.lock();
             loop {
                 // SAFETY: the submission mutex is held, so no other SubmissionQueue of this
@@ -472,15 +472,25 @@ mod uring {
                 // request's file handle.
                 let pushed = unsafe { sq.push(entry) }.is_ok();
                 drop(sq);
-                match self.ring.submit() {
-                    Ok(_) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) && pushed => {}
-                    Err(e) if pushed => return Err(e),
-                    Err(_) => {}
+                loop {
+                    match self.ring.submit() {
+                        Ok(_) => break,
+                        Err(e)
+                            if matches!(
+                                e.raw_os_error(),
+                                Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+                            ) =>
+                        {
+                            crate::sync::yield_now()
+                        }
+                        Err(e) => {
+                            tracing::error!(target: "bufpool::aio", "io_uring submit failed: {e}");
+                            break;
+                        }
+                    }
                 }
                 if pushed {
-                    return Ok(());
+                    return;
                 }
                 crate::sync::yield_now();
             }
@@ -545,7 +555,7 @@ mod uring {
         fn drop(&mut self) {
             self.shared.stop.store(true, Ordering::Release);
             let nop = opcode::Nop::new().build().user_data(WAKE);
-            let _ = self.shared.push(&nop);
+            self.shared.push(&nop);
             if let Some(t) = self.reaper.take() {
                 let _ = t.join();
             }
