@@ -147,6 +147,36 @@ enum Queued<'a> {
 
 /// A stream of pinned buffers of one fork, read ahead of use (see the module doc).
 /// `Send`: it may be created on one thread and consumed on another, one at a time.
+///
+/// ```
+/// use std::sync::Arc;
+/// use bufpool::{BufferPool, Config, ForkNumber, MemVfs, ReadStream, RelFileId};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = Config::builder().shared_buffers(4 << 20).build()?;
+/// let pool = BufferPool::open(Arc::new(MemVfs::new()), "/db".as_ref(), &config, true)?;
+/// let rel = RelFileId::new(0, 16384);
+/// pool.create_relation(rel, ForkNumber::Main)?;
+/// for _ in 0..100 {
+///     bufpool::page::init(&mut pool.extend(rel, ForkNumber::Main)?.write(), 0);
+/// }
+/// pool.flush_all()?;
+/// pool.drop_buffers(rel, None, 0)?; // nothing cached: every block needs a read
+///
+/// let n = pool.nblocks(rel, ForkNumber::Main)?;
+/// let opts = config.read_stream_options();
+/// let mut stream = ReadStream::range(&pool, rel, ForkNumber::Main, 0..n, None, &opts);
+/// let mut seen = 0;
+/// while let Some(buf) = stream.next() {
+///     let buf = buf?; // pinned, verified; its block's own error otherwise
+///     assert_eq!(buf.tag().block, seen);
+///     seen += 1;
+/// }
+/// assert_eq!(seen, 100);
+/// assert!(stream.stats().reads < 100, "adjacent misses were combined");
+/// # Ok(())
+/// # }
+/// ```
 pub struct ReadStream<'a> {
     pool: &'a BufferPool,
     rel: RelFileId,
