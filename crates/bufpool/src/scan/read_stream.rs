@@ -57,7 +57,7 @@ pub const DEFAULT_IO_COMBINE_LIMIT_BYTES: usize = 128 << 10;
 pub const DEFAULT_IO_CONCURRENCY: usize = 16;
 /// A stream pins at most `nbuffers / PIN_SHARE_DIVISOR` buffers ahead (at least one):
 /// PostgreSQL gives each backend `NBuffers / MaxBackends`; an embedded pool serves a few
-/// threads, so a sixteenth (8 MiB ahead of a 128 MiB pool, twice PostgreSQL's 16 x 128 kB
+/// threads, so a sixteenth (8 MiB ahead of a 128 MiB pool, four times PostgreSQL's 16 x 128 kB
 /// default reach) lets 16 streams at full distance leave the rest of the pool to the sweep.
 pub const PIN_SHARE_DIVISOR: usize = 16;
 
@@ -213,6 +213,11 @@ impl std::fmt::Debug for ReadStream<'_> {
 
 impl<'a> ReadStream<'a> {
     /// A stream over the blocks `source` names, reusing `ring`'s buffers when given.
+    ///
+    /// With a ring, keep `opts.max_pins` at or below the ring's size in buffers (what
+    /// PostgreSQL's GetAccessStrategyPinLimit does): pins held ahead keep ring members from
+    /// being reused, and the victims then come from the clock. `Ring` does not tell its
+    /// size yet, so the caller sets it.
     pub fn new(
         pool: &'a BufferPool,
         rel: RelFileId,
