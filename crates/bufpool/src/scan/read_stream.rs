@@ -57,8 +57,9 @@ pub const DEFAULT_IO_COMBINE_LIMIT_BYTES: usize = 128 << 10;
 pub const DEFAULT_IO_CONCURRENCY: usize = 16;
 /// A stream pins at most `nbuffers / PIN_SHARE_DIVISOR` buffers ahead (at least one):
 /// PostgreSQL gives each backend `NBuffers / MaxBackends`; an embedded pool serves a few
-/// threads, so a sixteenth (8 MiB ahead of a 128 MiB pool, four times PostgreSQL's 16 x 128 kB
-/// default reach) lets 16 streams at full distance leave the rest of the pool to the sweep.
+/// threads, so one stream may take a sixteenth (8 MiB ahead of a 128 MiB pool, four times
+/// PostgreSQL's default reach of 16 x 128 kB); all streams together are bounded by the
+/// pool-wide account (`buffer::LOOKAHEAD_PINS_POOL_DIVISOR`, half the pool).
 pub const PIN_SHARE_DIVISOR: usize = 16;
 
 /// How a stream reads ahead. `Config::read_stream_options` builds it from the knobs.
