@@ -11,7 +11,9 @@
 //! Read runs (the multi-block miss, `buffer/read_run.rs`): a run's claim, its read on a
 //! modeled I/O worker thread and its completion race a plain reader of the same pages, with
 //! and without the run being dropped half-taken: every page is read once, every reader sees
-//! its page's contents, and every pin is released.
+//! its page's contents, and every pin is released; and with one read failing (EIO from the
+//! FaultVfs): whoever's read fails gets the error, the other waits and gets its page or
+//! the error, nobody hangs, and nothing stays pinned or in progress.
 #![cfg(feature = "shuttle")]
 
 use std::path::Path;
@@ -201,6 +203,68 @@ fn read_run_races_a_reader(drop_early: bool) {
     );
     assert_eq!(pool.usage_summary().pins, 0, "a pin was leaked");
     pool.check_invariants().unwrap();
+}
+
+/// Like `read_run_races_a_reader`, with the first read of DATA failing with EIO (the run's
+/// vectored read or the reader's single read, whichever comes first).
+fn failed_read_run_wakes_a_reader() {
+    use bufpool::testing::{FaultKind, FaultOp, FaultRule, FaultVfs};
+    let vfs = MemVfs::new();
+    let fault = FaultVfs::new(Arc::new(vfs.clone()));
+    let pool = Arc::new(
+        BufferPool::open(
+            Arc::new(fault.clone()) as Arc<dyn Vfs>,
+            Path::new("/db"),
+            &config(),
+            true,
+        )
+        .unwrap(),
+    );
+    fill(&pool, DATA, 3);
+    fault.add_rule(FaultRule::nth("base/0/2", FaultOp::Read, 1, FaultKind::Eio));
+    let eio = |e: &bufpool::BufferError| e.raw_os_error() == Some(libc::EIO);
+    let runner = {
+        let pool = pool.clone();
+        shuttle::thread::spawn(move || {
+            let mut run = pool
+                .start_read_run(DATA, ForkNumber::Main, 0, 3, None, IoMethod::Worker)
+                .unwrap();
+            while let Some(r) = run.next() {
+                match r {
+                    Ok(b) => assert_eq!(get(&b.read(), BODY), u64::from(b.tag().block)),
+                    Err(e) => assert!(eio(&e), "{e}"),
+                }
+            }
+        })
+    };
+    let reader = {
+        let pool = pool.clone();
+        shuttle::thread::spawn(move || match pool.read(tag(DATA, 1)) {
+            Ok(b) => assert_eq!(get(&b.read(), BODY), 1),
+            Err(e) => assert!(eio(&e), "{e}"),
+        })
+    };
+    runner.join().unwrap();
+    reader.join().unwrap();
+    assert_eq!(fault.injected(), 1);
+    assert_eq!(pool.usage_summary().pins, 0, "a pin was leaked");
+    pool.check_invariants().unwrap();
+    for b in 0..3u32 {
+        assert_eq!(
+            get(&pool.read(tag(DATA, b)).unwrap().read(), BODY),
+            u64::from(b)
+        );
+    }
+}
+
+#[test]
+fn model_failed_read_run_wakes_a_reader_random() {
+    shuttle::check_random(failed_read_run_wakes_a_reader, 1000);
+}
+
+#[test]
+fn model_failed_read_run_wakes_a_reader_pct() {
+    shuttle::check_pct(failed_read_run_wakes_a_reader, 1000, 3);
 }
 
 #[test]
