@@ -47,6 +47,8 @@
 //! - [`txn`]: transaction ids, the commit log, snapshots, MVCC visibility, row-lock waits.
 //! - [`buffer`] and [`wal`]: the shared buffer pool and the write-ahead log (peers: the
 //!   pool reaches the log only through its [`WalFlush`] hook).
+//! - [`scan`]: read streams ([`ReadStream`]): blocks asked for in a known order, read
+//!   ahead of use with adjacent misses combined into one vectored read.
 //! - [`config`]: the knob table; builds every lower layer's options.
 //! - [`engine`]: opens a directory, recovery, page logging, commits, checkpoints.
 //! - [`table`] and [`index`]: heap relations (MVCC rows, HOT chains, VACUUM) and the B-link
@@ -79,10 +81,12 @@ pub use buffer::{
 pub use config::{Config, ConfigError, HugePages, PoolSize};
 pub use engine::{Engine, EngineError, RecoveryReport};
 pub use index::IndexError;
+pub use scan::{BlockSource, ReadStream, ReadStreamOptions, ReadStreamStats};
 pub use smgr::{Smgr, SmgrError, SmgrOptions};
 pub use stats::{IoContext, IoOp, IoStats, IoStatsSnapshot, IoWriter};
 pub use table::{CatalogError, HeapError};
 pub use types::{BlockNumber, BufferTag, ForkNumber, Lsn, RelFileId};
+pub use vfs::aio::IoMethod;
 pub use vfs::{IoError, MemVfs, OpenOptions, RealVfs, Vfs, VfsFile};
 
 /// Test tools: I/O layers that fail chosen calls ([`FaultVfs`](testing::FaultVfs)) or

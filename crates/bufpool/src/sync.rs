@@ -158,6 +158,29 @@ pub fn yield_now() {
     shuttle::thread::yield_now();
 }
 
+/// A joinable thread of the library's own (I/O workers): a named `std` thread normally, a
+/// modeled thread under shuttle (which ignores the name).
+pub type JoinHandle<T> = ThreadHandle<T>;
+
+#[cfg(not(feature = "shuttle"))]
+type ThreadHandle<T> = std::thread::JoinHandle<T>;
+#[cfg(feature = "shuttle")]
+type ThreadHandle<T> = shuttle::thread::JoinHandle<T>;
+
+/// Starts a thread named `name` running `f`.
+pub fn spawn<T: Send + 'static>(
+    name: String,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<JoinHandle<T>> {
+    #[cfg(not(feature = "shuttle"))]
+    return std::thread::Builder::new().name(name).spawn(f);
+    #[cfg(feature = "shuttle")]
+    {
+        let _ = name;
+        Ok(shuttle::thread::spawn(f))
+    }
+}
+
 /// Spins politely while another thread holds a short critical section (a buffer header
 /// lock). After a few rounds of CPU spin hints it yields the core, so that a holder that was
 /// descheduled on this 2-core machine can run. Under shuttle every call yields to the

@@ -8,13 +8,19 @@
 //! flush, storage holds every update), and never read a page twice (concurrent misses of
 //! one page cost one read). How: a 16-buffer pool (the minimum) with 13 buffers pinned by
 //! the test for the whole run, so 3 buffers are fought over by the modeled threads.
+//! Read runs (the multi-block miss, `buffer/read_run.rs`): a run's claim, its read on a
+//! modeled I/O worker thread and its completion race a plain reader of the same pages, with
+//! and without the run being dropped half-taken: every page is read once, every reader sees
+//! its page's contents, and every pin is released; and with one read failing (EIO from the
+//! FaultVfs): whoever's read fails gets the error, the other waits and gets its page or
+//! the error, nobody hangs, and nothing stays pinned or in progress.
 #![cfg(feature = "shuttle")]
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bufpool::{BufferPool, BufferTag, Config, ForkNumber, IoOp, MemVfs, RelFileId, Vfs};
+use bufpool::{BufferPool, BufferTag, Config, ForkNumber, IoMethod, IoOp, MemVfs, RelFileId, Vfs};
 
 const BODY: usize = bufpool::page::PAGE_HEADER_SIZE;
 const FILLER: RelFileId = RelFileId::new(0, 1);
@@ -33,6 +39,8 @@ fn config() -> Config {
     c.set("shared_buffers", "16").unwrap();
     c.set("block_size", "4kB").unwrap();
     c.set("buffer_mapping_partitions", "4").unwrap();
+    c.set("io_method", "worker").unwrap();
+    c.set("io_workers", "1").unwrap();
     c
 }
 
@@ -152,6 +160,126 @@ fn pins_hold_and_dirty_is_never_lost() {
             "lost update on page {b}"
         );
     }
+}
+
+/// A read run over pages 0..4 (its read on the modeled I/O worker) and a reader of pages 2
+/// and 1: each page is read once, both see the right contents; with `drop_early` the run
+/// is dropped after its first page, with its read perhaps still in flight.
+fn read_run_races_a_reader(drop_early: bool) {
+    let vfs = MemVfs::new();
+    let pool = new_pool(&vfs);
+    fill(&pool, DATA, 4);
+    let before = pool.stats().total(IoOp::Read);
+    let runner = {
+        let pool = pool.clone();
+        shuttle::thread::spawn(move || {
+            let mut run = pool
+                .start_read_run(DATA, ForkNumber::Main, 0, 4, None, IoMethod::Worker)
+                .unwrap();
+            while let Some(r) = run.next() {
+                let b = r.unwrap();
+                assert_eq!(get(&b.read(), BODY), u64::from(b.tag().block));
+                if drop_early {
+                    break;
+                }
+            }
+        })
+    };
+    let reader = {
+        let pool = pool.clone();
+        shuttle::thread::spawn(move || {
+            for b in [2u32, 1] {
+                let buf = pool.read(tag(DATA, b)).unwrap();
+                assert_eq!(get(&buf.read(), BODY), u64::from(b));
+            }
+        })
+    };
+    runner.join().unwrap();
+    reader.join().unwrap();
+    assert_eq!(
+        pool.stats().total(IoOp::Read) - before,
+        4,
+        "a page was read twice (or not at all)"
+    );
+    assert_eq!(pool.usage_summary().pins, 0, "a pin was leaked");
+    pool.check_invariants().unwrap();
+}
+
+/// Like `read_run_races_a_reader`, with the first read of DATA failing with EIO (the run's
+/// vectored read or the reader's single read, whichever comes first).
+fn failed_read_run_wakes_a_reader() {
+    use bufpool::testing::{FaultKind, FaultOp, FaultRule, FaultVfs};
+    let vfs = MemVfs::new();
+    let fault = FaultVfs::new(Arc::new(vfs.clone()));
+    let pool = Arc::new(
+        BufferPool::open(
+            Arc::new(fault.clone()) as Arc<dyn Vfs>,
+            Path::new("/db"),
+            &config(),
+            true,
+        )
+        .unwrap(),
+    );
+    fill(&pool, DATA, 3);
+    fault.add_rule(FaultRule::nth("base/0/2", FaultOp::Read, 1, FaultKind::Eio));
+    let eio = |e: &bufpool::BufferError| e.raw_os_error() == Some(libc::EIO);
+    let runner = {
+        let pool = pool.clone();
+        shuttle::thread::spawn(move || {
+            let mut run = pool
+                .start_read_run(DATA, ForkNumber::Main, 0, 3, None, IoMethod::Worker)
+                .unwrap();
+            while let Some(r) = run.next() {
+                match r {
+                    Ok(b) => assert_eq!(get(&b.read(), BODY), u64::from(b.tag().block)),
+                    Err(e) => assert!(eio(&e), "{e}"),
+                }
+            }
+        })
+    };
+    let reader = {
+        let pool = pool.clone();
+        shuttle::thread::spawn(move || match pool.read(tag(DATA, 1)) {
+            Ok(b) => assert_eq!(get(&b.read(), BODY), 1),
+            Err(e) => assert!(eio(&e), "{e}"),
+        })
+    };
+    runner.join().unwrap();
+    reader.join().unwrap();
+    assert_eq!(fault.injected(), 1);
+    assert_eq!(pool.usage_summary().pins, 0, "a pin was leaked");
+    pool.check_invariants().unwrap();
+    for b in 0..3u32 {
+        assert_eq!(
+            get(&pool.read(tag(DATA, b)).unwrap().read(), BODY),
+            u64::from(b)
+        );
+    }
+}
+
+#[test]
+fn model_failed_read_run_wakes_a_reader_random() {
+    shuttle::check_random(failed_read_run_wakes_a_reader, 1000);
+}
+
+#[test]
+fn model_failed_read_run_wakes_a_reader_pct() {
+    shuttle::check_pct(failed_read_run_wakes_a_reader, 1000, 3);
+}
+
+#[test]
+fn model_read_run_races_a_reader_random() {
+    shuttle::check_random(|| read_run_races_a_reader(false), 1000);
+}
+
+#[test]
+fn model_read_run_races_a_reader_pct() {
+    shuttle::check_pct(|| read_run_races_a_reader(false), 1000, 3);
+}
+
+#[test]
+fn model_read_run_dropped_early_random() {
+    shuttle::check_random(|| read_run_races_a_reader(true), 1000);
 }
 
 #[test]

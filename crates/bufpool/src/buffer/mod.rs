@@ -22,6 +22,11 @@
 //! 3. Page frames are written only under the exclusive content lock: the loader takes it
 //!    (uncontended: nobody holds a reference to a !VALID buffer) around the read.
 //!
+//! Reading several consecutive pages at once (`read_run.rs`, for read streams): step 2's
+//! claim for each miss, then one vectored read per run of adjacent misses, completed (and
+//! each page verified) on an I/O engine's thread; the pool's `Drop` finishes every such
+//! read before its page memory goes.
+//!
 //! Writing (`BufferPool::flush_locked`, the only write path): caller holds a pin and the
 //! content lock; under the header lock set IO_IN_PROGRESS and clear JUST_DIRTIED; flush WAL
 //! to the page LSN through the [`WalFlush`] hook (asking `flush_needed` first, so a flush
@@ -47,6 +52,7 @@ mod guard;
 mod io_wait;
 mod mapping;
 mod options;
+mod read_run;
 pub mod ring;
 pub(crate) mod state;
 mod victim_queue;
@@ -68,6 +74,7 @@ pub use options::{
     MAX_BGWRITER_LRU_MAXPAGES, MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS,
     MAX_MAPPING_PARTITIONS, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
+pub use read_run::{ReadRun, ReadRunStats, LOOKAHEAD_PINS_POOL_DIVISOR};
 pub use ring::{
     Ring, RingKind, RingOptions, RingStats, DEFAULT_BULKREAD_RING_BYTES,
     DEFAULT_BULKWRITE_RING_BYTES, DEFAULT_VACUUM_RING_BYTES, MAX_RING_BYTES, MIN_RING_BYTES,
@@ -150,6 +157,15 @@ enum Fill {
     Zero,
 }
 
+/// What [`BufferPool::claim`] found or made for a tag; the buffer is pinned either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    /// Already mapped (perhaps not VALID yet: someone else's read, or a failed one).
+    Mapped(u32),
+    /// A victim retagged for it, with IO_IN_PROGRESS set by the caller's thread.
+    Retagged(u32),
+}
+
 /// Tries before `drop_buffers` gives up on a buffer that stays pinned. Transient pins (a
 /// sweep's probe, a lock-free lookup's verification) last nanoseconds; a pin that outlives
 /// this many yields is held by a caller and is a usage error.
@@ -164,11 +180,13 @@ thread_local! {
 
 /// A shared buffer pool over one storage manager.
 pub struct BufferPool {
-    descs: Box<[BufferDesc]>,
+    /// Shared (`Arc`) with the completions of reads run ahead of use (`read_run.rs`),
+    /// which finish on I/O threads.
+    descs: Arc<[BufferDesc]>,
     arena: PageArena,
     mapping: Mapping,
     clock: clock::Clock,
-    io_wait: io_wait::IoWait,
+    io_wait: Arc<io_wait::IoWait>,
     smgr: Arc<Smgr>,
     wal: Arc<dyn WalFlush>,
     page_size: usize,
@@ -180,6 +198,16 @@ pub struct BufferPool {
     bgwriter_durable: crate::sync::AtomicBool,
     /// Ring knobs and the counters over all rings (`ring.rs`).
     rings: ring::RingShared,
+    /// The I/O engines reads run ahead of use go through, built on first use; dropped
+    /// (finishing every read in flight) before the page memory they write into.
+    aio: read_run::ReadAhead,
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        // A read in flight writes into the arena: finish them all before it is unmapped.
+        self.aio.shutdown();
+    }
 }
 
 impl std::fmt::Debug for BufferPool {
@@ -237,7 +265,7 @@ impl BufferPool {
             arena,
             mapping: Mapping::new(nbuffers, opts.mapping_partitions),
             clock: clock::Clock::new(nbuffers),
-            io_wait: io_wait::IoWait::new(),
+            io_wait: Arc::new(io_wait::IoWait::new()),
             smgr,
             wal,
             page_size,
@@ -245,6 +273,7 @@ impl BufferPool {
             ckpt: checkpoint::CkptArray::new(nbuffers),
             bgwriter_durable: crate::sync::AtomicBool::new(false),
             rings: ring::RingShared::new(opts.rings),
+            aio: read_run::ReadAhead::new(opts.aio, nbuffers),
         })
     }
 
@@ -466,8 +495,24 @@ impl BufferPool {
         hash: u64,
         context: IoContext,
         fill: Fill,
-        mut ring: Option<&mut Ring>,
+        ring: Option<&mut Ring>,
     ) -> BufferResult<BufferRef<'_>> {
+        match self.claim(tag, hash, context, ring)? {
+            Claim::Mapped(id) => self.finish_load(id, tag, context, fill),
+            Claim::Retagged(id) => self.do_load_io(id, tag, context, fill),
+        }
+    }
+
+    /// Finds `tag` in the pool or retags a victim for it (step 2 of the module doc), and
+    /// returns the buffer pinned. A retagged buffer has IO_IN_PROGRESS set by this thread,
+    /// which must fill it and end the I/O (`do_load_io`, or a read run's completion).
+    fn claim(
+        &self,
+        tag: BufferTag,
+        hash: u64,
+        context: IoContext,
+        mut ring: Option<&mut Ring>,
+    ) -> BufferResult<Claim> {
         let partition = self.mapping.partition_of(hash);
         loop {
             {
@@ -475,7 +520,7 @@ impl BufferPool {
                 if let Some(id) = self.mapping.lookup_locked(&self.descs, &tag, hash) {
                     self.pin_for(id, ring.is_some());
                     drop(_p);
-                    return self.finish_load(id, tag, context, fill);
+                    return Ok(Claim::Mapped(id));
                 }
             }
             let (victim, vstate) =
@@ -516,7 +561,7 @@ impl BufferPool {
                 self.pin_for(existing, ring.is_some());
                 drop((_g1, _g2));
                 vd.unpin();
-                return self.finish_load(existing, tag, context, fill);
+                return Ok(Claim::Mapped(existing));
             }
             let s = vd.lock_header();
             if refcount(s) != 1 || s & DIRTY != 0 || s & IO_IN_PROGRESS != 0 {
@@ -535,7 +580,7 @@ impl BufferPool {
             vd.unlock_header((s & REFCOUNT_MASK) | USAGE_ONE | TAG_VALID | IO_IN_PROGRESS);
             drop((_g1, _g2));
             self.note_retagged(ring, victim, tag, s, context);
-            return self.do_load_io(victim, tag, context, fill);
+            return Ok(Claim::Retagged(victim));
         }
     }
 

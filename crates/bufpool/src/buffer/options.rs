@@ -8,6 +8,7 @@
 
 use crate::options::{format_size, ConfigError};
 use crate::smgr::SmgrOptions;
+use crate::vfs::aio::{AioOptions, MAX_IO_WORKERS};
 
 pub use super::arena::HugePages;
 use super::ring::{RingOptions, MAX_RING_BYTES, MIN_RING_BYTES};
@@ -35,6 +36,8 @@ pub struct PoolOptions {
     /// Access-strategy rings (`bulkread_ring_size`, `bulkwrite_ring_size`,
     /// `vacuum_buffer_usage_limit`, `ring_growth`).
     pub rings: RingOptions,
+    /// How reads run ahead of use go to storage by default (`io_method`, `io_workers`).
+    pub aio: AioOptions,
 }
 
 impl PoolOptions {
@@ -46,6 +49,7 @@ impl PoolOptions {
             mapping_partitions: DEFAULT_MAPPING_PARTITIONS,
             bgwriter: BgwriterOptions::default(),
             rings: RingOptions::default(),
+            aio: AioOptions::default(),
         }
     }
 
@@ -61,6 +65,14 @@ impl PoolOptions {
                 "buffer_mapping_partitions",
                 p,
                 partitions_allowed(),
+            ));
+        }
+        let w = self.aio.workers;
+        if !(1..=MAX_IO_WORKERS).contains(&w) {
+            return Err(ConfigError::new(
+                "io_workers",
+                w,
+                format!("1 to {MAX_IO_WORKERS}"),
             ));
         }
         self.bgwriter.validate()?;

@@ -22,7 +22,8 @@
 //!   IO_IN_PROGRESS, pinned by the loader, who owns the read.
 //! - mapped, !VALID, no I/O (a failed read left IO_ERROR) → (`start_io`, read) IO_IN_PROGRESS.
 //! - IO_IN_PROGRESS for a read → (`terminate_io` ok) VALID | (`terminate_io` failed)
-//!   IO_ERROR; waiters wake and re-check.
+//!   IO_ERROR; waiters wake and re-check. A read run's claims (`read_run.rs`) end the same
+//!   way in `terminate_read`, on the I/O engine's thread, one page at a time.
 //! - VALID → (`BufferDesc::mark_dirty`, exclusive content lock held) DIRTY | JUST_DIRTIED.
 //! - DIRTY → (`start_io`, write) IO_IN_PROGRESS, JUST_DIRTIED cleared → (`terminate_io` ok)
 //!   DIRTY cleared unless JUST_DIRTIED was set again | (failed) IO_ERROR, still DIRTY.

@@ -49,7 +49,7 @@ use crate::buffer::{
 };
 use crate::config::{Config, ConfigError};
 use crate::page;
-use crate::scan::{ScanOptions, ScanPositions};
+use crate::scan::{ReadStreamOptions, ScanOptions, ScanPositions};
 use crate::smgr::{Smgr, SmgrError};
 use crate::sync::{Arc, Mutex};
 use crate::txn::{Clog, ClogError, TxnManager, Xid, FIRST_NORMAL_XID};
@@ -224,6 +224,8 @@ pub struct Engine {
     /// The sequential-scan knobs, and the synchronized-scan positions all scans share.
     scan: ScanOptions,
     scan_positions: ScanPositions,
+    /// How scans, VACUUM and other sequential readers build their read streams.
+    read_stream: ReadStreamOptions,
     _writer: Option<LogWriter>,
 }
 
@@ -337,6 +339,7 @@ impl Engine {
             recovery,
             scan: config.scan_options(),
             scan_positions: ScanPositions::default(),
+            read_stream: config.read_stream_options(),
             _writer: Some(writer),
         };
         engine.ckpt.run(CheckpointReason::Startup, true)?;
@@ -364,6 +367,12 @@ impl Engine {
     /// The sequential-scan knobs this engine was opened with.
     pub fn scan_options(&self) -> &ScanOptions {
         &self.scan
+    }
+
+    /// The read-stream knobs (`io_method`, `io_combine_limit`, `effective_io_concurrency`)
+    /// sequential readers use.
+    pub fn read_stream_options(&self) -> &ReadStreamOptions {
+        &self.read_stream
     }
 
     /// Where recent large scans of each relation are (synchronized scans).

@@ -20,8 +20,10 @@
 //! that position over the pages still resident, then continues forwards. With a ring there
 //! is no trail to follow.
 
+pub mod read_stream;
 pub mod syncscan;
 
+pub use read_stream::{BlockSource, ReadStream, ReadStreamOptions, ReadStreamStats};
 pub use syncscan::ScanPositions;
 
 use crate::types::BlockNumber;

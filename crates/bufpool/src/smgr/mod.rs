@@ -562,6 +562,31 @@ impl Smgr {
         Ok(())
     }
 
+    /// Where block `block` of a fork lives, for a read issued elsewhere (an asynchronous
+    /// read through `vfs::aio`): the segment's file, the block's byte offset in it, and how
+    /// many blocks from `block` on the segment holds at most (a read must not cross it).
+    /// Opening a missing segment fails with [`SmgrError::Read`] naming the block.
+    pub fn read_target(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        block: BlockNumber,
+    ) -> SmgrResult<(Arc<dyn VfsFile>, u64, u32)> {
+        let f = self.fork(rel, fork);
+        let (segno, off) = self.locate(block);
+        let file = self
+            .segment(&f, rel, fork, segno, false)
+            .map_err(|e| match e {
+                SmgrError::Io(IoError { path, source, .. }) => SmgrError::Read {
+                    tag: BufferTag::new(rel, fork, block),
+                    path,
+                    source,
+                },
+                e => e,
+            })?;
+        Ok((file, off, self.segment_blocks - block % self.segment_blocks))
+    }
+
     /// Reads consecutive pages starting at `first` into `bufs` (one page each), with one
     /// vectored read per segment touched.
     pub fn readv(

@@ -9,8 +9,11 @@
 //! kept); the storage manager adds path and block. Symbolic links (the storage manager's
 //! tablespaces) are made through the trait too; the in-memory implementations resolve
 //! every path through theirs, so a test sees the same aliasing as a real file system.
+//! Reads run ahead of use go through [`aio`] (`sync`, a pool of I/O worker threads, or
+//! io_uring behind the `io-uring` cargo feature): still through these traits' files.
 //! Locks: implementations may lock internally; no lock is held across calls.
 
+pub mod aio;
 mod aligned;
 mod error;
 mod fault;
@@ -121,6 +124,13 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
     /// Takes an advisory exclusive lock for the life of this handle without waiting;
     /// `Ok(false)` when another handle holds it.
     fn try_lock_exclusive(&self) -> io::Result<bool>;
+    /// The OS file descriptor, for an asynchronous read submitted to the kernel
+    /// (`aio.rs`, io_uring). `None` (the default: in-memory, fault-injecting and simulated
+    /// files) makes such a read go through [`VfsFile::read_vectored_at`] instead, so that
+    /// every fault these implementations inject is still seen.
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// Most symbolic links one path resolution follows before failing with ELOOP (Linux's

@@ -189,6 +189,10 @@ impl VfsFile for RealFile {
         Ok(self.file.metadata()?.len())
     }
 
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.file.as_raw_fd())
+    }
+
     fn try_lock_exclusive(&self) -> io::Result<bool> {
         // SAFETY: plain system call on an fd owned by `self`.
         let rc = unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };

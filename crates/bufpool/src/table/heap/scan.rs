@@ -19,7 +19,7 @@
 use super::visibility::{Hints, Vis};
 use super::{chain_roots, Heap, Tid};
 use crate::buffer::{BufferRef, Ring, RingKind};
-use crate::scan::{self, ScanPlan, ScanPositions};
+use crate::scan::{self, BlockSource, ReadStream, ScanPlan, ScanPositions};
 use crate::stats::IoContext;
 use crate::table::heap_page::{HeapPage, HEAP_ONLY};
 use crate::table::HeapError;
@@ -115,11 +115,28 @@ impl Heap<'_> {
             }
         }
         let interval = ScanPositions::report_interval(pool.page_size());
-        for block in (start..n).chain(0..trail_end) {
+        // Forward from the start, then from 0 to where the trail stopped, through a read
+        // stream that pins no more than the ring holds (its look-ahead must not push its
+        // own ring members out).
+        let mut stream_opts = *self.engine.read_stream_options();
+        if let Some(r) = ring.as_ref() {
+            stream_opts.max_pins = Some(r.capacity().saturating_sub(1).max(1));
+        }
+        let mut blocks = (start..n).chain(0..trail_end);
+        let stream = ReadStream::new(
+            pool,
+            self.rel,
+            ForkNumber::Main,
+            BlockSource::Callback(Box::new(move || blocks.next())),
+            ring.as_mut(),
+            &stream_opts,
+        );
+        for buf in stream {
+            let buf = buf?;
+            let block = buf.tag().block;
             if plan.synchronized && block % interval == 0 {
                 positions.report(self.rel, ForkNumber::Main, block);
             }
-            let buf = pool.read_with(self.tag(block), ring.as_mut())?;
             page.scan(&buf, block, &mut f)?;
         }
         if plan.synchronized && n > 0 {

@@ -24,6 +24,7 @@
 
 use super::Heap;
 use crate::buffer::{Ring, RingKind};
+use crate::scan::ReadStream;
 use crate::sync::Ordering;
 use crate::table::heap_page::{HeapPage, ItemId};
 use crate::table::HeapError;
@@ -56,7 +57,7 @@ impl Heap<'_> {
     pub fn vacuum_with(
         &self,
         truncate: bool,
-        mut ring: Option<&mut Ring>,
+        ring: Option<&mut Ring>,
     ) -> Result<VacuumReport, HeapError> {
         let pool = self.engine.pool();
         let horizon = self.engine.txns().oldest_xmin();
@@ -66,8 +67,16 @@ impl Heap<'_> {
             ..VacuumReport::default()
         };
         let mut last_nonempty = None;
-        for block in 0..n {
-            let buf = pool.read_with(self.tag(block), ring.as_deref_mut())?;
+        // Read ahead, pinning no more than the ring starts with (its own look-ahead must
+        // not push its members out: PostgreSQL's pin limit for a strategy).
+        let mut opts = *self.engine.read_stream_options();
+        if let Some(r) = ring.as_deref() {
+            opts.max_pins = Some(r.start_len().saturating_sub(1).max(1));
+        }
+        let stream = ReadStream::range(pool, self.rel, ForkNumber::Main, 0..n, ring, &opts);
+        for buf in stream {
+            let buf = buf?;
+            let block = buf.tag().block;
             let mut g = buf.write();
             report.removed += self.prune_locked(&mut g, horizon, true)?;
             let page = HeapPage(&g);
