@@ -3,7 +3,8 @@
 //!
 //! The tables (one data directory, loaded once with frozen 100-byte rows, reopened with a
 //! fresh pool for every configuration so that no run inherits another's cache):
-//! `hot` (a tenth of the pool), `trail` (1.2 pools), `sync` (4 pools) and `big` (10 pools).
+//! `hot` (a tenth of the pool), `trail` (1.2 pools), `sync` (4 pools), `big` (10 pools)
+//! and `vac` (2 pools, for VACUUM).
 //! Sections, each a table in the report:
 //! 1. Ring-size sweep (seed 003, Heikki's table): seconds per count-style scan of `big`
 //!    (in the OS cache: buffered files) with rings of 1, 2, 4, … buffers and no ring.
@@ -23,11 +24,12 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use bufpool::scan::ScanPlan;
-use bufpool::table::{Heap, SeqScanOptions};
+use bufpool::table::{Heap, SeqScanOptions, Tid};
 use bufpool::txn::INVALID_XID;
 use bufpool::{
     Config, Engine, ForkNumber, IoContext, IoOp, IoStatsSnapshot, IoWriter, RealVfs, RelFileId, Vfs,
 };
+use bufpool::{Ring, RingKind};
 
 use super::bgwriter::SlowDevice;
 use super::{layout, progress, summarize, Goal, Ratio, Report, RunInfo, Samples};
@@ -49,14 +51,23 @@ const HOT: RelFileId = RelFileId::new(0, 31_001);
 const TRAIL: RelFileId = RelFileId::new(0, 31_002);
 const SYNC: RelFileId = RelFileId::new(0, 31_003);
 const BIG: RelFileId = RelFileId::new(0, 31_004);
+/// VACUUM's table: one row deleted per page before each VACUUM.
+const VAC: RelFileId = RelFileId::new(0, 31_005);
+/// Bulk loads go to a new relation each time (dropped after).
+const LOAD_BASE: u32 = 32_000;
 
 /// The tables, in tenths of the pool.
-const TABLES: [(RelFileId, &str, u64); 4] = [
+const TABLES: [(RelFileId, &str, u64); 5] = [
     (HOT, "hot", 1),
     (TRAIL, "trail", 12),
     (SYNC, "sync", 40),
     (BIG, "big", 100),
+    (VAC, "vac", 20),
 ];
+
+/// 59 rows of 100 bytes (124 with header and line pointer) fit an 8 KiB page at
+/// fillfactor 90.
+const ROWS_PER_8K_PAGE: u64 = 59;
 
 /// Rows of 100 bytes (pgbench_accounts' width).
 fn row(i: u64) -> [u8; 100] {
@@ -89,6 +100,12 @@ impl Bed {
         c.set("shared_buffers", &format!("{}MB", self.pool_mb))?;
         c.set("checkpoint_timeout", "1h")?;
         c.set("bgwriter", "off")?;
+        // PostgreSQL's default at this pool size (1/32 of it, at most 16 MB): a log
+        // buffer small enough to fill on its own would flush the log for the rings.
+        c.set(
+            "wal_buffers",
+            &format!("{}MB", (self.pool_mb / 32).clamp(1, 16)),
+        )?;
         for (k, v) in sets {
             c.set(k, v).with_context(|| format!("--set {k}={v}"))?;
         }
@@ -111,8 +128,7 @@ fn load(dir: &Path, pool_mb: u64) -> Result<Bed> {
         .with_context(|| format!("creating {}", dir.display()))?;
     let page_size = e.pool().page_size();
     let pool_pages = (pool_mb << 20) / page_size as u64;
-    // 59 rows of 100 bytes (124 with header and line pointer) fit an 8 KiB page at fillfactor 90.
-    let rows_per_page = ((page_size as u64 - 24) * 9 / 10 / 124).max(1);
+    let rows_per_page = ROWS_PER_8K_PAGE * page_size as u64 / 8192;
     let mut pages = Vec::new();
     for (rel, name, tenths) in TABLES {
         let want = pool_pages * tenths / 10;
@@ -246,6 +262,7 @@ pub fn run(o: &ScanExpOptions) -> Result<Report> {
 
     tables.push(ring_sweep(&bed, o, &mut meta)?);
     tables.push(hot_set(&bed, o, &mut samples, &mut meta)?);
+    tables.push(vacuum_rings(&bed, o, &mut samples, &mut meta)?);
     tables.push(sync_scans(&bed, o, &mut samples, &mut meta)?);
     tables.push(cache_trail(&bed, o, &mut meta)?);
     tables.push(readahead(&bed, o, &mut samples, &mut meta, &mut notes)?);
@@ -256,6 +273,18 @@ pub fn run(o: &ScanExpOptions) -> Result<Report> {
             samples.get("hot_set_hit_ratio_after_scan"),
             Goal::AtLeast,
             0.99,
+        ),
+        Ratio::new(
+            "growing_ring_flushes_vs_256k",
+            samples.get("growing_ring_flushes_vs_256k"),
+            Goal::AtMost,
+            0.1,
+        ),
+        Ratio::new(
+            "growing_ring_time_vs_best_fixed",
+            samples.get("growing_ring_time_vs_best_fixed"),
+            Goal::AtMost,
+            1.0,
         ),
         Ratio::new(
             "syncscan_2_reads_vs_one",
@@ -455,6 +484,196 @@ fn hot_set(
         "Hot-set survival: hot ({} pages, a tenth of the pool) read 3 times, big ({} pages) scanned, hot read again\n{}",
         bed.pages(HOT),
         bed.pages(BIG),
+        layout(&cells, 2)
+    ))
+}
+
+/// A ring configuration of section 3.
+#[derive(Debug, Clone, Copy)]
+enum RingConf {
+    None,
+    Fixed(usize),
+    Growing(usize),
+}
+
+impl RingConf {
+    fn label(self) -> String {
+        match self {
+            RingConf::None => "no ring".into(),
+            RingConf::Fixed(b) => format!("fixed {}", fmt_bytes(b)),
+            RingConf::Growing(b) => format!("growing (256 kB up to {})", fmt_bytes(b)),
+        }
+    }
+
+    fn ring(self, kind: RingKind, e: &Engine) -> Option<Ring> {
+        match self {
+            RingConf::None => None,
+            RingConf::Fixed(b) => Ring::with_growth(kind, b, false, e.pool()),
+            RingConf::Growing(b) => Ring::with_growth(kind, b, true, e.pool()),
+        }
+    }
+}
+
+fn fmt_bytes(b: usize) -> String {
+    if b >= 1 << 20 {
+        format!("{} MB", b >> 20)
+    } else {
+        format!("{} kB", b >> 10)
+    }
+}
+
+/// WAL flushes forced by writes of dirty pages, over every context.
+fn forced_flushes(e: &Engine) -> u64 {
+    [
+        IoContext::Normal,
+        IoContext::BulkRead,
+        IoContext::BulkWrite,
+        IoContext::Vacuum,
+    ]
+    .iter()
+    .map(|&c| e.pool().wal_flushes_forced(c))
+    .sum()
+}
+
+/// Section 3: forced WAL flushes and seconds of VACUUM (one dead row per page, and a
+/// clean table) and of a bulk load, per ring configuration.
+fn vacuum_rings(
+    bed: &Bed,
+    o: &ScanExpOptions,
+    samples: &mut Samples,
+    meta: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<String> {
+    let confs = [
+        RingConf::None,
+        RingConf::Fixed(256 << 10),
+        RingConf::Fixed(2 << 20),
+        RingConf::Fixed(16 << 20),
+        RingConf::Growing(16 << 20),
+    ];
+    let vac_pages = bed.pages(VAC);
+    let load_rows = bed.pool_pages() * ROWS_PER_8K_PAGE;
+    let mut cells = vec![[
+        "workload",
+        "ring",
+        "forced WAL flushes (median)",
+        "min",
+        "max",
+        "s (median)",
+        "ring size at end",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let mut json = Vec::new();
+    // Per workload and configuration: (flushes, seconds) medians, for the targets.
+    let mut med: std::collections::HashMap<(&str, String), (f64, f64)> = Default::default();
+    let mut round = 0u16;
+    let mut load_no = 0u32;
+    for workload in [
+        "vacuum, 1 dead row per page",
+        "vacuum, clean table",
+        "bulk load",
+    ] {
+        for conf in confs {
+            let (mut flushes, mut secs, mut end_len) = (Vec::new(), Vec::new(), 0usize);
+            for _ in 0..o.repeats {
+                if workload.starts_with("vacuum, 1") {
+                    // One committed delete per page, then everything clean and durable.
+                    round += 1;
+                    let e = bed.open(&[])?;
+                    let heap = Heap::open(&e, VAC);
+                    let x = e.begin()?;
+                    for block in 0..vac_pages {
+                        heap.delete(x, Tid { block, slot: round })?;
+                    }
+                    e.commit_transaction(x)?;
+                    e.checkpoint()?;
+                    e.shutdown()?;
+                }
+                let e = bed.open(&[])?;
+                let kind = if workload.starts_with("bulk") {
+                    RingKind::BulkWrite
+                } else {
+                    RingKind::Vacuum
+                };
+                let mut ring = conf.ring(kind, &e);
+                let before = forced_flushes(&e);
+                let start = Instant::now();
+                if workload.starts_with("bulk") {
+                    load_no += 1;
+                    let rel = RelFileId::new(0, LOAD_BASE + load_no);
+                    let heap = Heap::create(&e, rel)?.with_fillfactor(90)?;
+                    let x = e.begin()?;
+                    heap.bulk_load_with(
+                        x,
+                        true,
+                        (0..load_rows).map(row),
+                        |_| {},
+                        &mut |_| {},
+                        ring.as_mut(),
+                    )?;
+                    e.commit_transaction(x)?;
+                    secs.push(start.elapsed().as_secs_f64());
+                    flushes.push((forced_flushes(&e) - before) as f64);
+                    e.pool().drop_relation(rel)?;
+                } else {
+                    let rel = if workload.contains("clean") {
+                        TRAIL
+                    } else {
+                        VAC
+                    };
+                    Heap::open(&e, rel).vacuum_with(false, ring.as_mut())?;
+                    secs.push(start.elapsed().as_secs_f64());
+                    flushes.push((forced_flushes(&e) - before) as f64);
+                }
+                end_len = ring.as_ref().map_or(0, |r| r.len());
+                drop(ring);
+                e.shutdown()?;
+            }
+            let (f, t) = (summarize(&flushes).median, summarize(&secs).median);
+            progress(format!(
+                "scans: {workload}, {}: {f:.0} forced WAL flushes, {t:.3} s",
+                conf.label()
+            ));
+            med.insert((workload, conf.label()), (f, t));
+            let s = fmt_summary(&flushes, 0);
+            cells.push(vec![
+                workload.to_string(),
+                conf.label(),
+                s[0].clone(),
+                s[1].clone(),
+                s[2].clone(),
+                format!("{t:.3}"),
+                if end_len > 0 {
+                    format!("{end_len} buffers")
+                } else {
+                    "-".into()
+                },
+            ]);
+            json.push(serde_json::json!({
+                "workload": workload, "ring": conf.label(),
+                "forced_wal_flushes": summarize(&flushes), "seconds": summarize(&secs),
+                "ring_buffers_at_end": end_len,
+            }));
+        }
+    }
+    let dead = "vacuum, 1 dead row per page";
+    let growing = med[&(dead, RingConf::Growing(16 << 20).label())];
+    let fixed256 = med[&(dead, RingConf::Fixed(256 << 10).label())];
+    let best_fixed = [256 << 10, 2 << 20, 16 << 20]
+        .iter()
+        .map(|&b| med[&(dead, RingConf::Fixed(b).label())].1)
+        .fold(f64::INFINITY, f64::min);
+    samples.push(
+        "growing_ring_flushes_vs_256k",
+        growing.0 / fixed256.0.max(1.0),
+    );
+    samples.push(
+        "growing_ring_time_vs_best_fixed",
+        growing.1 / best_fixed.max(1e-9),
+    );
+    meta.insert("vacuum_rings".into(), json.into());
+    Ok(format!(
+        "Vacuum and bulk-write rings: vac ({vac_pages} pages, 2 pools), trail (clean), bulk load of {load_rows} rows (1 pool); wal_buffers = pool/32\n{}",
         layout(&cells, 2)
     ))
 }
