@@ -15,6 +15,8 @@
 //!    and off: pages read from storage per page of the table.
 //! 5. The cache trail: `trail` scanned twice (seed003 rule): the second scan's hit ratio
 //!    and time, 3A on and off.
+//! 5b. The scan-plan rules (`quarter`, `seed003`) on tables of 1.2, 4 and 10 pools: the
+//!    plan each chose, second-scan hits and what is left of the hot set.
 //! 6. Readahead: scan MB/s of `sync` for io_combine_limit × io_method × buffered/O_DIRECT,
 //!    against the device's own sequential O_DIRECT rate measured on the same files.
 
@@ -265,6 +267,7 @@ pub fn run(o: &ScanExpOptions) -> Result<Report> {
     tables.push(vacuum_rings(&bed, o, &mut samples, &mut meta)?);
     tables.push(sync_scans(&bed, o, &mut samples, &mut meta)?);
     tables.push(cache_trail(&bed, o, &mut meta)?);
+    tables.push(strategy_rules(&bed, &mut meta)?);
     tables.push(readahead(&bed, o, &mut samples, &mut meta, &mut notes)?);
 
     let ratios = vec![
@@ -808,6 +811,98 @@ fn sync_scans(
     Ok(format!(
         "Synchronized scans: concurrent scans of sync ({pages} pages, 4 pools, O_DIRECT), each through its ring, scan k starting when the first has passed k × {STAGGER_PERCENT}% of the table (ideal with sync: 1.05 for 2, 1.30 for 4)\n{}",
         layout(&cells, 2)
+    ))
+}
+
+/// Section 5b: the two scan-plan rules side by side (seed 003 step 3 against PostgreSQL's
+/// quarter rule): for tables of 1.2, 4 and 10 pools, with a warm hot set, what each rule
+/// chose, the second scan's hit ratio and the hot set's hit ratio afterwards. One run each
+/// (the outcomes are counts, not timings).
+fn strategy_rules(
+    bed: &Bed,
+    meta: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<String> {
+    let mut cells = vec![[
+        "seqscan_strategy",
+        "table",
+        "pools",
+        "plan",
+        "2nd scan hit ratio",
+        "hot set hit ratio after",
+        "2nd scan s",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let mut json = Vec::new();
+    for (rule, trail) in [("quarter", "off"), ("seed003", "off"), ("seed003", "on")] {
+        let label = if trail == "on" {
+            format!("{rule} + 3A")
+        } else {
+            rule.to_string()
+        };
+        for (rel, name) in [(TRAIL, "trail"), (SYNC, "sync"), (BIG, "big")] {
+            let e = bed.open(&[("seqscan_strategy", rule), ("seqscan_cache_trail", trail)])?;
+            for _ in 0..3 {
+                scan(
+                    &e,
+                    HOT,
+                    &SeqScanOptions {
+                        plan: Some(plain(false)),
+                        ring_bytes: None,
+                    },
+                )?;
+            }
+            scan(&e, rel, &SeqScanOptions::default())?;
+            let heap = Heap::open(&e, rel);
+            let before = e.pool().stats();
+            let start = Instant::now();
+            let snap = e.txns().snapshot(INVALID_XID);
+            let r = heap.scan_with(&snap, &SeqScanOptions::default(), |_, _| {})?;
+            let secs = start.elapsed().as_secs_f64();
+            let second = IoCounts::of(&e.pool().stats().since(&before)).hit_ratio();
+            let hot = scan(
+                &e,
+                HOT,
+                &SeqScanOptions {
+                    plan: Some(plain(false)),
+                    ring_bytes: None,
+                },
+            )?;
+            e.shutdown()?;
+            let plan = format!(
+                "{}, {}",
+                if r.plan.synchronized {
+                    "synchronized start"
+                } else {
+                    "block 0"
+                },
+                if r.ring { "ring" } else { "clock" }
+            ) + if r.trail_pages > 0 { ", trail" } else { "" };
+            let pools = f64::from(bed.pages(rel)) / bed.pool_pages() as f64;
+            progress(format!(
+                "scans: {label} rule, {name}: {plan}; second scan {second:.3} hits, hot set {:.3}",
+                hot.io.hit_ratio()
+            ));
+            cells.push(vec![
+                label.clone(),
+                name.to_string(),
+                format!("{pools:.1}"),
+                plan.clone(),
+                format!("{second:.3}"),
+                format!("{:.3}", hot.io.hit_ratio()),
+                format!("{secs:.3}"),
+            ]);
+            json.push(serde_json::json!({
+                "rule": label, "table": name, "pools": pools, "plan": plan,
+                "second_scan_hit_ratio": second, "hot_hit_ratio_after": hot.io.hit_ratio(),
+                "second_scan_seconds": secs,
+            }));
+        }
+    }
+    meta.insert("strategy_rules".into(), json.into());
+    Ok(format!(
+        "Scan-plan rules: hot (0.1 pool) warm, a table scanned twice, hot read again (buffered)\n{}",
+        layout(&cells, 4)
     ))
 }
 
