@@ -15,9 +15,9 @@
 //!    and off: pages read from storage per page of the table.
 //! 5. The cache trail: `trail` scanned twice (seed003 rule): the second scan's hit ratio
 //!    and time, 3A on and off.
-//! 5b. The scan-plan rules (`quarter`, `seed003`) on tables of 1.2, 4 and 10 pools: the
-//!    plan each chose, second-scan hits and what is left of the hot set.
-//! 6. Readahead: scan MB/s of `sync` for io_combine_limit × io_method × buffered/O_DIRECT,
+//! 6. The scan-plan rules (`quarter`, `seed003`, `seed003` + 3A) on tables of 1.2, 4 and
+//!    10 pools: the plan each chose, second-scan hits and what is left of the hot set.
+//! 7. Readahead: scan MB/s of `sync` for io_combine_limit × io_method × buffered/O_DIRECT,
 //!    against the device's own sequential O_DIRECT rate measured on the same files.
 
 use std::path::{Path, PathBuf};
@@ -814,7 +814,7 @@ fn sync_scans(
     ))
 }
 
-/// Section 5b: the two scan-plan rules side by side (seed 003 step 3 against PostgreSQL's
+/// Section 6: the two scan-plan rules side by side (seed 003 step 3 against PostgreSQL's
 /// quarter rule): for tables of 1.2, 4 and 10 pools, with a warm hot set, what each rule
 /// chose, the second scan's hit ratio and the hot set's hit ratio afterwards. One run each
 /// (the outcomes are counts, not timings).
@@ -1021,7 +1021,7 @@ fn device_rate(bed: &Bed, rel: RelFileId, chunk: usize, readers: usize) -> Resul
     })?;
     Ok(bytes as f64 / start.elapsed().as_secs_f64().max(1e-9) / 1e6)
 }
-/// Section 6: scan MB/s per io_combine_limit, io_method and buffered/O_DIRECT.
+/// Section 7: scan MB/s per io_combine_limit, io_method and buffered/O_DIRECT.
 fn readahead(
     bed: &Bed,
     o: &ScanExpOptions,
