@@ -90,6 +90,13 @@ fn init_bench_json_aggregate_log_check_and_report() {
     for f in ["avg", "p50", "p95", "p99", "max"] {
         assert!(j["latency_ms"][f].is_number(), "latency_ms.{f}");
     }
+    // The log's counters, and commits per sync derived from them.
+    let wal = &j["wal"];
+    let syncs = wal["syncs"].as_u64().unwrap();
+    assert!(syncs > 0 && wal["records"].as_u64().unwrap() > 0, "{wal}");
+    let per_sync = wal["commits_per_sync"].as_f64().unwrap();
+    let txns = j["transactions"].as_u64().unwrap() as f64;
+    assert!((per_sync - txns / syncs as f64).abs() < 1e-9, "{wal}");
     for f in ["tps_min", "tps_p5", "tps_p50", "max_latency_p99"] {
         assert!(j["per_interval"][f].is_number(), "per_interval.{f}");
     }

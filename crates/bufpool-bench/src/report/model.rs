@@ -40,6 +40,28 @@ pub struct RunResult {
     /// The checkpointer's counters over the run (bufpool runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpointer: Option<CheckpointerCounts>,
+    /// The log's counters over the run (bufpool runs only; pg_stat_wal's kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal: Option<WalCounts>,
+}
+
+/// The write-ahead log over a run: how well commits shared their syncs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WalCounts {
+    pub records: u64,
+    pub bytes: u64,
+    /// Flushes that wrote and synced (pg_stat_wal's wal_sync).
+    pub syncs: u64,
+    /// Flush calls another thread's sync had already covered.
+    pub flush_free: u64,
+    /// Syncs forced by the pool writing a page whose record was not yet durable.
+    pub forced_by_pages: u64,
+    /// Segments a flush leader had to create itself (0 when preparation keeps up).
+    pub segments_created_inline: u64,
+    /// Flush leaders that slept `commit_delay`.
+    pub commit_delays: u64,
+    /// Transactions of the run per sync: 1 means no group commit at all.
+    pub commits_per_sync: f64,
 }
 
 /// The background writer over a run (pg_stat_bgwriter's names where they exist).
@@ -297,6 +319,7 @@ impl RunResult {
             latency_histogram,
             bgwriter: None,
             checkpointer: None,
+            wal: None,
         }
     }
 }

@@ -122,6 +122,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let before = pool.stats();
     let bgw_before = pool.bgwriter_stats();
     let ckpt_before = db.engine.checkpointer_stats();
+    let wal_before = db.engine.wal().stats();
     let live = Live::default();
     let done = AtomicBool::new(false);
     let start = Instant::now();
@@ -178,6 +179,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let mut out = merged.outcome(db, opts, measured);
     out.result.bgwriter = Some(bgwriter_counts(pool, &bgw_before));
     out.result.checkpointer = Some(checkpointer_counts(db, &ckpt_before));
+    out.result.wal = Some(wal_counts(db, &wal_before, out.result.transactions));
     for sec in &mut out.result.series {
         sec.target_tps = opts.target_rate(f64::from(sec.t) + 0.5);
         sec.batch_rows = batches
@@ -224,6 +226,26 @@ fn checkpointer_counts(
         write_time_ms: a.write_time_ms - before.write_time_ms,
         sync_time_ms: a.sync_time_ms - before.sync_time_ms,
         buffers_written: a.buffers_written - before.buffers_written,
+    }
+}
+
+/// The log's counters between `before` and now; `transactions` of the run per sync.
+fn wal_counts(
+    db: &Db<'_>,
+    before: &bufpool::wal::WalStats,
+    transactions: u64,
+) -> crate::report::model::WalCounts {
+    let a = db.engine.wal().stats();
+    let syncs = a.syncs - before.syncs;
+    crate::report::model::WalCounts {
+        records: a.records - before.records,
+        bytes: a.bytes - before.bytes,
+        syncs,
+        flush_free: a.flush_free - before.flush_free,
+        forced_by_pages: a.forced_by_pages - before.forced_by_pages,
+        segments_created_inline: a.segments_created_inline - before.segments_created_inline,
+        commit_delays: a.commit_delays - before.commit_delays,
+        commits_per_sync: transactions as f64 / syncs.max(1) as f64,
     }
 }
 
