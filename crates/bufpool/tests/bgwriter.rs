@@ -127,7 +127,7 @@ fn the_engine_runs_the_thread_only_when_switched_on() {
         let e = Engine::open(vfs.clone(), Path::new("/db"), &c, true).unwrap();
         assert_eq!(e.bgwriter_running(), on);
         let heap = Heap::create(&e, rel).unwrap();
-        let x = e.begin().unwrap();
+        let x = e.begin_xid().unwrap();
         for i in 0..2000u32 {
             heap.insert(x, &i.to_le_bytes().repeat(20)).unwrap();
         }

@@ -137,7 +137,7 @@ fn run_model(unique: bool, ops: &[Op]) -> Result<(), TestCaseError> {
             created = true;
             BTree::create(&e, REL, unique).unwrap()
         };
-        let xid = e.begin().unwrap();
+        let xid = e.begin_xid().unwrap();
         for o in segment {
             match *o {
                 Op::Insert(k, v) => {
@@ -386,7 +386,7 @@ fn run_concurrent(buffers: &str, own: usize, shared: usize, min_levels: u32) {
             .map(|th| {
                 let (t, e, seq, published) = (&t, &e, &seqs[th], &published);
                 s.spawn(move || {
-                    let xid = e.begin().unwrap();
+                    let xid = e.begin_xid().unwrap();
                     for (i, &((k, v), _)) in seq.iter().enumerate() {
                         t.insert(xid, k, v).unwrap();
                         published[th].store(i + 1, Ordering::Release);
@@ -400,7 +400,7 @@ fn run_concurrent(buffers: &str, own: usize, shared: usize, min_levels: u32) {
             let (t, e, seqs, published, done, deleted) =
                 (&t, &e, &seqs, &published, &done, &deleted);
             s.spawn(move || {
-                let xid = e.begin().unwrap();
+                let xid = e.begin_xid().unwrap();
                 let mut next = [0usize; INSERTERS];
                 loop {
                     let finished = done.load(Ordering::Acquire);
@@ -530,14 +530,14 @@ fn committed_inserts_survive_a_crash() {
         let e = open(&vfs);
         let t = BTree::create(&e, REL, true).unwrap();
         for chunk in keys.chunks(500) {
-            let xid = e.begin().unwrap();
+            let xid = e.begin_xid().unwrap();
             for &k in chunk {
                 t.insert(xid, k, k as u64 * 2).unwrap();
             }
             e.commit_transaction(xid).unwrap();
         }
         // A transaction in flight when the process dies: it may or may not survive.
-        let xid = e.begin().unwrap();
+        let xid = e.begin_xid().unwrap();
         for k in 0..300 {
             t.insert(xid, -1 - k, 1).unwrap();
         }

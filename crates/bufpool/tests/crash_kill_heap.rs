@@ -33,7 +33,7 @@ fn heap_child_transfers_until_killed() {
         Heap::open(&e, REL)
     } else {
         let heap = Heap::create(&e, REL).unwrap();
-        let x = e.begin().unwrap();
+        let x = e.begin_xid().unwrap();
         for id in 0..ACCOUNTS {
             heap.insert(x, &encode(id, INITIAL)).unwrap();
         }
@@ -55,7 +55,7 @@ fn heap_child_transfers_until_killed() {
                 loop {
                     k += 1;
                     let (from, to, amount) = transfer(t, k);
-                    let x = e.begin().unwrap();
+                    let x = e.begin_xid().unwrap();
                     // Lock rows in id order so no two transfers wait on each other in a cycle.
                     let (first, second) = if from < to { (from, to) } else { (to, from) };
                     for id in [first, second] {

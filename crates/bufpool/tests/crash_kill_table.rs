@@ -53,7 +53,7 @@ fn table_child_transfers_until_killed() {
     } else {
         let heap = Heap::create(&e, REL).unwrap();
         let idx = BTree::create(&e, IDX, true).unwrap();
-        let x = e.begin().unwrap();
+        let x = e.begin_xid().unwrap();
         for id in (0..ACCOUNTS).chain(100..100 + THREADS) {
             let v = if id < ACCOUNTS { INITIAL } else { 0 };
             let tid = heap.insert(x, &encode(id, v)).unwrap();
@@ -81,7 +81,7 @@ fn table_child_transfers_until_killed() {
             s.spawn(move || loop {
                 k += 1;
                 let (from, to, amount) = transfer(t, k);
-                let x = e.begin().unwrap();
+                let x = e.begin_xid().unwrap();
                 let (first, second) = if from < to { (from, to) } else { (to, from) };
                 for id in [first, second] {
                     let delta = if id == from { -amount } else { amount };

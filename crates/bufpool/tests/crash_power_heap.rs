@@ -65,7 +65,7 @@ fn new_table(c: &Config) -> SimVfs {
     let vfs = SimVfs::new();
     let e = open(&vfs, c).unwrap();
     let heap = Heap::create(&e, REL).unwrap();
-    let x = e.begin().unwrap();
+    let x = e.begin_xid().unwrap();
     for id in 0..ACCOUNTS {
         heap.insert(x, &encode(id, INITIAL)).unwrap();
     }
@@ -93,7 +93,7 @@ struct Plan {
 /// record's end, else aborts it (or, if the log refuses even the abort record, ends it
 /// in the transaction manager so no other thread waits on its row locks forever).
 fn transaction(e: &Engine, f: impl FnOnce(u32) -> Result<(), bufpool::Error>) -> Option<Lsn> {
-    let x = e.begin().ok()?;
+    let x = e.begin_xid().ok()?;
     if f(x).is_ok() {
         match e.commit_transaction(x) {
             Ok(end) => return Some(end),

@@ -88,7 +88,7 @@ fn workload(vfs: &SimVfs, n: u64) -> Acked {
     let pool = e.pool();
     let mut tids = Vec::new();
     let loaded = (|| -> Result<(), bufpool::Error> {
-        let x = e.begin()?;
+        let x = e.begin_xid()?;
         let mut ring = Ring::with_growth(RingKind::BulkWrite, 1 << 20, true, pool);
         heap.bulk_load_with(
             x,
@@ -106,7 +106,7 @@ fn workload(vfs: &SimVfs, n: u64) -> Acked {
     }
     acked.load = true;
     let deleted = (|| -> Result<(), bufpool::Error> {
-        let x = e.begin()?;
+        let x = e.begin_xid()?;
         for (id, tid) in tids.iter().enumerate() {
             if id % 3 == 0 {
                 heap.delete(x, *tid)?;

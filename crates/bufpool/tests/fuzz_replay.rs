@@ -159,7 +159,7 @@ fn real_directory(block_size: &str) -> MemVfs {
     {
         let heap = Heap::create(&e, RelFileId::new(0, 16384)).unwrap();
         for i in 0..3u32 {
-            let xid = e.begin().unwrap();
+            let xid = e.begin_xid().unwrap();
             heap.insert(xid, format!("row {i} of the seed heap").as_bytes())
                 .unwrap();
             if i == 1 {
@@ -169,7 +169,7 @@ fn real_directory(block_size: &str) -> MemVfs {
             }
         }
         e.checkpoint().unwrap();
-        let xid = e.begin().unwrap();
+        let xid = e.begin_xid().unwrap();
         heap.insert(xid, b"after the checkpoint").unwrap();
         e.commit_transaction(xid).unwrap();
     }

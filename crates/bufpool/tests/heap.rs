@@ -58,7 +58,7 @@ fn snapshots_see_what_committed_before_them() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t1 = e.begin().unwrap();
+    let t1 = e.begin_xid().unwrap();
     let tids: Vec<Tid> = (0..500)
         .map(|i| heap.insert(t1, &row(i, 0)).unwrap())
         .collect();
@@ -74,7 +74,7 @@ fn snapshots_see_what_committed_before_them() {
     assert_eq!(visible_rows(&e, &heap).len(), 500);
 
     let old = e.txns().snapshot(INVALID_XID);
-    let t2 = e.begin().unwrap();
+    let t2 = e.begin_xid().unwrap();
     let new_tid = heap
         .update(t2, tids[7], |d| row(val(d).0, 42))
         .unwrap()
@@ -103,7 +103,7 @@ fn snapshots_see_what_committed_before_them() {
     );
     assert_eq!(heap.fetch(&now, tids[8]).unwrap(), None);
 
-    let t3 = e.begin().unwrap();
+    let t3 = e.begin_xid().unwrap();
     heap.update(t3, tids[9], |d| row(val(d).0, 99)).unwrap();
     e.abort_transaction(t3).unwrap();
     let rows = visible_rows(&e, &heap);
@@ -119,7 +119,7 @@ fn concurrent_updates_of_one_row_are_never_lost() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let tid = heap.insert(t, &row(1, 0)).unwrap();
     e.commit_transaction(t).unwrap();
     const THREADS: u64 = 4;
@@ -129,7 +129,7 @@ fn concurrent_updates_of_one_row_are_never_lost() {
             let (e, heap) = (&e, &heap);
             s.spawn(move || {
                 for _ in 0..EACH {
-                    let x = e.begin().unwrap();
+                    let x = e.begin_xid().unwrap();
                     // Start from the original tid: the update follows the chain.
                     heap.update(x, tid, |d| row(1, val(d).1 + 1))
                         .unwrap()
@@ -148,9 +148,9 @@ fn committed_rows_survive_a_crash_and_others_never_appear() {
     {
         let e = open(&vfs);
         let heap = Heap::create(&e, REL).unwrap();
-        let a = e.begin().unwrap();
-        let b = e.begin().unwrap();
-        let c = e.begin().unwrap();
+        let a = e.begin_xid().unwrap();
+        let b = e.begin_xid().unwrap();
+        let c = e.begin_xid().unwrap();
         for i in 0..300 {
             heap.insert(a, &row(i, 1)).unwrap();
             heap.insert(b, &row(1000 + i, 2)).unwrap();
@@ -166,7 +166,7 @@ fn committed_rows_survive_a_crash_and_others_never_appear() {
     assert_eq!(rows.len(), 300, "only the committed transaction's rows");
     assert!(rows.iter().all(|r| r.1 == 1));
     // New transactions work on the recovered table (ids do not collide with a's).
-    let d = e.begin().unwrap();
+    let d = e.begin_xid().unwrap();
     heap.insert(d, &row(5000, 4)).unwrap();
     e.commit_transaction(d).unwrap();
     assert_eq!(visible_rows(&e, &heap).len(), 301);
@@ -177,7 +177,7 @@ fn updates_move_to_a_new_page_when_the_old_one_is_full() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let tids: Vec<Tid> = (0..200)
         .map(|i| heap.insert(t, &row(i, 0)).unwrap())
         .collect();
@@ -185,7 +185,7 @@ fn updates_move_to_a_new_page_when_the_old_one_is_full() {
     // Update every row of the (full) first page several times.
     let first_page: Vec<Tid> = tids.iter().copied().filter(|t| t.block == 0).collect();
     for round in 1..=3u64 {
-        let x = e.begin().unwrap();
+        let x = e.begin_xid().unwrap();
         for &tid in &first_page {
             heap.update(x, tid, |d| row(val(d).0, round))
                 .unwrap()
@@ -214,7 +214,7 @@ fn a_tuple_larger_than_a_page_is_refused() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let err = heap.insert(t, &vec![0u8; 9000]).unwrap_err();
     assert!(
         matches!(err, HeapError::TupleTooLarge { len: 9000, .. }),
@@ -230,14 +230,14 @@ fn vacuum_keeps_a_heavily_updated_table_small() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let mut tids: Vec<Tid> = (0..100)
         .map(|i| heap.insert(t, &row(i, 0)).unwrap())
         .collect();
     e.commit_transaction(t).unwrap();
     let mut removed = 0;
     for round in 1..=30u64 {
-        let x = e.begin().unwrap();
+        let x = e.begin_xid().unwrap();
         for tid in tids.iter_mut() {
             *tid = heap
                 .update(x, *tid, |d| row(val(d).0, round))
@@ -272,12 +272,12 @@ fn vacuum_keeps_what_a_running_transaction_can_still_see() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let tid = heap.insert(t, &row(1, 10)).unwrap();
     e.commit_transaction(t).unwrap();
-    let reader = e.begin().unwrap();
+    let reader = e.begin_xid().unwrap();
     let snap = e.txns().snapshot(reader);
-    let w = e.begin().unwrap();
+    let w = e.begin_xid().unwrap();
     heap.update(w, tid, |d| row(val(d).0, 20)).unwrap();
     e.commit_transaction(w).unwrap();
     heap.vacuum(false).unwrap();
@@ -297,7 +297,7 @@ fn vacuum_removes_aborted_inserts() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     for i in 0..50 {
         heap.insert(t, &row(i, 0)).unwrap();
     }
@@ -319,7 +319,7 @@ fn crossing_row_locks_are_a_deadlock_error_not_a_hang() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let a = heap.insert(t, &row(1, 0)).unwrap();
     let b = heap.insert(t, &row(2, 0)).unwrap();
     e.commit_transaction(t).unwrap();
@@ -328,7 +328,7 @@ fn crossing_row_locks_are_a_deadlock_error_not_a_hang() {
         let run = |first: Tid, second: Tid| {
             let (e, heap, barrier) = (&e, &heap, &barrier);
             s.spawn(move || {
-                let x = e.begin().unwrap();
+                let x = e.begin_xid().unwrap();
                 heap.update(x, first, |d| row(val(d).0, 1)).unwrap();
                 barrier.wait(); // both hold their first row
                 match heap.update(x, second, |d| row(val(d).0, 1)) {
@@ -363,13 +363,13 @@ fn updates_prune_full_pages_without_vacuum() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let roots: Vec<Tid> = (0..100)
         .map(|i| heap.insert(t, &row(i, 0)).unwrap())
         .collect();
     e.commit_transaction(t).unwrap();
     for round in 1..=30u64 {
-        let x = e.begin().unwrap();
+        let x = e.begin_xid().unwrap();
         for &root in &roots {
             heap.update(x, root, |d| row(val(d).0, round))
                 .unwrap()
@@ -413,7 +413,7 @@ fn fillfactor_leaves_room_and_is_validated() {
         .unwrap()
         .with_fillfactor(50)
         .unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     for i in 0..640 {
         full.insert(t, &row(i, 0)).unwrap();
         half.insert(t, &row(i, 0)).unwrap();
@@ -447,7 +447,7 @@ fn inserts_reuse_space_freed_by_vacuum() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let tids: Vec<Tid> = (0..650)
         .map(|i| heap.insert(t, &row(i, 0)).unwrap())
         .collect();
@@ -455,14 +455,14 @@ fn inserts_reuse_space_freed_by_vacuum() {
     let pages = e.pool().nblocks(REL, bufpool::ForkNumber::Main).unwrap();
     assert_eq!(pages, 10);
     // Delete every row of page 3 and vacuum.
-    let d = e.begin().unwrap();
+    let d = e.begin_xid().unwrap();
     for tid in tids.iter().filter(|t| t.block == 3) {
         assert!(heap.delete(d, *tid).unwrap());
     }
     e.commit_transaction(d).unwrap();
     heap.vacuum(false).unwrap();
     let fresh = Heap::open(&e, REL);
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let placed: Vec<Tid> = (0..65)
         .map(|i| fresh.insert(t, &row(1000 + i, 0)).unwrap())
         .collect();
@@ -486,7 +486,7 @@ fn scans_set_hint_bits_with_a_page_image_after_a_checkpoint() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     for i in 0..10 {
         heap.insert(t, &row(i, 0)).unwrap();
     }
@@ -511,7 +511,7 @@ fn scans_set_hint_bits_with_a_page_image_after_a_checkpoint() {
         "a full-page image was logged: {before} -> {after_first}"
     );
     // More hints on the same page before the next checkpoint: no more WAL.
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     heap.insert(t, &row(10, 0)).unwrap();
     e.commit_transaction(t).unwrap();
     let before = e.wal().insert_position();
@@ -536,7 +536,7 @@ fn bulk_load_fills_pages_in_order_and_survives_a_crash() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap().with_fillfactor(90).unwrap();
-    let x = e.begin().unwrap();
+    let x = e.begin_xid().unwrap();
     let mut tids = Vec::new();
     let mut reports = Vec::new();
     let n = heap
@@ -667,7 +667,7 @@ fn interleaved_transactions_match_a_model_through_pruning() {
                 .collect();
             match rng.random_range(0..100) {
                 0..=9 if writers.len() < 3 => {
-                    let x = e.begin().unwrap();
+                    let x = e.begin_xid().unwrap();
                     writers.insert(x, (BTreeMap::new(), BTreeMap::new()));
                 }
                 10..=44 if !writers.is_empty() => {
@@ -734,7 +734,7 @@ fn interleaved_transactions_match_a_model_through_pruning() {
                     }
                 }
                 55..=64 if readers.len() < 3 => {
-                    let r = e.begin().unwrap();
+                    let r = e.begin_xid().unwrap();
                     let snap = e.txns().snapshot(r);
                     readers.push((r, snap, committed.clone()));
                 }
@@ -784,7 +784,7 @@ fn hot_rows_under_contention_never_fork() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let roots: Vec<Tid> = (0..10)
         .map(|i| heap.insert(t, &row(i, 1000)).unwrap())
         .collect();
@@ -804,7 +804,7 @@ fn hot_rows_under_contention_never_fork() {
                         continue;
                     }
                     let (lo, hi) = (a.min(b), a.max(b));
-                    let xid = e.begin().unwrap();
+                    let xid = e.begin_xid().unwrap();
                     for (i, delta) in [(lo, 7i64), (hi, -7)] {
                         heap.update(xid, roots[i], |d| {
                             let (id, v) = val(d);
@@ -834,7 +834,7 @@ fn a_hot_row_that_moved_many_pages_is_reached_in_few_visits() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let root = heap.insert(t, &row(1, 0)).unwrap();
     e.commit_transaction(t).unwrap();
     std::thread::scope(|s| {
@@ -842,7 +842,7 @@ fn a_hot_row_that_moved_many_pages_is_reached_in_few_visits() {
             let (e, heap) = (&e, &heap);
             s.spawn(move || {
                 for _ in 0..400 {
-                    let x = e.begin().unwrap();
+                    let x = e.begin_xid().unwrap();
                     heap.update(x, root, |d| row(1, val(d).1 + 1))
                         .unwrap()
                         .unwrap();
@@ -853,7 +853,7 @@ fn a_hot_row_that_moved_many_pages_is_reached_in_few_visits() {
     });
     let pages = e.pool().nblocks(REL, bufpool::ForkNumber::Main).unwrap();
     // One more update compresses whatever the last ones left; then count page visits.
-    let x = e.begin().unwrap();
+    let x = e.begin_xid().unwrap();
     heap.update(x, root, |d| row(1, val(d).1 + 1))
         .unwrap()
         .unwrap();
@@ -887,7 +887,7 @@ fn hot_rows_updated_concurrently_do_not_leave_full_pages_behind() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin().unwrap();
+    let t = e.begin_xid().unwrap();
     let roots: Vec<Tid> = (0..100)
         .map(|i| heap.insert(t, &row(i, 0)).unwrap())
         .collect();
@@ -908,7 +908,7 @@ fn hot_rows_updated_concurrently_do_not_leave_full_pages_behind() {
                     // the horizon as TPC-B's row-lock queues do.
                     let a = roots[(x % roots.len() as u64) as usize];
                     let b = roots[((x >> 20) % 10) as usize];
-                    let t = e.begin().unwrap();
+                    let t = e.begin_xid().unwrap();
                     let r = heap
                         .update(t, a, |d| row(val(d).0, val(d).1 + 1))
                         .and_then(|_| heap.update(t, b, |d| row(val(d).0, val(d).1 + 1)));
@@ -960,7 +960,7 @@ fn vacuum_and_bulk_load_run_through_rings() {
         .unwrap();
         let heap = Heap::create(&e, REL).unwrap();
         let get = |c, op| e.pool().stats().get(IoWriter::Backend, c, op);
-        let x = e.begin().unwrap();
+        let x = e.begin_xid().unwrap();
         let extends = get(IoContext::Normal, IoOp::Extend);
         let mut tids = Vec::new();
         heap.bulk_load(
@@ -986,7 +986,7 @@ fn vacuum_and_bulk_load_run_through_rings() {
             assert_eq!((ring_ctx, normal), (0, pages + fsm_pages));
         }
         // Delete a row a page, then VACUUM the table from storage (a cold pool).
-        let x = e.begin().unwrap();
+        let x = e.begin_xid().unwrap();
         for t in tids.iter().step_by(70) {
             assert!(heap.delete(x, *t).unwrap());
         }

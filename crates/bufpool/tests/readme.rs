@@ -14,16 +14,16 @@ fn readme_tables_and_indexes_example() -> Result<(), Box<dyn std::error::Error>>
     let heap = Heap::create(&engine, RelFileId::new(0, 16384))?.with_fillfactor(90)?;
     let pkey = BTree::create(&engine, RelFileId::new(0, 16385), true)?;
     let x = engine.begin()?;
-    let tid = heap.insert(x, b"row bytes")?;
-    pkey.insert(x, 42, tid.to_u64())?;
-    engine.commit_transaction(x)?;
+    let tid = heap.insert(x.xid(), b"row bytes")?;
+    pkey.insert(x.xid(), 42, tid.to_u64())?;
+    x.commit()?;
 
     let y = engine.begin()?;
     let root = Tid::from_u64(pkey.get(42)?.unwrap());
-    heap.update(y, root, |old| [old, b"!"].concat())?;
-    let snap = engine.txns().snapshot(y);
+    heap.update(y.xid(), root, |old| [old, b"!"].concat())?;
+    let snap = engine.txns().snapshot(y.xid());
     assert_eq!(heap.fetch(&snap, root)?.unwrap(), b"row bytes!");
-    engine.commit_transaction(y)?;
+    y.commit()?;
     heap.vacuum(false)?;
     Ok(())
 }

@@ -44,7 +44,7 @@ fn row(id: u64) -> Vec<u8> {
 
 fn load(e: &Engine) -> Heap<'_> {
     let heap = Heap::create(e, REL).unwrap().with_fillfactor(90).unwrap();
-    let x = e.begin().unwrap();
+    let x = e.begin_xid().unwrap();
     heap.bulk_load(x, true, (0..ROWS).map(row), |_| {}, &mut |_| {})
         .unwrap();
     e.commit_transaction(x).unwrap();
@@ -192,7 +192,7 @@ fn small_tables_start_at_zero_without_a_ring() {
     let vfs = MemVfs::new();
     let e = open(&vfs, &[]);
     let heap = Heap::create(&e, REL).unwrap();
-    let x = e.begin().unwrap();
+    let x = e.begin_xid().unwrap();
     heap.bulk_load(x, true, (0..59 * 10).map(row), |_| {}, &mut |_| {})
         .unwrap();
     e.commit_transaction(x).unwrap();

@@ -56,7 +56,7 @@ fn row(i: u32) -> Vec<u8> {
 
 /// Inserts rows `ids` in one committed transaction; returns their tuple ids.
 fn insert(e: &Engine, heap: &Heap<'_>, ids: impl Iterator<Item = u32>) -> BTreeMap<u32, Tid> {
-    let x = e.begin().unwrap();
+    let x = e.begin_xid().unwrap();
     let tids = ids.map(|i| (i, heap.insert(x, &row(i)).unwrap())).collect();
     e.commit_transaction(x).unwrap();
     tids
@@ -121,7 +121,7 @@ fn truncated_segments_stay_gone_after_power_loss() {
             let heap = Heap::create(&e, REL).unwrap();
             let tids = insert(&e, &heap, 0..ROWS);
             e.checkpoint().unwrap();
-            let x = e.begin().unwrap();
+            let x = e.begin_xid().unwrap();
             for tid in tids.values().filter(|t| t.block >= SEGMENT_PAGES) {
                 assert!(heap.delete(x, *tid).unwrap());
             }

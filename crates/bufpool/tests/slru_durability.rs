@@ -43,7 +43,7 @@ fn open(vfs: Arc<dyn Vfs>) -> Engine {
 fn decide(e: &Engine, n: usize) -> Vec<(Xid, bool)> {
     (0..n)
         .map(|i| {
-            let x = e.begin().unwrap();
+            let x = e.begin_xid().unwrap();
             let commit = i % 3 != 0;
             if commit {
                 e.commit_transaction(x).unwrap();
@@ -189,7 +189,7 @@ fn rewritten_page() -> Rewritten {
     let mem = MemVfs::new();
     let fault = FaultVfs::new(Arc::new(mem.clone()));
     let e = open(Arc::new(fault.clone()));
-    let ids: Vec<Xid> = (0..SPAN).map(|_| e.begin().unwrap()).collect();
+    let ids: Vec<Xid> = (0..SPAN).map(|_| e.begin_xid().unwrap()).collect();
     let mut outcomes = decide_ids(&e, ids.iter().copied().step_by(STEP));
     e.checkpoint().unwrap();
     let old = mem.contents(&clog_segment()).unwrap();
@@ -399,7 +399,7 @@ fn clog_workload(e: &Engine, ids: &[Xid]) -> Acked {
 fn clog_survives_power_loss_at_every_io() {
     let setup = |vfs: &SimVfs| {
         let e = open(Arc::new(vfs.clone()));
-        let ids: Vec<Xid> = (0..BEGUN).map(|_| e.begin().unwrap()).collect();
+        let ids: Vec<Xid> = (0..BEGUN).map(|_| e.begin_xid().unwrap()).collect();
         (e, ids)
     };
     let base = SimVfs::new();

@@ -64,7 +64,7 @@ fn row(i: u32) -> Vec<u8> {
 
 /// Inserts rows `ids` in one committed transaction, heap and index.
 fn insert(e: &Engine, heap: &Heap<'_>, pkey: &BTree<'_>, ids: std::ops::Range<u32>) {
-    let x = e.begin().unwrap();
+    let x = e.begin_xid().unwrap();
     for i in ids {
         let tid = heap.insert(x, &row(i)).unwrap();
         pkey.insert(x, i64::from(i), tid.to_u64()).unwrap();

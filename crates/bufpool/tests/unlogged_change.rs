@@ -56,7 +56,7 @@ fn a_change_that_could_not_be_logged_is_never_written() {
     .unwrap();
     let heap = Heap::create(&e, REL).unwrap();
     let other = Heap::create(&e, LOG_FAILS_HERE).unwrap();
-    let x = e.begin().unwrap();
+    let x = e.begin_xid().unwrap();
     let root: Tid = heap.insert(x, &row(1, 100)).unwrap();
     e.commit_transaction(x).unwrap();
     e.checkpoint().unwrap();
@@ -66,13 +66,13 @@ fn a_change_that_could_not_be_logged_is_never_written() {
     // (Another table: the page updated below keeps an LSN the log has made durable, so
     // only a check of the failure itself can stop its write.)
     vfs.add_rule(FaultRule::nth("/wal/", FaultOp::Write, 1, FaultKind::Eio));
-    let y = e.begin().unwrap();
+    let y = e.begin_xid().unwrap();
     other.insert(y, &row(2, 200)).unwrap();
     let err = e.commit_transaction(y).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
 
     // This update changes the page in the pool, then cannot log it.
-    let z = e.begin().unwrap();
+    let z = e.begin_xid().unwrap();
     let err = heap
         .update(z, root, |_| row(1, MARKER))
         .expect_err("an update must not succeed on a failed log");

@@ -551,9 +551,9 @@ fn transaction_outcomes_survive_a_crash_and_ids_never_repeat() {
     let vfs = MemVfs::new();
     let (a, b, c) = {
         let e = open(&vfs);
-        let a = e.begin().unwrap();
-        let b = e.begin().unwrap();
-        let c = e.begin().unwrap();
+        let a = e.begin_xid().unwrap();
+        let b = e.begin_xid().unwrap();
+        let c = e.begin_xid().unwrap();
         e.commit_transaction(a).unwrap();
         e.abort_transaction(b).unwrap();
         // c is still running when the process dies; b's abort record is not durable.
@@ -569,14 +569,14 @@ fn transaction_outcomes_survive_a_crash_and_ids_never_repeat() {
     assert_ne!(e.txns().status(c).unwrap(), XidStatus::Committed);
     // Ids that appear in durable log are never handed out again. (b and c appear in none
     // and may be reused, as in PostgreSQL: nothing durable refers to them.)
-    let d = e.begin().unwrap();
+    let d = e.begin_xid().unwrap();
     assert!(d > a, "id {d} repeats a committed transaction's");
     e.commit_transaction(d).unwrap();
     e.shutdown().unwrap();
     // After a clean shutdown the control file carries next_xid.
     let e = open(&vfs);
     assert_eq!(e.txns().status(d).unwrap(), XidStatus::Committed);
-    assert!(e.begin().unwrap() > d);
+    assert!(e.begin_xid().unwrap() > d);
 }
 
 /// Commit records inserted while the WAL ring is full are retried after the flush that
@@ -600,7 +600,7 @@ fn commit_records_survive_ring_full_retries() {
         .unwrap();
         let xids: Vec<u32> = (0..5000)
             .map(|_| {
-                let x = e.begin().unwrap();
+                let x = e.begin_xid().unwrap();
                 e.commit_transaction(x).unwrap();
                 x
             })
@@ -730,11 +730,11 @@ fn a_checkpoint_between_commit_record_and_commit_log_keeps_the_commit() {
     let tid = {
         let e = open(&vfs);
         let heap = Heap::create(&e, rel).unwrap();
-        let x = e.begin().unwrap();
+        let x = e.begin_xid().unwrap();
         let tid = heap.insert(x, &row(100)).unwrap();
         e.commit_transaction(x).unwrap();
         e.checkpoint().unwrap();
-        let x = e.begin().unwrap();
+        let x = e.begin_xid().unwrap();
         heap.update(x, tid, |_| row(101)).unwrap().unwrap();
         std::thread::scope(|s| {
             let e = &e;

@@ -420,7 +420,7 @@ fn bulk(
         let t = Instant::now();
         let all: Vec<i64> = (1..=accounts).collect();
         for chunk in all.chunks(100_000) {
-            let x = engine.begin().context("bulk update: begin")?;
+            let x = engine.begin_xid().context("bulk update: begin")?;
             db.touch_accounts(x, chunk).context("bulk update")?;
             engine
                 .commit_transaction(x)

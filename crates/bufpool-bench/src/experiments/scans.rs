@@ -136,7 +136,7 @@ fn load(dir: &Path, pool_mb: u64) -> Result<Bed> {
         let want = pool_pages * tenths / 10;
         progress(format!("scans: loading {name} ({want} pages)"));
         let heap = Heap::create(&e, rel)?.with_fillfactor(90)?;
-        let x = e.begin()?;
+        let x = e.begin_xid()?;
         heap.bulk_load(
             x,
             true,
@@ -587,7 +587,7 @@ fn vacuum_rings(
                     round += 1;
                     let e = bed.open(&[])?;
                     let heap = Heap::open(&e, VAC);
-                    let x = e.begin()?;
+                    let x = e.begin_xid()?;
                     for block in 0..vac_pages {
                         heap.delete(x, Tid { block, slot: round })?;
                     }
@@ -608,7 +608,7 @@ fn vacuum_rings(
                     load_no += 1;
                     let rel = RelFileId::new(0, LOAD_BASE + load_no);
                     let heap = Heap::create(&e, rel)?.with_fillfactor(90)?;
-                    let x = e.begin()?;
+                    let x = e.begin_xid()?;
                     heap.bulk_load_with(
                         x,
                         true,

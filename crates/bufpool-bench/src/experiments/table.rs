@@ -127,7 +127,7 @@ pub fn run(opts: &TableExpOptions) -> Result<Report> {
 
     progress(format!("table: loading a heap of {n} rows"));
     let heap = Heap::create(&e, TABLE)?;
-    let x = e.begin()?;
+    let x = e.begin_xid()?;
     let t0 = Instant::now();
     heap.bulk_load(x, false, (0..n).map(row), |_| {}, &mut |_| {})?;
     e.commit_transaction(x)?;

@@ -79,7 +79,7 @@ impl<'a, 'e> BatchRunner<'a, 'e> {
             aids.sort_unstable();
             aids.dedup();
             let began = Instant::now();
-            let x = self.db.engine.begin().context("batch: begin")?;
+            let x = self.db.engine.begin_xid().context("batch: begin")?;
             match self.db.touch_accounts(x, &aids) {
                 Ok(()) => {
                     self.db

@@ -293,7 +293,7 @@ fn one_transaction(
     let scale = db.scale as i64;
     let aid = rng.random_range(1..=scale * ACCOUNTS_PER_SCALE as i64);
     if mode == Mode::SelectOnly {
-        let x = db.engine.begin()?;
+        let x = db.engine.begin_xid()?;
         let snap = db.engine.txns().snapshot(x);
         db.abalance(&snap, aid)?;
         db.engine.commit_transaction(x)?;
@@ -306,7 +306,7 @@ fn one_transaction(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as i64)
         .unwrap_or(0);
-    let x = db.engine.begin()?;
+    let x = db.engine.begin_xid()?;
     match db.tpcb(x, mode == Mode::TpcbLike, aid, bid, tid, delta, mtime) {
         Ok(()) if abort_fraction > 0.0 && rng.random_bool(abort_fraction.min(1.0)) => {
             db.engine.abort_transaction(x)?;

@@ -238,7 +238,7 @@ pub fn init(
     let branches = heap("pgbench_branches")?;
     let tellers = heap("pgbench_tellers")?;
     let _history = heap("pgbench_history")?;
-    let x = engine.begin()?;
+    let x = engine.begin_xid()?;
     let s = scale as u64;
     let (sa, sb, st) = (accounts_schema(), branches_schema(), tellers_schema());
     let mut btids = Vec::new();

@@ -31,11 +31,13 @@
 
 mod checkpointer;
 pub mod recovery;
+mod transaction;
 
 pub use checkpointer::{
     CheckpointReason, CheckpointSummary, CheckpointerOptions, CheckpointerStats,
 };
 pub use recovery::RecoveryReport;
+pub use transaction::Transaction;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -501,8 +503,16 @@ impl Engine {
         &self.txns
     }
 
-    /// Starts a transaction and returns its id.
-    pub fn begin(&self) -> Result<Xid, EngineError> {
+    /// Starts a transaction: a handle that aborts it when dropped unless it was committed
+    /// (see [`Transaction`]).
+    pub fn begin(&self) -> Result<Transaction<'_>, EngineError> {
+        Ok(Transaction::new(self, self.txns.begin()?))
+    }
+
+    /// Starts a transaction and returns only its id: the caller must end it with
+    /// [`Engine::commit_transaction`] or [`Engine::abort_transaction`] (a forgotten one
+    /// stays running and holds back pruning). Prefer [`Engine::begin`].
+    pub fn begin_xid(&self) -> Result<Xid, EngineError> {
         Ok(self.txns.begin()?)
     }
 
