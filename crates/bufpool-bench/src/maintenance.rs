@@ -49,17 +49,7 @@ impl TableRun {
         page_size: usize,
         elapsed: Duration,
     ) -> TableRun {
-        let sum = |op| {
-            [
-                IoContext::Normal,
-                IoContext::BulkRead,
-                IoContext::BulkWrite,
-                IoContext::Vacuum,
-            ]
-            .iter()
-            .map(|&c| io.get(IoWriter::Backend, c, op))
-            .sum::<u64>()
-        };
+        let sum = |op| io.by_writer(IoWriter::Backend, op);
         let read_time: Duration = [
             IoContext::Normal,
             IoContext::BulkRead,

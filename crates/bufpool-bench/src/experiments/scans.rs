@@ -175,20 +175,9 @@ struct IoCounts {
 
 impl IoCounts {
     fn of(s: &IoStatsSnapshot) -> IoCounts {
-        let sum = |op| {
-            [
-                IoContext::Normal,
-                IoContext::BulkRead,
-                IoContext::BulkWrite,
-                IoContext::Vacuum,
-            ]
-            .iter()
-            .map(|&c| s.get(IoWriter::Backend, c, op))
-            .sum()
-        };
         IoCounts {
-            hits: sum(IoOp::Hit),
-            reads: sum(IoOp::Read),
+            hits: s.by_writer(IoWriter::Backend, IoOp::Hit),
+            reads: s.by_writer(IoWriter::Backend, IoOp::Read),
         }
     }
 
@@ -204,6 +193,34 @@ fn plain(ring: bool) -> ScanPlan {
         ring,
         trail: false,
     }
+}
+
+/// Options of an unsynchronized scan, with or without a ring of the knob's size.
+fn plain_opts(ring: bool) -> SeqScanOptions {
+    SeqScanOptions {
+        plan: Some(plain(ring)),
+        ring_bytes: None,
+    }
+}
+
+/// Reads `hot` three times through the clock, so its pages are warm (usage counts up).
+fn warm_hot(e: &Engine) -> Result<()> {
+    for _ in 0..3 {
+        scan(e, HOT, &plain_opts(false))?;
+    }
+    Ok(())
+}
+
+/// A scan with the engine's knobs: its report, its hit ratio and its seconds.
+fn scan_measured(e: &Engine, rel: RelFileId) -> Result<(bufpool::table::ScanReport, f64, f64)> {
+    let heap = Heap::open(e, rel);
+    let before = e.pool().stats();
+    let start = Instant::now();
+    let snap = e.txns().snapshot(INVALID_XID);
+    let r = heap.scan_with(&snap, &SeqScanOptions::default(), |_, _| {})?;
+    let secs = start.elapsed().as_secs_f64();
+    let hits = IoCounts::of(&e.pool().stats().since(&before)).hit_ratio();
+    Ok((r, hits, secs))
 }
 
 fn scan(e: &Engine, rel: RelFileId, opts: &SeqScanOptions) -> Result<ScanRun> {
@@ -345,14 +362,7 @@ fn ring_sweep(
 ) -> Result<String> {
     let e = bed.open(&[])?;
     progress("scans: ring-size sweep (warming the OS cache)");
-    scan(
-        &e,
-        BIG,
-        &SeqScanOptions {
-            plan: Some(plain(true)),
-            ring_bytes: None,
-        },
-    )?;
+    scan(&e, BIG, &plain_opts(true))?;
     let cap = (bed.pool_pages() / 8).max(1);
     let mut sizes: Vec<Option<u64>> = std::iter::successors(Some(1u64), |k| Some(k * 2))
         .take_while(|&k| k <= cap.min(1024))
@@ -426,32 +436,9 @@ fn hot_set(
         let mut ratios = Vec::new();
         for _ in 0..o.repeats {
             let e = bed.open(&[])?;
-            for _ in 0..3 {
-                scan(
-                    &e,
-                    HOT,
-                    &SeqScanOptions {
-                        plan: Some(plain(false)),
-                        ring_bytes: None,
-                    },
-                )?;
-            }
-            scan(
-                &e,
-                BIG,
-                &SeqScanOptions {
-                    plan: Some(plain(ring)),
-                    ring_bytes: None,
-                },
-            )?;
-            let after = scan(
-                &e,
-                HOT,
-                &SeqScanOptions {
-                    plan: Some(plain(false)),
-                    ring_bytes: None,
-                },
-            )?;
+            warm_hot(&e)?;
+            scan(&e, BIG, &plain_opts(ring))?;
+            let after = scan(&e, HOT, &plain_opts(false))?;
             ratios.push(after.io.hit_ratio());
             e.shutdown()?;
         }
@@ -842,32 +829,10 @@ fn strategy_rules(
         };
         for (rel, name) in [(TRAIL, "trail"), (SYNC, "sync"), (BIG, "big")] {
             let e = bed.open(&[("seqscan_strategy", rule), ("seqscan_cache_trail", trail)])?;
-            for _ in 0..3 {
-                scan(
-                    &e,
-                    HOT,
-                    &SeqScanOptions {
-                        plan: Some(plain(false)),
-                        ring_bytes: None,
-                    },
-                )?;
-            }
+            warm_hot(&e)?;
             scan(&e, rel, &SeqScanOptions::default())?;
-            let heap = Heap::open(&e, rel);
-            let before = e.pool().stats();
-            let start = Instant::now();
-            let snap = e.txns().snapshot(INVALID_XID);
-            let r = heap.scan_with(&snap, &SeqScanOptions::default(), |_, _| {})?;
-            let secs = start.elapsed().as_secs_f64();
-            let second = IoCounts::of(&e.pool().stats().since(&before)).hit_ratio();
-            let hot = scan(
-                &e,
-                HOT,
-                &SeqScanOptions {
-                    plan: Some(plain(false)),
-                    ring_bytes: None,
-                },
-            )?;
+            let (r, second, secs) = scan_measured(&e, rel)?;
+            let hot = scan(&e, HOT, &plain_opts(false))?;
             e.shutdown()?;
             let plan = format!(
                 "{}, {}",
@@ -929,13 +894,9 @@ fn cache_trail(
         for _ in 0..o.repeats {
             let e = bed.open(&[("seqscan_strategy", "seed003"), ("seqscan_cache_trail", on)])?;
             scan(&e, TRAIL, &SeqScanOptions::default())?;
-            let heap = Heap::open(&e, TRAIL);
-            let before = e.pool().stats();
-            let start = Instant::now();
-            let snap = e.txns().snapshot(INVALID_XID);
-            let r = heap.scan_with(&snap, &SeqScanOptions::default(), |_, _| {})?;
-            secs.push(start.elapsed().as_secs_f64());
-            ratios.push(IoCounts::of(&e.pool().stats().since(&before)).hit_ratio());
+            let (r, hits, s) = scan_measured(&e, TRAIL)?;
+            secs.push(s);
+            ratios.push(hits);
             trail_pages = u64::from(r.trail_pages);
             e.shutdown()?;
         }
@@ -1091,14 +1052,7 @@ fn readahead(
                 let mut rates = Vec::new();
                 for _ in 0..o.repeats {
                     let e = bed.open(&sets)?;
-                    let r = scan(
-                        &e,
-                        SYNC,
-                        &SeqScanOptions {
-                            plan: Some(plain(true)),
-                            ring_bytes: None,
-                        },
-                    )?;
+                    let r = scan(&e, SYNC, &plain_opts(true))?;
                     rates.push(mb_per_s(r.pages, bed.page_size, r.secs));
                     e.shutdown()?;
                 }
