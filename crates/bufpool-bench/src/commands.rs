@@ -657,6 +657,7 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
         "backend_write_share": r.backend_write_share(),
         "bgwriter": r.bgwriter,
         "checkpointer": r.checkpointer,
+        "slru": r.slru,
         "config": r.config,
     })
 }

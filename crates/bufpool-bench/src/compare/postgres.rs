@@ -250,6 +250,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         latency_histogram: histogram_buckets(&hist),
         bgwriter: None,
         checkpointer: None,
+        slru: Vec::new(),
     };
     let backend_write_share = result.backend_write_share();
     Ok(PgRun {

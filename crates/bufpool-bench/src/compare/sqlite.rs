@@ -244,6 +244,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         latency_histogram: histogram_buckets(&hist),
         bgwriter: None,
         checkpointer: None,
+        slru: Vec::new(),
     };
     Ok(SqliteRun {
         result,

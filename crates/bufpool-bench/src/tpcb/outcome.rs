@@ -89,6 +89,7 @@ impl Merged {
             latency_histogram: histogram_buckets(&self.hist),
             bgwriter: None,
             checkpointer: None,
+            slru: Vec::new(),
         };
         RunOutcome {
             result,
