@@ -688,4 +688,25 @@ mod tests {
         assert!(Cli::try_parse_from(["bufpool", "experiment", "pool", "--repeats", "2"]).is_err());
         assert!(Cli::try_parse_from(["bufpool"]).unwrap().command.is_none());
     }
+
+    #[test]
+    fn experiment_slru_takes_micro_only_and_threads() {
+        let cli = Cli::try_parse_from([
+            "bufpool",
+            "experiment",
+            "slru",
+            "--micro-only",
+            "--threads",
+            "4",
+        ])
+        .unwrap();
+        match cli.command {
+            Some(Command::Experiment(a)) => {
+                assert!(matches!(a.name, ExperimentName::Slru));
+                assert!(a.micro_only && a.threads == Some(4));
+            }
+            _ => panic!("subcommand lost"),
+        }
+        assert!(Cli::try_parse_from(["bufpool", "experiment", "slru", "--threads", "0"]).is_err());
+    }
 }
