@@ -861,6 +861,36 @@ mod tests {
         }
     }
 
+    /// A failed read-in puts its slot back to empty (no half-read page is ever served),
+    /// reports the file and OS error, and a later read of the page reads it again.
+    #[test]
+    fn failed_read_in_leaves_the_slot_empty_and_can_be_retried() {
+        use crate::vfs::{FaultKind, FaultOp, FaultRule, FaultVfs};
+        let vfs = MemVfs::new();
+        let s = slru(&vfs, 2);
+        for p in 0..3u64 {
+            s.zero_page(p).unwrap();
+            s.write(p, |b| b[0] = p as u8 + 1).unwrap();
+        }
+        s.flush().unwrap();
+        drop(s);
+        let fault = FaultVfs::new(Arc::new(vfs.clone()));
+        let s = Slru::open(Arc::new(fault.clone()), Path::new("/db"), "test", 2, 4096).unwrap();
+        fault.add_rule(FaultRule::nth(
+            "test/0000",
+            FaultOp::Read,
+            1,
+            FaultKind::Eio,
+        ));
+        let err = s.read(1, |b| b[0]).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO));
+        assert!(err.to_string().contains("/db/test/0000"), "{err}");
+        assert_eq!(s.resident_per_bank(), vec![0]);
+        assert_eq!(s.read(1, |b| b[0]).unwrap(), 2);
+        assert_eq!(s.read(2, |b| b[0]).unwrap(), 3);
+        assert_eq!(s.stats().reads, 2);
+    }
+
     #[test]
     fn truncate_removes_whole_old_segments() {
         let vfs = MemVfs::new();
