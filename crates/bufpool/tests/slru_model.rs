@@ -6,7 +6,9 @@
 //! Proves: concurrent misses on the same pages cost one read each (a second thread finds
 //! the slot ReadInProgress and waits instead of reading again); eviction racing readers,
 //! writers and a flush never hands a reader another page's image nor loses a change (after
-//! the run and a flush, a reopened SLRU holds every increment). How: one bank (4 slots, or
+//! the run and a flush, a reopened SLRU holds every increment); a flush racing the
+//! eviction of a dirty page returns only once that page is on disk (it waits for the
+//! eviction's write in progress). How: one bank (4 slots, or
 //! 2 so every miss evicts), pages stamped with their number, in each `slru_design`.
 #![cfg(feature = "shuttle")]
 
@@ -114,6 +116,40 @@ fn eviction_races_readers(design: SlruDesign) {
     let s = open(&vfs, 2, design);
     for (p, bumps) in [(0u64, 0u64), (1, 1), (2, 1), (3, 1)] {
         assert_eq!(s.read(p, |b| (word(b, 0), word(b, 1))).unwrap(), (p, bumps));
+    }
+}
+
+/// A flush racing the eviction of a dirty page: when `flush` returns, the page's change
+/// is on disk, whether the flush wrote it or waited for the eviction's write in progress.
+fn flush_waits_for_a_write_in_progress(design: SlruDesign) {
+    let vfs = prepared(3);
+    let s = Arc::new(open(&vfs, 2, design));
+    s.write(0, |b| b[100] = 7).unwrap();
+    let evictor = {
+        let s = s.clone();
+        shuttle::thread::spawn(move || {
+            for p in [1u64, 2] {
+                assert_eq!(s.read(p, |b| word(b, 0)).unwrap(), p);
+            }
+        })
+    };
+    let flusher = {
+        let (s, vfs) = (s.clone(), vfs.clone());
+        shuttle::thread::spawn(move || {
+            s.flush().unwrap();
+            let seg = vfs.contents(&s.segment_path(0)).unwrap();
+            assert_eq!(seg[100], 7, "flush returned before page 0 was durable");
+        })
+    };
+    evictor.join().unwrap();
+    flusher.join().unwrap();
+}
+
+#[test]
+fn flush_racing_an_eviction_returns_only_when_the_page_is_durable() {
+    for design in SlruDesign::ALL {
+        shuttle::check_random(move || flush_waits_for_a_write_in_progress(design), 300);
+        shuttle::check_pct(move || flush_waits_for_a_write_in_progress(design), 300, 3);
     }
 }
 
