@@ -4,8 +4,8 @@
 //! Owns: the knob table (name, unit, default, minimum, maximum, parser, one-line
 //! description, when a change takes effect), [`Config`] with its typed fields and typed
 //! builder, and the translation of a `Config` into each lower layer's own options struct
-//! ([`PoolOptions`], [`SmgrOptions`], [`WalOptions`], [`SlruSet`]): the layers below never read this
-//! table. [`Config::set`], [`Config::get`], [`Config::allowed`], `bufpool config` and the
+//! ([`PoolOptions`], [`SmgrOptions`], [`WalOptions`], [`SlruSet`]): the layers below never
+//! read this table. [`Config::set`], [`Config::get`], [`Config::allowed`], `bufpool config` and the
 //! docs all read the same rows; a new knob is one row plus the field it sets.
 //!
 //! Invariants: every row's default parses and passes its own check; a `Config` that passed
