@@ -658,6 +658,7 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
         "bgwriter": r.bgwriter,
         "checkpointer": r.checkpointer,
         "wal": r.wal,
+        "slru": r.slru,
         "config": r.config,
     })
 }

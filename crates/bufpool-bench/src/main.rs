@@ -337,6 +337,9 @@ enum ExperimentName {
     /// a ring-size sweep, hot-set survival, vacuum and bulk-write rings, 1/2/4 concurrent
     /// scans, 3A on and off, scan MB/s per io_method and io_combine_limit.
     Scans,
+    /// The banked SLRU (issue 16, seed 002): lookups of random pages per slru_design,
+    /// SLRU size (16..4096 slots), spread (fits, 10x) and thread count.
+    Slru,
 }
 
 #[derive(Debug, clap::Args)]
@@ -408,6 +411,12 @@ struct ExperimentArgs {
     /// tpcb: an earlier bufpool binary whose c4 sync-on TPS the run is compared with.
     #[arg(long, value_name = "BIN")]
     baseline: Option<PathBuf>,
+    /// slru: only the micro benchmark (the TPC-B side-script runs come later).
+    #[arg(long)]
+    micro_only: bool,
+    /// slru: most lookup threads (default: the machine's cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: Option<u32>,
 }
 
 fn default_scratch_parent() -> PathBuf {
@@ -522,6 +531,25 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 tpcb_scale: if debug { 1 } else { 10 },
             };
             experiments::wal::run(&opts).context("experiment wal")?
+        }
+        ExperimentName::Slru => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let threads = args.threads.map_or(cores, |t| t as usize);
+            let lookups = if cfg!(debug_assertions) || args.quick {
+                2_000
+            } else {
+                50_000
+            };
+            let opts = experiments::slru::SlruExpOptions {
+                micro: experiments::slru::MicroOptions::all(
+                    threads,
+                    lookups,
+                    args.repeats as usize,
+                ),
+                micro_only: args.micro_only,
+                command,
+            };
+            experiments::slru::run(&opts).context("experiment slru")?
         }
     };
     if args.json {
@@ -659,5 +687,26 @@ mod tests {
         }
         assert!(Cli::try_parse_from(["bufpool", "experiment", "pool", "--repeats", "2"]).is_err());
         assert!(Cli::try_parse_from(["bufpool"]).unwrap().command.is_none());
+    }
+
+    #[test]
+    fn experiment_slru_takes_micro_only_and_threads() {
+        let cli = Cli::try_parse_from([
+            "bufpool",
+            "experiment",
+            "slru",
+            "--micro-only",
+            "--threads",
+            "4",
+        ])
+        .unwrap();
+        match cli.command {
+            Some(Command::Experiment(a)) => {
+                assert!(matches!(a.name, ExperimentName::Slru));
+                assert!(a.micro_only && a.threads == Some(4));
+            }
+            _ => panic!("subcommand lost"),
+        }
+        assert!(Cli::try_parse_from(["bufpool", "experiment", "slru", "--threads", "0"]).is_err());
     }
 }

@@ -4,8 +4,8 @@
 //! Owns: the knob table (name, unit, default, minimum, maximum, parser, one-line
 //! description, when a change takes effect), [`Config`] with its typed fields and typed
 //! builder, and the translation of a `Config` into each lower layer's own options struct
-//! ([`PoolOptions`], [`SmgrOptions`], [`WalOptions`]): the layers below never read this
-//! table. [`Config::set`], [`Config::get`], [`Config::allowed`], `bufpool config` and the
+//! ([`PoolOptions`], [`SmgrOptions`], [`WalOptions`], [`SlruSet`]): the layers below never
+//! read this table. [`Config::set`], [`Config::get`], [`Config::allowed`], `bufpool config` and the
 //! docs all read the same rows; a new knob is one row plus the field it sets.
 //!
 //! Invariants: every row's default parses and passes its own check; a `Config` that passed
@@ -24,6 +24,7 @@ use crate::buffer::{
 };
 use crate::page::{DEFAULT_PAGE_SIZE, PAGE_SIZES};
 use crate::scan::{ReadStreamOptions, ScanOptions};
+pub use crate::slru::{SlruDesign, SlruSet};
 use crate::smgr::SmgrOptions;
 use crate::vfs::aio::{AioOptions, IoMethod, DEFAULT_IO_WORKERS, MAX_IO_WORKERS};
 use crate::wal::{SyncMethod, WalOptions, DEFAULT_PREPARE_SEGMENTS};
@@ -70,6 +71,16 @@ pub const MAX_CHECKPOINT_WRITERS: u64 = 64;
 pub const MAX_TRANSACTION_BUFFERS: u64 = 131_072;
 /// Automatic `transaction_buffers`: shared_buffers / 512 pages, within these bounds.
 pub const AUTO_TRANSACTION_BUFFERS: std::ops::RangeInclusive<u64> = 128..=1024;
+/// Automatic `subtransaction_buffers`: shared_buffers / 512 pages within PostgreSQL 17's
+/// bounds (16..1024).
+pub const AUTO_SUBTRANSACTION_BUFFERS: std::ops::RangeInclusive<u64> = 16..=1024;
+/// Default `multixact_offset_buffers`: PostgreSQL 17's 16 pages.
+pub const DEFAULT_MULTIXACT_OFFSET_BUFFERS: u64 = 16;
+/// Default `multixact_member_buffers`: PostgreSQL 17's 32 pages.
+pub const DEFAULT_MULTIXACT_MEMBER_BUFFERS: u64 = 32;
+/// Slots per SLRU bank: every SLRU size knob is a multiple of it (PostgreSQL 17 rejects
+/// other values, and rounds its automatic sizes down to it).
+pub const SLRU_BANK_SIZE: u64 = crate::slru::BANK_SIZE as u64;
 /// Default WAL segment: PostgreSQL's 16 MiB.
 pub const DEFAULT_WAL_SEGMENT_SIZE: u64 = 16 << 20;
 /// WAL segment sizes allowed: powers of two in this range (PostgreSQL allows 1 MiB..1 GiB;
@@ -238,6 +249,9 @@ fn word(v: Value) -> usize {
     }
 }
 
+const SLRU_DESIGNS: [SlruDesign; 3] = SlruDesign::ALL;
+/// The rule text of the SLRU size knobs.
+const WHOLE_BANKS: &str = "a multiple of 16 (whole SLRU banks)";
 const HUGE_PAGES: [HugePages; 3] = [HugePages::Try, HugePages::On, HugePages::Off];
 const BGWRITER_STRATEGIES: [BgwriterStrategy; 4] = BgwriterStrategy::ALL;
 const IO_METHODS: [IoMethod; 3] = IoMethod::ALL;
@@ -342,9 +356,24 @@ pub static KNOBS: &[Knob] = &[
         |c| Value::Bool(c.synchronous_commit),
     ),
     Knob {
-        min: 2,
+        words: &["central", "banks", "banks_locks_lru"],
+        ..row(
+            "slru_design",
+            Unit::Enum,
+            "banks_locks_lru",
+            "SLRU caches: central (one lock, one LRU counter, linear search: the 2023 design), banks (per-bank search under one lock), banks_locks_lru (a lock and an LRU counter per bank)",
+            |c, v| c.slru_design = SLRU_DESIGNS[word(v)],
+            |c| Value::Word(SLRU_DESIGNS.iter().position(|d| *d == c.slru_design).unwrap()),
+        )
+    },
+    Knob {
+        min: SLRU_BANK_SIZE,
         max: MAX_TRANSACTION_BUFFERS,
         auto: true,
+        check: Some((
+            |c| c.transaction_buffers.is_none_or(|n| n % SLRU_BANK_SIZE == 0),
+            WHOLE_BANKS,
+        )),
         ..row(
             "transaction_buffers",
             Unit::Count,
@@ -357,6 +386,60 @@ pub static KNOBS: &[Knob] = &[
                 }
             },
             |c| c.transaction_buffers.map_or(Value::Auto, Value::Int),
+        )
+    },
+    Knob {
+        min: SLRU_BANK_SIZE,
+        max: MAX_TRANSACTION_BUFFERS,
+        auto: true,
+        check: Some((
+            |c| c.subtransaction_buffers.is_none_or(|n| n % SLRU_BANK_SIZE == 0),
+            WHOLE_BANKS,
+        )),
+        ..row(
+            "subtransaction_buffers",
+            Unit::Count,
+            "auto",
+            "subtransaction-parent pages cached in memory (that SLRU is not built yet); auto = shared_buffers/512 within 16..1024",
+            |c, v| {
+                c.subtransaction_buffers = match v {
+                    Value::Auto => None,
+                    v => Some(int(v)),
+                }
+            },
+            |c| c.subtransaction_buffers.map_or(Value::Auto, Value::Int),
+        )
+    },
+    Knob {
+        min: SLRU_BANK_SIZE,
+        max: MAX_TRANSACTION_BUFFERS,
+        check: Some((
+            |c| c.multixact_offset_buffers % SLRU_BANK_SIZE == 0,
+            WHOLE_BANKS,
+        )),
+        ..row(
+            "multixact_offset_buffers",
+            Unit::Count,
+            "16",
+            "multixact-offset pages cached in memory (that SLRU is not built yet)",
+            |c, v| c.multixact_offset_buffers = int(v),
+            |c| Value::Int(c.multixact_offset_buffers),
+        )
+    },
+    Knob {
+        min: SLRU_BANK_SIZE,
+        max: MAX_TRANSACTION_BUFFERS,
+        check: Some((
+            |c| c.multixact_member_buffers % SLRU_BANK_SIZE == 0,
+            WHOLE_BANKS,
+        )),
+        ..row(
+            "multixact_member_buffers",
+            Unit::Count,
+            "32",
+            "multixact-member pages cached in memory (that SLRU is not built yet)",
+            |c, v| c.multixact_member_buffers = int(v),
+            |c| Value::Int(c.multixact_member_buffers),
         )
     },
     row(
@@ -1040,6 +1123,12 @@ pub struct Config {
     pub bgwriter_lru_maxpages: Option<u64>,
     /// Commit-log SLRU pages; None: automatic (see [`Config::transaction_buffers_for`]).
     pub transaction_buffers: Option<u64>,
+    /// Subtransaction SLRU pages; None: automatic (see [`Config::slru_set`]).
+    pub subtransaction_buffers: Option<u64>,
+    pub multixact_offset_buffers: u64,
+    pub multixact_member_buffers: u64,
+    /// How every SLRU is searched and locked.
+    pub slru_design: SlruDesign,
     /// bgwriter_lru_multiplier in thousandths (2.0 is 2000).
     pub bgwriter_lru_multiplier_thousandths: u32,
     /// Bytes; 0 disables the writeback hints.
@@ -1099,6 +1188,10 @@ impl Default for Config {
             bgwriter_delay_ms: DEFAULT_BGWRITER_DELAY_MS,
             bgwriter_lru_maxpages: None,
             transaction_buffers: None,
+            subtransaction_buffers: None,
+            multixact_offset_buffers: DEFAULT_MULTIXACT_OFFSET_BUFFERS,
+            multixact_member_buffers: DEFAULT_MULTIXACT_MEMBER_BUFFERS,
+            slru_design: SlruDesign::BanksLocksLru,
             bgwriter_lru_multiplier_thousandths: DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
             bgwriter_flush_after: DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
             synchronize_seqscans: true,
@@ -1311,13 +1404,28 @@ impl Config {
     /// statuses a workload looks up: a row revisited a minute after its last update needs
     /// the status of a transaction a minute old, which at 17,000 commits/s is a million
     /// transactions (32 pages) back. Below that, every such lookup is a read.
+    /// The automatic value is rounded down to whole banks (of [`SLRU_BANK_SIZE`]), as
+    /// PostgreSQL 17 does; a value set by hand must already be a multiple of it.
     pub fn transaction_buffers_for(&self, nbuffers: usize) -> usize {
         match self.transaction_buffers {
             Some(n) => n as usize,
-            None => (nbuffers as u64 / 512).clamp(
-                *AUTO_TRANSACTION_BUFFERS.start(),
-                *AUTO_TRANSACTION_BUFFERS.end(),
-            ) as usize,
+            None => auto_slru_buffers(nbuffers, AUTO_TRANSACTION_BUFFERS),
+        }
+    }
+
+    /// The size and design of every SLRU for a pool of `nbuffers` buffers. Sizes set by
+    /// hand are whole banks (validated, as PostgreSQL 17's check_slru_buffers does);
+    /// automatic ones are rounded down to whole banks (its SimpleLruAutotuneBuffers).
+    pub fn slru_set(&self, nbuffers: usize) -> SlruSet {
+        SlruSet {
+            design: self.slru_design,
+            transaction_buffers: self.transaction_buffers_for(nbuffers),
+            subtransaction_buffers: match self.subtransaction_buffers {
+                Some(n) => n as usize,
+                None => auto_slru_buffers(nbuffers, AUTO_SUBTRANSACTION_BUFFERS),
+            },
+            multixact_offset_buffers: self.multixact_offset_buffers as usize,
+            multixact_member_buffers: self.multixact_member_buffers as usize,
         }
     }
 
@@ -1333,6 +1441,12 @@ impl Config {
             commit_siblings: self.commit_siblings,
         }
     }
+}
+
+/// shared_buffers / 512 pages within `bounds`, rounded down to whole banks.
+fn auto_slru_buffers(nbuffers: usize, bounds: std::ops::RangeInclusive<u64>) -> usize {
+    let n = (nbuffers as u64 / 512).clamp(*bounds.start(), *bounds.end());
+    (n - n % SLRU_BANK_SIZE).max(SLRU_BANK_SIZE) as usize
 }
 
 impl PoolConfig for Config {
@@ -1443,6 +1557,11 @@ impl ConfigBuilder {
         bgwriter_lru_maxpages: Option<u64> => |c, v| c.bgwriter_lru_maxpages = v;
         /// Commit-log pages; `None` is automatic.
         transaction_buffers: Option<u64> => |c, v| c.transaction_buffers = v;
+        /// Subtransaction SLRU pages; `None` is automatic.
+        subtransaction_buffers: Option<u64> => |c, v| c.subtransaction_buffers = v;
+        multixact_offset_buffers: u64 => |c, v| c.multixact_offset_buffers = v;
+        multixact_member_buffers: u64 => |c, v| c.multixact_member_buffers = v;
+        slru_design: SlruDesign => |c, v| c.slru_design = v;
         /// Rounded to thousandths; negative or NaN becomes 0 (and 10.0 is the maximum).
         bgwriter_lru_multiplier: f64 => |c, v| {
             c.bgwriter_lru_multiplier_thousandths = (v * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32
@@ -1639,6 +1758,19 @@ mod tests {
             ("bgwriter_lru_maxpages", "-2"),
             ("transaction_buffers", "1"),
             ("transaction_buffers", "131073"),
+            ("transaction_buffers", "15"),
+            ("transaction_buffers", "100"),
+            ("subtransaction_buffers", "8"),
+            ("subtransaction_buffers", "40"),
+            ("subtransaction_buffers", "131088"),
+            ("multixact_offset_buffers", "0"),
+            ("multixact_offset_buffers", "17"),
+            ("multixact_offset_buffers", "lots"),
+            ("multixact_member_buffers", "1"),
+            ("multixact_member_buffers", "48.5"),
+            ("multixact_member_buffers", "262144"),
+            ("slru_design", "mutex"),
+            ("slru_design", "bank"),
             ("bgwriter_lru_multiplier", "10.5"),
             ("bgwriter_lru_multiplier", "-1"),
             ("bgwriter_lru_multiplier", "1.2345"),
@@ -1694,6 +1826,72 @@ mod tests {
         }
         let err = Config::default().set("shared_bufers", "1").unwrap_err();
         assert!(err.to_string().contains("shared_buffers"), "{err}");
+    }
+
+    /// Proves: SLRU sizes are whole banks (set by hand: validated; automatic: rounded
+    /// down), and `slru_set` carries every size and the design.
+    #[test]
+    fn slru_sizes_are_whole_banks() {
+        let mut c = Config::default();
+        let s = c.slru_set(100_000); // 100000/512 = 195 -> 192
+        assert_eq!(
+            s,
+            SlruSet {
+                design: SlruDesign::BanksLocksLru,
+                transaction_buffers: 192,
+                subtransaction_buffers: 192,
+                multixact_offset_buffers: 16,
+                multixact_member_buffers: 32,
+            }
+        );
+        let small = c.slru_set(1000);
+        assert_eq!(
+            (small.transaction_buffers, small.subtransaction_buffers),
+            (128, 16)
+        );
+        for (k, v) in [
+            ("transaction_buffers", "48"),
+            ("subtransaction_buffers", "32"),
+            ("multixact_offset_buffers", "64"),
+            ("multixact_member_buffers", "128"),
+            ("slru_design", "central"),
+        ] {
+            c.set(k, v).unwrap();
+            assert_eq!(c.get(k).unwrap(), v);
+        }
+        let s = c.slru_set(100_000);
+        assert_eq!(
+            s.transaction(),
+            crate::slru::SlruOptions {
+                buffers: 48,
+                design: SlruDesign::Central
+            }
+        );
+        assert_eq!(
+            (
+                s.subtransaction().buffers,
+                s.multixact_offset().buffers,
+                s.multixact_member().buffers
+            ),
+            (32, 64, 128)
+        );
+        let err = c
+            .set("multixact_member_buffers", "40")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("multiple of 16") && err.contains("16 to 131072"),
+            "{err}"
+        );
+        c.set("slru_design", "banks").unwrap();
+        assert_eq!(
+            Config::builder()
+                .slru_design(SlruDesign::Banks)
+                .build()
+                .unwrap()
+                .slru_design,
+            SlruDesign::Banks
+        );
     }
 
     #[test]

@@ -43,7 +43,7 @@
 //! - [`page`]: the page header and its CRC32C checksum; [`page_delta`]: the byte ranges a
 //!   page change declares it wrote, which is what its WAL record carries.
 //! - [`smgr`]: relation files in segments, the data directory, the fsync queue.
-//! - [`slru`]: checksummed pages of small flat files (the commit log's store).
+//! - [`slru`]: banked caches of checksummed pages of small flat files (the commit log's store).
 //! - [`txn`]: transaction ids, the commit log, snapshots, MVCC visibility, row-lock waits.
 //! - [`buffer`] and [`wal`]: the shared buffer pool and the write-ahead log (peers: the
 //!   pool reaches the log only through its [`WalFlush`] hook).

@@ -251,6 +251,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         bgwriter: None,
         checkpointer: None,
         wal: None,
+        slru: Vec::new(),
     };
     let backend_write_share = result.backend_write_share();
     Ok(PgRun {

@@ -245,6 +245,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         bgwriter: None,
         checkpointer: None,
         wal: None,
+        slru: Vec::new(),
     };
     Ok(SqliteRun {
         result,

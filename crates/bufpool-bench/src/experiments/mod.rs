@@ -10,6 +10,7 @@ pub mod checkpoint;
 pub mod mutex_pool;
 pub mod pool;
 pub mod scans;
+pub mod slru;
 pub mod table;
 pub mod tpcb;
 pub mod wal;

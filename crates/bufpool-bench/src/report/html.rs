@@ -178,6 +178,33 @@ fn summary_rows() -> Vec<(&'static str, Vec<Row>)> {
             ],
         ),
         (
+            "Commit log (SLRU xact)",
+            vec![
+                ("hit / read / zeroed", |r| match r.slru.first() {
+                    Some(s) => format!(
+                        "{} / {} / {}",
+                        group(s.blks_hit),
+                        group(s.blks_read),
+                        group(s.blks_zeroed)
+                    ),
+                    None => "–".to_string(),
+                }),
+                ("written (rounds)", |r| match r.slru.first() {
+                    Some(s) => format!("{} ({})", group(s.blks_written), group(s.rounds)),
+                    None => "–".to_string(),
+                }),
+                ("exists / flushes / truncates", |r| match r.slru.first() {
+                    Some(s) => format!(
+                        "{} / {} / {}",
+                        group(s.blks_exists),
+                        group(s.flushes),
+                        group(s.truncates)
+                    ),
+                    None => "–".to_string(),
+                }),
+            ],
+        ),
+        (
             "Checkpoints",
             vec![
                 ("count", |r| group(r.checkpoints.len() as u64)),

@@ -43,6 +43,9 @@ pub struct RunResult {
     /// The log's counters over the run (bufpool runs only; pg_stat_wal's kind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wal: Option<WalCounts>,
+    /// Each SLRU's counters over the run (pg_stat_slru's names; bufpool runs only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slru: Vec<SlruCounts>,
 }
 
 /// The write-ahead log over a run: how well commits shared their syncs.
@@ -62,6 +65,44 @@ pub struct WalCounts {
     pub commit_delays: u64,
     /// Transactions of the run per sync: 1 means no group commit at all.
     pub commits_per_sync: f64,
+}
+
+/// One SLRU over a run: pg_stat_slru's counters, plus the doublewrite rounds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlruCounts {
+    /// "xact" (the commit log).
+    pub name: String,
+    pub blks_zeroed: u64,
+    pub blks_hit: u64,
+    pub blks_read: u64,
+    pub blks_written: u64,
+    pub blks_exists: u64,
+    pub flushes: u64,
+    pub truncates: u64,
+    /// Doublewrite rounds (each: copy, fsync, pages in place, fsync).
+    #[serde(default)]
+    pub rounds: u64,
+}
+
+impl SlruCounts {
+    /// The counters of `name` between `before` and `after`.
+    pub fn between(
+        name: &str,
+        before: &bufpool::slru::SlruStats,
+        after: &bufpool::slru::SlruStats,
+    ) -> SlruCounts {
+        SlruCounts {
+            name: name.to_string(),
+            blks_zeroed: after.zeroed - before.zeroed,
+            blks_hit: after.hits - before.hits,
+            blks_read: after.reads - before.reads,
+            blks_written: after.writes - before.writes,
+            blks_exists: after.exists - before.exists,
+            flushes: after.flushes - before.flushes,
+            truncates: after.truncates - before.truncates,
+            rounds: after.rounds - before.rounds,
+        }
+    }
 }
 
 /// The background writer over a run (pg_stat_bgwriter's names where they exist).
@@ -320,6 +361,7 @@ impl RunResult {
             bgwriter: None,
             checkpointer: None,
             wal: None,
+            slru: Vec::new(),
         }
     }
 }

@@ -90,6 +90,7 @@ impl Merged {
             bgwriter: None,
             checkpointer: None,
             wal: None,
+            slru: Vec::new(),
         };
         RunOutcome {
             result,

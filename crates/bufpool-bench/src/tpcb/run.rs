@@ -121,6 +121,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let pool = db.engine.pool();
     let before = pool.stats();
     let bgw_before = pool.bgwriter_stats();
+    let clog_before = db.engine.txns().clog().stats();
     let ckpt_before = db.engine.checkpointer_stats();
     let wal_before = db.engine.wal().stats();
     let live = Live::default();
@@ -180,6 +181,12 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     out.result.bgwriter = Some(bgwriter_counts(pool, &bgw_before));
     out.result.checkpointer = Some(checkpointer_counts(db, &ckpt_before));
     out.result.wal = Some(wal_counts(db, &wal_before, out.result.transactions));
+    let clog_after = db.engine.txns().clog().stats();
+    out.result.slru = vec![crate::report::model::SlruCounts::between(
+        "xact",
+        &clog_before,
+        &clog_after,
+    )];
     for sec in &mut out.result.series {
         sec.target_tps = opts.target_rate(f64::from(sec.t) + 0.5);
         sec.batch_rows = batches

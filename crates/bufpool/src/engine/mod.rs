@@ -277,8 +277,8 @@ impl Engine {
                 .map_err(|e| EngineError::io("listing", &wal_dir, e))?
                 .iter()
                 .any(|n| n.len() == 16);
-        let clog_slots = config.transaction_buffers_for(pool.nbuffers());
-        let clog = Clog::open(vfs.clone(), dir, clog_slots, pool.page_size())?;
+        let slrus = config.slru_set(pool.nbuffers());
+        let clog = Clog::open_with(vfs.clone(), dir, pool.page_size(), slrus.transaction())?;
         let (wal, recovery) = if !has_control && !has_log {
             (Wal::open(vfs.clone(), dir, opts, Lsn(0), Lsn(0), 0)?, None)
         } else {

@@ -1,13 +1,26 @@
 //! SLRU: a small cache of the pages of a flat, append-mostly file, such as the commit log
-//! (2 bits of status per transaction id).
+//! (2 bits of status per transaction id), divided into banks (PostgreSQL 17, seed 002).
 //!
-//! Owns: `nslots` page slots with their page number, dirty flag and last-use stamp; the
-//! segment files `<dir>/<name>/<segno as 4+ hex digits>` of `PAGES_PER_SEGMENT` pages each;
-//! and the doublewrite file `<dir>/<name>/doublewrite`.
-//! Every page ends with an 8-byte trailer: CRC32C of the page body, the SLRU's name and the
-//! page number (a page written to the wrong place fails too), verified on every read; an
-//! all-zero page (never written) is valid. A page that is not on disk reads as zeros (the
-//! caller extends first; recovery may set statuses on pages a crash did not let reach disk).
+//! Owns: the banks (`bank.rs`: slots of at most [`BANK_SIZE`] pages, a lock, an LRU
+//! counter and page states each), the files (`segment.rs`: segment files
+//! `<dir>/<name>/<segno as 4+ hex digits>` of `PAGES_PER_SEGMENT` pages each, the
+//! doublewrite file `<dir>/<name>/doublewrite`, the latched failure), the latest-page
+//! marker (an atomic), the write barrier, and in the designs that keep them the central
+//! lock and the global LRU counter.
+//!
+//! Banks: page `p` lives in bank `p % nbanks` (a modulo, not a mask: PostgreSQL 17.0 masked
+//! with `nbanks - 1` and left banks unused unless their count was a power of two); lookup
+//! and victim search stay inside the bank. [`SlruDesign`] switches, on the same code path,
+//! between the full design (a lock and an LRU counter per bank), seed 002's "SlruBank"
+//! (banks searched alone, but one central lock taken before the bank's and one global LRU
+//! counter) and the 2023 design (one bank holding every slot: one lock, one counter, a
+//! linear search over all slots).
+//!
+//! Checksums: every page ends with an 8-byte trailer: CRC32C of the page body, the SLRU's
+//! name and the page number (a page written to the wrong place fails too), verified on
+//! every read; an all-zero page (never written) is valid. A page that is not on disk reads
+//! as zeros (the caller extends first; recovery may set statuses on pages a crash did not
+//! let reach disk).
 //!
 //! Torn pages: pages are rewritten in place and a power cut can tear a write (old and new
 //! sectors mixed) or leave sectors of garbage, destroying statuses the WAL can no longer
@@ -23,38 +36,46 @@
 //! docs/ARCHITECTURE.md (SLRU) for why per-sector checksums or zeroing from the WAL would
 //! not be enough.
 //!
-//! Invariants: a page number is in at most one slot; a dirty page is written before its slot
-//! is reused; replacement takes the least recently used slot; no page is written before
-//! the owner's write barrier (if set) returned Ok; no page is written in place unless its
+//! Invariants: a page number is in at most one slot, of its bank; a dirty page is written
+//! before its slot is reused; replacement takes the least recently used slot of the bank
+//! that is not in I/O and does not hold the latest page; no page is written before the
+//! owner's write barrier (if set) returned Ok; no page is written in place unless its
 //! current image is durable in the doublewrite file, and the doublewrite file is not
-//! overwritten before the previous round's pages are durable in place. A failed fsync (of
-//! a segment, the doublewrite file or the directory) or a failed in-place write is
-//! latched: every later write and flush reports it until the SLRU is reopened (which
-//! repairs from the doublewrite copy), so the owner's checkpoint cannot complete and
-//! release the WAL that would rebuild the pages.
-//! Locks: one mutex for everything, held across the page I/O it does. This is the simple
-//! SLRU issue 5 asks for; seed 002's banked SLRU (a lock and an LRU counter per bank)
-//! replaces the inside later behind the same interface.
+//! overwritten before the previous round's pages are durable in place; `flush` returns
+//! only once every page dirty at its start is durable (it waits for writes other threads
+//! have in progress). A failed fsync (of a segment, the doublewrite file or the directory)
+//! or a failed in-place write is latched: every later write and flush reports it until the
+//! SLRU is reopened (which repairs from the doublewrite copy), so the owner's checkpoint
+//! cannot complete and release the WAL that would rebuild the pages.
+//!
+//! Locks, in order: the central lock (design `banks` only), a bank's lock, a slot's I/O
+//! lock, then the file layer's locks (`segment.rs`: round, files, latched). No bank lock is
+//! held across page I/O, the write barrier or the file layer: a slot in I/O is marked
+//! (`ReadInProgress`, `WriteInProgress`) and its I/O lock held instead, so other pages of
+//! the bank stay usable. What the one mutex of the first SLRU also protected now has its
+//! own place: the write barrier and the doublewrite file (the round lock), the open
+//! segments (the files lock), the latched failure (its own lock), the latest page (an
+//! atomic), the counters (atomics per bank and in the file layer).
 
-use std::collections::{BTreeMap, BTreeSet};
+mod bank;
+mod segment;
+
 use std::path::{Path, PathBuf};
 
-use crate::sync::{Arc, Mutex};
-use crate::vfs::{IoAt, IoError, OpenOptions, Vfs, VfsFile};
+use crate::sync::{
+    Arc, AtomicU64, MutexGuard, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
+use crate::vfs::{IoError, Vfs};
+
+use bank::{Bank, BankInner, Victim};
+pub use bank::{PageState, BANK_SIZE};
+pub use segment::DOUBLEWRITE_FILE;
+use segment::{Segments, DW_ENTRY, DW_FIXED};
 
 /// Pages per segment file: PostgreSQL's SLRU_PAGES_PER_SEGMENT.
 pub const PAGES_PER_SEGMENT: u64 = 32;
 /// Bytes at the end of each page that hold its checksum (4) and reserved zeros (4).
 pub const TRAILER_SIZE: usize = 8;
-/// The doublewrite file, in the SLRU's directory (not a hexadecimal segment name).
-pub const DOUBLEWRITE_FILE: &str = "doublewrite";
-
-/// Doublewrite header (one page): magic, page count, done flag, then per page its number
-/// (u64) and the CRC32C of its image (u32, then 4 zero bytes); the last 4 bytes are the
-/// CRC32C of the SLRU's name and everything before them. The images follow, one per page.
-const DW_MAGIC: &[u8; 8] = b"BPSLRUDW";
-const DW_FIXED: usize = 16;
-const DW_ENTRY: usize = 16;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SlruError {
@@ -100,71 +121,153 @@ impl SlruError {
     }
 }
 
+/// Counters of one SLRU, PostgreSQL's pg_stat_slru plus the doublewrite's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SlruStats {
+    /// Pages made all-zero by `zero_page` (pg_stat_slru's blks_zeroed).
+    pub zeroed: u64,
+    /// Lookups that found their page in memory (blks_hit).
     pub hits: u64,
+    /// Pages read from a segment file (blks_read).
     pub reads: u64,
-    /// Pages written in place.
+    /// Pages written in place (blks_written).
     pub writes: u64,
+    /// Pages checked for existence on disk (blks_exists).
+    pub exists: u64,
+    /// Calls of `flush` (flushes).
     pub flushes: u64,
+    /// Calls of `truncate` (truncates).
+    pub truncates: u64,
     /// Doublewrite rounds (each: copy, fsync, pages in place, fsync).
     pub rounds: u64,
     /// Pages rewritten from the doublewrite copy when the SLRU was opened.
     pub repaired: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    page: Option<u64>,
-    dirty: bool,
-    last_used: u64,
+/// How the SLRU's slots are searched and locked (knob `slru_design`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum SlruDesign {
+    /// The 2023 design: one lock, one LRU counter, linear search over every slot.
+    Central,
+    /// Slots searched per bank, but one central lock and one global LRU counter (seed
+    /// 002's "SlruBank").
+    Banks,
+    /// A lock and an LRU counter per bank (PostgreSQL 17).
+    #[default]
+    BanksLocksLru,
 }
 
-struct Inner {
-    slots: Vec<Slot>,
-    /// The slot of the last page found: checked first (a guess, verified against the slot),
-    /// because most lookups are for the page of the newest transactions.
-    last_hit: usize,
-    data: Vec<u8>,
-    clock: u64,
-    files: BTreeMap<u64, Arc<dyn VfsFile>>,
-    /// The doublewrite file, once opened.
-    dw: Option<Arc<dyn VfsFile>>,
-    /// The first failed fsync or in-place write; once set, every write and flush reports it.
-    latched: Option<IoError>,
-    stats: SlruStats,
+impl SlruDesign {
+    pub const ALL: [SlruDesign; 3] = [
+        SlruDesign::Central,
+        SlruDesign::Banks,
+        SlruDesign::BanksLocksLru,
+    ];
+
+    /// The knob's word for this design.
+    pub fn name(self) -> &'static str {
+        match self {
+            SlruDesign::Central => "central",
+            SlruDesign::Banks => "banks",
+            SlruDesign::BanksLocksLru => "banks_locks_lru",
+        }
+    }
+}
+
+/// The shape of one SLRU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlruOptions {
+    /// Page slots (at least 2). Split into `buffers.div_ceil(BANK_SIZE)` banks as evenly
+    /// as possible; the configuration keeps it a multiple of [`BANK_SIZE`].
+    pub buffers: usize,
+    pub design: SlruDesign,
+}
+
+/// The sizes and design of every SLRU, as the configuration builds them (the
+/// subtransaction and multixact SLRUs are not built yet; their sizes are ready for them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlruSet {
+    pub design: SlruDesign,
+    pub transaction_buffers: usize,
+    pub subtransaction_buffers: usize,
+    pub multixact_offset_buffers: usize,
+    pub multixact_member_buffers: usize,
+}
+
+impl SlruSet {
+    pub fn transaction(&self) -> SlruOptions {
+        self.options(self.transaction_buffers)
+    }
+    pub fn subtransaction(&self) -> SlruOptions {
+        self.options(self.subtransaction_buffers)
+    }
+    pub fn multixact_offset(&self) -> SlruOptions {
+        self.options(self.multixact_offset_buffers)
+    }
+    pub fn multixact_member(&self) -> SlruOptions {
+        self.options(self.multixact_member_buffers)
+    }
+    fn options(&self, buffers: usize) -> SlruOptions {
+        SlruOptions {
+            buffers,
+            design: self.design,
+        }
+    }
 }
 
 /// Called before any page is written: the owner makes sure whatever the page records is
 /// backed by durable WAL (the commit log flushes the WAL to its insert position).
 pub type WriteBarrier = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
-/// A simple SLRU over files in one directory.
+/// A bank's lock held shared, with the central lock in design `banks`. Fields drop in
+/// order: central first.
+struct Shared<'a> {
+    _central: Option<RwLockReadGuard<'a, ()>>,
+    bank: RwLockReadGuard<'a, BankInner>,
+}
+
+/// A bank's lock held exclusively, with the central lock in design `banks`.
+struct Excl<'a> {
+    _central: Option<RwLockWriteGuard<'a, ()>>,
+    bank: RwLockWriteGuard<'a, BankInner>,
+}
+
+/// Cache-line padding for the global LRU counter.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Padded(AtomicU64);
+
+/// A banked SLRU over files in one directory.
 pub struct Slru {
     barrier: std::sync::OnceLock<WriteBarrier>,
-    vfs: Arc<dyn Vfs>,
-    dir: PathBuf,
-    name: String,
+    files: Segments,
     page_size: usize,
-    inner: Mutex<Inner>,
+    design: SlruDesign,
+    banks: Vec<Bank>,
+    /// Design `banks`: taken before a bank's lock, in the same mode.
+    central: RwLock<()>,
+    /// Designs `central` and `banks`: the one LRU counter.
+    global_lru: Padded,
+    /// The newest page made by `zero_page`: never evicted (PostgreSQL's
+    /// latest_page_number, an atomic since 17).
+    latest: Padded,
+    flushes: AtomicU64,
 }
 
 impl std::fmt::Debug for Slru {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Slru")
-            .field("dir", &self.dir)
+            .field("dir", &self.files.dir())
             .field("page_size", &self.page_size)
+            .field("design", &self.design)
+            .field("banks", &self.banks.len())
             .finish_non_exhaustive()
     }
 }
 
-fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> SlruError + 'a {
-    move |source| SlruError::Io(IoError::new(op, path, source))
-}
-
 impl Slru {
-    /// Opens (creating the directory) the SLRU `name` under `parent`, first repairing the
-    /// pages of a doublewrite round that a crash or a failure interrupted.
+    /// Opens (creating the directory) the SLRU `name` under `parent` with `nslots` slots in
+    /// the default design; see [`Slru::open_with`].
     pub fn open(
         vfs: Arc<dyn Vfs>,
         parent: &Path,
@@ -172,42 +275,54 @@ impl Slru {
         nslots: usize,
         page_size: usize,
     ) -> Result<Slru, SlruError> {
+        let opts = SlruOptions {
+            buffers: nslots,
+            design: SlruDesign::default(),
+        };
+        Slru::open_with(vfs, parent, name, page_size, opts)
+    }
+
+    /// Opens (creating the directory) the SLRU `name` under `parent`, first repairing the
+    /// pages of a doublewrite round that a crash or a failure interrupted.
+    pub fn open_with(
+        vfs: Arc<dyn Vfs>,
+        parent: &Path,
+        name: &str,
+        page_size: usize,
+        opts: SlruOptions,
+    ) -> Result<Slru, SlruError> {
+        let nslots = opts.buffers;
         assert!(nslots >= 2, "an SLRU needs at least two slots");
         assert!(
             page_size >= DW_FIXED + DW_ENTRY + 4,
             "an SLRU page must hold a doublewrite header"
         );
-        let dir = parent.join(name);
-        vfs.create_dir_all(&dir).map_err(io("creating", &dir))?;
-        let slru = Slru {
-            barrier: std::sync::OnceLock::new(),
-            vfs,
-            dir,
-            name: name.to_string(),
-            page_size,
-            inner: Mutex::new(Inner {
-                slots: vec![
-                    Slot {
-                        page: None,
-                        dirty: false,
-                        last_used: 0
-                    };
-                    nslots
-                ],
-                data: vec![0u8; nslots * page_size],
-                last_hit: 0,
-                clock: 0,
-                files: BTreeMap::new(),
-                dw: None,
-                latched: None,
-                stats: SlruStats::default(),
-            }),
+        let nbanks = match opts.design {
+            SlruDesign::Central => 1,
+            _ => nslots.div_ceil(BANK_SIZE).min(nslots / 2),
         };
-        {
-            let mut inner = slru.inner.lock();
-            slru.repair(&mut inner)?;
-        }
-        Ok(slru)
+        // As even as possible: the first `nslots % nbanks` banks get one slot more.
+        let banks = (0..nbanks)
+            .map(|b| {
+                Bank::new(
+                    nslots / nbanks + usize::from(b < nslots % nbanks),
+                    page_size,
+                )
+            })
+            .collect();
+        let files = Segments::new(vfs, parent.join(name), name, page_size)?;
+        files.repair()?;
+        Ok(Slru {
+            barrier: std::sync::OnceLock::new(),
+            files,
+            page_size,
+            design: opts.design,
+            banks,
+            central: RwLock::new(()),
+            global_lru: Padded::default(),
+            latest: Padded(AtomicU64::new(u64::MAX)),
+            flushes: AtomicU64::new(0),
+        })
     }
 
     /// Installs the write barrier (once).
@@ -220,447 +335,355 @@ impl Slru {
         self.page_size - TRAILER_SIZE
     }
 
+    /// Banks (1 in design `central`).
+    pub fn nbanks(&self) -> usize {
+        self.banks.len()
+    }
+
+    /// Page slots in all banks.
+    pub fn nslots(&self) -> usize {
+        self.banks.iter().map(Bank::nslots).sum()
+    }
+
+    pub fn design(&self) -> SlruDesign {
+        self.design
+    }
+
+    /// The bank page `pageno` lives in.
+    pub fn bank_of(&self, pageno: u64) -> usize {
+        (pageno % self.banks.len() as u64) as usize
+    }
+
+    /// Pages resident (in any state but empty) per bank: the proof that every bank is used.
+    pub fn resident_per_bank(&self) -> Vec<usize> {
+        (0..self.banks.len())
+            .map(|b| {
+                let g = self.shared(b);
+                g.bank.check_invariants();
+                g.bank
+                    .slots
+                    .iter()
+                    .filter(|s| s.state != PageState::Empty)
+                    .count()
+            })
+            .collect()
+    }
+
     pub fn stats(&self) -> SlruStats {
-        self.inner.lock().stats
+        let c = &self.files.counters;
+        let sum = |f: fn(&Bank) -> &AtomicU64| {
+            self.banks
+                .iter()
+                .map(|b| f(b).load(Ordering::Relaxed))
+                .sum()
+        };
+        SlruStats {
+            zeroed: sum(|b| &b.zeroed),
+            hits: sum(|b| &b.hits),
+            reads: sum(|b| &b.reads),
+            writes: c.writes.load(Ordering::Relaxed),
+            exists: c.exists.load(Ordering::Relaxed),
+            flushes: self.flushes.load(Ordering::Relaxed),
+            truncates: c.truncates.load(Ordering::Relaxed),
+            rounds: c.rounds.load(Ordering::Relaxed),
+            repaired: c.repaired.load(Ordering::Relaxed),
+        }
     }
 
     pub fn segment_path(&self, segno: u64) -> PathBuf {
-        self.dir.join(format!("{segno:04X}"))
+        self.files.segment_path(segno)
     }
 
     /// Path of the doublewrite file.
     pub fn doublewrite_path(&self) -> PathBuf {
-        self.dir.join(DOUBLEWRITE_FILE)
+        self.files.doublewrite_path()
     }
 
-    fn checksum(&self, pageno: u64, page: &[u8]) -> u32 {
-        let crc = crc32c::crc32c(self.name.as_bytes());
-        let crc = crc32c::crc32c_append(crc, &pageno.to_le_bytes());
-        crc32c::crc32c_append(crc, &page[..self.page_size - TRAILER_SIZE])
-    }
-
-    /// Pages one doublewrite round can hold (one header page lists them).
+    #[cfg(test)]
     fn max_round(&self) -> usize {
-        (self.page_size - DW_FIXED - 4) / DW_ENTRY
+        self.files.max_round()
     }
 
-    /// The doublewrite header page for `entries` (page number, image checksum).
-    fn dw_header(&self, entries: &[(u64, u32)], done: bool) -> Vec<u8> {
-        let ps = self.page_size;
-        let mut h = vec![0u8; ps];
-        h[..8].copy_from_slice(DW_MAGIC);
-        h[8..12].copy_from_slice(&(entries.len() as u32).to_le_bytes());
-        h[12..16].copy_from_slice(&u32::from(done).to_le_bytes());
-        for (i, (pageno, crc)) in entries.iter().enumerate() {
-            let at = DW_FIXED + i * DW_ENTRY;
-            h[at..at + 8].copy_from_slice(&pageno.to_le_bytes());
-            h[at + 8..at + 12].copy_from_slice(&crc.to_le_bytes());
+    /// The LRU counter in force for bank `b`.
+    fn counter(&self, b: usize) -> &AtomicU64 {
+        match self.design {
+            SlruDesign::BanksLocksLru => &self.banks[b].counter,
+            SlruDesign::Central | SlruDesign::Banks => &self.global_lru.0,
         }
-        let crc = crc32c::crc32c_append(crc32c::crc32c(self.name.as_bytes()), &h[..ps - 4]);
-        h[ps - 4..].copy_from_slice(&crc.to_le_bytes());
-        h
     }
 
-    /// The entries of a valid header of a round not marked done; None otherwise (no
-    /// round, a torn header, or a round whose pages are durable in place).
-    fn dw_parse(&self, h: &[u8]) -> Option<Vec<(u64, u32)>> {
-        let ps = self.page_size;
-        let u32_at = |at: usize| u32::from_le_bytes(h[at..at + 4].try_into().expect("4"));
-        let crc = crc32c::crc32c_append(crc32c::crc32c(self.name.as_bytes()), &h[..ps - 4]);
-        if &h[..8] != DW_MAGIC || u32_at(ps - 4) != crc || u32_at(12) != 0 {
-            return None;
+    fn shared(&self, b: usize) -> Shared<'_> {
+        let central = (self.design == SlruDesign::Banks).then(|| self.central.read());
+        Shared {
+            _central: central,
+            bank: self.banks[b].lock.read(),
         }
-        let count = u32_at(8) as usize;
-        if count > self.max_round() {
-            return None;
-        }
-        Some(
-            (0..count)
-                .map(|i| {
-                    let at = DW_FIXED + i * DW_ENTRY;
-                    let pageno = u64::from_le_bytes(h[at..at + 8].try_into().expect("8"));
-                    (pageno, u32_at(at + 8))
-                })
-                .collect(),
-        )
     }
 
-    /// The open segment `segno`; with `create`, a missing one is created and the
-    /// directory fsynced (before anything is written to it).
-    fn file(
-        &self,
-        inner: &mut Inner,
-        segno: u64,
-        create: bool,
-    ) -> Result<Option<Arc<dyn VfsFile>>, IoError> {
-        if let Some(f) = inner.files.get(&segno) {
-            return Ok(Some(f.clone()));
+    fn exclusive(&self, b: usize) -> Excl<'_> {
+        let central = (self.design == SlruDesign::Banks).then(|| self.central.write());
+        Excl {
+            _central: central,
+            bank: self.banks[b].lock.write(),
         }
-        let path = self.segment_path(segno);
-        if !self
-            .vfs
-            .exists(&path)
-            .map_err(IoError::with("checking", &path))?
-        {
-            if !create {
-                return Ok(None);
-            }
-            let f = self
-                .vfs
-                .open(&path, OpenOptions::create())
-                .map_err(IoError::with("creating", &path))?;
-            self.vfs
-                .sync_dir(&self.dir)
-                .map_err(IoError::with("fsync of directory", &self.dir))?;
-            inner.files.insert(segno, f.clone());
-            return Ok(Some(f));
-        }
-        let f = self
-            .vfs
-            .open(&path, OpenOptions::read_write())
-            .map_err(IoError::with("opening", &path))?;
-        inner.files.insert(segno, f.clone());
-        Ok(Some(f))
     }
 
-    /// The doublewrite file, created (and the directory fsynced: a failure is latched) on
-    /// first use.
-    fn doublewrite(&self, inner: &mut Inner) -> Result<Arc<dyn VfsFile>, SlruError> {
-        if let Some(f) = &inner.dw {
-            return Ok(f.clone());
-        }
-        let path = self.doublewrite_path();
-        let existed = self.vfs.exists(&path).map_err(io("checking", &path))?;
-        let f = self
-            .vfs
-            .open(&path, OpenOptions::create())
-            .map_err(io("creating", &path))?;
-        if !existed {
-            if let Err(e) = self.vfs.sync_dir(&self.dir) {
-                let e = IoError::new("fsync of directory", &self.dir, e);
-                return Err(self.latch(inner, e));
-            }
-        }
-        inner.dw = Some(f.clone());
-        Ok(f)
+    /// Waits for the I/O on slot `s` of bank `b` to end (PostgreSQL's SimpleLruWaitIO).
+    /// Bank lock held exclusively at entry and exit; let go in between.
+    fn wait_io<'a>(&'a self, b: usize, s: usize, g: Excl<'a>) -> Excl<'a> {
+        drop(g);
+        drop(self.banks[b].io[s].lock());
+        self.exclusive(b)
     }
 
-    /// Latches a failure and returns the error to report now.
-    fn latch(&self, inner: &mut Inner, err: IoError) -> SlruError {
-        if inner.latched.is_none() {
-            inner.latched = Some(err.duplicate());
-        }
-        SlruError::Fsync(err)
-    }
-
-    /// Writes the pages of `slots` (all dirty), in doublewrite rounds.
-    fn write_slots(&self, inner: &mut Inner, slots: &[usize]) -> Result<(), SlruError> {
-        if let Some(first) = &inner.latched {
-            return Err(SlruError::Latched(first.duplicate()));
-        }
-        for round in slots.chunks(self.max_round()) {
-            self.write_round(inner, round)?;
-        }
-        Ok(())
-    }
-
-    /// One doublewrite round (see the module doc).
-    fn write_round(&self, inner: &mut Inner, slots: &[usize]) -> Result<(), SlruError> {
-        let ps = self.page_size;
-        let pagenos: Vec<u64> = slots
-            .iter()
-            .map(|&s| inner.slots[s].page.expect("dirty slot holds a page"))
-            .collect();
-        if let Some(barrier) = self.barrier.get() {
+    /// Runs the write barrier, then writes `pages` in doublewrite rounds. No lock held.
+    fn write_out(&self, pages: &mut [(u64, Vec<u8>)]) -> Result<(), SlruError> {
+        self.files.check_latched()?;
+        if let (Some(barrier), Some(first)) = (self.barrier.get(), pages.first()) {
             barrier().map_err(|why| SlruError::Barrier {
-                pageno: pagenos[0],
-                path: self.dir.clone(),
+                pageno: first.0,
+                path: self.files.dir().to_path_buf(),
                 why,
             })?;
         }
-        // Seal every page with its checksum, and copy the round into one buffer.
-        let mut buf = vec![0u8; (slots.len() + 1) * ps];
-        let mut entries = Vec::with_capacity(slots.len());
-        for (i, (&slot, &pageno)) in slots.iter().zip(&pagenos).enumerate() {
-            let crc = self.checksum(pageno, &inner.data[slot * ps..(slot + 1) * ps]);
-            let page = &mut inner.data[slot * ps..(slot + 1) * ps];
-            page[ps - TRAILER_SIZE..ps - TRAILER_SIZE + 4].copy_from_slice(&crc.to_le_bytes());
-            page[ps - 4..].fill(0);
-            buf[(i + 1) * ps..(i + 2) * ps].copy_from_slice(page);
-            entries.push((pageno, crc32c::crc32c(page)));
-        }
-        buf[..ps].copy_from_slice(&self.dw_header(&entries, false));
-        // (2) The doublewrite copy. A failed write leaves the pages in place untouched (and
-        // dirty here): not latched. A failed fsync is.
-        let dw = self.doublewrite(inner)?;
-        let n = dw
-            .write_at(&buf, 0)
-            .map_err(|e| IoError::at_offset("writing", dw.path(), 0, e))?;
-        if n != buf.len() {
-            return Err(IoError::short("writing", dw.path(), IoAt::Offset(0), n, buf.len()).into());
-        }
-        if let Err(e) = dw.sync_data() {
-            return Err(self.latch(inner, IoError::new("fsync of", dw.path(), e)));
-        }
-        // (3) In place. From here on a failure is latched: the pages may be half written,
-        // and only a reopen (repairing from the copy) may write them again.
-        if let Err(e) = self.write_in_place(inner, &pagenos, &buf[ps..]) {
-            return Err(self.latch(inner, e));
-        }
-        for &slot in slots {
-            inner.slots[slot].dirty = false;
-        }
-        inner.stats.writes += slots.len() as u64;
-        inner.stats.rounds += 1;
-        // (4) Done: the pages are durable in place, the copy is no longer needed. If this
-        // write is lost, a reopen rewrites the same images: harmless.
-        let header = self.dw_header(&entries, true);
-        let n = dw
-            .write_at(&header, 0)
-            .map_err(|e| IoError::at_offset("writing", dw.path(), 0, e))?;
-        if n != ps {
-            return Err(IoError::short("writing", dw.path(), IoAt::Offset(0), n, ps).into());
-        }
-        Ok(())
+        self.files.write_pages(pages)
     }
 
-    /// Writes `images` (one page each) in place as pages `pagenos` and fsyncs their
-    /// segments.
-    fn write_in_place(
-        &self,
-        inner: &mut Inner,
-        pagenos: &[u64],
-        images: &[u8],
-    ) -> Result<(), IoError> {
+    /// Writes the dirty page of slot `s` (Valid) of bank `b`: WriteInProgress, a copy, the
+    /// I/O without the bank lock, Valid again (dirty again on failure). Bank lock held
+    /// exclusively at entry and (on success) at exit.
+    fn write_slot<'a>(
+        &'a self,
+        b: usize,
+        s: usize,
+        mut g: Excl<'a>,
+    ) -> Result<Excl<'a>, SlruError> {
         let ps = self.page_size;
-        let mut segments = BTreeSet::new();
-        for (&pageno, image) in pagenos.iter().zip(images.chunks(ps)) {
-            let segno = pageno / PAGES_PER_SEGMENT;
-            let f = self.file(inner, segno, true)?.expect("created");
-            let off = (pageno % PAGES_PER_SEGMENT) * ps as u64;
-            let n = f
-                .write_at(image, off)
-                .map_err(|e| IoError::at_offset("writing", f.path(), off, e))?;
-            if n != ps {
-                return Err(IoError::short(
-                    "writing",
-                    f.path(),
-                    IoAt::Offset(off),
-                    n,
-                    ps,
-                ));
+        let slot = &mut g.bank.slots[s];
+        debug_assert!(slot.state == PageState::Valid && slot.dirty);
+        slot.state = PageState::WriteInProgress;
+        slot.dirty = false;
+        let pageno = slot.pageno;
+        let mut pages = [(pageno, g.bank.page(s, ps).to_vec())];
+        let io = self.banks[b].io[s].lock();
+        drop(g);
+        let r = self.write_out(&mut pages);
+        let mut g = self.exclusive(b);
+        g.bank.slots[s].state = PageState::Valid;
+        if r.is_err() {
+            g.bank.slots[s].dirty = true;
+        }
+        drop(io);
+        r.map(|()| g)
+    }
+
+    /// The slot of bank `b` holding `pageno` (Valid or WriteInProgress), reading it in or,
+    /// with `zero`, making it all zeros (dirty). Bank lock held exclusively at entry and (on
+    /// success) at exit; let go during I/O.
+    fn slot_for<'a>(
+        &'a self,
+        b: usize,
+        mut g: Excl<'a>,
+        pageno: u64,
+        zero: bool,
+    ) -> Result<(Excl<'a>, usize), SlruError> {
+        let bank = &self.banks[b];
+        let ps = self.page_size;
+        loop {
+            let hint = bank.last_hit.load(Ordering::Relaxed);
+            if let Some(s) = g.bank.lookup(pageno, hint) {
+                if g.bank.slots[s].state == PageState::ReadInProgress {
+                    g = self.wait_io(b, s, g);
+                    continue;
+                }
+                bank.used(s, self.counter(b));
+                if zero {
+                    g.bank.page_mut(s, ps).fill(0);
+                    g.bank.slots[s].dirty = true;
+                    bank.zeroed.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    bank.hits.fetch_add(1, Ordering::Relaxed);
+                }
+                return Ok((g, s));
             }
-            segments.insert(segno);
-        }
-        for segno in segments {
-            let f = self.file(inner, segno, false)?.expect("written above");
-            f.sync_data().map_err(IoError::with("fsync of", f.path()))?;
-        }
-        Ok(())
-    }
-
-    /// Rewrites in place the pages of an interrupted doublewrite round (valid, complete,
-    /// not marked done), fsyncs them and marks the round done. Returns pages repaired.
-    fn repair(&self, inner: &mut Inner) -> Result<usize, SlruError> {
-        let path = self.doublewrite_path();
-        if !self.vfs.exists(&path).map_err(io("checking", &path))? {
-            return Ok(0);
-        }
-        let ps = self.page_size;
-        let dw = self
-            .vfs
-            .open(&path, OpenOptions::read_write())
-            .map_err(io("opening", &path))?;
-        inner.dw = Some(dw.clone());
-        let mut header = vec![0u8; ps];
-        let n = dw.read_at(&mut header, 0).map_err(io("reading", &path))?;
-        let Some(entries) = (n == ps).then(|| self.dw_parse(&header)).flatten() else {
-            return Ok(0);
-        };
-        let mut images = vec![0u8; entries.len() * ps];
-        let n = dw
-            .read_at(&mut images, ps as u64)
-            .map_err(io("reading", &path))?;
-        let complete = n == images.len()
-            && entries
-                .iter()
-                .zip(images.chunks(ps))
-                .all(|(&(_, crc), image)| crc32c::crc32c(image) == crc);
-        if !complete {
-            // The copy was torn: its round never reached the pages in place.
-            return Ok(0);
-        }
-        let pagenos: Vec<u64> = entries.iter().map(|e| e.0).collect();
-        self.write_in_place(inner, &pagenos, &images)?;
-        let header = self.dw_header(&entries, true);
-        let n = dw
-            .write_at(&header, 0)
-            .map_err(|e| IoError::at_offset("writing", &path, 0, e))?;
-        if n != ps {
-            return Err(IoError::short("writing", &path, IoAt::Offset(0), n, ps).into());
-        }
-        inner.stats.repaired += entries.len() as u64;
-        Ok(entries.len())
-    }
-
-    /// The slot holding `pageno`, loading it (into the least recently used slot) if needed.
-    fn slot_for(&self, inner: &mut Inner, pageno: u64, zero: bool) -> Result<usize, SlruError> {
-        inner.clock += 1;
-        let now = inner.clock;
-        let guess = inner.last_hit;
-        let found = if inner
-            .slots
-            .get(guess)
-            .is_some_and(|s| s.page == Some(pageno))
-        {
-            Some(guess)
-        } else {
-            inner.slots.iter().position(|s| s.page == Some(pageno))
-        };
-        if let Some(i) = found {
-            inner.last_hit = i;
-            inner.slots[i].last_used = now;
-            inner.stats.hits += 1;
+            let s = match bank.victim(&g.bank, self.latest.0.load(Ordering::Relaxed)) {
+                Victim::Free(s) => s,
+                Victim::Dirty(s) => {
+                    g = self.write_slot(b, s, g)?;
+                    continue;
+                }
+                Victim::Busy(s) => {
+                    g = self.wait_io(b, s, g);
+                    continue;
+                }
+            };
             if zero {
-                let ps = self.page_size;
-                inner.data[i * ps..(i + 1) * ps].fill(0);
-                inner.slots[i].dirty = true;
+                g.bank.slots[s] = bank::SlotMeta {
+                    pageno,
+                    state: PageState::Valid,
+                    dirty: true,
+                };
+                g.bank.page_mut(s, ps).fill(0);
+                bank.used(s, self.counter(b));
+                bank.zeroed.fetch_add(1, Ordering::Relaxed);
+                return Ok((g, s));
             }
-            return Ok(i);
-        }
-        let victim = (0..inner.slots.len())
-            .min_by_key(|&i| (inner.slots[i].page.is_some(), inner.slots[i].last_used))
-            .expect("at least two slots");
-        if inner.slots[victim].dirty {
-            self.write_slots(inner, &[victim])?;
-        }
-        inner.slots[victim] = Slot {
-            page: None,
-            dirty: false,
-            last_used: now,
-        };
-        let ps = self.page_size;
-        if zero {
-            inner.data[victim * ps..(victim + 1) * ps].fill(0);
-        } else {
-            let segno = pageno / PAGES_PER_SEGMENT;
-            let off = (pageno % PAGES_PER_SEGMENT) * ps as u64;
-            let file = self.file(inner, segno, false)?;
-            let page = &mut inner.data[victim * ps..(victim + 1) * ps];
-            page.fill(0);
-            if let Some(f) = file {
-                let n = f.read_at(page, off).map_err(io("reading", f.path()))?;
-                if n != 0 && n != ps {
-                    return Err(SlruError::Short {
-                        pageno,
-                        path: f.path().to_path_buf(),
-                        got: n,
-                        want: ps,
-                    });
+            g.bank.slots[s] = bank::SlotMeta {
+                pageno,
+                state: PageState::ReadInProgress,
+                dirty: false,
+            };
+            let io = bank.io[s].lock();
+            drop(g);
+            let mut page = vec![0u8; ps];
+            let r = self.files.read_page(pageno, &mut page);
+            let mut g = self.exclusive(b);
+            match r {
+                Ok(read) => {
+                    g.bank.page_mut(s, ps).copy_from_slice(&page);
+                    g.bank.slots[s].state = PageState::Valid;
+                    drop(io);
+                    if read {
+                        bank.reads.fetch_add(1, Ordering::Relaxed);
+                    }
+                    bank.used(s, self.counter(b));
+                    return Ok((g, s));
                 }
-                inner.stats.reads += 1;
-                let page = &inner.data[victim * ps..(victim + 1) * ps];
-                let stored = u32::from_le_bytes(
-                    page[ps - TRAILER_SIZE..ps - TRAILER_SIZE + 4]
-                        .try_into()
-                        .expect("4"),
-                );
-                let computed = self.checksum(pageno, page);
-                if stored != computed && page.iter().any(|&b| b != 0) {
-                    return Err(SlruError::Corrupt {
-                        pageno,
-                        path: f.path().to_path_buf(),
-                        stored,
-                        computed,
-                    });
+                Err(e) => {
+                    g.bank.slots[s].state = PageState::Empty;
+                    drop(io);
+                    return Err(e);
                 }
             }
         }
-        inner.slots[victim].page = Some(pageno);
-        inner.slots[victim].dirty = zero;
-        Ok(victim)
     }
 
-    /// Runs `f` on the usable bytes of page `pageno`.
+    /// Runs `f` on the usable bytes of page `pageno`. A resident page is read under its
+    /// bank's lock held shared (PostgreSQL's SimpleLruReadPage_ReadOnly).
     pub fn read<R>(&self, pageno: u64, f: impl FnOnce(&[u8]) -> R) -> Result<R, SlruError> {
-        let mut inner = self.inner.lock();
-        let slot = self.slot_for(&mut inner, pageno, false)?;
+        let b = self.bank_of(pageno);
+        let bank = &self.banks[b];
         let ps = self.page_size;
-        Ok(f(&inner.data[slot * ps..(slot + 1) * ps - TRAILER_SIZE]))
+        {
+            let g = self.shared(b);
+            if let Some(s) = g.bank.lookup(pageno, bank.last_hit.load(Ordering::Relaxed)) {
+                if g.bank.slots[s].state != PageState::ReadInProgress {
+                    bank.used(s, self.counter(b));
+                    bank.hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(f(&g.bank.page(s, ps)[..ps - TRAILER_SIZE]));
+                }
+            }
+        }
+        let (g, s) = self.slot_for(b, self.exclusive(b), pageno, false)?;
+        Ok(f(&g.bank.page(s, ps)[..ps - TRAILER_SIZE]))
     }
 
     /// Runs `f` on the usable bytes of page `pageno`, mutably; the page becomes dirty.
     pub fn write<R>(&self, pageno: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, SlruError> {
-        let mut inner = self.inner.lock();
-        let slot = self.slot_for(&mut inner, pageno, false)?;
-        inner.slots[slot].dirty = true;
+        let b = self.bank_of(pageno);
         let ps = self.page_size;
-        Ok(f(&mut inner.data[slot * ps..(slot + 1) * ps - TRAILER_SIZE]))
+        let (mut g, s) = self.slot_for(b, self.exclusive(b), pageno, false)?;
+        g.bank.slots[s].dirty = true;
+        Ok(f(&mut g.bank.page_mut(s, ps)[..ps - TRAILER_SIZE]))
     }
 
-    /// Makes page `pageno` an all-zero page (dirty), without reading it.
+    /// Makes page `pageno` an all-zero page (dirty), without reading it, and the latest
+    /// page (never evicted until a newer one is made).
     pub fn zero_page(&self, pageno: u64) -> Result<(), SlruError> {
-        let mut inner = self.inner.lock();
-        self.slot_for(&mut inner, pageno, true)?;
+        let b = self.bank_of(pageno);
+        self.latest.0.store(pageno, Ordering::Relaxed);
+        self.slot_for(b, self.exclusive(b), pageno, true)?;
         Ok(())
     }
 
+    /// Whether page `pageno` is on disk (PostgreSQL's SimpleLruDoesPhysicalPageExist;
+    /// counted as `exists`). A page only in memory is not.
+    pub fn page_exists(&self, pageno: u64) -> Result<bool, SlruError> {
+        self.files.page_exists(pageno)
+    }
+
     /// Writes every dirty page, durably (doublewrite rounds, each ending with the fsync of
-    /// the segments it wrote). Returns pages written. A failed fsync is latched: this call
-    /// and every later one fail, until the SLRU is reopened (and recovery replays what the
-    /// lost writes held).
+    /// the segments it wrote), and waits for writes other threads have in progress. Returns
+    /// pages written. A failed fsync is latched: this call and every later one fail, until
+    /// the SLRU is reopened (and recovery replays what the lost writes held).
     pub fn flush(&self) -> Result<usize, SlruError> {
-        let mut inner = self.inner.lock();
-        if let Some(first) = &inner.latched {
-            return Err(SlruError::Latched(first.duplicate()));
+        self.files.check_latched()?;
+        let ps = self.page_size;
+        let mut total = 0;
+        loop {
+            let mut pages = Vec::new();
+            let mut mine: Vec<(usize, usize, MutexGuard<'_, ()>)> = Vec::new();
+            let mut others = Vec::new();
+            for b in 0..self.banks.len() {
+                let mut g = self.exclusive(b);
+                for s in 0..g.bank.slots.len() {
+                    let slot = g.bank.slots[s];
+                    match slot.state {
+                        PageState::Valid if slot.dirty => {
+                            g.bank.slots[s].state = PageState::WriteInProgress;
+                            g.bank.slots[s].dirty = false;
+                            pages.push((slot.pageno, g.bank.page(s, ps).to_vec()));
+                            mine.push((b, s, self.banks[b].io[s].lock()));
+                        }
+                        PageState::WriteInProgress => others.push((b, s)),
+                        _ => {}
+                    }
+                }
+            }
+            let r = self.write_out(&mut pages);
+            for (b, s, io) in mine {
+                let mut g = self.exclusive(b);
+                g.bank.slots[s].state = PageState::Valid;
+                if r.is_err() {
+                    g.bank.slots[s].dirty = true;
+                }
+                drop(io);
+            }
+            r?;
+            total += pages.len();
+            if others.is_empty() {
+                break;
+            }
+            // Another thread's write (an eviction) was in progress: wait for it, then look
+            // again (it may have failed and left its page dirty).
+            for (b, s) in others {
+                drop(self.wait_io(b, s, self.exclusive(b)));
+            }
         }
-        let dirty: Vec<usize> = (0..inner.slots.len())
-            .filter(|&i| inner.slots[i].dirty)
-            .collect();
-        self.write_slots(&mut inner, &dirty)?;
-        inner.stats.flushes += 1;
-        Ok(dirty.len())
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        Ok(total)
     }
 
     /// Removes every whole segment before the one holding `pageno` (and forgets their
-    /// cached pages). Returns segments removed.
+    /// cached pages, waiting for any I/O on them). Returns segments removed. The caller
+    /// does not truncate concurrently (PostgreSQL's SimpleLruTruncate rule).
     pub fn truncate(&self, pageno: u64) -> Result<usize, SlruError> {
-        let mut inner = self.inner.lock();
         let keep = pageno / PAGES_PER_SEGMENT;
-        for s in inner.slots.iter_mut() {
-            if s.page.is_some_and(|p| p / PAGES_PER_SEGMENT < keep) {
-                *s = Slot {
-                    page: None,
-                    dirty: false,
-                    last_used: 0,
+        for b in 0..self.banks.len() {
+            let mut g = self.exclusive(b);
+            loop {
+                let old = |m: &bank::SlotMeta| {
+                    m.state != PageState::Empty && m.pageno / PAGES_PER_SEGMENT < keep
                 };
-            }
-        }
-        let names = self
-            .vfs
-            .list_dir(&self.dir)
-            .map_err(io("listing", &self.dir))?;
-        let mut removed = 0;
-        for n in names {
-            // Only names the SLRU writes (4 or more hex digits): from_str_radix alone would
-            // also take "+1" for segment 1 and delete a stranger's file.
-            let ours = n.len() >= 4 && n.bytes().all(|b| b.is_ascii_hexdigit());
-            if let Some(segno) = ours.then(|| u64::from_str_radix(&n, 16).ok()).flatten() {
-                if segno < keep {
-                    inner.files.remove(&segno);
-                    let p = self.dir.join(&n);
-                    self.vfs.unlink(&p).map_err(io("removing", &p))?;
-                    removed += 1;
+                let busy = (0..g.bank.slots.len()).find(|&s| {
+                    old(&g.bank.slots[s])
+                        && matches!(
+                            g.bank.slots[s].state,
+                            PageState::ReadInProgress | PageState::WriteInProgress
+                        )
+                });
+                if let Some(s) = busy {
+                    g = self.wait_io(b, s, g);
+                    continue;
                 }
+                for m in g.bank.slots.iter_mut().filter(|m| old(m)) {
+                    m.state = PageState::Empty;
+                    m.dirty = false;
+                }
+                break;
             }
         }
-        if removed > 0 {
-            if let Err(e) = self.vfs.sync_dir(&self.dir) {
-                let e = IoError::new("fsync of directory", &self.dir, e);
-                return Err(self.latch(&mut inner, e));
-            }
-        }
-        Ok(removed)
+        self.files.remove_before(keep)
     }
 }
 
@@ -836,6 +859,36 @@ mod tests {
                 p
             );
         }
+    }
+
+    /// A failed read-in puts its slot back to empty (no half-read page is ever served),
+    /// reports the file and OS error, and a later read of the page reads it again.
+    #[test]
+    fn failed_read_in_leaves_the_slot_empty_and_can_be_retried() {
+        use crate::vfs::{FaultKind, FaultOp, FaultRule, FaultVfs};
+        let vfs = MemVfs::new();
+        let s = slru(&vfs, 2);
+        for p in 0..3u64 {
+            s.zero_page(p).unwrap();
+            s.write(p, |b| b[0] = p as u8 + 1).unwrap();
+        }
+        s.flush().unwrap();
+        drop(s);
+        let fault = FaultVfs::new(Arc::new(vfs.clone()));
+        let s = Slru::open(Arc::new(fault.clone()), Path::new("/db"), "test", 2, 4096).unwrap();
+        fault.add_rule(FaultRule::nth(
+            "test/0000",
+            FaultOp::Read,
+            1,
+            FaultKind::Eio,
+        ));
+        let err = s.read(1, |b| b[0]).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO));
+        assert!(err.to_string().contains("/db/test/0000"), "{err}");
+        assert_eq!(s.resident_per_bank(), vec![0]);
+        assert_eq!(s.read(1, |b| b[0]).unwrap(), 2);
+        assert_eq!(s.read(2, |b| b[0]).unwrap(), 3);
+        assert_eq!(s.stats().reads, 2);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use super::Xid;
-use crate::slru::{Slru, SlruError, SlruStats};
+use crate::slru::{Slru, SlruDesign, SlruError, SlruOptions, SlruStats};
 use crate::sync::Arc;
 use crate::vfs::Vfs;
 
@@ -73,7 +73,22 @@ impl Clog {
         nslots: usize,
         page_size: usize,
     ) -> Result<Clog, ClogError> {
-        let slru = Slru::open(vfs, dir, "xact", nslots, page_size)?;
+        let opts = SlruOptions {
+            buffers: nslots,
+            design: SlruDesign::default(),
+        };
+        Clog::open_with(vfs, dir, page_size, opts)
+    }
+
+    /// Opens `<dir>/xact` with the shape `opts` (the engine's `transaction_buffers` and
+    /// `slru_design`).
+    pub fn open_with(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        page_size: usize,
+        opts: SlruOptions,
+    ) -> Result<Clog, ClogError> {
+        let slru = Slru::open_with(vfs, dir, "xact", page_size, opts)?;
         let xids_per_page = (slru.usable() as u64 * 8) / BITS;
         Ok(Clog {
             slru,
@@ -92,7 +107,7 @@ impl Clog {
         )
     }
 
-    /// The SLRU's counters (hits, reads, writes, doublewrite rounds, pages repaired).
+    /// The SLRU's counters (pg_stat_slru's, plus doublewrite rounds and pages repaired).
     pub fn stats(&self) -> SlruStats {
         self.slru.stats()
     }

@@ -1,0 +1,274 @@
+//! `bufpool experiment slru` (issue 16): the banked SLRU against the 2023 design.
+//!
+//! Built so far: the micro benchmark ([`micro`]): lookups of random pages (random xids'
+//! commit-log pages) in one SLRU, for SLRU sizes 16 to 4096 slots, each `slru_design`
+//! (`central`: one lock, one LRU counter, linear search; `banks`: per-bank search under one
+//! lock and one counter; `banks_locks_lru`: a lock and a counter per bank), 1..N threads,
+//! with the pages fitting the SLRU (every lookup a hit, the cost is the lock and the LRU
+//! counter: seed 002's experiment 1) and spread over 10x more pages than it holds (most
+//! lookups miss and search a victim: its experiment 2). The TPC-B side scripts (savepoint
+//! overflow, multixacts) come later with the subtransaction and multixact SLRUs.
+//!
+//! What a miss costs here: pages are never written, so a miss reads nothing from a device
+//! (a page not on disk reads as zeros after the segment lookup in a `MemVfs`); the figure
+//! is lookup, victim search, locks and LRU counters, the part the designs differ in.
+//! ns per lookup = wall time x threads / lookups (flat across thread counts = perfect
+//! scaling), median, min and max over the repeats.
+
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use anyhow::Result;
+use bufpool::slru::{Slru, SlruDesign, SlruOptions};
+use bufpool::{MemVfs, Vfs};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use super::{summarize, Report, RunInfo, Summary};
+
+/// The SLRU sizes of the issue, in slots.
+pub const SIZES: [usize; 5] = [16, 64, 256, 1024, 4096];
+/// Page size of the micro benchmark's SLRUs (PostgreSQL's BLCKSZ).
+const PAGE_SIZE: usize = 8192;
+
+/// How many pages the lookups are spread over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Spread {
+    /// As many pages as slots: after warm-up every lookup hits.
+    Fits,
+    /// 10x more pages than slots: about nine lookups in ten miss.
+    TenTimes,
+}
+
+impl Spread {
+    pub fn name(self) -> &'static str {
+        match self {
+            Spread::Fits => "fits",
+            Spread::TenTimes => "10x",
+        }
+    }
+
+    fn pages(self, slots: usize) -> u64 {
+        match self {
+            Spread::Fits => slots as u64,
+            Spread::TenTimes => 10 * slots as u64,
+        }
+    }
+}
+
+/// What [`micro`] measures.
+#[derive(Debug, Clone)]
+pub struct MicroOptions {
+    pub sizes: Vec<usize>,
+    pub designs: Vec<SlruDesign>,
+    pub spreads: Vec<Spread>,
+    pub threads: Vec<usize>,
+    /// Lookups per thread per repeat.
+    pub lookups: usize,
+    pub repeats: usize,
+}
+
+impl MicroOptions {
+    /// Every size, design and spread at 1..=`max_threads` threads (powers of two and the
+    /// maximum).
+    pub fn all(max_threads: usize, lookups: usize, repeats: usize) -> MicroOptions {
+        let mut threads: Vec<usize> = std::iter::successors(Some(1usize), |t| Some(t * 2))
+            .take_while(|&t| t < max_threads)
+            .collect();
+        threads.push(max_threads.max(1));
+        MicroOptions {
+            sizes: SIZES.to_vec(),
+            designs: SlruDesign::ALL.to_vec(),
+            spreads: vec![Spread::Fits, Spread::TenTimes],
+            threads,
+            lookups,
+            repeats,
+        }
+    }
+}
+
+/// One configuration's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct MicroRow {
+    pub slots: usize,
+    pub design: &'static str,
+    pub spread: Spread,
+    pub pages: u64,
+    pub threads: usize,
+    pub ns_per_lookup: Summary,
+    /// Hits / lookups over all repeats.
+    pub hit_ratio: f64,
+}
+
+/// Runs every configuration of `o`: ns per lookup, median/min/max over `o.repeats`.
+pub fn micro(o: &MicroOptions) -> Result<Vec<MicroRow>> {
+    let mut rows = Vec::new();
+    for &slots in &o.sizes {
+        for &spread in &o.spreads {
+            for &design in &o.designs {
+                for &threads in &o.threads {
+                    rows.push(one(slots, spread, design, threads, o)?);
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn one(
+    slots: usize,
+    spread: Spread,
+    design: SlruDesign,
+    threads: usize,
+    o: &MicroOptions,
+) -> Result<MicroRow> {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let slru = Slru::open_with(
+        vfs,
+        Path::new("/micro"),
+        "xact",
+        PAGE_SIZE,
+        SlruOptions {
+            buffers: slots,
+            design,
+        },
+    )?;
+    let pages = spread.pages(slots);
+    for p in 0..pages.min(slots as u64) {
+        slru.read(p, |b| b[0])?;
+    }
+    let before = slru.stats();
+    let mut samples = Vec::with_capacity(o.repeats);
+    for rep in 0..o.repeats {
+        let barrier = Barrier::new(threads + 1);
+        let elapsed = std::thread::scope(|s| -> Result<f64> {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (slru, barrier) = (&slru, &barrier);
+                    s.spawn(move || -> Result<(Instant, Instant, u64)> {
+                        let mut rng = SmallRng::seed_from_u64((rep * 1000 + t) as u64 + 7);
+                        let mut sum = 0u64;
+                        barrier.wait();
+                        let start = Instant::now();
+                        for _ in 0..o.lookups {
+                            let p = rng.random_range(0..pages);
+                            sum += u64::from(slru.read(p, |b| b[(p % 512) as usize])?);
+                        }
+                        Ok((start, Instant::now(), sum))
+                    })
+                })
+                .collect();
+            barrier.wait();
+            // From the first thread's start to the last one's end, each timed by itself (the
+            // main thread may be descheduled on a busy machine).
+            let mut span: Option<(Instant, Instant)> = None;
+            for h in handles {
+                let (start, end, sum) = h.join().expect("lookup thread")?;
+                std::hint::black_box(sum);
+                span = Some(match span {
+                    None => (start, end),
+                    Some((a, b)) => (a.min(start), b.max(end)),
+                });
+            }
+            let (start, end) = span.expect("at least one thread");
+            Ok((end - start).as_secs_f64())
+        })?;
+        samples.push(elapsed * 1e9 * threads as f64 / (threads * o.lookups) as f64);
+    }
+    let after = slru.stats();
+    let hits = after.hits - before.hits;
+    // Pages not on disk are not counted as read: the lookups are counted here.
+    let total = (o.repeats * threads * o.lookups) as f64;
+    Ok(MicroRow {
+        slots,
+        design: design.name(),
+        spread,
+        pages,
+        threads,
+        ns_per_lookup: summarize(&samples),
+        hit_ratio: hits as f64 / total,
+    })
+}
+
+/// What `bufpool experiment slru` runs.
+#[derive(Debug, Clone)]
+pub struct SlruExpOptions {
+    pub micro: MicroOptions,
+    /// Only the micro benchmark (the TPC-B side-script runs are not built yet either way).
+    pub micro_only: bool,
+    pub command: Vec<String>,
+}
+
+/// The report: one table of the micro benchmark.
+pub fn run(o: &SlruExpOptions) -> Result<Report> {
+    let info = RunInfo::new(&o.command);
+    let rows = micro(&o.micro)?;
+    let mut metadata = info.metadata("slru", &o.command);
+    metadata.insert("micro".into(), serde_json::to_value(&rows)?);
+    metadata.insert("micro_only".into(), o.micro_only.into());
+    let mut table = format!(
+        "{:>5}  {:<6}  {:<15}  {:>7}  {:>27}  {:>9}\n",
+        "slots", "spread", "design", "threads", "ns/lookup median (min..max)", "hit ratio"
+    );
+    for r in &rows {
+        table.push_str(&format!(
+            "{:>5}  {:<6}  {:<15}  {:>7}  {:>27}  {:>9.3}\n",
+            r.slots,
+            r.spread.name(),
+            r.design,
+            r.threads,
+            format!(
+                "{:.0} ({:.0}..{:.0})",
+                r.ns_per_lookup.median, r.ns_per_lookup.min, r.ns_per_lookup.max
+            ),
+            r.hit_ratio
+        ));
+    }
+    let mut notes = vec![format!(
+        "{} lookups per thread per repeat, {} repeats; misses read no device (pages not on disk read as zeros): the figure is lookup, victim search, locks and LRU counters",
+        o.micro.lookups, o.micro.repeats
+    )];
+    if !o.micro_only {
+        notes.push("the TPC-B side-script runs (subtransactions, multixacts) are not built yet: micro benchmark only".into());
+    }
+    Ok(Report {
+        header: format!(
+            "experiment slru: SLRU lookups of random pages per design ({} build, {} cores)",
+            info.profile, info.cores
+        ),
+        figures: Vec::new(),
+        ratios: Vec::new(),
+        metadata,
+        notes,
+        tables: vec![table],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micro_measures_every_configuration_and_hits_when_pages_fit() {
+        let o = MicroOptions {
+            sizes: vec![16, 48],
+            designs: SlruDesign::ALL.to_vec(),
+            spreads: vec![Spread::Fits, Spread::TenTimes],
+            threads: vec![1, 2],
+            lookups: 200,
+            repeats: 3,
+        };
+        let rows = micro(&o).unwrap();
+        assert_eq!(rows.len(), 2 * 3 * 2 * 2);
+        for r in &rows {
+            assert!(r.ns_per_lookup.min > 0.0 && r.ns_per_lookup.min <= r.ns_per_lookup.max);
+            match r.spread {
+                Spread::Fits => assert_eq!(r.hit_ratio, 1.0, "{r:?}"),
+                Spread::TenTimes => assert!(r.hit_ratio < 0.5, "{r:?}"),
+            }
+        }
+    }
+}
