@@ -356,20 +356,7 @@ impl BufferPool {
     /// [`BufferPool::read`], counting I/O under `context`.
     #[inline]
     pub fn read_in(&self, tag: BufferTag, context: IoContext) -> BufferResult<BufferRef<'_>> {
-        let hash = tag.hash64();
-        if let Some(id) = self.mapping.lookup_optimistic(&self.descs, &tag, hash) {
-            let d = &self.descs[id as usize];
-            let s = d.pin();
-            if s & TAG_VALID != 0 && d.tag_is(&tag) {
-                if s & VALID != 0 {
-                    self.smgr.stats().count(context, IoOp::Hit, 1);
-                    return Ok(BufferRef { pool: self, id });
-                }
-                return self.finish_load(id, tag, context, Fill::Read);
-            }
-            d.unpin();
-        }
-        self.load(tag, hash, context, Fill::Read, None)
+        self.read_via(tag, context, None)
     }
 
     /// Reads a page like [`BufferPool::read`], for an operation with its own `ring`
@@ -379,15 +366,29 @@ impl BufferPool {
         tag: BufferTag,
         ring: Option<&mut Ring>,
     ) -> BufferResult<BufferRef<'_>> {
-        let Some(ring) = ring else {
-            return self.read(tag);
-        };
-        let context = ring.kind().context();
+        let context = ring
+            .as_ref()
+            .map_or(IoContext::Normal, |r| r.kind().context());
+        self.read_via(tag, context, ring)
+    }
+
+    /// The read path: the lock-free hit path (a ring's pin raises usage 0 → 1 only), else
+    /// `load`. `read_in` passes a constant `None`, so its inlined copy has no ring branch.
+    #[inline]
+    fn read_via(
+        &self,
+        tag: BufferTag,
+        context: IoContext,
+        ring: Option<&mut Ring>,
+    ) -> BufferResult<BufferRef<'_>> {
         let hash = tag.hash64();
-        // The hit path of `read_in`, pinning the ring's way (usage 0 → 1 only).
         if let Some(id) = self.mapping.lookup_optimistic(&self.descs, &tag, hash) {
             let d = &self.descs[id as usize];
-            let s = d.pin_ring();
+            let s = if ring.is_some() {
+                d.pin_ring()
+            } else {
+                d.pin()
+            };
             if s & TAG_VALID != 0 && d.tag_is(&tag) {
                 if s & VALID != 0 {
                     self.smgr.stats().count(context, IoOp::Hit, 1);
@@ -397,7 +398,7 @@ impl BufferPool {
             }
             d.unpin();
         }
-        self.load(tag, hash, context, Fill::Read, Some(ring))
+        self.load(tag, hash, context, Fill::Read, ring)
     }
 
     /// The page `tag` pinned if it is in the pool and valid now, else `None`; never reads
@@ -436,10 +437,7 @@ impl BufferPool {
         fork: ForkNumber,
         context: IoContext,
     ) -> BufferResult<BufferRef<'_>> {
-        let zero = AlignedBuf::zeroed(self.page_size);
-        let block = self.smgr.extend(rel, fork, &[zero.as_slice()], context)?;
-        let tag = BufferTag::new(rel, fork, block);
-        self.load(tag, tag.hash64(), context, Fill::Zero, None)
+        self.extend_via(rel, fork, context, None)
     }
 
     /// [`BufferPool::extend`] for an operation with its own `ring` (a bulk load).
@@ -449,14 +447,23 @@ impl BufferPool {
         fork: ForkNumber,
         ring: Option<&mut Ring>,
     ) -> BufferResult<BufferRef<'_>> {
-        let Some(ring) = ring else {
-            return self.extend(rel, fork);
-        };
-        let context = ring.kind().context();
+        let context = ring
+            .as_ref()
+            .map_or(IoContext::Normal, |r| r.kind().context());
+        self.extend_via(rel, fork, context, ring)
+    }
+
+    fn extend_via(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        context: IoContext,
+        ring: Option<&mut Ring>,
+    ) -> BufferResult<BufferRef<'_>> {
         let zero = AlignedBuf::zeroed(self.page_size);
         let block = self.smgr.extend(rel, fork, &[zero.as_slice()], context)?;
         let tag = BufferTag::new(rel, fork, block);
-        self.load(tag, tag.hash64(), context, Fill::Zero, Some(ring))
+        self.load(tag, tag.hash64(), context, Fill::Zero, ring)
     }
 
     /// Adds `n` zeroed pages at the end of a relation fork with one storage call (one
