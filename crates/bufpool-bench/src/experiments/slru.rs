@@ -26,7 +26,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use super::{summarize, Report, RunInfo, Summary};
+use super::{summarize, Goal, Ratio, Report, RunInfo, Summary};
 
 /// The SLRU sizes of the issue, in slots.
 pub const SIZES: [usize; 5] = [16, 64, 256, 1024, 4096];
@@ -234,13 +234,38 @@ pub fn run(o: &SlruExpOptions) -> Result<Report> {
     if !o.micro_only {
         notes.push("the TPC-B side-script runs (subtransactions, multixacts) are not built yet: micro benchmark only".into());
     }
+    // The one target the micro benchmark measures: the banked design's lookup cost at 4096
+    // slots against 16, pages that fit, one thread. The issue's other two targets
+    // (`exp2_banked_vs_central_max_threads`, `banked_vs_central_1_thread`) need the TPC-B
+    // side-script runs, which are not built: they are left out, not reported as passing.
+    let find = |slots: usize| {
+        rows.iter().find(|r| {
+            r.slots == slots
+                && r.design == SlruDesign::BanksLocksLru.name()
+                && r.spread == Spread::Fits
+                && r.threads == 1
+        })
+    };
+    let mut ratios = Vec::new();
+    match (find(4096), find(16)) {
+        (Some(big), Some(small)) => ratios.push(Ratio::new(
+            "lookup_4096_vs_16",
+            &[big.ns_per_lookup.median / small.ns_per_lookup.median.max(1e-9)],
+            Goal::AtMost,
+            1.3,
+        )),
+        _ => notes.push(
+            "lookup_4096_vs_16 not measured: the run lacks 16 or 4096 slots with banks_locks_lru, fits, 1 thread".into(),
+        ),
+    }
+    notes.push("exp2_banked_vs_central_max_threads and banked_vs_central_1_thread need the TPC-B side-script runs (not built yet)".into());
     Ok(Report {
         header: format!(
             "experiment slru: SLRU lookups of random pages per design ({} build, {} cores)",
             info.profile, info.cores
         ),
         figures: Vec::new(),
-        ratios: Vec::new(),
+        ratios,
         metadata,
         notes,
         tables: vec![table],
