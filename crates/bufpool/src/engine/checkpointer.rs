@@ -40,7 +40,7 @@ use super::EngineError;
 use crate::buffer::{BufferPool, CheckpointPacer, CheckpointWriteOptions};
 use crate::stats::{set_thread_writer, IoWriter};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, RwLock};
-use crate::txn::TxnManager;
+use crate::txn::{ClogError, TxnManager};
 use crate::types::Lsn;
 use crate::wal::{Control, RecordBuilder, RecordKind, Wal};
 
@@ -381,6 +381,14 @@ impl Checkpointer {
         // Commit-log pages go out only after the WAL behind every status in them is durable.
         self.wal.flush(self.wal.insert_position())?;
         self.txns.clog().flush()?;
+        // The subtransaction log needs no durability (no transaction survives a crash):
+        // written to keep its slots clean, and cut below the oldest running transaction
+        // (no subtransaction it could be asked about is older).
+        let subtrans = self.txns.subtrans();
+        subtrans.flush().map_err(ClogError::from)?;
+        subtrans
+            .truncate(self.txns.oldest_xmin())
+            .map_err(ClogError::from)?;
         let (lsn, end) =
             self.wal
                 .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, redo.0))?;

@@ -54,7 +54,7 @@ use crate::page;
 use crate::scan::{ReadStreamOptions, ScanOptions, ScanPositions};
 use crate::smgr::{Smgr, SmgrError};
 use crate::sync::{Arc, Mutex};
-use crate::txn::{Clog, ClogError, TxnManager, Xid, FIRST_NORMAL_XID};
+use crate::txn::{Clog, ClogError, Subtrans, TxnManager, Xid, FIRST_NORMAL_XID};
 use crate::types::Lsn;
 use crate::vfs::{IoError, Vfs};
 use crate::wal::{
@@ -80,6 +80,8 @@ pub enum EngineError {
     Io(#[from] IoError),
     #[error("checkpoint failed: {0}")]
     Checkpoint(String),
+    #[error("savepoint {id} is not open in transaction {xid} (released, rolled back past, or another transaction's)")]
+    NoSavepoint { xid: Xid, id: u32 },
     #[error("the WAL is corrupt at {lsn} ({path}, offset {offset}): {reason}; refusing to open, since replaying only up to here would silently drop acknowledged commits")]
     Corrupt {
         path: PathBuf,
@@ -319,7 +321,15 @@ impl Engine {
         .map_err(|e| EngineError::io("starting the WAL writer thread for", dir, e))?;
         pool.set_bgwriter_durable_writes(config.checkpoint_open_datasync);
         let next_xid = recovery.as_ref().map_or(FIRST_NORMAL_XID, |r| r.next_xid);
-        let txns = Arc::new(TxnManager::new(clog, next_xid));
+        let subtrans = Subtrans::open(
+            vfs.clone(),
+            dir,
+            pool.page_size(),
+            slrus.subtransaction(),
+            next_xid,
+        )
+        .map_err(ClogError::from)?;
+        let txns = Arc::new(TxnManager::new(clog, subtrans, next_xid));
         let ckpt = Arc::new(checkpointer::Checkpointer::new(
             pool.clone(),
             wal.clone(),
@@ -523,11 +533,14 @@ impl Engine {
     /// From the commit record to the commit-log update the commit holds `commit_gate`
     /// shared, so a checkpoint cannot choose a redo point past the record and flush the
     /// commit log without the outcome (replay would never set it).
+    ///
+    /// A transaction with savepoints commits them with it: its record lists their ids
+    /// (a transaction tree record), and the commit log marks them sub-committed, then the
+    /// transaction committed, then them committed ([`Clog::set_tree`]).
     pub fn commit_transaction(&self, xid: Xid) -> Result<Lsn, EngineError> {
+        let subs = self.txns.tree_of_top(xid)?;
         let _gate = self.ckpt.commit_gate.read();
-        let (_, end) =
-            self.wal
-                .insert(RecordBuilder::new(RecordKind::Noop, xid, FLAG_COMMIT, 0))?;
+        let (_, end) = self.wal.insert(tree_record(xid, FLAG_COMMIT, &subs))?;
         self.commit(end)?;
         self.run_hook(HookPoint::CommitBeforeStatus);
         self.txns.end(xid, true)?;
@@ -546,9 +559,29 @@ impl Engine {
     /// Aborts `xid`: an abort record (not waited for: a crash before it is durable leaves
     /// the transaction undecided, which counts as aborted), then the commit log.
     pub fn abort_transaction(&self, xid: Xid) -> Result<(), EngineError> {
-        self.wal
-            .insert(RecordBuilder::new(RecordKind::Noop, xid, FLAG_ABORT, 0))?;
+        let subs = self.txns.tree_of_top(xid)?;
+        self.wal.insert(tree_record(xid, FLAG_ABORT, &subs))?;
         self.txns.end(xid, false)?;
+        Ok(())
+    }
+
+    /// Starts a subtransaction of running `parent` (see [`TxnManager::begin_sub`]); a
+    /// [`Transaction`]'s savepoints use it.
+    pub fn begin_subtransaction(&self, parent: Xid) -> Result<Xid, EngineError> {
+        Ok(self.txns.begin_sub(parent)?)
+    }
+
+    /// Rolls back the subtransactions `xids` (a savepoint's first, then those begun inside
+    /// it): an abort record listing them (not waited for, as for any abort), then the
+    /// commit log and the running set ([`TxnManager::end_subs`]).
+    pub fn rollback_subtransactions(&self, xids: &[Xid]) -> Result<(), EngineError> {
+        let Some((&first, rest)) = xids.split_first() else {
+            return Ok(());
+        };
+        self.txns.check_subs(xids)?;
+        self.wal
+            .insert(RecordBuilder::xact_tree(first, FLAG_ABORT, rest))?;
+        self.txns.end_subs(xids)?;
         Ok(())
     }
 
@@ -654,5 +687,16 @@ impl Engine {
     /// The error of the checkpointer thread's last checkpoint, if it failed.
     pub fn checkpointer_error(&self) -> Option<String> {
         self.ckpt.last_error()
+    }
+}
+
+/// The record ending transaction `xid` (`flags`: FLAG_COMMIT or FLAG_ABORT): a bare no-op
+/// record without subtransactions (the common case: no list to read at replay), a
+/// transaction tree record with them.
+fn tree_record(xid: Xid, flags: u8, subs: &[Xid]) -> RecordBuilder {
+    if subs.is_empty() {
+        RecordBuilder::new(RecordKind::Noop, xid, flags, 0)
+    } else {
+        RecordBuilder::xact_tree(xid, flags, subs)
     }
 }

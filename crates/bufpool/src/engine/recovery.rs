@@ -414,6 +414,9 @@ fn apply_outcome(
         return Ok(());
     }
     report.next_xid = report.next_xid.max(rec.xid.saturating_add(1));
+    if let Some(&newest) = rec.subxids.iter().max() {
+        report.next_xid = report.next_xid.max(newest.saturating_add(1));
+    }
     let status = if rec.flags & FLAG_COMMIT != 0 {
         report.commits += 1;
         XidStatus::Committed
@@ -424,7 +427,14 @@ fn apply_outcome(
         return Ok(());
     };
     // The page holding this id may never have been extended on disk before the crash.
-    clog.set(rec.xid, status).map_err(EngineError::from)
+    // A transaction tree record also decides the subtransactions it lists (a commit's
+    // may have reached disk sub-committed: this finishes them).
+    if rec.subxids.is_empty() {
+        clog.set(rec.xid, status).map_err(EngineError::from)
+    } else {
+        clog.set_tree(rec.xid, &rec.subxids, status)
+            .map_err(EngineError::from)
+    }
 }
 
 fn apply(

@@ -8,12 +8,19 @@
 //! [`Engine::abort_transaction`]) stay for code that manages ids itself (the benchmark's
 //! clients, recovery tests).
 //!
+//! **Savepoints** (PostgreSQL's SAVEPOINT, ROLLBACK TO SAVEPOINT, RELEASE SAVEPOINT):
+//! [`Transaction::savepoint`] begins a subtransaction with its own id (its parent recorded
+//! in the subtransaction log) and makes it current: rows written from then on carry its
+//! id ([`Transaction::xid`]). [`Transaction::rollback_to`] aborts it and every savepoint
+//! begun inside it (one abort record listing them) and begins it anew, as PostgreSQL
+//! does; [`Transaction::release`] ends it and those inside it, their changes kept as part
+//! of the enclosing level: they commit or abort with it.
+//!
 //! Invariants: a handle ends its transaction exactly once (commit, abort or drop); after
 //! `commit` or `abort` returns, even with an error, the handle is consumed and its drop
-//! does nothing more.
-//!
-//! Not yet (issue 16, parts 4 and 5): savepoints (`savepoint`, `rollback_to`, `release`)
-//! need subtransactions, which need their own xids and the subtransaction SLRU.
+//! does nothing more. `levels` lists the open savepoints innermost last; each holds its
+//! own subtransaction id first, then the ids of savepoints released into it, so a
+//! rollback aborts exactly the ids begun since the savepoint.
 
 use super::{Engine, EngineError};
 use crate::txn::Xid;
@@ -28,6 +35,25 @@ pub struct Transaction<'e> {
     xid: Xid,
     /// Cleared by `commit` and `abort`, so `Drop` does not end it again.
     open: bool,
+    /// Open savepoints, innermost last (see the module doc).
+    levels: Vec<Level>,
+    /// Savepoint numbers handed out so far.
+    savepoints: u32,
+}
+
+#[derive(Debug)]
+struct Level {
+    id: u32,
+    /// The savepoint's subtransaction first, then those released into it.
+    xids: Vec<Xid>,
+}
+
+/// A savepoint of a [`Transaction`] (what [`Transaction::savepoint`] returns), to roll
+/// back to or release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Savepoint {
+    top: Xid,
+    id: u32,
 }
 
 impl<'e> Transaction<'e> {
@@ -36,12 +62,83 @@ impl<'e> Transaction<'e> {
             engine,
             xid,
             open: true,
+            levels: Vec::new(),
+            savepoints: 0,
         }
     }
 
-    /// The transaction's id, for row writes, row locks and snapshots.
+    /// The id to write rows, lock rows and take snapshots with: the innermost open
+    /// savepoint's subtransaction, or the transaction's own id.
     pub fn xid(&self) -> Xid {
+        self.levels.last().map_or(self.xid, |l| l.xids[0])
+    }
+
+    /// The top-level transaction's id (what commits).
+    pub fn top_xid(&self) -> Xid {
         self.xid
+    }
+
+    /// Open savepoints.
+    pub fn depth(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Sets a savepoint: a subtransaction of the current level, current from now on.
+    pub fn savepoint(&mut self) -> Result<Savepoint, EngineError> {
+        let x = self.engine.begin_subtransaction(self.xid())?;
+        self.savepoints += 1;
+        self.levels.push(Level {
+            id: self.savepoints,
+            xids: vec![x],
+        });
+        Ok(Savepoint {
+            top: self.xid,
+            id: self.savepoints,
+        })
+    }
+
+    fn level_of(&self, sp: Savepoint) -> Result<usize, EngineError> {
+        self.levels
+            .iter()
+            .position(|l| l.id == sp.id && sp.top == self.xid)
+            .ok_or(EngineError::NoSavepoint {
+                xid: self.xid,
+                id: sp.id,
+            })
+    }
+
+    /// Undoes everything since `sp` was set: its subtransaction and every savepoint begun
+    /// inside it abort (their rows become invisible, their row locks free), and `sp`
+    /// begins again with a new subtransaction (it stays open, as in PostgreSQL).
+    pub fn rollback_to(&mut self, sp: Savepoint) -> Result<(), EngineError> {
+        let k = self.level_of(sp)?;
+        let gone: Vec<Xid> = self.levels[k..]
+            .iter()
+            .flat_map(|l| l.xids.iter().copied())
+            .collect();
+        self.engine.rollback_subtransactions(&gone)?;
+        self.levels.truncate(k);
+        let x = self.engine.begin_subtransaction(self.xid())?;
+        self.levels.push(Level {
+            id: sp.id,
+            xids: vec![x],
+        });
+        Ok(())
+    }
+
+    /// Ends `sp` and every savepoint begun inside it, keeping their changes as part of
+    /// the enclosing level (they commit or roll back with it).
+    pub fn release(&mut self, sp: Savepoint) -> Result<(), EngineError> {
+        let k = self.level_of(sp)?;
+        let merged: Vec<Xid> = self
+            .levels
+            .drain(k..)
+            .flat_map(|l| l.xids.into_iter())
+            .collect();
+        if let Some(outer) = self.levels.last_mut() {
+            outer.xids.extend(merged);
+        }
+        Ok(())
     }
 
     /// Commits (see [`Engine::commit_transaction`]); returns the commit record's end.

@@ -40,6 +40,10 @@ impl XidStatus {
 pub enum ClogError {
     #[error(transparent)]
     Slru(#[from] SlruError),
+    #[error("transaction {xid} is not running (a savepoint needs a running parent; a rollback, a running subtransaction)")]
+    NotRunning { xid: Xid },
+    #[error("transaction {xid} is a subtransaction: end it with a rollback to its savepoint, or end its top-level transaction")]
+    NotTopLevel { xid: Xid },
     #[error("transaction {xid} cannot go from {from:?} to {to:?}")]
     BadTransition {
         xid: Xid,
@@ -53,9 +57,19 @@ impl ClogError {
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
             ClogError::Slru(e) => e.raw_os_error(),
-            ClogError::BadTransition { .. } => None,
+            ClogError::BadTransition { .. }
+            | ClogError::NotRunning { .. }
+            | ClogError::NotTopLevel { .. } => None,
         }
     }
+}
+
+/// The moves `Clog::set` accepts: from InProgress to anything, SubCommitted onward to an
+/// outcome, and any status to itself (redo repeats them).
+fn transition_allowed(from: XidStatus, to: XidStatus) -> bool {
+    from == to
+        || from == XidStatus::InProgress
+        || (from == XidStatus::SubCommitted && to != XidStatus::InProgress)
 }
 
 /// The commit log.
@@ -129,10 +143,7 @@ impl Clog {
         let (page, byte, shift) = self.locate(xid);
         self.slru.write(page, |b| {
             let from = XidStatus::from_bits(b[byte] >> shift);
-            let allowed = from == status
-                || from == XidStatus::InProgress
-                || (from == XidStatus::SubCommitted && status != XidStatus::InProgress);
-            if !allowed {
+            if !transition_allowed(from, status) {
                 return Err(ClogError::BadTransition {
                     xid,
                     from,
@@ -142,6 +153,62 @@ impl Clog {
             b[byte] = (b[byte] & !(3 << shift)) | ((status as u8) << shift);
             Ok(())
         })?
+    }
+
+    /// Records the outcome of a transaction tree: `top` and its subtransactions `subs`
+    /// (PostgreSQL's TransactionIdSetTreeStatus). Ids on `top`'s page change together with
+    /// it, under one page lock; for a commit, ids on other pages are first marked
+    /// SubCommitted, then `top`'s page commits, then the others are marked Committed. A
+    /// reader meeting SubCommitted asks whether the tree is still running (it is, until
+    /// this returns); a crash between the steps leaves SubCommitted only where the commit
+    /// record is durable (pages go out after the WAL behind them), and replay finishes it.
+    pub fn set_tree(&self, top: Xid, subs: &[Xid], status: XidStatus) -> Result<(), ClogError> {
+        let top_page = self.locate(top).0;
+        let (mut here, mut elsewhere): (Vec<Xid>, Vec<Xid>) = subs
+            .iter()
+            .partition(|&&x| self.locate(x).0 == top_page);
+        elsewhere.sort_unstable();
+        let commit = status == XidStatus::Committed;
+        if commit {
+            self.set_many(&elsewhere, XidStatus::SubCommitted)?;
+        }
+        here.push(top);
+        self.set_many(&here, status)?;
+        self.set_many(&elsewhere, status)
+    }
+
+    /// Sets `status` for `xids`, one page write per run of ids on the same page (sorted
+    /// input makes one write per page).
+    fn set_many(&self, xids: &[Xid], status: XidStatus) -> Result<(), ClogError> {
+        let mut i = 0;
+        while i < xids.len() {
+            let page = self.locate(xids[i]).0;
+            let j = i + xids[i..]
+                .iter()
+                .take_while(|&&x| self.locate(x).0 == page)
+                .count();
+            let run = &xids[i..j];
+            self.slru.write(page, |b| {
+                for &xid in run {
+                    let (_, byte, shift) = self.locate(xid);
+                    let from = XidStatus::from_bits(b[byte] >> shift);
+                    if !transition_allowed(from, status) {
+                        return Err(ClogError::BadTransition {
+                            xid,
+                            from,
+                            to: status,
+                        });
+                    }
+                }
+                for &xid in run {
+                    let (_, byte, shift) = self.locate(xid);
+                    b[byte] = (b[byte] & !(3 << shift)) | ((status as u8) << shift);
+                }
+                Ok(())
+            })??;
+            i = j;
+        }
+        Ok(())
     }
 
     /// Called when `xid` is assigned: zeroes its page if it is the first id on it.

@@ -1,11 +1,14 @@
 //! Transactions: ids, the commit log, the running set, snapshots and MVCC visibility.
+//! Subtransactions (savepoints) have their own ids and a parent in the subtransaction log.
 //! (Row locks, and WAL-logged commits replayed into the commit log, come with the heap.)
 
 pub mod clog;
 pub mod procarray;
+pub mod subtrans;
 
 pub use clog::{Clog, ClogError, XidStatus};
-pub use procarray::{Deadlock, Snapshot, TxnManager};
+pub use procarray::{Deadlock, OwnTree, Snapshot, TxnManager, MAX_CACHED_SUBXIDS};
+pub use subtrans::Subtrans;
 
 /// A transaction id (PostgreSQL's TransactionId). 0 is invalid, 1 is reserved for data
 /// loaded by bootstrap/bulk load ("frozen"); normal ids start at `FIRST_NORMAL_XID`.

@@ -1,51 +1,141 @@
-//! The proc array: transaction ids, the set of running transactions, snapshots,
-//! and MVCC visibility (PostgreSQL's varsup.c, procarray.c and heapam_visibility.c, reduced).
+//! The proc array: transaction ids, the set of running transactions and their
+//! subtransactions, snapshots, and MVCC visibility (PostgreSQL's varsup.c, procarray.c,
+//! subtrans.c and heapam_visibility.c, reduced).
 //!
 //! Owns: the next transaction id and the active set (PostgreSQL's proc array); the commit
-//! log answers for transactions that ended.
+//! log answers for transactions that ended, the subtransaction log for the parents of
+//! running subtransactions.
+//!
+//! **Subtransactions.** A savepoint's subtransaction gets its own id, newer than its
+//! parent's, with the parent recorded in the subtransaction log before the id is handed
+//! out. It is running from then until it is rolled back (`end_subs`: aborted at once, with
+//! its descendants) or its top-level transaction ends (`end`: the whole tree commits or
+//! aborts together). Each top-level transaction keeps up to [`MAX_CACHED_SUBXIDS`] of its
+//! subtransaction ids in a cache that snapshots copy (PostgreSQL's PGPROC subxids); past
+//! that it is marked overflowed, and a snapshot taken while any running transaction is
+//! overflowed is `suboverflowed`: deciding whether an id in `[xmin, xmax)` was running then
+//! needs its topmost parent from the subtransaction log (seed 002's experiment 1 hot path).
+//! The full set of running ids (`active`) stays exact regardless: row-lock waits use it.
+//!
 //! Invariants: ids are handed out in increasing order; an id is in the active set from
-//! `begin` until `end`; the commit log records an outcome before the id leaves the active
-//! set (so a snapshot taken later never sees it as running and undecided); an id below
-//! `next_xid` that is neither running nor decided in the commit log belonged to a
-//! transaction that a crash cut off, and counts as aborted.
-//! Locks: `state` (short: assignment, snapshot copy, end), then the commit log's own.
+//! `begin`/`begin_sub` until `end`/`end_subs`; the commit log records an outcome before the
+//! id leaves the active set (so a snapshot taken later never sees it as running and
+//! undecided); an id below `next_xid` that is neither running nor decided in the commit
+//! log belonged to a transaction that a crash cut off, and counts as aborted. A
+//! subtransaction id's cache entry and tree entry leave with it; a rolled-back one is
+//! never part of its tree's commit.
+//! Locks: `state` (short: assignment, snapshot copy, end), then the commit log's or the
+//! subtransaction log's own. An [`OwnTree`]'s lock is taken alone.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::clog::{Clog, ClogError, XidStatus};
+use super::subtrans::Subtrans;
 use super::{Xid, FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID};
-use crate::sync::{Condvar, Mutex};
+use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering, RwLock};
+
+/// Subtransaction ids a transaction's snapshot entry holds before it overflows
+/// (PostgreSQL's PGPROC_MAX_CACHED_SUBXIDS).
+pub const MAX_CACHED_SUBXIDS: usize = 64;
+
+/// The live (not rolled back) subtransaction ids of a running top-level transaction,
+/// shared with its snapshots so that they see the owner's changes made in savepoints
+/// begun after the snapshot was taken (PostgreSQL's TransactionIdIsCurrentTransactionId).
+#[derive(Debug, Default)]
+pub struct OwnTree {
+    /// `xids.len()`, read without the lock (most transactions have no savepoint).
+    n: AtomicUsize,
+    /// Ascending (ids are handed out in increasing order).
+    xids: RwLock<Vec<Xid>>,
+}
+
+impl OwnTree {
+    fn contains(&self, xid: Xid) -> bool {
+        self.n.load(Ordering::Acquire) > 0 && self.xids.read().binary_search(&xid).is_ok()
+    }
+
+    fn push(&self, xid: Xid) {
+        let mut v = self.xids.write();
+        v.push(xid);
+        self.n.store(v.len(), Ordering::Release);
+    }
+
+    fn remove(&self, gone: &[Xid]) {
+        let mut v = self.xids.write();
+        v.retain(|x| !gone.contains(x));
+        self.n.store(v.len(), Ordering::Release);
+    }
+
+    fn list(&self) -> Vec<Xid> {
+        self.xids.read().clone()
+    }
+}
 
 /// What a transaction may see: everything committed before it started, nothing of the
-/// transactions running then or started later (PostgreSQL's SnapshotData, reduced).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// transactions running then or started later (PostgreSQL's SnapshotData, reduced), and
+/// its own changes (those of its live savepoints included).
+#[derive(Debug, Clone)]
 pub struct Snapshot {
     /// Every id below this had ended when the snapshot was taken, or is in `running`.
     pub xmin: Xid,
     /// Ids at or above this had not started.
     pub xmax: Xid,
-    /// Ids that were running (sorted).
+    /// Top-level ids that were running (sorted).
     pub running: Vec<Xid>,
-    /// The transaction that owns the snapshot (its own changes are visible to it).
+    /// Subtransaction ids of those, from their caches (sorted); complete only when
+    /// `suboverflowed` is false.
+    pub subxip: Vec<Xid>,
+    /// Some running transaction had more subtransactions than its cache holds: an id in
+    /// `[xmin, xmax)` is looked up in the subtransaction log (see the module doc).
+    pub suboverflowed: bool,
+    /// The top-level transaction that owns the snapshot (its own changes are visible to
+    /// it), or INVALID_XID.
     pub own: Xid,
+    own_tree: Option<Arc<OwnTree>>,
 }
 
 impl Snapshot {
-    /// Whether `xid` counts as still running for this snapshot.
-    pub fn in_progress(&self, xid: Xid) -> bool {
-        xid >= self.xmax || (xid >= self.xmin && self.running.binary_search(&xid).is_ok())
+    /// Whether `xid` is the owner's: its top-level id or one of its live subtransactions.
+    pub fn is_own(&self, xid: Xid) -> bool {
+        xid == self.own
+            || (xid > self.own
+                && self.own != INVALID_XID
+                && self.own_tree.as_ref().is_some_and(|t| t.contains(xid)))
     }
+}
+
+/// A running top-level transaction.
+#[derive(Debug)]
+struct Top {
+    /// The oldest id that was running (or about to start) when it began: a lower bound of
+    /// every snapshot xmin it takes.
+    begin_xmin: Xid,
+    /// Up to MAX_CACHED_SUBXIDS of its running subtransaction ids (what snapshots copy).
+    cached: Vec<Xid>,
+    /// It had more subtransactions than `cached` holds (stays set until it ends).
+    overflowed: bool,
+    tree: Arc<OwnTree>,
 }
 
 #[derive(Debug)]
 struct State {
     next_xid: Xid,
+    /// Every running id, top-level and subtransaction.
     active: BTreeSet<Xid>,
-    /// For each running transaction, the oldest id that was running (or about to start)
-    /// when it began: a lower bound of every snapshot xmin it takes.
-    begin_xmin: std::collections::BTreeMap<Xid, Xid>,
-    /// Wait-for edges of row-lock waits: waiter -> holder (each waits for one at a time).
-    waiting: std::collections::HashMap<Xid, Xid>,
+    tops: BTreeMap<Xid, Top>,
+    /// Running subtransaction -> its top-level transaction.
+    top_of: HashMap<Xid, Xid>,
+    /// Wait-for edges of row-lock waits: waiter's top-level id -> holder (each waits for
+    /// one at a time).
+    waiting: HashMap<Xid, Xid>,
+    /// Running transactions whose cache overflowed (snapshots check for > 0).
+    overflowed: usize,
+}
+
+impl State {
+    fn top(&self, xid: Xid) -> Xid {
+        self.top_of.get(&xid).copied().unwrap_or(xid)
+    }
 }
 
 /// A row-lock wait that would never end.
@@ -61,22 +151,27 @@ pub struct Deadlock {
 #[derive(Debug)]
 pub struct TxnManager {
     clog: Clog,
+    subtrans: Subtrans,
     state: Mutex<State>,
     /// Notified whenever a transaction ends (row-lock waiters re-check).
     ended: Condvar,
 }
 
 impl TxnManager {
-    /// A manager over `clog`, handing out ids from `next_xid` (at least FIRST_NORMAL_XID).
-    pub fn new(clog: Clog, next_xid: Xid) -> Self {
+    /// A manager over `clog` and `subtrans`, handing out ids from `next_xid` (at least
+    /// FIRST_NORMAL_XID). `subtrans` must have been opened with the same `next_xid`.
+    pub fn new(clog: Clog, subtrans: Subtrans, next_xid: Xid) -> Self {
         let next_xid = next_xid.max(FIRST_NORMAL_XID);
         TxnManager {
             clog,
+            subtrans,
             state: Mutex::new(State {
                 next_xid,
                 active: BTreeSet::new(),
-                begin_xmin: std::collections::BTreeMap::new(),
-                waiting: std::collections::HashMap::new(),
+                tops: BTreeMap::new(),
+                top_of: HashMap::new(),
+                waiting: HashMap::new(),
+                overflowed: 0,
             }),
             ended: Condvar::new(),
         }
@@ -86,51 +181,239 @@ impl TxnManager {
         &self.clog
     }
 
+    /// The subtransaction log.
+    pub fn subtrans(&self) -> &Subtrans {
+        &self.subtrans
+    }
+
     /// The id the next transaction will get.
     pub fn next_xid(&self) -> Xid {
         self.state.lock().next_xid
     }
 
-    /// Starts a transaction: a new id, registered as running.
-    pub fn begin(&self) -> Result<Xid, ClogError> {
-        let mut st = self.state.lock();
+    /// Takes the next id (its commit-log and subtransaction-log pages ready).
+    fn assign(&self, st: &mut State) -> Result<Xid, ClogError> {
         let xid = st.next_xid;
         self.clog.extend(xid)?;
+        self.subtrans.extend(xid)?;
         st.next_xid = xid
             .checked_add(1)
             .expect("transaction ids exhausted (wraparound is not handled yet)");
-        let xmin = st.active.iter().next().copied().unwrap_or(xid);
-        st.begin_xmin.insert(xid, xmin);
+        Ok(xid)
+    }
+
+    /// Starts a transaction: a new id, registered as running.
+    pub fn begin(&self) -> Result<Xid, ClogError> {
+        let tree = Arc::new(OwnTree::default());
+        let mut st = self.state.lock();
+        let xid = self.assign(&mut st)?;
+        let begin_xmin = st.active.iter().next().copied().unwrap_or(xid);
+        st.tops.insert(
+            xid,
+            Top {
+                begin_xmin,
+                cached: Vec::new(),
+                overflowed: false,
+                tree,
+            },
+        );
         st.active.insert(xid);
         Ok(xid)
     }
 
-    /// A snapshot for `own` (INVALID_XID for a read-only observer).
+    /// Starts a subtransaction of running `parent` (a top-level transaction or one of its
+    /// subtransactions): a new id, its parent recorded in the subtransaction log, running
+    /// until it is rolled back ([`TxnManager::end_subs`]) or its tree ends.
+    pub fn begin_sub(&self, parent: Xid) -> Result<Xid, ClogError> {
+        let mut st = self.state.lock();
+        if !st.active.contains(&parent) {
+            return Err(ClogError::NotRunning { xid: parent });
+        }
+        let top = st.top(parent);
+        // The parent goes to the log before the id is handed out: only the page just
+        // zeroed (or resident, the newest) is written, so this waits for no I/O.
+        let xid = self.assign(&mut st)?;
+        if let Err(e) = self.subtrans.set_parent(xid, parent) {
+            // The id is spent (ids only grow) but was never handed out: it counts as
+            // aborted (below next_xid, never running, never decided).
+            return Err(e.into());
+        }
+        st.active.insert(xid);
+        st.top_of.insert(xid, top);
+        let t = st.tops.get_mut(&top).expect("a running subtransaction's top runs");
+        if t.cached.len() < MAX_CACHED_SUBXIDS {
+            t.cached.push(xid);
+        } else if !t.overflowed {
+            t.overflowed = true;
+            st.overflowed += 1;
+        }
+        let tree = st.tops[&top].tree.clone();
+        drop(st);
+        tree.push(xid);
+        Ok(xid)
+    }
+
+    /// The live subtransaction ids of top-level transaction `top` (ascending; empty if it
+    /// has none or is not running): what its commit or abort record lists.
+    pub fn subxids(&self, top: Xid) -> Vec<Xid> {
+        let st = self.state.lock();
+        st.tops.get(&top).map(|t| t.tree.list()).unwrap_or_default()
+    }
+
+    /// [`TxnManager::subxids`] for a caller about to end `top`: refuses a running
+    /// subtransaction id (it ends by rollback, or with its tree).
+    pub fn tree_of_top(&self, top: Xid) -> Result<Vec<Xid>, ClogError> {
+        let st = self.state.lock();
+        if st.top_of.contains_key(&top) {
+            return Err(ClogError::NotTopLevel { xid: top });
+        }
+        Ok(st.tops.get(&top).map(|t| t.tree.list()).unwrap_or_default())
+    }
+
+    /// Checks that every id of `xids` is a running subtransaction, and all of one tree
+    /// (what [`TxnManager::end_subs`] accepts).
+    pub fn check_subs(&self, xids: &[Xid]) -> Result<(), ClogError> {
+        let st = self.state.lock();
+        let top = xids.first().map(|x| st.top(*x));
+        match xids
+            .iter()
+            .find(|x| !st.top_of.contains_key(x) || Some(st.top(**x)) != top)
+        {
+            Some(&xid) => Err(ClogError::NotRunning { xid }),
+            None => Ok(()),
+        }
+    }
+
+    /// The top-level transaction of running `xid` (`xid` itself if it is top-level or not
+    /// running).
+    pub fn top_of(&self, xid: Xid) -> Xid {
+        self.state.lock().top(xid)
+    }
+
+    /// Whether `a` and `b` belong to the same running transaction tree (a row one of them
+    /// holds is the other's too: no waiting for it).
+    pub fn same_tree(&self, a: Xid, b: Xid) -> bool {
+        a == b || {
+            let st = self.state.lock();
+            st.top(a) == st.top(b)
+        }
+    }
+
+    /// A snapshot for the transaction tree of `own` (INVALID_XID for a read-only observer).
     pub fn snapshot(&self, own: Xid) -> Snapshot {
         let st = self.state.lock();
-        let running: Vec<Xid> = st.active.iter().copied().filter(|&x| x != own).collect();
+        let own = st.top(own);
+        let running: Vec<Xid> = st.tops.keys().copied().filter(|&x| x != own).collect();
+        let suboverflowed = st.overflowed > 0
+            && st
+                .tops
+                .iter()
+                .any(|(&x, t)| t.overflowed && x != own);
+        let mut subxip = Vec::new();
+        if !suboverflowed {
+            for (_, t) in st.tops.iter().filter(|(&x, _)| x != own) {
+                subxip.extend_from_slice(&t.cached);
+            }
+            subxip.sort_unstable();
+        }
         Snapshot {
             xmin: running.first().copied().unwrap_or(st.next_xid),
             xmax: st.next_xid,
             running,
+            subxip,
+            suboverflowed,
             own,
+            own_tree: st.tops.get(&own).map(|t| t.tree.clone()),
         }
     }
 
-    /// Ends a transaction: records its outcome in the commit log, then removes it from the
-    /// running set. (A committing caller makes its commit record durable first.)
+    /// Whether `xid` counts as running for `snap` (PostgreSQL's XidInMVCCSnapshot): from
+    /// the snapshot's lists, or, when it overflowed, by looking the id's topmost parent up
+    /// in the subtransaction log.
+    pub fn xid_in_snapshot(&self, snap: &Snapshot, xid: Xid) -> Result<bool, ClogError> {
+        if xid < snap.xmin {
+            return Ok(false);
+        }
+        if xid >= snap.xmax {
+            return Ok(true);
+        }
+        let xid = if snap.suboverflowed {
+            let top = self.subtrans.topmost(xid, snap.xmin)?;
+            if top < snap.xmin {
+                return Ok(false);
+            }
+            top
+        } else if snap.subxip.binary_search(&xid).is_ok() {
+            return Ok(true);
+        } else {
+            xid
+        };
+        Ok(snap.running.binary_search(&xid).is_ok())
+    }
+
+    /// Ends a top-level transaction and its live subtransactions: records the outcome in
+    /// the commit log (the tree's sub-committed, then committed states; see
+    /// [`Clog::set_tree`]), then removes them from the running set. (A committing caller
+    /// makes its commit record durable first.)
     pub fn end(&self, xid: Xid, committed: bool) -> Result<(), ClogError> {
         let status = if committed {
             XidStatus::Committed
         } else {
             XidStatus::Aborted
         };
-        self.clog.set(xid, status)?;
+        let tree = {
+            let st = self.state.lock();
+            match st.tops.get(&xid) {
+                Some(t) => t.tree.clone(),
+                None if st.top_of.contains_key(&xid) => {
+                    return Err(ClogError::NotTopLevel { xid });
+                }
+                // Not running (redo-like callers, tests): only its own status is set.
+                None => Arc::new(OwnTree::default()),
+            }
+        };
+        let subs = tree.list();
+        self.clog.set_tree(xid, &subs, status)?;
         {
             let mut st = self.state.lock();
             st.active.remove(&xid);
-            st.begin_xmin.remove(&xid);
+            for s in &subs {
+                st.active.remove(s);
+                st.top_of.remove(s);
+            }
+            if let Some(t) = st.tops.remove(&xid) {
+                if t.overflowed {
+                    st.overflowed -= 1;
+                }
+            }
         }
+        self.ended.notify_all();
+        Ok(())
+    }
+
+    /// Rolls back subtransactions `xids` (a savepoint's and those begun inside it): each
+    /// is marked aborted in the commit log, then leaves the running set, its tree and its
+    /// transaction's cache.
+    pub fn end_subs(&self, xids: &[Xid]) -> Result<(), ClogError> {
+        if xids.is_empty() {
+            return Ok(());
+        }
+        self.check_subs(xids)?;
+        let mut sorted = xids.to_vec();
+        sorted.sort_unstable();
+        self.clog.set_tree(sorted[0], &sorted[1..], XidStatus::Aborted)?;
+        let tree = {
+            let mut st = self.state.lock();
+            let top = st.top(sorted[0]);
+            for x in &sorted {
+                st.active.remove(x);
+                st.top_of.remove(x);
+            }
+            let t = st.tops.get_mut(&top).expect("a running subtransaction's top runs");
+            t.cached.retain(|x| sorted.binary_search(x).is_err());
+            t.tree.clone()
+        };
+        tree.remove(&sorted);
         self.ended.notify_all();
         Ok(())
     }
@@ -141,7 +424,11 @@ impl TxnManager {
     /// registered: use them right away, not across a VACUUM.)
     pub fn oldest_xmin(&self) -> Xid {
         let st = self.state.lock();
-        st.begin_xmin.values().copied().min().unwrap_or(st.next_xid)
+        st.tops
+            .values()
+            .map(|t| t.begin_xmin)
+            .min()
+            .unwrap_or(st.next_xid)
     }
 
     /// Whether `xid` is running now.
@@ -153,13 +440,18 @@ impl TxnManager {
     /// released). Refuses with [`Deadlock`] when `holder` (through the transactions it
     /// waits for) waits for `me`: the check and the registration of this wait happen under
     /// one lock, so of the transactions forming a cycle exactly the last to arrive gets the
-    /// error, and none waits forever.
+    /// error, and none waits forever. Waits are per transaction tree: a subtransaction
+    /// waits for its whole tree, and never for its own tree (that returns at once).
     pub fn wait_for(&self, me: Xid, holder: Xid) -> Result<(), Deadlock> {
         let mut st = self.state.lock();
+        let my_top = st.top(me);
+        if st.top(holder) == my_top {
+            return Ok(());
+        }
         let mut chain = Vec::new();
-        let mut x = holder;
+        let mut x = st.top(holder);
         while let Some(&next) = st.waiting.get(&x) {
-            if next == me || chain.len() > st.active.len() {
+            if st.top(next) == my_top || chain.len() > st.active.len() {
                 return Err(Deadlock {
                     waiter: me,
                     holder,
@@ -167,21 +459,19 @@ impl TxnManager {
                 });
             }
             chain.push(next);
-            x = next;
+            x = st.top(next);
         }
-        if holder == me {
-            return Ok(());
-        }
-        st.waiting.insert(me, holder);
+        st.waiting.insert(my_top, holder);
         while st.active.contains(&holder) {
             st = self.ended.wait(st);
         }
-        st.waiting.remove(&me);
+        st.waiting.remove(&my_top);
         Ok(())
     }
 
     /// The fate of `xid` as of now: Committed, Aborted (explicitly, or cut off by a crash),
-    /// or InProgress (running).
+    /// or InProgress (running; a subtransaction of a tree that is committing right now
+    /// counts as running until its tree's commit is complete).
     pub fn status(&self, xid: Xid) -> Result<XidStatus, ClogError> {
         if xid == FROZEN_XID {
             return Ok(XidStatus::Committed);
@@ -190,7 +480,7 @@ impl TxnManager {
             return Ok(XidStatus::Aborted);
         }
         let s = self.clog.get(xid)?;
-        if s != XidStatus::InProgress {
+        if matches!(s, XidStatus::Committed | XidStatus::Aborted) {
             return Ok(s);
         }
         let next_xid = {
@@ -205,24 +495,25 @@ impl TxnManager {
         // read sees it), or it never decided: its transaction died with a crash. Reading
         // once and then checking the running set would call a transaction that committed
         // in between aborted, and hand its row locks to others.
-        let s = self.clog.get(xid)?;
-        if s != XidStatus::InProgress {
-            return Ok(s);
+        match self.clog.get(xid)? {
+            s @ (XidStatus::Committed | XidStatus::Aborted) => Ok(s),
+            // Sub-committed and not running: its tree's commit never completed. The page
+            // goes out only after the WAL behind it, so replay would have finished a
+            // durable commit; this one was not (PostgreSQL treats it as aborted too).
+            XidStatus::SubCommitted => Ok(XidStatus::Aborted),
+            XidStatus::InProgress if xid < next_xid => Ok(XidStatus::Aborted),
+            XidStatus::InProgress => Ok(XidStatus::InProgress),
         }
-        Ok(if xid < next_xid {
-            XidStatus::Aborted
-        } else {
-            XidStatus::InProgress
-        })
     }
 
     /// Whether a tuple version created by `xmin` and deleted (or replaced) by `xmax`
     /// (INVALID_XID if never) is visible to `snap` (PostgreSQL's
-    /// HeapTupleSatisfiesMVCC, without command ids: a transaction sees its own changes).
+    /// HeapTupleSatisfiesMVCC, without command ids: a transaction sees its own changes,
+    /// those of its live savepoints included).
     pub fn visible(&self, snap: &Snapshot, xmin: Xid, xmax: Xid) -> Result<bool, ClogError> {
-        let created = if xmin == snap.own {
+        let created = if snap.is_own(xmin) {
             true
-        } else if snap.in_progress(xmin) {
+        } else if self.xid_in_snapshot(snap, xmin)? {
             false
         } else {
             self.status(xmin)? == XidStatus::Committed
@@ -233,9 +524,9 @@ impl TxnManager {
         if xmax == INVALID_XID {
             return Ok(true);
         }
-        let deleted = if xmax == snap.own {
+        let deleted = if snap.is_own(xmax) {
             true
-        } else if snap.in_progress(xmax) {
+        } else if self.xid_in_snapshot(snap, xmax)? {
             false
         } else {
             self.status(xmax)? == XidStatus::Committed
@@ -253,9 +544,19 @@ mod tests {
     use std::collections::HashMap;
     use std::path::Path;
 
+    fn manager_at(next: Xid) -> TxnManager {
+        let vfs = Arc::new(MemVfs::new());
+        let clog = Clog::open(vfs.clone(), Path::new("/db"), 4, 4096).unwrap();
+        let opts = crate::slru::SlruOptions {
+            buffers: 4,
+            design: crate::slru::SlruDesign::default(),
+        };
+        let sub = Subtrans::open(vfs, Path::new("/db"), 4096, opts, next).unwrap();
+        TxnManager::new(clog, sub, next)
+    }
+
     fn manager() -> TxnManager {
-        let clog = Clog::open(Arc::new(MemVfs::new()), Path::new("/db"), 4, 4096).unwrap();
-        TxnManager::new(clog, FIRST_NORMAL_XID)
+        manager_at(FIRST_NORMAL_XID)
     }
 
     #[test]
@@ -264,7 +565,7 @@ mod tests {
         let a = m.begin().unwrap();
         let b = m.begin().unwrap();
         let sa = m.snapshot(a);
-        assert!(sa.in_progress(b) && !sa.in_progress(a - 1));
+        assert!(m.xid_in_snapshot(&sa, b).unwrap() && !m.xid_in_snapshot(&sa, a - 1).unwrap());
         assert!(m.visible(&sa, a, INVALID_XID).unwrap(), "own insert");
         assert!(
             !m.visible(&sa, b, INVALID_XID).unwrap(),
@@ -294,9 +595,8 @@ mod tests {
 
     #[test]
     fn undecided_id_that_is_not_running_counts_as_aborted() {
-        let clog = Clog::open(Arc::new(MemVfs::new()), Path::new("/db"), 4, 4096).unwrap();
         // As after a crash: ids below 10 were handed out, 7 never decided.
-        let m = TxnManager::new(clog, 10);
+        let m = manager_at(10);
         m.clog().extend(0).unwrap();
         m.clog().set(6, XidStatus::Committed).unwrap();
         assert_eq!(m.status(6).unwrap(), XidStatus::Committed);
@@ -393,5 +693,199 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn savepoints_by_hand() {
+        let m = manager();
+        let a = m.begin().unwrap();
+        let s1 = m.begin_sub(a).unwrap();
+        let s2 = m.begin_sub(s1).unwrap();
+        assert_eq!((m.top_of(s2), m.subtrans().parent(s2).unwrap()), (a, s1));
+        assert!(m.same_tree(s2, a) && m.is_running(s2));
+        let b = m.begin().unwrap();
+        let sb = m.snapshot(b);
+        assert!(!sb.suboverflowed && sb.subxip == vec![s1, s2], "{sb:?}");
+        assert!(m.xid_in_snapshot(&sb, s2).unwrap());
+        // The owner sees its savepoints' rows, even those of a savepoint begun after the
+        // snapshot; a rolled-back one's rows it does not.
+        let sa = m.snapshot(s1);
+        assert_eq!(sa.own, a);
+        let s3 = m.begin_sub(s2).unwrap();
+        assert!(m.visible(&sa, s3, INVALID_XID).unwrap());
+        m.end_subs(&[s2, s3]).unwrap();
+        assert!(!m.is_running(s2) && !m.visible(&sa, s3, INVALID_XID).unwrap());
+        assert!(m.visible(&sa, s1, INVALID_XID).unwrap());
+        assert_eq!(m.subxids(a), vec![s1]);
+        assert!(matches!(m.end(s1, true), Err(ClogError::NotTopLevel { .. })));
+        assert!(matches!(m.begin_sub(s2), Err(ClogError::NotRunning { .. })));
+        m.end(a, true).unwrap();
+        let now = m.snapshot(b);
+        assert!(m.visible(&now, s1, INVALID_XID).unwrap(), "committed with its tree");
+        assert!(!m.visible(&now, s2, INVALID_XID).unwrap(), "rolled back");
+        assert_eq!(m.status(s1).unwrap(), XidStatus::Committed);
+        assert_eq!(m.status(s3).unwrap(), XidStatus::Aborted);
+        assert!(!m.visible(&sb, s1, INVALID_XID).unwrap(), "old snapshot");
+    }
+
+    #[test]
+    fn overflowed_snapshots_ask_the_subtransaction_log() {
+        let m = manager();
+        let a = m.begin().unwrap();
+        let mut cur = a;
+        let mut subs = Vec::new();
+        for _ in 0..MAX_CACHED_SUBXIDS + 6 {
+            cur = m.begin_sub(cur).unwrap();
+            subs.push(cur);
+        }
+        let b = m.begin().unwrap();
+        let before = m.subtrans().stats().hits;
+        let sb = m.snapshot(b);
+        assert!(sb.suboverflowed && sb.subxip.is_empty());
+        for &s in &subs {
+            assert!(m.xid_in_snapshot(&sb, s).unwrap(), "{s}");
+            assert!(!m.visible(&sb, s, INVALID_XID).unwrap());
+        }
+        assert!(m.subtrans().stats().hits > before, "looked up");
+        // The owner's own snapshot is not overflowed by its own cache.
+        assert!(!m.snapshot(a).suboverflowed);
+        m.end(a, true).unwrap();
+        assert!(!m.snapshot(b).suboverflowed);
+        let fresh = m.snapshot(b);
+        assert!(subs.iter().all(|&s| m.visible(&fresh, s, INVALID_XID).unwrap()));
+        assert!(subs.iter().all(|&s| !m.visible(&sb, s, INVALID_XID).unwrap()));
+    }
+
+    #[test]
+    fn deadlock_between_trees_is_found_through_subtransactions() {
+        let m = Arc::new(manager());
+        let a = m.begin().unwrap();
+        let sa = m.begin_sub(a).unwrap();
+        let b = m.begin().unwrap();
+        let sb = m.begin_sub(b).unwrap();
+        assert!(m.wait_for(sa, a).is_ok(), "never waits for its own tree");
+        let m2 = m.clone();
+        let t = std::thread::spawn(move || m2.wait_for(sb, sa));
+        while !m.state.lock().waiting.contains_key(&b) {
+            std::thread::yield_now();
+        }
+        let err = m.wait_for(a, sb).unwrap_err();
+        assert_eq!(err.waiter, a);
+        m.end(a, false).unwrap();
+        assert!(t.join().unwrap().is_ok());
+    }
+
+    /// Visibility against a model, with savepoints: random transactions that nest
+    /// savepoints (in bursts that overflow the cache), release and roll them back, write
+    /// versions from their current subtransaction, and commit or abort; every snapshot
+    /// sees exactly the versions written by trees that committed before it (minus rolled
+    /// back savepoints), plus its owner's live ones.
+    #[test]
+    fn visibility_with_savepoints_matches_a_model() {
+        let mut overflowed_seeds = 0;
+        for seed in 0..60u64 {
+            let m = manager();
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+            // Running transactions: stack of levels, each the xids it holds (level 0: top).
+            let mut txs: Vec<Vec<Vec<Xid>>> = Vec::new();
+            let mut versions: Vec<(Xid, Xid)> = Vec::new();
+            let mut committed_at: HashMap<Xid, u64> = HashMap::new();
+            let mut kept: Vec<(Snapshot, u64)> = Vec::new();
+            let mut overflowed_seen = false;
+            let mut clock = 0u64;
+            for _ in 0..250 {
+                clock += 1;
+                let pick = |rng: &mut rand::rngs::SmallRng, n: usize| rng.random_range(0..n);
+                match rng.random_range(0..13) {
+                    0 | 1 => txs.push(vec![vec![m.begin().unwrap()]]),
+                    2 | 3 if !txs.is_empty() => {
+                        // A burst of nested savepoints, each writing a version.
+                        let i = pick(&mut rng, txs.len());
+                        for _ in 0..rng.random_range(1..40) {
+                            let cur = txs[i].last().unwrap()[0];
+                            let x = m.begin_sub(cur).unwrap();
+                            txs[i].push(vec![x]);
+                            versions.push((x, INVALID_XID));
+                        }
+                    }
+                    4 if !txs.is_empty() => {
+                        let i = pick(&mut rng, txs.len());
+                        if txs[i].len() > 1 {
+                            let l = txs[i].pop().unwrap();
+                            if rng.random_bool(0.5) {
+                                txs[i].last_mut().unwrap().extend(l);
+                            } else {
+                                m.end_subs(&l).unwrap();
+                            }
+                        }
+                    }
+                    5 | 6 if !txs.is_empty() => {
+                        let i = pick(&mut rng, txs.len());
+                        let cur = txs[i].last().unwrap()[0];
+                        if rng.random_bool(0.6) || versions.is_empty() {
+                            versions.push((cur, INVALID_XID));
+                        } else {
+                            let v = pick(&mut rng, versions.len());
+                            if versions[v].1 == INVALID_XID {
+                                versions[v].1 = cur;
+                            }
+                        }
+                    }
+                    7 if !txs.is_empty() => {
+                        let i = pick(&mut rng, txs.len());
+                        let t = txs.swap_remove(i);
+                        let commit = rng.random_bool(0.7);
+                        m.end(t[0][0], commit).unwrap();
+                        if commit {
+                            for x in t.iter().flatten() {
+                                committed_at.insert(*x, clock);
+                            }
+                        }
+                    }
+                    _ => {
+                        let own_tx = (!txs.is_empty() && rng.random_bool(0.7))
+                            .then(|| pick(&mut rng, txs.len()));
+                        let own = own_tx.map_or(INVALID_XID, |i| txs[i].last().unwrap()[0]);
+                        let snap = m.snapshot(own);
+                        overflowed_seen |= snap.suboverflowed;
+                        if kept.len() < 6 {
+                            kept.push((snap.clone(), clock));
+                        }
+                        let k = pick(&mut rng, kept.len());
+                        for (snap, taken) in [(snap, clock), kept[k].clone()] {
+                            let own_live: Vec<Xid> = if snap.own == INVALID_XID {
+                                Vec::new()
+                            } else {
+                                match txs.iter().find(|t| t[0][0] == snap.own) {
+                                    Some(t) => t.iter().flatten().copied().collect(),
+                                    None => continue, // its owner ended
+                                }
+                            };
+                            let seen = |x: Xid| {
+                                own_live.contains(&x)
+                                    || committed_at.get(&x).is_some_and(|&t| t < taken)
+                            };
+                            let step = versions.len() / 100 + 1;
+                            let first = pick(&mut rng, step);
+                            for &(xmin, xmax) in versions.iter().skip(first).step_by(step) {
+                                let want = seen(xmin) && !(xmax != INVALID_XID && seen(xmax));
+                                assert_eq!(
+                                    m.visible(&snap, xmin, xmax).unwrap(),
+                                    want,
+                                    "seed {seed}: ({xmin},{xmax}) for {} overflowed {}",
+                                    snap.own,
+                                    snap.suboverflowed
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            overflowed_seeds += usize::from(overflowed_seen);
+        }
+        assert!(
+            overflowed_seeds >= 10,
+            "only {overflowed_seeds} of 60 runs overflowed a snapshot"
+        );
     }
 }

@@ -11,11 +11,13 @@
 //!                         before it had been fsynced, which lets recovery tell a torn tail
 //!                         (cut it) from corruption of durable log (refuse to open)
 //!     24    4 xid
-//!     28    1 kind        1 update, 2 checkpoint, 3 end of recovery, 4 no-op
+//!     28    1 kind        1 update, 2 checkpoint, 3 end of recovery, 4 no-op,
+//!                         5 transaction tree
 //!     29    1 flags       bit 0: COMMIT, bit 1: ABORT (the record ends its transaction)
 //!     30    2 nblocks     block references that follow
 //!     32    8 extra       kind-specific (checkpoint: redo LSN; end of recovery: where the
-//!                         log it recovered ended)
+//!                         log it recovered ended; transaction tree: how many subtransaction
+//!                         ids follow the blocks)
 //!     40    4 incarnation bumped by every recovery (EndOfRecovery records carry the new
 //!                         one): records left beyond the end of the log by an earlier life
 //!                         of the log fail this check, even where their LSN and CRC are right
@@ -25,7 +27,12 @@
 //!                         (bit 0: full-page image), nranges u16, block u32 (16 bytes); then
 //!                         either the page image, or nranges x (offset u16, len u16) followed
 //!                         by the ranges' bytes
+//!         then            transaction tree only: `extra` subtransaction ids, u32 each
 //! ```
+//! A transaction tree record ends transaction `xid` (COMMIT or ABORT) together with the
+//! subtransactions it lists: a top-level commit or abort with live savepoints, or a
+//! rollback to a savepoint (`xid` the savepoint's subtransaction, the list those begun
+//! inside it). It carries no blocks.
 //! CRC layout: layout 1 checksums the body (bytes 24..) first and the position-dependent
 //! header fields (length, lsn, flushed) last, so an inserter computes the expensive part
 //! before it reserves log space and only folds 20 header bytes in afterwards (the window a
@@ -73,6 +80,8 @@ pub enum RecordKind {
     EndOfRecovery = 3,
     /// Nothing (a commit of a transaction that changed no page).
     Noop = 4,
+    /// The outcome of a transaction and the subtransactions listed after it.
+    XactTree = 5,
 }
 
 impl RecordKind {
@@ -82,6 +91,7 @@ impl RecordKind {
             2 => RecordKind::Checkpoint,
             3 => RecordKind::EndOfRecovery,
             4 => RecordKind::Noop,
+            5 => RecordKind::XactTree,
             _ => return None,
         })
     }
@@ -113,6 +123,8 @@ pub struct Record {
     pub flags: u8,
     pub extra: u64,
     pub blocks: Vec<BlockRef>,
+    /// Transaction tree records: the subtransactions that share the outcome.
+    pub subxids: Vec<u32>,
     /// Encoded length (before alignment).
     pub len: usize,
 }
@@ -187,6 +199,17 @@ impl RecordBuilder {
         for r in ranges {
             self.buf.extend_from_slice(&page[r.clone()]);
         }
+    }
+
+    /// A transaction tree record: `xid`'s outcome (`flags`: FLAG_COMMIT or FLAG_ABORT),
+    /// shared by the subtransactions `subxids`.
+    pub fn xact_tree(xid: u32, flags: u8, subxids: &[u32]) -> Self {
+        let mut b = RecordBuilder::new(RecordKind::XactTree, xid, flags, subxids.len() as u64);
+        b.buf.reserve(subxids.len() * 4);
+        for x in subxids {
+            b.buf.extend_from_slice(&x.to_le_bytes());
+        }
+        b
     }
 
     /// Encoded length so far.
@@ -377,6 +400,18 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
         };
         blocks.push(BlockRef { tag, change });
     }
+    let extra = u64::from_le_bytes(rec[32..40].try_into().expect("8 bytes"));
+    let mut subxids = Vec::new();
+    if kind == RecordKind::XactTree {
+        if nblocks != 0 || extra > ((len - at) / 4) as u64 || at + extra as usize * 4 != len {
+            return Err(Invalid::Malformed("transaction tree list does not fill the record"));
+        }
+        subxids = rec[at..len]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect();
+        at = len;
+    }
     if at != len {
         return Err(Invalid::Malformed("trailing bytes after the last block"));
     }
@@ -387,8 +422,9 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
         xid: u32_at(24),
         kind,
         flags: rec[29],
-        extra: u64::from_le_bytes(rec[32..40].try_into().expect("8 bytes")),
+        extra,
         blocks,
+        subxids,
         len,
     })
 }
@@ -437,6 +473,29 @@ mod tests {
             );
         }
         assert_eq!(decode(&[0u8; 64], Lsn(0), 4096).unwrap_err(), Invalid::Zero);
+    }
+
+    /// A transaction tree record carries its subtransaction list through a round trip; a
+    /// list that does not fill the record exactly is refused, never misread.
+    #[test]
+    fn transaction_tree_records_round_trip() {
+        let subs: Vec<u32> = (100..170).collect();
+        let mut b = RecordBuilder::xact_tree(99, FLAG_COMMIT, &subs);
+        let bytes = b.finish(Lsn(64), Lsn(0), 1).to_vec();
+        let r = decode(&bytes, Lsn(64), 4096).unwrap();
+        assert_eq!(
+            (r.xid, r.kind, r.flags, r.subxids.clone(), r.blocks.len()),
+            (99, RecordKind::XactTree, FLAG_COMMIT, subs, 0)
+        );
+        let mut bad = RecordBuilder::xact_tree(99, FLAG_ABORT, &[5, 6]);
+        bad.buf[32] = 3; // claims three ids, holds two
+        let bytes = bad.finish(Lsn(64), Lsn(0), 1).to_vec();
+        assert!(matches!(
+            decode(&bytes, Lsn(64), 4096),
+            Err(Invalid::Malformed(_))
+        ));
+        let empty = RecordBuilder::xact_tree(7, FLAG_ABORT, &[]).finish(Lsn(0), Lsn(0), 1).to_vec();
+        assert!(decode(&empty, Lsn(0), 4096).unwrap().subxids.is_empty());
     }
 
     /// Logs written before CRC layout 1 (header first, byte 44 zero) still decode, and a

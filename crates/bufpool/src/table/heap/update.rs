@@ -287,6 +287,10 @@ impl Heap<'_> {
         if h.xmin != xid && h.infomask & XMIN_COMMITTED == 0 {
             let txns = self.engine.txns();
             if txns.is_running(h.xmin) {
+                if txns.same_tree(xid, h.xmin) {
+                    // Inserted by this transaction's tree (a savepoint): ours to change.
+                    return Ok(Step::Newest(h));
+                }
                 return Ok(Step::WaitFor(h.xmin));
             }
             match txns.status(h.xmin)? {
@@ -323,6 +327,16 @@ impl Heap<'_> {
                 }
                 s
             };
+            let running = matches!(status, XidStatus::InProgress | XidStatus::SubCommitted);
+            if running && self.engine.txns().same_tree(xid, holder) {
+                // Changed by this transaction's tree (its top-level part or a live
+                // savepoint): as if by `xid` itself.
+                return Ok(if h.infomask & UPDATED == 0 {
+                    Xmax::Deleted
+                } else {
+                    Xmax::Replaced(holder)
+                });
+            }
             return Ok(match status {
                 XidStatus::InProgress | XidStatus::SubCommitted => Xmax::Running(holder),
                 XidStatus::Committed if h.infomask & UPDATED != 0 => Xmax::Replaced(holder),

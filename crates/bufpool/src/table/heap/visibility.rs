@@ -56,8 +56,8 @@ impl Heap<'_> {
         if m & XMIN_INVALID != 0 {
             return Ok(Vis::NotYet);
         }
-        if h.xmin != snap.own {
-            if snap.in_progress(h.xmin) {
+        if !snap.is_own(h.xmin) {
+            if txns.xid_in_snapshot(snap, h.xmin)? {
                 return Ok(Vis::NotYet);
             }
             if m & XMIN_COMMITTED == 0 {
@@ -74,10 +74,10 @@ impl Heap<'_> {
         if m & XMAX_INVALID != 0 {
             return Ok(Vis::Visible);
         }
-        if h.xmax == snap.own {
+        if snap.is_own(h.xmax) {
             return Ok(Vis::Gone);
         }
-        if snap.in_progress(h.xmax) {
+        if txns.xid_in_snapshot(snap, h.xmax)? {
             return Ok(Vis::Visible);
         }
         if m & XMAX_COMMITTED != 0 {
