@@ -164,9 +164,8 @@ impl Clog {
     /// record is durable (pages go out after the WAL behind them), and replay finishes it.
     pub fn set_tree(&self, top: Xid, subs: &[Xid], status: XidStatus) -> Result<(), ClogError> {
         let top_page = self.locate(top).0;
-        let (mut here, mut elsewhere): (Vec<Xid>, Vec<Xid>) = subs
-            .iter()
-            .partition(|&&x| self.locate(x).0 == top_page);
+        let (mut here, mut elsewhere): (Vec<Xid>, Vec<Xid>) =
+            subs.iter().partition(|&&x| self.locate(x).0 == top_page);
         elsewhere.sort_unstable();
         let commit = status == XidStatus::Committed;
         if commit {
@@ -289,6 +288,30 @@ mod tests {
         );
         c.set(11, XidStatus::SubCommitted).unwrap();
         c.set(11, XidStatus::Aborted).unwrap();
+    }
+
+    #[test]
+    fn a_tree_spanning_pages_commits_and_aborts_whole() {
+        let c = Clog::open(Arc::new(MemVfs::new()), Path::new("/db"), 4, 4096).unwrap();
+        let per = c.xids_per_page() as Xid;
+        for x in (0..4 * per).step_by(per as usize) {
+            c.extend(x).unwrap();
+        }
+        let top = per - 2;
+        let subs = [per - 1, per + 5, 2 * per + 1, 3 * per];
+        c.set_tree(top, &subs, XidStatus::Committed).unwrap();
+        for x in std::iter::once(top).chain(subs) {
+            assert_eq!(c.get(x).unwrap(), XidStatus::Committed, "{x}");
+        }
+        // A crash between the steps leaves sub-committed entries; replay finishes them.
+        let top2 = 10;
+        c.set(per + 9, XidStatus::SubCommitted).unwrap();
+        c.set_tree(top2, &[per + 9], XidStatus::Committed).unwrap();
+        assert_eq!(c.get(per + 9).unwrap(), XidStatus::Committed);
+        // A refused transition changes nothing on its page.
+        c.set(20, XidStatus::Committed).unwrap();
+        assert!(c.set_tree(19, &[20, 21], XidStatus::Aborted).is_err());
+        assert_eq!(c.get(21).unwrap(), XidStatus::InProgress);
     }
 
     #[test]

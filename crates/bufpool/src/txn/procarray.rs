@@ -240,7 +240,10 @@ impl TxnManager {
         }
         st.active.insert(xid);
         st.top_of.insert(xid, top);
-        let t = st.tops.get_mut(&top).expect("a running subtransaction's top runs");
+        let t = st
+            .tops
+            .get_mut(&top)
+            .expect("a running subtransaction's top runs");
         if t.cached.len() < MAX_CACHED_SUBXIDS {
             t.cached.push(xid);
         } else if !t.overflowed {
@@ -304,11 +307,8 @@ impl TxnManager {
         let st = self.state.lock();
         let own = st.top(own);
         let running: Vec<Xid> = st.tops.keys().copied().filter(|&x| x != own).collect();
-        let suboverflowed = st.overflowed > 0
-            && st
-                .tops
-                .iter()
-                .any(|(&x, t)| t.overflowed && x != own);
+        let suboverflowed =
+            st.overflowed > 0 && st.tops.iter().any(|(&x, t)| t.overflowed && x != own);
         let mut subxip = Vec::new();
         if !suboverflowed {
             for (_, t) in st.tops.iter().filter(|(&x, _)| x != own) {
@@ -401,7 +401,8 @@ impl TxnManager {
         self.check_subs(xids)?;
         let mut sorted = xids.to_vec();
         sorted.sort_unstable();
-        self.clog.set_tree(sorted[0], &sorted[1..], XidStatus::Aborted)?;
+        self.clog
+            .set_tree(sorted[0], &sorted[1..], XidStatus::Aborted)?;
         let tree = {
             let mut st = self.state.lock();
             let top = st.top(sorted[0]);
@@ -409,7 +410,10 @@ impl TxnManager {
                 st.active.remove(x);
                 st.top_of.remove(x);
             }
-            let t = st.tops.get_mut(&top).expect("a running subtransaction's top runs");
+            let t = st
+                .tops
+                .get_mut(&top)
+                .expect("a running subtransaction's top runs");
             t.cached.retain(|x| sorted.binary_search(x).is_err());
             t.tree.clone()
         };
@@ -717,11 +721,17 @@ mod tests {
         assert!(!m.is_running(s2) && !m.visible(&sa, s3, INVALID_XID).unwrap());
         assert!(m.visible(&sa, s1, INVALID_XID).unwrap());
         assert_eq!(m.subxids(a), vec![s1]);
-        assert!(matches!(m.end(s1, true), Err(ClogError::NotTopLevel { .. })));
+        assert!(matches!(
+            m.end(s1, true),
+            Err(ClogError::NotTopLevel { .. })
+        ));
         assert!(matches!(m.begin_sub(s2), Err(ClogError::NotRunning { .. })));
         m.end(a, true).unwrap();
         let now = m.snapshot(b);
-        assert!(m.visible(&now, s1, INVALID_XID).unwrap(), "committed with its tree");
+        assert!(
+            m.visible(&now, s1, INVALID_XID).unwrap(),
+            "committed with its tree"
+        );
         assert!(!m.visible(&now, s2, INVALID_XID).unwrap(), "rolled back");
         assert_eq!(m.status(s1).unwrap(), XidStatus::Committed);
         assert_eq!(m.status(s3).unwrap(), XidStatus::Aborted);
@@ -752,8 +762,12 @@ mod tests {
         m.end(a, true).unwrap();
         assert!(!m.snapshot(b).suboverflowed);
         let fresh = m.snapshot(b);
-        assert!(subs.iter().all(|&s| m.visible(&fresh, s, INVALID_XID).unwrap()));
-        assert!(subs.iter().all(|&s| !m.visible(&sb, s, INVALID_XID).unwrap()));
+        assert!(subs
+            .iter()
+            .all(|&s| m.visible(&fresh, s, INVALID_XID).unwrap()));
+        assert!(subs
+            .iter()
+            .all(|&s| !m.visible(&sb, s, INVALID_XID).unwrap()));
     }
 
     #[test]

@@ -47,7 +47,11 @@ impl Subtrans {
             slru,
             xids_per_page,
         };
-        s.slru.zero_page(s.locate(next_xid).0)?;
+        // Nothing before the next id will be asked about again: drop older segments
+        // (whatever a crash left in them) and start the next id's page afresh.
+        let page = s.locate(next_xid).0;
+        s.slru.truncate(page)?;
+        s.slru.zero_page(page)?;
         Ok(s)
     }
 

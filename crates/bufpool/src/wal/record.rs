@@ -404,7 +404,9 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
     let mut subxids = Vec::new();
     if kind == RecordKind::XactTree {
         if nblocks != 0 || extra > ((len - at) / 4) as u64 || at + extra as usize * 4 != len {
-            return Err(Invalid::Malformed("transaction tree list does not fill the record"));
+            return Err(Invalid::Malformed(
+                "transaction tree list does not fill the record",
+            ));
         }
         subxids = rec[at..len]
             .chunks_exact(4)
@@ -494,7 +496,9 @@ mod tests {
             decode(&bytes, Lsn(64), 4096),
             Err(Invalid::Malformed(_))
         ));
-        let empty = RecordBuilder::xact_tree(7, FLAG_ABORT, &[]).finish(Lsn(0), Lsn(0), 1).to_vec();
+        let empty = RecordBuilder::xact_tree(7, FLAG_ABORT, &[])
+            .finish(Lsn(0), Lsn(0), 1)
+            .to_vec();
         assert!(decode(&empty, Lsn(0), 4096).unwrap().subxids.is_empty());
     }
 
