@@ -392,6 +392,9 @@ pub struct BenchArgs {
     /// `--batch-every` seconds and `--batch-rows`.
     pub batch_every: Option<u64>,
     pub batch_rows: Option<u64>,
+    /// `--side-script`, `--side-pause-ms`.
+    pub side_script: Option<tpcb::side::SideScript>,
+    pub side_pause_ms: Option<u64>,
 }
 
 impl BenchArgs {
@@ -423,6 +426,8 @@ impl BenchArgs {
             rate_profile: None,
             batch_every: None,
             batch_rows: None,
+            side_script: None,
+            side_pause_ms: None,
         }
     }
 }
@@ -485,6 +490,9 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
     let vfs = RealVfs::new();
     tpcb::require_initialized(&vfs, &a.dir)?;
     let engine = open_engine(&a.dir, &c, false)?;
+    if a.mode == tpcb::run::Mode::SavepointOverflow || a.side_script.is_some() {
+        tpcb::ensure_test_table(&engine, &vfs as &dyn Vfs, &a.dir)?;
+    }
     let db = Db::open(&engine, &vfs as &dyn Vfs, &a.dir)?;
     // As pgbench does before each run: vacuum the small, hot tables, so that space their
     // rows left behind in earlier runs is reused. (pgbench also truncates the history;
@@ -532,6 +540,13 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         ack_log: a.ack_log.clone(),
         rate_profile,
         batch,
+        side: a.side_script.map(|s| {
+            (
+                s,
+                a.side_pause_ms
+                    .map_or_else(|| s.default_pause(), Duration::from_millis),
+            )
+        }),
     };
     let out = tpcb::run::run(&db, &opts)?;
     drop(db);
@@ -545,6 +560,7 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
         Mode::TpcbLike => "<builtin: TPC-B (sort of)>",
         Mode::SimpleUpdate => "<builtin: simple update>",
         Mode::SelectOnly => "<builtin: select only>",
+        Mode::SavepointOverflow => "<builtin: savepoint overflow (seed 002)>",
     };
     println!("transaction type: {ttype}");
     println!("scaling factor: {}", r.scale);
@@ -616,6 +632,12 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     );
     println!("initial connection time = 0.000 ms");
     println!("tps = {:.6} (without initial connection time)", r.tps);
+    if let Some(side) = &r.side_script {
+        println!(
+            "side script {}: {} transactions, {} savepoints, pause {:.0} ms, longest {:.1} ms",
+            side.script, side.transactions, side.subtransactions, side.pause_ms, side.longest_ms
+        );
+    }
 }
 
 /// `bufpool bench`.
@@ -659,6 +681,7 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
         "checkpointer": r.checkpointer,
         "wal": r.wal,
         "slru": r.slru,
+        "side_script": r.side_script,
         "config": r.config,
     })
 }

@@ -264,6 +264,15 @@ struct BenchCli {
     /// Built-in script.
     #[arg(short = 'b', long = "builtin", value_enum, default_value = "tpcb-like")]
     builtin: tpcb::run::Mode,
+    /// A second script run by one thread beside the clients, as seed 002's second pgbench
+    /// instance: savepoint-overflow (70 nested savepoints, pause, commit) or long-running
+    /// (one insert, pause, commit). Its transactions are reported apart (`side_script`).
+    #[arg(long = "side-script", value_enum)]
+    side_script: Option<tpcb::side::SideScript>,
+    /// The side script's pause before its commit, ms (default: 1000 for
+    /// savepoint-overflow, 10000 for long-running, the seed's pg_sleep).
+    #[arg(long = "side-pause-ms")]
+    side_pause_ms: Option<u64>,
     /// Random seed (a number; default: fixed).
     #[arg(long = "random-seed", default_value_t = 0x5eed)]
     seed: u64,
@@ -619,6 +628,8 @@ fn main() -> Result<()> {
             rate_profile: b.rate_profile,
             batch_every: b.batch_every,
             batch_rows: b.batch_rows,
+            side_script: b.side_script,
+            side_pause_ms: b.side_pause_ms,
         }),
         Some(Command::Check(c)) => match commands::check(&c.dir.dir, &c.dir.sets, &c.acked) {
             Ok(true) => Ok(()),

@@ -921,3 +921,66 @@ fn scan_and_vacuum_count_rows_and_report_their_io_and_plan() {
     );
     check_passes(cwd);
 }
+
+/// Seed 002's second pgbench instance: `--side-script savepoint-overflow` runs beside the
+/// TPC-B clients (its transactions reported apart, the subtransaction SLRU in `slru`),
+/// `-b savepoint-overflow` runs the script as the clients' own, and the balances stay
+/// consistent (the script writes only `pgbench_test`).
+#[test]
+fn side_script_and_savepoint_overflow_builtin_run_and_keep_the_balances() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    let out = ok(
+        cwd,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "2",
+            "-T",
+            "2",
+            "--side-script",
+            "savepoint-overflow",
+            "--side-pause-ms",
+            "200",
+            "--json",
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let side = &j["side_script"];
+    assert_eq!(side["script"], "savepoint-overflow", "{j}");
+    let n = side["transactions"].as_u64().unwrap();
+    assert!(n >= 2, "{side}");
+    assert_eq!(side["subtransactions"].as_u64().unwrap(), 70 * n, "{side}");
+    let names: Vec<&str> = j["slru"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["xact", "subtransaction"], "{j}");
+    assert!(j["transactions"].as_u64().unwrap() > 0);
+    let out = ok(
+        cwd,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "-b",
+            "savepoint-overflow",
+        ],
+    );
+    assert!(out.contains("savepoint overflow"), "{out}");
+    check_passes(cwd);
+    let o = bufpool(
+        cwd,
+        &["bench", "-D", "db", "-T", "1", "--side-script", "nonsense"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+}

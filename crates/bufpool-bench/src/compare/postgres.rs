@@ -252,6 +252,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         checkpointer: None,
         wal: None,
         slru: Vec::new(),
+        side_script: None,
     };
     let backend_write_share = result.backend_write_share();
     Ok(PgRun {

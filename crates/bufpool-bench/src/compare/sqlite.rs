@@ -246,6 +246,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         checkpointer: None,
         wal: None,
         slru: Vec::new(),
+        side_script: None,
     };
     Ok(SqliteRun {
         result,

@@ -46,6 +46,23 @@ pub struct RunResult {
     /// Each SLRU's counters over the run (pg_stat_slru's names; bufpool runs only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slru: Vec<SlruCounts>,
+    /// The side script run beside the clients (`--side-script`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_script: Option<SideCounts>,
+}
+
+/// What a side script (`bench --side-script`) did over a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideCounts {
+    /// "savepoint-overflow" | "long-running".
+    pub script: String,
+    pub transactions: u64,
+    /// Savepoints (subtransactions) its transactions used.
+    pub subtransactions: u64,
+    /// Its pause before each commit, ms.
+    pub pause_ms: f64,
+    /// Its longest transaction, ms.
+    pub longest_ms: f64,
 }
 
 /// The write-ahead log over a run: how well commits shared their syncs.
@@ -362,6 +379,7 @@ impl RunResult {
             checkpointer: None,
             wal: None,
             slru: Vec::new(),
+            side_script: None,
         }
     }
 }

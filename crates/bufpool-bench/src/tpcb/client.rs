@@ -290,6 +290,17 @@ fn one_transaction(
     abort_fraction: f64,
     rng: &mut SmallRng,
 ) -> Result<Done, bufpool::Error> {
+    if mode == Mode::SavepointOverflow {
+        let test = db.test.as_ref().expect("run() checks pgbench_test first");
+        super::side::savepoint_overflow(
+            db,
+            test,
+            super::side::SAVEPOINTS,
+            super::side::SideScript::SavepointOverflow.default_pause(),
+            &|| false,
+        )?;
+        return Ok(Done::Committed(None));
+    }
     let scale = db.scale as i64;
     let aid = rng.random_range(1..=scale * ACCOUNTS_PER_SCALE as i64);
     if mode == Mode::SelectOnly {

@@ -17,6 +17,7 @@ mod client;
 mod monitor;
 pub(crate) mod outcome;
 pub mod run;
+pub mod side;
 pub(crate) mod stats;
 
 use std::path::{Path, PathBuf};
@@ -91,6 +92,35 @@ pub fn history_schema() -> Schema {
 }
 
 /// An open pgbench database.
+/// `pgbench_test`: the seed 002 scripts' `test` table (one int4 column), written by the
+/// savepoint-overflow and long-running scripts only.
+pub fn test_schema() -> Schema {
+    Schema::new(&[("v", ColumnType::Int4)])
+}
+
+/// The side scripts' table's name.
+pub const TEST_TABLE: &str = "pgbench_test";
+
+/// Creates `pgbench_test` in an initialized database that lacks it (databases made before
+/// it existed); a no-op otherwise.
+pub fn ensure_test_table(engine: &Engine, vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    let mut c = Catalog::load(vfs, dir)?;
+    if c.table(TEST_TABLE).is_some() {
+        return Ok(());
+    }
+    let rel = c.next_rel(FIRST_REL);
+    c.add_table(TableDef {
+        name: TEST_TABLE.into(),
+        rel,
+        fillfactor: 100,
+        schema: test_schema(),
+    })?;
+    Heap::create(engine, rel)?;
+    engine.checkpoint()?;
+    c.save(vfs, dir)?;
+    Ok(())
+}
+
 pub struct Db<'e> {
     pub engine: &'e Engine,
     pub scale: u32,
@@ -98,6 +128,8 @@ pub struct Db<'e> {
     pub branches: Heap<'e>,
     pub tellers: Heap<'e>,
     pub history: Heap<'e>,
+    /// `pgbench_test`, if the database has it (see [`ensure_test_table`]).
+    pub test: Option<Heap<'e>>,
     pub accounts_pkey: BTree<'e>,
     pub branches_pkey: BTree<'e>,
     pub tellers_pkey: BTree<'e>,
@@ -311,6 +343,7 @@ pub fn init(
     let index_s = t_index.elapsed().as_secs_f64();
     engine.commit_transaction(x)?;
     c.save(vfs, dir)?;
+    ensure_test_table(engine, vfs, dir)?;
     let t_ck = Instant::now();
     engine.checkpoint()?;
     Ok(InitReport {
@@ -333,6 +366,13 @@ impl<'e> Db<'e> {
             "history" => Ok(&self.history),
             _ => anyhow::bail!("no table {name:?}: the tables are {}", TABLES.join(", ")),
         }
+    }
+
+    /// `pgbench_test` (an error naming the fix if this database has none).
+    pub fn test(&self) -> Result<&Heap<'e>> {
+        self.test.as_ref().with_context(|| {
+            format!("this database has no {TEST_TABLE} table (the side scripts' table)")
+        })
     }
 
     /// Opens the pgbench tables of an initialized engine.
@@ -363,6 +403,10 @@ impl<'e> Db<'e> {
             branches: heap("pgbench_branches")?,
             tellers: heap("pgbench_tellers")?,
             history: heap("pgbench_history")?,
+            test: match c.table(TEST_TABLE) {
+                Some(_) => Some(heap(TEST_TABLE)?),
+                None => None,
+            },
             accounts_pkey: tree("pgbench_accounts_pkey")?,
             branches_pkey,
             tellers_pkey: tree("pgbench_tellers_pkey")?,

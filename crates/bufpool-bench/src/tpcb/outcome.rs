@@ -91,6 +91,7 @@ impl Merged {
             checkpointer: None,
             wal: None,
             slru: Vec::new(),
+            side_script: None,
         };
         RunOutcome {
             result,

@@ -28,6 +28,7 @@ use super::burst::{Batch, RateProfile};
 use super::client::{Client, ClientStats};
 use super::monitor::{Live, Monitor};
 use super::outcome::{Measured, Merged};
+use super::side::SideScript;
 use super::Db;
 use crate::report::model::{CheckpointSpan, CheckpointerCounts, RunResult};
 
@@ -40,6 +41,10 @@ pub enum Mode {
     SimpleUpdate,
     #[value(name = "select-only")]
     SelectOnly,
+    /// Seed 002 experiment 1's savepoint.sql: 70 nested savepoints with an insert each, a
+    /// pause, a commit (see `side.rs`).
+    #[value(name = "savepoint-overflow")]
+    SavepointOverflow,
 }
 
 impl Mode {
@@ -48,6 +53,7 @@ impl Mode {
             Mode::TpcbLike => "tpcb-like",
             Mode::SimpleUpdate => "simple-update",
             Mode::SelectOnly => "select-only",
+            Mode::SavepointOverflow => "savepoint-overflow",
         }
     }
 }
@@ -90,6 +96,9 @@ pub struct BenchOptions {
     pub rate_profile: Option<RateProfile>,
     /// `--batch-every` / `--batch-rows`: a large write every few seconds.
     pub batch: Option<Batch>,
+    /// `--side-script` and its pause (`--side-pause-ms`): seed 002's second pgbench
+    /// instance, one thread beside the clients.
+    pub side: Option<(SideScript, Duration)>,
 }
 
 impl BenchOptions {
@@ -118,10 +127,14 @@ pub struct RunOutcome {
 
 /// Runs the benchmark and returns its result (also writing the aggregate logs).
 pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
+    if opts.mode == Mode::SavepointOverflow || opts.side.is_some() {
+        db.test()?;
+    }
     let pool = db.engine.pool();
     let before = pool.stats();
     let bgw_before = pool.bgwriter_stats();
     let clog_before = db.engine.txns().clog().stats();
+    let subtrans_before = db.engine.txns().subtrans().stats();
     let ckpt_before = db.engine.checkpointer_stats();
     let wal_before = db.engine.wal().stats();
     let live = Live::default();
@@ -132,13 +145,16 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0);
     let wall_start = wall_start_us / 1_000_000;
-    let (clients, samples, batches) = std::thread::scope(|s| {
+    let (clients, samples, batches, side) = std::thread::scope(|s| {
         let monitor =
             s.spawn(|| Monitor::new(pool, &before, start, opts.progress_s, &live, &done).run());
         let done_ref = &done;
         let batches = opts
             .batch
             .map(|b| s.spawn(move || BatchRunner::new(db, b, opts.seed, start, done_ref).run()));
+        let side = opts.side.map(|(script, wait)| {
+            s.spawn(move || super::side::run(db, script, wait, done_ref, &opts.stop))
+        });
         let mut handles = Vec::new();
         for id in 0..opts.clients.max(1) {
             let client = Client::new(id, db, opts, start, &live);
@@ -151,8 +167,10 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         done.store(true, Ordering::Relaxed);
         let samples = monitor.join().expect("monitor thread");
         let batches = batches.map(|b| b.join().expect("batch thread"));
-        (clients, samples, batches)
+        let side = side.map(|h| h.join().expect("side-script thread"));
+        (clients, samples, batches, side)
     });
+    let side = side.transpose()?;
     let elapsed = start.elapsed().as_secs_f64();
     // A failed checkpoint fails the run with its error, ahead of any client's.
     if let Some(e) = db.engine.checkpointer_error() {
@@ -182,11 +200,16 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     out.result.checkpointer = Some(checkpointer_counts(db, &ckpt_before));
     out.result.wal = Some(wal_counts(db, &wal_before, out.result.transactions));
     let clog_after = db.engine.txns().clog().stats();
-    out.result.slru = vec![crate::report::model::SlruCounts::between(
-        "xact",
-        &clog_before,
-        &clog_after,
-    )];
+    let subtrans_after = db.engine.txns().subtrans().stats();
+    out.result.slru = vec![
+        crate::report::model::SlruCounts::between("xact", &clog_before, &clog_after),
+        crate::report::model::SlruCounts::between(
+            "subtransaction",
+            &subtrans_before,
+            &subtrans_after,
+        ),
+    ];
+    out.result.side_script = side;
     for sec in &mut out.result.series {
         sec.target_tps = opts.target_rate(f64::from(sec.t) + 0.5);
         sec.batch_rows = batches
