@@ -420,7 +420,8 @@ struct ExperimentArgs {
     /// tpcb: an earlier bufpool binary whose c4 sync-on TPS the run is compared with.
     #[arg(long, value_name = "BIN")]
     baseline: Option<PathBuf>,
-    /// slru: only the micro benchmark (the TPC-B side-script runs come later).
+    /// slru: only the micro benchmark (not experiment 1's TPC-B runs with the
+    /// savepoint-overflow side script).
     #[arg(long)]
     micro_only: bool,
     /// slru: most lookup threads (default: the machine's cores).
@@ -555,6 +556,21 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                     lookups,
                     args.repeats as usize,
                 ),
+                exp1: (!args.micro_only).then(|| {
+                    let short = cfg!(debug_assertions) || args.quick;
+                    experiments::slru::Exp1Options {
+                        clients: if short {
+                            vec![1, 2]
+                        } else {
+                            vec![1, 2, 4, 8, 16, 32, 64, 128]
+                        },
+                        seconds: if short { 2 } else { 10 },
+                        scale: if short { 1 } else { 10 },
+                        repeats: if short { 1 } else { args.repeats as usize },
+                        designs: bufpool::slru::SlruDesign::ALL.to_vec(),
+                        parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
+                    }
+                }),
                 micro_only: args.micro_only,
                 command,
             };
