@@ -248,8 +248,9 @@ pub fn exp1(o: &Exp1Options, cores: usize) -> Result<Vec<Exp1Row>> {
     progress(format!("slru: loading a scale-{} template", o.scale));
     crate::commands::init(&template, o.scale, 100, &[], &base)?;
     let stop = Arc::new(AtomicBool::new(false));
-    // (clients, design) -> (tps samples, lookups per txn samples, side transactions)
-    let mut cells: Vec<(u32, SlruDesign, Vec<f64>, Vec<f64>, u64)> = Vec::new();
+    // (clients, design, tps samples, lookups per txn samples, side transactions)
+    type Cell = (u32, SlruDesign, Vec<f64>, Vec<f64>, u64);
+    let mut cells: Vec<Cell> = Vec::new();
     for &c in &o.clients {
         for &d in &o.designs {
             cells.push((c, d, Vec::new(), Vec::new(), 0));
