@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Kill loop through the real binary (issue 11): `bufpool bench` (TPC-B, 4 clients,
-# synchronous commit) on one database, SIGKILLed at a random moment, N times; after each
+# synchronous commit; every other round with the savepoint-overflow side script) on one
+# database, SIGKILLed at a random moment, N times; after each
 # kill the database is reopened (crash recovery) by `bufpool check`, which verifies the
 # TPC-B invariants, every key against its heap, every page checksum, and that every
 # transaction the clients acknowledged (a line of the --ack-log, written after its commit
@@ -39,7 +40,12 @@ total_acked=0
 start=$(date +%s)
 for i in $(seq 1 "$n"); do
   if [ "$fresh_every" -gt 0 ] && [ "$i" -gt 1 ] && [ $(( (i - 1) % fresh_every )) -eq 0 ]; then fresh; fi
-  "$bin" bench -D db -c 4 -j 2 -T 60 --random-seed "$i" --ack-log "ack.$i" > "bench.$i" 2>&1 &
+  # Even rounds add the savepoint-overflow side script (70 nested savepoints per
+  # transaction, a 100 ms pause): kills land inside savepoint trees and between their
+  # transaction tree commit records, and recovery replays them.
+  side=()
+  if [ $((i % 2)) -eq 0 ]; then side=(--side-script savepoint-overflow --side-pause-ms 100); fi
+  "$bin" bench -D db -c 4 -j 2 -T 60 --random-seed "$i" --ack-log "ack.$i" "${side[@]}" > "bench.$i" 2>&1 &
   pid=$!
   # A random moment 0.3..3.3 s after the start (startup and recovery included): this is
   # the fault's timing, not a wait for anything.

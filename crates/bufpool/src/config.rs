@@ -400,7 +400,7 @@ pub static KNOBS: &[Knob] = &[
             "subtransaction_buffers",
             Unit::Count,
             "auto",
-            "subtransaction-parent pages cached in memory (that SLRU is not built yet); auto = shared_buffers/512 within 16..1024",
+            "subtransaction-parent pages cached in memory (the subtransaction log, read when a snapshot overflowed); auto = shared_buffers/512 within 16..1024",
             |c, v| {
                 c.subtransaction_buffers = match v {
                     Value::Auto => None,

@@ -6,8 +6,13 @@
 //! lock and one counter; `banks_locks_lru`: a lock and a counter per bank), 1..N threads,
 //! with the pages fitting the SLRU (every lookup a hit, the cost is the lock and the LRU
 //! counter: seed 002's experiment 1) and spread over 10x more pages than it holds (most
-//! lookups miss and search a victim: its experiment 2). The TPC-B side scripts (savepoint
-//! overflow, multixacts) come later with the subtransaction and multixact SLRUs.
+//! lookups miss and search a victim: its experiment 2).
+//!
+//! Experiment 1 ([`exp1`]): TPC-B clients (1..128; this machine's cores are reported, and
+//! rows with more threads than cores are marked oversubscribed) beside the
+//! savepoint-overflow side script, per design, with the subtransaction SLRU's hits per
+//! client transaction: how often visibility had to look a parent up. Experiment 2 (the
+//! multixact workload) needs multixacts, not built yet.
 //!
 //! What a miss costs here: pages are never written, so a miss reads nothing from a device
 //! (a page not on disk reads as zeros after the segment lookup in a `MemVfs`); the figure

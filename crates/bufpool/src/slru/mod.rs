@@ -184,7 +184,7 @@ pub struct SlruOptions {
 }
 
 /// The sizes and design of every SLRU, as the configuration builds them (the
-/// subtransaction and multixact SLRUs are not built yet; their sizes are ready for them).
+/// multixact SLRUs are not built yet; their sizes are ready for them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlruSet {
     pub design: SlruDesign,
