@@ -102,13 +102,16 @@ pub fn test_schema() -> Schema {
 pub const TEST_TABLE: &str = "pgbench_test";
 
 /// Creates `pgbench_test` in an initialized database that lacks it (databases made before
-/// it existed); a no-op otherwise.
+/// it existed), in pgbench_history's tablespace; a no-op otherwise.
 pub fn ensure_test_table(engine: &Engine, vfs: &dyn Vfs, dir: &Path) -> Result<()> {
     let mut c = Catalog::load(vfs, dir)?;
     if c.table(TEST_TABLE).is_some() {
         return Ok(());
     }
-    let rel = c.next_rel(FIRST_REL);
+    // Beside pgbench_history (the other insert-only table): with `init --tablespaces`
+    // nothing goes to the default tablespace.
+    let tablespace = c.table("pgbench_history").map_or(0, |t| t.rel.tablespace);
+    let rel = c.next_rel_in(FIRST_REL, tablespace);
     c.add_table(TableDef {
         name: TEST_TABLE.into(),
         rel,
