@@ -163,6 +163,9 @@ impl Clog {
     /// this returns); a crash between the steps leaves SubCommitted only where the commit
     /// record is durable (pages go out after the WAL behind them), and replay finishes it.
     pub fn set_tree(&self, top: Xid, subs: &[Xid], status: XidStatus) -> Result<(), ClogError> {
+        if subs.is_empty() {
+            return self.set(top, status); // the common case: no list, no allocation
+        }
         let top_page = self.locate(top).0;
         let (mut here, mut elsewhere): (Vec<Xid>, Vec<Xid>) =
             subs.iter().partition(|&&x| self.locate(x).0 == top_page);

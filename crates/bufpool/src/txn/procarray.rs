@@ -153,6 +153,11 @@ pub struct TxnManager {
     clog: Clog,
     subtrans: Subtrans,
     state: Mutex<State>,
+    /// Running subtransactions (`State::top_of`'s size), changed under `state`: while it
+    /// is 0, ending a transaction needs no look at its tree (the TPC-B path). A
+    /// transaction's subtransactions are begun before it ends, by its own thread or with a
+    /// happens-before edge to its end, so the ender sees its own tree's increments.
+    running_subs: AtomicUsize,
     /// Notified whenever a transaction ends (row-lock waiters re-check).
     ended: Condvar,
 }
@@ -173,6 +178,7 @@ impl TxnManager {
                 waiting: HashMap::new(),
                 overflowed: 0,
             }),
+            running_subs: AtomicUsize::new(0),
             ended: Condvar::new(),
         }
     }
@@ -240,6 +246,7 @@ impl TxnManager {
         }
         st.active.insert(xid);
         st.top_of.insert(xid, top);
+        self.running_subs.fetch_add(1, Ordering::Release);
         let t = st
             .tops
             .get_mut(&top)
@@ -266,6 +273,9 @@ impl TxnManager {
     /// [`TxnManager::subxids`] for a caller about to end `top`: refuses a running
     /// subtransaction id (it ends by rollback, or with its tree).
     pub fn tree_of_top(&self, top: Xid) -> Result<Vec<Xid>, ClogError> {
+        if self.running_subs.load(Ordering::Acquire) == 0 {
+            return Ok(Vec::new());
+        }
         let st = self.state.lock();
         if st.top_of.contains_key(&top) {
             return Err(ClogError::NotTopLevel { xid: top });
@@ -361,18 +371,20 @@ impl TxnManager {
         } else {
             XidStatus::Aborted
         };
-        let tree = {
+        let tree = if self.running_subs.load(Ordering::Acquire) == 0 {
+            None
+        } else {
             let st = self.state.lock();
             match st.tops.get(&xid) {
-                Some(t) => t.tree.clone(),
                 None if st.top_of.contains_key(&xid) => {
                     return Err(ClogError::NotTopLevel { xid });
                 }
+                Some(t) => Some(t.tree.clone()),
                 // Not running (redo-like callers, tests): only its own status is set.
-                None => Arc::new(OwnTree::default()),
+                None => None,
             }
         };
-        let subs = tree.list();
+        let subs = tree.map(|t| t.list()).unwrap_or_default();
         self.clog.set_tree(xid, &subs, status)?;
         {
             let mut st = self.state.lock();
@@ -381,6 +393,7 @@ impl TxnManager {
                 st.active.remove(s);
                 st.top_of.remove(s);
             }
+            self.running_subs.fetch_sub(subs.len(), Ordering::Release);
             if let Some(t) = st.tops.remove(&xid) {
                 if t.overflowed {
                     st.overflowed -= 1;
@@ -410,6 +423,7 @@ impl TxnManager {
                 st.active.remove(x);
                 st.top_of.remove(x);
             }
+            self.running_subs.fetch_sub(sorted.len(), Ordering::Release);
             let t = st
                 .tops
                 .get_mut(&top)
