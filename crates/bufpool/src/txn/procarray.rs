@@ -97,10 +97,9 @@ pub struct Snapshot {
 impl Snapshot {
     /// Whether `xid` is the owner's: its top-level id or one of its live subtransactions.
     pub fn is_own(&self, xid: Xid) -> bool {
+        // A subtransaction is newer than its top: older ids need no look at the tree.
         xid == self.own
-            || (xid > self.own
-                && self.own != INVALID_XID
-                && self.own_tree.as_ref().is_some_and(|t| t.contains(xid)))
+            || (xid > self.own && self.own_tree.as_ref().is_some_and(|t| t.contains(xid)))
     }
 }
 
@@ -239,11 +238,9 @@ impl TxnManager {
         // The parent goes to the log before the id is handed out: only the page just
         // zeroed (or resident, the newest) is written, so this waits for no I/O.
         let xid = self.assign(&mut st)?;
-        if let Err(e) = self.subtrans.set_parent(xid, parent) {
-            // The id is spent (ids only grow) but was never handed out: it counts as
-            // aborted (below next_xid, never running, never decided).
-            return Err(e.into());
-        }
+        // On failure the id is spent but never handed out: it counts as aborted (below
+        // next_xid, never running, never decided).
+        self.subtrans.set_parent(xid, parent)?;
         st.active.insert(xid);
         st.top_of.insert(xid, top);
         self.running_subs.fetch_add(1, Ordering::Release);
@@ -264,14 +261,8 @@ impl TxnManager {
     }
 
     /// The live subtransaction ids of top-level transaction `top` (ascending; empty if it
-    /// has none or is not running): what its commit or abort record lists.
-    pub fn subxids(&self, top: Xid) -> Vec<Xid> {
-        let st = self.state.lock();
-        st.tops.get(&top).map(|t| t.tree.list()).unwrap_or_default()
-    }
-
-    /// [`TxnManager::subxids`] for a caller about to end `top`: refuses a running
-    /// subtransaction id (it ends by rollback, or with its tree).
+    /// has none or is not running): what its commit or abort record lists. Refuses a
+    /// running subtransaction id (it ends by rollback, or with its tree).
     pub fn tree_of_top(&self, top: Xid) -> Result<Vec<Xid>, ClogError> {
         if self.running_subs.load(Ordering::Acquire) == 0 {
             return Ok(Vec::new());
@@ -734,7 +725,7 @@ mod tests {
         m.end_subs(&[s2, s3]).unwrap();
         assert!(!m.is_running(s2) && !m.visible(&sa, s3, INVALID_XID).unwrap());
         assert!(m.visible(&sa, s1, INVALID_XID).unwrap());
-        assert_eq!(m.subxids(a), vec![s1]);
+        assert_eq!(m.tree_of_top(a).unwrap(), vec![s1]);
         assert!(matches!(
             m.end(s1, true),
             Err(ClogError::NotTopLevel { .. })
