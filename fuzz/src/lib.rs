@@ -23,7 +23,7 @@ use bufpool::page::{self, PageProblem, PAGE_HEADER_SIZE, PAGE_SIZES};
 use bufpool::slru::{Slru, SlruError, PAGES_PER_SEGMENT, TRAILER_SIZE};
 use bufpool::txn::{Clog, ClogError, XidStatus};
 use bufpool::wal::control::{self, Control, ControlError};
-use bufpool::wal::record::{self, BlockChange, Invalid, RecordBuilder, HEADER_SIZE};
+use bufpool::wal::record::{self, BlockChange, Invalid, RecordBuilder, RecordKind, HEADER_SIZE};
 use bufpool::wal::SyncMethod;
 use bufpool::{BufferTag, ForkNumber, HugePages, Lsn, MemVfs, RelFileId, Smgr, SmgrOptions, Vfs};
 
@@ -267,7 +267,12 @@ pub fn wal_record(data: &[u8]) {
     );
 
     // Re-encode through the builder, where it can say the same thing.
-    let mut builder = RecordBuilder::new(r.kind, r.xid, r.flags, r.extra);
+    let mut builder = match (&r.kind, &r.multi) {
+        (RecordKind::XactTree, _) => RecordBuilder::xact_tree(r.xid, r.flags, &r.subxids),
+        (RecordKind::MultiCreate, Some(m)) if r.flags == 0 => RecordBuilder::multi_create(r.xid, m),
+        (RecordKind::MultiCreate, _) => return, // flags the builder never writes
+        _ => RecordBuilder::new(r.kind, r.xid, r.flags, r.extra),
+    };
     let mut scratch = vec![0u8; ps];
     for b in &r.blocks {
         match &b.change {
@@ -310,7 +315,7 @@ fn with_crc_line(body: &[u8]) -> Vec<u8> {
 /// `bufpool::wal::control::read`, the control file parser.
 ///
 /// Input: `sel` (bit 0: fix mode), four fields for a round trip (checkpoint u64, redo u64,
-/// incarnation u32, next_xid u32), then the file's bytes; fix mode appends a correct
+/// incarnation u32, next_xid u32, next_multi u32, next_member u32), then the file's bytes; fix mode appends a correct
 /// `crc32c=` line to them, so the field parser behind the checksum is explored.
 ///
 /// Properties: read returns a control or an error naming the file, never panics; a control
@@ -324,6 +329,8 @@ pub fn control(data: &[u8]) {
         redo: Lsn(inp.u64()),
         incarnation: inp.u32(),
         next_xid: inp.u32(),
+        next_multi: inp.u32(),
+        next_member: inp.u32(),
     };
     let file = if sel & 1 != 0 {
         with_crc_line(inp.rest())

@@ -381,6 +381,9 @@ impl Checkpointer {
         // Commit-log pages go out only after the WAL behind every status in them is durable.
         self.wal.flush(self.wal.insert_position())?;
         self.txns.clog().flush()?;
+        // The multixact SLRUs likewise (their creators held the gate from record to
+        // entry, so every multixact created before `redo` is in them).
+        self.txns.multis().flush().map_err(ClogError::from)?;
         // The subtransaction log needs no durability (no transaction survives a crash):
         // written to keep its slots clean, and cut below the oldest running transaction
         // (no subtransaction it could be asked about is older).
@@ -389,6 +392,7 @@ impl Checkpointer {
         subtrans
             .truncate(self.txns.oldest_xmin())
             .map_err(ClogError::from)?;
+        let multi = self.txns.multis().positions();
         let (lsn, end) =
             self.wal
                 .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, redo.0))?;
@@ -398,6 +402,8 @@ impl Checkpointer {
             redo,
             incarnation: self.wal.incarnation(),
             next_xid: self.txns.next_xid(),
+            next_multi: multi.next_multi,
+            next_member: multi.next_member,
         })?;
         self.wal.remove_segments_before(redo)?;
         let seg_after = self.wal.segment_counts();

@@ -54,7 +54,10 @@ use crate::page;
 use crate::scan::{ReadStreamOptions, ScanOptions, ScanPositions};
 use crate::smgr::{Smgr, SmgrError};
 use crate::sync::{Arc, Mutex};
-use crate::txn::{Clog, ClogError, Subtrans, TxnManager, Xid, FIRST_NORMAL_XID};
+use crate::txn::{
+    Clog, ClogError, Member, MultiId, MultiPositions, MultiXact, Subtrans, TxnManager, Xid,
+    FIRST_NORMAL_XID,
+};
 use crate::types::Lsn;
 use crate::vfs::{IoError, Vfs};
 use crate::wal::{
@@ -281,11 +284,27 @@ impl Engine {
                 .any(|n| n.len() == 16);
         let slrus = config.slru_set(pool.nbuffers());
         let clog = Clog::open_with(vfs.clone(), dir, pool.page_size(), slrus.transaction())?;
+        let multis = MultiXact::open(
+            vfs.clone(),
+            dir,
+            pool.page_size(),
+            slrus.multixact_offset(),
+            slrus.multixact_member(),
+            MultiPositions::default(),
+        )
+        .map_err(ClogError::from)?;
         let (wal, recovery) = if !has_control && !has_log {
             (Wal::open(vfs.clone(), dir, opts, Lsn(0), Lsn(0), 0)?, None)
         } else {
-            let report =
-                recovery::run(&*vfs, dir, &pool, &clog, config.wal_segment_size, progress)?;
+            let report = recovery::run(
+                &*vfs,
+                dir,
+                &pool,
+                &clog,
+                &multis,
+                config.wal_segment_size,
+                progress,
+            )?;
             // A new life of the log: its records carry the next incarnation, so records an
             // earlier life left beyond `report.end` can never be mistaken for its own.
             let wal = Wal::open(
@@ -308,10 +327,13 @@ impl Engine {
         let wal = Arc::new(wal);
         let _ = hook.wal.set(wal.clone());
         {
-            let w = wal.clone();
-            clog.set_write_barrier(Box::new(move || {
-                w.flush(w.insert_position()).map_err(|e| e.to_string())
-            }));
+            // Commit-log and multixact pages go out only after the WAL behind them.
+            let barrier = || -> crate::slru::WriteBarrier {
+                let w = wal.clone();
+                Box::new(move || w.flush(w.insert_position()).map_err(|e| e.to_string()))
+            };
+            clog.set_write_barrier(barrier());
+            multis.set_write_barriers(barrier(), barrier());
         }
         let writer = LogWriter::start(
             wal.clone(),
@@ -329,7 +351,7 @@ impl Engine {
             next_xid,
         )
         .map_err(ClogError::from)?;
-        let txns = Arc::new(TxnManager::new(clog, subtrans, next_xid));
+        let txns = Arc::new(TxnManager::new(clog, subtrans, multis, next_xid));
         let ckpt = Arc::new(checkpointer::Checkpointer::new(
             pool.clone(),
             wal.clone(),
@@ -569,6 +591,26 @@ impl Engine {
     /// [`Transaction`]'s savepoints use it.
     pub fn begin_subtransaction(&self, parent: Xid) -> Result<Xid, EngineError> {
         Ok(self.txns.begin_sub(parent)?)
+    }
+
+    /// Creates a multixact of `members` (2 or more, at most one updater) for transaction
+    /// `xid`, which is about to write it into a tuple's xmax: a WAL record, then the
+    /// entry in the multixact SLRUs, both under `commit_gate` held shared (so a checkpoint
+    /// whose redo point is past the record flushes the SLRUs with the entry in them;
+    /// otherwise replay writes it). The tuple's own change is logged after this record,
+    /// so replay always finds the multixact before the tuple naming it.
+    pub fn create_multi(&self, xid: Xid, members: &[Member]) -> Result<MultiId, EngineError> {
+        let multis = self.txns.multis();
+        let _gate = self.ckpt.commit_gate.read();
+        let (m, start) = multis.reserve(members.len()).map_err(ClogError::from)?;
+        let rec = crate::wal::record::MultiCreate {
+            multi: m,
+            start,
+            members: members.iter().map(|&(x, mode)| (x, mode as u8)).collect(),
+        };
+        self.wal.insert(RecordBuilder::multi_create(xid, &rec))?;
+        multis.write(m, start, members).map_err(ClogError::from)?;
+        Ok(m)
     }
 
     /// Rolls back the subtransactions `xids` (a savepoint's first, then those begun inside

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use super::EngineError;
 use crate::buffer::BufferPool;
 use crate::page;
-use crate::txn::{Clog, XidStatus, FIRST_NORMAL_XID};
+use crate::txn::{Clog, ClogError, Member, MemberMode, MultiXact, XidStatus, FIRST_NORMAL_XID};
 use crate::types::{ForkNumber, Lsn, RelFileId};
 use crate::vfs::{OpenOptions, Vfs};
 use crate::wal::record::{self, BlockChange, Invalid, Record, RecordKind, FLAG_ABORT, FLAG_COMMIT};
@@ -44,6 +44,8 @@ pub struct RecoveryReport {
     /// Transaction outcomes replayed into the commit log.
     pub commits: u64,
     pub aborts: u64,
+    /// Multixact creations replayed into the multixact SLRUs.
+    pub multis: u64,
     pub records: u64,
     pub pages_applied: u64,
     pub pages_skipped: u64,
@@ -264,6 +266,7 @@ pub(super) fn run(
     dir: &Path,
     pool: &BufferPool,
     clog: &Clog,
+    multis: &MultiXact,
     seg_size: u64,
     progress: &mut dyn FnMut(&RecoveryReport),
 ) -> Result<RecoveryReport, EngineError> {
@@ -304,6 +307,7 @@ pub(super) fn run(
     }
     let mut pos = ctl.redo.0;
     report.next_xid = ctl.next_xid;
+    multis.observe(ctl.next_multi.saturating_sub(1), ctl.next_member, 0);
     let mut incarnation = ctl.incarnation;
     report.incarnation = incarnation;
     let mut next_progress = PROGRESS_EVERY;
@@ -347,6 +351,7 @@ pub(super) fn run(
         }
         apply(pool, &rec, &mut known_forks, &mut report)?;
         apply_outcome(clog, &rec, &mut report)?;
+        apply_multi(multis, &rec, &mut report)?;
         report.records += 1;
         report.bytes += rec.len as u64;
         report.incarnation = incarnation;
@@ -401,6 +406,32 @@ fn check_tail(
         });
     }
     Ok(None)
+}
+
+/// Replays a multixact's creation into the multixact SLRUs (idempotent: the same bytes
+/// again), and raises the next positions past it.
+fn apply_multi(
+    multis: &MultiXact,
+    rec: &Record,
+    report: &mut RecoveryReport,
+) -> Result<(), EngineError> {
+    let Some(m) = &rec.multi else {
+        return Ok(());
+    };
+    let members: Vec<Member> = m
+        .members
+        .iter()
+        .map(|&(x, mode)| (x, MemberMode::from_u8(mode).expect("checked at decode")))
+        .collect();
+    for &(x, _) in &members {
+        report.next_xid = report.next_xid.max(x.saturating_add(1));
+    }
+    multis
+        .write(m.multi, m.start, &members)
+        .map_err(ClogError::from)?;
+    multis.observe(m.multi, m.start, members.len());
+    report.multis += 1;
+    Ok(())
 }
 
 /// Replays a transaction's outcome into the commit log (idempotent: a second recovery

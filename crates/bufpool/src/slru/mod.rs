@@ -183,8 +183,7 @@ pub struct SlruOptions {
     pub design: SlruDesign,
 }
 
-/// The sizes and design of every SLRU, as the configuration builds them (the
-/// multixact SLRUs are not built yet; their sizes are ready for them).
+/// The sizes and design of every SLRU, as the configuration builds them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlruSet {
     pub design: SlruDesign,

@@ -10,7 +10,9 @@
 //!   0 xmin u32   4 xmax u32   8 ctid block u32   12 ctid slot u16
 //!  14 infomask u16 (hint bits: XMIN_COMMITTED, XMIN_INVALID, XMAX_COMMITTED,
 //!                   XMAX_INVALID; UPDATED: ctid points at the newer version;
-//!                   HEAP_ONLY: made by a same-page update, reached only via its chain)
+//!                   HEAP_ONLY: made by a same-page update, reached only via its chain;
+//!                   XMAX_LOCK_ONLY, XMAX_EXCL_LOCK: xmax only locks the row;
+//!                   XMAX_IS_MULTI: xmax is a multixact id)
 //!  16 data length u16   18 reserved u16
 //! ```
 //! Invariants: `PAGE_HEADER_SIZE <= lower <= upper <= special <= page size`; every normal
@@ -45,6 +47,17 @@ pub const UPDATED: u16 = 1 << 4;
 /// and callers hold tuple ids of: pruning turns them into redirects, stubs or dead line
 /// pointers, never reusable slots.
 pub const HEAP_ONLY: u16 = 1 << 5;
+/// xmax (a transaction or a multixact) only locks the row: nobody updated or deleted this
+/// version. Never set with UPDATED or XMAX_COMMITTED.
+pub const XMAX_LOCK_ONLY: u16 = 1 << 6;
+/// With XMAX_LOCK_ONLY and a plain transaction id: the lock is exclusive (`FOR UPDATE`);
+/// clear, it is shared (`FOR SHARE`). Meaningless for a multixact (its members carry
+/// their modes).
+pub const XMAX_EXCL_LOCK: u16 = 1 << 7;
+/// xmax is a multixact id (`txn::MultiId`), not a transaction id: several transactions
+/// hold the row (lockers, and at most one updater or deleter). Never set with
+/// XMAX_COMMITTED.
+pub const XMAX_IS_MULTI: u16 = 1 << 8;
 
 const LP_UNUSED: u8 = 0;
 const LP_NORMAL: u8 = 1;
@@ -235,6 +248,15 @@ impl<'a> HeapPage<'a> {
                         ));
                     }
                     spans.push((a, b));
+                    let m = self.tuple(s).expect("normal").0.infomask;
+                    if m & XMAX_LOCK_ONLY != 0 && m & (UPDATED | XMAX_COMMITTED) != 0 {
+                        return Err(format!(
+                            "slot {s}: a lock-only xmax marked updated or committed"
+                        ));
+                    }
+                    if m & XMAX_IS_MULTI != 0 && m & XMAX_COMMITTED != 0 {
+                        return Err(format!("slot {s}: a multixact xmax hinted committed"));
+                    }
                 }
                 ItemId::Redirect { to } if to == 0 || to > self.slots() => {
                     return Err(format!("slot {s}: redirect to missing slot {to}"));

@@ -9,5 +9,5 @@ pub mod heap_page;
 
 pub use catalog::{Catalog, CatalogError, Column, ColumnType, IndexDef, Schema, TableDef};
 pub use error::HeapError;
-pub use heap::{Heap, ScanReport, SeqScanOptions, Tid, VacuumReport};
+pub use heap::{Heap, RowLockMode, ScanReport, SeqScanOptions, Tid, VacuumReport};
 pub use heap_page::{HeapPage, HeapPageMut, ItemId, TupleHeader};

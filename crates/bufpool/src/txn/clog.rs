@@ -40,6 +40,8 @@ impl XidStatus {
 pub enum ClogError {
     #[error(transparent)]
     Slru(#[from] SlruError),
+    #[error(transparent)]
+    Multi(#[from] super::multixact::MultiXactError),
     #[error("transaction {xid} is not running (a savepoint needs a running parent; a rollback, a running subtransaction)")]
     NotRunning { xid: Xid },
     #[error("transaction {xid} is a subtransaction: end it with a rollback to its savepoint, or end its top-level transaction")]
@@ -57,6 +59,7 @@ impl ClogError {
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
             ClogError::Slru(e) => e.raw_os_error(),
+            ClogError::Multi(e) => e.raw_os_error(),
             ClogError::BadTransition { .. }
             | ClogError::NotRunning { .. }
             | ClogError::NotTopLevel { .. } => None,

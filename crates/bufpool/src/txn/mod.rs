@@ -1,12 +1,16 @@
 //! Transactions: ids, the commit log, the running set, snapshots and MVCC visibility.
 //! Subtransactions (savepoints) have their own ids and a parent in the subtransaction log.
-//! (Row locks, and WAL-logged commits replayed into the commit log, come with the heap.)
+//! Row locks held by several transactions at once are multixacts (`multixact`).
 
 pub mod clog;
+pub mod multixact;
 pub mod procarray;
 pub mod subtrans;
 
 pub use clog::{Clog, ClogError, XidStatus};
+pub use multixact::{
+    Member, MemberMode, MultiId, MultiPositions, MultiXact, MultiXactError, INVALID_MULTI,
+};
 pub use procarray::{Deadlock, OwnTree, Snapshot, TxnManager, MAX_CACHED_SUBXIDS};
 pub use subtrans::Subtrans;
 

@@ -30,6 +30,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::clog::{Clog, ClogError, XidStatus};
+use super::multixact::MultiXact;
 use super::subtrans::Subtrans;
 use super::{Xid, FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID};
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering, RwLock};
@@ -151,6 +152,7 @@ pub struct Deadlock {
 pub struct TxnManager {
     clog: Clog,
     subtrans: Subtrans,
+    multis: MultiXact,
     state: Mutex<State>,
     /// Running subtransactions (`State::top_of`'s size), changed under `state`: while it
     /// is 0, ending a transaction needs no look at its tree (the TPC-B path). A
@@ -162,13 +164,14 @@ pub struct TxnManager {
 }
 
 impl TxnManager {
-    /// A manager over `clog` and `subtrans`, handing out ids from `next_xid` (at least
-    /// FIRST_NORMAL_XID). `subtrans` must have been opened with the same `next_xid`.
-    pub fn new(clog: Clog, subtrans: Subtrans, next_xid: Xid) -> Self {
+    /// A manager over `clog`, `subtrans` and `multis`, handing out ids from `next_xid` (at
+    /// least FIRST_NORMAL_XID). `subtrans` must have been opened with the same `next_xid`.
+    pub fn new(clog: Clog, subtrans: Subtrans, multis: MultiXact, next_xid: Xid) -> Self {
         let next_xid = next_xid.max(FIRST_NORMAL_XID);
         TxnManager {
             clog,
             subtrans,
+            multis,
             state: Mutex::new(State {
                 next_xid,
                 active: BTreeSet::new(),
@@ -189,6 +192,11 @@ impl TxnManager {
     /// The subtransaction log.
     pub fn subtrans(&self) -> &Subtrans {
         &self.subtrans
+    }
+
+    /// The multixact SLRUs.
+    pub fn multis(&self) -> &MultiXact {
+        &self.multis
     }
 
     /// The id the next transaction will get.
@@ -445,6 +453,13 @@ impl TxnManager {
         self.state.lock().active.contains(&xid)
     }
 
+    /// The transaction that `xid`'s tree is waiting for in [`TxnManager::wait_for`], if
+    /// any (for tests and monitoring: PostgreSQL's pg_locks `granted = false`).
+    pub fn waiting_for(&self, xid: Xid) -> Option<Xid> {
+        let st = self.state.lock();
+        st.waiting.get(&st.top(xid)).copied()
+    }
+
     /// Blocks transaction `me` until `holder` is no longer running (a row lock it holds is
     /// released). Refuses with [`Deadlock`] when `holder` (through the transactions it
     /// waits for) waits for `me`: the check and the registration of this wait happen under
@@ -560,8 +575,17 @@ mod tests {
             buffers: 4,
             design: crate::slru::SlruDesign::default(),
         };
-        let sub = Subtrans::open(vfs, Path::new("/db"), 4096, opts, next).unwrap();
-        TxnManager::new(clog, sub, next)
+        let sub = Subtrans::open(vfs.clone(), Path::new("/db"), 4096, opts, next).unwrap();
+        let multis = crate::txn::MultiXact::open(
+            vfs,
+            Path::new("/db"),
+            4096,
+            opts,
+            opts,
+            Default::default(),
+        )
+        .unwrap();
+        TxnManager::new(clog, sub, multis, next)
     }
 
     fn manager() -> TxnManager {

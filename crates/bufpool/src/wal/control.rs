@@ -3,13 +3,16 @@
 //! Owns: `<dir>/bufpool.control`, text with a CRC32C line:
 //! ```text
 //! bufpool control file
-//! format=1
+//! format=2
 //! checkpoint=<LSN of the latest checkpoint record, decimal>
 //! redo=<its redo point, decimal>
 //! incarnation=<the log's incarnation, decimal: bumped by every recovery>
 //! next_xid=<the next transaction id to hand out, decimal>
+//! next_multi=<the next multixact id, decimal>
+//! next_member=<the next multixact member's index, decimal>
 //! crc32c=<8 hex digits: CRC32C of the lines above>
 //! ```
+//! Format 1 (no multixact lines) still reads, as next_multi 1 and next_member 0.
 //! Invariants: written atomically (temp file, fsync, rename, fsync of the directory), so
 //! after a crash it holds either the previous or the new checkpoint, never a mix. A
 //! missing or damaged file is an error naming it, never a guess.
@@ -20,7 +23,7 @@ use crate::types::Lsn;
 use crate::vfs::{IoError, OpenOptions, Vfs};
 
 pub const CONTROL_FILE: &str = "bufpool.control";
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Control {
@@ -28,6 +31,10 @@ pub struct Control {
     pub redo: Lsn,
     pub incarnation: u32,
     pub next_xid: u32,
+    /// Where the next multixact and its members go (at the redo point or later: replay
+    /// raises them past every multixact it replays).
+    pub next_multi: u32,
+    pub next_member: u32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -42,8 +49,8 @@ pub enum ControlError {
 
 fn render(c: &Control) -> String {
     let body = format!(
-        "bufpool control file\nformat={FORMAT}\ncheckpoint={}\nredo={}\nincarnation={}\nnext_xid={}\n",
-        c.checkpoint.0, c.redo.0, c.incarnation, c.next_xid
+        "bufpool control file\nformat={FORMAT}\ncheckpoint={}\nredo={}\nincarnation={}\nnext_xid={}\nnext_multi={}\nnext_member={}\n",
+        c.checkpoint.0, c.redo.0, c.incarnation, c.next_xid, c.next_multi, c.next_member
     );
     let crc = crc32c::crc32c(body.as_bytes());
     format!("{body}crc32c={crc:08x}\n")
@@ -94,9 +101,16 @@ pub fn read(vfs: &dyn Vfs, path: &Path) -> Result<Control, ControlError> {
             .parse()
             .map_err(|_| bad(format!("unreadable {k}")))
     };
-    if field("format")? != u64::from(FORMAT) {
+    let format = field("format")?;
+    if format != 1 && format != u64::from(FORMAT) {
         return Err(bad("unsupported format".into()));
     }
+    let u32_field = |k: &str, default: u32| -> Result<u32, ControlError> {
+        if format == 1 {
+            return Ok(default);
+        }
+        u32::try_from(field(k)?).map_err(|_| bad(format!("{k} out of range")))
+    };
     let incarnation =
         u32::try_from(field("incarnation")?).map_err(|_| bad("incarnation out of range".into()))?;
     Ok(Control {
@@ -105,6 +119,8 @@ pub fn read(vfs: &dyn Vfs, path: &Path) -> Result<Control, ControlError> {
         incarnation,
         next_xid: u32::try_from(field("next_xid")?)
             .map_err(|_| bad("next_xid out of range".into()))?,
+        next_multi: u32_field("next_multi", 1)?,
+        next_member: u32_field("next_member", 0)?,
     })
 }
 
@@ -124,9 +140,18 @@ mod tests {
             redo: Lsn(4096),
             incarnation: 2,
             next_xid: 77,
+            next_multi: 5,
+            next_member: 12,
         };
         write(&vfs, p, &c).unwrap();
         assert_eq!(read(&vfs, p).unwrap(), c);
+        // Format 1, written by an older bufpool, still reads (no multixacts yet).
+        let old = "bufpool control file\nformat=1\ncheckpoint=8192\nredo=4096\nincarnation=2\nnext_xid=77\n";
+        let text = format!("{old}crc32c={:08x}\n", crc32c::crc32c(old.as_bytes()));
+        vfs.set_contents(p, text.into_bytes());
+        let one = read(&vfs, p).unwrap();
+        assert_eq!((one.next_xid, one.next_multi, one.next_member), (77, 1, 0));
+        write(&vfs, p, &c).unwrap();
         let mut bytes = vfs.contents(p).unwrap();
         bytes[30] ^= 1;
         vfs.set_contents(p, bytes);

@@ -82,6 +82,9 @@ pub enum RecordKind {
     Noop = 4,
     /// The outcome of a transaction and the subtransactions listed after it.
     XactTree = 5,
+    /// A multixact was created: `extra` is its id; the body holds where its members start
+    /// and the members (see [`MultiCreate`]).
+    MultiCreate = 6,
 }
 
 impl RecordKind {
@@ -92,6 +95,7 @@ impl RecordKind {
             3 => RecordKind::EndOfRecovery,
             4 => RecordKind::Noop,
             5 => RecordKind::XactTree,
+            6 => RecordKind::MultiCreate,
             _ => return None,
         })
     }
@@ -125,6 +129,8 @@ pub struct Record {
     pub blocks: Vec<BlockRef>,
     /// Transaction tree records: the subtransactions that share the outcome.
     pub subxids: Vec<u32>,
+    /// Multixact creation records: the multi.
+    pub multi: Option<MultiCreate>,
     /// Encoded length (before alignment).
     pub len: usize,
 }
@@ -139,6 +145,20 @@ impl Record {
 pub fn align(x: u64) -> u64 {
     x.div_ceil(ALIGN) * ALIGN
 }
+
+/// A multixact's creation: its id, the index of its first member, and its members as
+/// (transaction id, mode byte 1..=4; see `txn::MemberMode`). Body layout: start u32,
+/// count u16, reserved u16, then `count` times (xid u32, mode u8, 3 zero bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MultiCreate {
+    pub multi: u32,
+    pub start: u32,
+    pub members: Vec<(u32, u8)>,
+}
+
+/// Bytes of a multixact creation body before its members, and per member.
+const MULTI_HEAD: usize = 8;
+const MULTI_MEMBER: usize = 8;
 
 /// Builds the body of a record; the header's lsn, flushed and crc are stamped at insert:
 /// [`RecordBuilder::seal`] (before reserving log space: the body's CRC) then
@@ -208,6 +228,25 @@ impl RecordBuilder {
         b.buf.reserve(subxids.len() * 4);
         for x in subxids {
             b.buf.extend_from_slice(&x.to_le_bytes());
+        }
+        b
+    }
+
+    /// A multixact creation record, by transaction `xid` (see [`MultiCreate`]).
+    pub fn multi_create(xid: u32, m: &MultiCreate) -> Self {
+        assert!(
+            (2..=usize::from(u16::MAX)).contains(&m.members.len()),
+            "a multixact has 2..=65535 members"
+        );
+        let mut b = RecordBuilder::new(RecordKind::MultiCreate, xid, 0, u64::from(m.multi));
+        b.buf.reserve(MULTI_HEAD + m.members.len() * MULTI_MEMBER);
+        b.buf.extend_from_slice(&m.start.to_le_bytes());
+        b.buf
+            .extend_from_slice(&(m.members.len() as u16).to_le_bytes());
+        b.buf.extend_from_slice(&[0, 0]);
+        for &(x, mode) in &m.members {
+            b.buf.extend_from_slice(&x.to_le_bytes());
+            b.buf.extend_from_slice(&[mode, 0, 0, 0]);
         }
         b
     }
@@ -414,6 +453,11 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
             .collect();
         at = len;
     }
+    let mut multi = None;
+    if kind == RecordKind::MultiCreate {
+        multi = Some(decode_multi(&rec[at..len], nblocks, extra)?);
+        at = len;
+    }
     if at != len {
         return Err(Invalid::Malformed("trailing bytes after the last block"));
     }
@@ -427,7 +471,49 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
         extra,
         blocks,
         subxids,
+        multi,
         len,
+    })
+}
+
+/// The body of a multixact creation record (after no blocks), checked whole: an id in
+/// range, 2 or more members filling the body exactly, modes 1..=4, at most one updater.
+fn decode_multi(body: &[u8], nblocks: usize, extra: u64) -> Result<MultiCreate, Invalid> {
+    let bad = Invalid::Malformed;
+    if nblocks != 0 || body.len() < MULTI_HEAD {
+        return Err(bad("multixact record without its member list"));
+    }
+    let multi = u32::try_from(extra)
+        .ok()
+        .filter(|&m| m != 0)
+        .ok_or(bad("multixact id out of range"))?;
+    let start = u32::from_le_bytes(body[0..4].try_into().expect("4 bytes"));
+    let count = usize::from(u16::from_le_bytes([body[4], body[5]]));
+    if count < 2 || body.len() != MULTI_HEAD + count * MULTI_MEMBER || body[6..8] != [0, 0] {
+        return Err(bad("multixact member list does not fill the record"));
+    }
+    let members: Vec<(u32, u8)> = body[MULTI_HEAD..]
+        .chunks_exact(MULTI_MEMBER)
+        .map(|c| {
+            (
+                u32::from_le_bytes(c[0..4].try_into().expect("4 bytes")),
+                c[4],
+            )
+        })
+        .collect();
+    if body[MULTI_HEAD..]
+        .chunks_exact(MULTI_MEMBER)
+        .any(|c| !(1..=4).contains(&c[4]) || c[5..8] != [0, 0, 0])
+    {
+        return Err(bad("multixact member with an unknown mode"));
+    }
+    if members.iter().filter(|&&(_, mode)| mode >= 3).count() > 1 {
+        return Err(bad("multixact with more than one updater"));
+    }
+    Ok(MultiCreate {
+        multi,
+        start,
+        members,
     })
 }
 
@@ -500,6 +586,38 @@ mod tests {
             .finish(Lsn(0), Lsn(0), 1)
             .to_vec();
         assert!(decode(&empty, Lsn(0), 4096).unwrap().subxids.is_empty());
+    }
+
+    /// A multixact creation record carries its members through a round trip; a body that
+    /// lies about its count, an unknown mode or two updaters are refused.
+    #[test]
+    fn multixact_records_round_trip_and_bad_bodies_are_refused() {
+        let m = MultiCreate {
+            multi: 42,
+            start: 1000,
+            members: vec![(7, 2), (9, 3), (11, 1)],
+        };
+        let mut b = RecordBuilder::multi_create(9, &m);
+        let bytes = b.finish(Lsn(64), Lsn(0), 1).to_vec();
+        let r = decode(&bytes, Lsn(64), 4096).unwrap();
+        assert_eq!((r.xid, r.kind, r.extra), (9, RecordKind::MultiCreate, 42));
+        assert_eq!(r.multi, Some(m.clone()));
+        let corrupt = |f: &dyn Fn(&mut Vec<u8>)| {
+            let mut b = RecordBuilder::multi_create(9, &m);
+            f(&mut b.buf);
+            let bytes = b.finish(Lsn(64), Lsn(0), 1).to_vec();
+            decode(&bytes, Lsn(64), 4096)
+        };
+        let at = HEADER_SIZE;
+        for f in [
+            &(|b: &mut Vec<u8>| b[at + 4] = 4) as &dyn Fn(&mut Vec<u8>), // claims 4 members
+            &|b: &mut Vec<u8>| b[at + 8 + 4] = 0,                        // mode 0
+            &|b: &mut Vec<u8>| b[at + 8 + 4] = 4,                        // two updaters
+            &|b: &mut Vec<u8>| b[32..40].copy_from_slice(&0u64.to_le_bytes()), // id 0
+            &|b: &mut Vec<u8>| b.truncate(b.len() - 8),                  // a member short
+        ] {
+            assert!(matches!(corrupt(f), Err(Invalid::Malformed(_))));
+        }
     }
 
     /// Logs written before CRC layout 1 (header first, byte 44 zero) still decode, and a

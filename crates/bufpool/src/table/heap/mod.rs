@@ -43,13 +43,14 @@ mod vacuum;
 mod visibility;
 
 pub use scan::{ScanReport, SeqScanOptions};
+pub use update::RowLockMode;
 pub use vacuum::VacuumReport;
 use visibility::{Hints, Vis};
 
 use super::fsm::Fsm;
 use super::heap_page::{
     tuple_space, HeapPage, HeapPageMut, ItemId, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED,
-    XMIN_COMMITTED,
+    XMAX_IS_MULTI, XMIN_COMMITTED,
 };
 use crate::buffer::{PageWriteGuard, Ring, RingKind, RING_POOL_DIVISOR};
 use crate::config::ConfigError;
@@ -128,7 +129,12 @@ fn chain_roots(page: HeapPage<'_>, block: u32, roots: &mut Vec<u16>) {
                 break;
             }
             match page.tuple(h.ctid_slot) {
-                Some((next, _)) if next.infomask & HEAP_ONLY != 0 && next.xmin == h.xmax => {
+                // A multixact xmax is not the successor's xmin (its updater member is):
+                // the link is trusted as is (see `walk_dead_prefix`).
+                Some((next, _))
+                    if next.infomask & HEAP_ONLY != 0
+                        && (next.xmin == h.xmax || h.infomask & XMAX_IS_MULTI != 0) =>
+                {
                     cur = h.ctid_slot
                 }
                 _ => break,
@@ -423,7 +429,7 @@ impl<'e> Heap<'e> {
                         return Ok(Some(r));
                     }
                     Vis::Gone if h.infomask & UPDATED != 0 => {
-                        prev_xmax = h.xmax;
+                        prev_xmax = self.xmax_link(&h)?;
                         let same_page = h.ctid_block == tid.block;
                         tid = Tid {
                             block: h.ctid_block,

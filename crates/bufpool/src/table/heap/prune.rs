@@ -23,7 +23,9 @@
 
 use super::{chain_roots, Heap, Hints};
 use crate::buffer::PageWriteGuard;
-use crate::table::heap_page::{HeapPage, ItemId, TupleHeader, HEAP_ONLY, UPDATED, XMAX_INVALID};
+use crate::table::heap_page::{
+    HeapPage, ItemId, TupleHeader, HEAP_ONLY, UPDATED, XMAX_INVALID, XMAX_IS_MULTI,
+};
 use crate::table::HeapError;
 use crate::txn::{Xid, FROZEN_XID, INVALID_XID};
 
@@ -215,7 +217,15 @@ where
         if h.ctid_slot == cur {
             break ChainEnd::Unclear;
         }
-        prev_xmax = h.xmax;
+        // After a multixact xmax the successor's xmin is its updater member, not the id:
+        // skip the check for that link. Safe on one page: pruning frees a heap-only
+        // version only with the dead prefix that reaches it, or when no chain reaches it
+        // (`chain_roots` follows multixact links too), so the link cannot dangle.
+        prev_xmax = if h.infomask & XMAX_IS_MULTI != 0 {
+            INVALID_XID
+        } else {
+            h.xmax
+        };
         cur = h.ctid_slot;
     };
     Ok((end, members))

@@ -1,5 +1,12 @@
-//! Row changes: [`Heap::update`] and [`Heap::delete`], the row-lock walk that finds the
-//! version to change, placing a new version on another page, and chain compression.
+//! Row changes: [`Heap::update`], [`Heap::delete`] and [`Heap::lock_row`], the row-lock
+//! walk that finds the version to change or lock, placing a new version on another page,
+//! and chain compression.
+//!
+//! **Explicit row locks** (`FOR SHARE`, `FOR UPDATE`) set xmax with `XMAX_LOCK_ONLY`.
+//! Several holders at once (share lockers of different trees; a tree's lock beside its
+//! savepoint's change) make xmax a multixact (`XMAX_IS_MULTI`). The walk reads the
+//! holders, gives each a [`Fate`] and lets [`decide`] apply the conflict table: only two
+//! share locks go together, the own tree never conflicts, an updater decides first.
 //!
 //! **Row locks**, the PostgreSQL way: the tuple's xmax. A second writer that finds xmax
 //! set by a running transaction waits for it to end (no page lock held while waiting),
@@ -36,18 +43,129 @@ use crate::buffer::PageWriteGuard;
 use crate::sync::Ordering;
 use crate::table::heap_page::{
     tuple_space, HeapPage, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED, XMAX_COMMITTED,
-    XMAX_INVALID, XMIN_COMMITTED, XMIN_INVALID,
+    XMAX_EXCL_LOCK, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY, XMIN_COMMITTED, XMIN_INVALID,
 };
 use crate::table::HeapError;
-use crate::txn::{Xid, XidStatus, FROZEN_XID, INVALID_XID};
+use crate::txn::{ClogError, Member, MemberMode, Xid, XidStatus, FROZEN_XID, INVALID_XID};
 use crate::types::ForkNumber;
 
-fn xmax_of(h: &TupleHeader) -> Xid {
-    if h.infomask & XMAX_INVALID != 0 {
-        INVALID_XID
-    } else {
-        h.xmax
+/// A row lock's strength (PostgreSQL's `FOR SHARE` and `FOR UPDATE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowLockMode {
+    /// Other transactions may share-lock the row too; nobody else may change it.
+    Share,
+    /// Nobody else may lock or change the row.
+    Exclusive,
+}
+
+/// What the row-lock walk is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Lock(RowLockMode),
+    Update,
+    Delete,
+}
+
+impl Want {
+    fn mode(self) -> MemberMode {
+        match self {
+            Want::Lock(RowLockMode::Share) => MemberMode::Share,
+            Want::Lock(RowLockMode::Exclusive) => MemberMode::Exclusive,
+            Want::Update => MemberMode::Update,
+            Want::Delete => MemberMode::Delete,
+        }
     }
+}
+
+/// Whether a lock `held` by another transaction tree keeps `want` waiting: only two share
+/// locks go together.
+fn conflicts(held: MemberMode, want: Want) -> bool {
+    !(held == MemberMode::Share && want == Want::Lock(RowLockMode::Share))
+}
+
+/// The holder of a plain (not multixact) xmax, with its mode.
+fn plain_holder(h: &TupleHeader) -> Member {
+    let m = h.infomask;
+    let mode = if m & XMAX_LOCK_ONLY != 0 {
+        if m & XMAX_EXCL_LOCK != 0 {
+            MemberMode::Exclusive
+        } else {
+            MemberMode::Share
+        }
+    } else if m & UPDATED != 0 {
+        MemberMode::Update
+    } else {
+        MemberMode::Delete
+    };
+    (h.xmax, mode)
+}
+
+/// Where a holder of the row stands, for a transaction that wants it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// The wanting transaction itself.
+    Me,
+    /// A running member of the wanting transaction's tree (its top-level part or another
+    /// live savepoint).
+    Tree,
+    /// Running, in another tree.
+    Running,
+    Committed,
+    Aborted,
+}
+
+/// What the holders of a version mean to `want` (the pure part of the row-lock walk).
+/// `is_top` says whether a holder is the wanting transaction's top-level id (whose lock
+/// outlives any savepoint).
+fn decide(want: Want, holders: &[(Xid, MemberMode, Fate)], is_top: impl Fn(Xid) -> bool) -> Xmax {
+    // The updater or deleter first: a committed one (or our own tree's) means the version
+    // is not the newest; a running one elsewhere is waited for; an aborted one is gone.
+    for &(x, mode, fate) in holders {
+        if !mode.is_update() {
+            continue;
+        }
+        match fate {
+            Fate::Aborted => {}
+            Fate::Running => return Xmax::Running(x),
+            Fate::Me | Fate::Tree | Fate::Committed => {
+                return if mode == MemberMode::Update {
+                    Xmax::Replaced(x)
+                } else {
+                    Xmax::Deleted
+                };
+            }
+        }
+    }
+    let mut keep = Vec::new();
+    for &(x, mode, fate) in holders {
+        if mode.is_update() {
+            continue;
+        }
+        match fate {
+            Fate::Committed | Fate::Aborted => {} // a lock ends with its transaction
+            Fate::Running => {
+                if conflicts(mode, want) {
+                    return Xmax::Running(x);
+                }
+                keep.push((x, mode));
+            }
+            Fate::Me | Fate::Tree => {
+                if let Want::Lock(_) = want {
+                    // Held already, at least as strongly, by this transaction or by its
+                    // top-level part (which holds it as long as this one could).
+                    if mode >= want.mode() && (fate == Fate::Me || is_top(x)) {
+                        return Xmax::Held;
+                    }
+                }
+                if fate == Fate::Tree {
+                    // Another part of the tree may be rolled back alone: its lock stays.
+                    keep.push((x, mode));
+                }
+                // This transaction's own weaker lock is replaced by the new entry.
+            }
+        }
+    }
+    Xmax::Free(keep)
 }
 
 /// A stretch of a row's chain that `modify` walked through versions dead to all.
@@ -62,10 +180,14 @@ struct Span {
     horizon: Option<Xid>,
 }
 
-/// What a version's xmax means to a transaction that wants to change the row.
+/// What a version's xmax means to a transaction that wants to change or lock the row.
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Xmax {
-    /// Nobody holds the row (no xmax, or its transaction aborted).
-    Free,
+    /// Nobody holds the row against the wanting transaction; these lockers (running,
+    /// compatible, or of its own tree) keep their locks beside its entry.
+    Free(Vec<Member>),
+    /// A lock request the transaction (or its top-level part) already holds.
+    Held,
     /// Held by this running transaction: wait for it to end.
     Running(Xid),
     /// Replaced by a committed update (or by the writer itself), by this xid: follow ctid.
@@ -76,8 +198,10 @@ enum Xmax {
 
 /// What one step of the row-lock walk found at the version it was pointed at.
 enum Step {
-    /// The row's newest version, free for the writer to change.
-    Newest(TupleHeader),
+    /// The row's newest version, free for the writer to change, and the lockers to keep.
+    Newest(TupleHeader, Vec<Member>),
+    /// The row's newest version, already locked as asked.
+    Held,
     /// The version was replaced: the walk's tid now names its successor. `dead_data`: the
     /// successor is on another page and the replaced version still holds its data (this
     /// page has not been pruned since), a reason to prune the page on leaving it.
@@ -100,24 +224,40 @@ impl Heap<'_> {
         tid: Tid,
         f: impl FnMut(&[u8]) -> Vec<u8>,
     ) -> Result<Option<Tid>, HeapError> {
-        self.modify(xid, tid, Some(f))
+        self.modify(xid, tid, Want::Update, Some(f))
     }
 
     /// Deletes the row at `tid` for `xid`. Returns false if it was already deleted.
     pub fn delete(&self, xid: Xid, tid: Tid) -> Result<bool, HeapError> {
         Ok(self
-            .modify(xid, tid, None::<fn(&[u8]) -> Vec<u8>>)?
+            .modify(xid, tid, Want::Delete, None::<fn(&[u8]) -> Vec<u8>>)?
             .is_some())
+    }
+
+    /// Locks the row at `tid` for `xid` in `mode` (PostgreSQL's `SELECT ... FOR SHARE` /
+    /// `FOR UPDATE`) until `xid` ends: waits for whoever holds it against that mode (a
+    /// writer, or any locker for an exclusive lock), follows committed updates to the
+    /// newest version, and locks that. Returns the locked version's tid, or None if the
+    /// row was deleted. A share lock beside other running lockers, or a lock kept beside a
+    /// savepoint's change, makes the row's xmax a multixact.
+    pub fn lock_row(
+        &self,
+        xid: Xid,
+        tid: Tid,
+        mode: RowLockMode,
+    ) -> Result<Option<Tid>, HeapError> {
+        self.modify(xid, tid, Want::Lock(mode), None::<fn(&[u8]) -> Vec<u8>>)
     }
 
     fn modify(
         &self,
         xid: Xid,
         tid: Tid,
+        want: Want,
         f: Option<impl FnMut(&[u8]) -> Vec<u8>>,
     ) -> Result<Option<Tid>, HeapError> {
         let mut span = Span::default();
-        let r = self.modify_walk(xid, tid, f, &mut span)?;
+        let r = self.modify_walk(xid, tid, want, f, &mut span)?;
         if r.is_some() {
             self.compress(&span)?;
         }
@@ -175,6 +315,7 @@ impl Heap<'_> {
         &self,
         xid: Xid,
         mut tid: Tid,
+        want: Want,
         mut f: Option<impl FnMut(&[u8]) -> Vec<u8>>,
         span: &mut Span,
     ) -> Result<Option<Tid>, HeapError> {
@@ -192,9 +333,10 @@ impl Heap<'_> {
             // Find the row's newest version, following same-page links under this lock
             // (pruning cannot cut the chain meanwhile); a link to another page, or a wait,
             // starts over there.
-            let h = loop {
+            let (h, keep) = loop {
                 let step = self.chain_step(
                     xid,
+                    want,
                     &mut tid,
                     &mut prev_xmax,
                     HeapPage(&g),
@@ -202,7 +344,11 @@ impl Heap<'_> {
                     &mut hints,
                 )?;
                 match step {
-                    Step::Newest(h) => break h,
+                    Step::Newest(h, keep) => break (h, keep),
+                    Step::Held => {
+                        self.set_hints_locked(&mut g, &mut hints)?;
+                        return Ok(Some(tid));
+                    }
                     Step::Next {
                         same_page: true, ..
                     } => {}
@@ -233,7 +379,9 @@ impl Heap<'_> {
             self.set_hints_locked(&mut g, &mut hints)?;
             let data = HeapPage(&g).tuple(tid.slot).expect("resolved above").1;
             let new_data = f.as_mut().map(|f| f(data));
-            return self.write_change(xid, tid, h, g, new_data).map(Some);
+            return self
+                .write_change(xid, tid, h, g, want, keep, new_data)
+                .map(Some);
         }
     }
 
@@ -241,9 +389,11 @@ impl Heap<'_> {
     /// at the version `tid` names (resolving a redirect, after which `tid` names the
     /// version itself) and decides what to do about it. `prev_xmax` carries the xmin the
     /// version must have (0 at the start), and is updated for the next step.
+    #[allow(clippy::too_many_arguments)]
     fn chain_step(
         &self,
         xid: Xid,
+        want: Want,
         tid: &mut Tid,
         prev_xmax: &mut Xid,
         page: HeapPage<'_>,
@@ -260,8 +410,9 @@ impl Heap<'_> {
         // after a wait must find the same xmin there.
         tid.slot = slot;
         *prev_xmax = h.xmin;
-        match self.xmax_meaning(xid, slot, &h, hints)? {
+        let keep = match self.xmax_meaning(xid, want, slot, &h, hints)? {
             Xmax::Running(holder) => return Ok(Step::WaitFor(holder)),
+            Xmax::Held => return Ok(Step::Held),
             Xmax::Deleted => return Ok(Step::NoRow),
             Xmax::Replaced(holder) => {
                 *prev_xmax = holder;
@@ -277,8 +428,8 @@ impl Heap<'_> {
                     dead_data: !same_page && !data.is_empty(),
                 });
             }
-            Xmax::Free => {}
-        }
+            Xmax::Free(keep) => keep,
+        };
         if h.infomask & XMIN_INVALID != 0 {
             return Ok(Step::NoRow); // its insert was rolled back: there is no row
         }
@@ -289,7 +440,7 @@ impl Heap<'_> {
             if txns.is_running(h.xmin) {
                 if txns.same_tree(xid, h.xmin) {
                     // Inserted by this transaction's tree (a savepoint): ours to change.
-                    return Ok(Step::Newest(h));
+                    return Ok(Step::Newest(h, keep));
                 }
                 return Ok(Step::WaitFor(h.xmin));
             }
@@ -302,55 +453,74 @@ impl Heap<'_> {
                 XidStatus::InProgress | XidStatus::SubCommitted => {}
             }
         }
-        Ok(Step::Newest(h))
+        Ok(Step::Newest(h, keep))
     }
 
-    /// Who holds the row at version `h` (in `slot`), for `xid` wanting to change it; what
-    /// the commit log tells goes to `hints`.
+    /// Who holds the row at version `h` (in `slot`), for `xid` wanting it (`want`): the
+    /// holders (a plain xmax, or a multixact's members read under the page lock: heap
+    /// page, then the multixact SLRU's bank lock, never the other way), each given its
+    /// fate, then [`decide`]. What the commit log tells about a plain xmax goes to `hints`.
     fn xmax_meaning(
         &self,
         xid: Xid,
+        want: Want,
         slot: u16,
         h: &TupleHeader,
         hints: &mut Hints,
     ) -> Result<Xmax, HeapError> {
-        let holder = xmax_of(h);
-        if holder != INVALID_XID && holder != xid {
-            let status = if h.infomask & XMAX_COMMITTED != 0 {
-                XidStatus::Committed
+        let m = h.infomask;
+        if m & XMAX_INVALID != 0 {
+            return Ok(Xmax::Free(Vec::new()));
+        }
+        let txns = self.engine.txns();
+        let multi = m & XMAX_IS_MULTI != 0;
+        let mut fates: [(Xid, MemberMode, Fate); 1];
+        let mut many;
+        let holders: &[(Xid, MemberMode, Fate)] = if multi {
+            many = Vec::new();
+            for (x, mode) in txns.multis().members(h.xmax).map_err(ClogError::from)? {
+                many.push((x, mode, self.fate(xid, x)?));
+            }
+            &many
+        } else {
+            let (x, mode) = plain_holder(h);
+            let fate = if m & XMAX_COMMITTED != 0 {
+                Fate::Committed
             } else {
-                let s = self.engine.txns().status(holder)?;
-                match s {
-                    XidStatus::Committed => hints.push((slot, holder, XMAX_COMMITTED)),
-                    XidStatus::Aborted => hints.push((slot, holder, XMAX_INVALID)),
-                    XidStatus::InProgress | XidStatus::SubCommitted => {}
+                let fate = self.fate(xid, x)?;
+                // Hints: an updater's outcome; a locker's end (its lock is over either way).
+                match (fate, m & XMAX_LOCK_ONLY != 0) {
+                    (Fate::Committed, false) => hints.push((slot, x, XMAX_COMMITTED)),
+                    (Fate::Aborted, _) | (Fate::Committed, true) => {
+                        hints.push((slot, x, XMAX_INVALID))
+                    }
+                    _ => {}
                 }
-                s
+                fate
             };
-            let running = matches!(status, XidStatus::InProgress | XidStatus::SubCommitted);
-            if running && self.engine.txns().same_tree(xid, holder) {
-                // Changed by this transaction's tree (its top-level part or a live
-                // savepoint): as if by `xid` itself.
-                return Ok(if h.infomask & UPDATED == 0 {
-                    Xmax::Deleted
+            fates = [(x, mode, fate)];
+            &mut fates
+        };
+        Ok(decide(want, holders, |x| x == txns.top_of(xid)))
+    }
+
+    /// Where holder `x` stands for `xid`.
+    fn fate(&self, xid: Xid, x: Xid) -> Result<Fate, HeapError> {
+        if x == xid {
+            return Ok(Fate::Me);
+        }
+        let txns = self.engine.txns();
+        Ok(match txns.status(x)? {
+            XidStatus::InProgress | XidStatus::SubCommitted => {
+                if txns.same_tree(xid, x) {
+                    Fate::Tree
                 } else {
-                    Xmax::Replaced(holder)
-                });
+                    Fate::Running
+                }
             }
-            return Ok(match status {
-                XidStatus::InProgress | XidStatus::SubCommitted => Xmax::Running(holder),
-                XidStatus::Committed if h.infomask & UPDATED != 0 => Xmax::Replaced(holder),
-                XidStatus::Committed => Xmax::Deleted,
-                XidStatus::Aborted => Xmax::Free, // the row is free again
-            });
-        }
-        if holder == xid {
-            if h.infomask & UPDATED == 0 {
-                return Ok(Xmax::Deleted); // deleted by this very transaction
-            }
-            return Ok(Xmax::Replaced(holder));
-        }
-        Ok(Xmax::Free)
+            XidStatus::Committed => Fate::Committed,
+            XidStatus::Aborted => Fate::Aborted,
+        })
     }
 
     /// Tracks, in `span`, a stretch of versions dead to all between cross-page links, as
@@ -364,6 +534,11 @@ impl Heap<'_> {
     ) -> Result<(), HeapError> {
         let same_page = target.block == at.block;
         if same_page && span.start.is_none() {
+            return Ok(());
+        }
+        if h.infomask & XMAX_IS_MULTI != 0 {
+            // Its link's xid is a multixact member's: compression keeps plain links only.
+            span.broken |= span.start.is_some();
             return Ok(());
         }
         let horizon = *span
@@ -385,17 +560,44 @@ impl Heap<'_> {
     /// write lock `g`: sets xmax (a delete, `new_data` None), or also places the new
     /// version: on this page when it fits, pruning the page first if needed, else on
     /// another page. Returns the new version's tid (`tid` for a delete).
+    #[allow(clippy::too_many_arguments)]
     fn write_change(
         &self,
         xid: Xid,
         tid: Tid,
         h: TupleHeader,
         mut g: PageWriteGuard<'_>,
+        want: Want,
+        keep: Vec<Member>,
         new_data: Option<Vec<u8>>,
     ) -> Result<Tid, HeapError> {
         let mut old = h;
-        old.xmax = xid;
-        old.infomask &= !(XMAX_INVALID | XMAX_COMMITTED);
+        old.infomask &= !(XMAX_INVALID
+            | XMAX_COMMITTED
+            | XMAX_LOCK_ONLY
+            | XMAX_EXCL_LOCK
+            | XMAX_IS_MULTI
+            | UPDATED);
+        if keep.is_empty() {
+            old.xmax = xid;
+            match want {
+                Want::Lock(RowLockMode::Exclusive) => {
+                    old.infomask |= XMAX_LOCK_ONLY | XMAX_EXCL_LOCK
+                }
+                Want::Lock(RowLockMode::Share) => old.infomask |= XMAX_LOCK_ONLY,
+                Want::Update | Want::Delete => {}
+            }
+        } else {
+            // Others keep holding the row beside `xid`: a multixact of all of them (made
+            // and logged before the change that names it).
+            let mut members = keep;
+            members.push((xid, want.mode()));
+            old.xmax = self.engine.create_multi(xid, &members)?;
+            old.infomask |= XMAX_IS_MULTI;
+            if let Want::Lock(_) = want {
+                old.infomask |= XMAX_LOCK_ONLY;
+            }
+        }
         let Some(new_data) = new_data else {
             self.change_logged(xid, &mut g, |p| p.set_header(tid.slot, &old))?;
             return Ok(tid);
@@ -489,5 +691,102 @@ impl Heap<'_> {
             block: nblock,
             slot,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use MemberMode::{Delete, Exclusive, Share, Update};
+
+    const ME: Xid = 10;
+    const TOP: Xid = 5;
+
+    fn d(want: Want, holders: &[(Xid, MemberMode, Fate)]) -> Xmax {
+        decide(want, holders, |x| x == TOP)
+    }
+
+    const SHARE: Want = Want::Lock(RowLockMode::Share);
+    const EXCL: Want = Want::Lock(RowLockMode::Exclusive);
+
+    #[test]
+    fn updaters_decide_first() {
+        for want in [SHARE, EXCL, Want::Update, Want::Delete] {
+            for fate in [Fate::Me, Fate::Tree, Fate::Committed] {
+                assert_eq!(d(want, &[(7, Update, fate)]), Xmax::Replaced(7));
+                assert_eq!(d(want, &[(7, Delete, fate)]), Xmax::Deleted);
+                // Lockers beside a decided updater do not matter.
+                assert_eq!(
+                    d(want, &[(3, Exclusive, Fate::Running), (7, Update, fate)]),
+                    Xmax::Replaced(7)
+                );
+            }
+            assert_eq!(d(want, &[(7, Update, Fate::Running)]), Xmax::Running(7));
+            assert_eq!(d(want, &[(7, Delete, Fate::Aborted)]), Xmax::Free(vec![]));
+        }
+    }
+
+    #[test]
+    fn the_conflict_table_holds_for_other_trees() {
+        let running = |m| [(7, m, Fate::Running)];
+        assert_eq!(d(SHARE, &running(Share)), Xmax::Free(vec![(7, Share)]));
+        for (held, want) in [
+            (Share, EXCL),
+            (Share, Want::Update),
+            (Share, Want::Delete),
+            (Exclusive, SHARE),
+            (Exclusive, EXCL),
+            (Exclusive, Want::Update),
+        ] {
+            assert_eq!(
+                d(want, &running(held)),
+                Xmax::Running(7),
+                "{held:?} {want:?}"
+            );
+        }
+        // Ended lockers hold nothing.
+        for fate in [Fate::Committed, Fate::Aborted] {
+            assert_eq!(d(Want::Update, &[(7, Exclusive, fate)]), Xmax::Free(vec![]));
+        }
+        // The first conflicting member is waited for; compatible ones are kept.
+        assert_eq!(
+            d(
+                EXCL,
+                &[
+                    (6, Share, Fate::Committed),
+                    (7, Share, Fate::Running),
+                    (8, Share, Fate::Running)
+                ]
+            ),
+            Xmax::Running(7)
+        );
+    }
+
+    #[test]
+    fn the_own_tree_never_conflicts() {
+        // Held already by itself or its top-level part, at least as strongly.
+        assert_eq!(d(SHARE, &[(ME, Exclusive, Fate::Me)]), Xmax::Held);
+        assert_eq!(d(EXCL, &[(TOP, Exclusive, Fate::Tree)]), Xmax::Held);
+        // A weaker own lock is replaced by the new entry; the top's is kept.
+        assert_eq!(d(EXCL, &[(ME, Share, Fate::Me)]), Xmax::Free(vec![]));
+        assert_eq!(
+            d(EXCL, &[(TOP, Share, Fate::Tree)]),
+            Xmax::Free(vec![(TOP, Share)])
+        );
+        // Seed 002 exp 2: the top's FOR UPDATE stays beside its savepoint's update.
+        assert_eq!(
+            d(Want::Update, &[(TOP, Exclusive, Fate::Tree)]),
+            Xmax::Free(vec![(TOP, Exclusive)])
+        );
+        // A sibling savepoint's lock, even a strong one, is kept (it may roll back alone).
+        assert_eq!(
+            d(SHARE, &[(9, Exclusive, Fate::Tree)]),
+            Xmax::Free(vec![(9, Exclusive)])
+        );
+        // The own update of a row it locked replaces the lock.
+        assert_eq!(
+            d(Want::Update, &[(ME, Exclusive, Fate::Me)]),
+            Xmax::Free(vec![])
+        );
     }
 }

@@ -10,6 +10,13 @@
 //! full-page image when the page's first change since the checkpoint, the commit record
 //! first under asynchronous commit).
 //!
+//! **Row locks and multixacts.** An xmax marked XMAX_LOCK_ONLY only locks the row: the
+//! version stays visible whatever its lockers' fate. An xmax marked XMAX_IS_MULTI is a
+//! multixact id; what replaced or deleted the version is its updater member
+//! ([`Heap::xmax_link`]), and the rules for a plain xmax apply to that member. Hints are
+//! never set about a multixact (a multixact id and a transaction id of the same value must
+//! not be confused), nor XMAX_COMMITTED on a lock-only xmax.
+//!
 //! Invariants: a hint is applied only while the tuple still carries the xid it was learned
 //! about, and a hint bit is only ever a cache of the commit log: losing one costs a later
 //! commit-log lookup, never a wrong answer. `dead_to_all` answers true only for versions
@@ -24,10 +31,11 @@
 use super::Heap;
 use crate::buffer::{BufferRef, PageWriteGuard};
 use crate::table::heap_page::{
-    HeapPage, HeapPageMut, TupleHeader, XMAX_COMMITTED, XMAX_INVALID, XMIN_COMMITTED, XMIN_INVALID,
+    HeapPage, HeapPageMut, TupleHeader, XMAX_COMMITTED, XMAX_INVALID, XMAX_IS_MULTI,
+    XMAX_LOCK_ONLY, XMIN_COMMITTED, XMIN_INVALID,
 };
 use crate::table::HeapError;
-use crate::txn::{Snapshot, Xid, XidStatus};
+use crate::txn::{ClogError, Snapshot, Xid, XidStatus, INVALID_XID};
 
 /// How a tuple version looks to a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,29 +79,61 @@ impl Heap<'_> {
                 }
             }
         }
-        if m & XMAX_INVALID != 0 {
+        if m & (XMAX_INVALID | XMAX_LOCK_ONLY) != 0 {
+            return Ok(Vis::Visible); // nobody replaced it (a locker does not)
+        }
+        let multi = m & XMAX_IS_MULTI != 0;
+        let xmax = if multi { self.xmax_link(h)? } else { h.xmax };
+        if xmax == INVALID_XID {
             return Ok(Vis::Visible);
         }
-        if snap.is_own(h.xmax) {
+        if snap.is_own(xmax) {
             return Ok(Vis::Gone);
         }
-        if txns.xid_in_snapshot(snap, h.xmax)? {
+        if txns.xid_in_snapshot(snap, xmax)? {
             return Ok(Vis::Visible);
         }
         if m & XMAX_COMMITTED != 0 {
             return Ok(Vis::Gone);
         }
-        Ok(match txns.status(h.xmax)? {
+        Ok(match txns.status(xmax)? {
             XidStatus::Committed => {
-                hints.push((slot, h.xmax, XMAX_COMMITTED));
+                if !multi {
+                    hints.push((slot, xmax, XMAX_COMMITTED));
+                }
                 Vis::Gone
             }
             XidStatus::Aborted => {
-                hints.push((slot, h.xmax, XMAX_INVALID));
+                if !multi {
+                    hints.push((slot, xmax, XMAX_INVALID));
+                }
                 Vis::Visible
             }
             XidStatus::InProgress | XidStatus::SubCommitted => Vis::Visible,
         })
+    }
+
+    /// The transaction that replaced or deleted `h`: its xmax, or for a multixact xmax its
+    /// updater member; INVALID_XID when xmax is invalid or only locks (one multixact read:
+    /// an offsets and a members page).
+    pub(super) fn xmax_link(&self, h: &TupleHeader) -> Result<Xid, HeapError> {
+        let m = h.infomask;
+        if m & (XMAX_INVALID | XMAX_LOCK_ONLY) != 0 {
+            return Ok(INVALID_XID);
+        }
+        if m & XMAX_IS_MULTI == 0 {
+            return Ok(h.xmax);
+        }
+        let members = self
+            .engine
+            .txns()
+            .multis()
+            .members(h.xmax)
+            .map_err(ClogError::from)?;
+        Ok(members
+            .iter()
+            .find(|(_, mode)| mode.is_update())
+            .map_or(INVALID_XID, |&(x, _)| x))
     }
 
     /// Whether no snapshot, now or later, can see `h`: its creator aborted, or it was
@@ -121,19 +161,28 @@ impl Heap<'_> {
                 XidStatus::Committed => hints.push((slot, h.xmin, XMIN_COMMITTED)),
             }
         }
-        if m & XMAX_INVALID != 0 || h.xmax >= horizon {
+        if m & (XMAX_INVALID | XMAX_LOCK_ONLY) != 0 {
+            return Ok(false); // live: nobody replaced it
+        }
+        let multi = m & XMAX_IS_MULTI != 0;
+        let xmax = if multi { self.xmax_link(h)? } else { h.xmax };
+        if xmax == INVALID_XID || xmax >= horizon {
             return Ok(false);
         }
         if m & XMAX_COMMITTED != 0 {
             return Ok(true);
         }
-        Ok(match txns.status(h.xmax)? {
+        Ok(match txns.status(xmax)? {
             XidStatus::Committed => {
-                hints.push((slot, h.xmax, XMAX_COMMITTED));
+                if !multi {
+                    hints.push((slot, xmax, XMAX_COMMITTED));
+                }
                 true
             }
             XidStatus::Aborted => {
-                hints.push((slot, h.xmax, XMAX_INVALID));
+                if !multi {
+                    hints.push((slot, xmax, XMAX_INVALID));
+                }
                 false
             }
             XidStatus::InProgress | XidStatus::SubCommitted => false,
@@ -184,7 +233,11 @@ impl Heap<'_> {
             let applies = if bits & (XMIN_COMMITTED | XMIN_INVALID) != 0 {
                 h.xmin == xid
             } else {
-                h.xmax == xid && h.infomask & (XMAX_INVALID | XMAX_COMMITTED) == 0
+                // Never about a multixact (its id may equal a transaction id), never
+                // "committed" for a lock.
+                h.xmax == xid
+                    && h.infomask & (XMAX_INVALID | XMAX_COMMITTED | XMAX_IS_MULTI) == 0
+                    && !(bits & XMAX_COMMITTED != 0 && h.infomask & XMAX_LOCK_ONLY != 0)
             };
             if applies && h.infomask & bits != bits {
                 h.infomask |= bits;

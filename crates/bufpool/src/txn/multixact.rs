@@ -1,0 +1,449 @@
+//! Multixacts: one id standing for several transactions that hold a row at once
+//! (PostgreSQL's multixact.c, reduced: no wraparound, two lock modes and the updater).
+//!
+//! Owns: two SLRUs under the data directory, `multixact_offsets` (per multi: where its
+//! members start and how many there are) and `multixact_members` (per member: its
+//! transaction id and mode).
+//!
+//! ```text
+//! offsets entry, 8 B:  start u32 (index of the first member) | count u16 | reserved u16
+//! member, 8 B:         xid u32 | mode u8 (1 share, 2 exclusive, 3 update, 4 delete) | 3 zero
+//! ```
+//! A multi's members never straddle a page: a multi that would is started on the next
+//! page (so a lookup is one offsets read and one members read, each a shared bank lock on
+//! a hit). `count == 0` is never a created multi: reading one is an error, not "no
+//! members".
+//!
+//! Read by: the heap, when a tuple's xmax carries `XMAX_IS_MULTI` (row locks held by
+//! several transactions, or a lock kept beside a savepoint's update: seed 002's
+//! experiment 2 hot path). Written by [`crate::engine::Engine::create_multi`] after its
+//! WAL record, and by recovery replaying those records.
+//!
+//! Invariants: a multi is immutable (adding a member makes a new one); ids and member
+//! positions are handed out in order under `state`; the first entry on an offsets or
+//! members page zeroes that page first, under the same mutex, so no later multi is written
+//! into a page before it is zeroed. Both SLRUs have the commit log's write barrier: no
+//! page reaches disk ahead of the WAL records that created its entries, so after a crash
+//! ids past the durable log are handed out again with nothing on disk naming them.
+//! Old multis are never truncated yet (see `docs/design/multixact.md` §6).
+//!
+//! Locks: `state` (taken alone, around id assignment and page zeroing), then the SLRUs'.
+
+use std::path::Path;
+
+use super::Xid;
+use crate::slru::{Slru, SlruError, SlruOptions, SlruStats, WriteBarrier};
+use crate::sync::{Arc, Mutex};
+use crate::vfs::Vfs;
+
+/// A multixact id. 0 is invalid; ids start at 1. Its own space: a tuple's xmax is a
+/// multi only when its infomask says so.
+pub type MultiId = u32;
+pub const INVALID_MULTI: MultiId = 0;
+pub const FIRST_MULTI: MultiId = 1;
+
+/// Bytes per offsets entry and per member.
+const ENTRY: usize = 8;
+
+/// How a member holds the row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MemberMode {
+    /// `FOR SHARE`: other share lockers may join.
+    Share = 1,
+    /// `FOR UPDATE`: no other transaction tree may lock or change the row.
+    Exclusive = 2,
+    /// The member updated the row (the tuple's ctid leads to its new version).
+    Update = 3,
+    /// The member deleted the row.
+    Delete = 4,
+}
+
+impl MemberMode {
+    pub fn from_u8(v: u8) -> Option<MemberMode> {
+        Some(match v {
+            1 => MemberMode::Share,
+            2 => MemberMode::Exclusive,
+            3 => MemberMode::Update,
+            4 => MemberMode::Delete,
+            _ => return None,
+        })
+    }
+
+    /// Whether the member changed the row (rather than only locking it).
+    pub fn is_update(self) -> bool {
+        matches!(self, MemberMode::Update | MemberMode::Delete)
+    }
+}
+
+/// One holder of a row.
+pub type Member = (Xid, MemberMode);
+
+#[derive(Debug, thiserror::Error)]
+pub enum MultiXactError {
+    #[error(transparent)]
+    Slru(#[from] SlruError),
+    #[error("multixact {multi} does not exist (next is {next}): a tuple names a multixact that was never created or whose creation was lost")]
+    Missing { multi: MultiId, next: MultiId },
+    #[error("multixact {multi}: {problem}")]
+    Corrupt {
+        multi: MultiId,
+        problem: &'static str,
+    },
+    #[error("a multixact needs 2 to {max} members, not {count}")]
+    BadCount { count: usize, max: usize },
+}
+
+impl MultiXactError {
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            MultiXactError::Slru(e) => e.raw_os_error(),
+            _ => None,
+        }
+    }
+}
+
+/// Where the next multi and member go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MultiPositions {
+    pub next_multi: MultiId,
+    pub next_member: u32,
+}
+
+impl Default for MultiPositions {
+    fn default() -> Self {
+        MultiPositions {
+            next_multi: FIRST_MULTI,
+            next_member: 0,
+        }
+    }
+}
+
+/// The two multixact SLRUs and the next positions.
+#[derive(Debug)]
+pub struct MultiXact {
+    offsets: Slru,
+    members: Slru,
+    state: Mutex<MultiPositions>,
+    per_page: u64,
+    members_per_page: u64,
+}
+
+impl MultiXact {
+    /// Opens `<dir>/multixact_offsets` and `<dir>/multixact_members` with the shapes
+    /// `offsets` and `members` (`multixact_offset_buffers`, `multixact_member_buffers`),
+    /// handing out positions from `next`.
+    pub fn open(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        page_size: usize,
+        offsets: SlruOptions,
+        members: SlruOptions,
+        next: MultiPositions,
+    ) -> Result<MultiXact, SlruError> {
+        let offsets = Slru::open_with(vfs.clone(), dir, "multixact_offsets", page_size, offsets)?;
+        let members = Slru::open_with(vfs, dir, "multixact_members", page_size, members)?;
+        let per_page = (offsets.usable() / ENTRY) as u64;
+        let members_per_page = (members.usable() / ENTRY) as u64;
+        Ok(MultiXact {
+            offsets,
+            members,
+            state: Mutex::new(next),
+            per_page,
+            members_per_page,
+        })
+    }
+
+    /// Both SLRUs write pages only after `barrier` (the WAL flushed to its insert
+    /// position).
+    pub fn set_write_barriers(&self, offsets: WriteBarrier, members: WriteBarrier) {
+        self.offsets.set_write_barrier(offsets);
+        self.members.set_write_barrier(members);
+    }
+
+    /// The most members one multi may have (a members page).
+    pub fn max_members(&self) -> usize {
+        self.members_per_page as usize
+    }
+
+    fn entry_at(&self, m: MultiId) -> (u64, usize) {
+        let m = u64::from(m);
+        (m / self.per_page, ((m % self.per_page) as usize) * ENTRY)
+    }
+
+    fn member_at(&self, i: u32) -> (u64, usize) {
+        let i = u64::from(i);
+        (
+            i / self.members_per_page,
+            ((i % self.members_per_page) as usize) * ENTRY,
+        )
+    }
+
+    /// Where the next multi and its members go.
+    pub fn positions(&self) -> MultiPositions {
+        *self.state.lock()
+    }
+
+    /// Hands out the next id and the place of its `count` members (never straddling a
+    /// page), zeroing the offsets and members pages they start. The entry is written by
+    /// [`MultiXact::write`] (after the WAL record naming it).
+    pub fn reserve(&self, count: usize) -> Result<(MultiId, u32), MultiXactError> {
+        self.check_count(count)?;
+        let mut st = self.state.lock();
+        let m = st.next_multi;
+        assert!(m != MultiId::MAX, "multixact ids exhausted");
+        let mpp = self.members_per_page;
+        let mut start = st.next_member;
+        if u64::from(start) % mpp + count as u64 > mpp {
+            start = u32::try_from((u64::from(start) / mpp + 1) * mpp)
+                .expect("multixact members exhausted");
+        }
+        let end = start
+            .checked_add(count as u32)
+            .expect("multixact members exhausted");
+        let (opage, oat) = self.entry_at(m);
+        if oat == 0 {
+            self.offsets.zero_page(opage)?;
+        }
+        let first = self.member_at(start).0;
+        let last = self.member_at(end - 1).0;
+        debug_assert_eq!(first, last, "no straddling");
+        // The members page is new if the run starts it, or skipped to it.
+        if self.member_at(start).1 == 0 {
+            self.members.zero_page(first)?;
+        }
+        st.next_multi = m + 1;
+        st.next_member = end;
+        Ok((m, start))
+    }
+
+    fn check_count(&self, count: usize) -> Result<(), MultiXactError> {
+        if count < 2 || count > self.max_members() || count > usize::from(u16::MAX) {
+            return Err(MultiXactError::BadCount {
+                count,
+                max: self.max_members(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes multi `m`'s entry and members (`start` from [`MultiXact::reserve`] or a
+    /// replayed record). Idempotent: replay writes the same bytes again.
+    pub fn write(&self, m: MultiId, start: u32, members: &[Member]) -> Result<(), MultiXactError> {
+        self.check_count(members.len())?;
+        let (mpage, mat) = self.member_at(start);
+        if mat + members.len() * ENTRY > self.members.usable() {
+            return Err(MultiXactError::Corrupt {
+                multi: m,
+                problem: "its members would straddle a page",
+            });
+        }
+        self.members.write(mpage, |b| {
+            for (k, &(xid, mode)) in members.iter().enumerate() {
+                let at = mat + k * ENTRY;
+                b[at..at + 4].copy_from_slice(&xid.to_le_bytes());
+                b[at + 4] = mode as u8;
+                b[at + 5..at + 8].fill(0);
+            }
+        })?;
+        let (opage, oat) = self.entry_at(m);
+        self.offsets.write(opage, |b| {
+            b[oat..oat + 4].copy_from_slice(&start.to_le_bytes());
+            b[oat + 4..oat + 6].copy_from_slice(&(members.len() as u16).to_le_bytes());
+            b[oat + 6..oat + 8].fill(0);
+        })?;
+        Ok(())
+    }
+
+    /// Raises the next positions past a multi recovery replayed.
+    pub fn observe(&self, m: MultiId, start: u32, count: usize) {
+        let mut st = self.state.lock();
+        st.next_multi = st.next_multi.max(m.saturating_add(1));
+        st.next_member = st.next_member.max(start.saturating_add(count as u32));
+    }
+
+    /// The members of multi `m`, in the order they were written.
+    pub fn members(&self, m: MultiId) -> Result<Vec<Member>, MultiXactError> {
+        let next = self.state.lock().next_multi;
+        if m == INVALID_MULTI || m >= next {
+            return Err(MultiXactError::Missing { multi: m, next });
+        }
+        let (opage, oat) = self.entry_at(m);
+        let (start, count) = self.offsets.read(opage, |b| {
+            (
+                u32::from_le_bytes(b[oat..oat + 4].try_into().expect("4")),
+                usize::from(u16::from_le_bytes([b[oat + 4], b[oat + 5]])),
+            )
+        })?;
+        if count == 0 {
+            return Err(MultiXactError::Missing { multi: m, next });
+        }
+        let (mpage, mat) = self.member_at(start);
+        if mat + count * ENTRY > self.members.usable() {
+            return Err(MultiXactError::Corrupt {
+                multi: m,
+                problem: "its members straddle a page",
+            });
+        }
+        let out = self.members.read(mpage, |b| {
+            (0..count)
+                .map(|k| {
+                    let at = mat + k * ENTRY;
+                    let xid = u32::from_le_bytes(b[at..at + 4].try_into().expect("4"));
+                    MemberMode::from_u8(b[at + 4]).map(|mode| (xid, mode))
+                })
+                .collect::<Option<Vec<Member>>>()
+        })?;
+        out.ok_or(MultiXactError::Corrupt {
+            multi: m,
+            problem: "a member has no mode (its entry points at unwritten members)",
+        })
+    }
+
+    /// Writes every changed page of both SLRUs, durably (at checkpoints). Returns pages
+    /// written.
+    pub fn flush(&self) -> Result<usize, SlruError> {
+        Ok(self.offsets.flush()? + self.members.flush()?)
+    }
+
+    /// The offsets SLRU's counters.
+    pub fn offset_stats(&self) -> SlruStats {
+        self.offsets.stats()
+    }
+
+    /// The members SLRU's counters.
+    pub fn member_stats(&self) -> SlruStats {
+        self.members.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::slru::SlruDesign;
+    use crate::vfs::MemVfs;
+
+    fn open(vfs: &MemVfs, slots: usize, next: MultiPositions) -> MultiXact {
+        let opts = SlruOptions {
+            buffers: slots,
+            design: SlruDesign::default(),
+        };
+        MultiXact::open(
+            Arc::new(vfs.clone()),
+            Path::new("/db"),
+            4096,
+            opts,
+            opts,
+            next,
+        )
+        .unwrap()
+    }
+
+    fn members_of(k: u32, n: usize) -> Vec<Member> {
+        (0..n as u32)
+            .map(|i| {
+                let mode = match (k + i) % 4 {
+                    0 => MemberMode::Share,
+                    1 => MemberMode::Exclusive,
+                    2 => MemberMode::Update,
+                    _ => MemberMode::Delete,
+                };
+                (100 + k * 10 + i, mode)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn write_read_many_pages_with_eviction_and_reopen() {
+        let vfs = MemVfs::new();
+        let mx = open(&vfs, 2, MultiPositions::default());
+        let mpp = mx.max_members();
+        let mut made = Vec::new();
+        for k in 0..3000u32 {
+            let n = 2 + (k as usize * 7) % 9;
+            let (m, start) = mx.reserve(n).unwrap();
+            assert_eq!(m, k + 1);
+            // Never straddles a page.
+            assert_eq!(start as usize / mpp, (start as usize + n - 1) / mpp);
+            let ms = members_of(k, n);
+            mx.write(m, start, &ms).unwrap();
+            made.push((m, ms));
+        }
+        for (m, ms) in &made {
+            assert_eq!(&mx.members(*m).unwrap(), ms);
+        }
+        let pos = mx.positions();
+        mx.flush().unwrap();
+        drop(mx);
+        let again = open(&vfs, 48, pos); // 3 banks
+        for (m, ms) in made.iter().rev() {
+            assert_eq!(&again.members(*m).unwrap(), ms);
+        }
+        assert!(again.offset_stats().reads > 0);
+    }
+
+    #[test]
+    fn missing_bad_counts_and_unwritten_entries_are_errors() {
+        let vfs = MemVfs::new();
+        let mx = open(&vfs, 16, MultiPositions::default());
+        assert!(matches!(
+            mx.members(INVALID_MULTI),
+            Err(MultiXactError::Missing { .. })
+        ));
+        assert!(matches!(
+            mx.members(1),
+            Err(MultiXactError::Missing { next: 1, .. })
+        ));
+        assert!(matches!(
+            mx.reserve(1),
+            Err(MultiXactError::BadCount { count: 1, .. })
+        ));
+        assert!(matches!(
+            mx.reserve(mx.max_members() + 1),
+            Err(MultiXactError::BadCount { .. })
+        ));
+        // Reserved but not written (its record never made it): missing, not empty.
+        let (m, _) = mx.reserve(2).unwrap();
+        assert!(matches!(mx.members(m), Err(MultiXactError::Missing { .. })));
+    }
+
+    #[test]
+    fn replay_writes_idempotently_and_raises_positions() {
+        let vfs = MemVfs::new();
+        let mx = open(&vfs, 16, MultiPositions::default());
+        let ms = members_of(1, 3);
+        // As recovery would: an entry far ahead on pages never zeroed in this life.
+        mx.write(5000, 90_000, &ms).unwrap();
+        mx.write(5000, 90_000, &ms).unwrap();
+        mx.observe(5000, 90_000, 3);
+        assert_eq!(
+            mx.positions(),
+            MultiPositions {
+                next_multi: 5001,
+                next_member: 90_003
+            }
+        );
+        assert_eq!(mx.members(5000).unwrap(), ms);
+    }
+
+    #[test]
+    fn a_run_that_would_straddle_starts_the_next_page() {
+        let vfs = MemVfs::new();
+        let mpp = {
+            let mx = open(&vfs, 16, MultiPositions::default());
+            mx.max_members() as u32
+        };
+        let mx = open(
+            &vfs,
+            16,
+            MultiPositions {
+                next_multi: 10,
+                next_member: mpp - 1,
+            },
+        );
+        let (m, start) = mx.reserve(3).unwrap();
+        assert_eq!((m, start), (10, mpp));
+        mx.write(m, start, &members_of(0, 3)).unwrap();
+        assert_eq!(mx.members(m).unwrap(), members_of(0, 3));
+        assert_eq!(mx.positions().next_member, mpp + 3);
+    }
+}

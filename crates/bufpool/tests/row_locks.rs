@@ -1,0 +1,341 @@
+//! Row locks (`Heap::lock_row`, PostgreSQL's `SELECT ... FOR SHARE / FOR UPDATE`) and the
+//! multixacts they make.
+//!
+//! Proves: share lockers hold a row together (its xmax becomes a multixact) and a writer
+//! or an exclusive locker waits for every one of them, one after the other; two share
+//! lockers that both go on to update get exactly one deadlock error; seed 002's
+//! experiment 2 pattern (lock FOR UPDATE, savepoint, update) keeps the top-level lock
+//! beside the savepoint's update, so rolling the savepoint back leaves the row locked,
+//! and committing makes the update visible through the multixact's updater member; a
+//! locker that waited for an updater locks the new version; and after a crash every
+//! multixact a surviving tuple names can still be read (its creation was logged and is
+//! replayed), while locks of transactions the crash ended hold nothing.
+//! How: threads block in the engine's own wait (`TxnManager::waiting_for` says on whom),
+//! never a sleep; each step checks the running set, the multixact positions and what
+//! snapshots see.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bufpool::table::{Heap, RowLockMode, Tid};
+use bufpool::txn::{MemberMode, Xid, INVALID_XID};
+use bufpool::{Config, Engine, HeapError, MemVfs, RelFileId, Vfs};
+
+const REL: RelFileId = RelFileId::new(0, 930);
+
+fn open(vfs: &MemVfs) -> Engine {
+    let mut c = Config::default();
+    c.set("shared_buffers", "32").unwrap();
+    c.set("wal_segment_size", "1MB").unwrap();
+    Engine::open(
+        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
+        Path::new("/db"),
+        &c,
+        true,
+    )
+    .unwrap()
+}
+
+fn one_row(e: &Engine, heap: &Heap<'_>, data: &[u8]) -> Tid {
+    let t = e.begin().unwrap();
+    let r = heap.insert(t.xid(), data).unwrap();
+    t.commit().unwrap();
+    r
+}
+
+/// What a fresh snapshot (of nobody, or of `own`) sees of the row.
+fn seen(e: &Engine, heap: &Heap<'_>, own: Xid, r: Tid) -> Option<Vec<u8>> {
+    heap.fetch(&e.txns().snapshot(own), r).unwrap()
+}
+
+/// Waits until `waiter`'s tree is blocked on `holder` in the engine's lock wait.
+fn until_waiting(e: &Engine, waiter: Xid, holder: Xid) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while e.txns().waiting_for(waiter) != Some(holder) {
+        assert!(
+            Instant::now() < deadline,
+            "{waiter} never waited for {holder} (waits for {:?})",
+            e.txns().waiting_for(waiter)
+        );
+        std::thread::yield_now();
+    }
+}
+
+fn next_multi(e: &Engine) -> u32 {
+    e.txns().multis().positions().next_multi
+}
+
+#[test]
+fn share_lockers_hold_a_row_together_and_writers_wait_for_each() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    let heap = Heap::create(&e, REL).unwrap();
+    let r = one_row(&e, &heap, b"v0");
+    let m0 = next_multi(&e);
+
+    let t1 = e.begin().unwrap();
+    let t2 = e.begin().unwrap();
+    assert_eq!(
+        heap.lock_row(t1.xid(), r, RowLockMode::Share).unwrap(),
+        Some(r)
+    );
+    // A second share lock does not wait: the row's xmax becomes a multixact of both.
+    assert_eq!(
+        heap.lock_row(t2.xid(), r, RowLockMode::Share).unwrap(),
+        Some(r)
+    );
+    assert_eq!(next_multi(&e), m0 + 1);
+    let members = e.txns().multis().members(m0).unwrap();
+    assert_eq!(
+        members,
+        vec![(t1.xid(), MemberMode::Share), (t2.xid(), MemberMode::Share)]
+    );
+    // Asking again for what one already holds writes nothing new.
+    assert_eq!(
+        heap.lock_row(t1.xid(), r, RowLockMode::Share).unwrap(),
+        Some(r)
+    );
+    assert_eq!(next_multi(&e), m0 + 1);
+    // A lock hides nothing: everyone, lockers included, still sees the row.
+    for own in [INVALID_XID, t1.xid(), t2.xid()] {
+        assert_eq!(seen(&e, &heap, own, r), Some(b"v0".to_vec()));
+    }
+
+    std::thread::scope(|s| {
+        let (e, heap) = (&e, &heap);
+        let t3 = e.begin().unwrap();
+        let x3 = t3.xid();
+        let locker = s.spawn(move || {
+            let got = heap.lock_row(x3, r, RowLockMode::Exclusive).unwrap();
+            (t3, got)
+        });
+        until_waiting(e, x3, t1.xid());
+        t1.commit().unwrap();
+        // The exclusive locker then waits for the other share locker.
+        until_waiting(e, x3, t2.xid());
+        t2.commit().unwrap();
+        let (t3, got) = locker.join().unwrap();
+        assert_eq!(got, Some(r));
+        // And a writer waits for the exclusive locker.
+        let u = e.begin().unwrap();
+        let xu = u.xid();
+        let writer = s.spawn(move || {
+            let got = heap.update(xu, r, |d| [d, b"+u"].concat()).unwrap();
+            u.commit().unwrap();
+            got
+        });
+        until_waiting(e, xu, x3);
+        assert_eq!(seen(e, heap, INVALID_XID, r), Some(b"v0".to_vec()));
+        t3.commit().unwrap();
+        assert!(writer.join().unwrap().is_some());
+    });
+    assert_eq!(seen(&e, &heap, INVALID_XID, r), Some(b"v0+u".to_vec()));
+}
+
+#[test]
+fn two_share_lockers_that_both_update_get_one_deadlock() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    let heap = Heap::create(&e, REL).unwrap();
+    let r = one_row(&e, &heap, b"0");
+    let barrier = std::sync::Barrier::new(2);
+    let outcomes: Vec<Result<(), HeapError>> = std::thread::scope(|s| {
+        let run = || {
+            let (e, heap, barrier) = (&e, &heap, &barrier);
+            s.spawn(move || {
+                let t = e.begin().unwrap();
+                heap.lock_row(t.xid(), r, RowLockMode::Share).unwrap();
+                barrier.wait(); // both hold the share lock
+                let got = heap.update(t.xid(), r, |d| [d, b"+1"].concat());
+                match got {
+                    Ok(_) => {
+                        t.commit().unwrap();
+                        Ok(())
+                    }
+                    Err(err) => Err(err), // dropping `t` aborts it
+                }
+            })
+        };
+        let (a, b) = (run(), run());
+        vec![a.join().unwrap(), b.join().unwrap()]
+    });
+    let errors: Vec<_> = outcomes.iter().filter_map(|o| o.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{outcomes:?}");
+    assert!(matches!(errors[0], HeapError::Deadlock(_)), "{}", errors[0]);
+    assert_eq!(seen(&e, &heap, INVALID_XID, r), Some(b"0+1".to_vec()));
+}
+
+/// Seed 002's experiment 2: `SELECT ... FOR UPDATE; SAVEPOINT; UPDATE` on one row.
+#[test]
+fn a_lock_kept_beside_a_savepoint_update_outlives_its_rollback() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    let heap = Heap::create(&e, REL).unwrap();
+    let r = one_row(&e, &heap, b"v0");
+    let m0 = next_multi(&e);
+
+    // Rolled back: the top-level lock stays.
+    let mut t = e.begin().unwrap();
+    heap.lock_row(t.xid(), r, RowLockMode::Exclusive).unwrap();
+    let sp = t.savepoint().unwrap();
+    let s_xid = t.xid();
+    heap.update(s_xid, r, |d| [d, b"+s"].concat()).unwrap();
+    assert_eq!(next_multi(&e), m0 + 1, "lock and update: one multixact");
+    assert_eq!(
+        e.txns().multis().members(m0).unwrap(),
+        vec![
+            (t.top_xid(), MemberMode::Exclusive),
+            (s_xid, MemberMode::Update)
+        ]
+    );
+    assert_eq!(seen(&e, &heap, s_xid, r), Some(b"v0+s".to_vec()));
+    assert_eq!(seen(&e, &heap, INVALID_XID, r), Some(b"v0".to_vec()));
+    t.rollback_to(sp).unwrap();
+    assert_eq!(seen(&e, &heap, t.xid(), r), Some(b"v0".to_vec()));
+    std::thread::scope(|s| {
+        let (e, heap) = (&e, &heap);
+        let u = e.begin().unwrap();
+        let xu = u.xid();
+        let writer = s.spawn(move || {
+            let mut from = Vec::new();
+            let got = heap
+                .update(xu, r, |d| {
+                    from = d.to_vec();
+                    [d, b"+u"].concat()
+                })
+                .unwrap();
+            u.commit().unwrap();
+            (got, from)
+        });
+        until_waiting(e, xu, t.top_xid());
+        t.commit().unwrap();
+        let (got, from) = writer.join().unwrap();
+        assert!(got.is_some());
+        assert_eq!(
+            from, b"v0",
+            "the rolled-back update is not what the writer sees"
+        );
+    });
+    assert_eq!(seen(&e, &heap, INVALID_XID, r), Some(b"v0+u".to_vec()));
+
+    // Committed: the update is read through the multixact's updater member.
+    let mut t = e.begin().unwrap();
+    heap.lock_row(t.xid(), r, RowLockMode::Exclusive).unwrap();
+    t.savepoint().unwrap();
+    heap.update(t.xid(), r, |d| [d, b"+s"].concat()).unwrap();
+    t.commit().unwrap();
+    assert_eq!(seen(&e, &heap, INVALID_XID, r), Some(b"v0+u+s".to_vec()));
+    let snap = e.txns().snapshot(INVALID_XID);
+    let mut rows = Vec::new();
+    heap.scan(&snap, |tid, d| rows.push((tid, d.to_vec())))
+        .unwrap();
+    assert_eq!(
+        rows,
+        vec![(r, b"v0+u+s".to_vec())],
+        "one row, under its root"
+    );
+    // And VACUUM prunes through the multixact link without losing the row.
+    heap.vacuum(false).unwrap();
+    assert_eq!(seen(&e, &heap, INVALID_XID, r), Some(b"v0+u+s".to_vec()));
+}
+
+#[test]
+fn a_locker_that_waited_for_an_updater_locks_the_new_version() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    let heap = Heap::create(&e, REL).unwrap();
+    let r = one_row(&e, &heap, b"v0");
+    let t = e.begin().unwrap();
+    let new = heap
+        .update(t.xid(), r, |_| b"v1".to_vec())
+        .unwrap()
+        .unwrap();
+    std::thread::scope(|s| {
+        let (e, heap) = (&e, &heap);
+        let l = e.begin().unwrap();
+        let xl = l.xid();
+        let locker = s.spawn(move || (l, heap.lock_row(xl, r, RowLockMode::Share).unwrap()));
+        until_waiting(e, xl, t.xid());
+        t.commit().unwrap();
+        let (l, got) = locker.join().unwrap();
+        assert_eq!(got, Some(new));
+        // Deleted meanwhile: nothing to lock.
+        let d = e.begin().unwrap();
+        let xd = d.xid();
+        let deleter = s.spawn(move || {
+            let gone = heap.delete(xd, r).unwrap();
+            d.commit().unwrap();
+            gone
+        });
+        until_waiting(e, xd, xl);
+        l.commit().unwrap();
+        assert!(deleter.join().unwrap());
+    });
+    let x = e.begin().unwrap();
+    assert_eq!(
+        heap.lock_row(x.xid(), r, RowLockMode::Exclusive).unwrap(),
+        None
+    );
+}
+
+#[test]
+fn multixacts_survive_a_crash_and_dead_lockers_hold_nothing() {
+    let vfs = MemVfs::new();
+    let (a, b, c) = {
+        let e = open(&vfs);
+        let heap = Heap::create(&e, REL).unwrap();
+        let a = one_row(&e, &heap, b"a0");
+        let b = one_row(&e, &heap, b"b0");
+        let c = one_row(&e, &heap, b"c0");
+        // a: lock + savepoint update, committed, before a checkpoint.
+        let mut t = e.begin().unwrap();
+        heap.lock_row(t.xid(), a, RowLockMode::Exclusive).unwrap();
+        t.savepoint().unwrap();
+        heap.update(t.xid(), a, |_| b"a1".to_vec()).unwrap();
+        t.commit().unwrap();
+        e.checkpoint().unwrap();
+        // b: the same after the checkpoint (replay must recreate its multixact).
+        let mut t = e.begin().unwrap();
+        heap.lock_row(t.xid(), b, RowLockMode::Exclusive).unwrap();
+        t.savepoint().unwrap();
+        heap.update(t.xid(), b, |_| b"b1".to_vec()).unwrap();
+        t.commit().unwrap();
+        // c: two share lockers still running at the crash.
+        let l1 = e.begin().unwrap();
+        let l2 = e.begin().unwrap();
+        heap.lock_row(l1.xid(), c, RowLockMode::Share).unwrap();
+        heap.lock_row(l2.xid(), c, RowLockMode::Share).unwrap();
+        let t = e.begin().unwrap();
+        t.commit().unwrap(); // makes everything before it durable
+        std::mem::forget((l1, l2));
+        drop(e); // a crash
+        (a, b, c)
+    };
+    let e = open(&vfs);
+    let heap = Heap::open(&e, REL);
+    assert!(e.recovery_report().unwrap().multis >= 1);
+    assert_eq!(seen(&e, &heap, INVALID_XID, a), Some(b"a1".to_vec()));
+    assert_eq!(seen(&e, &heap, INVALID_XID, b), Some(b"b1".to_vec()));
+    assert_eq!(seen(&e, &heap, INVALID_XID, c), Some(b"c0".to_vec()));
+    // The crash ended the share lockers: an update needs no wait (it would hang here).
+    let u = e.begin().unwrap();
+    for r in [a, b, c] {
+        assert!(heap
+            .update(u.xid(), r, |d| [d, b"!"].concat())
+            .unwrap()
+            .is_some());
+    }
+    u.commit().unwrap();
+    // New multixacts are numbered past every replayed one.
+    let before = next_multi(&e);
+    let l1 = e.begin().unwrap();
+    let l2 = e.begin().unwrap();
+    heap.lock_row(l1.xid(), a, RowLockMode::Share).unwrap();
+    heap.lock_row(l2.xid(), a, RowLockMode::Share).unwrap();
+    assert_eq!(next_multi(&e), before + 1);
+    assert!(
+        before >= 4,
+        "three multixacts before the crash: next is {before}"
+    );
+}
