@@ -561,6 +561,7 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
         Mode::SimpleUpdate => "<builtin: simple update>",
         Mode::SelectOnly => "<builtin: select only>",
         Mode::SavepointOverflow => "<builtin: savepoint overflow (seed 002)>",
+        Mode::Multixact => "<builtin: multixact (seed 002)>",
     };
     println!("transaction type: {ttype}");
     println!("scaling factor: {}", r.scale);

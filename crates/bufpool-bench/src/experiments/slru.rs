@@ -203,7 +203,7 @@ fn one(
     })
 }
 
-/// Experiment 1 of seed 002: TPC-B clients with the savepoint-overflow side script.
+/// The shape of seed 002's experiments 1 and 2 (clients, run length, scale, repeats, designs).
 #[derive(Debug, Clone)]
 pub struct Exp1Options {
     /// Client counts (the seed's 1..128; over the machine's cores they are oversubscribed).
@@ -232,9 +232,46 @@ pub struct Exp1Row {
     pub oversubscribed: bool,
 }
 
-/// Runs experiment 1: a scale-`o.scale` template copied fresh for every run, each client
-/// count and design interleaved within a repeat (so drift hits all designs alike).
-pub fn exp1(o: &Exp1Options, cores: usize) -> Result<Vec<Exp1Row>> {
+/// One of the seed's two workloads, as `experiment slru` runs it.
+struct Workload {
+    name: &'static str,
+    mode: crate::tpcb::run::Mode,
+    side: SideScript,
+    /// The side script's pause (None: its default).
+    side_pause_ms: Option<u64>,
+    /// Knobs set for every run of it.
+    sets: Vec<(String, String)>,
+}
+
+/// What one run left: tps, client transactions, side-script transactions, SLRU counters.
+struct RunOut {
+    tps: f64,
+    transactions: u64,
+    side: u64,
+    slru: Vec<crate::report::model::SlruCounts>,
+}
+
+impl RunOut {
+    /// `blks_hit` and `blks_read` of the SLRUs named `names`, per client transaction.
+    fn per_txn(&self, names: &[&str]) -> (f64, f64) {
+        let (mut hit, mut read) = (0u64, 0u64);
+        for s in self
+            .slru
+            .iter()
+            .filter(|s| names.contains(&s.name.as_str()))
+        {
+            hit += s.blks_hit;
+            read += s.blks_read;
+        }
+        let n = self.transactions.max(1) as f64;
+        (hit as f64 / n, read as f64 / n)
+    }
+}
+
+/// Runs workload `w` for every client count and design of `o`: a scale-`o.scale`
+/// template copied fresh for every run, each client count and design interleaved within
+/// a repeat (so drift hits all designs alike). Returns (clients, design, runs).
+fn run_cells(o: &Exp1Options, w: &Workload) -> Result<Vec<(u32, SlruDesign, Vec<RunOut>)>> {
     std::fs::create_dir_all(&o.parent_dir)
         .with_context(|| format!("creating {}", o.parent_dir.display()))?;
     let scratch = tempfile::Builder::new()
@@ -242,7 +279,7 @@ pub fn exp1(o: &Exp1Options, cores: usize) -> Result<Vec<Exp1Row>> {
         .tempdir_in(&o.parent_dir)?;
     let root = std::path::absolute(scratch.path())?;
     let template = root.join("template");
-    let base: Vec<(String, String)> = [
+    let mut base: Vec<(String, String)> = [
         ("shared_buffers", "64MB"),
         ("checkpoint_timeout", "300s"),
         ("log_checkpoints", "off"),
@@ -250,15 +287,17 @@ pub fn exp1(o: &Exp1Options, cores: usize) -> Result<Vec<Exp1Row>> {
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    progress(format!("slru: loading a scale-{} template", o.scale));
+    base.extend(w.sets.iter().cloned());
+    progress(format!(
+        "slru {}: loading a scale-{} template",
+        w.name, o.scale
+    ));
     crate::commands::init(&template, o.scale, 100, &[], &base)?;
     let stop = Arc::new(AtomicBool::new(false));
-    // (clients, design, tps samples, lookups per txn samples, side transactions)
-    type Cell = (u32, SlruDesign, Vec<f64>, Vec<f64>, u64);
-    let mut cells: Vec<Cell> = Vec::new();
+    let mut cells: Vec<(u32, SlruDesign, Vec<RunOut>)> = Vec::new();
     for &c in &o.clients {
         for &d in &o.designs {
-            cells.push((c, d, Vec::new(), Vec::new(), 0));
+            cells.push((c, d, Vec::new()));
         }
     }
     for rep in 0..o.repeats {
@@ -271,35 +310,102 @@ pub fn exp1(o: &Exp1Options, cores: usize) -> Result<Vec<Exp1Row>> {
             sets.push(("slru_design".into(), design.name().into()));
             let label = format!("c{clients} {}", design.name());
             let mut args = bench_args(&dir, clients, o.seconds, sets, &label);
-            args.side_script = Some(SideScript::SavepointOverflow);
+            args.mode = w.mode;
+            args.side_script = Some(w.side);
+            args.side_pause_ms = w.side_pause_ms;
             progress(format!(
-                "slru exp1: repeat {}/{}: {label}, {} s",
+                "slru {}: repeat {}/{}: {label}, {} s",
+                w.name,
                 rep + 1,
                 o.repeats,
                 o.seconds
             ));
             let out = run_bench(&args, stop.clone()).with_context(|| label.clone())?;
             let r = out.result;
-            let hits = r
-                .slru
-                .iter()
-                .find(|s| s.name == "subtransaction")
-                .map_or(0, |s| s.blks_hit);
-            cell.2.push(r.tps);
-            cell.3.push(hits as f64 / r.transactions.max(1) as f64);
-            cell.4 += r.side_script.map_or(0, |s| s.transactions);
+            cell.2.push(RunOut {
+                tps: r.tps,
+                transactions: r.transactions,
+                side: r.side_script.map_or(0, |s| s.transactions),
+                slru: r.slru,
+            });
         }
     }
     remove_db(&root.join("run"));
-    Ok(cells
+    Ok(cells)
+}
+
+/// Runs experiment 1: TPC-B with the savepoint-overflow side script.
+pub fn exp1(o: &Exp1Options, cores: usize) -> Result<Vec<Exp1Row>> {
+    let w = Workload {
+        name: "exp1",
+        mode: crate::tpcb::run::Mode::TpcbLike,
+        side: SideScript::SavepointOverflow,
+        side_pause_ms: None,
+        sets: Vec::new(),
+    };
+    Ok(run_cells(o, &w)?
         .into_iter()
-        .map(|(clients, design, tps, lookups, side)| Exp1Row {
+        .map(|(clients, design, runs)| Exp1Row {
             clients,
             design: design.name(),
-            tps: summarize(&tps),
-            subtrans_lookups_per_txn: summarize(&lookups).median,
-            side_transactions: side,
+            tps: summarize(&runs.iter().map(|r| r.tps).collect::<Vec<_>>()),
+            subtrans_lookups_per_txn: summarize(
+                &runs
+                    .iter()
+                    .map(|r| r.per_txn(&["subtransaction"]).0)
+                    .collect::<Vec<_>>(),
+            )
+            .median,
+            side_transactions: runs.iter().map(|r| r.side).sum(),
             oversubscribed: clients as usize + 1 > cores,
+        })
+        .collect())
+}
+
+/// One (clients, design) cell of experiment 2.
+#[derive(Debug, Clone, Serialize)]
+pub struct Exp2Row {
+    pub clients: u32,
+    pub design: &'static str,
+    /// The clients' TPS (the side script's transactions not counted), over the repeats.
+    pub tps: Summary,
+    /// Multixact offset and member SLRU page hits per client transaction (median).
+    pub multixact_hits_per_txn: f64,
+    /// ... and page reads (misses: a victim chosen, the page read), per transaction.
+    pub multixact_reads_per_txn: f64,
+    pub side_transactions: u64,
+    pub oversubscribed: bool,
+}
+
+/// Runs experiment 2: `-b multixact` with the long-running side script, multixact SLRUs
+/// of 64 offset and 128 member pages (the seed's `slru_buffers_size_scale=4`).
+pub fn exp2(o: &Exp1Options, side_pause_ms: Option<u64>, cores: usize) -> Result<Vec<Exp2Row>> {
+    let w = Workload {
+        name: "exp2",
+        mode: crate::tpcb::run::Mode::Multixact,
+        side: SideScript::LongRunning,
+        side_pause_ms,
+        sets: vec![
+            ("multixact_offset_buffers".into(), "64".into()),
+            ("multixact_member_buffers".into(), "128".into()),
+        ],
+    };
+    const MX: [&str; 2] = ["multixact_offset", "multixact_member"];
+    Ok(run_cells(o, &w)?
+        .into_iter()
+        .map(|(clients, design, runs)| {
+            let per: Vec<(f64, f64)> = runs.iter().map(|r| r.per_txn(&MX)).collect();
+            Exp2Row {
+                clients,
+                design: design.name(),
+                tps: summarize(&runs.iter().map(|r| r.tps).collect::<Vec<_>>()),
+                multixact_hits_per_txn: summarize(&per.iter().map(|p| p.0).collect::<Vec<_>>())
+                    .median,
+                multixact_reads_per_txn: summarize(&per.iter().map(|p| p.1).collect::<Vec<_>>())
+                    .median,
+                side_transactions: runs.iter().map(|r| r.side).sum(),
+                oversubscribed: clients as usize + 1 > cores,
+            }
         })
         .collect())
 }
@@ -333,6 +439,9 @@ pub struct SlruExpOptions {
     pub micro: MicroOptions,
     /// Experiment 1 (None with `--micro-only`).
     pub exp1: Option<Exp1Options>,
+    /// Experiment 2, the same shape (None with `--micro-only`), and its side script's
+    /// pause (None: 10 s, the seed's).
+    pub exp2: Option<(Exp1Options, Option<u64>)>,
     /// Only the micro benchmark.
     pub micro_only: bool,
     pub command: Vec<String>,
@@ -395,9 +504,36 @@ pub fn run(o: &SlruExpOptions) -> Result<Report> {
             _ => notes.push("banked_vs_central_1_thread not measured: exp 1 lacks 1 client with central and banks_locks_lru".into()),
         }
     }
+    if let Some((e, pause)) = &o.exp2 {
+        let rows = exp2(e, *pause, info.cores)?;
+        metadata.insert("exp2".into(), serde_json::to_value(&rows)?);
+        tables.push(exp2_table(&rows));
+        notes.push(format!(
+            "exp 2: -b multixact (lock FOR UPDATE, savepoint, update, read, history insert) at scale {}, {} s per run, {} repeats, multixact_offset_buffers 64 and multixact_member_buffers 128, with --side-script long-running (a transaction held open {} ms, then committed, again and again) in one more thread; {} cores: rows marked * are oversubscribed",
+            e.scale,
+            e.seconds,
+            e.repeats,
+            pause.unwrap_or(10_000),
+            info.cores
+        ));
+        let top = e.clients.iter().copied().max().unwrap_or(1);
+        let tps_of = |design: SlruDesign| {
+            rows.iter()
+                .find(|r| r.design == design.name() && r.clients == top)
+                .map(|r| r.tps.median)
+        };
+        match (tps_of(SlruDesign::BanksLocksLru), tps_of(SlruDesign::Central)) {
+            (Some(b), Some(c)) => ratios.push(Ratio::new(
+                "exp2_banked_vs_central_max_threads",
+                &[b / c.max(1e-9)],
+                Goal::AtLeast,
+                1.5,
+            )),
+            _ => notes.push("exp2_banked_vs_central_max_threads not measured: exp 2 lacks central or banks_locks_lru at its top client count".into()),
+        }
+    }
     // The micro benchmark's target: the banked design's lookup cost at 4096 slots against
-    // 16, pages that fit, one thread. `exp2_banked_vs_central_max_threads` needs the
-    // multixact workload (experiment 2), not built: left out, not reported as passing.
+    // 16, pages that fit, one thread.
     let find = |slots: usize| {
         rows.iter().find(|r| {
             r.slots == slots
@@ -449,7 +585,6 @@ pub fn run(o: &SlruExpOptions) -> Result<Report> {
             "lookup_4096_vs_16 not measured: the run lacks 16 or 4096 slots with banks_locks_lru, fits, 1 thread".into(),
         ),
     }
-    notes.push("exp2_banked_vs_central_max_threads needs experiment 2 (the multixact workload with --side-script long-running), which needs multixacts: not built yet".into());
     Ok(Report {
         header: format!(
             "experiment slru: SLRU lookups of random pages per design ({} build, {} cores)",
@@ -476,6 +611,26 @@ fn exp1_table(rows: &[Exp1Row]) -> String {
             r.design,
             format!("{:.0} ({:.0}..{:.0})", r.tps.median, r.tps.min, r.tps.max),
             r.subtrans_lookups_per_txn,
+            r.side_transactions
+        ));
+    }
+    t
+}
+
+fn exp2_table(rows: &[Exp2Row]) -> String {
+    let mut t = format!(
+        "exp 2 (-b multixact + long-running side script)\n{:>8}  {:<15}  {:>26}  {:>13}  {:>14}  {:>5}\n",
+        "clients", "design", "tps median (min..max)", "mx hits/txn", "mx reads/txn", "side"
+    );
+    for r in rows {
+        t.push_str(&format!(
+            "{:>7}{}  {:<15}  {:>26}  {:>13.2}  {:>14.3}  {:>5}\n",
+            r.clients,
+            if r.oversubscribed { "*" } else { " " },
+            r.design,
+            format!("{:.0} ({:.0}..{:.0})", r.tps.median, r.tps.min, r.tps.max),
+            r.multixact_hits_per_txn,
+            r.multixact_reads_per_txn,
             r.side_transactions
         ));
     }

@@ -318,7 +318,12 @@ fn one_transaction(
         .map(|d| d.as_micros() as i64)
         .unwrap_or(0);
     let x = db.engine.begin_xid()?;
-    match db.tpcb(x, mode == Mode::TpcbLike, aid, bid, tid, delta, mtime) {
+    let r = if mode == Mode::Multixact {
+        db.multixact(x, aid, bid, tid, delta, mtime)
+    } else {
+        db.tpcb(x, mode == Mode::TpcbLike, aid, bid, tid, delta, mtime)
+    };
+    match r {
         Ok(()) if abort_fraction > 0.0 && rng.random_bool(abort_fraction.min(1.0)) => {
             db.engine.abort_transaction(x)?;
             Ok(Done::Failed { deadlock: false })

@@ -26,7 +26,7 @@ use std::time::Instant;
 use anyhow::{bail, ensure, Context, Result};
 use bufpool::index::btree::BTree;
 use bufpool::index::IndexError;
-use bufpool::table::{Catalog, ColumnType, Heap, IndexDef, Schema, TableDef, Tid};
+use bufpool::table::{Catalog, ColumnType, Heap, IndexDef, RowLockMode, Schema, TableDef, Tid};
 use bufpool::txn::{Snapshot, Xid, INVALID_XID};
 use bufpool::{BufferTag, Engine, ForkNumber, Vfs};
 
@@ -536,6 +536,57 @@ impl<'e> Db<'e> {
         self.sh.set_int(&mut h, col::H_DELTA, delta);
         self.sh.set_int(&mut h, col::H_MTIME, mtime);
         self.history.insert(x, &h)?;
+        Ok(())
+    }
+}
+
+impl Db<'_> {
+    /// Seed 002 experiment 2's multixact.sql in transaction `x`: `SELECT FROM
+    /// pgbench_accounts WHERE aid = :aid FOR UPDATE; SAVEPOINT S1; UPDATE pgbench_accounts
+    /// SET abalance = abalance + :delta WHERE aid = :aid; SELECT abalance ...; INSERT INTO
+    /// pgbench_history ...` (the caller commits). The savepoint's update of the row its
+    /// top-level transaction locked makes the row's xmax a multixact of both, and every
+    /// later walk over that version reads its members: the multixact SLRUs' load.
+    #[allow(clippy::too_many_arguments)]
+    pub fn multixact(
+        &self,
+        x: Xid,
+        aid: i64,
+        bid: i64,
+        tid: i64,
+        delta: i64,
+        mtime: i64,
+    ) -> Result<(), bufpool::Error> {
+        let root = Self::root(&self.accounts_pkey, aid, "pgbench_accounts_pkey")?;
+        if self
+            .accounts
+            .lock_row(x, root, RowLockMode::Exclusive)?
+            .is_none()
+        {
+            return Err(bufpool::Error::Index(IndexError::Corrupt {
+                index: "pgbench_accounts_pkey".into(),
+                reason: format!("row {aid} vanished"),
+            }));
+        }
+        let s = self.engine.begin_subtransaction(x)?;
+        self.add(
+            s,
+            &self.accounts,
+            &self.accounts_pkey,
+            &self.sa,
+            col::ABALANCE,
+            aid,
+            delta,
+        )?;
+        let snap = self.engine.txns().snapshot(s);
+        self.abalance(&snap, aid)?;
+        let mut h = self.sh.blank_row();
+        self.sh.set_int(&mut h, col::H_TID, tid);
+        self.sh.set_int(&mut h, col::H_BID, bid);
+        self.sh.set_int(&mut h, col::H_AID, aid);
+        self.sh.set_int(&mut h, col::H_DELTA, delta);
+        self.sh.set_int(&mut h, col::H_MTIME, mtime);
+        self.history.insert(s, &h)?;
         Ok(())
     }
 }

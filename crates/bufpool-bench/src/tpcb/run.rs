@@ -45,6 +45,10 @@ pub enum Mode {
     /// pause, a commit (see `side.rs`).
     #[value(name = "savepoint-overflow")]
     SavepointOverflow,
+    /// Seed 002 experiment 2's multixact.sql: lock an account FOR UPDATE, SAVEPOINT,
+    /// update it, read it, insert history, commit (accounts only, as simple-update).
+    #[value(name = "multixact")]
+    Multixact,
 }
 
 impl Mode {
@@ -54,6 +58,7 @@ impl Mode {
             Mode::SimpleUpdate => "simple-update",
             Mode::SelectOnly => "select-only",
             Mode::SavepointOverflow => "savepoint-overflow",
+            Mode::Multixact => "multixact",
         }
     }
 }
@@ -135,6 +140,8 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let bgw_before = pool.bgwriter_stats();
     let clog_before = db.engine.txns().clog().stats();
     let subtrans_before = db.engine.txns().subtrans().stats();
+    let moff_before = db.engine.txns().multis().offset_stats();
+    let mmem_before = db.engine.txns().multis().member_stats();
     let ckpt_before = db.engine.checkpointer_stats();
     let wal_before = db.engine.wal().stats();
     let live = Live::default();
@@ -207,6 +214,16 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             "subtransaction",
             &subtrans_before,
             &subtrans_after,
+        ),
+        crate::report::model::SlruCounts::between(
+            "multixact_offset",
+            &moff_before,
+            &db.engine.txns().multis().offset_stats(),
+        ),
+        crate::report::model::SlruCounts::between(
+            "multixact_member",
+            &mmem_before,
+            &db.engine.txns().multis().member_stats(),
         ),
     ];
     out.result.side_script = side;
