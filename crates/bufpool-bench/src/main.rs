@@ -420,10 +420,13 @@ struct ExperimentArgs {
     /// tpcb: an earlier bufpool binary whose c4 sync-on TPS the run is compared with.
     #[arg(long, value_name = "BIN")]
     baseline: Option<PathBuf>,
-    /// slru: only the micro benchmark (not experiment 1's TPC-B runs with the
-    /// savepoint-overflow side script).
+    /// slru: only the micro benchmark (not experiments 1 and 2, the TPC-B and multixact
+    /// runs with their side scripts).
     #[arg(long)]
     micro_only: bool,
+    /// slru: the micro benchmark and experiment 2 (multixacts), not experiment 1.
+    #[arg(long, conflicts_with = "micro_only")]
+    skip_exp1: bool,
     /// slru: most lookup threads (default: the machine's cores).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     threads: Option<u32>,
@@ -556,7 +559,7 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                     lookups,
                     args.repeats as usize,
                 ),
-                exp1: (!args.micro_only).then(|| slru_exp_options(&args)),
+                exp1: (!args.micro_only && !args.skip_exp1).then(|| slru_exp_options(&args)),
                 exp2: (!args.micro_only).then(|| {
                     let short = cfg!(debug_assertions) || args.quick;
                     // A short run holds the side transaction 0.5 s, so it ends within it.
