@@ -315,7 +315,8 @@ fn with_crc_line(body: &[u8]) -> Vec<u8> {
 /// `bufpool::wal::control::read`, the control file parser.
 ///
 /// Input: `sel` (bit 0: fix mode), four fields for a round trip (checkpoint u64, redo u64,
-/// incarnation u32, next_xid u32, next_multi u32, next_member u32), then the file's bytes; fix mode appends a correct
+/// incarnation u32, next_xid u32, next_multi u32, next_member u32, oldest_multi u32, up to 3
+/// relation bounds), then the file's bytes; fix mode appends a correct
 /// `crc32c=` line to them, so the field parser behind the checksum is explored.
 ///
 /// Properties: read returns a control or an error naming the file, never panics; a control
@@ -331,6 +332,10 @@ pub fn control(data: &[u8]) {
         next_xid: inp.u32(),
         next_multi: inp.u32(),
         next_member: inp.u32(),
+        oldest_multi: inp.u32(),
+        multi_rels: (0..inp.u8() % 4)
+            .map(|_| (bufpool::RelFileId::new(inp.u32(), inp.u32()), inp.u32()))
+            .collect(),
     };
     let file = if sel & 1 != 0 {
         with_crc_line(inp.rest())

@@ -4,11 +4,17 @@
 //! no half-applied one (redo replays uncommitted changes physically; visibility must hide
 //! them), and the total conserved.
 //!
+//! Every other transfer is seed 002's experiment 2 shape: it locks its two account rows FOR
+//! UPDATE, updates them in a savepoint (so their xmax becomes a multixact of the lock and
+//! the update), and threads other than 0 share-lock thread 0's sequence row before their
+//! own (more multixacts, lock-only): after each kill, recovery must be able to read every
+//! multixact a surviving tuple names, and the dead lockers must hold nothing.
+//!
 //! 20 kills by default; BUFPOOL_KILL_LOOPS for more. Accounts are rows (id, balance); each
 //! thread also keeps a row (100 + t, last acknowledged sequence) updated in the same
 //! transaction, so the verifier knows exactly which transfers committed.
 
-use bufpool::table::Heap;
+use bufpool::table::{Heap, RowLockMode};
 use bufpool::RelFileId;
 
 mod accounts;
@@ -56,16 +62,32 @@ fn heap_child_transfers_until_killed() {
                     k += 1;
                     let (from, to, amount) = transfer(t, k);
                     let x = e.begin_xid().unwrap();
-                    // Lock rows in id order so no two transfers wait on each other in a cycle.
+                    // Lock rows in id order so no two transfers wait on each other in a cycle
+                    // (every lock and update below goes in ascending id order).
                     let (first, second) = if from < to { (from, to) } else { (to, from) };
+                    let locks = k % 2 == 1;
+                    let mut w = x;
+                    if locks {
+                        for id in [first, second] {
+                            heap.lock_row(x, tid_of(id), RowLockMode::Exclusive)
+                                .unwrap()
+                                .expect("account rows are never deleted");
+                        }
+                        w = e.begin_subtransaction(x).unwrap();
+                    }
                     for id in [first, second] {
                         let delta = if id == from { -amount } else { amount };
-                        heap.update(x, tid_of(id), |d| {
+                        heap.update(w, tid_of(id), |d| {
                             let (i, v) = decode(d);
                             encode(i, v + delta)
                         })
                         .unwrap()
                         .expect("account rows are never deleted");
+                    }
+                    if locks && t != 0 {
+                        heap.lock_row(x, tid_of(100), RowLockMode::Share)
+                            .unwrap()
+                            .unwrap();
                     }
                     heap.update(x, tid_of(100 + t), |_| encode(100 + t, k as i64))
                         .unwrap()

@@ -339,3 +339,108 @@ fn multixacts_survive_a_crash_and_dead_lockers_hold_nothing() {
         "three multixacts before the crash: next is {before}"
     );
 }
+
+/// Lock FOR UPDATE, savepoint, update, commit: one multixact with an updater in `heap`.
+fn exp2_transaction(e: &Engine, heap: &Heap<'_>, r: Tid, data: &[u8]) {
+    let mut t = e.begin().unwrap();
+    heap.lock_row(t.xid(), r, RowLockMode::Exclusive).unwrap();
+    t.savepoint().unwrap();
+    heap.update(t.xid(), r, |_| data.to_vec()).unwrap();
+    t.commit().unwrap();
+}
+
+/// Proves that old multixacts are cut only below what every table may still name: a
+/// checkpoint keeps them while any table holds one (an unvacuumed table pins them), VACUUM
+/// replaces the finished ones (keeping one whose lockers still run), and once every table
+/// is vacuumed the next checkpoint truncates them, rows staying readable and writable,
+/// across a crash too.
+#[test]
+fn vacuum_replaces_finished_multixacts_and_checkpoints_cut_below_every_table() {
+    let vfs = MemVfs::new();
+    let rel_b = RelFileId::new(0, 931);
+    let first_multi;
+    {
+        let e = open(&vfs);
+        let a = Heap::create(&e, REL).unwrap();
+        let b = Heap::create(&e, rel_b).unwrap();
+        let ra = one_row(&e, &a, b"a0");
+        let ra2 = one_row(&e, &a, b"x0");
+        let rb = one_row(&e, &b, b"b0");
+        first_multi = next_multi(&e);
+        exp2_transaction(&e, &a, ra, b"a1");
+        exp2_transaction(&e, &b, rb, b"b1");
+        // Share lockers of another row of `a`, still running.
+        let l1 = e.begin().unwrap();
+        let l2 = e.begin().unwrap();
+        a.lock_row(l1.xid(), ra2, RowLockMode::Share).unwrap();
+        a.lock_row(l2.xid(), ra2, RowLockMode::Share).unwrap();
+        let running_multi = next_multi(&e) - 1;
+        let oldest = || e.txns().multis().positions().oldest_multi;
+        e.checkpoint().unwrap();
+        assert_eq!(oldest(), first_multi, "both tables hold multixacts");
+
+        let rep = a.vacuum(false).unwrap();
+        assert!(rep.multis_replaced >= 1, "{rep:?}");
+        assert_eq!(
+            rep.multi_bound, running_multi,
+            "the running lockers' multixact is kept"
+        );
+        l1.commit().unwrap();
+        l2.commit().unwrap();
+        let rep = a.vacuum(false).unwrap();
+        assert_eq!(rep.multi_bound, next_multi(&e), "{rep:?}");
+        e.checkpoint().unwrap();
+        assert_eq!(
+            oldest(),
+            first_multi + 1,
+            "b, never vacuumed, pins its multixact"
+        );
+        let rep = b.vacuum(false).unwrap();
+        assert_eq!(rep.multis_replaced, 1, "{rep:?}");
+        e.checkpoint().unwrap();
+        assert_eq!(
+            oldest(),
+            next_multi(&e),
+            "nothing names an old multixact any more"
+        );
+        assert!(e.txns().multis().members(first_multi).is_err());
+        for (h, r, want) in [(&a, ra, "a1"), (&a, ra2, "x0"), (&b, rb, "b1")] {
+            assert_eq!(seen(&e, h, INVALID_XID, r), Some(want.as_bytes().to_vec()));
+        }
+        // A new multixact after the cut, then a crash.
+        exp2_transaction(&e, &a, ra, b"a2");
+        let t = e.begin().unwrap();
+        t.commit().unwrap();
+        drop(e);
+    }
+    let e = open(&vfs);
+    let a = Heap::open(&e, REL);
+    let b = Heap::open(&e, rel_b);
+    let oldest = e.txns().multis().positions().oldest_multi;
+    assert!(
+        oldest > first_multi + 1,
+        "the cut survives the crash: {oldest}"
+    );
+    let u = e.begin().unwrap();
+    for h in [&a, &b] {
+        let snap = e.txns().snapshot(INVALID_XID);
+        let mut roots = Vec::new();
+        h.scan(&snap, |tid, _| roots.push(tid)).unwrap();
+        for r in roots {
+            assert!(h
+                .update(u.xid(), r, |d| [d, b"!"].concat())
+                .unwrap()
+                .is_some());
+        }
+    }
+    u.commit().unwrap();
+    let snap = e.txns().snapshot(INVALID_XID);
+    let mut rows = Vec::new();
+    a.scan(&snap, |_, d| rows.push(d.to_vec())).unwrap();
+    b.scan(&snap, |_, d| rows.push(d.to_vec())).unwrap();
+    rows.sort();
+    assert_eq!(
+        rows,
+        vec![b"a2!".to_vec(), b"b1!".to_vec(), b"x0!".to_vec()]
+    );
+}

@@ -392,7 +392,12 @@ impl Checkpointer {
         subtrans
             .truncate(self.txns.oldest_xmin())
             .map_err(ClogError::from)?;
-        let multi = self.txns.multis().positions();
+        // The multixact cut: below every relation's bound, read after every VACUUM it
+        // counts on has logged its replacements (the flush below makes them durable).
+        let multis = self.txns.multis();
+        let oldest_multi = multis.oldest_needed();
+        let multi = multis.positions();
+        let multi_rels = multis.rel_bounds();
         let (lsn, end) =
             self.wal
                 .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, redo.0))?;
@@ -404,7 +409,10 @@ impl Checkpointer {
             next_xid: self.txns.next_xid(),
             next_multi: multi.next_multi,
             next_member: multi.next_member,
+            oldest_multi: oldest_multi.max(multi.oldest_multi),
+            multi_rels,
         })?;
+        multis.truncate(oldest_multi).map_err(ClogError::from)?;
         self.wal.remove_segments_before(redo)?;
         let seg_after = self.wal.segment_counts();
         let distance = redo

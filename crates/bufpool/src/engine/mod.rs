@@ -58,7 +58,7 @@ use crate::txn::{
     Clog, ClogError, Member, MultiId, MultiPositions, MultiXact, Subtrans, TxnManager, Xid,
     FIRST_NORMAL_XID,
 };
-use crate::types::Lsn;
+use crate::types::{Lsn, RelFileId};
 use crate::vfs::{IoError, Vfs};
 use crate::wal::{
     control, BackgroundWake, ControlError, RecordBuilder, RecordKind, Wal, WalError, FLAG_ABORT,
@@ -594,18 +594,26 @@ impl Engine {
     }
 
     /// Creates a multixact of `members` (2 or more, at most one updater) for transaction
-    /// `xid`, which is about to write it into a tuple's xmax: a WAL record, then the
+    /// `xid`, which is about to write it into a tuple's xmax in relation `rel`: a WAL record, then the
     /// entry in the multixact SLRUs, both under `commit_gate` held shared (so a checkpoint
     /// whose redo point is past the record flushes the SLRUs with the entry in them;
     /// otherwise replay writes it). The tuple's own change is logged after this record,
     /// so replay always finds the multixact before the tuple naming it.
-    pub fn create_multi(&self, xid: Xid, members: &[Member]) -> Result<MultiId, EngineError> {
+    pub fn create_multi(
+        &self,
+        xid: Xid,
+        rel: RelFileId,
+        members: &[Member],
+    ) -> Result<MultiId, EngineError> {
         let multis = self.txns.multis();
         let _gate = self.ckpt.commit_gate.read();
         let (m, start) = multis.reserve(members.len()).map_err(ClogError::from)?;
+        // Before the tuple names it: the checkpoint's cut stays below it.
+        multis.note_rel(rel, m);
         let rec = crate::wal::record::MultiCreate {
             multi: m,
             start,
+            rel,
             members: members.iter().map(|&(x, mode)| (x, mode as u8)).collect(),
         };
         self.wal.insert(RecordBuilder::multi_create(xid, &rec))?;

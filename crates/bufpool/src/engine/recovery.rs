@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 use super::EngineError;
 use crate::buffer::BufferPool;
 use crate::page;
-use crate::txn::{Clog, ClogError, Member, MemberMode, MultiXact, XidStatus, FIRST_NORMAL_XID};
+use crate::txn::{
+    Clog, ClogError, Member, MemberMode, MultiPositions, MultiXact, XidStatus, FIRST_NORMAL_XID,
+};
 use crate::types::{ForkNumber, Lsn, RelFileId};
 use crate::vfs::{OpenOptions, Vfs};
 use crate::wal::record::{self, BlockChange, Invalid, Record, RecordKind, FLAG_ABORT, FLAG_COMMIT};
@@ -307,7 +309,14 @@ pub(super) fn run(
     }
     let mut pos = ctl.redo.0;
     report.next_xid = ctl.next_xid;
-    multis.observe(ctl.next_multi.saturating_sub(1), ctl.next_member, 0);
+    multis.restore(
+        MultiPositions {
+            next_multi: ctl.next_multi,
+            next_member: ctl.next_member,
+            oldest_multi: ctl.oldest_multi,
+        },
+        &ctl.multi_rels,
+    );
     let mut incarnation = ctl.incarnation;
     report.incarnation = incarnation;
     let mut next_progress = PROGRESS_EVERY;
@@ -418,6 +427,9 @@ fn apply_multi(
     let Some(m) = &rec.multi else {
         return Ok(());
     };
+    if m.multi < multis.positions().oldest_multi {
+        return Ok(()); // truncated after this record: no tuple names it any more
+    }
     let members: Vec<Member> = m
         .members
         .iter()
@@ -430,6 +442,7 @@ fn apply_multi(
         .write(m.multi, m.start, &members)
         .map_err(ClogError::from)?;
     multis.observe(m.multi, m.start, members.len());
+    multis.note_rel(m.rel, m.multi);
     report.multis += 1;
     Ok(())
 }

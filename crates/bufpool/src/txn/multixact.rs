@@ -25,15 +25,27 @@
 //! into a page before it is zeroed. Both SLRUs have the commit log's write barrier: no
 //! page reaches disk ahead of the WAL records that created its entries, so after a crash
 //! ids past the durable log are handed out again with nothing on disk naming them.
-//! Old multis are never truncated yet (see `docs/design/multixact.md` §6).
 //!
-//! Locks: `state` (taken alone, around id assignment and page zeroing), then the SLRUs'.
+//! **Truncation** (PostgreSQL's relminmxid, reduced). A multi's members ending does not
+//! remove its id from tuples, so the cut must stay below the oldest multi any page can
+//! still name. Each relation has a bound ([`MultiXact::rel_bounds`]): no tuple of it names
+//! a multi below it. Writing a multi into a relation lowers its bound to that id (if it
+//! had none); VACUUM, which replaces every finished multi in the relation's tuples, raises
+//! it to what it left (or to the next id when it started). A checkpoint cuts both SLRUs
+//! below the smallest bound ([`MultiXact::oldest_needed`]), after writing it to the
+//! control file with the bounds; recovery restores them and lowers them again for every
+//! multi it replays. A relation never vacuumed keeps every multi since its first.
+//!
+//! Locks: `state` (taken alone, around id assignment and page zeroing), then the SLRUs';
+//! `rels` alone.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::Xid;
 use crate::slru::{Slru, SlruError, SlruOptions, SlruStats, WriteBarrier};
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, AtomicU32, Mutex, Ordering};
+use crate::types::RelFileId;
 use crate::vfs::Vfs;
 
 /// A multixact id. 0 is invalid; ids start at 1. Its own space: a tuple's xmax is a
@@ -91,6 +103,8 @@ pub enum MultiXactError {
     },
     #[error("a multixact needs 2 to {max} members, not {count}")]
     BadCount { count: usize, max: usize },
+    #[error("multixact {multi} was truncated (the oldest kept is {oldest}): a tuple names a multixact older than its relation's bound")]
+    Truncated { multi: MultiId, oldest: MultiId },
 }
 
 impl MultiXactError {
@@ -102,11 +116,13 @@ impl MultiXactError {
     }
 }
 
-/// Where the next multi and member go.
+/// Where the next multi and member go, and the oldest multi kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MultiPositions {
     pub next_multi: MultiId,
     pub next_member: u32,
+    /// Multis below it were truncated away.
+    pub oldest_multi: MultiId,
 }
 
 impl Default for MultiPositions {
@@ -114,6 +130,7 @@ impl Default for MultiPositions {
         MultiPositions {
             next_multi: FIRST_MULTI,
             next_member: 0,
+            oldest_multi: FIRST_MULTI,
         }
     }
 }
@@ -124,6 +141,12 @@ pub struct MultiXact {
     offsets: Slru,
     members: Slru,
     state: Mutex<MultiPositions>,
+    /// `state`'s next_multi and oldest_multi, for lookups without its lock (stored under
+    /// it, after the change).
+    next_seen: AtomicU32,
+    oldest_seen: AtomicU32,
+    /// Per relation, the oldest multi its tuples may name (see the module doc).
+    rels: Mutex<BTreeMap<RelFileId, MultiId>>,
     per_page: u64,
     members_per_page: u64,
 }
@@ -148,6 +171,9 @@ impl MultiXact {
             offsets,
             members,
             state: Mutex::new(next),
+            next_seen: AtomicU32::new(next.next_multi),
+            oldest_seen: AtomicU32::new(next.oldest_multi),
+            rels: Mutex::new(BTreeMap::new()),
             per_page,
             members_per_page,
         })
@@ -213,6 +239,7 @@ impl MultiXact {
         }
         st.next_multi = m + 1;
         st.next_member = end;
+        self.next_seen.store(st.next_multi, Ordering::Release);
         Ok((m, start))
     }
 
@@ -259,13 +286,101 @@ impl MultiXact {
         let mut st = self.state.lock();
         st.next_multi = st.next_multi.max(m.saturating_add(1));
         st.next_member = st.next_member.max(start.saturating_add(count as u32));
+        self.next_seen.store(st.next_multi, Ordering::Release);
+    }
+
+    /// Restores what a checkpoint's control file recorded (before replay).
+    pub fn restore(&self, pos: MultiPositions, rels: &[(RelFileId, MultiId)]) {
+        {
+            let mut st = self.state.lock();
+            st.next_multi = st.next_multi.max(pos.next_multi);
+            st.next_member = st.next_member.max(pos.next_member);
+            st.oldest_multi = pos.oldest_multi.max(FIRST_MULTI);
+            self.next_seen.store(st.next_multi, Ordering::Release);
+            self.oldest_seen.store(st.oldest_multi, Ordering::Release);
+        }
+        let mut r = self.rels.lock();
+        for &(rel, m) in rels {
+            let e = r.entry(rel).or_insert(m);
+            *e = (*e).min(m);
+        }
+    }
+
+    /// Multi `m` is being written into a tuple of `rel`: the relation's bound goes no
+    /// higher than `m`.
+    pub fn note_rel(&self, rel: RelFileId, m: MultiId) {
+        let mut r = self.rels.lock();
+        let e = r.entry(rel).or_insert(m);
+        *e = (*e).min(m);
+    }
+
+    /// VACUUM of `rel` is over: its tuples name no multi below `bound` (the next id when
+    /// the pass started, or the oldest multi it had to keep).
+    pub fn set_rel_bound(&self, rel: RelFileId, bound: MultiId) {
+        self.rels.lock().insert(rel, bound);
+    }
+
+    /// Every relation's bound.
+    pub fn rel_bounds(&self) -> Vec<(RelFileId, MultiId)> {
+        self.rels.lock().iter().map(|(&r, &m)| (r, m)).collect()
+    }
+
+    /// The oldest multi a tuple may still name: the smallest bound, or the next id.
+    pub fn oldest_needed(&self) -> MultiId {
+        let next = self.state.lock().next_multi;
+        let low = self.rels.lock().values().copied().min();
+        low.unwrap_or(next).min(next)
+    }
+
+    /// Removes the segments of both SLRUs that hold only multis below `oldest` (and their
+    /// members), and refuses lookups below it from now on. The caller (the checkpoint)
+    /// wrote `oldest` to the control file first and does not truncate concurrently.
+    /// Returns segments removed.
+    pub fn truncate(&self, oldest: MultiId) -> Result<usize, MultiXactError> {
+        let (next, next_member, current) = {
+            let st = self.state.lock();
+            (st.next_multi, st.next_member, st.oldest_multi)
+        };
+        if oldest <= current {
+            return Ok(0);
+        }
+        debug_assert!(oldest <= next);
+        // The members of `oldest` start at its entry's `start`; a multi reserved but never
+        // written (its record failed) has none: take the first written one after it.
+        let mut member_cut = next_member;
+        for m in oldest..next {
+            let (opage, oat) = self.entry_at(m);
+            let (start, count) = self.offsets.read(opage, |b| {
+                (
+                    u32::from_le_bytes(b[oat..oat + 4].try_into().expect("4")),
+                    u16::from_le_bytes([b[oat + 4], b[oat + 5]]),
+                )
+            })?;
+            if count != 0 {
+                member_cut = start;
+                break;
+            }
+        }
+        {
+            let mut st = self.state.lock();
+            st.oldest_multi = st.oldest_multi.max(oldest);
+            self.oldest_seen.store(st.oldest_multi, Ordering::Release);
+        }
+        let mut removed = self.offsets.truncate(self.entry_at(oldest).0)?;
+        removed += self.members.truncate(self.member_at(member_cut).0)?;
+        Ok(removed)
     }
 
     /// The members of multi `m`, in the order they were written.
     pub fn members(&self, m: MultiId) -> Result<Vec<Member>, MultiXactError> {
-        let next = self.state.lock().next_multi;
+        // No lock: a multi named by a tuple was reserved before the tuple was written.
+        let next = self.next_seen.load(Ordering::Acquire);
+        let oldest = self.oldest_seen.load(Ordering::Acquire);
         if m == INVALID_MULTI || m >= next {
             return Err(MultiXactError::Missing { multi: m, next });
+        }
+        if m < oldest {
+            return Err(MultiXactError::Truncated { multi: m, oldest });
         }
         let (opage, oat) = self.entry_at(m);
         let (start, count) = self.offsets.read(opage, |b| {
@@ -419,7 +534,8 @@ mod tests {
             mx.positions(),
             MultiPositions {
                 next_multi: 5001,
-                next_member: 90_003
+                next_member: 90_003,
+                oldest_multi: FIRST_MULTI,
             }
         );
         assert_eq!(mx.members(5000).unwrap(), ms);
@@ -438,6 +554,7 @@ mod tests {
             MultiPositions {
                 next_multi: 10,
                 next_member: mpp - 1,
+                oldest_multi: FIRST_MULTI,
             },
         );
         let (m, start) = mx.reserve(3).unwrap();
@@ -445,5 +562,55 @@ mod tests {
         mx.write(m, start, &members_of(0, 3)).unwrap();
         assert_eq!(mx.members(m).unwrap(), members_of(0, 3));
         assert_eq!(mx.positions().next_member, mpp + 3);
+    }
+
+    #[test]
+    fn bounds_decide_the_cut_and_truncation_removes_whole_segments() {
+        let vfs = MemVfs::new();
+        let mx = open(&vfs, 16, MultiPositions::default());
+        let (a, b) = (RelFileId::new(0, 1), RelFileId::new(0, 2));
+        assert_eq!(mx.oldest_needed(), FIRST_MULTI);
+        // Enough multis for several offsets segments.
+        let per_segment = mx.per_page as u32 * 32;
+        let total = per_segment * 3 + 10;
+        for k in 0..total {
+            let (m, start) = mx.reserve(2).unwrap();
+            mx.write(m, start, &members_of(k, 2)).unwrap();
+            mx.note_rel(if k % 2 == 0 { a } else { b }, m);
+        }
+        assert_eq!(
+            mx.oldest_needed(),
+            1,
+            "both relations hold their first multis"
+        );
+        // VACUUM of `a` leaves nothing; `b` keeps one near the end.
+        let next = mx.positions().next_multi;
+        mx.set_rel_bound(a, next);
+        mx.set_rel_bound(b, total - 5);
+        assert_eq!(mx.oldest_needed(), total - 5);
+        mx.flush().unwrap();
+        let removed = mx.truncate(mx.oldest_needed()).unwrap();
+        assert!(removed >= 3, "removed {removed} segments");
+        assert!(matches!(
+            mx.members(3),
+            Err(MultiXactError::Truncated { multi: 3, .. })
+        ));
+        for m in total - 5..next {
+            assert_eq!(mx.members(m).unwrap(), members_of(m - 1, 2));
+        }
+        // A second cut at the same place does nothing.
+        assert_eq!(mx.truncate(total - 5).unwrap(), 0);
+        // Reopened from what a control file would hold.
+        let pos = mx.positions();
+        let bounds = mx.rel_bounds();
+        drop(mx);
+        let again = open(&vfs, 16, MultiPositions::default());
+        again.restore(pos, &bounds);
+        assert_eq!(again.oldest_needed(), total - 5);
+        assert_eq!(again.members(total).unwrap(), members_of(total - 1, 2));
+        assert!(matches!(
+            again.members(1),
+            Err(MultiXactError::Truncated { .. })
+        ));
     }
 }

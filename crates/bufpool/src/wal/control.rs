@@ -10,22 +10,25 @@
 //! next_xid=<the next transaction id to hand out, decimal>
 //! next_multi=<the next multixact id, decimal>
 //! next_member=<the next multixact member's index, decimal>
+//! oldest_multi=<multixacts below it were truncated, decimal>
+//! multi_rels=<per relation, the oldest multixact its tuples may name:
+//!             tablespace/relation:multixact, comma-separated, possibly empty>
 //! crc32c=<8 hex digits: CRC32C of the lines above>
 //! ```
-//! Format 1 (no multixact lines) still reads, as next_multi 1 and next_member 0.
+//! Format 1 (no multixact lines) still reads, as no multixacts yet.
 //! Invariants: written atomically (temp file, fsync, rename, fsync of the directory), so
 //! after a crash it holds either the previous or the new checkpoint, never a mix. A
 //! missing or damaged file is an error naming it, never a guess.
 
 use std::path::{Path, PathBuf};
 
-use crate::types::Lsn;
+use crate::types::{Lsn, RelFileId};
 use crate::vfs::{IoError, OpenOptions, Vfs};
 
 pub const CONTROL_FILE: &str = "bufpool.control";
 const FORMAT: u32 = 2;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Control {
     pub checkpoint: Lsn,
     pub redo: Lsn,
@@ -35,6 +38,9 @@ pub struct Control {
     /// raises them past every multixact it replays).
     pub next_multi: u32,
     pub next_member: u32,
+    pub oldest_multi: u32,
+    /// Per relation, the oldest multixact its tuples may name (`txn::MultiXact`'s bounds).
+    pub multi_rels: Vec<(RelFileId, u32)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -49,8 +55,19 @@ pub enum ControlError {
 
 fn render(c: &Control) -> String {
     let body = format!(
-        "bufpool control file\nformat={FORMAT}\ncheckpoint={}\nredo={}\nincarnation={}\nnext_xid={}\nnext_multi={}\nnext_member={}\n",
-        c.checkpoint.0, c.redo.0, c.incarnation, c.next_xid, c.next_multi, c.next_member
+        "bufpool control file\nformat={FORMAT}\ncheckpoint={}\nredo={}\nincarnation={}\nnext_xid={}\nnext_multi={}\nnext_member={}\noldest_multi={}\nmulti_rels={}\n",
+        c.checkpoint.0,
+        c.redo.0,
+        c.incarnation,
+        c.next_xid,
+        c.next_multi,
+        c.next_member,
+        c.oldest_multi,
+        c.multi_rels
+            .iter()
+            .map(|(r, m)| format!("{}/{}:{m}", r.tablespace, r.relation))
+            .collect::<Vec<_>>()
+            .join(",")
     );
     let crc = crc32c::crc32c(body.as_bytes());
     format!("{body}crc32c={crc:08x}\n")
@@ -121,7 +138,31 @@ pub fn read(vfs: &dyn Vfs, path: &Path) -> Result<Control, ControlError> {
             .map_err(|_| bad("next_xid out of range".into()))?,
         next_multi: u32_field("next_multi", 1)?,
         next_member: u32_field("next_member", 0)?,
+        oldest_multi: u32_field("oldest_multi", 1)?,
+        multi_rels: if format == 1 {
+            Vec::new()
+        } else {
+            parse_rels(body).ok_or_else(|| bad("unreadable multi_rels".into()))?
+        },
     })
+}
+
+/// The `multi_rels=` line: `ts/rel:multi` items, comma-separated.
+fn parse_rels(body: &str) -> Option<Vec<(RelFileId, u32)>> {
+    let v = body.lines().find_map(|l| l.strip_prefix("multi_rels="))?;
+    if v.is_empty() {
+        return Some(Vec::new());
+    }
+    v.split(',')
+        .map(|item| {
+            let (rel, m) = item.split_once(':')?;
+            let (ts, r) = rel.split_once('/')?;
+            Some((
+                RelFileId::new(ts.parse().ok()?, r.parse().ok()?),
+                m.parse().ok()?,
+            ))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -142,6 +183,8 @@ mod tests {
             next_xid: 77,
             next_multi: 5,
             next_member: 12,
+            oldest_multi: 3,
+            multi_rels: vec![(RelFileId::new(0, 7), 3), (RelFileId::new(2, 9), 4)],
         };
         write(&vfs, p, &c).unwrap();
         assert_eq!(read(&vfs, p).unwrap(), c);
@@ -151,6 +194,7 @@ mod tests {
         vfs.set_contents(p, text.into_bytes());
         let one = read(&vfs, p).unwrap();
         assert_eq!((one.next_xid, one.next_multi, one.next_member), (77, 1, 0));
+        assert!(one.multi_rels.is_empty());
         write(&vfs, p, &c).unwrap();
         let mut bytes = vfs.contents(p).unwrap();
         bytes[30] ^= 1;

@@ -146,18 +146,20 @@ pub fn align(x: u64) -> u64 {
     x.div_ceil(ALIGN) * ALIGN
 }
 
-/// A multixact's creation: its id, the index of its first member, and its members as
-/// (transaction id, mode byte 1..=4; see `txn::MemberMode`). Body layout: start u32,
-/// count u16, reserved u16, then `count` times (xid u32, mode u8, 3 zero bytes).
+/// A multixact's creation: its id, the index of its first member, the relation whose
+/// tuple will name it, and its members as (transaction id, mode byte 1..=4; see
+/// `txn::MemberMode`). Body layout: start u32, count u16, reserved u16, tablespace u32,
+/// relation u32, then `count` times (xid u32, mode u8, 3 zero bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MultiCreate {
     pub multi: u32,
     pub start: u32,
+    pub rel: RelFileId,
     pub members: Vec<(u32, u8)>,
 }
 
 /// Bytes of a multixact creation body before its members, and per member.
-const MULTI_HEAD: usize = 8;
+const MULTI_HEAD: usize = 16;
 const MULTI_MEMBER: usize = 8;
 
 /// Builds the body of a record; the header's lsn, flushed and crc are stamped at insert:
@@ -244,6 +246,8 @@ impl RecordBuilder {
         b.buf
             .extend_from_slice(&(m.members.len() as u16).to_le_bytes());
         b.buf.extend_from_slice(&[0, 0]);
+        b.buf.extend_from_slice(&m.rel.tablespace.to_le_bytes());
+        b.buf.extend_from_slice(&m.rel.relation.to_le_bytes());
         for &(x, mode) in &m.members {
             b.buf.extend_from_slice(&x.to_le_bytes());
             b.buf.extend_from_slice(&[mode, 0, 0, 0]);
@@ -488,6 +492,10 @@ fn decode_multi(body: &[u8], nblocks: usize, extra: u64) -> Result<MultiCreate, 
         .filter(|&m| m != 0)
         .ok_or(bad("multixact id out of range"))?;
     let start = u32::from_le_bytes(body[0..4].try_into().expect("4 bytes"));
+    let rel = RelFileId::new(
+        u32::from_le_bytes(body[8..12].try_into().expect("4 bytes")),
+        u32::from_le_bytes(body[12..16].try_into().expect("4 bytes")),
+    );
     let count = usize::from(u16::from_le_bytes([body[4], body[5]]));
     if count < 2 || body.len() != MULTI_HEAD + count * MULTI_MEMBER || body[6..8] != [0, 0] {
         return Err(bad("multixact member list does not fill the record"));
@@ -513,6 +521,7 @@ fn decode_multi(body: &[u8], nblocks: usize, extra: u64) -> Result<MultiCreate, 
     Ok(MultiCreate {
         multi,
         start,
+        rel,
         members,
     })
 }
@@ -595,6 +604,7 @@ mod tests {
         let m = MultiCreate {
             multi: 42,
             start: 1000,
+            rel: RelFileId::new(3, 77),
             members: vec![(7, 2), (9, 3), (11, 1)],
         };
         let mut b = RecordBuilder::multi_create(9, &m);
@@ -611,8 +621,8 @@ mod tests {
         let at = HEADER_SIZE;
         for f in [
             &(|b: &mut Vec<u8>| b[at + 4] = 4) as &dyn Fn(&mut Vec<u8>), // claims 4 members
-            &|b: &mut Vec<u8>| b[at + 8 + 4] = 0,                        // mode 0
-            &|b: &mut Vec<u8>| b[at + 8 + 4] = 4,                        // two updaters
+            &|b: &mut Vec<u8>| b[at + 16 + 4] = 0,                       // mode 0
+            &|b: &mut Vec<u8>| b[at + 16 + 4] = 4,                       // two updaters
             &|b: &mut Vec<u8>| b[32..40].copy_from_slice(&0u64.to_le_bytes()), // id 0
             &|b: &mut Vec<u8>| b.truncate(b.len() - 8),                  // a member short
         ] {

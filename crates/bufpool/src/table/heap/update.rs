@@ -592,7 +592,7 @@ impl Heap<'_> {
             // and logged before the change that names it).
             let mut members = keep;
             members.push((xid, want.mode()));
-            old.xmax = self.engine.create_multi(xid, &members)?;
+            old.xmax = self.engine.create_multi(xid, self.rel, &members)?;
             old.infomask |= XMAX_IS_MULTI;
             if let Want::Lock(_) = want {
                 old.infomask |= XMAX_LOCK_ONLY;

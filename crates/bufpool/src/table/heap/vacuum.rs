@@ -23,11 +23,14 @@
 //! forks, checkpoint) holds no page lock.
 
 use super::Heap;
-use crate::buffer::{Ring, RingKind};
+use crate::buffer::{PageWriteGuard, Ring, RingKind};
 use crate::scan::ReadStream;
 use crate::sync::Ordering;
-use crate::table::heap_page::{HeapPage, ItemId};
+use crate::table::heap_page::{
+    HeapPage, ItemId, XMAX_COMMITTED, XMAX_EXCL_LOCK, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY,
+};
 use crate::table::HeapError;
+use crate::txn::{ClogError, MultiId, XidStatus, FROZEN_XID, INVALID_XID};
 use crate::types::ForkNumber;
 
 /// What VACUUM did.
@@ -37,6 +40,17 @@ pub struct VacuumReport {
     /// Dead versions whose space was reclaimed.
     pub removed: u64,
     pub truncated_pages: u32,
+    /// Tuples whose multixact xmax (all members ended) became a plain one.
+    pub multis_replaced: u64,
+    /// The relation's multixact bound afterwards: no tuple names an older multixact.
+    pub multi_bound: u32,
+}
+
+/// What a VACUUM pass learned of the multixacts in its relation.
+struct MultiSweep {
+    replaced: u64,
+    /// The oldest multixact it had to keep (a member still running).
+    kept: Option<MultiId>,
 }
 
 impl Heap<'_> {
@@ -61,6 +75,14 @@ impl Heap<'_> {
     ) -> Result<VacuumReport, HeapError> {
         let pool = self.engine.pool();
         let horizon = self.engine.txns().oldest_xmin();
+        // Any multixact written into the relation behind this pass is at least this (ids
+        // are handed out under the page lock the pass also takes, see `txn::multixact`).
+        let multis = self.engine.txns().multis();
+        let cutoff = multis.positions().next_multi;
+        let mut sweep = MultiSweep {
+            replaced: 0,
+            kept: None,
+        };
         let n = pool.nblocks(self.rel, ForkNumber::Main)?;
         let mut report = VacuumReport {
             pages: n,
@@ -78,6 +100,7 @@ impl Heap<'_> {
             let buf = buf?;
             let block = buf.tag().block;
             let mut g = buf.write();
+            self.replace_multis_locked(&mut g, &mut sweep)?;
             report.removed += self.prune_locked(&mut g, horizon, true)?;
             let page = HeapPage(&g);
             if (1..=page.slots()).any(|s| page.item(s) != ItemId::Unused) {
@@ -85,6 +108,9 @@ impl Heap<'_> {
             }
         }
         self.hint.store(0, Ordering::Relaxed);
+        report.multis_replaced = sweep.replaced;
+        report.multi_bound = sweep.kept.map_or(cutoff, |k| k.min(cutoff));
+        multis.set_rel_bound(self.rel, report.multi_bound);
         let keep = last_nonempty.map_or(0, |b| b + 1);
         if truncate && keep < n {
             pool.flush_relation(self.rel)?;
@@ -94,5 +120,61 @@ impl Heap<'_> {
             self.engine.checkpoint()?;
         }
         Ok(report)
+    }
+}
+
+impl Heap<'_> {
+    /// Replaces every multixact xmax on the page under `g` whose members have all ended
+    /// (PostgreSQL's FreezeMultiXactId, reduced): the updater or deleter, if any, becomes
+    /// the plain xmax (hinted committed or invalid by its outcome), a lock-only one becomes
+    /// no xmax at all. A logged change, not a hint: redo must reproduce it before the
+    /// multixact is truncated. Multixacts with a running member are kept (`sweep.kept`).
+    fn replace_multis_locked(
+        &self,
+        g: &mut PageWriteGuard<'_>,
+        sweep: &mut MultiSweep,
+    ) -> Result<(), HeapError> {
+        let txns = self.engine.txns();
+        let page = HeapPage(g);
+        let mut changes = Vec::new();
+        for slot in 1..=page.slots() {
+            let Some((h, _)) = page.tuple(slot) else {
+                continue;
+            };
+            if h.infomask & XMAX_IS_MULTI == 0 {
+                continue;
+            }
+            let members = txns.multis().members(h.xmax).map_err(ClogError::from)?;
+            if members.iter().any(|&(x, _)| txns.is_running(x)) {
+                sweep.kept = Some(sweep.kept.map_or(h.xmax, |k| k.min(h.xmax)));
+                continue;
+            }
+            let mut nh = h;
+            nh.infomask &=
+                !(XMAX_IS_MULTI | XMAX_LOCK_ONLY | XMAX_EXCL_LOCK | XMAX_COMMITTED | XMAX_INVALID);
+            match members.iter().find(|(_, mode)| mode.is_update()) {
+                Some(&(u, _)) => {
+                    nh.xmax = u;
+                    nh.infomask |= match txns.status(u)? {
+                        XidStatus::Committed => XMAX_COMMITTED,
+                        _ => XMAX_INVALID, // not running and not committed: aborted
+                    };
+                }
+                None => {
+                    nh.xmax = INVALID_XID;
+                    nh.infomask |= XMAX_INVALID;
+                }
+            }
+            changes.push((slot, nh));
+        }
+        if !changes.is_empty() {
+            self.change_logged(FROZEN_XID, g, |p| {
+                for (slot, nh) in &changes {
+                    p.set_header(*slot, nh);
+                }
+            })?;
+            sweep.replaced += changes.len() as u64;
+        }
+        Ok(())
     }
 }
