@@ -580,8 +580,10 @@ fn bulk_load_fills_pages_in_order_and_survives_a_crash() {
 
 /// Visibility against a model, through pruning: interleaved transactions (several open at
 /// once, committing or aborting) insert, update (rows of changing length, so versions
-/// move between pages and pages fill and get pruned) and delete rows, while readers hold
-/// snapshots; VACUUM runs now and then. Every reader's snapshot must see, from each row's
+/// move between pages and pages fill and get pruned) and delete rows, some of it in
+/// savepoints, and take share and exclusive row locks (share locks of two transactions,
+/// or a lock beside a savepoint's update, make multixacts), while readers hold
+/// snapshots; VACUUM runs now and then (replacing finished multixacts). Every reader's snapshot must see, from each row's
 /// root and by a scan, exactly the committed state as of its start, before and after
 /// pruning; after a crash, the last committed state.
 #[test]
@@ -596,6 +598,7 @@ fn interleaved_transactions_match_a_model_through_pruning() {
         r
     }
 
+    let (mut multis_made, mut multis_replaced) = (0u64, 0u64);
     for seed in 0..60u64 {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
         let vfs = MemVfs::new();
@@ -620,6 +623,8 @@ fn interleaved_transactions_match_a_model_through_pruning() {
         let mut readers: Vec<(u32, bufpool::txn::Snapshot, Model)> = Vec::new();
         let mut next_id = 0u64;
         let mut version = 0u64;
+        // Row locks held by open writers: id -> (writer -> exclusive).
+        let mut row_locks: BTreeMap<u64, BTreeMap<u32, bool>> = BTreeMap::new();
         let check = |heap: &Heap<'_>,
                      snap: &bufpool::txn::Snapshot,
                      want: &BTreeMap<u64, (Tid, Vec<u8>)>,
@@ -679,15 +684,27 @@ fn interleaved_transactions_match_a_model_through_pruning() {
                         .keys()
                         .copied()
                         .filter(|id| !locked.contains(id) || own.contains(id))
+                        .filter(|id| {
+                            row_locks
+                                .get(id)
+                                .is_none_or(|h| h.keys().all(|&holder| holder == x))
+                        })
                         .collect();
+                    // Some writes in a savepoint: rows under a subtransaction id, which
+                    // commits or aborts with its tree.
+                    let w = if rng.random_bool(0.3) {
+                        e.begin_subtransaction(x).unwrap()
+                    } else {
+                        x
+                    };
                     let choice = rng.random_range(0..10);
                     if choice < 2 || free.is_empty() {
                         version += 1;
                         let d = data(next_id, version, rng.random_range(0..200));
-                        let tid = heap.insert(x, &d).unwrap();
-                        let w = writers.get_mut(&x).unwrap();
-                        w.0.insert(next_id, Some(d));
-                        w.1.insert(next_id, tid);
+                        let tid = heap.insert(w, &d).unwrap();
+                        let wr = writers.get_mut(&x).unwrap();
+                        wr.0.insert(next_id, Some(d));
+                        wr.1.insert(next_id, tid);
                         next_id += 1;
                     } else {
                         let id = free[rng.random_range(0..free.len())];
@@ -696,13 +713,13 @@ fn interleaved_transactions_match_a_model_through_pruning() {
                         }
                         let root = committed[&id].0;
                         if choice < 3 {
-                            assert!(heap.delete(x, root).unwrap(), "seed {seed}: delete {id}");
+                            assert!(heap.delete(w, root).unwrap(), "seed {seed}: delete {id}");
                             writers.get_mut(&x).unwrap().0.insert(id, None);
                         } else {
                             version += 1;
                             let d = data(id, version, rng.random_range(0..600));
                             let d2 = d.clone();
-                            heap.update(x, root, move |_| d2.clone())
+                            heap.update(w, root, move |_| d2.clone())
                                 .unwrap()
                                 .unwrap_or_else(|| panic!("seed {seed}: update {id}"));
                             writers.get_mut(&x).unwrap().0.insert(id, Some(d));
@@ -713,6 +730,10 @@ fn interleaved_transactions_match_a_model_through_pruning() {
                     let xs: Vec<u32> = writers.keys().copied().collect();
                     let x = xs[rng.random_range(0..xs.len())];
                     let (changes, inserted) = writers.remove(&x).unwrap();
+                    for holders in row_locks.values_mut() {
+                        holders.remove(&x);
+                    }
+                    row_locks.retain(|_, h| !h.is_empty());
                     if rng.random_bool(0.7) {
                         e.commit_transaction(x).unwrap();
                         for (id, ch) in changes {
@@ -750,7 +771,46 @@ fn interleaved_transactions_match_a_model_through_pruning() {
                 80..=83 => {
                     // VACUUM frees dead line pointers: nobody may hold roots of deleted
                     // rows across it, and the model drops them on delete already.
-                    heap.vacuum(false).unwrap();
+                    multis_replaced += heap.vacuum(false).unwrap().multis_replaced;
+                }
+                84..=95 if !writers.is_empty() => {
+                    // A row lock by a random open writer, where the model says it is
+                    // granted at once (never a wait: this test is one thread).
+                    let xs: Vec<u32> = writers.keys().copied().collect();
+                    let x = xs[rng.random_range(0..xs.len())];
+                    let exclusive = rng.random_bool(0.4);
+                    let grantable: Vec<u64> = committed
+                        .keys()
+                        .copied()
+                        .filter(|id| {
+                            let written_by_other = writers
+                                .iter()
+                                .any(|(&y, (p, _))| y != x && p.contains_key(id));
+                            let deleted_by_me = writers[&x].0.get(id) == Some(&None);
+                            let others = row_locks.get(id).map_or(Vec::new(), |h| {
+                                h.iter()
+                                    .filter(|(&y, _)| y != x)
+                                    .map(|(_, &ex)| ex)
+                                    .collect()
+                            });
+                            !written_by_other
+                                && !deleted_by_me
+                                && (others.is_empty() || (!exclusive && !others.contains(&true)))
+                        })
+                        .collect();
+                    if grantable.is_empty() {
+                        continue;
+                    }
+                    let id = grantable[rng.random_range(0..grantable.len())];
+                    let mode = if exclusive {
+                        bufpool::table::RowLockMode::Exclusive
+                    } else {
+                        bufpool::table::RowLockMode::Share
+                    };
+                    let got = heap.lock_row(x, committed[&id].0, mode).unwrap();
+                    assert!(got.is_some(), "seed {seed}: lock {id}");
+                    let held = row_locks.entry(id).or_default().entry(x).or_insert(false);
+                    *held |= exclusive;
                 }
                 _ => {}
             }
@@ -760,6 +820,7 @@ fn interleaved_transactions_match_a_model_through_pruning() {
         }
         let fresh = e.txns().snapshot(INVALID_XID);
         check(&heap, &fresh, &committed, "fresh");
+        multis_made += u64::from(e.txns().multis().positions().next_multi - 1);
         let _ = heap;
         drop(e);
         let e = Engine::open(Arc::new(vfs) as Arc<dyn Vfs>, Path::new("/db"), &c, true).unwrap();
@@ -771,6 +832,10 @@ fn interleaved_transactions_match_a_model_through_pruning() {
             "after a crash",
         );
     }
+    // The locks and savepoints did make multixacts, and VACUUM replaced some.
+    assert!(multis_made >= 60, "{multis_made} multixacts in 60 seeds");
+    assert!(multis_replaced >= 10, "{multis_replaced} replaced");
+    eprintln!("{multis_made} multixacts made, {multis_replaced} replaced by VACUUM");
 }
 
 /// Hot rows under contention (pgbench's branches): 4 threads move amounts between 10
