@@ -387,6 +387,10 @@ struct ExperimentArgs {
     /// bgwriter: pools of the round-cost table.
     #[arg(long, value_delimiter = ',', default_value = "64MB,1GB,8GB")]
     round_pools: Vec<String>,
+    /// bgwriter: only these configurations of table 1 (names as in its table; `off`
+    /// always runs first, as the baseline the targets compare with).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    bgw_configs: Vec<String>,
     /// bgwriter: seconds per TPC-B run (default 60, 10 with --quick); checkpoint: default
     /// 100 (three 30 s checkpoint cycles plus margin), 8 with --quick.
     #[arg(long)]
@@ -477,6 +481,7 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 io_direct: args.io_direct.as_deref() != Some("off"),
                 round_pools: args.round_pools.clone(),
                 rounds: if quick { 10 } else { 30 },
+                only: args.bgw_configs.clone(),
             };
             experiments::bgwriter::run(&opts).context("experiment bgwriter")?
         }

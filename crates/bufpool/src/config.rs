@@ -67,6 +67,8 @@ pub const MAX_EFFECTIVE_IO_CONCURRENCY: u64 = 1000;
 pub const DEFAULT_EFFECTIVE_IO_CONCURRENCY: u64 = 16;
 /// Most checkpoint writer threads.
 pub const MAX_CHECKPOINT_WRITERS: u64 = 64;
+/// Most threads writing a bgwriter round's pages (`bgwriter_writers`).
+pub const MAX_BGWRITER_WRITERS: u64 = 32;
 /// Most commit-log pages `transaction_buffers` may ask for (PostgreSQL's limit).
 pub const MAX_TRANSACTION_BUFFERS: u64 = 131_072;
 /// Automatic `transaction_buffers`: shared_buffers / 512 pages, within these bounds.
@@ -791,6 +793,18 @@ pub static KNOBS: &[Knob] = &[
             |c| Value::Int(c.bgwriter_flush_after),
         )
     },
+    Knob {
+        min: 1,
+        max: MAX_BGWRITER_WRITERS,
+        ..row(
+            "bgwriter_writers",
+            Unit::Count,
+            "1",
+            "writes a bgwriter round keeps in flight (threads; 1: one write at a time, as PostgreSQL)",
+            |c, v| c.bgwriter_writers = int(v) as usize,
+            |c| Value::Int(c.bgwriter_writers as u64),
+        )
+    },
     row(
         "synchronize_seqscans",
         Unit::Bool,
@@ -1133,6 +1147,8 @@ pub struct Config {
     pub bgwriter_lru_multiplier_thousandths: u32,
     /// Bytes; 0 disables the writeback hints.
     pub bgwriter_flush_after: u64,
+    /// Writes a bgwriter round keeps in flight.
+    pub bgwriter_writers: usize,
     pub synchronize_seqscans: bool,
     pub seqscan_strategy: SeqscanStrategy,
     /// seqscan_sync_threshold in thousandths of the pool.
@@ -1194,6 +1210,7 @@ impl Default for Config {
             slru_design: SlruDesign::BanksLocksLru,
             bgwriter_lru_multiplier_thousandths: DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
             bgwriter_flush_after: DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
+            bgwriter_writers: 1,
             synchronize_seqscans: true,
             seqscan_strategy: SeqscanStrategy::Quarter,
             seqscan_sync_threshold_thousandths: 100,
@@ -1335,6 +1352,7 @@ impl Config {
             lru_maxpages: self.bgwriter_lru_maxpages,
             lru_multiplier_thousandths: self.bgwriter_lru_multiplier_thousandths,
             flush_after_bytes: self.bgwriter_flush_after,
+            writers: self.bgwriter_writers,
         }
     }
 
@@ -1568,6 +1586,7 @@ impl ConfigBuilder {
         };
         /// Bytes; 0 disables the writeback hints.
         bgwriter_flush_after: u64 => |c, v| c.bgwriter_flush_after = v;
+        bgwriter_writers: usize => |c, v| c.bgwriter_writers = v;
         synchronize_seqscans: bool => |c, v| c.synchronize_seqscans = v;
         seqscan_strategy: SeqscanStrategy => |c, v| c.seqscan_strategy = v;
         /// In pools, rounded to thousandths.
@@ -1803,6 +1822,8 @@ mod tests {
             ("effective_io_concurrency", "-1"),
             ("checkpoint_writers", "0"),
             ("checkpoint_writers", "65"),
+            ("bgwriter_writers", "0"),
+            ("bgwriter_writers", "33"),
             ("checkpoint_sync_method", "osync"),
             ("log_checkpoints", "loud"),
             ("bulkread_ring_size", "64kB"),
@@ -2059,6 +2080,7 @@ mod tests {
         c.set("bgwriter_lru_maxpages", "0").unwrap();
         c.set("bgwriter_lru_multiplier", "1.25").unwrap();
         c.set("bgwriter_flush_after", "0").unwrap();
+        c.set("bgwriter_writers", "4").unwrap();
         assert_eq!(c.get("bgwriter_lru_multiplier").unwrap(), "1.25");
         let o = c.pool_options(8192).unwrap().bgwriter;
         assert_eq!(
@@ -2070,6 +2092,7 @@ mod tests {
                 lru_maxpages: Some(0),
                 lru_multiplier_thousandths: 1250,
                 flush_after_bytes: 0,
+                writers: 4,
             }
         );
         assert_eq!(

@@ -53,6 +53,8 @@ pub struct BgwExpOptions {
     pub round_pools: Vec<String>,
     /// Rounds timed per pool and strategy (after as many warm-up rounds).
     pub rounds: usize,
+    /// Only these configurations of table 1 (empty: all), `off` always included.
+    pub only: Vec<String>,
 }
 
 /// The configurations of table 1: name and knobs.
@@ -81,6 +83,9 @@ fn configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
             vec![("bgwriter_strategy", "mini-checkpoint")],
         ),
         ("victim-queue", vec![("bgwriter_strategy", "victim-queue")]),
+        // Four writes in flight per round: the single writer's device latency is what
+        // bounds the others (`bgwriter_writers`).
+        ("writers-4", vec![("bgwriter_writers", "4")]),
     ]
 }
 
@@ -266,6 +271,20 @@ fn bench_args(
 
 /// Runs the experiment.
 pub fn run(o: &BgwExpOptions) -> Result<Report> {
+    if let Some(bad) = o
+        .only
+        .iter()
+        .find(|c| !configs().iter().any(|(n, _)| n == c))
+    {
+        anyhow::bail!(
+            "--bgw-configs: no configuration {bad:?} (one of: {})",
+            configs()
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     std::fs::create_dir_all(&o.parent_dir)
         .with_context(|| format!("creating {}", o.parent_dir.display()))?;
     let scratch = tempfile::Builder::new()
@@ -307,6 +326,9 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
     let mut steady_off_tps: f64 = 0.0;
     for workload in ["steady", "bursty"] {
         for (name, knobs) in configs() {
+            if !o.only.is_empty() && name != "off" && !o.only.iter().any(|c| c == name) {
+                continue;
+            }
             let dir = data_root.join(format!("{workload}-{name}"));
             copy_dir(&template, &dir)?;
             let mut sets = base.clone();

@@ -75,6 +75,7 @@ use super::{BgwriterOptions, BgwriterStrategy, BufferError, BufferPool, BufferRe
 use crate::smgr::WritebackContext;
 use crate::stats::{set_thread_writer, IoContext, IoOp, IoWriter};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
+use crate::types::BufferTag;
 
 /// Weight of a new sample in the smoothed allocation rate and density: 1/16, PostgreSQL's
 /// smoothing_samples (an average over roughly the last 16 rounds, 3.2 s at 200 ms).
@@ -321,6 +322,20 @@ impl Bgwriter {
 }
 
 /// What examining one buffer came to.
+/// What a write of a pinned buffer did.
+enum WriteDone {
+    Written(BufferTag),
+    /// Clean by the time the write looked (someone else wrote it).
+    Clean,
+    /// Held exclusively: not written, not reusable now.
+    Busy,
+    Failed(BufferError),
+}
+
+/// Pinned candidates per writer thread before a round writes them (`bgwriter_writers` >
+/// 1): enough to keep each thread busy for a few device latencies per spawn.
+const BATCH_PER_WRITER: usize = 16;
+
 enum Visited {
     /// Pinned, used recently, or busy: not reusable now.
     NotReusable,
@@ -648,6 +663,8 @@ impl BufferPool {
         report.upcoming_estimate = upcoming;
         let mut reusable = reusable_ahead;
         let stop = &self.bgwriter.stop;
+        // Dirty candidates pinned for the writers (`bgwriter_writers` > 1).
+        let mut batch = Vec::new();
         if dirty_only {
             // Dirty-chain: the horizon in buffers that the estimate asks for, visiting
             // only dirty-map hits in it.
@@ -672,7 +689,7 @@ impl BufferPool {
                 };
                 pos = at + 1;
                 report.buffers_scanned += 1;
-                match self.sync_one_buffer(state, (at % nbuffers) as u32, true, &mut report) {
+                match self.visit_lru(state, (at % nbuffers) as u32, &mut batch, &mut report) {
                     Visited::Written => {
                         report.buffers_written += 1;
                         report.reusable_found += 1;
@@ -685,6 +702,7 @@ impl BufferPool {
                     Visited::NotReusable | Visited::Failed => {}
                 }
             }
+            self.write_batch(state, &mut batch, &mut report);
             state.next_to_clean = pos;
             return report;
         }
@@ -699,7 +717,7 @@ impl BufferPool {
             state.next_to_clean += 1;
             to_scan -= 1;
             report.buffers_scanned += 1;
-            match self.sync_one_buffer(state, id, true, &mut report) {
+            match self.visit_lru(state, id, &mut batch, &mut report) {
                 Visited::Written => {
                     reusable += 1;
                     report.buffers_written += 1;
@@ -712,6 +730,7 @@ impl BufferPool {
                 Visited::NotReusable | Visited::Failed => {}
             }
         }
+        self.write_batch(state, &mut batch, &mut report);
         report.reusable_found = reusable - reusable_ahead;
         // This scan is a density sample too: buffers passed per reusable one found.
         let scanned = bufs_to_lap - to_scan;
@@ -733,54 +752,163 @@ impl BufferPool {
         lru: bool,
         report: &mut RoundReport,
     ) -> Visited {
+        match self.pin_for_write(id, lru) {
+            Err(v) => v,
+            Ok(pinned) => {
+                let done = self.write_pinned(&pinned);
+                drop(pinned);
+                self.account_write(state, report, done)
+            }
+        }
+    }
+
+    /// The first half of [`Self::sync_one_buffer`]: whether buffer `id` is reusable, and
+    /// if it is dirty, the buffer pinned (without usage credit) for a write.
+    fn pin_for_write(&self, id: u32, lru: bool) -> Result<BufferRef<'_>, Visited> {
         let d = &self.descs[id as usize];
         let wanted = |s: u64| refcount(s) == 0 && (!lru || usage(s) == 0);
         let hint = d.load_state();
         if !wanted(hint) {
-            return Visited::NotReusable;
+            return Err(Visited::NotReusable);
         }
         if hint & (DIRTY | VALID) != (DIRTY | VALID) && self.bgwriter.dirty_map.is_none() {
-            return Visited::Reusable;
+            return Err(Visited::Reusable);
         }
         // Pin without usage credit, re-checking under the header lock.
         let s = d.lock_header();
         if !wanted(s) {
             d.unlock_header(s);
-            return Visited::NotReusable;
+            return Err(Visited::NotReusable);
         }
         if s & (DIRTY | VALID) != (DIRTY | VALID) {
             // Clean after all; a dirty-map bit left on it is stale (see dirty_map.rs).
             self.bgwriter.note_clean(id);
             d.unlock_header(s);
-            return Visited::Reusable;
+            return Err(Visited::Reusable);
         }
         d.unlock_header(s + REFCOUNT_ONE);
-        let pinned = BufferRef { pool: self, id };
+        Ok(BufferRef { pool: self, id })
+    }
+
+    /// The second half: writes the pinned buffer if it is still dirty and nobody holds it
+    /// exclusively. Any thread may run it (a round's writers do); the caller drops the pin.
+    fn write_pinned(&self, pinned: &BufferRef<'_>) -> WriteDone {
+        let id = pinned.id;
+        let d = &self.descs[id as usize];
         if !d.content_lock.try_lock_shared() {
             // Someone holds it exclusively right now: in use, not reusable.
-            return Visited::NotReusable;
+            return WriteDone::Busy;
         }
         let result = self.flush_locked(id, IoContext::Normal);
         // SAFETY: taken by the successful try_lock_shared above.
         unsafe { d.content_lock.unlock_shared() };
-        let tag = pinned.tag();
-        if let Ok(true) = result {
-            self.mark_cleaned(id);
-        }
-        drop(pinned);
         match result {
             Ok(true) => {
+                self.mark_cleaned(id);
+                WriteDone::Written(pinned.tag())
+            }
+            Ok(false) => WriteDone::Clean,
+            Err(e) => WriteDone::Failed(e),
+        }
+    }
+
+    /// Counts a write's outcome in the round (writeback hint, errors and their hook).
+    fn account_write(
+        &self,
+        state: &mut RoundState,
+        report: &mut RoundReport,
+        done: WriteDone,
+    ) -> Visited {
+        match done {
+            WriteDone::Written(tag) => {
                 let _ = state.writeback.add(&self.smgr, tag, IoContext::Normal);
                 Visited::Written
             }
-            Ok(false) => Visited::Reusable,
-            Err(e) => {
+            WriteDone::Clean => Visited::Reusable,
+            WriteDone::Busy => Visited::NotReusable,
+            WriteDone::Failed(e) => {
                 report.write_errors += 1;
                 let hook = self.bgwriter.error_hook.lock().clone();
                 if let Some(h) = hook {
                     h(&e);
                 }
                 Visited::Failed
+            }
+        }
+    }
+
+    /// Visits buffer `id` for an LRU scan: with one writer, as [`Self::sync_one_buffer`];
+    /// with several, a dirty candidate is pinned and queued in `batch` (counted as
+    /// written now, corrected by [`Self::write_batch`]), and a full batch is written.
+    fn visit_lru<'p>(
+        &'p self,
+        state: &mut RoundState,
+        id: u32,
+        batch: &mut Vec<BufferRef<'p>>,
+        report: &mut RoundReport,
+    ) -> Visited {
+        let writers = self.bgwriter.options.writers;
+        if writers <= 1 {
+            return self.sync_one_buffer(state, id, true, report);
+        }
+        match self.pin_for_write(id, true) {
+            Err(v) => v,
+            Ok(pinned) => {
+                batch.push(pinned);
+                // Never pin more than a sliver of a small pool.
+                let cap = (writers * BATCH_PER_WRITER).min((self.descs.len() / 16).max(1));
+                if batch.len() >= cap {
+                    self.write_batch(state, batch, report);
+                }
+                Visited::Written
+            }
+        }
+    }
+
+    /// Writes the pinned buffers of `batch` on `bgwriter_writers` threads at once (so the
+    /// round keeps that many writes in flight), then counts what happened: buffers that
+    /// turned out clean, busy or failed were counted as written by [`Self::visit_lru`]
+    /// and are taken off `buffers_written` again. Empties `batch`, dropping the pins.
+    fn write_batch(
+        &self,
+        state: &mut RoundState,
+        batch: &mut Vec<BufferRef<'_>>,
+        report: &mut RoundReport,
+    ) {
+        if batch.is_empty() {
+            return;
+        }
+        let writers = self.bgwriter.options.writers.min(batch.len());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let work = |out: &mut Vec<WriteDone>| {
+            let previous = set_thread_writer(IoWriter::Bgwriter);
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(p) = batch.get(i) else { break };
+                out.push(self.write_pinned(p));
+            }
+            set_thread_writer(previous);
+        };
+        let mut results = Vec::with_capacity(batch.len());
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..writers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        work(&mut out);
+                        out
+                    })
+                })
+                .collect();
+            work(&mut results);
+            for h in helpers {
+                results.extend(h.join().expect("a bgwriter writer panicked"));
+            }
+        });
+        batch.clear();
+        for done in results {
+            if !matches!(self.account_write(state, report, done), Visited::Written) {
+                report.buffers_written = report.buffers_written.saturating_sub(1);
             }
         }
     }
@@ -1025,7 +1153,17 @@ mod tests {
     /// some have usage credit; one round with a target beyond the pool.
     #[test]
     fn never_writes_a_pinned_or_recently_used_buffer() {
-        let (_vfs, pool) = pool_with(&config(32, "lru"), Arc::new(crate::NoWal));
+        // One writer, and several (`bgwriter_writers`: pinned batches written on threads,
+        // whose writes must still count as the bgwriter's).
+        for (writers, strategy) in [("1", "lru"), ("4", "lru"), ("3", "dirty-chain")] {
+            spares_pinned_and_recent(writers, strategy);
+        }
+    }
+
+    fn spares_pinned_and_recent(writers: &str, strategy: &str) {
+        let mut c = config(1024, strategy);
+        c.set("bgwriter_writers", writers).unwrap();
+        let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
         dirty_pool(&pool);
         let pinned: Vec<_> = (0..4)
             .map(|b| {
@@ -1039,21 +1177,30 @@ mod tests {
                 set_usage(d, 0);
             }
         }
-        let used: Vec<usize> = (10..16).collect();
+        let used: Vec<usize> = (10..16).chain(500..540).collect();
         for &id in &used {
             set_usage(&pool.descs[id], 2);
         }
-        let r = pool.bgwriter_round();
-        assert!(r.buffers_written > 0, "{r:?}");
-        for id in 0..32 {
-            let spared = pinned_ids.contains(&(id as u32)) || used.contains(&id);
-            assert_eq!(dirty(&pool, id), spared, "buffer {id}: {r:?}");
+        // Rounds until the pool is clean but for what must be spared.
+        let mut written = 0;
+        for _ in 0..64 {
+            let r = pool.bgwriter_round();
+            written += r.buffers_written;
+            if r.buffers_written == 0 {
+                break;
+            }
         }
-        assert_eq!(r.buffers_written, 32 - 4 - 6);
+        let n = pool.nbuffers();
+        for id in 0..n {
+            let spared = pinned_ids.contains(&(id as u32)) || used.contains(&id);
+            assert_eq!(dirty(&pool, id), spared, "buffer {id}, {writers} writers");
+        }
+        let want = (n - 4 - used.len()) as u64;
+        assert_eq!(written, want, "{writers} writers");
         let io = pool.stats();
-        assert_eq!(io.by_writer(IoWriter::Bgwriter, IoOp::Write), 22);
+        assert_eq!(io.by_writer(IoWriter::Bgwriter, IoOp::Write), want);
         assert_eq!(io.by_writer(IoWriter::Backend, IoOp::Write), 0);
-        assert_eq!(pool.bgwriter_stats().buffers_clean, 22);
+        assert_eq!(pool.bgwriter_stats().buffers_clean, want);
         // Dirtying a page the bgwriter cleaned counts one wasted write; a second change
         // before the next write does not count again.
         let some = pool

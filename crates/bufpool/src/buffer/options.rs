@@ -178,6 +178,9 @@ pub struct BgwriterOptions {
     /// Ask the OS to start writeback after this many bytes written (`bgwriter_flush_after`);
     /// 0 disables the hints.
     pub flush_after_bytes: u64,
+    /// Writes a round keeps in flight, each on its own thread (`bgwriter_writers`): one
+    /// thread's synchronous writes cap the bgwriter at one device latency per page.
+    pub writers: usize,
 }
 
 impl Default for BgwriterOptions {
@@ -189,6 +192,7 @@ impl Default for BgwriterOptions {
             lru_maxpages: None,
             lru_multiplier_thousandths: DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
             flush_after_bytes: DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
+            writers: 1,
         }
     }
 }
