@@ -69,6 +69,7 @@ pub const DEFAULT_EFFECTIVE_IO_CONCURRENCY: u64 = 16;
 pub const MAX_CHECKPOINT_WRITERS: u64 = 64;
 /// Most threads writing a bgwriter round's pages (`bgwriter_writers`).
 pub const MAX_BGWRITER_WRITERS: u64 = 32;
+pub use crate::buffer::DEFAULT_BGWRITER_WRITERS;
 /// Most commit-log pages `transaction_buffers` may ask for (PostgreSQL's limit).
 pub const MAX_TRANSACTION_BUFFERS: u64 = 131_072;
 /// Automatic `transaction_buffers`: shared_buffers / 512 pages, within these bounds.
@@ -799,7 +800,7 @@ pub static KNOBS: &[Knob] = &[
         ..row(
             "bgwriter_writers",
             Unit::Count,
-            "1",
+            "4",
             "writes a bgwriter round keeps in flight (threads; 1: one write at a time, as PostgreSQL)",
             |c, v| c.bgwriter_writers = int(v) as usize,
             |c| Value::Int(c.bgwriter_writers as u64),
@@ -1210,7 +1211,7 @@ impl Default for Config {
             slru_design: SlruDesign::BanksLocksLru,
             bgwriter_lru_multiplier_thousandths: DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
             bgwriter_flush_after: DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
-            bgwriter_writers: 1,
+            bgwriter_writers: DEFAULT_BGWRITER_WRITERS,
             synchronize_seqscans: true,
             seqscan_strategy: SeqscanStrategy::Quarter,
             seqscan_sync_threshold_thousandths: 100,
