@@ -444,3 +444,47 @@ fn vacuum_replaces_finished_multixacts_and_checkpoints_cut_below_every_table() {
         vec![b"a2!".to_vec(), b"b1!".to_vec(), b"x0!".to_vec()]
     );
 }
+
+/// `try_lock_row` (NOWAIT) fails at once, naming the holder and changing nothing, where
+/// `lock_row` would wait; and succeeds where it would not.
+#[test]
+fn try_lock_row_never_waits() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    let heap = Heap::create(&e, REL).unwrap();
+    let r = one_row(&e, &heap, b"v0");
+    let t1 = e.begin().unwrap();
+    heap.lock_row(t1.xid(), r, RowLockMode::Share).unwrap();
+    let t2 = e.begin().unwrap();
+    let m = next_multi(&e);
+    match heap.try_lock_row(t2.xid(), r, RowLockMode::Exclusive) {
+        Err(HeapError::WouldBlock { holder }) => assert_eq!(holder, t1.xid()),
+        other => panic!("expected WouldBlock, got {other:?}"),
+    }
+    assert_eq!(next_multi(&e), m, "a refused lock writes nothing");
+    // Share beside share is granted at once.
+    assert_eq!(
+        heap.try_lock_row(t2.xid(), r, RowLockMode::Share).unwrap(),
+        Some(r)
+    );
+    // An uncommitted update blocks even a share lock.
+    let t3 = e.begin().unwrap();
+    let r2 = one_row(&e, &heap, b"w0");
+    heap.update(t3.xid(), r2, |_| b"w1".to_vec()).unwrap();
+    assert!(matches!(
+        heap.try_lock_row(t2.xid(), r2, RowLockMode::Share),
+        Err(HeapError::WouldBlock { .. })
+    ));
+    t3.commit().unwrap();
+    t1.commit().unwrap();
+    assert!(heap
+        .try_lock_row(t2.xid(), r2, RowLockMode::Exclusive)
+        .unwrap()
+        .is_some());
+    assert_eq!(
+        heap.try_lock_row(t2.xid(), r, RowLockMode::Exclusive)
+            .unwrap(),
+        Some(r)
+    );
+    t2.commit().unwrap();
+}

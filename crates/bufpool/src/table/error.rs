@@ -19,6 +19,9 @@ pub enum HeapError {
     /// A row-lock wait would close a cycle of waiting transactions; abort this one.
     #[error(transparent)]
     Deadlock(#[from] Deadlock),
+    /// `Heap::try_lock_row` (NOWAIT) found the row held against the lock asked for.
+    #[error("could not lock the row: transaction {holder} holds it (NOWAIT)")]
+    WouldBlock { holder: u32 },
 }
 
 impl HeapError {

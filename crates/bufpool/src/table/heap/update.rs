@@ -249,6 +249,26 @@ impl Heap<'_> {
         self.modify(xid, tid, Want::Lock(mode), None::<fn(&[u8]) -> Vec<u8>>)
     }
 
+    /// [`Heap::lock_row`] without waiting (PostgreSQL's `FOR UPDATE NOWAIT`): if someone
+    /// holds the row against `mode` (or is inserting it), fails with
+    /// [`HeapError::WouldBlock`] naming them, having changed nothing.
+    pub fn try_lock_row(
+        &self,
+        xid: Xid,
+        tid: Tid,
+        mode: RowLockMode,
+    ) -> Result<Option<Tid>, HeapError> {
+        let mut span = Span::default();
+        self.modify_walk(
+            xid,
+            tid,
+            Want::Lock(mode),
+            true,
+            None::<fn(&[u8]) -> Vec<u8>>,
+            &mut span,
+        )
+    }
+
     fn modify(
         &self,
         xid: Xid,
@@ -257,7 +277,7 @@ impl Heap<'_> {
         f: Option<impl FnMut(&[u8]) -> Vec<u8>>,
     ) -> Result<Option<Tid>, HeapError> {
         let mut span = Span::default();
-        let r = self.modify_walk(xid, tid, want, f, &mut span)?;
+        let r = self.modify_walk(xid, tid, want, false, f, &mut span)?;
         if r.is_some() {
             self.compress(&span)?;
         }
@@ -316,6 +336,7 @@ impl Heap<'_> {
         xid: Xid,
         mut tid: Tid,
         want: Want,
+        nowait: bool,
         mut f: Option<impl FnMut(&[u8]) -> Vec<u8>>,
         span: &mut Span,
     ) -> Result<Option<Tid>, HeapError> {
@@ -361,6 +382,9 @@ impl Heap<'_> {
                             self.prune_if_full(&mut g)?;
                         }
                         continue 'page;
+                    }
+                    Step::WaitFor(other) if nowait => {
+                        return Err(HeapError::WouldBlock { holder: other });
                     }
                     Step::WaitFor(other) => {
                         hints.clear();
