@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RelFileId, Vfs};
+use bufpool::{BufferPool, BufferTag, Config, Engine, ForkNumber, MemVfs, RelFileId, Vfs};
 
 pub const REL: RelFileId = RelFileId::new(0, 16384);
 
@@ -45,4 +45,18 @@ pub fn fill(pool: &BufferPool, n: u32) {
     }
     pool.flush_all().unwrap();
     pool.sync().unwrap();
+}
+
+/// A small engine (32 buffers, 1 MB WAL segments) on `vfs` at `/db`, created if absent:
+/// what the transaction and row-lock tests open, again after each simulated crash.
+pub fn small_engine(vfs: &MemVfs) -> Engine {
+    let mut c = config("32");
+    c.set("wal_segment_size", "1MB").unwrap();
+    Engine::open(
+        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
+        Path::new("/db"),
+        &c,
+        true,
+    )
+    .unwrap()
 }

@@ -14,27 +14,18 @@
 //! never a sleep; each step checks the running set, the multixact positions and what
 //! snapshots see.
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bufpool::table::{Heap, RowLockMode, Tid};
 use bufpool::txn::{MemberMode, Xid, INVALID_XID};
-use bufpool::{Config, Engine, HeapError, MemVfs, RelFileId, Vfs};
+use bufpool::{Engine, HeapError, MemVfs, RelFileId};
 
 const REL: RelFileId = RelFileId::new(0, 930);
 
+mod common;
+
 fn open(vfs: &MemVfs) -> Engine {
-    let mut c = Config::default();
-    c.set("shared_buffers", "32").unwrap();
-    c.set("wal_segment_size", "1MB").unwrap();
-    Engine::open(
-        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
-        Path::new("/db"),
-        &c,
-        true,
-    )
-    .unwrap()
+    common::small_engine(vfs)
 }
 
 fn one_row(e: &Engine, heap: &Heap<'_>, data: &[u8]) -> Tid {

@@ -10,26 +10,16 @@
 //! holds after a crash and recovery. How: rows inserted under each handle, then
 //! snapshots, the running set, the commit log's status and `oldest_xmin` checked.
 
-use std::path::Path;
-use std::sync::Arc;
-
 use bufpool::table::Heap;
 use bufpool::txn::{XidStatus, INVALID_XID};
-use bufpool::{Config, Engine, HeapError, MemVfs, RelFileId, Vfs};
+use bufpool::{Engine, HeapError, MemVfs, RelFileId};
 
 const REL: RelFileId = RelFileId::new(0, 920);
 
+mod common;
+
 fn open(vfs: &MemVfs) -> Engine {
-    let mut c = Config::default();
-    c.set("shared_buffers", "32").unwrap();
-    c.set("wal_segment_size", "1MB").unwrap();
-    Engine::open(
-        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
-        Path::new("/db"),
-        &c,
-        true,
-    )
-    .unwrap()
+    common::small_engine(vfs)
 }
 
 fn visible(e: &Engine, heap: &Heap<'_>) -> Vec<Vec<u8>> {

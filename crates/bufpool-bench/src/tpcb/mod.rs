@@ -529,18 +529,30 @@ impl<'e> Db<'e> {
                 delta,
             )?;
         }
-        let mut h = self.sh.blank_row();
-        self.sh.set_int(&mut h, col::H_TID, tid);
-        self.sh.set_int(&mut h, col::H_BID, bid);
-        self.sh.set_int(&mut h, col::H_AID, aid);
-        self.sh.set_int(&mut h, col::H_DELTA, delta);
-        self.sh.set_int(&mut h, col::H_MTIME, mtime);
-        self.history.insert(x, &h)?;
-        Ok(())
+        self.insert_history(x, [tid, bid, aid, delta, mtime])
     }
 }
 
 impl Db<'_> {
+    /// `INSERT INTO pgbench_history (tid, bid, aid, delta, mtime)` as `x`.
+    fn insert_history(&self, x: Xid, row: [i64; 5]) -> Result<(), bufpool::Error> {
+        let mut h = self.sh.blank_row();
+        for (c, v) in [
+            col::H_TID,
+            col::H_BID,
+            col::H_AID,
+            col::H_DELTA,
+            col::H_MTIME,
+        ]
+        .into_iter()
+        .zip(row)
+        {
+            self.sh.set_int(&mut h, c, v);
+        }
+        self.history.insert(x, &h)?;
+        Ok(())
+    }
+
     /// Seed 002 experiment 2's multixact.sql in transaction `x`: `SELECT FROM
     /// pgbench_accounts WHERE aid = :aid FOR UPDATE; SAVEPOINT S1; UPDATE pgbench_accounts
     /// SET abalance = abalance + :delta WHERE aid = :aid; SELECT abalance ...; INSERT INTO
@@ -580,14 +592,7 @@ impl Db<'_> {
         )?;
         let snap = self.engine.txns().snapshot(s);
         self.abalance(&snap, aid)?;
-        let mut h = self.sh.blank_row();
-        self.sh.set_int(&mut h, col::H_TID, tid);
-        self.sh.set_int(&mut h, col::H_BID, bid);
-        self.sh.set_int(&mut h, col::H_AID, aid);
-        self.sh.set_int(&mut h, col::H_DELTA, delta);
-        self.sh.set_int(&mut h, col::H_MTIME, mtime);
-        self.history.insert(s, &h)?;
-        Ok(())
+        self.insert_history(s, [tid, bid, aid, delta, mtime])
     }
 }
 

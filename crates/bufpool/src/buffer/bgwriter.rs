@@ -879,6 +879,8 @@ impl BufferPool {
             return;
         }
         let writers = self.bgwriter.options.writers.min(batch.len());
+        // std, not the `sync` facade: these are plain std threads (scoped), outside any
+        // shuttle execution.
         let next = std::sync::atomic::AtomicUsize::new(0);
         let stop = &self.bgwriter.stop;
         let work = |out: &mut Vec<WriteDone>| {
