@@ -482,6 +482,7 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 round_pools: args.round_pools.clone(),
                 rounds: if quick { 10 } else { 30 },
                 only: args.bgw_configs.clone(),
+                repeats: if quick { 1 } else { args.repeats as usize },
             };
             experiments::bgwriter::run(&opts).context("experiment bgwriter")?
         }

@@ -800,7 +800,7 @@ pub static KNOBS: &[Knob] = &[
         ..row(
             "bgwriter_writers",
             Unit::Count,
-            "4",
+            "16",
             "writes a bgwriter round keeps in flight (threads; 1: one write at a time, as PostgreSQL)",
             |c, v| c.bgwriter_writers = int(v) as usize,
             |c| Value::Int(c.bgwriter_writers as u64),

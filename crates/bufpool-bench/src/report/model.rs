@@ -138,6 +138,18 @@ pub struct BgwriterCounts {
     /// Pages the bgwriter wrote that were dirty again by its next round.
     #[serde(default)]
     pub wasted_writes: u64,
+    /// Dirty victims allocations met (each cost a backend write) where the bgwriter had
+    /// not looked yet in this lap (`unreached`) or had looked and left them (`passed`);
+    /// rounds that found themselves lapped by the clock hand.
+    #[serde(default)]
+    pub dirty_victims_unreached: u64,
+    #[serde(default)]
+    pub dirty_victims_passed: u64,
+    #[serde(default)]
+    pub rounds_lapped: u64,
+    /// Buffers rounds jumped over to keep their lead over the hand.
+    #[serde(default)]
+    pub buffers_skipped: u64,
     /// Mean and longest round, µs.
     pub round_us_mean: f64,
     pub round_us_max: f64,

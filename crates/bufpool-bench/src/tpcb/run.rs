@@ -312,6 +312,10 @@ fn bgwriter_counts(
         rounds,
         hibernations: a.hibernations - before.hibernations,
         wasted_writes: a.buffers_redirtied - before.buffers_redirtied,
+        dirty_victims_unreached: a.dirty_victims_unreached - before.dirty_victims_unreached,
+        dirty_victims_passed: a.dirty_victims_passed - before.dirty_victims_passed,
+        rounds_lapped: a.rounds_lapped - before.rounds_lapped,
+        buffers_skipped: a.buffers_skipped - before.buffers_skipped,
         round_us_mean: if rounds > 0 {
             time.as_secs_f64() * 1e6 / rounds as f64
         } else {

@@ -18,6 +18,11 @@
 //!    ahead, the buffers between the hand and the cursor were already examined in this lap
 //!    and are not scanned again: they count as `ahead / density` reusable buffers already,
 //!    and at most `nbuffers - ahead` buffers remain before the cursor would lap the hand.
+//!    **Lead:** the cursor is then moved to at least `hand + hand speed × batch time`
+//!    (`RoundState::keep_lead`; again between batches of a long round): a buffer nearer
+//!    the hand is reached while the bgwriter still pins it for its write, the sweep skips
+//!    it and takes a dirty one beyond, so cleaning it buys nothing in this lap. The
+//!    buffers jumped are left to the backends (`buffers_skipped`).
 //! 3. **Minimum progress.** The target is at least `nbuffers × delay / 120 s` buffers
 //!    beyond what is already ahead, so an idle pool is still covered every two minutes
 //!    (PostgreSQL's scan_whole_pool_milliseconds).
@@ -122,6 +127,9 @@ pub struct RoundReport {
     pub upcoming_estimate: u64,
     /// Buffers examined (descriptors read; for dirty-chain, dirty-map hits).
     pub buffers_scanned: u64,
+    /// Buffers passed over unexamined because the hand would reach them before a write
+    /// of them could end (see `RoundState::min_lead`).
+    pub buffers_skipped: u64,
     /// Reusable buffers found or made by this round's scan.
     pub reusable_found: u64,
     /// Pages written by the LRU scan (or the victim-queue sweep).
@@ -174,6 +182,17 @@ pub struct BgwriterStats {
     /// Wasted writes: pages the bgwriter cleaned that were dirtied again before any
     /// allocation reused their buffer (the write bought no clean victim).
     pub buffers_redirtied: u64,
+    /// Dirty victims the clock sweep handed to an allocation (a backend or ring write
+    /// follows), split by where the hand was against the bgwriter's cursor: beyond it
+    /// (`unreached`: the bgwriter had not looked there yet this lap) or behind it
+    /// (`passed`: it looked and the buffer was not reusable then, or was dirtied again).
+    pub dirty_victims_unreached: u64,
+    pub dirty_victims_passed: u64,
+    /// Rounds that found the hand past their cursor (the bgwriter was lapped and
+    /// restarted at the hand).
+    pub rounds_lapped: u64,
+    /// Buffers rounds jumped over, unexamined, to keep their lead over the hand.
+    pub buffers_skipped: u64,
 }
 
 /// The cursor and the estimator: owned by whoever runs a round.
@@ -192,6 +211,48 @@ struct RoundState {
     /// The mini-checkpoint's own cursor (buffer index).
     all_scan_next: u64,
     writeback: WritebackContext,
+    /// The hand's speed, buffers per ms (smoothed; 0 until measured), and when `prev_hand`
+    /// was read.
+    hand_speed: f64,
+    prev_hand_at: Option<Instant>,
+    /// How long writing one batch takes, ms (smoothed; 0 until measured).
+    batch_ms: f64,
+}
+
+impl RoundState {
+    fn new(writeback_pages: usize) -> Self {
+        Self {
+            saved: false,
+            prev_hand: 0,
+            prev_allocations: 0,
+            next_to_clean: 0,
+            smoothed_allocations: 0.0,
+            smoothed_density: INITIAL_DENSITY,
+            round_number: 0,
+            all_scan_next: 0,
+            writeback: WritebackContext::new(writeback_pages),
+            hand_speed: 0.0,
+            prev_hand_at: None,
+            batch_ms: 0.0,
+        }
+    }
+
+    /// The least lead over the hand worth cleaning at: the buffers the hand passes while
+    /// one batch is written. A buffer closer to the hand than this is reached before the
+    /// bgwriter's write of it ends: the sweep skips it while pinned (and takes a dirty one
+    /// beyond), so the write buys no victim in this lap. Capped at a quarter of the pool.
+    fn min_lead(&self, nbuffers: u64) -> u64 {
+        ((self.hand_speed * self.batch_ms).ceil() as u64).min(nbuffers / 4)
+    }
+
+    /// Moves the cursor to at least `hand + min_lead` (the buffers it skips are left to
+    /// the backends: they get there first). Returns how many it skipped.
+    fn keep_lead(&mut self, hand: u64, nbuffers: u64) -> u64 {
+        let target = hand + self.min_lead(nbuffers);
+        let skipped = target.saturating_sub(self.next_to_clean.max(hand));
+        self.next_to_clean = self.next_to_clean.max(target);
+        skipped
+    }
 }
 
 #[derive(Debug, Default)]
@@ -209,6 +270,10 @@ struct Counters {
     victims_popped: AtomicU64,
     allocations_seen: AtomicU64,
     buffers_redirtied: AtomicU64,
+    dirty_victims_unreached: AtomicU64,
+    dirty_victims_passed: AtomicU64,
+    rounds_lapped: AtomicU64,
+    buffers_skipped: AtomicU64,
 }
 
 /// The pool's bgwriter part.
@@ -216,6 +281,9 @@ pub(super) struct Bgwriter {
     options: BgwriterOptions,
     maxpages: u64,
     round: Mutex<RoundState>,
+    /// The round's cursor (`next_to_clean`), published at each batch and round end for
+    /// the allocations' dirty-victim counters (0: no round yet).
+    cursor: AtomicU64,
     counters: Counters,
     /// Raised by a hibernating bgwriter; an allocation that sees it wakes the bgwriter.
     hibernating: AtomicBool,
@@ -247,17 +315,8 @@ impl Bgwriter {
         Self {
             options,
             maxpages,
-            round: Mutex::new(RoundState {
-                saved: false,
-                prev_hand: 0,
-                prev_allocations: 0,
-                next_to_clean: 0,
-                smoothed_allocations: 0.0,
-                smoothed_density: INITIAL_DENSITY,
-                round_number: 0,
-                all_scan_next: 0,
-                writeback: WritebackContext::new(writeback_pages),
-            }),
+            round: Mutex::new(RoundState::new(writeback_pages)),
+            cursor: AtomicU64::new(0),
             counters: Counters::default(),
             hibernating: AtomicBool::new(false),
             latch: Mutex::new(false),
@@ -312,6 +371,22 @@ impl Bgwriter {
         self.latch_cond.notify_all();
     }
 
+    /// An allocation took a dirty victim with the hand at `hand`: counts it against the
+    /// published cursor (see [`BgwriterStats::dirty_victims_unreached`]). Off the hot path:
+    /// only dirty victims get here, and they are about to cost a write.
+    fn note_dirty_victim(&self, hand: u64) {
+        let cursor = self.cursor.load(Ordering::Relaxed);
+        if cursor == 0 || !self.options.enabled {
+            return;
+        }
+        let c = if hand > cursor {
+            &self.counters.dirty_victims_unreached
+        } else {
+            &self.counters.dirty_victims_passed
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(super) fn victim_queue(&self) -> Option<&VictimQueue> {
         self.victim_queue.as_ref()
     }
@@ -335,6 +410,11 @@ enum WriteDone {
 /// Pinned candidates per writer thread before a round writes them (`bgwriter_writers` >
 /// 1): enough to keep each thread busy for a few device latencies per spawn.
 const BATCH_PER_WRITER: usize = 16;
+/// Weight of a new sample (one per round) in the hand's smoothed speed: 1/4, so a change
+/// of pace is followed within a few rounds.
+const HAND_SPEED_SAMPLES: f64 = 4.0;
+/// The LRU scan re-checks its lead over the hand every this many buffers (between batches).
+const LEAD_CHECK_EVERY: u64 = 64;
 
 enum Visited {
     /// Pinned, used recently, or busy: not reusable now.
@@ -437,6 +517,10 @@ impl BufferPool {
             victims_popped: get(&c.victims_popped),
             buffers_alloc_seen: get(&c.allocations_seen),
             buffers_redirtied: get(&c.buffers_redirtied),
+            dirty_victims_unreached: get(&c.dirty_victims_unreached),
+            dirty_victims_passed: get(&c.dirty_victims_passed),
+            rounds_lapped: get(&c.rounds_lapped),
+            buffers_skipped: get(&c.buffers_skipped),
         }
     }
 
@@ -586,6 +670,8 @@ impl BufferPool {
         c.round_ns_max.fetch_max(ns, Ordering::Relaxed);
         c.buffers_scanned
             .fetch_add(report.buffers_scanned, Ordering::Relaxed);
+        c.buffers_skipped
+            .fetch_add(report.buffers_skipped, Ordering::Relaxed);
         c.buffers_clean.fetch_add(
             report.buffers_written + report.mini_checkpoint_written,
             Ordering::Relaxed,
@@ -613,13 +699,24 @@ impl BufferPool {
         // Counted from the pool's creation for the first round (allocations made during
         // recovery are demand too), from the previous round after that.
         let recent = allocations.wrapping_sub(state.prev_allocations);
+        let now = Instant::now();
         if state.saved {
             let hand_moved = hand.wrapping_sub(state.prev_hand);
             if recent > 0 && hand_moved > 0 {
                 let sample = hand_moved as f64 / recent as f64;
                 state.smoothed_density += (sample - state.smoothed_density) / SMOOTHING_SAMPLES;
             }
+            if let Some(at) = state.prev_hand_at {
+                let ms = now.duration_since(at).as_secs_f64() * 1e3;
+                if ms > 0.0 {
+                    // A short average both ways: a lead too short wastes writes (the hand
+                    // passes them pinned), one too long leaves buffers to the backends.
+                    let sample = hand_moved as f64 / ms;
+                    state.hand_speed += (sample - state.hand_speed) / HAND_SPEED_SAMPLES;
+                }
+            }
         }
+        state.prev_hand_at = Some(now);
         state.prev_hand = hand;
         state.prev_allocations = allocations;
         state.saved = true;
@@ -648,15 +745,26 @@ impl BufferPool {
             return report;
         }
         // Step 2: the cursor. Behind (or level with) the hand: restart there.
-        let ahead = if state.next_to_clean > hand {
+        // Buffers between the hand and the cursor were examined in this lap.
+        let examined = if state.next_to_clean > hand {
             (state.next_to_clean - hand).min(nbuffers)
         } else {
+            if state.next_to_clean < hand && state.round_number > 0 {
+                self.bgwriter
+                    .counters
+                    .rounds_lapped
+                    .fetch_add(1, Ordering::Relaxed);
+            }
             state.next_to_clean = hand;
             0
         };
-        let bufs_to_lap = nbuffers - ahead;
+        // Too close to the hand to be cleaned in time: start further on.
+        let skipped = state.keep_lead(hand, nbuffers);
+        report.buffers_skipped += skipped;
+        let ahead = examined + skipped;
+        let bufs_to_lap = nbuffers.saturating_sub(ahead);
         let density = state.smoothed_density.max(1.0);
-        let reusable_ahead = (ahead as f64 / density) as u64;
+        let reusable_ahead = (examined as f64 / density) as u64;
         // Step 3: minimum progress.
         let min_scan = (nbuffers * self.bgwriter.options.delay_ms).div_ceil(SCAN_WHOLE_POOL_MS);
         let upcoming = (upcoming_raw as u64).max(min_scan + reusable_ahead);
@@ -713,6 +821,15 @@ impl BufferPool {
                 report.stopped = true;
                 break;
             }
+            if batch.is_empty() && report.buffers_scanned % LEAD_CHECK_EVERY == 0 {
+                // A long round: the hand may have come close meanwhile.
+                let skipped = state.keep_lead(self.clock.hand(), nbuffers);
+                report.buffers_skipped += skipped;
+                to_scan = to_scan.saturating_sub(skipped);
+                if to_scan == 0 {
+                    break;
+                }
+            }
             let id = (state.next_to_clean % nbuffers) as u32;
             state.next_to_clean += 1;
             to_scan -= 1;
@@ -733,7 +850,7 @@ impl BufferPool {
         self.write_batch(state, &mut batch, &mut report);
         report.reusable_found = reusable - reusable_ahead;
         // This scan is a density sample too: buffers passed per reusable one found.
-        let scanned = bufs_to_lap - to_scan;
+        let scanned = report.buffers_scanned;
         if scanned > 0 && report.reusable_found > 0 {
             let sample = scanned as f64 / report.reusable_found as f64;
             state.smoothed_density += (sample - state.smoothed_density) / SMOOTHING_SAMPLES;
@@ -875,6 +992,9 @@ impl BufferPool {
         batch: &mut Vec<BufferRef<'_>>,
         report: &mut RoundReport,
     ) {
+        self.bgwriter
+            .cursor
+            .store(state.next_to_clean, Ordering::Relaxed);
         if batch.is_empty() {
             return;
         }
@@ -895,6 +1015,7 @@ impl BufferPool {
             set_thread_writer(previous);
         };
         let mut results = Vec::with_capacity(batch.len());
+        let started = Instant::now();
         std::thread::scope(|scope| {
             let helpers: Vec<_> = (1..writers)
                 .map(|_| {
@@ -910,6 +1031,12 @@ impl BufferPool {
                 results.extend(h.join().expect("a bgwriter writer panicked"));
             }
         });
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        if state.batch_ms == 0.0 {
+            state.batch_ms = ms;
+        } else {
+            state.batch_ms += (ms - state.batch_ms) / SMOOTHING_SAMPLES;
+        }
         let skipped = batch.len() - results.len();
         report.buffers_written = report.buffers_written.saturating_sub(skipped as u64);
         if skipped > 0 {
@@ -1055,6 +1182,11 @@ impl BufferPool {
         }
         let r = self.clock.victim(&self.descs);
         self.bgwriter.note_allocation();
+        if let Ok((_, s)) = r {
+            if s & DIRTY != 0 {
+                self.bgwriter.note_dirty_victim(self.clock.hand());
+            }
+        }
         r
     }
 }
@@ -1332,6 +1464,35 @@ mod tests {
     /// reusable pool and an allocation estimate of 20 buffers: the first round scans 20
     /// from the hand, the second (no new allocations, so a lower target) finds them ahead
     /// already and scans fewer, never past one lap.
+    /// Proves: the cursor keeps a lead of hand speed × batch time over the hand (capped at
+    /// a quarter of the pool), jumping forward when behind or too close and never back.
+    #[test]
+    fn the_cursor_keeps_a_lead_worth_a_batch() {
+        let mut st = RoundState::new(0);
+        // Unmeasured: no lead asked.
+        st.next_to_clean = 90;
+        assert_eq!(st.keep_lead(100, 1000), 0);
+        assert_eq!(st.next_to_clean, 100);
+        st.hand_speed = 2.0; // buffers per ms
+        st.batch_ms = 10.0;
+        assert_eq!(st.min_lead(1000), 20);
+        // Too close: jumps to hand + 20, skipping what it had not examined.
+        st.next_to_clean = 105;
+        assert_eq!(st.keep_lead(100, 1000), 15);
+        assert_eq!(st.next_to_clean, 120);
+        // Lapped: hand + 20, the 20 buffers after the hand skipped.
+        st.next_to_clean = 50;
+        assert_eq!(st.keep_lead(100, 1000), 20);
+        assert_eq!(st.next_to_clean, 120);
+        // Far enough ahead: unchanged.
+        st.next_to_clean = 500;
+        assert_eq!(st.keep_lead(100, 1000), 0);
+        assert_eq!(st.next_to_clean, 500);
+        // A quarter of the pool at most.
+        st.batch_ms = 1e6;
+        assert_eq!(st.min_lead(1000), 250);
+    }
+
     #[test]
     fn the_cursor_stays_ahead_and_does_not_rescan() {
         let (_vfs, pool) = pool_with(&config(64, "lru"), Arc::new(crate::NoWal));

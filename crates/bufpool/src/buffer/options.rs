@@ -183,11 +183,12 @@ pub struct BgwriterOptions {
     pub writers: usize,
 }
 
-/// Default `bgwriter_writers`: on the ssd-sata profile with O_DIRECT, 4 writes in flight
-/// halved the backends' share of writes against 1 (34% → 16% steady, 17% → 6% bursty)
-/// and 8 gained little more (BENCHMARKS.md, issue 12); on buffered local disk no
-/// difference in TPC-B tps.
-pub const DEFAULT_BGWRITER_WRITERS: usize = 4;
+/// Default `bgwriter_writers`: 16 writes in flight, PostgreSQL 18's
+/// effective_io_concurrency. On the ssd-sata profile with O_DIRECT (TPC-B, 8 clients, 30 s
+/// runs, once the round kept its lead over the hand; BENCHMARKS.md, issue 12) the
+/// backends' share of buffer writes was 10.7-16% with 4, 4.8% with 8 and 1.9% with 16, at
+/// the same tps; writer threads live only while a batch is written.
+pub const DEFAULT_BGWRITER_WRITERS: usize = 16;
 
 impl Default for BgwriterOptions {
     fn default() -> Self {
