@@ -67,7 +67,10 @@
 //! durable up to the page's LSN; a failed write leaves the page dirty (the write path's
 //! rule), is counted in `write_errors` and handed to the error hook, and the round goes on.
 //! Locks: per buffer, the header lock for a few instructions (to pin), then a try of the
-//! content lock shared for the write; never more than one buffer's locks at a time, never
+//! content lock shared, held only while the page is copied out for the write (the WAL
+//! flush and the device write run on the copy, under the pin and IO_IN_PROGRESS; a
+//! change meanwhile sets JUST_DIRTIED and keeps the page dirty, see
+//! `BufferPool::write_locked_then`); never more than one buffer's locks at a time, never
 //! a mapping partition. `round` (the round state) is held for a round but only rounds take
 //! it; no backend path does. The latch mutex is held only to set or test `wake`.
 
@@ -916,10 +919,13 @@ impl BufferPool {
             // Someone holds it exclusively right now: in use, not reusable.
             return WriteDone::Busy;
         }
-        let result = self.flush_locked(id, IoContext::Normal);
-        // SAFETY: taken by the successful try_lock_shared above.
-        unsafe { d.content_lock.unlock_shared() };
-        match result {
+        // The content lock is released once the page is copied: a backend that wants to
+        // change the page waits for an 8 KiB copy, not for the WAL flush and the write.
+        let result = self.write_locked_then(id, IoContext::Normal, || {
+            // SAFETY: taken by the successful try_lock_shared above; released once.
+            unsafe { d.content_lock.unlock_shared() }
+        });
+        match result.map(|w| w.is_some()) {
             Ok(true) => {
                 self.mark_cleaned(id);
                 WriteDone::Written(pinned.tag())
@@ -1404,6 +1410,75 @@ mod tests {
             32,
             "one flush request per page written or tried"
         );
+    }
+
+    /// Proves: the bgwriter holds a page's content lock only while it copies the page: a
+    /// backend can lock it exclusively while the write is under way (here, inside the WAL
+    /// flush that precedes it), and the change it makes then is not lost: the page stays
+    /// dirty after the write, which put the image from before the change on storage, and
+    /// the next flush writes the change.
+    #[test]
+    fn a_page_changed_during_its_write_stays_dirty() {
+        type Hook = Box<dyn FnOnce(Lsn) + Send>;
+        struct Wal {
+            hook: crate::sync::Mutex<Option<Hook>>,
+        }
+        impl WalFlush for Wal {
+            fn flush(&self, lsn: Lsn) -> Result<(), crate::buffer::WalFlushError> {
+                let hook = self.hook.lock().take();
+                if let Some(h) = hook {
+                    h(lsn);
+                }
+                Ok(())
+            }
+        }
+        const MARK_AT: usize = 2000;
+        let wal = Arc::new(Wal {
+            hook: crate::sync::Mutex::new(None),
+        });
+        let (_vfs, pool) = pool_with(&config(32, "lru"), wal.clone());
+        let pool = Arc::new(pool);
+        dirty_pool(&pool);
+        let changed = Arc::new(crate::sync::Mutex::new(None));
+        {
+            let (pool, changed) = (pool.clone(), changed.clone());
+            // Block b carries LSN b + 1 (dirty_pool): the first page whose write asks the
+            // WAL to flush is changed by "a backend" at that moment.
+            *wal.hook.lock() = Some(Box::new(move |lsn: Lsn| {
+                let block = (lsn.0 - 1) as u32;
+                let buf = pool
+                    .read(crate::BufferTag::new(REL, ForkNumber::Main, block))
+                    .unwrap();
+                let mut g = buf
+                    .try_write()
+                    .expect("the content lock is free once the page is copied");
+                g[MARK_AT] = 0xAB;
+                g.mark_dirty();
+                *changed.lock() = Some((buf.buffer_id(), block));
+            }));
+        }
+        let r = pool.bgwriter_round();
+        assert!(r.buffers_written >= 1, "{r:?}");
+        let (id, block) = changed.lock().expect("the hook ran");
+        assert!(
+            dirty(&pool, id as usize),
+            "the change made during the write is kept"
+        );
+        let tag = crate::BufferTag::new(REL, ForkNumber::Main, block);
+        let mut page = vec![0u8; 4096];
+        pool.smgr.read(&tag, &mut page, IoContext::Normal).unwrap();
+        assert_eq!(
+            page[MARK_AT], 0,
+            "the write put the copy from before the change"
+        );
+        assert!(
+            crate::page::lsn(&page) > Lsn(0),
+            "and that copy was written"
+        );
+        pool.flush_all().unwrap();
+        pool.smgr.read(&tag, &mut page, IoContext::Normal).unwrap();
+        assert_eq!(page[MARK_AT], 0xAB, "the next flush writes the change");
+        assert!(!dirty(&pool, id as usize));
     }
 
     /// Proves: a failed write leaves the page dirty, is counted and reaches the hook, and

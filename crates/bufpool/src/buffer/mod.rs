@@ -753,9 +753,26 @@ impl BufferPool {
         id: u32,
         context: IoContext,
     ) -> BufferResult<Option<Written>> {
+        self.write_locked_then(id, context, || {})
+    }
+
+    /// [`BufferPool::write_locked`], calling `after_copy` exactly once: as soon as the page
+    /// image to write is copied out of the frame (or when there is nothing to write). A
+    /// caller may release the content lock there, so that the WAL flush and the device
+    /// write do not hold off the page's next modifier: the copy is what is written (its
+    /// LSN is what the WAL is flushed to), and a modification after it sets JUST_DIRTIED,
+    /// so the page stays dirty after this write (`terminate_io`). The pin stays for the
+    /// whole write, so the buffer cannot be retagged under it.
+    pub(crate) fn write_locked_then(
+        &self,
+        id: u32,
+        context: IoContext,
+        after_copy: impl FnOnce(),
+    ) -> BufferResult<Option<Written>> {
         let d = &self.descs[id as usize];
         debug_assert!(refcount(d.load_state()) >= 1, "flush_locked without a pin");
         if !self.start_io(d, Io::Write) {
+            after_copy();
             return Ok(None);
         }
         let mut forced = false;
@@ -768,6 +785,7 @@ impl BufferPool {
             // SAFETY: the caller holds the pin and the content lock, so the frame is not
             // being changed; the shared slice lives only for this copy.
             copy.copy_from_slice(unsafe { self.page_slice(id) });
+            after_copy();
             let lsn = page::lsn(copy);
             // WAL before data (DESIGN rule 1): nothing below reaches storage unless the
             // hook made the log durable to the page's LSN.
