@@ -146,29 +146,41 @@ fn power_loss_bank_4k_and_512b_tears() {
     let total = total_ios(&base, workload);
     assert!(total > 20, "workload too small: {total} I/Os");
 
+    // One pass explores every crash point; whether a crash lands while a data page write
+    // is unsynced depends on how the two threads (and the bgwriter) interleave, so a pass
+    // can see no sector tear of a data page (2 of 11 full runs saw none, the others 8-28).
+    // Further passes, each verifying every state again, until one is seen: at most 3.
     let (mut data_sector_tears, mut wal_sector_tears) = (0, 0);
-    let tally = power::explore(
-        TEST,
-        0..=total,
-        2,
-        seeds,
-        &base,
-        workload,
-        |vfs, acked, report, _ctx| {
-            let e = open(vfs).unwrap_or_else(|err| panic!("{TEST}: reopen failed: {err}"));
-            bank::verify(&e, acked);
-            data_sector_tears +=
-                report.writes_to(|p| p.starts_with("/db/base"), CrashChoice::SectorTear);
-            wal_sector_tears +=
-                report.writes_to(|p| p.starts_with("/db/wal"), CrashChoice::SectorTear);
-        },
-    );
-    tally.print(
-        TEST,
-        &format!(
-            "; sector tears of data pages {data_sector_tears}, of log blocks {wal_sector_tears}"
-        ),
-    );
+    let mut tally = None;
+    for pass in 1..=3 {
+        let t = power::explore(
+            TEST,
+            0..=total,
+            2,
+            seeds,
+            &base,
+            workload,
+            |vfs, acked, report, _ctx| {
+                let e = open(vfs).unwrap_or_else(|err| panic!("{TEST}: reopen failed: {err}"));
+                bank::verify(&e, acked);
+                data_sector_tears +=
+                    report.writes_to(|p| p.starts_with("/db/base"), CrashChoice::SectorTear);
+                wal_sector_tears +=
+                    report.writes_to(|p| p.starts_with("/db/wal"), CrashChoice::SectorTear);
+            },
+        );
+        t.print(
+            TEST,
+            &format!(
+                "; pass {pass}: sector tears of data pages {data_sector_tears}, of log blocks {wal_sector_tears}"
+            ),
+        );
+        tally.get_or_insert(t);
+        if data_sector_tears > 0 && wal_sector_tears > 0 {
+            break;
+        }
+    }
+    let tally = tally.expect("at least one pass");
     assert!(
         tally.namespace_undone > 0,
         "some crash should undo an unsynced rename or create"
