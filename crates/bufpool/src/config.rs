@@ -29,7 +29,9 @@ use crate::smgr::SmgrOptions;
 use crate::vfs::aio::{AioOptions, IoMethod, DEFAULT_IO_WORKERS, MAX_IO_WORKERS};
 use crate::wal::{SyncMethod, WalOptions, DEFAULT_PREPARE_SEGMENTS};
 
-pub use crate::buffer::{BgwriterStrategy, HugePages, RingOptions, DEFAULT_MAPPING_PARTITIONS};
+pub use crate::buffer::{
+    BgwriterIo, BgwriterStrategy, HugePages, RingOptions, DEFAULT_MAPPING_PARTITIONS,
+};
 use crate::buffer::{
     DEFAULT_BULKREAD_RING_BYTES, DEFAULT_BULKWRITE_RING_BYTES, DEFAULT_VACUUM_RING_BYTES,
 };
@@ -257,6 +259,7 @@ const SLRU_DESIGNS: [SlruDesign; 3] = SlruDesign::ALL;
 const WHOLE_BANKS: &str = "a multiple of 16 (whole SLRU banks)";
 const HUGE_PAGES: [HugePages; 3] = [HugePages::Try, HugePages::On, HugePages::Off];
 const BGWRITER_STRATEGIES: [BgwriterStrategy; 4] = BgwriterStrategy::ALL;
+const BGWRITER_IOS: [BgwriterIo; 2] = BgwriterIo::ALL;
 const IO_METHODS: [IoMethod; 3] = IoMethod::ALL;
 const SYNC_METHODS: [SyncMethod; 3] = [
     SyncMethod::Fdatasync,
@@ -801,9 +804,20 @@ pub static KNOBS: &[Knob] = &[
             "bgwriter_writers",
             Unit::Count,
             "16",
-            "writes a bgwriter round keeps in flight (threads; 1: one write at a time, as PostgreSQL)",
+            "writes a bgwriter round keeps in flight (1: one write at a time, as PostgreSQL)",
             |c, v| c.bgwriter_writers = int(v) as usize,
             |c| Value::Int(c.bgwriter_writers as u64),
+        )
+    },
+    Knob {
+        words: &["threads", "io_uring"],
+        ..row(
+            "bgwriter_io_method",
+            Unit::Enum,
+            "io_uring",
+            "how the bgwriter keeps its writes in flight: io_uring (one thread; threads where unavailable) or threads (one per write)",
+            |c, v| c.bgwriter_io_method = BGWRITER_IOS[word(v)],
+            |c| Value::Word(c.bgwriter_io_method as usize),
         )
     },
     row(
@@ -1150,6 +1164,8 @@ pub struct Config {
     pub bgwriter_flush_after: u64,
     /// Writes a bgwriter round keeps in flight.
     pub bgwriter_writers: usize,
+    /// How the bgwriter keeps them in flight.
+    pub bgwriter_io_method: BgwriterIo,
     pub synchronize_seqscans: bool,
     pub seqscan_strategy: SeqscanStrategy,
     /// seqscan_sync_threshold in thousandths of the pool.
@@ -1212,6 +1228,7 @@ impl Default for Config {
             bgwriter_lru_multiplier_thousandths: DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
             bgwriter_flush_after: DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
             bgwriter_writers: DEFAULT_BGWRITER_WRITERS,
+            bgwriter_io_method: BgwriterIo::IoUring,
             synchronize_seqscans: true,
             seqscan_strategy: SeqscanStrategy::Quarter,
             seqscan_sync_threshold_thousandths: 100,
@@ -1354,6 +1371,7 @@ impl Config {
             lru_multiplier_thousandths: self.bgwriter_lru_multiplier_thousandths,
             flush_after_bytes: self.bgwriter_flush_after,
             writers: self.bgwriter_writers,
+            io: self.bgwriter_io_method,
         }
     }
 
@@ -1588,6 +1606,7 @@ impl ConfigBuilder {
         /// Bytes; 0 disables the writeback hints.
         bgwriter_flush_after: u64 => |c, v| c.bgwriter_flush_after = v;
         bgwriter_writers: usize => |c, v| c.bgwriter_writers = v;
+        bgwriter_io_method: BgwriterIo => |c, v| c.bgwriter_io_method = v;
         synchronize_seqscans: bool => |c, v| c.synchronize_seqscans = v;
         seqscan_strategy: SeqscanStrategy => |c, v| c.seqscan_strategy = v;
         /// In pools, rounded to thousandths.
@@ -1825,6 +1844,7 @@ mod tests {
             ("checkpoint_writers", "65"),
             ("bgwriter_writers", "0"),
             ("bgwriter_writers", "33"),
+            ("bgwriter_io_method", "aio"),
             ("checkpoint_sync_method", "osync"),
             ("log_checkpoints", "loud"),
             ("bulkread_ring_size", "64kB"),
@@ -2081,7 +2101,9 @@ mod tests {
         c.set("bgwriter_lru_maxpages", "0").unwrap();
         c.set("bgwriter_lru_multiplier", "1.25").unwrap();
         c.set("bgwriter_flush_after", "0").unwrap();
+        assert_eq!(c.get("bgwriter_io_method").unwrap(), "io_uring");
         c.set("bgwriter_writers", "4").unwrap();
+        c.set("bgwriter_io_method", "threads").unwrap();
         assert_eq!(c.get("bgwriter_lru_multiplier").unwrap(), "1.25");
         let o = c.pool_options(8192).unwrap().bgwriter;
         assert_eq!(
@@ -2094,6 +2116,7 @@ mod tests {
                 lru_multiplier_thousandths: 1250,
                 flush_after_bytes: 0,
                 writers: 4,
+                io: BgwriterIo::Threads,
             }
         );
         assert_eq!(

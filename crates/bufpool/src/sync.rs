@@ -148,6 +148,10 @@ impl Condvar {
     pub fn notify_all(&self) {
         self.0.notify_all();
     }
+
+    pub fn notify_one(&self) {
+        self.0.notify_one();
+    }
 }
 
 /// Gives up the CPU to another thread (under shuttle: to another modeled thread).

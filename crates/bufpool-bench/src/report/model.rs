@@ -156,6 +156,9 @@ pub struct BgwriterCounts {
     /// The strategy and the write cap in effect.
     pub strategy: String,
     pub lru_maxpages: u64,
+    /// How its writes were kept in flight: io_uring, threads (or undecided: no round).
+    #[serde(default)]
+    pub io_method: String,
 }
 
 impl RunResult {

@@ -323,6 +323,7 @@ fn bgwriter_counts(
         },
         round_us_max: a.round_time_max.as_secs_f64() * 1e6,
         strategy: pool.bgwriter_options().strategy.name().to_string(),
+        io_method: pool.bgwriter_io_in_effect().to_string(),
         lru_maxpages: pool.bgwriter_maxpages(),
     }
 }

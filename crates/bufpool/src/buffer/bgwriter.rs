@@ -79,11 +79,17 @@ use std::time::{Duration, Instant};
 use super::dirty_map::DirtyMap;
 use super::state::*;
 use super::victim_queue::VictimQueue;
+use super::writer_crew::WriterCrew;
+use super::{BgwriterIo, Io};
 use super::{BgwriterOptions, BgwriterStrategy, BufferError, BufferPool, BufferRef};
+use crate::page;
+use crate::smgr::PageTarget;
 use crate::smgr::WritebackContext;
 use crate::stats::{set_thread_writer, IoContext, IoOp, IoWriter};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
 use crate::types::BufferTag;
+use crate::vfs::write_ring::{PageWriteResult, WriteRing, WriteSource};
+use crate::vfs::VfsFile;
 
 /// Weight of a new sample in the smoothed allocation rate and density: 1/16, PostgreSQL's
 /// smoothing_samples (an average over roughly the last 16 rounds, 3.2 s at 200 ms).
@@ -220,6 +226,66 @@ struct RoundState {
     prev_hand_at: Option<Instant>,
     /// How long writing one batch takes, ms (smoothed; 0 until measured).
     batch_ms: f64,
+    /// The io_uring batches are written through (`bgwriter_io_method = io_uring`), set up
+    /// at the first batch.
+    ring: RingSetup,
+}
+
+/// The bgwriter's io_uring, once tried.
+enum RingSetup {
+    Untried,
+    Ready(Box<WriteRing>),
+    /// io_uring is unavailable (or not asked for): batches go to threads.
+    Unavailable,
+}
+
+impl std::fmt::Debug for RingSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RingSetup::Untried => "Untried",
+            RingSetup::Ready(_) => "Ready",
+            RingSetup::Unavailable => "Unavailable",
+        })
+    }
+}
+
+/// One batch going through the bgwriter's io_uring: the [`WriteSource`] that claims,
+/// copies, WAL-flushes and checksums each page as the ring asks for it (the same steps as
+/// `write_locked_then`, content lock held for the copy only), and ends each page's I/O as
+/// its write completes.
+struct RingBatch<'a> {
+    pool: &'a BufferPool,
+    ids: &'a [u32],
+    next: usize,
+    /// The pages handed to the ring, by their number in it: buffer and target.
+    in_kernel: Vec<(u32, PageTarget)>,
+    out: Vec<WriteDone>,
+}
+
+impl WriteSource for RingBatch<'_> {
+    fn next(&mut self, buf: &mut [u8]) -> Option<(Arc<dyn VfsFile>, u64)> {
+        loop {
+            if self.pool.bgwriter.stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            let &id = self.ids.get(self.next)?;
+            self.next += 1;
+            match self.pool.claim_copy_for_ring(id, buf) {
+                Ok(target) => {
+                    let at = (target.file.clone(), target.offset);
+                    self.in_kernel.push((id, target));
+                    return Some(at);
+                }
+                Err(done) => self.out.push(done),
+            }
+        }
+    }
+
+    fn done(&mut self, n: usize, (result, took): PageWriteResult) {
+        let (id, target) = &self.in_kernel[n];
+        self.out
+            .push(self.pool.finish_ring_write(*id, target, result, took));
+    }
 }
 
 impl RoundState {
@@ -237,6 +303,7 @@ impl RoundState {
             hand_speed: 0.0,
             prev_hand_at: None,
             batch_ms: 0.0,
+            ring: RingSetup::Untried,
         }
     }
 
@@ -287,6 +354,9 @@ pub(super) struct Bgwriter {
     /// The round's cursor (`next_to_clean`), published at each batch and round end for
     /// the allocations' dirty-victim counters (0: no round yet).
     cursor: AtomicU64,
+    /// How batches are written, once the first round decided: [`IO_UNDECIDED`],
+    /// [`IO_RING`] or [`IO_THREADS`].
+    io_in_effect: AtomicU64,
     counters: Counters,
     /// Raised by a hibernating bgwriter; an allocation that sees it wakes the bgwriter.
     hibernating: AtomicBool,
@@ -320,6 +390,7 @@ impl Bgwriter {
             maxpages,
             round: Mutex::new(RoundState::new(writeback_pages)),
             cursor: AtomicU64::new(0),
+            io_in_effect: AtomicU64::new(IO_UNDECIDED),
             counters: Counters::default(),
             hibernating: AtomicBool::new(false),
             latch: Mutex::new(false),
@@ -399,7 +470,9 @@ impl Bgwriter {
     }
 }
 
-/// What examining one buffer came to.
+/// The bgwriter thread's helpers, as the rounds see them.
+type Crew = WriterCrew<WriteDone>;
+
 /// What a write of a pinned buffer did.
 enum WriteDone {
     Written(BufferTag),
@@ -416,6 +489,14 @@ const BATCH_PER_WRITER: usize = 16;
 /// Weight of a new sample (one per round) in the hand's smoothed speed: 1/4, so a change
 /// of pace is followed within a few rounds.
 const HAND_SPEED_SAMPLES: f64 = 4.0;
+/// `Bgwriter::io_in_effect` values.
+const IO_UNDECIDED: u64 = 0;
+const IO_RING: u64 = 1;
+const IO_THREADS: u64 = 2;
+const IO_SINGLE: u64 = 3;
+/// Weight of one write's time in the streaming scan's smoothed write time (one sample
+/// per page, so a longer average than the batches' one per batch).
+const WRITE_MS_SAMPLES: f64 = 64.0;
 /// The LRU scan re-checks its lead over the hand every this many buffers (between batches).
 const LEAD_CHECK_EVERY: u64 = 64;
 
@@ -428,6 +509,109 @@ enum Visited {
     Written,
     /// The write failed; the page stays dirty.
     Failed,
+}
+
+/// An LRU scan whose writes go through the bgwriter's io_uring (`bgwriter_io_method =
+/// io_uring`): the ring asks for a page whenever a write slot is free, and [`LruStream::
+/// next`] scans on from the cursor to the next dirty reusable buffer, pins it, claims its
+/// write and copies it (as [`RingBatch`] does). So a buffer is pinned only while its own
+/// write is in flight, not for a whole batch, and the lead over the hand (`min_lead`) is
+/// the hand's speed × one write's time. The scan stops where the thread path stops: the
+/// lap is done, enough reusable buffers are ahead, or `lru_maxpages` pages are written.
+struct LruStream<'a> {
+    pool: &'a BufferPool,
+    state: &'a mut RoundState,
+    report: &'a mut RoundReport,
+    to_scan: u64,
+    reusable: u64,
+    upcoming: u64,
+    nbuffers: u64,
+    /// The pages handed to the ring, by their number in it: pin and target (taken when
+    /// the write completes: the pin is dropped then).
+    in_kernel: Vec<Option<(BufferRef<'a>, PageTarget)>>,
+}
+
+impl WriteSource for LruStream<'_> {
+    fn next(&mut self, buf: &mut [u8]) -> Option<(Arc<dyn VfsFile>, u64)> {
+        let pool = self.pool;
+        loop {
+            if self.to_scan == 0
+                || self.reusable >= self.upcoming
+                || self.report.buffers_written >= pool.bgwriter.maxpages
+            {
+                self.report.hit_maxpages |= self.report.buffers_written >= pool.bgwriter.maxpages;
+                return None;
+            }
+            if pool.bgwriter.stop.load(Ordering::Relaxed) {
+                self.report.stopped = true;
+                return None;
+            }
+            if self.report.buffers_scanned % LEAD_CHECK_EVERY == 0 {
+                // The hand may have come close meanwhile.
+                let skipped = self.state.keep_lead(pool.clock.hand(), self.nbuffers);
+                self.report.buffers_skipped += skipped;
+                self.to_scan = self.to_scan.saturating_sub(skipped);
+                pool.bgwriter
+                    .cursor
+                    .store(self.state.next_to_clean, Ordering::Relaxed);
+                if self.to_scan == 0 {
+                    return None;
+                }
+            }
+            let id = (self.state.next_to_clean % self.nbuffers) as u32;
+            self.state.next_to_clean += 1;
+            self.to_scan -= 1;
+            self.report.buffers_scanned += 1;
+            let pinned = match pool.pin_for_write(id, true) {
+                Err(Visited::Reusable) => {
+                    self.reusable += 1;
+                    continue;
+                }
+                Err(_) => continue,
+                Ok(p) => p,
+            };
+            match pool.claim_copy_for_ring(id, buf) {
+                Ok(target) => {
+                    // Counted as written now (so the round's caps see it), corrected in
+                    // `done` if the write fails.
+                    self.reusable += 1;
+                    self.report.buffers_written += 1;
+                    let at = (target.file.clone(), target.offset);
+                    self.in_kernel.push(Some((pinned, target)));
+                    return Some(at);
+                }
+                Err(done) => {
+                    drop(pinned);
+                    match pool.account_write(self.state, self.report, done) {
+                        Visited::Reusable => self.reusable += 1,
+                        Visited::Written | Visited::NotReusable | Visited::Failed => {}
+                    }
+                }
+            }
+        }
+    }
+
+    fn done(&mut self, n: usize, (result, took): PageWriteResult) {
+        let pool = self.pool;
+        let (pinned, target) = self.in_kernel[n].take().expect("each page completes once");
+        let done = pool.finish_ring_write(pinned.id, &target, result, took);
+        // Clean (or failed) now: the buffer may be reused.
+        drop(pinned);
+        let state = &mut *self.state;
+        // How long a picked buffer stays pinned: one write's time (the lead's factor).
+        let ms = took.as_secs_f64() * 1e3;
+        if state.batch_ms == 0.0 {
+            state.batch_ms = ms;
+        } else {
+            state.batch_ms += (ms - state.batch_ms) / WRITE_MS_SAMPLES;
+        }
+        if !matches!(
+            pool.account_write(state, self.report, done),
+            Visited::Written
+        ) {
+            self.report.buffers_written = self.report.buffers_written.saturating_sub(1);
+        }
+    }
 }
 
 /// Stops and joins the bgwriter thread when dropped (or by [`BgwriterHandle::stop`]).
@@ -546,11 +730,105 @@ impl BufferPool {
     /// modeled one. I/O is counted as the bgwriter's.
     #[doc(hidden)]
     pub fn bgwriter_run(&self) {
+        let helpers = self.bgwriter_helpers();
+        if helpers == 0 {
+            return self.bgwriter_loop(None);
+        }
+        // The writers that help the rounds' batches live as long as this loop (a thread
+        // per batch cost a quarter of the bgwriter's CPU: see `writer_crew.rs`).
+        let crew = WriterCrew::new(helpers);
+        let stop = &self.bgwriter.stop;
+        std::thread::scope(|scope| {
+            for n in 1..=helpers {
+                let crew = &crew;
+                // A helper that cannot start only means fewer writes in flight: `run`
+                // never waits for a helper that does not join.
+                let _ = std::thread::Builder::new()
+                    .name(format!("bufpool-bgw-{n}"))
+                    .spawn_scoped(scope, move || {
+                        set_thread_writer(IoWriter::Bgwriter);
+                        crew.serve(|id| self.write_pinned(id), stop);
+                    });
+            }
+            self.bgwriter_loop(Some(&crew));
+            crew.shutdown();
+        });
+    }
+
+    /// Helper threads the bgwriter thread keeps for its rounds' batches: one fewer than
+    /// the writes a batch can have in flight (the round's own thread is the last writer),
+    /// none with one writer, a pool too small for batches, or under shuttle (whose model
+    /// threads cannot be served by plain ones).
+    fn bgwriter_helpers(&self) -> usize {
+        if cfg!(feature = "shuttle")
+            || self.bgwriter.options.strategy == BgwriterStrategy::VictimQueue
+            || self.bgwriter_ring_ready(&mut self.bgwriter.round.lock())
+        {
+            return 0;
+        }
+        self.bgwriter
+            .options
+            .writers
+            .min(self.batch_cap())
+            .saturating_sub(1)
+    }
+
+    /// Sets up the bgwriter's io_uring if `bgwriter_io_method = io_uring` asks for one and
+    /// none was tried yet; returns whether batches go through it. Where io_uring is
+    /// unavailable, says why once and leaves batches to threads.
+    fn bgwriter_ring_ready(&self, state: &mut RoundState) -> bool {
+        if matches!(state.ring, RingSetup::Untried) {
+            let o = &self.bgwriter.options;
+            let single = o.writers <= 1 || o.strategy == BgwriterStrategy::VictimQueue;
+            state.ring = if single || o.io != BgwriterIo::IoUring || cfg!(feature = "shuttle") {
+                RingSetup::Unavailable
+            } else {
+                let ring = WriteRing::new();
+                match ring.fallback_reason() {
+                    None => RingSetup::Ready(Box::new(ring)),
+                    Some(why) => {
+                        tracing::warn!(
+                            target: "bufpool::bgwriter",
+                            "bgwriter_io_method = io_uring unavailable ({why}); using threads"
+                        );
+                        RingSetup::Unavailable
+                    }
+                }
+            };
+            let io = match state.ring {
+                RingSetup::Ready(_) => IO_RING,
+                _ if single => IO_SINGLE,
+                _ => IO_THREADS,
+            };
+            self.bgwriter.io_in_effect.store(io, Ordering::Relaxed);
+        }
+        matches!(state.ring, RingSetup::Ready(_))
+    }
+    /// How the bgwriter keeps its writes in flight, as decided at its first round (or
+    /// thread start): "io_uring", "threads" (`bgwriter_io_method = threads`, or io_uring
+    /// unavailable), "single" (`bgwriter_writers = 1` or the victim queue: one write at a
+    /// time), or "undecided" before that.
+    pub fn bgwriter_io_in_effect(&self) -> &'static str {
+        match self.bgwriter.io_in_effect.load(Ordering::Relaxed) {
+            IO_RING => "io_uring",
+            IO_THREADS => "threads",
+            IO_SINGLE => "single",
+            _ => "undecided",
+        }
+    }
+
+    /// The most dirty candidates a round pins before writing them as one batch.
+    fn batch_cap(&self) -> usize {
+        // Never pin more than a sliver of a small pool.
+        (self.bgwriter.options.writers * BATCH_PER_WRITER).min((self.descs.len() / 16).max(1))
+    }
+
+    fn bgwriter_loop(&self, crew: Option<&Crew>) {
         let previous = set_thread_writer(IoWriter::Bgwriter);
         let mut idle_rounds = 0;
         let mut last = (self.clock.hand(), Instant::now());
         while !self.bgwriter.stop.load(Ordering::SeqCst) {
-            let report = self.bgwriter_round();
+            let report = self.bgwriter_round_with(crew);
             if report.stopped {
                 break;
             }
@@ -641,13 +919,21 @@ impl BufferPool {
     /// bgwriter's), and returns what it did. The thread calls this; so can an experiment
     /// or a test, with or without the thread (rounds take turns).
     pub fn bgwriter_round(&self) -> RoundReport {
+        self.bgwriter_round_with(None)
+    }
+
+    /// [`Self::bgwriter_round`] with the bgwriter thread's helpers (None: a batch starts
+    /// its own scoped threads).
+    fn bgwriter_round_with(&self, crew: Option<&Crew>) -> RoundReport {
         let start = Instant::now();
         let previous = set_thread_writer(IoWriter::Bgwriter);
         let mut state = self.bgwriter.round.lock();
+        self.bgwriter_ring_ready(&mut state);
         let mut report = match self.bgwriter.options.strategy {
             BgwriterStrategy::VictimQueue => self.victim_queue_round(&mut state),
             strategy => {
-                let mut r = self.lru_round(&mut state, strategy == BgwriterStrategy::DirtyChain);
+                let dirty_only = strategy == BgwriterStrategy::DirtyChain;
+                let mut r = self.lru_round(&mut state, dirty_only, crew);
                 if strategy == BgwriterStrategy::MiniCheckpoint
                     && !r.stopped
                     && state.round_number % MINI_CHECKPOINT_EVERY_ROUNDS == 0
@@ -738,7 +1024,12 @@ impl BufferPool {
     }
 
     /// The LRU round (and, with `dirty_only`, the dirty-chain round).
-    fn lru_round(&self, state: &mut RoundState, dirty_only: bool) -> RoundReport {
+    fn lru_round(
+        &self,
+        state: &mut RoundState,
+        dirty_only: bool,
+        crew: Option<&Crew>,
+    ) -> RoundReport {
         let mut report = RoundReport::default();
         let nbuffers = self.descs.len() as u64;
         let (hand, upcoming_raw) = self.bgwriter_estimate(state, &mut report);
@@ -800,7 +1091,7 @@ impl BufferPool {
                 };
                 pos = at + 1;
                 report.buffers_scanned += 1;
-                match self.visit_lru(state, (at % nbuffers) as u32, &mut batch, &mut report) {
+                match self.visit_lru(state, (at % nbuffers) as u32, &mut batch, &mut report, crew) {
                     Visited::Written => {
                         report.buffers_written += 1;
                         report.reusable_found += 1;
@@ -813,11 +1104,39 @@ impl BufferPool {
                     Visited::NotReusable | Visited::Failed => {}
                 }
             }
-            self.write_batch(state, &mut batch, &mut report);
+            self.write_batch(state, &mut batch, &mut report, crew);
             state.next_to_clean = pos;
             return report;
         }
         // Step 4: the scan.
+        if self.bgwriter.options.writers > 1
+            && !self.bgwriter_durable.load(Ordering::Relaxed)
+            && self.bgwriter_ring_ready(state)
+        {
+            // Through the ring: the scan runs as the ring asks for pages (see `LruStream`).
+            let RingSetup::Ready(mut ring) = std::mem::replace(&mut state.ring, RingSetup::Untried)
+            else {
+                unreachable!("the ring is ready")
+            };
+            let mut stream = LruStream {
+                pool: self,
+                state,
+                report: &mut report,
+                to_scan: bufs_to_lap,
+                reusable,
+                upcoming,
+                nbuffers,
+                in_kernel: Vec::new(),
+            };
+            ring.pipeline(self.bgwriter.options.writers, self.page_size, &mut stream);
+            reusable = stream.reusable;
+            drop(stream);
+            state.ring = RingSetup::Ready(ring);
+            self.bgwriter
+                .cursor
+                .store(state.next_to_clean, Ordering::Relaxed);
+            return self.finish_lru_scan(state, report, reusable, reusable_ahead);
+        }
         let mut to_scan = bufs_to_lap;
         while to_scan > 0 && reusable < upcoming {
             if stop.load(Ordering::Relaxed) {
@@ -837,7 +1156,7 @@ impl BufferPool {
             state.next_to_clean += 1;
             to_scan -= 1;
             report.buffers_scanned += 1;
-            match self.visit_lru(state, id, &mut batch, &mut report) {
+            match self.visit_lru(state, id, &mut batch, &mut report, crew) {
                 Visited::Written => {
                     reusable += 1;
                     report.buffers_written += 1;
@@ -850,8 +1169,19 @@ impl BufferPool {
                 Visited::NotReusable | Visited::Failed => {}
             }
         }
-        self.write_batch(state, &mut batch, &mut report);
-        report.reusable_found = reusable - reusable_ahead;
+        self.write_batch(state, &mut batch, &mut report, crew);
+        self.finish_lru_scan(state, report, reusable, reusable_ahead)
+    }
+
+    /// The end of an LRU scan: what it found, and its density sample.
+    fn finish_lru_scan(
+        &self,
+        state: &mut RoundState,
+        mut report: RoundReport,
+        reusable: u64,
+        reusable_ahead: u64,
+    ) -> RoundReport {
+        report.reusable_found = reusable.saturating_sub(reusable_ahead);
         // This scan is a density sample too: buffers passed per reusable one found.
         let scanned = report.buffers_scanned;
         if scanned > 0 && report.reusable_found > 0 {
@@ -875,7 +1205,7 @@ impl BufferPool {
         match self.pin_for_write(id, lru) {
             Err(v) => v,
             Ok(pinned) => {
-                let done = self.write_pinned(&pinned);
+                let done = self.write_pinned(pinned.id);
                 drop(pinned);
                 self.account_write(state, report, done)
             }
@@ -911,9 +1241,9 @@ impl BufferPool {
     }
 
     /// The second half: writes the pinned buffer if it is still dirty and nobody holds it
-    /// exclusively. Any thread may run it (a round's writers do); the caller drops the pin.
-    fn write_pinned(&self, pinned: &BufferRef<'_>) -> WriteDone {
-        let id = pinned.id;
+    /// exclusively. Any thread may run it (a round's writers do) while the round holds
+    /// the pin; the round drops it afterwards.
+    fn write_pinned(&self, id: u32) -> WriteDone {
         let d = &self.descs[id as usize];
         if !d.content_lock.try_lock_shared() {
             // Someone holds it exclusively right now: in use, not reusable.
@@ -928,7 +1258,7 @@ impl BufferPool {
         match result.map(|w| w.is_some()) {
             Ok(true) => {
                 self.mark_cleaned(id);
-                WriteDone::Written(pinned.tag())
+                WriteDone::Written(d.tag())
             }
             Ok(false) => WriteDone::Clean,
             Err(e) => WriteDone::Failed(e),
@@ -969,6 +1299,7 @@ impl BufferPool {
         id: u32,
         batch: &mut Vec<BufferRef<'p>>,
         report: &mut RoundReport,
+        crew: Option<&Crew>,
     ) -> Visited {
         let writers = self.bgwriter.options.writers;
         if writers <= 1 {
@@ -978,10 +1309,8 @@ impl BufferPool {
             Err(v) => v,
             Ok(pinned) => {
                 batch.push(pinned);
-                // Never pin more than a sliver of a small pool.
-                let cap = (writers * BATCH_PER_WRITER).min((self.descs.len() / 16).max(1));
-                if batch.len() >= cap {
-                    self.write_batch(state, batch, report);
+                if batch.len() >= self.batch_cap() {
+                    self.write_batch(state, batch, report, crew);
                 }
                 Visited::Written
             }
@@ -997,6 +1326,7 @@ impl BufferPool {
         state: &mut RoundState,
         batch: &mut Vec<BufferRef<'_>>,
         report: &mut RoundReport,
+        crew: Option<&Crew>,
     ) {
         self.bgwriter
             .cursor
@@ -1005,38 +1335,25 @@ impl BufferPool {
             return;
         }
         let writers = self.bgwriter.options.writers.min(batch.len());
-        // std, not the `sync` facade: these are plain std threads (scoped), outside any
-        // shuttle execution.
-        let next = std::sync::atomic::AtomicUsize::new(0);
         let stop = &self.bgwriter.stop;
-        let work = |out: &mut Vec<WriteDone>| {
-            let previous = set_thread_writer(IoWriter::Bgwriter);
-            // A stop request ends the batch at each thread's next buffer: the writes in
-            // flight finish, the rest stay dirty (and unpinned with the batch).
-            while !stop.load(Ordering::Relaxed) {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(p) = batch.get(i) else { break };
-                out.push(self.write_pinned(p));
-            }
-            set_thread_writer(previous);
-        };
-        let mut results = Vec::with_capacity(batch.len());
         let started = Instant::now();
-        std::thread::scope(|scope| {
-            let helpers: Vec<_> = (1..writers)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut out = Vec::new();
-                        work(&mut out);
-                        out
-                    })
-                })
-                .collect();
-            work(&mut results);
-            for h in helpers {
-                results.extend(h.join().expect("a bgwriter writer panicked"));
+        // O_DSYNC writes (`set_bgwriter_durable_writes`) take the one-page path.
+        let durable = self.bgwriter_durable.load(Ordering::Relaxed);
+        let results = if !durable && self.bgwriter_ring_ready(state) {
+            let RingSetup::Ready(ring) = &mut state.ring else {
+                unreachable!("the ring is ready")
+            };
+            let ids: Vec<u32> = batch.iter().map(|b| b.id).collect();
+            self.write_on_ring(&ids, ring, writers)
+        } else {
+            match crew {
+                Some(crew) => {
+                    let ids: Vec<u32> = batch.iter().map(|b| b.id).collect();
+                    crew.run(&ids, writers - 1, |id| self.write_pinned(id), stop)
+                }
+                None => self.write_on_scoped_threads(batch, writers),
             }
-        });
+        };
         let ms = started.elapsed().as_secs_f64() * 1e3;
         if state.batch_ms == 0.0 {
             state.batch_ms = ms;
@@ -1054,6 +1371,131 @@ impl BufferPool {
                 report.buffers_written = report.buffers_written.saturating_sub(1);
             }
         }
+    }
+
+    /// The first half of a write through the bgwriter's io_uring, for a buffer the caller
+    /// pins: the steps of `write_locked_then` up to the write itself. Claims the write
+    /// (content lock shared, held for the copy only), copies the page into `buf`, makes
+    /// the log durable to its LSN (DESIGN rule 1), checksums the copy and finds where it
+    /// goes. Err: not written, and why (busy, clean already, or failed with the page left
+    /// dirty and its I/O ended).
+    fn claim_copy_for_ring(&self, id: u32, buf: &mut [u8]) -> Result<PageTarget, WriteDone> {
+        let d = &self.descs[id as usize];
+        if !d.content_lock.try_lock_shared() {
+            // Someone holds it exclusively right now: in use, not reusable.
+            return Err(WriteDone::Busy);
+        }
+        let started = self.start_io(d, Io::Write);
+        if started {
+            // SAFETY: the caller pins the buffer and the shared content lock taken above
+            // is held, so the frame is not being changed during the copy.
+            buf.copy_from_slice(unsafe { self.page_slice(id) });
+        }
+        // SAFETY: taken by the successful try_lock_shared above; released once.
+        unsafe { d.content_lock.unlock_shared() };
+        if !started {
+            return Err(WriteDone::Clean);
+        }
+        let tag = d.tag();
+        let lsn = page::lsn(buf);
+        let needed = self.wal.flush_needed(lsn);
+        if let Err(source) = self.wal.flush(lsn) {
+            self.terminate_io(d, Io::Write, false);
+            return Err(WriteDone::Failed(BufferError::WalFlush {
+                tag,
+                lsn,
+                source,
+            }));
+        }
+        if needed {
+            self.rings.count_forced_wal_flush(IoContext::Normal);
+        }
+        page::set_checksum(buf, &tag);
+        self.smgr.page_target(&tag).map_err(|e| {
+            self.terminate_io(d, Io::Write, false);
+            WriteDone::Failed(BufferError::from(e))
+        })
+    }
+
+    /// The second half: counts the write and registers its segment for the next sync
+    /// (before the I/O ends, as `Smgr::write` does before `terminate_io`, so a checkpoint
+    /// that waits for this I/O sees the registration), then ends the I/O.
+    fn finish_ring_write(
+        &self,
+        id: u32,
+        target: &PageTarget,
+        result: std::io::Result<()>,
+        took: Duration,
+    ) -> WriteDone {
+        let d = &self.descs[id as usize];
+        let result = match result {
+            Ok(()) => {
+                self.smgr.page_written(target, IoContext::Normal, took);
+                Ok(())
+            }
+            Err(source) => Err(self.smgr.page_write_failed(target, source)),
+        };
+        self.terminate_io(d, Io::Write, result.is_ok());
+        match result {
+            Ok(()) => {
+                self.mark_cleaned(id);
+                WriteDone::Written(d.tag())
+            }
+            Err(e) => WriteDone::Failed(BufferError::from(e)),
+        }
+    }
+
+    /// Writes the pinned buffers `ids` through the bgwriter's io_uring, up to `in_flight`
+    /// at a time: each page is claimed and copied only when a slot is free (see
+    /// [`RingBatch`]). A stop request ends the batch at its next page (fewer results than
+    /// ids).
+    fn write_on_ring(&self, ids: &[u32], ring: &mut WriteRing, in_flight: usize) -> Vec<WriteDone> {
+        let mut batch = RingBatch {
+            pool: self,
+            ids,
+            next: 0,
+            in_kernel: Vec::with_capacity(in_flight),
+            out: Vec::with_capacity(ids.len()),
+        };
+        ring.pipeline(in_flight, self.page_size, &mut batch);
+        batch.out
+    }
+
+    /// Writes `batch` on `writers` threads started for it (the calling one included):
+    /// rounds run outside the bgwriter thread (tests, experiments) have no crew.
+    fn write_on_scoped_threads(&self, batch: &[BufferRef<'_>], writers: usize) -> Vec<WriteDone> {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let stop = &self.bgwriter.stop;
+        let work = |out: &mut Vec<WriteDone>| {
+            let previous = set_thread_writer(IoWriter::Bgwriter);
+            // A stop request ends the batch at each thread's next buffer: the writes in
+            // flight finish, the rest stay dirty (and unpinned with the batch).
+            while !stop.load(Ordering::Relaxed) {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(p) = batch.get(i) else { break };
+                out.push(self.write_pinned(p.id));
+            }
+            set_thread_writer(previous);
+        };
+        let mut results = Vec::with_capacity(batch.len());
+        // std, not the `sync` facade: these are plain std threads (scoped), outside any
+        // shuttle execution.
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..writers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        work(&mut out);
+                        out
+                    })
+                })
+                .collect();
+            work(&mut results);
+            for h in helpers {
+                results.extend(h.join().expect("a bgwriter writer panicked"));
+            }
+        });
+        results
     }
 
     /// Marks a buffer this bgwriter just wrote (and still pins) BGWRITER_CLEANED if it is
@@ -1301,16 +1743,25 @@ mod tests {
     /// some have usage credit; one round with a target beyond the pool.
     #[test]
     fn never_writes_a_pinned_or_recently_used_buffer() {
-        // One writer, and several (`bgwriter_writers`: pinned batches written on threads,
-        // whose writes must still count as the bgwriter's).
-        for (writers, strategy) in [("1", "lru"), ("4", "lru"), ("3", "dirty-chain")] {
-            spares_pinned_and_recent(writers, strategy);
+        // One writer, and several (`bgwriter_writers`: the LRU scan streaming its writes
+        // through the io_uring path, dirty-chain batches written through it, or both on
+        // threads), whose writes must still count as the bgwriter's. (MemVfs files have no
+        // descriptor: the io_uring path's logic runs, its writes are blocking.)
+        for (writers, strategy, io) in [
+            ("1", "lru", "io_uring"),
+            ("4", "lru", "io_uring"),
+            ("4", "lru", "threads"),
+            ("3", "dirty-chain", "io_uring"),
+            ("3", "dirty-chain", "threads"),
+        ] {
+            spares_pinned_and_recent(writers, strategy, io);
         }
     }
 
-    fn spares_pinned_and_recent(writers: &str, strategy: &str) {
+    fn spares_pinned_and_recent(writers: &str, strategy: &str, io: &str) {
         let mut c = config(1024, strategy);
         c.set("bgwriter_writers", writers).unwrap();
+        c.set("bgwriter_io_method", io).unwrap();
         let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
         dirty_pool(&pool);
         let pinned: Vec<_> = (0..4)
@@ -1344,7 +1795,18 @@ mod tests {
             assert_eq!(dirty(&pool, id), spared, "buffer {id}, {writers} writers");
         }
         let want = (n - 4 - used.len()) as u64;
-        assert_eq!(written, want, "{writers} writers");
+        assert_eq!(written, want, "{writers} writers, {io}");
+        let ring = io == "io_uring" && WriteRing::new().is_uring();
+        let want_io = match (writers, ring) {
+            ("1", _) => "single",
+            (_, true) => "io_uring",
+            (_, false) => "threads",
+        };
+        assert_eq!(
+            pool.bgwriter_io_in_effect(),
+            want_io,
+            "{writers} writers, {io}"
+        );
         let io = pool.stats();
         assert_eq!(io.by_writer(IoWriter::Bgwriter, IoOp::Write), want);
         assert_eq!(io.by_writer(IoWriter::Backend, IoOp::Write), 0);
@@ -1700,11 +2162,13 @@ mod tests {
     /// parks the round inside its first write until the test has asked it to stop.
     #[test]
     fn a_stop_request_ends_the_round_mid_way() {
-        stop_mid_way("1");
-        stop_mid_way("4");
+        stop_mid_way("1", "io_uring");
+        stop_mid_way("4", "io_uring");
+        // The bgwriter thread's persistent helper threads.
+        stop_mid_way("4", "threads");
     }
 
-    fn stop_mid_way(writers: &str) {
+    fn stop_mid_way(writers: &str, io: &str) {
         use std::sync::mpsc;
         struct Gate {
             entered: Mutex<Option<mpsc::Sender<()>>>,
@@ -1728,6 +2192,7 @@ mod tests {
         });
         let mut c = config(64, "lru");
         c.set("bgwriter_writers", writers).unwrap();
+        c.set("bgwriter_io_method", io).unwrap();
         let (_vfs, pool) = pool_with(&c, gate.clone());
         dirty_pool(&pool);
         *gate.entered.lock() = Some(entered_tx);
@@ -1748,7 +2213,7 @@ mod tests {
         let most: u64 = writers.parse().unwrap();
         assert!(
             (1..=most).contains(&s.buffers_clean),
-            "{writers} writers: {} written",
+            "{writers} writers ({io}): {} written",
             s.buffers_clean
         );
         assert_eq!(pool.usage_summary().dirty as u64, 64 - s.buffers_clean);

@@ -56,6 +56,7 @@ mod read_run;
 pub mod ring;
 pub(crate) mod state;
 mod victim_queue;
+mod writer_crew;
 
 pub use arena::{HugePageUse, PageArena};
 pub use bgwriter::{BgwriterErrorHook, BgwriterHandle, BgwriterStats, RoundReport};
@@ -66,8 +67,8 @@ pub use checkpoint::{
 pub use error::{BufferError, BufferResult};
 pub use guard::{BufferRef, PageReadGuard, PageWriteGuard};
 pub use options::{
-    auto_lru_maxpages, partitions_allowed, shared_buffers_error, BgwriterOptions, BgwriterStrategy,
-    HugePages, PoolConfig, PoolOptions, BGWRITER_LRU_MAXPAGES_FLOOR,
+    auto_lru_maxpages, partitions_allowed, shared_buffers_error, BgwriterIo, BgwriterOptions,
+    BgwriterStrategy, HugePages, PoolConfig, PoolOptions, BGWRITER_LRU_MAXPAGES_FLOOR,
     BGWRITER_LRU_MAXPAGES_POOL_DIVISOR, DEFAULT_BGWRITER_DELAY_MS,
     DEFAULT_BGWRITER_FLUSH_AFTER_BYTES, DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
     DEFAULT_BGWRITER_WRITERS, DEFAULT_MAPPING_PARTITIONS, MAX_BGWRITER_DELAY_MS,

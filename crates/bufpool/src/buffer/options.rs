@@ -160,6 +160,25 @@ impl BgwriterStrategy {
     }
 }
 
+/// How the bgwriter keeps several writes in flight (`bgwriter_io_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum BgwriterIo {
+    /// One thread per write in flight (helper threads kept for the bgwriter thread's life).
+    Threads,
+    /// One io_uring, from the bgwriter thread alone; `threads` where io_uring is
+    /// unavailable (built without the `io-uring` feature, or refused by the kernel).
+    #[default]
+    IoUring,
+}
+
+impl BgwriterIo {
+    pub const ALL: [BgwriterIo; 2] = [BgwriterIo::Threads, BgwriterIo::IoUring];
+    /// The knob's word for it.
+    pub fn name(self) -> &'static str {
+        ["threads", "io_uring"][self as usize]
+    }
+}
+
 /// How the background writer works (the `bgwriter*` knobs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BgwriterOptions {
@@ -181,6 +200,8 @@ pub struct BgwriterOptions {
     /// Writes a round keeps in flight, each on its own thread (`bgwriter_writers`): one
     /// thread's synchronous writes cap the bgwriter at one device latency per page.
     pub writers: usize,
+    /// How those writes are kept in flight (`bgwriter_io_method`).
+    pub io: BgwriterIo,
 }
 
 /// Default `bgwriter_writers`: 16 writes in flight, PostgreSQL 18's
@@ -200,6 +221,7 @@ impl Default for BgwriterOptions {
             lru_multiplier_thousandths: DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
             flush_after_bytes: DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
             writers: DEFAULT_BGWRITER_WRITERS,
+            io: BgwriterIo::IoUring,
         }
     }
 }

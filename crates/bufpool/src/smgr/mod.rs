@@ -89,6 +89,15 @@ impl std::hash::Hasher for ForkHasher {
 type ForkMap =
     HashMap<(RelFileId, ForkNumber), Arc<Fork>, std::hash::BuildHasherDefault<ForkHasher>>;
 
+/// Where one page is overwritten: see [`Smgr::page_target`].
+#[derive(Debug, Clone)]
+pub struct PageTarget {
+    pub file: Arc<dyn VfsFile>,
+    pub offset: u64,
+    tag: BufferTag,
+    segno: u32,
+}
+
 /// Marks a fork size as not yet known.
 const NBLOCKS_UNKNOWN: u32 = u32::MAX;
 
@@ -742,6 +751,53 @@ impl Smgr {
             done += n;
         }
         Ok(())
+    }
+
+    /// Where page `tag` is overwritten: its segment file (found as [`Smgr::write`] finds
+    /// it; never created) and the offset in it. For writes issued outside the smgr (the
+    /// bgwriter's io_uring pipeline), which then report back through
+    /// [`Smgr::page_written`] or [`Smgr::page_write_failed`].
+    pub fn page_target(&self, tag: &BufferTag) -> SmgrResult<PageTarget> {
+        let f = self.fork(tag.rel, tag.fork);
+        let (segno, offset) = self.locate(tag.block);
+        let file = self
+            .segment(&f, tag.rel, tag.fork, segno, false)
+            .map_err(|e| match e {
+                SmgrError::Io(IoError { path, source, .. }) => SmgrError::Write {
+                    tag: *tag,
+                    path,
+                    source,
+                },
+                e => e,
+            })?;
+        Ok(PageTarget {
+            file,
+            offset,
+            tag: *tag,
+            segno,
+        })
+    }
+
+    /// Counts a whole page written to `target` outside the smgr (one `IoOp::Write` taking
+    /// `took`) and registers its segment for the next `sync`, as [`Smgr::write`] does.
+    pub fn page_written(&self, target: &PageTarget, context: IoContext, took: Duration) {
+        self.stats.count_timed(context, IoOp::Write, 1, took);
+        if !self.dsync {
+            self.sync_queue.register(SegmentId {
+                rel: target.tag.rel,
+                fork: target.tag.fork,
+                segno: target.segno,
+            });
+        }
+    }
+
+    /// The error of a failed write to `target` (its page, file and OS error).
+    pub fn page_write_failed(&self, target: &PageTarget, source: std::io::Error) -> SmgrError {
+        SmgrError::Write {
+            tag: target.tag,
+            path: target.file.path().to_path_buf(),
+            source,
+        }
     }
 
     /// Adds pages at the end of a fork: writes `bufs` at blocks `nblocks..`, creating new

@@ -20,6 +20,7 @@ mod fault;
 mod mem;
 mod real;
 mod sim;
+pub mod write_ring;
 
 pub use aligned::{AlignedBuf, IO_ALIGN};
 pub use error::{IoAt, IoError};
