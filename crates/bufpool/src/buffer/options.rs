@@ -197,8 +197,9 @@ pub struct BgwriterOptions {
     /// Ask the OS to start writeback after this many bytes written (`bgwriter_flush_after`);
     /// 0 disables the hints.
     pub flush_after_bytes: u64,
-    /// Writes a round keeps in flight, each on its own thread (`bgwriter_writers`): one
-    /// thread's synchronous writes cap the bgwriter at one device latency per page.
+    /// Writes a round keeps in flight (`bgwriter_writers`), through one io_uring or on as
+    /// many threads (`io`): one synchronous write at a time caps the bgwriter at one device
+    /// latency per page.
     pub writers: usize,
     /// How those writes are kept in flight (`bgwriter_io_method`).
     pub io: BgwriterIo,
@@ -208,7 +209,7 @@ pub struct BgwriterOptions {
 /// effective_io_concurrency. On the ssd-sata profile with O_DIRECT (TPC-B, 8 clients, 30 s
 /// runs, once the round kept its lead over the hand; BENCHMARKS.md, issue 12) the
 /// backends' share of buffer writes was 10.7-16% with 4, 4.8% with 8 and 1.9% with 16, at
-/// the same tps; writer threads live only while a batch is written.
+/// the same tps.
 pub const DEFAULT_BGWRITER_WRITERS: usize = 16;
 
 impl Default for BgwriterOptions {
