@@ -606,6 +606,11 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     }
     println!("latency average = {:.3} ms", r.latency_ms.avg);
     println!("latency stddev = {:.3} ms", r.latency_ms.stddev);
+    let l = &r.latency_ms;
+    println!(
+        "latency tail: p99 {:.3} ms, p99.9 {:.3} ms, max {:.3} ms; over 10 / 50 / 100 ms: {} / {} / {}",
+        l.p99, l.p999, l.max, l.over_10ms, l.over_50ms, l.over_100ms
+    );
     if let Some(p) = &a.rate_profile {
         println!("rate profile: {p}");
     }

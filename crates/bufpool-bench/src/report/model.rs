@@ -179,6 +179,16 @@ pub struct LatencySummary {
     pub p95: f64,
     pub p99: f64,
     pub max: f64,
+    /// The 99.9th percentile, and how many transactions took longer than 10, 50 and 100
+    /// ms: the tail as counts, where one maximum is one stall (0 in runs saved before).
+    #[serde(default)]
+    pub p999: f64,
+    #[serde(default)]
+    pub over_10ms: u64,
+    #[serde(default)]
+    pub over_50ms: u64,
+    #[serde(default)]
+    pub over_100ms: u64,
 }
 
 /// Figures over the per-second intervals (pgbench's `--aggregate-interval=1` log).
@@ -371,6 +381,10 @@ impl RunResult {
                 p95: quantile(0.95),
                 p99: quantile(0.99),
                 max: max_sorted[59],
+                p999: quantile(0.999),
+                over_10ms: 0,
+                over_50ms: 0,
+                over_100ms: 0,
             },
             per_interval: PerInterval {
                 tps_min: tps_sorted[0],

@@ -169,7 +169,19 @@ pub(crate) fn latency_summary(total: &Slot, hist: &Histogram<u64>) -> LatencySum
         p95: hist.value_at_quantile(0.95) as f64 / 1000.0,
         p99: hist.value_at_quantile(0.99) as f64 / 1000.0,
         max: hist.max() as f64 / 1000.0,
+        p999: hist.value_at_quantile(0.999) as f64 / 1000.0,
+        over_10ms: over(hist, 10_000),
+        over_50ms: over(hist, 50_000),
+        over_100ms: over(hist, 100_000),
     }
+}
+
+/// Transactions that took longer than `us` microseconds (to the histogram's precision).
+fn over(hist: &Histogram<u64>, us: u64) -> u64 {
+    if hist.max() <= us {
+        return 0;
+    }
+    hist.count_between(us + 1, hist.max())
 }
 
 /// The latency histogram's non-empty log buckets: (upper bound ms, count).
@@ -196,5 +208,27 @@ fn buffer_counts(before: &IoStatsSnapshot, after: &IoStatsSnapshot) -> BufferCou
         written_by_checkpointer: written.checkpointer,
         allocated: (after.total(IoOp::Read) + after.total(IoOp::Extend))
             - (before.total(IoOp::Read) + before.total(IoOp::Extend)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Proves: the tail counts count transactions strictly above each threshold, and
+    /// p99.9 comes from the same histogram.
+    #[test]
+    fn tail_counts_count_what_is_above_each_threshold() {
+        let mut h = latency_histogram();
+        for us in [500, 5_000, 9_900, 10_500, 20_000, 60_000, 200_000] {
+            h.record(us).unwrap();
+        }
+        let l = latency_summary(&Slot::default(), &h);
+        assert_eq!((l.over_10ms, l.over_50ms, l.over_100ms), (4, 2, 1));
+        assert!((199.0..=201.0).contains(&l.p999), "{}", l.p999);
+        let mut quiet = latency_histogram();
+        quiet.record(9_000).unwrap();
+        let q = latency_summary(&Slot::default(), &quiet);
+        assert_eq!((q.over_10ms, q.over_50ms, q.over_100ms), (0, 0, 0));
     }
 }
