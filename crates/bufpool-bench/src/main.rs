@@ -414,6 +414,10 @@ struct ExperimentArgs {
     /// checkpoint: the bulk table (load + CHECKPOINT, update of every account, CHECKPOINT).
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     bulk: String,
+    /// checkpoint: a knob for every run on top of the configurations' own (repeatable),
+    /// e.g. --set bgwriter=off to take the bgwriter's writes out of the device's traffic.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    set: Vec<(String, String)>,
     /// tpcb: minutes of each of the two long runs (default 5; 0.5 with --quick).
     #[arg(long)]
     minutes: Option<f64>,
@@ -500,6 +504,7 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 quick: args.quick,
                 configs: args.configs.clone(),
                 bulk: args.bulk == "on",
+                extra: args.set.clone(),
             };
             experiments::checkpoint::run(&opts).context("experiment checkpoint")?
         }

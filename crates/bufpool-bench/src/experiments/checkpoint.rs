@@ -72,6 +72,9 @@ pub struct CkptExpOptions {
     pub configs: Vec<String>,
     /// Run the bulk table.
     pub bulk: bool,
+    /// Knobs set for every run after the base settings (`--set`); a configuration's own
+    /// knobs still win.
+    pub extra: Vec<(String, String)>,
 }
 
 /// A configuration of the experiment: letter, label, knobs.
@@ -510,7 +513,13 @@ pub fn run(o: &CkptExpOptions) -> Result<Report> {
         ),
         ("io_direct", if o.io_direct { "on" } else { "off" }.into()),
     ]);
-    let base = to_sets(&base_kv);
+    let mut base = to_sets(&base_kv);
+    for (k, v) in &o.extra {
+        bufpool::Config::default()
+            .set(k, v)
+            .with_context(|| format!("--set {k}={v}"))?;
+        base.push((k.clone(), v.clone()));
+    }
     base_kv.extend(wal_kv.iter().cloned());
     let wal = to_sets(&wal_kv);
 
@@ -686,7 +695,8 @@ pub fn run(o: &CkptExpOptions) -> Result<Report> {
         "settings".into(),
         json!({"scale": o.scale, "clients": o.clients, "seconds": o.seconds, "pool_mb": pool_mb,
                "synchronous_commit": o.sync_commit, "checkpoint_timeout": "30s", "quick": o.quick,
-               "tablespaces": o.tablespaces, "settings": base_kv.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()}),
+               "tablespaces": o.tablespaces, "settings": base_kv.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+               "extra_settings": o.extra.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()}),
     );
     Ok(Report {
         header: format!(
