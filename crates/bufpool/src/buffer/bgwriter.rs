@@ -82,7 +82,6 @@ use super::victim_queue::VictimQueue;
 use super::writer_crew::WriterCrew;
 use super::{BgwriterIo, Io};
 use super::{BgwriterOptions, BgwriterStrategy, BufferError, BufferPool, BufferRef};
-use crate::page;
 use crate::smgr::PageTarget;
 use crate::smgr::WritebackContext;
 use crate::stats::{set_thread_writer, IoContext, IoOp, IoWriter};
@@ -1385,33 +1384,25 @@ impl BufferPool {
             // Someone holds it exclusively right now: in use, not reusable.
             return Err(WriteDone::Busy);
         }
-        let started = self.start_io(d, Io::Write);
-        if started {
-            // SAFETY: the caller pins the buffer and the shared content lock taken above
-            // is held, so the frame is not being changed during the copy.
-            buf.copy_from_slice(unsafe { self.page_slice(id) });
-        }
-        // SAFETY: taken by the successful try_lock_shared above; released once.
-        unsafe { d.content_lock.unlock_shared() };
-        if !started {
+        // SAFETY: taken by the successful try_lock_shared above; released once, either
+        // here or by `copy_for_write` right after its copy.
+        let unlock = || unsafe { d.content_lock.unlock_shared() };
+        if !self.start_io(d, Io::Write) {
+            unlock();
             return Err(WriteDone::Clean);
         }
-        let tag = d.tag();
-        let lsn = page::lsn(buf);
-        let needed = self.wal.flush_needed(lsn);
-        if let Err(source) = self.wal.flush(lsn) {
-            self.terminate_io(d, Io::Write, false);
-            return Err(WriteDone::Failed(BufferError::WalFlush {
-                tag,
-                lsn,
-                source,
-            }));
+        match self.copy_for_write(id, buf, unlock) {
+            Ok(forced) => {
+                if forced {
+                    self.rings.count_forced_wal_flush(IoContext::Normal);
+                }
+            }
+            Err(e) => {
+                self.terminate_io(d, Io::Write, false);
+                return Err(WriteDone::Failed(e));
+            }
         }
-        if needed {
-            self.rings.count_forced_wal_flush(IoContext::Normal);
-        }
-        page::set_checksum(buf, &tag);
-        self.smgr.page_target(&tag).map_err(|e| {
+        self.smgr.page_target(&d.tag()).map_err(|e| {
             self.terminate_io(d, Io::Write, false);
             WriteDone::Failed(BufferError::from(e))
         })

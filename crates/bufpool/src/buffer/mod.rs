@@ -783,19 +783,7 @@ impl BufferPool {
             .unwrap_or_else(|| AlignedBuf::zeroed(MAX_PAGE_SIZE));
         let result = (|| {
             let copy = &mut scratch.as_mut_slice()[..self.page_size];
-            // SAFETY: the caller holds the pin and the content lock, so the frame is not
-            // being changed; the shared slice lives only for this copy.
-            copy.copy_from_slice(unsafe { self.page_slice(id) });
-            after_copy();
-            let lsn = page::lsn(copy);
-            // WAL before data (DESIGN rule 1): nothing below reaches storage unless the
-            // hook made the log durable to the page's LSN.
-            let needed = self.wal.flush_needed(lsn);
-            self.wal
-                .flush(lsn)
-                .map_err(|source| BufferError::WalFlush { tag, lsn, source })?;
-            forced = needed;
-            page::set_checksum(copy, &tag);
+            forced = self.copy_for_write(id, copy, after_copy)?;
             let durable = self.bgwriter_durable.load(crate::sync::Ordering::Relaxed)
                 && crate::stats::thread_writer() == crate::stats::IoWriter::Bgwriter;
             if durable {
@@ -815,6 +803,32 @@ impl BufferPool {
                 wal_flush_forced: forced,
             })
         })
+    }
+
+    /// The part of every page write before the device write, for a buffer whose write
+    /// I/O the caller has claimed (`start_io`) while holding its pin and content lock:
+    /// copies the page into `copy`, calls `after_copy` (where the caller may release the
+    /// content lock), makes the log durable to the copy's LSN (DESIGN rule 1: WAL before
+    /// data) and checksums the copy. Returns whether the WAL flush was forced by this page.
+    /// On error the page must not be written; the caller ends the I/O as failed.
+    pub(super) fn copy_for_write(
+        &self,
+        id: u32,
+        copy: &mut [u8],
+        after_copy: impl FnOnce(),
+    ) -> BufferResult<bool> {
+        let tag = self.descs[id as usize].tag();
+        // SAFETY: the caller holds the pin and the content lock, so the frame is not being
+        // changed; the shared slice lives only for this copy.
+        copy.copy_from_slice(unsafe { self.page_slice(id) });
+        after_copy();
+        let lsn = page::lsn(copy);
+        let needed = self.wal.flush_needed(lsn);
+        self.wal
+            .flush(lsn)
+            .map_err(|source| BufferError::WalFlush { tag, lsn, source })?;
+        page::set_checksum(copy, &tag);
+        Ok(needed)
     }
 
     /// Pins buffer `id` if it still holds a page accepted by `want` (checked under the
