@@ -611,6 +611,13 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
         "latency tail: p99 {:.3} ms, p99.9 {:.3} ms, max {:.3} ms; over 10 / 50 / 100 ms: {} / {} / {}",
         l.p99, l.p999, l.max, l.over_10ms, l.over_50ms, l.over_100ms
     );
+    if let Some(w) = &r.waits {
+        println!("waits, all: {}", crate::tpcb::waits::describe(&w.all));
+        println!(
+            "waits, over 10 ms: {}",
+            crate::tpcb::waits::describe(&w.over_10ms)
+        );
+    }
     if let Some(p) = &a.rate_profile {
         println!("rate profile: {p}");
     }

@@ -72,6 +72,7 @@ pub mod table;
 pub mod txn;
 pub mod types;
 pub mod vfs;
+pub mod waits;
 pub mod wal;
 
 pub use buffer::{

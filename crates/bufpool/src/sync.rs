@@ -92,6 +92,30 @@ impl<T> RwLock<T> {
         #[cfg(feature = "shuttle")]
         return self.0.write().unwrap_or_else(|e| e.into_inner());
     }
+
+    /// The lock shared if that is possible now; never waits.
+    pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
+        #[cfg(not(feature = "shuttle"))]
+        return self.0.try_read();
+        #[cfg(feature = "shuttle")]
+        return match self.0.try_read() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+    }
+
+    /// The lock exclusively if it is free now; never waits.
+    pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
+        #[cfg(not(feature = "shuttle"))]
+        return self.0.try_write();
+        #[cfg(feature = "shuttle")]
+        return match self.0.try_write() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+    }
 }
 
 /// Condition variable paired with [`Mutex`].

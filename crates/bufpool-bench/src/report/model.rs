@@ -49,6 +49,34 @@ pub struct RunResult {
     /// The side script run beside the clients (`--side-script`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side_script: Option<SideCounts>,
+    /// What the clients' transactions waited for (bufpool runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits: Option<WaitProfile>,
+}
+
+/// What the clients' committed transactions waited for: all of them, and those that took
+/// over 10 ms (bufpool's per-thread wait totals and the kernel's schedstat).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaitProfile {
+    pub all: WaitBucket,
+    pub over_10ms: WaitBucket,
+}
+
+/// Sums over a set of transactions, ms. `waits_ms` (by kind: row_lock, content_lock,
+/// mapping_lock, proc_lock, buffer_io, data_read, data_write, wal_flush) do not overlap
+/// each other. `on_cpu_ms` is time on a CPU; `runqueue_ms` time runnable without one;
+/// both overlap the waits (a read's system call runs on a CPU, a woken waiter queues for
+/// one inside its wait). Both are absent without the kernel's schedstats.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaitBucket {
+    pub transactions: u64,
+    pub wall_ms: f64,
+    pub waits_ms: BTreeMap<String, f64>,
+    pub wait_counts: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cpu_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runqueue_ms: Option<f64>,
 }
 
 /// What a side script (`bench --side-script`) did over a run.
@@ -409,6 +437,7 @@ impl RunResult {
             wal: None,
             slru: Vec::new(),
             side_script: None,
+            waits: None,
         }
     }
 }

@@ -15,6 +15,7 @@ use rand::{Rng, SeedableRng};
 use super::monitor::Live;
 use super::run::{BenchOptions, Mode};
 use super::stats::{latency_histogram, slot_at, Slot};
+use super::waits::{ClientWaits, Mark, ThreadSched};
 use super::{Db, ACCOUNTS_PER_SCALE, TELLERS_PER_SCALE};
 
 /// One client's results.
@@ -28,6 +29,8 @@ pub(super) struct ClientStats {
     pub(super) late: u64,
     /// Every transaction, for pgbench's per-transaction log (`-l` alone); else empty.
     pub(super) log: Vec<TxLine>,
+    /// What the committed transactions waited for.
+    pub(super) waits: ClientWaits,
 }
 
 /// One line of pgbench's per-transaction log.
@@ -109,7 +112,12 @@ impl<'a, 'e> Client<'a, 'e> {
             hist: latency_histogram(),
             late: 0,
             log: Vec::new(),
+            waits: ClientWaits::default(),
         };
+        let sched_stat = ThreadSched::open();
+        // Back to back (no -R), one transaction's end mark is the next one's start: one
+        // schedstat read per transaction instead of two.
+        let mut last_mark: Option<Mark> = None;
         // One append-mode handle per client: each line is one write(2) of under 4 KiB, so
         // lines of concurrent clients never interleave, and a line reaches the OS (and
         // survives a SIGKILL) before the client starts its next transaction.
@@ -147,6 +155,10 @@ impl<'a, 'e> Client<'a, 'e> {
                 },
                 None => Instant::now(),
             };
+            let mark = match (self.rate, last_mark.take()) {
+                (None, Some(m)) => m,
+                _ => Mark::now(&sched_stat),
+            };
             let began = Instant::now();
             let done = one_transaction(self.db, self.opts.mode, self.opts.abort_fraction, &mut rng)
                 .with_context(|| format!("client {}", self.id))?;
@@ -159,6 +171,13 @@ impl<'a, 'e> Client<'a, 'e> {
                     .context("appending to the ack log (--ack-log)")?;
             }
             let end = Instant::now();
+            let end_mark = Mark::now(&sched_stat);
+            if let Done::Committed(_) = done {
+                // From its start: what it waited for, not how late it started.
+                let took = end.duration_since(began).as_secs_f64() * 1e6;
+                out.waits.add(took, &mark, &end_mark);
+            }
+            last_mark = Some(end_mark);
             if self.opts.transaction_log {
                 out.log.push(TxLine {
                     no: count,

@@ -19,6 +19,7 @@ pub(crate) mod outcome;
 pub mod run;
 pub mod side;
 pub(crate) mod stats;
+pub(crate) mod waits;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -8,9 +8,10 @@ use hdrhistogram::Histogram;
 use super::client::ClientStats;
 use super::run::{BenchOptions, RunOutcome};
 use super::stats::{latency_histogram, Slot, Writes};
+use super::waits::ClientWaits;
 use super::Db;
 use crate::report::model::{
-    BufferCounts, CheckpointSpan, LatencySummary, PerInterval, RunResult, Second,
+    BufferCounts, CheckpointSpan, LatencySummary, PerInterval, RunResult, Second, WaitProfile,
 };
 
 /// The clients' statistics merged.
@@ -23,6 +24,8 @@ pub(super) struct Merged {
     late: u64,
     /// The whole run (the per-second slots merged).
     total: Slot,
+    /// What the transactions waited for.
+    waits: WaitProfile,
 }
 
 /// What a run measured besides the clients' statistics.
@@ -62,6 +65,7 @@ impl Merged {
             hist,
             late,
             total,
+            waits: ClientWaits::profile(clients.iter().map(|c| c.waits.clone())),
         }
     }
 
@@ -92,6 +96,7 @@ impl Merged {
             wal: None,
             slru: Vec::new(),
             side_script: None,
+            waits: Some(self.waits),
         };
         RunOutcome {
             result,

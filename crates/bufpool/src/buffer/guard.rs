@@ -14,6 +14,7 @@ use super::state::DIRTY;
 use super::{BufferPool, BufferResult};
 use crate::page;
 use crate::types::{BufferTag, Lsn};
+use crate::waits::{self, Wait};
 
 /// A pinned buffer.
 pub struct BufferRef<'a> {
@@ -42,7 +43,9 @@ impl<'a> BufferRef<'a> {
     #[inline]
     pub fn read(&self) -> PageReadGuard<'_> {
         let d = &self.pool.descs[self.id as usize];
-        d.content_lock.lock_shared();
+        if !d.content_lock.try_lock_shared() {
+            waits::timed(Wait::ContentLock, || d.content_lock.lock_shared());
+        }
         // SAFETY: we hold the pin (self) and now the content lock shared; the slice lives in
         // the guard, which releases the lock only when dropped, after the last use.
         let page = unsafe { self.pool.page_slice(self.id) };
@@ -53,7 +56,9 @@ impl<'a> BufferRef<'a> {
     #[inline]
     pub fn write(&self) -> PageWriteGuard<'_> {
         let d = &self.pool.descs[self.id as usize];
-        d.content_lock.lock_exclusive();
+        if !d.content_lock.try_lock_exclusive() {
+            waits::timed(Wait::ContentLock, || d.content_lock.lock_exclusive());
+        }
         PageWriteGuard {
             buf: self,
             dirtied: false,

@@ -16,6 +16,7 @@
 use super::descriptor::{BufferDesc, NIL};
 use crate::sync::{AtomicU32, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::types::BufferTag;
+use crate::waits::Wait;
 
 /// Bound on a lock-free chain walk; past it the caller takes the partition lock. With
 /// buckets >= 2 x buffers, chains average below one entry; 64 is only reached when walking
@@ -60,12 +61,16 @@ impl Mapping {
         (hash & self.bucket_mask & self.partition_mask) as usize
     }
 
+    #[inline]
     pub fn lock_shared(&self, partition: usize) -> RwLockReadGuard<'_, ()> {
-        self.partitions[partition].0.read()
+        let l = &self.partitions[partition].0;
+        crate::waits::lock_timed(Wait::MappingLock, || l.try_read(), || l.read())
     }
 
+    #[inline]
     pub fn lock_exclusive(&self, partition: usize) -> RwLockWriteGuard<'_, ()> {
-        self.partitions[partition].0.write()
+        let l = &self.partitions[partition].0;
+        crate::waits::lock_timed(Wait::MappingLock, || l.try_write(), || l.write())
     }
 
     /// A lock-free guess: the buffer that seemed to hold `tag`, or None (which may be a

@@ -540,7 +540,10 @@ impl BufferPool {
                     })?;
             let vd = &self.descs[victim as usize];
             if vstate & DIRTY != 0 {
-                match self.write_victim(victim, context, ring.as_deref_mut()) {
+                let written = crate::waits::timed(crate::waits::Wait::DataWrite, || {
+                    self.write_victim(victim, context, ring.as_deref_mut())
+                });
+                match written {
                     Ok(true) => {}
                     Ok(false) => {
                         vd.unpin();
@@ -639,7 +642,7 @@ impl BufferPool {
             }
             if s & IO_IN_PROGRESS != 0 {
                 d.unlock_header(s);
-                self.io_wait.wait(d);
+                crate::waits::timed(crate::waits::Wait::BufferIo, || self.io_wait.wait(d));
                 continue;
             }
             let claimed = match io {
@@ -712,21 +715,21 @@ impl BufferPool {
                 frame.fill(0);
                 Ok(())
             }
-            Fill::Read => self
-                .smgr
-                .read(&tag, frame, context)
-                .map_err(BufferError::from)
-                .and_then(|()| {
-                    page::verify(frame, &tag).map_err(|problem| BufferError::Corrupt {
-                        tag,
-                        path: self.smgr.segment_path(
-                            tag.rel,
-                            tag.fork,
-                            tag.block / self.smgr.segment_blocks(),
-                        ),
-                        problem,
-                    })
-                }),
+            Fill::Read => crate::waits::timed(crate::waits::Wait::DataRead, || {
+                self.smgr.read(&tag, frame, context)
+            })
+            .map_err(BufferError::from)
+            .and_then(|()| {
+                page::verify(frame, &tag).map_err(|problem| BufferError::Corrupt {
+                    tag,
+                    path: self.smgr.segment_path(
+                        tag.rel,
+                        tag.fork,
+                        tag.block / self.smgr.segment_blocks(),
+                    ),
+                    problem,
+                })
+            }),
         };
         // SAFETY: taken above; `frame` is not used after this point.
         unsafe { d.content_lock.unlock_exclusive() };

@@ -286,9 +286,15 @@ impl RunIo {
     fn wait(&self) -> bool {
         let mut g = self.outcome.lock();
         let waited = g.is_none();
-        while g.is_none() {
-            g = self.completed.wait(g);
+        if waited {
+            g = crate::waits::timed(crate::waits::Wait::DataRead, move || {
+                while g.is_none() {
+                    g = self.completed.wait(g);
+                }
+                g
+            });
         }
+        drop(g);
         waited
     }
 

@@ -33,7 +33,7 @@ use super::clog::{Clog, ClogError, XidStatus};
 use super::multixact::MultiXact;
 use super::subtrans::Subtrans;
 use super::{Xid, FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID};
-use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering, RwLock};
+use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, RwLock};
 
 /// Subtransaction ids a transaction's snapshot entry holds before it overflows
 /// (PostgreSQL's PGPROC_MAX_CACHED_SUBXIDS).
@@ -164,6 +164,16 @@ pub struct TxnManager {
 }
 
 impl TxnManager {
+    /// The state, its lock's contended waits timed (PostgreSQL's ProcArrayLock).
+    #[inline]
+    fn st(&self) -> MutexGuard<'_, State> {
+        crate::waits::lock_timed(
+            crate::waits::Wait::ProcLock,
+            || self.state.try_lock(),
+            || self.state.lock(),
+        )
+    }
+
     /// A manager over `clog`, `subtrans` and `multis`, handing out ids from `next_xid` (at
     /// least FIRST_NORMAL_XID). `subtrans` must have been opened with the same `next_xid`.
     pub fn new(clog: Clog, subtrans: Subtrans, multis: MultiXact, next_xid: Xid) -> Self {
@@ -201,7 +211,7 @@ impl TxnManager {
 
     /// The id the next transaction will get.
     pub fn next_xid(&self) -> Xid {
-        self.state.lock().next_xid
+        self.st().next_xid
     }
 
     /// Takes the next id (its commit-log and subtransaction-log pages ready).
@@ -218,7 +228,7 @@ impl TxnManager {
     /// Starts a transaction: a new id, registered as running.
     pub fn begin(&self) -> Result<Xid, ClogError> {
         let tree = Arc::new(OwnTree::default());
-        let mut st = self.state.lock();
+        let mut st = self.st();
         let xid = self.assign(&mut st)?;
         let begin_xmin = st.active.iter().next().copied().unwrap_or(xid);
         st.tops.insert(
@@ -238,7 +248,7 @@ impl TxnManager {
     /// subtransactions): a new id, its parent recorded in the subtransaction log, running
     /// until it is rolled back ([`TxnManager::end_subs`]) or its tree ends.
     pub fn begin_sub(&self, parent: Xid) -> Result<Xid, ClogError> {
-        let mut st = self.state.lock();
+        let mut st = self.st();
         if !st.active.contains(&parent) {
             return Err(ClogError::NotRunning { xid: parent });
         }
@@ -275,7 +285,7 @@ impl TxnManager {
         if self.running_subs.load(Ordering::Acquire) == 0 {
             return Ok(Vec::new());
         }
-        let st = self.state.lock();
+        let st = self.st();
         if st.top_of.contains_key(&top) {
             return Err(ClogError::NotTopLevel { xid: top });
         }
@@ -285,7 +295,7 @@ impl TxnManager {
     /// Checks that every id of `xids` is a running subtransaction, and all of one tree
     /// (what [`TxnManager::end_subs`] accepts).
     pub fn check_subs(&self, xids: &[Xid]) -> Result<(), ClogError> {
-        let st = self.state.lock();
+        let st = self.st();
         let top = xids.first().map(|x| st.top(*x));
         match xids
             .iter()
@@ -299,21 +309,21 @@ impl TxnManager {
     /// The top-level transaction of running `xid` (`xid` itself if it is top-level or not
     /// running).
     pub fn top_of(&self, xid: Xid) -> Xid {
-        self.state.lock().top(xid)
+        self.st().top(xid)
     }
 
     /// Whether `a` and `b` belong to the same running transaction tree (a row one of them
     /// holds is the other's too: no waiting for it).
     pub fn same_tree(&self, a: Xid, b: Xid) -> bool {
         a == b || {
-            let st = self.state.lock();
+            let st = self.st();
             st.top(a) == st.top(b)
         }
     }
 
     /// A snapshot for the transaction tree of `own` (INVALID_XID for a read-only observer).
     pub fn snapshot(&self, own: Xid) -> Snapshot {
-        let st = self.state.lock();
+        let st = self.st();
         let own = st.top(own);
         let running: Vec<Xid> = st.tops.keys().copied().filter(|&x| x != own).collect();
         let suboverflowed =
@@ -373,7 +383,7 @@ impl TxnManager {
         let tree = if self.running_subs.load(Ordering::Acquire) == 0 {
             None
         } else {
-            let st = self.state.lock();
+            let st = self.st();
             match st.tops.get(&xid) {
                 None if st.top_of.contains_key(&xid) => {
                     return Err(ClogError::NotTopLevel { xid });
@@ -386,7 +396,7 @@ impl TxnManager {
         let subs = tree.map(|t| t.list()).unwrap_or_default();
         self.clog.set_tree(xid, &subs, status)?;
         {
-            let mut st = self.state.lock();
+            let mut st = self.st();
             st.active.remove(&xid);
             for s in &subs {
                 st.active.remove(s);
@@ -416,7 +426,7 @@ impl TxnManager {
         self.clog
             .set_tree(sorted[0], &sorted[1..], XidStatus::Aborted)?;
         let tree = {
-            let mut st = self.state.lock();
+            let mut st = self.st();
             let top = st.top(sorted[0]);
             for x in &sorted {
                 st.active.remove(x);
@@ -440,7 +450,7 @@ impl TxnManager {
     /// taken with `own = INVALID_XID` by observers outside any transaction are not
     /// registered: use them right away, not across a VACUUM.)
     pub fn oldest_xmin(&self) -> Xid {
-        let st = self.state.lock();
+        let st = self.st();
         st.tops
             .values()
             .map(|t| t.begin_xmin)
@@ -450,13 +460,13 @@ impl TxnManager {
 
     /// Whether `xid` is running now.
     pub fn is_running(&self, xid: Xid) -> bool {
-        self.state.lock().active.contains(&xid)
+        self.st().active.contains(&xid)
     }
 
     /// The transaction that `xid`'s tree is waiting for in [`TxnManager::wait_for`], if
     /// any (for tests and monitoring: PostgreSQL's pg_locks `granted = false`).
     pub fn waiting_for(&self, xid: Xid) -> Option<Xid> {
-        let st = self.state.lock();
+        let st = self.st();
         st.waiting.get(&st.top(xid)).copied()
     }
 
@@ -467,7 +477,7 @@ impl TxnManager {
     /// error, and none waits forever. Waits are per transaction tree: a subtransaction
     /// waits for its whole tree, and never for its own tree (that returns at once).
     pub fn wait_for(&self, me: Xid, holder: Xid) -> Result<(), Deadlock> {
-        let mut st = self.state.lock();
+        let mut st = self.st();
         let my_top = st.top(me);
         if st.top(holder) == my_top {
             return Ok(());
@@ -486,8 +496,13 @@ impl TxnManager {
             x = st.top(next);
         }
         st.waiting.insert(my_top, holder);
-        while st.active.contains(&holder) {
-            st = self.ended.wait(st);
+        if st.active.contains(&holder) {
+            st = crate::waits::timed(crate::waits::Wait::RowLock, move || {
+                while st.active.contains(&holder) {
+                    st = self.ended.wait(st);
+                }
+                st
+            });
         }
         st.waiting.remove(&my_top);
         Ok(())
@@ -508,7 +523,7 @@ impl TxnManager {
             return Ok(s);
         }
         let next_xid = {
-            let st = self.state.lock();
+            let st = self.st();
             if st.active.contains(&xid) {
                 return Ok(XidStatus::InProgress);
             }

@@ -932,6 +932,11 @@ impl Wal {
             self.counters.flush_free.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
+        crate::waits::timed(crate::waits::Wait::WalFlush, || self.flush_slow(lsn))
+    }
+
+    /// [`Wal::flush`] when the log is not yet durable at `lsn`: join or lead a group.
+    fn flush_slow(&self, lsn: Lsn) -> Result<(), WalError> {
         self.counters.flushers.fetch_add(1, Ordering::Relaxed);
         let _flusher = FlusherGuard(&self.counters.flushers);
         loop {

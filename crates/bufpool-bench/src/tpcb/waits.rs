@@ -1,0 +1,260 @@
+//! What a client's transactions waited for: the engine's per-thread wait totals
+//! (`bufpool::waits`) and the kernel's per-thread scheduler figures
+//! (`/proc/thread-self/schedstat`: time on a CPU, time runnable but waiting for one), taken
+//! before and after each transaction and summed over all transactions and over those
+//! slower than [`SLOW_US`]. The slow ones say what a stall was made of: a row lock, a
+//! buffer's I/O, the WAL, the run queue, or time on the CPU.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use bufpool::waits::{Wait, WaitTimes};
+
+use crate::report::model::{WaitBucket, WaitProfile};
+
+/// A transaction slower than this (µs) counts as slow (the summary's "over 10 ms").
+pub(super) const SLOW_US: f64 = 10_000.0;
+
+/// The calling thread's scheduler figures, ns: (on a CPU, runnable but waiting for one).
+pub(super) struct ThreadSched {
+    file: Option<File>,
+}
+
+impl ThreadSched {
+    /// Opens the calling thread's schedstat (None inside: not Linux, or no schedstats);
+    /// must be called on the thread it measures.
+    pub(super) fn open() -> ThreadSched {
+        ThreadSched {
+            file: File::open("/proc/thread-self/schedstat").ok(),
+        }
+    }
+
+    /// (on-CPU ns, run-queue ns), or None without schedstats.
+    pub(super) fn read(&self) -> Option<(u64, u64)> {
+        let f = self.file.as_ref()?;
+        let mut buf = [0u8; 96];
+        let n = f.read_at(&mut buf, 0).ok()?;
+        parse_schedstat(&buf[..n])
+    }
+}
+
+/// The first two numbers of a schedstat line ("<cpu ns> <runqueue ns> <slices>").
+fn parse_schedstat(line: &[u8]) -> Option<(u64, u64)> {
+    let s = std::str::from_utf8(line).ok()?;
+    let mut it = s.split_ascii_whitespace().map(|v| v.parse::<u64>().ok());
+    Some((it.next()??, it.next()??))
+}
+
+/// One thread's figures at one moment.
+#[derive(Clone, Copy)]
+pub(super) struct Mark {
+    waits: WaitTimes,
+    sched: Option<(u64, u64)>,
+}
+
+impl Mark {
+    pub(super) fn now(sched: &ThreadSched) -> Mark {
+        Mark {
+            waits: bufpool::waits::current(),
+            sched: sched.read(),
+        }
+    }
+}
+
+/// Sums for a set of transactions.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Sums {
+    transactions: u64,
+    wall_ns: u64,
+    waits: WaitTimes,
+    cpu_ns: u64,
+    runq_ns: u64,
+    /// Transactions with scheduler figures (all of them, or none).
+    sched_transactions: u64,
+}
+
+impl Sums {
+    fn add(&mut self, wall_ns: u64, from: &Mark, to: &Mark) {
+        self.transactions += 1;
+        self.wall_ns += wall_ns;
+        self.waits.add(&to.waits.since(&from.waits));
+        if let (Some(a), Some(b)) = (from.sched, to.sched) {
+            self.cpu_ns += b.0.saturating_sub(a.0);
+            self.runq_ns += b.1.saturating_sub(a.1);
+            self.sched_transactions += 1;
+        }
+    }
+
+    fn merge(&mut self, o: &Sums) {
+        self.transactions += o.transactions;
+        self.wall_ns += o.wall_ns;
+        self.waits.add(&o.waits);
+        self.cpu_ns += o.cpu_ns;
+        self.runq_ns += o.runq_ns;
+        self.sched_transactions += o.sched_transactions;
+    }
+
+    fn bucket(&self) -> WaitBucket {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let waits_ms: BTreeMap<String, f64> = Wait::ALL
+            .iter()
+            .map(|&w| (w.name().to_string(), ms(self.waits.ns_of(w))))
+            .collect();
+        let wait_counts: BTreeMap<String, u64> = Wait::ALL
+            .iter()
+            .map(|&w| (w.name().to_string(), self.waits.count[w as usize]))
+            .collect();
+        let sched = self.sched_transactions > 0;
+        WaitBucket {
+            transactions: self.transactions,
+            wall_ms: ms(self.wall_ns),
+            waits_ms,
+            wait_counts,
+            on_cpu_ms: sched.then(|| ms(self.cpu_ns)),
+            runqueue_ms: sched.then(|| ms(self.runq_ns)),
+        }
+    }
+}
+
+/// One client's sums: all committed transactions, and the slow ones.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ClientWaits {
+    all: Sums,
+    slow: Sums,
+}
+
+impl ClientWaits {
+    /// Counts a committed transaction that took `wall_us` between the marks `from`, `to`.
+    pub(super) fn add(&mut self, wall_us: f64, from: &Mark, to: &Mark) {
+        let ns = (wall_us * 1000.0) as u64;
+        self.all.add(ns, from, to);
+        if wall_us > SLOW_US {
+            self.slow.add(ns, from, to);
+        }
+    }
+
+    /// The run's profile from all clients' sums.
+    pub(super) fn profile(clients: impl Iterator<Item = ClientWaits>) -> WaitProfile {
+        let (mut all, mut slow) = (Sums::default(), Sums::default());
+        for c in clients {
+            all.merge(&c.all);
+            slow.merge(&c.slow);
+        }
+        WaitProfile {
+            all: all.bucket(),
+            over_10ms: slow.bucket(),
+        }
+    }
+}
+
+/// The summary's line for a bucket: the named waits' shares of the wall time, largest
+/// first, then the rest ("no named wait"), then the scheduler's on-CPU and
+/// runnable-without-a-CPU shares, which overlap the waits (a read's system call runs on
+/// the CPU; a woken waiter queues for a CPU inside its wait).
+pub(crate) fn describe(b: &WaitBucket) -> String {
+    if b.transactions == 0 || b.wall_ms <= 0.0 {
+        return "none".into();
+    }
+    let pct = |v: f64| 100.0 * v / b.wall_ms;
+    let mut parts: Vec<(&str, f64)> = b
+        .waits_ms
+        .iter()
+        .filter(|(_, &v)| pct(v) >= 0.5)
+        .map(|(k, &v)| (k.as_str(), v))
+        .collect();
+    let waited: f64 = b.waits_ms.values().sum();
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut body: Vec<String> = parts
+        .iter()
+        .map(|(k, v)| format!("{k} {:.0}%", pct(*v)))
+        .collect();
+    body.push(format!(
+        "no named wait {:.0}%",
+        pct((b.wall_ms - waited).max(0.0))
+    ));
+    let mut line = format!(
+        "{} transactions, {:.1} ms each: {}",
+        b.transactions,
+        b.wall_ms / b.transactions as f64,
+        body.join(", ")
+    );
+    if let (Some(cpu), Some(rq)) = (b.on_cpu_ms, b.runqueue_ms) {
+        line.push_str(&format!(
+            "; on CPU {:.0}%, runnable without a CPU {:.0}%",
+            pct(cpu),
+            pct(rq)
+        ));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedstat_lines_parse_and_junk_does_not() {
+        assert_eq!(parse_schedstat(b"123456 7890 42\n"), Some((123_456, 7_890)));
+        assert_eq!(parse_schedstat(b"12 x 3"), None);
+        assert_eq!(parse_schedstat(b""), None);
+    }
+
+    #[test]
+    fn this_threads_schedstat_counts_cpu_time() {
+        let s = ThreadSched::open();
+        let Some((cpu0, _)) = s.read() else {
+            // Kernels without CONFIG_SCHEDSTATS have no file; the profile then leaves
+            // the scheduler columns out (checked by the bucket test below).
+            assert!(std::fs::metadata("/proc/thread-self/schedstat").is_err());
+            return;
+        };
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(20) {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        let (cpu1, _) = s.read().unwrap();
+        assert!(cpu1 > cpu0, "{cpu0} → {cpu1} after spinning ({x})");
+    }
+
+    #[test]
+    fn only_slow_transactions_enter_the_slow_bucket() {
+        let mut w = WaitTimes::default();
+        let m0 = Mark {
+            waits: w,
+            sched: Some((0, 0)),
+        };
+        w.ns[Wait::RowLock as usize] = 9_000_000;
+        w.count[Wait::RowLock as usize] = 1;
+        let m1 = Mark {
+            waits: w,
+            sched: Some((1_000_000, 500_000)),
+        };
+        let mut c = ClientWaits::default();
+        c.add(12_000.0, &m0, &m1); // slow
+        c.add(500.0, &m1, &m1); // fast, no waits
+        let p = ClientWaits::profile(std::iter::once(c));
+        assert_eq!(p.all.transactions, 2);
+        assert_eq!(p.over_10ms.transactions, 1);
+        assert!((p.over_10ms.wall_ms - 12.0).abs() < 1e-9);
+        assert_eq!(p.over_10ms.waits_ms["row_lock"], 9.0);
+        assert_eq!(p.over_10ms.wait_counts["row_lock"], 1);
+        assert_eq!(p.over_10ms.on_cpu_ms, Some(1.0));
+        assert_eq!(p.over_10ms.runqueue_ms, Some(0.5));
+        let line = describe(&p.over_10ms);
+        assert_eq!(
+            line,
+            "1 transactions, 12.0 ms each: row_lock 75%, no named wait 25%; on CPU 8%, runnable without a CPU 4%"
+        );
+        // Without scheduler figures the columns are absent, not zero.
+        let mut c = ClientWaits::default();
+        let m = Mark {
+            waits: w,
+            sched: None,
+        };
+        c.add(20_000.0, &m, &m);
+        let p = ClientWaits::profile(std::iter::once(c));
+        assert_eq!(p.over_10ms.on_cpu_ms, None);
+    }
+}

@@ -1,0 +1,224 @@
+//! Where a thread's time goes while it waits: wall-clock time spent blocked, summed per
+//! kind of wait and per thread (PostgreSQL's wait events, summed instead of sampled).
+//!
+//! Owns: two thread-locals, the running totals ([`WaitTimes`]) and the "inside a timed
+//! wait" flag. A caller snapshots [`current`] before and after a piece of work (a
+//! transaction) and subtracts: the difference is what that work waited for, by kind.
+//! Invariants: only slow paths are timed (a lock that was free, a page that was resident,
+//! a WAL flush that had nothing to do cost nothing here); waits do not nest: a wait inside
+//! a timed wait (the WAL flush a victim write forces, the mapping lock a read takes) counts
+//! only in the outer one, so the kinds of one interval never add up to more than its wall
+//! time. Locks: none; thread-locals only.
+
+use std::cell::Cell;
+use std::time::Instant;
+
+/// A kind of wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Wait {
+    /// A row lock: waiting for the transaction holding the row to end (Lock/transactionid).
+    RowLock = 0,
+    /// A buffer's content lock held by another thread (LWLock/BufferContent).
+    ContentLock = 1,
+    /// A buffer-mapping partition lock (LWLock/BufferMapping).
+    MappingLock = 2,
+    /// The transaction table's lock (LWLock/ProcArray): begin, snapshot, commit.
+    ProcLock = 3,
+    /// Another thread's read or write of the buffer this thread wants (IPC/BufferIO).
+    BufferIo = 4,
+    /// This thread reading a page from storage (IO/DataFileRead).
+    DataRead = 5,
+    /// This thread writing a dirty victim to get a buffer, WAL flush included
+    /// (IO/DataFileWrite).
+    DataWrite = 6,
+    /// Waiting for the WAL to be written and synced: a synchronous commit, or a full WAL
+    /// ring (IO/WALSync).
+    WalFlush = 7,
+}
+
+/// How many kinds there are.
+pub const KINDS: usize = 8;
+
+impl Wait {
+    pub const ALL: [Wait; KINDS] = [
+        Wait::RowLock,
+        Wait::ContentLock,
+        Wait::MappingLock,
+        Wait::ProcLock,
+        Wait::BufferIo,
+        Wait::DataRead,
+        Wait::DataWrite,
+        Wait::WalFlush,
+    ];
+
+    /// Its name in reports and JSON.
+    pub fn name(self) -> &'static str {
+        [
+            "row_lock",
+            "content_lock",
+            "mapping_lock",
+            "proc_lock",
+            "buffer_io",
+            "data_read",
+            "data_write",
+            "wal_flush",
+        ][self as usize]
+    }
+}
+
+/// One thread's waits: nanoseconds and count per kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitTimes {
+    pub ns: [u64; KINDS],
+    pub count: [u64; KINDS],
+}
+
+impl WaitTimes {
+    /// What happened between `earlier` and `self` (both from the same thread).
+    pub fn since(&self, earlier: &WaitTimes) -> WaitTimes {
+        let mut d = WaitTimes::default();
+        for i in 0..KINDS {
+            d.ns[i] = self.ns[i].wrapping_sub(earlier.ns[i]);
+            d.count[i] = self.count[i].wrapping_sub(earlier.count[i]);
+        }
+        d
+    }
+
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &WaitTimes) {
+        for i in 0..KINDS {
+            self.ns[i] += other.ns[i];
+            self.count[i] += other.count[i];
+        }
+    }
+
+    /// All kinds together, ns.
+    pub fn total_ns(&self) -> u64 {
+        self.ns.iter().sum()
+    }
+
+    pub fn ns_of(&self, w: Wait) -> u64 {
+        self.ns[w as usize]
+    }
+}
+
+thread_local! {
+    static TIMES: Cell<WaitTimes> = const {
+        Cell::new(WaitTimes { ns: [0; KINDS], count: [0; KINDS] })
+    };
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// This thread's totals so far.
+pub fn current() -> WaitTimes {
+    TIMES.with(|t| t.get())
+}
+
+/// Runs `f`, a wait of kind `w`, and adds its wall time to this thread's totals, unless
+/// the thread is already inside a timed wait (then the outer one gets the time).
+#[inline]
+pub fn timed<R>(w: Wait, f: impl FnOnce() -> R) -> R {
+    if INSIDE.with(|i| i.replace(true)) {
+        return f();
+    }
+    /// Clears the flag and books the time even if `f` unwinds.
+    struct Booking(Wait, Instant);
+    impl Drop for Booking {
+        fn drop(&mut self) {
+            let ns = self.1.elapsed().as_nanos() as u64;
+            TIMES.with(|t| {
+                let mut v = t.get();
+                v.ns[self.0 as usize] += ns;
+                v.count[self.0 as usize] += 1;
+                t.set(v);
+            });
+            INSIDE.with(|i| i.set(false));
+        }
+    }
+    let _b = Booking(w, Instant::now());
+    f()
+}
+
+/// Takes a lock through `try_lock` first and, only if that fails, through `lock` timed as
+/// a wait of kind `w`: a free lock costs one attempt and no clock read.
+#[inline]
+pub fn lock_timed<G>(w: Wait, try_lock: impl FnOnce() -> Option<G>, lock: impl FnOnce() -> G) -> G {
+    match try_lock() {
+        Some(g) => g,
+        None => timed(w, lock),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier, Mutex};
+
+    #[test]
+    fn a_wait_is_booked_to_its_kind_and_nested_waits_count_once() {
+        let before = current();
+        timed(Wait::DataWrite, || {
+            // A nested wait: its time belongs to the outer one.
+            timed(Wait::WalFlush, std::thread::yield_now);
+        });
+        timed(Wait::DataRead, || {});
+        let d = current().since(&before);
+        assert_eq!(d.count[Wait::DataWrite as usize], 1);
+        assert_eq!(d.count[Wait::WalFlush as usize], 0);
+        assert_eq!(d.ns_of(Wait::WalFlush), 0);
+        assert_eq!(d.count[Wait::DataRead as usize], 1);
+        // After the nest ends, a wait of the inner kind counts again.
+        timed(Wait::WalFlush, || {});
+        assert_eq!(current().since(&before).count[Wait::WalFlush as usize], 1);
+    }
+
+    #[test]
+    fn a_contended_lock_is_timed_and_a_free_one_is_not() {
+        let m = Arc::new(Mutex::new(()));
+        let before = current();
+        drop(lock_timed(
+            Wait::ProcLock,
+            || m.try_lock().ok(),
+            || m.lock().unwrap(),
+        ));
+        assert_eq!(current().since(&before), WaitTimes::default());
+
+        // Another thread holds the lock until this one has tried it.
+        let held = Arc::new(Barrier::new(2));
+        let tried = Arc::new(Barrier::new(2));
+        let h = {
+            let (m, held, tried) = (m.clone(), held.clone(), tried.clone());
+            std::thread::spawn(move || {
+                let g = m.lock().unwrap();
+                held.wait();
+                tried.wait();
+                drop(g);
+            })
+        };
+        held.wait();
+        let g = lock_timed(
+            Wait::ProcLock,
+            || {
+                let r = m.try_lock().ok();
+                tried.wait();
+                r
+            },
+            || m.lock().unwrap(),
+        );
+        drop(g);
+        h.join().unwrap();
+        let d = current().since(&before);
+        // The attempt failed (the holder let go only after `tried`), so the wait counted.
+        assert_eq!(d.count[Wait::ProcLock as usize], 1, "{d:?}");
+        assert!(d.ns_of(Wait::ProcLock) > 0, "{d:?}");
+    }
+
+    #[test]
+    fn a_panicking_wait_still_clears_the_nest() {
+        let r = std::panic::catch_unwind(|| timed(Wait::RowLock, || panic!("boom")));
+        assert!(r.is_err());
+        let before = current();
+        timed(Wait::BufferIo, || {});
+        assert_eq!(current().since(&before).count[Wait::BufferIo as usize], 1);
+    }
+}
