@@ -330,7 +330,8 @@ enum ExperimentName {
     /// visibility checks against summing a Vec.
     Table,
     /// The background writer: TPC-B with it off, on, at PostgreSQL's and seed 004's
-    /// settings and with seed 000's alternatives, steady and bursty; a round's cost at
+    /// settings and with seed 000's alternatives, at full speed, a steady rate and bursty;
+    /// what slow transactions waited for; a round's cost at
     /// 64 MiB, 1 GiB and 8 GiB pools.
     Bgwriter,
     /// Checkpoints (issue 13): TPC-B through checkpoints of 2007 (unsorted, page by page,
