@@ -108,6 +108,9 @@ pub const MAX_WAL_WRITER_DELAY_MS: u64 = 10_000;
 pub const MAX_COMMIT_DELAY_US: u64 = 100_000;
 /// commit_siblings bounds: PostgreSQL's 0 to 1000 (default 5).
 pub const MAX_COMMIT_SIBLINGS: u64 = 1000;
+/// Largest wal_writer_flush_after (PostgreSQL's bound is larger; past wal_buffers' own
+/// largest size it would never trigger before the ring is full).
+pub const MAX_WAL_WRITER_FLUSH_AFTER: u64 = 1 << 30;
 
 /// The unit of a knob's value, and how a bare number is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -522,6 +525,18 @@ pub static KNOBS: &[Knob] = &[
             "how often the WAL writer flushes when synchronous_commit is off",
             |c, v| c.wal_writer_delay_ms = int(v),
             |c| Value::Int(c.wal_writer_delay_ms),
+        )
+    },
+    Knob {
+        min: 0,
+        max: MAX_WAL_WRITER_FLUSH_AFTER,
+        ..row(
+            "wal_writer_flush_after",
+            Unit::Bytes,
+            "1MB",
+            "unwritten WAL (or a quarter of wal_buffers, if less) at which an insert wakes the WAL writer to write and sync it, so the WAL buffers never fill (0: only wal_writer_delay wakes it)",
+            |c, v| c.wal_writer_flush_after = int(v),
+            |c| Value::Int(c.wal_writer_flush_after),
         )
     },
     Knob {
@@ -1116,6 +1131,8 @@ pub struct Config {
     pub commit_delay_us: u64,
     /// PostgreSQL's commit_siblings, counted as other threads flushing the WAL.
     pub commit_siblings: u64,
+    /// PostgreSQL's wal_writer_flush_after, bytes (0: off).
+    pub wal_writer_flush_after: u64,
     /// Time between automatic checkpoints (PostgreSQL's checkpoint_timeout), ms.
     pub checkpoint_timeout_ms: u64,
     /// Whether the engine runs the checkpointer thread.
@@ -1201,6 +1218,7 @@ impl Default for Config {
             wal_writer_delay_ms: DEFAULT_WAL_WRITER_DELAY_MS,
             commit_delay_us: 0,
             commit_siblings: 5,
+            wal_writer_flush_after: 1 << 20,
             checkpoint_timeout_ms: DEFAULT_CHECKPOINT_TIMEOUT_MS,
             checkpointer: true,
             checkpoint_completion_target_thousandths: 900,
@@ -1476,6 +1494,7 @@ impl Config {
             prepare_segments: DEFAULT_PREPARE_SEGMENTS,
             commit_delay_us: self.commit_delay_us,
             commit_siblings: self.commit_siblings,
+            writer_flush_after: self.wal_writer_flush_after,
         }
     }
 }
@@ -1561,6 +1580,8 @@ impl ConfigBuilder {
         commit_delay: Duration => |c, v| c.commit_delay_us = v.as_micros().min(u128::from(u64::MAX)) as u64;
         /// PostgreSQL's commit_siblings.
         commit_siblings: u64 => |c, v| c.commit_siblings = v;
+        /// Bytes; 0: only wal_writer_delay wakes the WAL writer.
+        wal_writer_flush_after: u64 => |c, v| c.wal_writer_flush_after = v;
         checkpoint_timeout: Duration => |c, v| c.checkpoint_timeout_ms = millis(v);
         /// Whether the engine runs the checkpointer thread.
         checkpointer: bool => |c, v| c.checkpointer = v;
@@ -1787,6 +1808,8 @@ mod tests {
             ("commit_delay", "-1"),
             ("commit_siblings", "1001"),
             ("commit_siblings", "many"),
+            ("wal_writer_flush_after", "2GB"),
+            ("wal_writer_flush_after", "-1"),
             ("checkpoint_timeout", "29s"),
             ("checkpoint_timeout", "2d"),
             ("bgwriter", "sometimes"),
@@ -2013,6 +2036,15 @@ mod tests {
         c.set("commit_delay", "10").unwrap(); // microseconds, as in PostgreSQL
         c.set("commit_siblings", "3").unwrap();
         assert_eq!((c.commit_delay_us, c.commit_siblings), (10, 3));
+        assert_eq!(
+            Config::default().wal_options().writer_flush_after,
+            1 << 20,
+            "wal_writer_flush_after defaults to PostgreSQL's 1MB"
+        );
+        c.set("wal_writer_flush_after", "256kB").unwrap();
+        assert_eq!(c.wal_options().writer_flush_after, 256 << 10);
+        c.set("wal_writer_flush_after", "0").unwrap();
+        assert_eq!(c.get("wal_writer_flush_after").unwrap(), "0B");
         assert_eq!(
             (
                 c.wal_options().commit_delay_us,

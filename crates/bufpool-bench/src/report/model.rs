@@ -108,6 +108,13 @@ pub struct WalCounts {
     pub segments_created_inline: u64,
     /// Flush leaders that slept `commit_delay`.
     pub commit_delays: u64,
+    /// Inserts that found the WAL ring full and wrote the log themselves (pg_stat_wal's
+    /// wal_buffers_full; 0 in runs saved before).
+    #[serde(default)]
+    pub buffers_full: u64,
+    /// Times an insert woke the WAL writer (wal_writer_flush_after).
+    #[serde(default)]
+    pub writer_kicks: u64,
     /// Transactions of the run per sync: 1 means no group commit at all.
     pub commits_per_sync: f64,
 }

@@ -292,6 +292,8 @@ fn wal_counts(
         forced_by_pages: a.forced_by_pages - before.forced_by_pages,
         segments_created_inline: a.segments_created_inline - before.segments_created_inline,
         commit_delays: a.commit_delays - before.commit_delays,
+        buffers_full: a.buffers_full - before.buffers_full,
+        writer_kicks: a.writer_kicks - before.writer_kicks,
         commits_per_sync: transactions as f64 / syncs.max(1) as f64,
     }
 }

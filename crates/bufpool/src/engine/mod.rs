@@ -152,8 +152,9 @@ impl WalFlush for WalHook {
 }
 
 /// The WAL writer thread: prepares log segments ahead of the flush leader
-/// ([`Wal::prepare_ahead`], woken at every segment switch) and, with
-/// `synchronous_commit = off`, flushes the log every `wal_writer_delay`. It runs with
+/// ([`Wal::prepare_ahead`], woken at every segment switch), flushes the log whenever
+/// inserts have left `wal_writer_flush_after` of it unwritten (woken by the insert) and,
+/// with `synchronous_commit = off`, every `wal_writer_delay`. It runs with
 /// either setting: segment preparation must stay off the commit path in both. One thread
 /// for both jobs, not a dedicated one: each is a few cheap checks per wake-up, and the
 /// thread sleeps between them (PostgreSQL's walwriter likewise always runs).
@@ -171,10 +172,14 @@ impl LogWriter {
                 // Warn once per run of failed preparations, not every delay.
                 let mut warned = false;
                 loop {
-                    if w.wait_for_background_work(delay) == BackgroundWake::Stop {
+                    let wake = w.wait_for_background_work(delay);
+                    if wake == BackgroundWake::Stop {
                         return;
                     }
-                    if !synchronous_commit && w.flush(w.insert_position()).is_err() {
+                    // Every delay when commits do not flush; and whenever inserts have
+                    // left wal_writer_flush_after unwritten, so the ring never fills.
+                    let flush = !synchronous_commit || wake == BackgroundWake::Flush;
+                    if flush && w.flush(w.insert_position()).is_err() {
                         return; // latched: commits will report it
                     }
                     match w.prepare_ahead() {

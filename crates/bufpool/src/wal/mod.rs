@@ -136,6 +136,11 @@ pub struct WalOptions {
     pub commit_delay_us: u64,
     /// PostgreSQL's commit_siblings, counted as other threads inside [`Wal::flush`].
     pub commit_siblings: u64,
+    /// PostgreSQL's wal_writer_flush_after, bytes: an insert that leaves this much log
+    /// unwritten (or a quarter of the ring, if less) wakes the background thread to write
+    /// and sync it, so the ring is drained before it fills and inserters never have to.
+    /// 0: only the thread's own delay (and the segment switches) wake it.
+    pub writer_flush_after: u64,
 }
 
 /// Default of [`WalOptions::prepare_segments`]: four segments ahead. PostgreSQL prepares
@@ -215,6 +220,12 @@ pub struct WalStats {
     pub segment_waits_inline: u64,
     /// Flush leaders that slept `commit_delay` before taking their batch.
     pub commit_delays: u64,
+    /// Inserts that found the ring full and had to write (and sync) the log themselves
+    /// before they could copy their record (pg_stat_wal's wal_buffers_full).
+    pub buffers_full: u64,
+    /// Times an insert woke the background thread to write the log
+    /// (`writer_flush_after`).
+    pub writer_kicks: u64,
 }
 
 struct Ring {
@@ -325,6 +336,8 @@ struct Counters {
     segments_created_inline: AtomicU64,
     segment_waits_inline: AtomicU64,
     commit_delays: AtomicU64,
+    buffers_full: AtomicU64,
+    writer_kicks: AtomicU64,
     /// Threads inside `flush`'s slow path now (commit_siblings' count).
     flushers: AtomicU64,
 }
@@ -387,6 +400,8 @@ impl FlushQueue {
 struct Background {
     /// The leader entered a new segment: prepare the next ones now.
     kicked: bool,
+    /// An insert left `writer_kick` bytes unwritten: write and sync the log now.
+    flush: bool,
     stop: bool,
 }
 
@@ -395,6 +410,8 @@ struct Background {
 pub enum BackgroundWake {
     /// The flush leader started a new segment.
     Kicked,
+    /// Inserts left `writer_flush_after` bytes of log unwritten: write and sync it.
+    Flush,
     /// The timeout passed.
     Timeout,
     /// [`Wal::stop_background`] was called: the thread should end.
@@ -431,6 +448,11 @@ pub struct Wal {
     prepare_segments: u64,
     commit_delay: std::time::Duration,
     commit_siblings: u64,
+    /// Unwritten bytes at which an insert wakes the background thread (0: never).
+    writer_kick: u64,
+    /// The insert position past which the next such wake-up may happen (one per
+    /// `writer_kick` bytes, not one per insert while the thread works).
+    next_writer_kick: AtomicU64,
     redo_hint: AtomicU64,
     /// Stamped into every record (see `record.rs`).
     incarnation: u32,
@@ -495,6 +517,10 @@ impl Wal {
         )?;
         let start = round_up(end.0, WAL_BLOCK);
         let ring = Ring::new(opts.buffers as usize);
+        let writer_kick = match opts.writer_flush_after {
+            0 => 0,
+            n => n.min(ring.len() / 4).max(WAL_BLOCK),
+        };
         let wal = Wal {
             pos: Padded(AtomicU64::new(start)),
             progress: Padded(Progress {
@@ -522,6 +548,8 @@ impl Wal {
             prepare_segments: opts.prepare_segments,
             commit_delay: std::time::Duration::from_micros(opts.commit_delay_us),
             commit_siblings: opts.commit_siblings,
+            writer_kick,
+            next_writer_kick: AtomicU64::new(0),
             redo_hint: AtomicU64::new(redo.0),
             incarnation,
             control_path: dir.join(control::CONTROL_FILE),
@@ -597,6 +625,8 @@ impl Wal {
             segments_created_inline: c.segments_created_inline.load(Ordering::Relaxed),
             segment_waits_inline: c.segment_waits_inline.load(Ordering::Relaxed),
             commit_delays: c.commit_delays.load(Ordering::Relaxed),
+            buffers_full: c.buffers_full.load(Ordering::Relaxed),
+            writer_kicks: c.writer_kicks.load(Ordering::Relaxed),
         }
     }
 
@@ -722,6 +752,7 @@ impl Wal {
             let Some(start) = start else {
                 slot.at.store(SLOT_IDLE, Ordering::Release);
                 drop(_slot_guard);
+                self.counters.buffers_full.fetch_add(1, Ordering::Relaxed);
                 // Ring full: write and sync what is there (rare with a ring of a segment's
                 // size; a plain write would leave a partial block to rewrite), then retry
                 // with the same record.
@@ -753,6 +784,8 @@ impl Wal {
                 .store(slot.records.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             slot.bytes
                 .store(slot.bytes.load(Ordering::Relaxed) + alen, Ordering::Relaxed);
+            drop(_slot_guard);
+            self.maybe_kick_writer(start + alen);
             return Ok(Some((Lsn(start), Lsn(start + alen))));
         }
     }
@@ -872,6 +905,35 @@ impl Wal {
         Ok(made)
     }
 
+    /// After an insert ending at `end`: wakes the background thread to write the log if
+    /// `writer_kick` bytes are unwritten, at most once per `writer_kick` bytes inserted.
+    #[inline]
+    fn maybe_kick_writer(&self, end: u64) {
+        if self.writer_kick == 0 {
+            return;
+        }
+        let next = self.next_writer_kick.load(Ordering::Relaxed);
+        if end < next
+            || end.saturating_sub(self.progress.written.load(Ordering::Relaxed)) < self.writer_kick
+        {
+            return;
+        }
+        if self
+            .next_writer_kick
+            .compare_exchange(
+                next,
+                end + self.writer_kick,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            self.counters.writer_kicks.fetch_add(1, Ordering::Relaxed);
+            self.background.lock().flush = true;
+            self.background_cv.notify_all();
+        }
+    }
+
     /// Wakes the background thread to prepare segments (the leader entered a new one).
     fn kick_background(&self) {
         self.background.lock().kicked = true;
@@ -882,11 +944,14 @@ impl Wal {
     /// (prepare more), when `timeout` passed, or when [`Wal::stop_background`] was called.
     pub fn wait_for_background_work(&self, timeout: std::time::Duration) -> BackgroundWake {
         let mut b = self.background.lock();
-        if !b.kicked && !b.stop {
+        if !b.kicked && !b.flush && !b.stop {
             b = self.background_cv.wait_for(b, timeout).0;
         }
         if b.stop {
             BackgroundWake::Stop
+        } else if std::mem::take(&mut b.flush) {
+            // A segment kick stays set: the next wait returns at once to serve it.
+            BackgroundWake::Flush
         } else if std::mem::take(&mut b.kicked) {
             BackgroundWake::Kicked
         } else {
@@ -1166,6 +1231,7 @@ mod tests {
             prepare_segments,
             commit_delay_us: 0,
             commit_siblings: 5,
+            writer_flush_after: 0,
         }
     }
 
@@ -1214,6 +1280,61 @@ mod tests {
         assert_eq!(wal.stats().segments_created_inline, 0);
         assert_eq!(wal.stats().segment_waits_inline, 0);
         assert_eq!(wal.segment_counts().added, 5, "segments 0 to 4");
+    }
+
+    /// Proves: inserts wake the background thread to write the log once per
+    /// `writer_flush_after` bytes (capped at a quarter of the ring), not once per insert,
+    /// and not at all when it is 0; without a writer, a ring that fills is counted in
+    /// `buffers_full`. How: 8 KiB page images into a 256 KiB ring with nobody flushing,
+    /// with writer_flush_after 32 KiB, 1 MiB (capped to 64 KiB) and 0.
+    #[test]
+    fn inserts_kick_the_writer_per_flush_after_bytes_and_a_full_ring_is_counted() {
+        let page = vec![7u8; 8192];
+        use crate::types::{BufferTag, ForkNumber, RelFileId};
+        let tag = BufferTag::new(RelFileId::new(1, 1), ForkNumber::Main, 0);
+        let run = |flush_after: u64, images: usize| {
+            let vfs = MemVfs::new();
+            let wal = Wal::open(
+                Arc::new(vfs.clone()),
+                Path::new("/db"),
+                WalOptions {
+                    writer_flush_after: flush_after,
+                    ..options(1)
+                },
+                Lsn(0),
+                Lsn(0),
+                1,
+            )
+            .unwrap();
+            let mut wakes = Vec::new();
+            for i in 0..images {
+                let mut r = RecordBuilder::new(RecordKind::Noop, i as u32, 0, 0);
+                r.image(&tag, &page);
+                wal.insert(r).unwrap();
+                let w = wal.wait_for_background_work(std::time::Duration::ZERO);
+                if w == BackgroundWake::Flush {
+                    wakes.push(i);
+                }
+            }
+            (wakes, wal.stats())
+        };
+        // 32 KiB: the first kick once four images are unwritten, then one per four more.
+        let (wakes, stats) = run(32 << 10, 24);
+        assert!(wakes.len() >= 5 && wakes.len() <= 6, "{wakes:?}");
+        assert_eq!(stats.writer_kicks as usize, wakes.len());
+        assert!(
+            wakes.windows(2).all(|w| w[1] - w[0] >= 3),
+            "one kick per 32 KiB: {wakes:?}"
+        );
+        // 1 MiB is more than a quarter of the 256 KiB ring: kicks every 64 KiB instead.
+        let (wakes, _) = run(1 << 20, 24);
+        assert!(wakes.len() >= 2 && wakes.len() <= 3, "{wakes:?}");
+        // Off: no kick; nobody writes, so 40 images (320 KiB) fill the ring and the
+        // inserts write the log themselves.
+        let (wakes, stats) = run(0, 40);
+        assert!(wakes.is_empty(), "{wakes:?}");
+        assert_eq!(stats.writer_kicks, 0);
+        assert!(stats.buffers_full > 0, "{stats:?}");
     }
 
     /// Proves: a leader that finds the failure latched wakes every waiter, and nobody
@@ -1282,6 +1403,7 @@ mod model {
                     prepare_segments: 1,
                     commit_delay_us: 0,
                     commit_siblings: 5,
+                    writer_flush_after: 0,
                 },
                 Lsn(0),
                 Lsn(0),
