@@ -196,7 +196,14 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
     let async_engine = engine(&scratch.path().join("async"), false)?;
     setup_pages(&async_engine, 16)?;
     // Synchronous commit: no WAL-writer thread competes for the two cores while timing.
-    let insert_engine = engine_with(&scratch.path().join("insert"), true, "256MB", &[])?;
+    // Inserts alone: the ring holds all of them and the WAL writer is not woken to
+    // write them (wal_writer_flush_after 0), so no flush runs beside the inserters.
+    let insert_engine = engine_with(
+        &scratch.path().join("insert"),
+        true,
+        "256MB",
+        &[("wal_writer_flush_after", "0")],
+    )?;
     let delay_engine = engine_with(
         &scratch.path().join("delay"),
         true,
