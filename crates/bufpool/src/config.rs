@@ -534,7 +534,7 @@ pub static KNOBS: &[Knob] = &[
             "wal_writer_flush_after",
             Unit::Bytes,
             "1MB",
-            "unwritten WAL (or a quarter of wal_buffers, if less) at which an insert wakes the WAL writer to write and sync it, so the WAL buffers never fill (0: only wal_writer_delay wakes it)",
+            "with synchronous_commit off: unwritten WAL (or a quarter of wal_buffers, if less) at which an insert wakes the WAL writer to write and sync it, so the WAL buffers never fill (0: only wal_writer_delay wakes it)",
             |c, v| c.wal_writer_flush_after = int(v),
             |c| Value::Int(c.wal_writer_flush_after),
         )
@@ -1494,7 +1494,15 @@ impl Config {
             prepare_segments: DEFAULT_PREPARE_SEGMENTS,
             commit_delay_us: self.commit_delay_us,
             commit_siblings: self.commit_siblings,
-            writer_flush_after: self.wal_writer_flush_after,
+            // With synchronous commits every commit flushes the log itself; the WAL writer
+            // is woken by volume only when it is the one that flushes (and a second
+            // flusher would add unsynced log writes beside the committers' own: see
+            // ARCHITECTURE, "Known hole").
+            writer_flush_after: if self.synchronous_commit {
+                0
+            } else {
+                self.wal_writer_flush_after
+            },
         }
     }
 }
@@ -2037,11 +2045,17 @@ mod tests {
         c.set("commit_siblings", "3").unwrap();
         assert_eq!((c.commit_delay_us, c.commit_siblings), (10, 3));
         assert_eq!(
-            Config::default().wal_options().writer_flush_after,
+            Config::default().wal_writer_flush_after,
             1 << 20,
             "wal_writer_flush_after defaults to PostgreSQL's 1MB"
         );
         c.set("wal_writer_flush_after", "256kB").unwrap();
+        assert_eq!(
+            c.wal_options().writer_flush_after,
+            0,
+            "commits flush the log themselves"
+        );
+        c.set("synchronous_commit", "off").unwrap();
         assert_eq!(c.wal_options().writer_flush_after, 256 << 10);
         c.set("wal_writer_flush_after", "0").unwrap();
         assert_eq!(c.get("wal_writer_flush_after").unwrap(), "0B");

@@ -226,9 +226,6 @@ pub struct WalStats {
     /// Times an insert woke the background thread to write the log
     /// (`writer_flush_after`).
     pub writer_kicks: u64,
-    /// Flush leaders that, on getting their turn to sync, wrote the commits that had
-    /// arrived while they waited for the previous sync, so their sync covered them too.
-    pub top_ups: u64,
 }
 
 struct Ring {
@@ -341,7 +338,6 @@ struct Counters {
     commit_delays: AtomicU64,
     buffers_full: AtomicU64,
     writer_kicks: AtomicU64,
-    top_ups: AtomicU64,
     /// Threads inside `flush`'s slow path now (commit_siblings' count).
     flushers: AtomicU64,
 }
@@ -631,7 +627,6 @@ impl Wal {
             commit_delays: c.commit_delays.load(Ordering::Relaxed),
             buffers_full: c.buffers_full.load(Ordering::Relaxed),
             writer_kicks: c.writer_kicks.load(Ordering::Relaxed),
-            top_ups: c.top_ups.load(Ordering::Relaxed),
         }
     }
 
@@ -1064,30 +1059,39 @@ impl Wal {
             self.counters.commit_delays.fetch_add(1, Ordering::Relaxed);
             std::thread::sleep(self.commit_delay);
         }
+        // Take everything inserted so far, padded to a block boundary. Acquire: see the
+        // ordering argument in `insert_built`.
+        let upto = loop {
+            let end = self.pos.load(Ordering::Acquire);
+            let padded = round_up(end, WAL_BLOCK);
+            if padded == end {
+                break end;
+            }
+            if self
+                .pos
+                .compare_exchange(end, padded, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                let zeros = [0u8; WAL_BLOCK as usize];
+                // SAFETY: the CAS made [end, padded) ours (no inserter can reserve it), and
+                // the reservation margin of one block keeps the ring lap ahead of it.
+                unsafe { self.ring.put(end, &zeros[..(padded - end) as usize]) };
+                break padded;
+            }
+        };
+        debug_assert_eq!(upto % WAL_BLOCK, 0, "a flush ends on a block boundary");
         let from = self.progress.written.load(Ordering::Relaxed);
-        let mut upto = self.pad_insertions();
         if let Err(e) = self.write_out(upto) {
-            self.abandon_write_role();
+            // Latched (every failure here latches, and `fail` woke the waiters): free the
+            // role for the next caller, who will see the failure.
+            let mut q = self.queue.lock();
+            q.writing = false;
+            q.wake_all();
             return Err(e);
         }
         // Syncs happen in write order: wait for the previous leader's, then let the next
         // leader write while this one syncs.
         let sync_guard = self.sync_lock.lock();
-        // While this leader waited for the previous sync, more commits arrived: write
-        // them too, so this sync covers them (PostgreSQL's leader, which waits for the
-        // previous write and sync before taking its batch, gets them the same way). Else
-        // they would wait for the next leader's write, which waits for this sync: one
-        // more sync of latency each, and smaller groups.
-        if self.pos.load(Ordering::Acquire) > upto {
-            let more = self.pad_insertions();
-            if let Err(e) = self.write_out(more) {
-                drop(sync_guard);
-                self.abandon_write_role();
-                return Err(e);
-            }
-            self.counters.top_ups.fetch_add(1, Ordering::Relaxed);
-            upto = more;
-        }
         self.release_write_role(upto);
         self.check_failed()?;
         if upto > from {
@@ -1115,40 +1119,6 @@ impl Wal {
             self.check_invariants()
         );
         Ok(())
-    }
-
-    /// Everything inserted so far, padded to a block boundary (the caller holds the write
-    /// role): returns the padded end. Acquire: see the ordering argument in
-    /// `insert_built`.
-    fn pad_insertions(&self) -> u64 {
-        let upto = loop {
-            let end = self.pos.load(Ordering::Acquire);
-            let padded = round_up(end, WAL_BLOCK);
-            if padded == end {
-                break end;
-            }
-            if self
-                .pos
-                .compare_exchange(end, padded, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                let zeros = [0u8; WAL_BLOCK as usize];
-                // SAFETY: the CAS made [end, padded) ours (no inserter can reserve it), and
-                // the reservation margin of one block keeps the ring lap ahead of it.
-                unsafe { self.ring.put(end, &zeros[..(padded - end) as usize]) };
-                break padded;
-            }
-        };
-        debug_assert_eq!(upto % WAL_BLOCK, 0, "a flush ends on a block boundary");
-        upto
-    }
-
-    /// After a failed write (latched: every failure here latches, and `fail` woke the
-    /// waiters): frees the write role for the next caller, who will see the failure.
-    fn abandon_write_role(&self) {
-        let mut q = self.queue.lock();
-        q.writing = false;
-        q.wake_all();
     }
 
     /// Syncs the segments that log bytes `[from, upto)` went to. Holds `sync_lock`.
@@ -1365,41 +1335,6 @@ mod tests {
         assert!(wakes.is_empty(), "{wakes:?}");
         assert_eq!(stats.writer_kicks, 0);
         assert!(stats.buffers_full > 0, "{stats:?}");
-    }
-
-    /// Proves: a flush leader that had to wait for the previous sync writes the commits
-    /// that arrived meanwhile before it syncs, so one sync covers them (a top-up). How:
-    /// the test holds the sync lock (standing in for a previous leader's sync); a thread
-    /// commits and, as leader, writes its record and waits for the lock; a second record
-    /// is inserted once that write is done; the lock is released. The leader's flush
-    /// then made the second record durable too, with one sync and one top-up.
-    #[test]
-    fn a_leader_tops_up_its_batch_with_commits_that_arrived_during_the_previous_sync() {
-        let vfs = MemVfs::new();
-        let wal = Arc::new(open(&vfs, 1));
-        let syncs0 = wal.stats().syncs;
-        let previous_sync = wal.sync_lock.lock();
-        let (_, end1) = wal
-            .insert(RecordBuilder::new(RecordKind::Noop, 1, FLAG_COMMIT, 0))
-            .unwrap();
-        let leader = {
-            let wal = wal.clone();
-            std::thread::spawn(move || wal.flush(end1).unwrap())
-        };
-        // The leader's write of the first record is done: it now waits for the lock.
-        let mut spin = crate::sync::SpinWait::new();
-        while wal.progress.written.load(Ordering::Acquire) < end1.0 {
-            spin.spin();
-        }
-        let (_, end2) = wal
-            .insert(RecordBuilder::new(RecordKind::Noop, 2, FLAG_COMMIT, 0))
-            .unwrap();
-        assert!(wal.flushed() < end2);
-        drop(previous_sync);
-        leader.join().unwrap();
-        assert!(wal.flushed() >= end2, "{:?} < {end2:?}", wal.flushed());
-        let s = wal.stats();
-        assert_eq!((s.syncs - syncs0, s.top_ups), (1, 1), "{s:?}");
     }
 
     /// Proves: a leader that finds the failure latched wakes every waiter, and nobody
