@@ -47,11 +47,18 @@ impl<T> Mutex<T> {
         #[cfg(not(feature = "shuttle"))]
         return self.0.try_lock();
         #[cfg(feature = "shuttle")]
-        return match self.0.try_lock() {
-            Ok(g) => Some(g),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        };
+        return granted(self.0.try_lock());
+    }
+}
+
+/// A shuttle try-lock's outcome as parking_lot's: the guard (poisoning ignored, as the
+/// blocking calls do), or None if the lock is taken.
+#[cfg(feature = "shuttle")]
+fn granted<G>(r: std::sync::TryLockResult<G>) -> Option<G> {
+    match r {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
     }
 }
 
@@ -98,11 +105,7 @@ impl<T> RwLock<T> {
         #[cfg(not(feature = "shuttle"))]
         return self.0.try_read();
         #[cfg(feature = "shuttle")]
-        return match self.0.try_read() {
-            Ok(g) => Some(g),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        };
+        return granted(self.0.try_read());
     }
 
     /// The lock exclusively if it is free now; never waits.
@@ -110,11 +113,7 @@ impl<T> RwLock<T> {
         #[cfg(not(feature = "shuttle"))]
         return self.0.try_write();
         #[cfg(feature = "shuttle")]
-        return match self.0.try_write() {
-            Ok(g) => Some(g),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        };
+        return granted(self.0.try_write());
     }
 }
 

@@ -719,17 +719,7 @@ impl BufferPool {
                 self.smgr.read(&tag, frame, context)
             })
             .map_err(BufferError::from)
-            .and_then(|()| {
-                page::verify(frame, &tag).map_err(|problem| BufferError::Corrupt {
-                    tag,
-                    path: self.smgr.segment_path(
-                        tag.rel,
-                        tag.fork,
-                        tag.block / self.smgr.segment_blocks(),
-                    ),
-                    problem,
-                })
-            }),
+            .and_then(|()| verify_read(&self.smgr, frame, &tag)),
         };
         // SAFETY: taken above; `frame` is not used after this point.
         unsafe { d.content_lock.unlock_exclusive() };
@@ -1085,4 +1075,14 @@ pub struct UsageSummary {
     pub pinned: usize,
     /// Pins held, summed over all buffers.
     pub pins: u64,
+}
+
+/// Checks a page just read from storage for `tag`: its checksum and identity
+/// (`page::verify`); a failure names the segment file it came from.
+pub(super) fn verify_read(smgr: &Smgr, frame: &[u8], tag: &BufferTag) -> BufferResult<()> {
+    page::verify(frame, tag).map_err(|problem| BufferError::Corrupt {
+        tag: *tag,
+        path: smgr.segment_path(tag.rel, tag.fork, tag.block / smgr.segment_blocks()),
+        problem,
+    })
 }

@@ -46,7 +46,6 @@ use super::descriptor::BufferDesc;
 use super::io_wait::IoWait;
 use super::state::*;
 use super::{BufferError, BufferPool, BufferRef, BufferResult, Claim, Fill, Ring};
-use crate::page;
 use crate::smgr::{Smgr, SmgrError};
 use crate::stats::{IoContext, IoOp};
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
@@ -249,17 +248,7 @@ impl RunIo {
                     // and the read that wrote it has returned.
                     let frame =
                         unsafe { std::slice::from_raw_parts(self.frames[i] as *const u8, ps) };
-                    page::verify(frame, &tag)
-                        .err()
-                        .map(|problem| BufferError::Corrupt {
-                            tag,
-                            path: self.smgr.segment_path(
-                                tag.rel,
-                                tag.fork,
-                                tag.block / self.smgr.segment_blocks(),
-                            ),
-                            problem,
-                        })
+                    super::verify_read(&self.smgr, frame, &tag).err()
                 }
                 (None, None) => Some(
                     SmgrError::ShortRead {
