@@ -777,3 +777,64 @@ fn a_checkpoint_between_commit_record_and_commit_log_keeps_the_commit() {
         e.recovery_report()
     );
 }
+
+/// The writer marks its flush padding, and recovery never skips a lost sector to replay
+/// a later batch. How: batch A = two small changes flushed together (so A ends inside a
+/// block, followed by a pad marker), batch B = one more change flushed; then the sectors
+/// holding A's second change are zeroed, as a torn write would leave them. B says A was
+/// durable, so the open is refused as corruption, naming the lost position; it used to
+/// skip the zeros as padding and replay B over the hole.
+#[test]
+fn a_lost_sector_before_a_later_batch_is_never_skipped() {
+    let vfs = MemVfs::new();
+    let small = |e: &Engine, v: u64| {
+        let buf = e.pool().read(tag(0)).unwrap();
+        let mut g = buf.write();
+        put_u64(&mut g, BODY + 8, v);
+        let r = BODY + 8..BODY + 16;
+        e.log_pages(1, FLAG_COMMIT, &mut [(&mut g, std::slice::from_ref(&r))])
+            .unwrap()
+    };
+    let (a1_end, a2_end) = {
+        let e = open(&vfs);
+        create_pages(&e, 1);
+        e.checkpoint().unwrap();
+        let warm = small(&e, 1); // carries the full-page image
+        e.wal().flush(warm).unwrap();
+        let a1 = small(&e, 2);
+        let a2 = small(&e, 3);
+        e.wal().flush(a2).unwrap();
+        let b = small(&e, 4);
+        e.wal().flush(b).unwrap();
+        assert!(b.0 > a2.0.div_ceil(4096) * 4096, "B lies in the next block");
+        (a1, a2)
+        // Dropped without a checkpoint.
+    };
+    assert_ne!(a2_end.0 % 4096, 0, "batch A ends inside a block");
+    let seg_size = 64 * 1024;
+    let seg = Path::new("/db/wal").join(format!("{:016X}", a1_end.0 / seg_size));
+    let mut bytes = vfs.contents(&seg).unwrap();
+    let pad = (a2_end.0 % seg_size) as usize;
+    assert_eq!(
+        bytes[pad..pad + 4],
+        [0; 4],
+        "padding reads as a zero length"
+    );
+    assert_ne!(
+        bytes[pad + 4..pad + 8],
+        [0; 4],
+        "padding starts with a marker"
+    );
+    let lost = (a1_end.0 % seg_size) as usize;
+    bytes[lost..lost.div_ceil(4096) * 4096].fill(0);
+    vfs.set_contents(&seg, bytes);
+    let Err(err) = Engine::open(Arc::new(vfs.clone()), Path::new("/db"), &config(), true) else {
+        panic!("the open should be refused");
+    };
+    let msg = err.to_string();
+    assert!(matches!(err, bufpool::EngineError::Corrupt { .. }), "{msg}");
+    assert!(
+        msg.contains(&format!("offset {lost}")) && msg.contains("pad marker"),
+        "{msg}"
+    );
+}

@@ -6,8 +6,13 @@
 //! recovery after a crash during the first gives the same result); full-page images are
 //! restored without reading the (possibly torn) page from storage.
 //!
-//! End of log: the first position that is not a valid record. Zeros mean padding or never
-//! written log: the reader tries the next 4 KiB boundary once. At an invalid record the
+//! End of log: the first position that is not a valid record. Flush padding is skipped: a
+//! pad marker mid-block sends the reader to the next 4 KiB boundary (tried once). Bare
+//! zeros mid-block after a record whose writer marks its padding (CRC layout 2) are log
+//! that never reached the disk, a lost sector of a torn write: the log stops being valid
+//! there, even if a later batch written before the crash survived past the block (it is
+//! never replayed over the hole). After an older writer's record (layouts 0 and 1: bare
+//! zero padding) bare zeros still mean padding. At an invalid record the
 //! reader scans the rest of the log (8-byte steps) for the first valid record R after it:
 //! - none: a torn or short tail, the normal end of the log;
 //! - R is the EndOfRecovery record naming this position: the junk left by an earlier crash
@@ -200,7 +205,6 @@ fn belongs(r: &Record, incarnation: u32) -> bool {
         || (r.kind == RecordKind::EndOfRecovery && r.incarnation == incarnation.wrapping_add(1))
 }
 
-/// The record at `pos` if it is valid and belongs to this life of the log.
 /// Why there is no record to replay at a position.
 enum NoRecord {
     /// Zeros: flush padding, or never-written log.
@@ -218,6 +222,7 @@ impl NoRecord {
     }
 }
 
+/// The record at `pos` if it is valid and belongs to this life of the log.
 fn valid_at(
     reader: &mut LogReader<'_>,
     pos: u64,
@@ -233,6 +238,84 @@ fn valid_at(
         Err(Invalid::Zero) => Err(NoRecord::Zero),
         Err(why) => Err(NoRecord::Bad(why.to_string())),
     })
+}
+
+/// Walks the log record by record from a redo point, deciding where it stops being valid
+/// (flush padding, lost sectors, torn tails, an earlier recovery's junk: see the module
+/// doc).
+struct LogWalk<'r, 'v> {
+    reader: &'r mut LogReader<'v>,
+    /// Where the next record should start (the end of the last one returned).
+    pos: u64,
+    page_size: usize,
+    /// The life of the log being read (an EndOfRecovery record starts the next).
+    incarnation: u32,
+    /// Whether the writer of the last record returned marked its padding (None: no record
+    /// returned yet).
+    marks_padding: Option<bool>,
+}
+
+impl LogWalk<'_, '_> {
+    /// The next record to replay, or (inner Err) why the log ends at `pos`; an error for
+    /// corruption of acknowledged log.
+    fn next(&mut self) -> Result<Result<Record, String>, EngineError> {
+        let pos = self.pos;
+        let (reader, page_size, incarnation) =
+            (&mut *self.reader, self.page_size, self.incarnation);
+        let found = match valid_at(reader, pos, page_size, incarnation)? {
+            Ok(r) => Ok(r),
+            // No record inside a block: flush padding up to the block boundary, or lost log.
+            Err(NoRecord::Zero) if pos % WAL_BLOCK != 0 => {
+                let marked = record::is_pad_marker(
+                    &reader.bytes(pos, record::PAD_MARKER_LEN)?,
+                    pos,
+                    incarnation,
+                );
+                if marked || self.marks_padding != Some(true) {
+                    // Marked padding, or an older writer's bare-zero padding (at the redo
+                    // point, with no record read yet, the log up to the checkpoint record
+                    // is durable: no sector of it can be lost).
+                    let next = pos.div_ceil(WAL_BLOCK) * WAL_BLOCK;
+                    valid_at(reader, next, page_size, incarnation)?.map_err(|w| (next, w))
+                } else {
+                    Err((
+                        pos,
+                        NoRecord::Bad(
+                            "zeros without a pad marker after a record whose writer marks its \
+                             padding (log lost before it reached the disk)"
+                                .to_string(),
+                        ),
+                    ))
+                }
+            }
+            Err(why) => Err((pos, why)),
+        };
+        let rec = match found {
+            Ok(r) => r,
+            Err((at, why)) => {
+                let why = why.describe();
+                match check_tail(reader, pos, at, page_size, incarnation, &why)? {
+                    Some(r) => r,
+                    None => return Ok(Err(format!("end of log at {}: {why}", Lsn(pos)))),
+                }
+            }
+        };
+        // Progress: each record starts at or after the end of the one before it (at most
+        // past flush padding) and ends after it starts, so replay always moves forward.
+        debug_assert!(
+            rec.lsn.0 >= pos && rec.lsn.0 < pos.div_ceil(WAL_BLOCK) * WAL_BLOCK + WAL_BLOCK,
+            "record at {} does not follow {}",
+            rec.lsn,
+            Lsn(pos)
+        );
+        debug_assert!(rec.end().0 > rec.lsn.0, "empty record at {}", rec.lsn);
+        if rec.kind == RecordKind::EndOfRecovery {
+            self.incarnation = rec.incarnation;
+        }
+        self.pos = rec.end().0;
+        self.marks_padding = Some(rec.marks_padding);
+        Ok(Ok(rec))
+    }
 }
 
 /// fsyncs every file under `dir` (recursively).
@@ -307,7 +390,6 @@ pub(super) fn run(
             })
         }
     }
-    let mut pos = ctl.redo.0;
     report.next_xid = ctl.next_xid;
     multis.restore(
         MultiPositions {
@@ -317,63 +399,40 @@ pub(super) fn run(
         },
         &ctl.multi_rels,
     );
-    let mut incarnation = ctl.incarnation;
-    report.incarnation = incarnation;
+    report.incarnation = ctl.incarnation;
     let mut next_progress = PROGRESS_EVERY;
     let replay_start = Instant::now();
     let mut known_forks = HashSet::new();
+    let mut walk = LogWalk {
+        reader: &mut reader,
+        pos: ctl.redo.0,
+        page_size,
+        incarnation: ctl.incarnation,
+        marks_padding: None,
+    };
     loop {
-        // The record to replay, or where and why the log stops being valid.
-        let found = match valid_at(&mut reader, pos, page_size, incarnation)? {
-            Ok(r) => Ok(r),
-            // Zeros inside a block: flush padding up to the block boundary, or the end.
-            Err(NoRecord::Zero) if pos % WAL_BLOCK != 0 => {
-                let next = pos.div_ceil(WAL_BLOCK) * WAL_BLOCK;
-                valid_at(&mut reader, next, page_size, incarnation)?.map_err(|w| (next, w))
-            }
-            Err(why) => Err((pos, why)),
-        };
-        let rec = match found {
+        let rec = match walk.next()? {
             Ok(r) => r,
-            Err((at, why)) => {
-                let why = why.describe();
-                match check_tail(&mut reader, pos, at, page_size, incarnation, &why)? {
-                    Some(r) => r,
-                    None => {
-                        report.stop = format!("end of log at {}: {why}", Lsn(pos));
-                        break;
-                    }
-                }
+            Err(stop) => {
+                report.stop = stop;
+                break;
             }
         };
-        // Progress: each record starts at or after the end of the one before it (at most
-        // past flush padding) and ends after it starts, so replay always moves forward.
-        debug_assert!(
-            rec.lsn.0 >= pos && rec.lsn.0 < pos.div_ceil(WAL_BLOCK) * WAL_BLOCK + WAL_BLOCK,
-            "record at {} does not follow {}",
-            rec.lsn,
-            Lsn(pos)
-        );
-        debug_assert!(rec.end().0 > rec.lsn.0, "empty record at {}", rec.lsn);
-        if rec.kind == RecordKind::EndOfRecovery {
-            incarnation = rec.incarnation;
-        }
         apply(pool, &rec, &mut known_forks, &mut report)?;
         apply_outcome(clog, &rec, &mut report)?;
         apply_multi(multis, &rec, &mut report)?;
         report.records += 1;
         report.bytes += rec.len as u64;
-        report.incarnation = incarnation;
-        pos = rec.end().0;
-        report.end = Lsn(pos);
+        report.incarnation = walk.incarnation;
+        report.end = Lsn(walk.pos);
         if report.bytes >= next_progress {
             next_progress += PROGRESS_EVERY;
             report.elapsed = start.elapsed();
             progress(&report);
         }
     }
-    if report.end.0 < pos {
-        report.end = Lsn(pos);
+    if report.end.0 < walk.pos {
+        report.end = Lsn(walk.pos);
     }
     debug_assert!(report.end >= ctl.redo, "replay ended before the redo point");
     report.replay_elapsed = replay_start.elapsed();
@@ -527,4 +586,138 @@ fn apply(
         report.pages_applied += 1;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::BufferTag;
+    use crate::vfs::MemVfs;
+    use crate::wal::record::{rewrite_as_layout, RecordBuilder};
+
+    const SEG: u64 = 64 << 10;
+
+    /// A log of two flushed batches, as a writer of CRC layout `layout` leaves it:
+    /// batch A = r1, r2 then padding to 4096, batch B = r3 at 4096 then padding. Every
+    /// record says the log was durable up to `flushed`. Returns the log and the records'
+    /// positions.
+    fn two_batches(layout: u8, flushed: u64) -> (Vec<u8>, [u64; 3]) {
+        let page = vec![7u8; 4096];
+        let tag = BufferTag::new(RelFileId::new(0, 9), ForkNumber::Main, 0);
+        let mut log = vec![0u8; SEG as usize];
+        let mut at = 0u64;
+        let mut starts = [0u64; 3];
+        for (i, start) in starts.iter_mut().enumerate() {
+            if i == 2 {
+                at = WAL_BLOCK; // batch B
+            }
+            let mut b = RecordBuilder::new(RecordKind::Update, 10 + i as u32, FLAG_COMMIT, 0);
+            // 1 KiB of change: each record spans sectors of its own
+            b.ranges(&tag, &page, std::slice::from_ref(&(1024..2048)));
+            let mut bytes = b.finish(Lsn(at), Lsn(flushed), 1).to_vec();
+            if layout < 2 {
+                rewrite_as_layout(&mut bytes, layout);
+            }
+            log[at as usize..at as usize + bytes.len()].copy_from_slice(&bytes);
+            *start = at;
+            at = record::align(at + bytes.len() as u64);
+            if (i == 1 || i == 2) && layout >= 2 {
+                // the flush's padding starts with a marker
+                log[at as usize..at as usize + record::PAD_MARKER_LEN]
+                    .copy_from_slice(&record::pad_marker(at, 1));
+            }
+        }
+        (log, starts)
+    }
+
+    /// Walks `log` (one segment) from 0: the positions of the records returned, and why
+    /// the walk stopped (or the error).
+    fn walk(log: Vec<u8>) -> Result<(Vec<u64>, String), EngineError> {
+        let vfs = MemVfs::new();
+        let wal_dir = PathBuf::from("/db/wal");
+        vfs.create_dir_all(&wal_dir).unwrap();
+        vfs.set_contents(&wal_dir.join(format!("{:016X}", 0)), log);
+        let mut reader = LogReader {
+            vfs: &vfs,
+            wal_dir,
+            seg_size: SEG,
+            cache: None,
+        };
+        let mut walk = LogWalk {
+            reader: &mut reader,
+            pos: 0,
+            page_size: 8192,
+            incarnation: 1,
+            marks_padding: None,
+        };
+        let mut seen = Vec::new();
+        loop {
+            match walk.next()? {
+                Ok(r) => seen.push(r.lsn.0),
+                Err(stop) => return Ok((seen, stop)),
+            }
+        }
+    }
+
+    /// Zeros from `from` to the end of its 4 KiB block: the lost sectors of a torn write.
+    fn lose_block_tail(log: &mut [u8], from: u64) {
+        let end = from.div_ceil(WAL_BLOCK) * WAL_BLOCK;
+        log[from as usize..end as usize].fill(0);
+    }
+
+    #[test]
+    fn marked_padding_is_skipped() {
+        let (log, starts) = two_batches(2, 0);
+        let (seen, stop) = walk(log).unwrap();
+        assert_eq!(seen, starts);
+        assert!(stop.contains("zero length"), "{stop}");
+    }
+
+    /// The hole CI found (crash_power_heap, seed 4): batch A's last sectors lost, batch B
+    /// (written before the crash, never synced) survived past the block. Replay stops at
+    /// the hole: r3 is never applied over it.
+    #[test]
+    fn lost_sectors_before_a_later_batch_end_the_log() {
+        let (mut log, starts) = two_batches(2, 0);
+        lose_block_tail(&mut log, starts[1]);
+        let (seen, stop) = walk(log).unwrap();
+        assert_eq!(seen, [starts[0]], "{stop}");
+        assert!(stop.contains("without a pad marker"), "{stop}");
+    }
+
+    /// The same loss where batch B says batch A was durable: acknowledged log is gone, and
+    /// recovery refuses, naming the position.
+    #[test]
+    fn lost_sectors_of_acknowledged_log_are_corruption() {
+        let (mut log, starts) = two_batches(2, WAL_BLOCK);
+        lose_block_tail(&mut log, starts[1]);
+        match walk(log) {
+            Err(EngineError::Corrupt { offset, reason, .. }) => {
+                assert_eq!(offset, starts[1]);
+                assert!(reason.contains("acknowledged"), "{reason}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    /// A marker of another position or another life of the log is not padding.
+    #[test]
+    fn a_stale_pad_marker_is_not_padding() {
+        let (mut log, starts) = two_batches(2, 0);
+        let pad = record::align(starts[1] + 1024 + 48 + 16 + 4) as usize;
+        assert_eq!(&log[pad..pad + 8], &record::pad_marker(pad as u64, 1));
+        log[pad..pad + 8].copy_from_slice(&record::pad_marker(pad as u64, 0));
+        let (seen, stop) = walk(log).unwrap();
+        assert_eq!(seen, starts[..2], "{stop}");
+    }
+
+    /// Logs of older writers (layouts 0 and 1) padded with bare zeros: still skipped.
+    #[test]
+    fn bare_zero_padding_of_older_writers_is_skipped() {
+        for layout in [0, 1] {
+            let (log, starts) = two_batches(layout, 0);
+            let (seen, stop) = walk(log).unwrap();
+            assert_eq!(seen, starts, "layout {layout}: {stop}");
+        }
+    }
 }

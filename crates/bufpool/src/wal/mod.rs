@@ -50,8 +50,10 @@
 //! that impossible on any device, at the cost of at most 4 KiB of log per flush (and more
 //! frequent segment switches, which is why segments are prepared ahead). We keep padding
 //! and offer no rewrite-in-place mode: it would be safe only on devices with atomic sector
-//! writes, which we cannot detect. A zero length where a record should start means
-//! "padding: skip to the next 4 KiB" to the reader.
+//! writes, which we cannot detect. The padding starts with a pad marker (a zero length and
+//! a CRC of its position and incarnation, `record::pad_marker`): to the reader, a marker
+//! means "padding: skip to the next 4 KiB", and bare zeros mid-block mean log that never
+//! reached the disk (a lost sector: stop there, see `engine/recovery.rs`).
 //!
 //! Failure: a failed write or fsync of the log is latched (PostgreSQL PANICs): every later
 //! insert and flush fails until the log is reopened, because the kernel may have dropped
@@ -1072,10 +1074,15 @@ impl Wal {
                 .compare_exchange(end, padded, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                let zeros = [0u8; WAL_BLOCK as usize];
+                // The pad marker, then zeros (records are 8-byte aligned, so the padding
+                // has room for the marker): bare zeros mid-block mean lost log to the
+                // reader (see `record.rs`).
+                let mut pad = [0u8; WAL_BLOCK as usize];
+                pad[..record::PAD_MARKER_LEN]
+                    .copy_from_slice(&record::pad_marker(end, self.incarnation));
                 // SAFETY: the CAS made [end, padded) ours (no inserter can reserve it), and
                 // the reservation margin of one block keeps the ring lap ahead of it.
-                unsafe { self.ring.put(end, &zeros[..(padded - end) as usize]) };
+                unsafe { self.ring.put(end, &pad[..(padded - end) as usize]) };
                 break padded;
             }
         };

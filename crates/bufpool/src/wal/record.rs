@@ -21,7 +21,7 @@
 //!     40    4 incarnation bumped by every recovery (EndOfRecovery records carry the new
 //!                         one): records left beyond the end of the log by an earlier life
 //!                         of the log fail this check, even where their LSN and CRC are right
-//!     44    1 crc layout  1 (0 in logs written before layout 1 existed; see below)
+//!     44    1 crc layout  2 (1 or 0 in logs written before; see below)
 //!     45    3 reserved    zero
 //!     48      blocks      per block: tablespace u32, relation u32, fork u8, bflags u8
 //!                         (bit 0: full-page image), nranges u16, block u32 (16 bytes); then
@@ -39,8 +39,15 @@
 //! flush leader may wait on stays a copy). Layout 0 covered the same bytes with the header
 //! first; the reader accepts both, so logs written before layout 1 still replay. The layout
 //! byte is itself covered by the CRC: a damaged one fails the check either way.
-//! A zero `total_len` at a record start is padding: the writer padded the log to the next
-//! 4 KiB boundary at a flush (see `wal/mod.rs`), and the reader skips to that boundary.
+//! Layout 2 checksums exactly as layout 1 and adds a promise: the writer marks its flush
+//! padding. A flush pads the log to the next 4 KiB boundary (see `wal/mod.rs`); a layout 2
+//! writer starts the padding with an 8-byte *pad marker*: a zero `total_len` then a
+//! CRC32C of the position and the incarnation ([`pad_marker`]). Bare zeros mid-block after
+//! a layout 2 record are therefore not padding but log that never reached the disk (a lost
+//! sector of a torn write), and the reader stops there instead of skipping to the next
+//! block, where a later unsynced batch may have survived: skipping would replay that batch
+//! over the hole and apply half a transaction. Writers of layouts 0 and 1 padded with bare
+//! zeros, which the reader still skips after their records.
 //! Invariants: a record that decodes is exactly what was encoded (CRC), at the position it
 //! claims (lsn). Decoding never panics on any input (fuzzed by proptest in the tests).
 
@@ -64,8 +71,30 @@ const BLOCK_FLAG_IMAGE: u8 = 1;
 const CRC_LAYOUT_AT: usize = 44;
 /// CRC of 0..4 then 8..len (the format before layout 1).
 const CRC_LAYOUT_HEADER_FIRST: u8 = 0;
-/// CRC of 24..len, then 0..4, then 8..24: what this writer produces.
+/// CRC of 24..len, then 0..4, then 8..24.
 const CRC_LAYOUT_BODY_FIRST: u8 = 1;
+/// Layout 1's CRC, written by a writer that marks its padding: what this writer produces.
+const CRC_LAYOUT_MARKED_PADDING: u8 = 2;
+/// Bytes of a pad marker (see the module doc).
+pub const PAD_MARKER_LEN: usize = 8;
+
+/// The pad marker a layout 2 writer puts where its flush padding starts, at log position
+/// `pos`, in the life of the log `incarnation`: a zero length (so it reads as "no record")
+/// then a CRC32C of both, never zero (so it never reads as bare zeros).
+pub fn pad_marker(pos: u64, incarnation: u32) -> [u8; PAD_MARKER_LEN] {
+    let crc = crc32c::crc32c_append(
+        crc32c::crc32c(&pos.to_le_bytes()),
+        &incarnation.to_le_bytes(),
+    );
+    let mut m = [0u8; PAD_MARKER_LEN];
+    m[4..].copy_from_slice(&crc.max(1).to_le_bytes());
+    m
+}
+
+/// Whether `bytes` start with the pad marker for `pos` in life `incarnation`.
+pub fn is_pad_marker(bytes: &[u8], pos: u64, incarnation: u32) -> bool {
+    bytes.len() >= PAD_MARKER_LEN && bytes[..PAD_MARKER_LEN] == pad_marker(pos, incarnation)
+}
 /// Bytes 24.. are fixed before reservation; 0..24 (length, crc, lsn, flushed) after.
 const POSITION_FIELDS_END: usize = 24;
 
@@ -133,6 +162,8 @@ pub struct Record {
     pub multi: Option<MultiCreate>,
     /// Encoded length (before alignment).
     pub len: usize,
+    /// Its writer marked flush padding (CRC layout 2): bare zeros after it are lost log.
+    pub marks_padding: bool,
 }
 
 impl Record {
@@ -272,7 +303,7 @@ impl RecordBuilder {
         self.buf[0..4].copy_from_slice(&len.to_le_bytes());
         self.buf[30..32].copy_from_slice(&self.nblocks.to_le_bytes());
         self.buf[40..44].copy_from_slice(&incarnation.to_le_bytes());
-        self.buf[CRC_LAYOUT_AT] = CRC_LAYOUT_BODY_FIRST;
+        self.buf[CRC_LAYOUT_AT] = CRC_LAYOUT_MARKED_PADDING;
         self.body_crc = Some(crc32c::crc32c(&self.buf[POSITION_FIELDS_END..]));
     }
 
@@ -294,6 +325,21 @@ impl RecordBuilder {
     }
 }
 
+/// Rewrites an encoded record into an older CRC layout (0 or 1), as a writer before
+/// layout 2 would have produced it: for tests of reading old logs.
+#[cfg(test)]
+pub(crate) fn rewrite_as_layout(rec: &mut [u8], layout: u8) {
+    rec[CRC_LAYOUT_AT] = layout;
+    let crc = match layout {
+        CRC_LAYOUT_HEADER_FIRST => checksum_header_first(rec),
+        CRC_LAYOUT_BODY_FIRST => {
+            fold_position_fields(crc32c::crc32c(&rec[POSITION_FIELDS_END..]), rec)
+        }
+        _ => panic!("layout {layout} is not an older layout"),
+    };
+    rec[4..8].copy_from_slice(&crc.to_le_bytes());
+}
+
 /// Layout 1's CRC: the body's CRC with bytes 0..4 and 8..24 appended.
 fn fold_position_fields(body_crc: u32, rec: &[u8]) -> u32 {
     let crc = crc32c::crc32c_append(body_crc, &rec[0..4]);
@@ -303,7 +349,7 @@ fn fold_position_fields(body_crc: u32, rec: &[u8]) -> u32 {
 /// The CRC a record of either layout should carry (None: unknown layout).
 fn checksum(rec: &[u8]) -> Option<u32> {
     match rec[CRC_LAYOUT_AT] {
-        CRC_LAYOUT_BODY_FIRST => Some(fold_position_fields(
+        CRC_LAYOUT_BODY_FIRST | CRC_LAYOUT_MARKED_PADDING => Some(fold_position_fields(
             crc32c::crc32c(&rec[POSITION_FIELDS_END..]),
             rec,
         )),
@@ -477,6 +523,7 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
         subxids,
         multi,
         len,
+        marks_padding: rec[CRC_LAYOUT_AT] >= CRC_LAYOUT_MARKED_PADDING,
     })
 }
 
@@ -630,31 +677,57 @@ mod tests {
         }
     }
 
-    /// Logs written before CRC layout 1 (header first, byte 44 zero) still decode, and a
-    /// record's layout byte is protected like any other byte. How: a layout-1 record is
-    /// rewritten into layout 0 by hand (byte 44 cleared, the old CRC stored).
+    /// Logs written before CRC layout 2 (layout 1: same CRC, bare-zero padding) and before
+    /// layout 1 (header first, byte 44 zero) still decode, saying their padding is not
+    /// marked; a record's layout byte is protected like any other byte. How: a layout-2
+    /// record is rewritten into the older layouts by hand (byte 44 set, the CRC restored).
     #[test]
-    fn records_of_the_old_crc_layout_still_decode() {
+    fn records_of_the_old_crc_layouts_still_decode() {
         let page = vec![9u8; 4096];
         let mut b = RecordBuilder::new(RecordKind::Update, 5, FLAG_COMMIT, 0);
         b.ranges(&tag(3), &page, std::slice::from_ref(&(0..40)));
         let mut bytes = b.finish(Lsn(8192), Lsn(4096), 2).to_vec();
-        assert_eq!(bytes[CRC_LAYOUT_AT], CRC_LAYOUT_BODY_FIRST);
+        assert_eq!(bytes[CRC_LAYOUT_AT], CRC_LAYOUT_MARKED_PADDING);
         let new = decode(&bytes, Lsn(8192), 4096).unwrap();
+        assert!(new.marks_padding);
+        let unmarked = Record {
+            marks_padding: false,
+            ..new.clone()
+        };
+        bytes[CRC_LAYOUT_AT] = CRC_LAYOUT_BODY_FIRST;
+        let crc = fold_position_fields(crc32c::crc32c(&bytes[POSITION_FIELDS_END..]), &bytes);
+        bytes[4..8].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(decode(&bytes, Lsn(8192), 4096).unwrap(), unmarked);
         bytes[CRC_LAYOUT_AT] = CRC_LAYOUT_HEADER_FIRST;
         let old_crc = checksum_header_first(&bytes);
         bytes[4..8].copy_from_slice(&old_crc.to_le_bytes());
-        assert_eq!(decode(&bytes, Lsn(8192), 4096).unwrap(), new);
+        assert_eq!(decode(&bytes, Lsn(8192), 4096).unwrap(), unmarked);
         bytes[CRC_LAYOUT_AT] = 7;
         assert_eq!(
             decode(&bytes, Lsn(8192), 4096).unwrap_err(),
             Invalid::Malformed("unknown CRC layout")
         );
-        bytes[CRC_LAYOUT_AT] = CRC_LAYOUT_BODY_FIRST;
-        assert!(matches!(
-            decode(&bytes, Lsn(8192), 4096),
-            Err(Invalid::Checksum { .. })
-        ));
+        for layout in [CRC_LAYOUT_BODY_FIRST, CRC_LAYOUT_MARKED_PADDING] {
+            bytes[CRC_LAYOUT_AT] = layout;
+            assert!(matches!(
+                decode(&bytes, Lsn(8192), 4096),
+                Err(Invalid::Checksum { .. })
+            ));
+        }
+    }
+
+    /// A pad marker reads as "no record" (zero length), is never bare zeros, and names
+    /// its position and life: the same bytes elsewhere or in another life are not one.
+    #[test]
+    fn pad_markers_name_their_position_and_life() {
+        let m = pad_marker(4096 + 200, 3);
+        assert_eq!(peek_len(&m), Err(Invalid::Zero));
+        assert_ne!(m, [0u8; PAD_MARKER_LEN]);
+        assert!(is_pad_marker(&m, 4096 + 200, 3));
+        assert!(!is_pad_marker(&m, 4096 + 208, 3));
+        assert!(!is_pad_marker(&m, 4096 + 200, 4));
+        assert!(!is_pad_marker(&m[..7], 4096 + 200, 3));
+        assert!(!is_pad_marker(&[0u8; PAD_MARKER_LEN], 4096 + 200, 3));
     }
 
     /// Sealing before reservation and stamping after gives the same bytes as finishing in
