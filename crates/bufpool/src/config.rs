@@ -1495,9 +1495,7 @@ impl Config {
             commit_delay_us: self.commit_delay_us,
             commit_siblings: self.commit_siblings,
             // With synchronous commits every commit flushes the log itself; the WAL writer
-            // is woken by volume only when it is the one that flushes (and a second
-            // flusher would add unsynced log writes beside the committers' own: see
-            // ARCHITECTURE, "Known hole").
+            // is woken by volume only when it is the one that flushes.
             writer_flush_after: if self.synchronous_commit {
                 0
             } else {

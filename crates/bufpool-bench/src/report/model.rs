@@ -115,6 +115,10 @@ pub struct WalCounts {
     /// Times an insert woke the WAL writer (wal_writer_flush_after).
     #[serde(default)]
     pub writer_kicks: u64,
+    /// Flush leaders that wrote the commits that arrived during the previous sync before
+    /// their own sync.
+    #[serde(default)]
+    pub top_ups: u64,
     /// Transactions of the run per sync: 1 means no group commit at all.
     pub commits_per_sync: f64,
 }

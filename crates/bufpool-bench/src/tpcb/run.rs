@@ -294,6 +294,7 @@ fn wal_counts(
         commit_delays: a.commit_delays - before.commit_delays,
         buffers_full: a.buffers_full - before.buffers_full,
         writer_kicks: a.writer_kicks - before.writer_kicks,
+        top_ups: a.top_ups - before.top_ups,
         commits_per_sync: transactions as f64 / syncs.max(1) as f64,
     }
 }

@@ -21,9 +21,12 @@
 //! Otherwise, in the flush queue: if nobody holds the *write role*, take it and lead;
 //! else register `(lsn, own condition variable)` and sleep. The leader takes everything
 //! inserted so far (optionally after `commit_delay`), pads it, writes it, then takes the
-//! *sync lock* (waiting for the previous leader's sync) and only then gives up the write
-//! role, so a new leader can write the next batch while this one syncs, and syncs happen
-//! in write order (`flushed` only grows). Handing over the write role wakes one waiter
+//! *sync lock* (waiting for the previous leader's sync), writes what was inserted while it
+//! waited (a *top-up*, so its sync covers those commits too) and only then gives up the
+//! write role, so a new leader can write the next batch while this one syncs, and syncs
+//! happen in write order (`flushed` only grows). Two unsynced writes back to back are
+//! therefore common; a power cut that loses the first one's last sectors and keeps the
+//! second is read as the end of the log, thanks to pad markers (see `record.rs`). Handing over the write role wakes one waiter
 //! whose LSN is past this batch, to lead the next; after its sync the leader publishes
 //! `flushed`, wakes exactly the waiters at or below it, and (if the write role is free and
 //! waiters remain) one more to lead. A woken waiter whose LSN is durable returns without
@@ -228,6 +231,9 @@ pub struct WalStats {
     /// Times an insert woke the background thread to write the log
     /// (`writer_flush_after`).
     pub writer_kicks: u64,
+    /// Flush leaders that, on getting their turn to sync, wrote the commits that had
+    /// arrived while they waited for the previous sync, so their sync covered them too.
+    pub top_ups: u64,
 }
 
 struct Ring {
@@ -340,6 +346,7 @@ struct Counters {
     commit_delays: AtomicU64,
     buffers_full: AtomicU64,
     writer_kicks: AtomicU64,
+    top_ups: AtomicU64,
     /// Threads inside `flush`'s slow path now (commit_siblings' count).
     flushers: AtomicU64,
 }
@@ -629,6 +636,7 @@ impl Wal {
             commit_delays: c.commit_delays.load(Ordering::Relaxed),
             buffers_full: c.buffers_full.load(Ordering::Relaxed),
             writer_kicks: c.writer_kicks.load(Ordering::Relaxed),
+            top_ups: c.top_ups.load(Ordering::Relaxed),
         }
     }
 
@@ -1061,44 +1069,30 @@ impl Wal {
             self.counters.commit_delays.fetch_add(1, Ordering::Relaxed);
             std::thread::sleep(self.commit_delay);
         }
-        // Take everything inserted so far, padded to a block boundary. Acquire: see the
-        // ordering argument in `insert_built`.
-        let upto = loop {
-            let end = self.pos.load(Ordering::Acquire);
-            let padded = round_up(end, WAL_BLOCK);
-            if padded == end {
-                break end;
-            }
-            if self
-                .pos
-                .compare_exchange(end, padded, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                // The pad marker, then zeros (records are 8-byte aligned, so the padding
-                // has room for the marker): bare zeros mid-block mean lost log to the
-                // reader (see `record.rs`).
-                let mut pad = [0u8; WAL_BLOCK as usize];
-                pad[..record::PAD_MARKER_LEN]
-                    .copy_from_slice(&record::pad_marker(end, self.incarnation));
-                // SAFETY: the CAS made [end, padded) ours (no inserter can reserve it), and
-                // the reservation margin of one block keeps the ring lap ahead of it.
-                unsafe { self.ring.put(end, &pad[..(padded - end) as usize]) };
-                break padded;
-            }
-        };
-        debug_assert_eq!(upto % WAL_BLOCK, 0, "a flush ends on a block boundary");
         let from = self.progress.written.load(Ordering::Relaxed);
+        let mut upto = self.pad_insertions();
         if let Err(e) = self.write_out(upto) {
-            // Latched (every failure here latches, and `fail` woke the waiters): free the
-            // role for the next caller, who will see the failure.
-            let mut q = self.queue.lock();
-            q.writing = false;
-            q.wake_all();
+            self.abandon_write_role();
             return Err(e);
         }
         // Syncs happen in write order: wait for the previous leader's, then let the next
         // leader write while this one syncs.
         let sync_guard = self.sync_lock.lock();
+        // While this leader waited for the previous sync, more commits arrived: write
+        // them too, so this sync covers them (PostgreSQL's leader, which waits for the
+        // previous write and sync before taking its batch, gets them the same way). Else
+        // they would wait for the next leader's write, which waits for this sync: one
+        // more sync of latency each, and smaller groups.
+        if self.pos.load(Ordering::Acquire) > upto {
+            let more = self.pad_insertions();
+            if let Err(e) = self.write_out(more) {
+                drop(sync_guard);
+                self.abandon_write_role();
+                return Err(e);
+            }
+            self.counters.top_ups.fetch_add(1, Ordering::Relaxed);
+            upto = more;
+        }
         self.release_write_role(upto);
         self.check_failed()?;
         if upto > from {
@@ -1126,6 +1120,45 @@ impl Wal {
             self.check_invariants()
         );
         Ok(())
+    }
+
+    /// Everything inserted so far, padded to a block boundary (the caller holds the write
+    /// role): returns the padded end. Acquire: see the ordering argument in
+    /// `insert_built`.
+    fn pad_insertions(&self) -> u64 {
+        let upto = loop {
+            let end = self.pos.load(Ordering::Acquire);
+            let padded = round_up(end, WAL_BLOCK);
+            if padded == end {
+                break end;
+            }
+            if self
+                .pos
+                .compare_exchange(end, padded, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                // The pad marker, then zeros (records are 8-byte aligned, so the padding
+                // has room for the marker): bare zeros mid-block mean lost log to the
+                // reader (see `record.rs`).
+                let mut pad = [0u8; WAL_BLOCK as usize];
+                pad[..record::PAD_MARKER_LEN]
+                    .copy_from_slice(&record::pad_marker(end, self.incarnation));
+                // SAFETY: the CAS made [end, padded) ours (no inserter can reserve it), and
+                // the reservation margin of one block keeps the ring lap ahead of it.
+                unsafe { self.ring.put(end, &pad[..(padded - end) as usize]) };
+                break padded;
+            }
+        };
+        debug_assert_eq!(upto % WAL_BLOCK, 0, "a flush ends on a block boundary");
+        upto
+    }
+
+    /// After a failed write (latched: every failure here latches, and `fail` woke the
+    /// waiters): frees the write role for the next caller, who will see the failure.
+    fn abandon_write_role(&self) {
+        let mut q = self.queue.lock();
+        q.writing = false;
+        q.wake_all();
     }
 
     /// Syncs the segments that log bytes `[from, upto)` went to. Holds `sync_lock`.
@@ -1342,6 +1375,41 @@ mod tests {
         assert!(wakes.is_empty(), "{wakes:?}");
         assert_eq!(stats.writer_kicks, 0);
         assert!(stats.buffers_full > 0, "{stats:?}");
+    }
+
+    /// Proves: a flush leader that had to wait for the previous sync writes the commits
+    /// that arrived meanwhile before it syncs, so one sync covers them (a top-up). How:
+    /// the test holds the sync lock (standing in for a previous leader's sync); a thread
+    /// commits and, as leader, writes its record and waits for the lock; a second record
+    /// is inserted once that write is done; the lock is released. The leader's flush
+    /// then made the second record durable too, with one sync and one top-up.
+    #[test]
+    fn a_leader_tops_up_its_batch_with_commits_that_arrived_during_the_previous_sync() {
+        let vfs = MemVfs::new();
+        let wal = Arc::new(open(&vfs, 1));
+        let syncs0 = wal.stats().syncs;
+        let previous_sync = wal.sync_lock.lock();
+        let (_, end1) = wal
+            .insert(RecordBuilder::new(RecordKind::Noop, 1, FLAG_COMMIT, 0))
+            .unwrap();
+        let leader = {
+            let wal = wal.clone();
+            std::thread::spawn(move || wal.flush(end1).unwrap())
+        };
+        // The leader's write of the first record is done: it now waits for the lock.
+        let mut spin = crate::sync::SpinWait::new();
+        while wal.progress.written.load(Ordering::Acquire) < end1.0 {
+            spin.spin();
+        }
+        let (_, end2) = wal
+            .insert(RecordBuilder::new(RecordKind::Noop, 2, FLAG_COMMIT, 0))
+            .unwrap();
+        assert!(wal.flushed() < end2);
+        drop(previous_sync);
+        leader.join().unwrap();
+        assert!(wal.flushed() >= end2, "{:?} < {end2:?}", wal.flushed());
+        let s = wal.stats();
+        assert_eq!((s.syncs - syncs0, s.top_ups), (1, 1), "{s:?}");
     }
 
     /// Proves: a leader that finds the failure latched wakes every waiter, and nobody
