@@ -13,6 +13,11 @@
 //!   itself while committers waited, over all timed commit runs (0 when preparation ahead
 //!   keeps up).
 //! - `insert_scale_2t`: WAL insert throughput (records/s, no flush) with 2 threads ÷ 1.
+//!   Beside it, the machine's own bound (`raw_append_scale_2t_shared`): the same records
+//!   cloned, checksummed, reserved by one `fetch_add` on a shared position and copied into
+//!   a shared ring, nothing else; and the same work with a position and ring per thread
+//!   (`raw_append_scale_2t_private`). Every log with one total order of records pays the
+//!   shared position's cache-line transfer per record.
 //! - `redo_mb_per_s`: replay speed of recovery over >= 100 MB of log in the OS cache.
 //! - `tpcb_vs_limit` = TPC-B c4 synchronous-commit TPS (scale 10, pool 64 MB,
 //!   `tpcb_seconds` per repetition on a fresh copy of one load) ÷ (4 x the raw fdatasync
@@ -144,11 +149,7 @@ fn insert_rate(e: &Engine, threads: u32, per_thread: u64) -> Result<f64> {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || -> Result<()> {
-                    let page = vec![t as u8; 8192];
-                    let tag = BufferTag::new(REL, ForkNumber::Main, t);
-                    let mut b = RecordBuilder::new(RecordKind::Update, t, 0, 0);
-                    let r = BODY..BODY + 64;
-                    b.ranges(&tag, &page, std::slice::from_ref(&r));
+                    let b = insert_record(t);
                     for _ in 0..per_thread {
                         e.wal().insert(b.clone())?;
                     }
@@ -162,6 +163,58 @@ fn insert_rate(e: &Engine, threads: u32, per_thread: u64) -> Result<f64> {
         Ok(())
     })?;
     Ok((threads as u64 * per_thread) as f64 / start.elapsed().as_secs_f64())
+}
+
+/// The record `insert_rate` inserts, for thread `t`.
+fn insert_record(t: u32) -> RecordBuilder {
+    let page = vec![t as u8; 8192];
+    let tag = BufferTag::new(REL, ForkNumber::Main, t);
+    let mut b = RecordBuilder::new(RecordKind::Update, t, 0, 0);
+    let r = BODY..BODY + 64;
+    b.ranges(&tag, &page, std::slice::from_ref(&r));
+    b
+}
+
+/// The raw log-append baseline (records/s): `threads` threads each clone a record of
+/// `len` bytes, checksum it, reserve its 8-byte-aligned length with one `fetch_add` and
+/// copy it into a ring with 8-byte stores, `per_thread` times. `shared`: one position and
+/// one ring for all (a log's shape without the log); else one of each per thread, each on
+/// its own cache lines (the same work, nothing shared).
+fn raw_append_rate(threads: u32, per_thread: u64, len: usize, shared: bool) -> f64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    #[repr(align(128))]
+    struct Position(AtomicU64);
+    let words = len.div_ceil(8);
+    let per_ring = per_thread as usize * words * if shared { threads as usize } else { 1 };
+    let rings: Vec<Vec<AtomicU64>> = (0..if shared { 1 } else { threads })
+        .map(|_| (0..per_ring).map(|_| AtomicU64::new(0)).collect())
+        .collect();
+    let positions: Vec<Position> = (0..threads).map(|_| Position(AtomicU64::new(0))).collect();
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads as usize {
+            let (ring, pos) = if shared {
+                (&rings[0], &positions[0])
+            } else {
+                (&rings[t], &positions[t])
+            };
+            s.spawn(move || {
+                let record = vec![t as u8 + 1; len];
+                for _ in 0..per_thread {
+                    let r = record.clone();
+                    let crc = crc32c::crc32c(&r[8..]);
+                    let at = pos.0.fetch_add(words as u64, Ordering::AcqRel) as usize;
+                    ring[at].store(u64::from(crc), Ordering::Relaxed);
+                    for (i, w) in r.chunks(8).enumerate().skip(1) {
+                        let mut b = [0u8; 8];
+                        b[..w.len()].copy_from_slice(w);
+                        ring[at + i].store(u64::from_le_bytes(b), Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    (u64::from(threads) * per_thread) as f64 / start.elapsed().as_secs_f64()
 }
 
 fn setup_pages(e: &Engine, n: u32) -> Result<()> {
@@ -293,13 +346,22 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
             rep + 1,
             opts.repeats
         ));
-        // 2 x 400k records of 128 bytes: 100 MiB, within the 256 MiB ring.
-        let per_thread = 400_000;
+        // 2 x 800k records of 136 bytes: 218 MB, within the 256 MiB ring.
+        let per_thread = 800_000;
         let r1 = insert_rate(&insert_engine, 1, per_thread)?;
         let r2 = insert_rate(&insert_engine, 2, per_thread)?;
         push("insert_per_s_1t", r1);
         push("insert_per_s_2t", r2);
         push("insert_scale_2t", r2 / r1);
+        let len = insert_record(0).len();
+        for (name, shared) in [
+            ("raw_append_scale_2t_shared", true),
+            ("raw_append_scale_2t_private", false),
+        ] {
+            let r1 = raw_append_rate(1, per_thread, len, shared);
+            let r2 = raw_append_rate(2, per_thread, len, shared);
+            push(name, r2 / r1);
+        }
     }
     drop(sync_engine);
     drop(delay_engine);
@@ -366,6 +428,8 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
         fig("commits_per_s_16t_async", "/s"),
         fig("insert_per_s_1t", "/s"),
         fig("insert_per_s_2t", "/s"),
+        fig("raw_append_scale_2t_shared", "x"),
+        fig("raw_append_scale_2t_private", "x"),
         fig("redo_mb_per_s", "MB/s"),
         fig("tpcb_c4_sync_tps", "/s"),
     ];
