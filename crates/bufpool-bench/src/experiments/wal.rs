@@ -6,6 +6,10 @@
 //! - `commits_per_s_{1,4,16}t_{sync,async}`: one-record transactions (each thread updates
 //!   its own page and commits) with synchronous_commit on and off.
 //! - `group_commit_ratio_16` = commits/s at 16 threads, synchronous ÷ raw_fdatasync_per_s.
+//!   Beside it, where the time between syncs goes at 16 threads: `sync_us_16t` (mean
+//!   fdatasync of the flush leader), `sync_gap_us_16t` (mean time from one sync's end to
+//!   the next one's start when the next leader was already waiting), and
+//!   `raw_fdatasync_us` (one write + fdatasync of the raw loop).
 //! - `commits_per_s_16t_sync_delay`: the same with `commit_delay` = `COMMIT_DELAY_US`
 //!   (commit_siblings 5), next to it in every repetition; `commit_delay_gain_16` = that ÷
 //!   the run without.
@@ -321,6 +325,18 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
             inline.0 += after.segments_created_inline - before.segments_created_inline;
             inline.1 += after.segment_waits_inline - before.segment_waits_inline;
             if name == "commits_per_s_16t_sync" {
+                let n = (after.syncs - before.syncs).max(1) as f64;
+                push(
+                    "sync_us_16t",
+                    (after.sync_ns - before.sync_ns) as f64 / n / 1e3,
+                );
+                push(
+                    "sync_gap_us_16t",
+                    (after.sync_gap_ns - before.sync_gap_ns) as f64
+                        / (after.sync_gaps - before.sync_gaps).max(1) as f64
+                        / 1e3,
+                );
+                push("raw_fdatasync_us", 1e6 / raw);
                 syncs.0 += after.syncs - before.syncs;
                 syncs.1 += (rate * opts.duration.as_secs_f64()) as u64;
                 push("group_commit_ratio_16", rate / raw);
@@ -418,6 +434,9 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
     let fig = |name, unit| samples.figure(name, unit);
     let figures = vec![
         fig("raw_fdatasync_per_s", "/s"),
+        fig("raw_fdatasync_us", "us"),
+        fig("sync_us_16t", "us"),
+        fig("sync_gap_us_16t", "us"),
         fig("commits_per_s_1t_sync", "/s"),
         fig("commits_per_s_4t_sync", "/s"),
         fig("commits_per_s_16t_sync", "/s"),

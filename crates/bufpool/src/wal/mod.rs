@@ -234,6 +234,14 @@ pub struct WalStats {
     /// Flush leaders that, on getting their turn to sync, wrote the commits that had
     /// arrived while they waited for the previous sync, so their sync covered them too.
     pub top_ups: u64,
+    /// Time spent in the flush leader's fsyncs (pg_stat_wal's wal_sync_time), ns.
+    pub sync_ns: u64,
+    /// Time from a leader's end of sync to the next leader's start of sync, summed over
+    /// back-to-back syncs (the next was waiting for the sync lock): the handoff gap of the
+    /// sync pipeline, ns.
+    pub sync_gap_ns: u64,
+    /// Syncs whose gap is in `sync_gap_ns` (the next leader was already waiting).
+    pub sync_gaps: u64,
 }
 
 struct Ring {
@@ -347,6 +355,11 @@ struct Counters {
     buffers_full: AtomicU64,
     writer_kicks: AtomicU64,
     top_ups: AtomicU64,
+    sync_ns: AtomicU64,
+    sync_gap_ns: AtomicU64,
+    sync_gaps: AtomicU64,
+    /// When the last sync ended (ns since the log's `epoch`); written under `sync_lock`.
+    last_sync_end: AtomicU64,
     /// Threads inside `flush`'s slow path now (commit_siblings' count).
     flushers: AtomicU64,
 }
@@ -465,6 +478,8 @@ pub struct Wal {
     redo_hint: AtomicU64,
     /// Stamped into every record (see `record.rs`).
     incarnation: u32,
+    /// Zero of the sync timings.
+    epoch: std::time::Instant,
     control_path: PathBuf,
     vfs: Arc<dyn Vfs>,
 }
@@ -561,6 +576,7 @@ impl Wal {
             next_writer_kick: AtomicU64::new(0),
             redo_hint: AtomicU64::new(redo.0),
             incarnation,
+            epoch: std::time::Instant::now(),
             control_path: dir.join(control::CONTROL_FILE),
             vfs,
         };
@@ -637,6 +653,9 @@ impl Wal {
             buffers_full: c.buffers_full.load(Ordering::Relaxed),
             writer_kicks: c.writer_kicks.load(Ordering::Relaxed),
             top_ups: c.top_ups.load(Ordering::Relaxed),
+            sync_ns: c.sync_ns.load(Ordering::Relaxed),
+            sync_gap_ns: c.sync_gap_ns.load(Ordering::Relaxed),
+            sync_gaps: c.sync_gaps.load(Ordering::Relaxed),
         }
     }
 
@@ -1077,6 +1096,7 @@ impl Wal {
         }
         // Syncs happen in write order: wait for the previous leader's, then let the next
         // leader write while this one syncs.
+        let sync_wait_start = self.epoch.elapsed().as_nanos() as u64;
         let sync_guard = self.sync_lock.lock();
         // While this leader waited for the previous sync, more commits arrived: write
         // them too, so this sync covers them (PostgreSQL's leader, which waits for the
@@ -1096,8 +1116,20 @@ impl Wal {
         self.release_write_role(upto);
         self.check_failed()?;
         if upto > from {
+            let c = &self.counters;
+            let start = self.epoch.elapsed().as_nanos() as u64;
+            // The gap since the previous sync ended, if this leader was already queued
+            // for the sync lock then (its write came first): the pipeline's handoff.
+            let last = c.last_sync_end.load(Ordering::Relaxed);
+            if last >= sync_wait_start {
+                c.sync_gap_ns.fetch_add(start - last, Ordering::Relaxed);
+                c.sync_gaps.fetch_add(1, Ordering::Relaxed);
+            }
             self.sync_range(from, upto)?;
-            self.counters.syncs.fetch_add(1, Ordering::Relaxed);
+            let end = self.epoch.elapsed().as_nanos() as u64;
+            c.sync_ns.fetch_add(end - start, Ordering::Relaxed);
+            c.last_sync_end.store(end, Ordering::Relaxed);
+            c.syncs.fetch_add(1, Ordering::Relaxed);
         }
         let flushed = self.progress.flushed.load(Ordering::Relaxed);
         // Every earlier batch was synced and published before this leader got the sync
