@@ -311,7 +311,10 @@ fn many_committers_share_syncs() {
         "320 commits took {syncs} syncs: no sharing at all"
     );
     // Real fsyncs take time, and it is counted; a gap is counted only between syncs.
-    assert!(stats.sync_ns > 0 && stats.sync_gaps < stats.syncs, "{stats:?}");
+    assert!(
+        stats.sync_ns > 0 && stats.sync_gaps < stats.syncs,
+        "{stats:?}"
+    );
     for t in 0..16 {
         assert_eq!(
             get_u64(&e.pool().read(tag(t)).unwrap().read(), BODY + 8),

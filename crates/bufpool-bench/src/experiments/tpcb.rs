@@ -17,7 +17,9 @@
 //! 4. SQLite (WAL mode, synchronous NORMAL, same cache size), c4, one minute:
 //!    `sync_off_vs_sqlite_normal` = run 2's TPS over SQLite's.
 //! 5. raw fdatasync rate (8 KiB write + fdatasync, one thread): `tpcb_vs_limit` = run 1's
-//!    TPS over 4 x that rate.
+//!    TPS over 4 x that rate. Right after run 3, the same loop for a side run's length:
+//!    its per-second maximum latency p50 (`raw_fdatasync_per_second_max_p50_ms`, a row of
+//!    the table and a note), the device's floor under run 3's latency figures.
 //! 6. with `--baseline BIN`: that binary's `bench` on a fresh copy, c4 sync on, one
 //!    minute: `c4_sync_on_vs_baseline` = the c4 sync-on TPS of run 3 over the baseline's
 //!    (the issue's "at least 2x today's tps").
@@ -253,6 +255,18 @@ pub fn run(o: &TpcbExpOptions) -> Result<Report> {
     ];
     let c1 = one("c1 no checkpoint", 1, o.side_seconds, &quiet)?;
     let c4 = one("c4 no checkpoint", 4, o.side_seconds, &quiet)?;
+    // The device's floor under those two figures, measured right after them: one thread
+    // writing 8 KiB and calling fdatasync in a loop, its per-second maximum latency.
+    progress(format!(
+        "tpcb: raw fdatasync loop, {} s (per-second maximum latency)",
+        o.side_seconds
+    ));
+    let (raw_rate, raw_maxes) =
+        super::wal::raw_fdatasync_per_second_max(&root, Duration::from_secs(o.side_seconds))?;
+    let raw_maxlat = median(&raw_maxes);
+    progress(format!(
+        "tpcb: raw fdatasync: {raw_rate:.0}/s, per-second max latency p50 {raw_maxlat:.1} ms"
+    ));
 
     // SQLite, WAL mode, synchronous NORMAL, same cache.
     let sqlite_dir = root.join("sqlite");
@@ -343,6 +357,11 @@ pub fn run(o: &TpcbExpOptions) -> Result<Report> {
     }
     remove_db(&template);
     scratch.close()?;
+    notes.push(format!(
+        "the device's own floor under maxlat_p50_ms_c1/_c4: one thread's write + fdatasync \
+         loop, right after those runs, had a per-second maximum latency p50 of \
+         {raw_maxlat:.1} ms ({raw_rate:.0} syncs/s)"
+    ));
 
     let w = window_s(o.seconds);
     let (on_first, on_last, on_ratio) = last_vs_first(&runs[on].result, w);
@@ -444,6 +463,16 @@ pub fn run(o: &TpcbExpOptions) -> Result<Report> {
         "-".into(),
         "-".into(),
     ]);
+    cells.push(vec![
+        "raw write + fdatasync, 1 thread".into(),
+        format!("{raw_rate:.0}"),
+        "-".into(),
+        "-".into(),
+        "-".into(),
+        format!("{raw_maxlat:.1}"),
+        "-".into(),
+        "-".into(),
+    ]);
     if let Some(b) = baseline_tps {
         cells.push(vec![
             format!(
@@ -496,6 +525,14 @@ pub fn run(o: &TpcbExpOptions) -> Result<Report> {
     metadata.insert("sqlite_normal_tps".into(), sq.result.tps.into());
     metadata.insert("sqlite_version".into(), sq.version.clone().into());
     metadata.insert("raw_fdatasync_per_s".into(), fsync_rate.into());
+    metadata.insert(
+        "raw_fdatasync_per_second_max_p50_ms".into(),
+        raw_maxlat.into(),
+    );
+    metadata.insert(
+        "raw_fdatasync_per_second_max_ms".into(),
+        raw_maxes.clone().into(),
+    );
     metadata.insert("baseline_tps".into(), baseline_tps.into());
     metadata.insert("table_bytes".into(), sizes.into());
     metadata.insert("run_files".into(), out_dir.display().to_string().into());
