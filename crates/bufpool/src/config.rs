@@ -364,6 +364,14 @@ pub static KNOBS: &[Knob] = &[
         |c, v| c.synchronous_commit = flag(v),
         |c| Value::Bool(c.synchronous_commit),
     ),
+    row(
+        "early_lock_release",
+        Unit::Bool,
+        "on",
+        "with synchronous_commit on: a committing transaction ends (its row locks free, its outcome visible) once its commit record is in the log, then waits for it to be durable; every later commit flushes past it",
+        |c, v| c.early_lock_release = flag(v),
+        |c| Value::Bool(c.early_lock_release),
+    ),
     Knob {
         words: &["central", "banks", "banks_locks_lru"],
         ..row(
@@ -1121,6 +1129,9 @@ pub struct Config {
     pub huge_pages: HugePages,
     pub io_direct: bool,
     pub synchronous_commit: bool,
+    /// With synchronous commit: end a transaction at its commit record, before its
+    /// flush (see the knob).
+    pub early_lock_release: bool,
     pub full_page_writes: bool,
     pub wal_segment_size: u64,
     /// None: automatic (shared_buffers / 32 within 64kB..16MB).
@@ -1211,6 +1222,7 @@ impl Default for Config {
             huge_pages: HugePages::Try,
             io_direct: false,
             synchronous_commit: true,
+            early_lock_release: true,
             full_page_writes: true,
             wal_segment_size: DEFAULT_WAL_SEGMENT_SIZE,
             wal_buffers: None,
@@ -1576,6 +1588,7 @@ impl ConfigBuilder {
         huge_pages: HugePages => |c, v| c.huge_pages = v;
         io_direct: bool => |c, v| c.io_direct = v;
         synchronous_commit: bool => |c, v| c.synchronous_commit = v;
+        early_lock_release: bool => |c, v| c.early_lock_release = v;
         full_page_writes: bool => |c, v| c.full_page_writes = v;
         wal_segment_size: u64 => |c, v| c.wal_segment_size = v;
         /// WAL ring size in bytes; `None` is automatic.
@@ -1801,6 +1814,7 @@ mod tests {
             ("huge_pages", "maybe"),
             ("io_direct", "sometimes"),
             ("synchronous_commit", "maybe"),
+            ("early_lock_release", "sometimes"),
             ("full_page_writes", "2"),
             ("wal_segment_size", "1000kB"),
             ("wal_segment_size", "32kB"),
@@ -2057,6 +2071,10 @@ mod tests {
         assert_eq!(c.wal_options().writer_flush_after, 256 << 10);
         c.set("wal_writer_flush_after", "0").unwrap();
         assert_eq!(c.get("wal_writer_flush_after").unwrap(), "0B");
+        assert!(Config::default().early_lock_release, "on by default");
+        c.set("early_lock_release", "off").unwrap();
+        assert!(!c.early_lock_release);
+        assert_eq!(c.get("early_lock_release").unwrap(), "off");
         assert_eq!(
             (
                 c.wal_options().commit_delay_us,

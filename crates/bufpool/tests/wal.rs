@@ -844,3 +844,105 @@ fn a_lost_sector_before_a_later_batch_is_never_skipped() {
         "{msg}"
     );
 }
+
+/// A copy of every file under `dir` of `vfs` into a new MemVfs: what storage holds at
+/// this instant, as a crash would leave it (MemVfs has no page cache).
+fn crash_copy(vfs: &MemVfs, dir: &Path) -> MemVfs {
+    fn walk(from: &MemVfs, to: &MemVfs, dir: &Path) {
+        to.create_dir_all(dir).unwrap();
+        for name in from.list_dir(dir).unwrap() {
+            let path = dir.join(&name);
+            if from.list_dir(&path).is_ok() {
+                walk(from, to, &path);
+            } else {
+                to.set_contents(&path, from.contents(&path).unwrap());
+            }
+        }
+    }
+    let copy = MemVfs::new();
+    walk(vfs, &copy, dir);
+    copy
+}
+
+/// Early lock release ends a transaction before its commit record is durable; a hint
+/// bit learned in that window must not reach storage ahead of the record. How: A updates
+/// a row in each of two relations, the log made durable between the two; between A's end
+/// and its flush (hook `CommitBeforeFlush`) a new snapshot reads row 1 (setting
+/// XMIN_COMMITTED on A's version) and row 1's page is written (its own change durable, it
+/// needs no log flush unless the hint stamped it); storage is copied there (a crash) and
+/// opened. Both
+/// rows must tell the same story: A committed (its hinted page forced the log past A's
+/// commit record) or not; never row 1 by A's hint and row 2 without A. Also: with the
+/// knob off, A's end waits for its flush, so the hook never runs.
+#[test]
+fn early_lock_release_never_lets_a_hint_outrun_the_commit_record() {
+    use bufpool::engine::HookPoint;
+    use bufpool::table::Heap;
+    use bufpool::txn::INVALID_XID;
+    let (r1, r2) = (RelFileId::new(0, 540), RelFileId::new(0, 541));
+    let row = |v: u64| v.to_le_bytes().to_vec();
+    for elr in [true, false] {
+        let vfs = MemVfs::new();
+        let mut c = config();
+        c.set("bgwriter", "off").unwrap();
+        c.set("checkpoint_timeout", "1h").unwrap();
+        // With full-page writes, replay rebuilds any page changed since the redo point
+        // from its image (dropping a hint), and a hint on an older page logs an image
+        // after the commit record: the hazard needs them off.
+        c.set("full_page_writes", "off").unwrap();
+        c.set("early_lock_release", if elr { "on" } else { "off" })
+            .unwrap();
+        let e = open_on(Arc::new(vfs.clone()), &c);
+        let (h1, h2) = (Heap::create(&e, r1).unwrap(), Heap::create(&e, r2).unwrap());
+        let x = e.begin_xid().unwrap();
+        let (t1, t2) = (
+            h1.insert(x, &row(1)).unwrap(),
+            h2.insert(x, &row(1)).unwrap(),
+        );
+        e.commit_transaction(x).unwrap();
+        e.checkpoint().unwrap();
+        let a = e.begin_xid().unwrap();
+        let t1 = h1.update(a, t1, |_| row(2)).unwrap().unwrap();
+        // Row 1's page is durable up to A's change of it: written later, it needs no
+        // flush of the log (which would carry A's commit record out with it).
+        e.wal().flush(e.wal().insert_position()).unwrap();
+        let t2 = h2.update(a, t2, |_| row(2)).unwrap().unwrap();
+        let crashed = std::sync::Arc::new(std::sync::Mutex::new(None));
+        {
+            let (crashed, vfs) = (crashed.clone(), vfs.clone());
+            e.set_test_hook(
+                HookPoint::CommitBeforeFlush,
+                Some(Box::new(move |e: &Engine| {
+                    let snap = e.txns().snapshot(INVALID_XID);
+                    let got = Heap::open(e, r1).fetch(&snap, t1).unwrap();
+                    assert_eq!(got, Some(2u64.to_le_bytes().to_vec()), "A has ended");
+                    e.pool().flush_relation(r1).unwrap();
+                    *crashed.lock().unwrap() = Some(crash_copy(&vfs, Path::new("/db")));
+                })),
+            );
+        }
+        e.commit_transaction(a).unwrap();
+        e.set_test_hook(HookPoint::CommitBeforeFlush, None);
+        let copy = crashed.lock().unwrap().take();
+        assert_eq!(
+            copy.is_some(),
+            elr,
+            "the hook runs with early lock release only"
+        );
+        let Some(copy) = copy else { continue };
+        drop(e);
+        let e = open_on(Arc::new(copy), &c);
+        let snap = e.txns().snapshot(INVALID_XID);
+        let v1 = Heap::open(&e, r1).fetch(&snap, t1).unwrap();
+        let v2 = Heap::open(&e, r2).fetch(&snap, t2).unwrap();
+        assert_eq!(
+            v1, v2,
+            "row 1 {v1:?}, row 2 {v2:?}: A half committed after the crash"
+        );
+        assert_eq!(
+            v1,
+            Some(row(2)),
+            "the hinted page forced A's commit record out"
+        );
+    }
+}

@@ -122,9 +122,12 @@ pub enum HookPoint {
     /// In [`Engine::log_hint`], after deciding whether an image is needed, before the LSN
     /// raise.
     HintBeforeLsn = 0,
-    /// In [`Engine::commit_transaction`], after the commit record is durable, before the
-    /// commit log records the outcome.
+    /// In [`Engine::commit_transaction`], after the commit record is in the log (durable
+    /// unless early lock release is in effect), before the commit log records the outcome.
     CommitBeforeStatus = 1,
+    /// In [`Engine::commit_transaction`] with early lock release: after the transaction
+    /// ended (outcome visible, row locks free), before its commit record is flushed.
+    CommitBeforeFlush = 2,
 }
 
 /// A structure check of a relation, run by [`Engine::verify`]: `Err` describes the damage.
@@ -224,13 +227,19 @@ pub struct Engine {
     wal: Arc<Wal>,
     txns: Arc<TxnManager>,
     synchronous_commit: bool,
+    /// `early_lock_release` (in effect with synchronous commit; see `commit_transaction`).
+    early_lock_release: bool,
+    /// The end of the newest commit record whose transaction ended before the record was
+    /// durable (early lock release): while the log is not durable up to it, a hint bit
+    /// may name a commit a crash would lose, and `log_hint` stamps the page past it.
+    released_commits: std::sync::atomic::AtomicU64,
     full_page_writes: bool,
     /// The checkpoint machinery (also the checkpointer thread's).
     ckpt: Arc<checkpointer::Checkpointer>,
     /// Structure checks of relations above this layer (B-trees register theirs), by name.
     verifiers: Mutex<std::collections::BTreeMap<String, Verifier>>,
     /// Test hooks by [`HookPoint`]; `has_hooks` keeps the check off the hot path.
-    hooks: Mutex<[Option<TestHook>; 2]>,
+    hooks: Mutex<[Option<Arc<TestHook>>; 3]>,
     has_hooks: std::sync::atomic::AtomicBool,
     recovery: Option<RecoveryReport>,
     /// The sequential-scan knobs, and the synchronized-scan positions all scans share.
@@ -370,10 +379,12 @@ impl Engine {
             wal,
             txns,
             synchronous_commit: config.synchronous_commit,
+            early_lock_release: config.early_lock_release,
+            released_commits: std::sync::atomic::AtomicU64::new(0),
             full_page_writes: config.full_page_writes,
             ckpt,
             verifiers: Mutex::new(Default::default()),
-            hooks: Mutex::new([None, None]),
+            hooks: Mutex::new([None, None, None]),
             has_hooks: std::sync::atomic::AtomicBool::new(false),
             recovery,
             scan: config.scan_options(),
@@ -498,7 +509,10 @@ impl Engine {
                 0,
                 &mut [(g, std::slice::from_ref(&whole))],
             )?;
-        } else if !self.synchronous_commit {
+        } else if !self.synchronous_commit || self.released_commit_pending() {
+            // A hint may name a commit whose record is not durable yet (asynchronous
+            // commit, or early lock release): the page goes out only after the log up to
+            // the current position, past that record.
             self.run_hook(HookPoint::HintBeforeLsn);
             if page::lsn(g) < pos {
                 g.set_lsn(pos);
@@ -512,7 +526,7 @@ impl Engine {
     #[doc(hidden)]
     pub fn set_test_hook(&self, point: HookPoint, hook: Option<TestHook>) {
         let mut hooks = self.hooks.lock();
-        hooks[point as usize] = hook;
+        hooks[point as usize] = hook.map(Arc::new);
         let any = hooks.iter().any(Option::is_some);
         self.has_hooks
             .store(any, std::sync::atomic::Ordering::Release);
@@ -520,7 +534,9 @@ impl Engine {
 
     fn run_hook(&self, point: HookPoint) {
         if self.has_hooks.load(std::sync::atomic::Ordering::Acquire) {
-            if let Some(h) = &self.hooks.lock()[point as usize] {
+            // Called without the lock: a hook may pass another hook point.
+            let hook = self.hooks.lock()[point as usize].clone();
+            if let Some(h) = hook {
                 h(self);
             }
         }
@@ -557,6 +573,18 @@ impl Engine {
     /// outcome goes to the commit log and the transaction leaves the running set
     /// (PostgreSQL's order). Returns the commit record's end.
     ///
+    /// With `early_lock_release` (the default; in effect with synchronous commit) the
+    /// transaction ends as soon as its commit record is in the log, and the call then
+    /// waits for the record to be durable: a transaction queued on one of its row locks
+    /// runs during that flush instead of after it (TPC-B's hot branch rows). Safe because
+    /// whatever acts on the outcome comes later in the log: a transaction that saw it
+    /// commits with a later record, whose flush covers this one; a page whose change
+    /// depends on it (pruning, freezing) carries a later LSN; a hint bit about it
+    /// stamps its page past it while it is not durable (`log_hint`); commit-log pages go
+    /// out after the log. Only a reader outside any transaction can see the outcome of a
+    /// commit a crash then loses. If the flush fails, the call reports it and the log
+    /// stays failed (latched) until reopened, when recovery decides.
+    ///
     /// From the commit record to the commit-log update the commit holds `commit_gate`
     /// shared, so a checkpoint cannot choose a redo point past the record and flush the
     /// commit log without the outcome (replay would never set it).
@@ -566,12 +594,33 @@ impl Engine {
     /// transaction committed, then them committed ([`Clog::set_tree`]).
     pub fn commit_transaction(&self, xid: Xid) -> Result<Lsn, EngineError> {
         let subs = self.txns.tree_of_top(xid)?;
-        let _gate = self.ckpt.commit_gate.read();
+        let gate = self.ckpt.commit_gate.read();
         let (_, end) = self.wal.insert(tree_record(xid, FLAG_COMMIT, &subs))?;
+        if self.synchronous_commit && self.early_lock_release {
+            // Early lock release: end the transaction now, wait for durability after.
+            // Published before the outcome, so whoever sees the outcome sees this too.
+            self.released_commits
+                .fetch_max(end.0, std::sync::atomic::Ordering::Release);
+            self.run_hook(HookPoint::CommitBeforeStatus);
+            self.txns.end(xid, true)?;
+            drop(gate);
+            self.run_hook(HookPoint::CommitBeforeFlush);
+            self.wal.flush(end)?;
+            return Ok(end);
+        }
         self.commit(end)?;
         self.run_hook(HookPoint::CommitBeforeStatus);
         self.txns.end(xid, true)?;
         Ok(end)
+    }
+
+    /// Whether a transaction ended by early lock release may not be durable yet.
+    fn released_commit_pending(&self) -> bool {
+        self.early_lock_release
+            && self
+                .released_commits
+                .load(std::sync::atomic::Ordering::Acquire)
+                > self.wal.flushed().0
     }
 
     /// Whether a checkpoint is waiting for commits between their record and their
