@@ -614,6 +614,10 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     if let Some(w) = &r.waits {
         println!("waits, all: {}", crate::tpcb::waits::describe(&w.all));
         println!(
+            "waits, over 5 ms: {}",
+            crate::tpcb::waits::describe(&w.over_5ms)
+        );
+        println!(
             "waits, over 10 ms: {}",
             crate::tpcb::waits::describe(&w.over_10ms)
         );
