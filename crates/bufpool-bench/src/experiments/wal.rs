@@ -79,38 +79,20 @@ fn engine_with(dir: &Path, sync: bool, wal_buffers: &str, set: &[(&str, &str)]) 
         .with_context(|| format!("opening {}", dir.display()))
 }
 
+/// The raw rate: 8 KiB written and fdatasync'ed in a loop for `duration` on a preallocated
+/// 16 MiB file in `dir` (the device's limit for one synchronous writer).
 pub(crate) fn raw_fdatasync_per_s(dir: &Path, duration: Duration) -> Result<f64> {
-    let path = dir.join("raw_fdatasync.dat");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)?;
-    let size = 16u64 << 20;
-    f.write_all_at(&vec![0u8; size as usize], 0)?;
-    f.sync_all()?;
-    let page = vec![7u8; 8192];
-    let start = Instant::now();
-    let mut n = 0u64;
-    while start.elapsed() < duration {
-        f.write_all_at(&page, (n * 8192) % size)?;
-        f.sync_data()?;
-        n += 1;
-    }
-    let rate = n as f64 / start.elapsed().as_secs_f64();
-    std::fs::remove_file(&path)?;
-    Ok(rate)
+    Ok(raw_fdatasync_per_second_max(dir, duration)?.0)
 }
 
-/// The raw loop of [`raw_fdatasync_per_s`] for `duration`, timing each write +
-/// fdatasync: the rate and the maximum latency (ms) of each whole second. The device's
-/// own floor under a per-second maximum latency of synchronous commits.
+/// The raw loop of [`raw_fdatasync_per_s`], timing each write + fdatasync: the rate and
+/// the maximum latency (ms) of each whole second. The device's own floor under a
+/// per-second maximum latency of synchronous commits.
 pub(crate) fn raw_fdatasync_per_second_max(
     dir: &Path,
     duration: Duration,
 ) -> Result<(f64, Vec<f64>)> {
-    let path = dir.join("raw_fdatasync_lat.dat");
+    let path = dir.join("raw_fdatasync.dat");
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
