@@ -596,21 +596,22 @@ impl Engine {
         let subs = self.txns.tree_of_top(xid)?;
         let gate = self.ckpt.commit_gate.read();
         let (_, end) = self.wal.insert(tree_record(xid, FLAG_COMMIT, &subs))?;
-        if self.synchronous_commit && self.early_lock_release {
-            // Early lock release: end the transaction now, wait for durability after.
-            // Published before the outcome, so whoever sees the outcome sees this too.
+        let early = self.synchronous_commit && self.early_lock_release;
+        if early {
+            // End the transaction now, wait for durability after. Published before the
+            // outcome, so whoever sees the outcome sees this too (`log_hint`).
             self.released_commits
                 .fetch_max(end.0, std::sync::atomic::Ordering::Release);
-            self.run_hook(HookPoint::CommitBeforeStatus);
-            self.txns.end(xid, true)?;
-            drop(gate);
-            self.run_hook(HookPoint::CommitBeforeFlush);
-            self.wal.flush(end)?;
-            return Ok(end);
+        } else {
+            self.commit(end)?;
         }
-        self.commit(end)?;
         self.run_hook(HookPoint::CommitBeforeStatus);
         self.txns.end(xid, true)?;
+        drop(gate);
+        if early {
+            self.run_hook(HookPoint::CommitBeforeFlush);
+            self.wal.flush(end)?;
+        }
         Ok(end)
     }
 

@@ -26,8 +26,9 @@
 //! write role, so a new leader can write the next batch while this one syncs, and syncs
 //! happen in write order (`flushed` only grows). Two unsynced writes back to back are
 //! therefore common; a power cut that loses the first one's last sectors and keeps the
-//! second is read as the end of the log, thanks to pad markers (see `record.rs`). Handing over the write role wakes one waiter
-//! whose LSN is past this batch, to lead the next; after its sync the leader publishes
+//! second is read as the end of the log, thanks to pad markers (see `record.rs`).
+//! Handing over the write role wakes one waiter whose LSN is past this batch, to lead the
+//! next; after its sync the leader publishes
 //! `flushed`, wakes exactly the waiters at or below it, and (if the write role is free and
 //! waiters remain) one more to lead. A woken waiter whose LSN is durable returns without
 //! touching the queue lock. Why no wakeup is lost: see [`Wal::flush`].
