@@ -581,11 +581,12 @@ fn bulk_load_fills_pages_in_order_and_survives_a_crash() {
 /// Visibility against a model, through pruning: interleaved transactions (several open at
 /// once, committing or aborting) insert, update (rows of changing length, so versions
 /// move between pages and pages fill and get pruned) and delete rows, some of it in
-/// savepoints, and take share and exclusive row locks (share locks of two transactions,
-/// or a lock beside a savepoint's update, make multixacts), while readers hold
-/// snapshots; VACUUM runs now and then (replacing finished multixacts). Every reader's snapshot must see, from each row's
-/// root and by a scan, exactly the committed state as of its start, before and after
-/// pruning; after a crash, the last committed state.
+/// savepoints (some rolled back right after their write, which the model then ignores),
+/// and take share and exclusive row locks (share locks of two transactions, or a lock
+/// beside a savepoint's update, make multixacts), while readers hold snapshots; VACUUM
+/// runs now and then (replacing finished multixacts). Every reader's snapshot must see,
+/// from each row's root and by a scan, exactly the committed state as of its start,
+/// before and after pruning; after a crash, the last committed state.
 #[test]
 fn interleaved_transactions_match_a_model_through_pruning() {
     use rand::{Rng, SeedableRng};
@@ -599,6 +600,7 @@ fn interleaved_transactions_match_a_model_through_pruning() {
     }
 
     let (mut multis_made, mut multis_replaced) = (0u64, 0u64);
+    let mut rollbacks = 0u64;
     for seed in 0..60u64 {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
         let vfs = MemVfs::new();
@@ -697,14 +699,19 @@ fn interleaved_transactions_match_a_model_through_pruning() {
                     } else {
                         x
                     };
+                    // Some savepoints are rolled back right after their write (SAVEPOINT;
+                    // write; ROLLBACK TO): the model keeps the writer's state from before.
+                    let rolled_back = w != x && rng.random_bool(0.35);
                     let choice = rng.random_range(0..10);
                     if choice < 2 || free.is_empty() {
                         version += 1;
                         let d = data(next_id, version, rng.random_range(0..200));
                         let tid = heap.insert(w, &d).unwrap();
-                        let wr = writers.get_mut(&x).unwrap();
-                        wr.0.insert(next_id, Some(d));
-                        wr.1.insert(next_id, tid);
+                        if !rolled_back {
+                            let wr = writers.get_mut(&x).unwrap();
+                            wr.0.insert(next_id, Some(d));
+                            wr.1.insert(next_id, tid);
+                        }
                         next_id += 1;
                     } else {
                         let id = free[rng.random_range(0..free.len())];
@@ -714,7 +721,9 @@ fn interleaved_transactions_match_a_model_through_pruning() {
                         let root = committed[&id].0;
                         if choice < 3 {
                             assert!(heap.delete(w, root).unwrap(), "seed {seed}: delete {id}");
-                            writers.get_mut(&x).unwrap().0.insert(id, None);
+                            if !rolled_back {
+                                writers.get_mut(&x).unwrap().0.insert(id, None);
+                            }
                         } else {
                             version += 1;
                             let d = data(id, version, rng.random_range(0..600));
@@ -722,8 +731,14 @@ fn interleaved_transactions_match_a_model_through_pruning() {
                             heap.update(w, root, move |_| d2.clone())
                                 .unwrap()
                                 .unwrap_or_else(|| panic!("seed {seed}: update {id}"));
-                            writers.get_mut(&x).unwrap().0.insert(id, Some(d));
+                            if !rolled_back {
+                                writers.get_mut(&x).unwrap().0.insert(id, Some(d));
+                            }
                         }
+                    }
+                    if rolled_back {
+                        e.rollback_subtransactions(&[w]).unwrap();
+                        rollbacks += 1;
                     }
                 }
                 45..=54 if !writers.is_empty() => {
@@ -835,7 +850,13 @@ fn interleaved_transactions_match_a_model_through_pruning() {
     // The locks and savepoints did make multixacts, and VACUUM replaced some.
     assert!(multis_made >= 60, "{multis_made} multixacts in 60 seeds");
     assert!(multis_replaced >= 10, "{multis_replaced} replaced");
-    eprintln!("{multis_made} multixacts made, {multis_replaced} replaced by VACUUM");
+    assert!(
+        rollbacks >= 300,
+        "{rollbacks} savepoints rolled back in 60 seeds"
+    );
+    eprintln!(
+        "{multis_made} multixacts made, {multis_replaced} replaced by VACUUM, {rollbacks} savepoints rolled back"
+    );
 }
 
 /// Hot rows under contention (pgbench's branches): 4 threads move amounts between 10
