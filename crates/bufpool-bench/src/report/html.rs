@@ -73,6 +73,20 @@ footer{margin-top:3em;color:#888;font-size:.85em}";
 
 type Row = (&'static str, fn(&RunResult) -> String);
 
+/// One SLRU's pg_stat_slru counters of a run: "hit / read / zeroed / written".
+fn slru_cell(r: &RunResult, name: &str) -> String {
+    match r.slru.iter().find(|s| s.name == name) {
+        Some(s) => format!(
+            "{} / {} / {} / {}",
+            group(s.blks_hit),
+            group(s.blks_read),
+            group(s.blks_zeroed),
+            group(s.blks_written)
+        ),
+        None => "–".to_string(),
+    }
+}
+
 /// The summary table's row groups.
 fn summary_rows() -> Vec<(&'static str, Vec<Row>)> {
     vec![
@@ -178,29 +192,23 @@ fn summary_rows() -> Vec<(&'static str, Vec<Row>)> {
             ],
         ),
         (
-            "Commit log (SLRU xact)",
+            "SLRUs (pg_stat_slru): hit / read / zeroed / written",
             vec![
-                ("hit / read / zeroed", |r| match r.slru.first() {
-                    Some(s) => format!(
-                        "{} / {} / {}",
-                        group(s.blks_hit),
-                        group(s.blks_read),
-                        group(s.blks_zeroed)
-                    ),
-                    None => "–".to_string(),
-                }),
-                ("written (rounds)", |r| match r.slru.first() {
-                    Some(s) => format!("{} ({})", group(s.blks_written), group(s.rounds)),
-                    None => "–".to_string(),
-                }),
-                ("exists / flushes / truncates", |r| match r.slru.first() {
-                    Some(s) => format!(
-                        "{} / {} / {}",
-                        group(s.blks_exists),
-                        group(s.flushes),
-                        group(s.truncates)
-                    ),
-                    None => "–".to_string(),
+                ("xact (commit log)", |r| slru_cell(r, "xact")),
+                ("subtransaction", |r| slru_cell(r, "subtransaction")),
+                ("multixact_offset", |r| slru_cell(r, "multixact_offset")),
+                ("multixact_member", |r| slru_cell(r, "multixact_member")),
+                ("xact: exists / flushes / truncates (rounds)", |r| {
+                    match r.slru.iter().find(|s| s.name == "xact") {
+                        Some(s) => format!(
+                            "{} / {} / {} ({})",
+                            group(s.blks_exists),
+                            group(s.flushes),
+                            group(s.truncates),
+                            group(s.rounds)
+                        ),
+                        None => "–".to_string(),
+                    }
                 }),
             ],
         ),
@@ -353,6 +361,7 @@ pub fn render_index(runs: &[RunResult], charts: &[Chart]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::SlruCounts;
 
     #[test]
     fn escapes_and_groups() {
@@ -381,5 +390,47 @@ mod tests {
             .find(|l| l.contains(">shared_buffers<"))
             .expect("knob row");
         assert!(!same.contains("differs"), "{same}");
+    }
+
+    #[test]
+    fn every_slru_gets_a_row_with_its_own_counters() {
+        let mut r = RunResult::example("a", 1);
+        r.slru = [
+            "xact",
+            "subtransaction",
+            "multixact_offset",
+            "multixact_member",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| SlruCounts {
+            name: name.to_string(),
+            blks_hit: 1000 + i as u64,
+            blks_read: 10 + i as u64,
+            blks_zeroed: 3,
+            blks_written: 7,
+            ..SlruCounts::default()
+        })
+        .collect();
+        let html = render_index(&[r], &[]);
+        for (label, hit, read) in [
+            ("xact (commit log)", "1,000", "10"),
+            ("subtransaction", "1,001", "11"),
+            ("multixact_offset", "1,002", "12"),
+            ("multixact_member", "1,003", "13"),
+        ] {
+            let row = html
+                .lines()
+                .find(|l| l.contains(&format!(">{label}<")))
+                .unwrap_or_else(|| panic!("no row for {label}"));
+            assert!(row.contains(&format!("{hit} / {read} / 3 / 7")), "{row}");
+        }
+        // A run without an SLRU's counters (an older result file) shows a dash.
+        let html = render_index(&[RunResult::example("b", 1)], &[]);
+        let row = html
+            .lines()
+            .find(|l| l.contains(">multixact_member<"))
+            .expect("row");
+        assert!(row.contains("–"), "{row}");
     }
 }
