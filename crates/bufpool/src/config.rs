@@ -438,7 +438,7 @@ pub static KNOBS: &[Knob] = &[
             "multixact_offset_buffers",
             Unit::Count,
             "16",
-            "multixact-offset pages cached in memory (that SLRU is not built yet)",
+            "multixact-offset pages cached in memory (PostgreSQL 17's default 16)",
             |c, v| c.multixact_offset_buffers = int(v),
             |c| Value::Int(c.multixact_offset_buffers),
         )
@@ -454,7 +454,7 @@ pub static KNOBS: &[Knob] = &[
             "multixact_member_buffers",
             Unit::Count,
             "32",
-            "multixact-member pages cached in memory (that SLRU is not built yet)",
+            "multixact-member pages cached in memory (PostgreSQL 17's default 32)",
             |c, v| c.multixact_member_buffers = int(v),
             |c| Value::Int(c.multixact_member_buffers),
         )
