@@ -108,6 +108,8 @@ pub const MAX_WAL_WRITER_DELAY_MS: u64 = 10_000;
 pub const MAX_COMMIT_DELAY_US: u64 = 100_000;
 /// commit_siblings bounds: PostgreSQL's 0 to 1000 (default 5).
 pub const MAX_COMMIT_SIBLINGS: u64 = 1000;
+/// Largest wal_syncs_in_flight: past a few, each leader's batch only gets smaller.
+pub const MAX_WAL_SYNCS_IN_FLIGHT: u64 = 8;
 /// Largest wal_writer_flush_after (PostgreSQL's bound is larger; past wal_buffers' own
 /// largest size it would never trigger before the ring is full).
 pub const MAX_WAL_WRITER_FLUSH_AFTER: u64 = 1 << 30;
@@ -569,6 +571,18 @@ pub static KNOBS: &[Knob] = &[
             "other threads flushing the WAL needed before a leader waits commit_delay",
             |c, v| c.commit_siblings = int(v),
             |c| Value::Int(c.commit_siblings),
+        )
+    },
+    Knob {
+        min: 1,
+        max: MAX_WAL_SYNCS_IN_FLIGHT,
+        ..row(
+            "wal_syncs_in_flight",
+            Unit::Count,
+            "1",
+            "WAL flush leaders that may sync at once (1: each sync starts after the previous one ended; 2 or more: the next leader syncs while the previous sync runs; the durable end moves in log order either way)",
+            |c, v| c.wal_syncs_in_flight = int(v),
+            |c| Value::Int(c.wal_syncs_in_flight),
         )
     },
     Knob {
@@ -1142,6 +1156,8 @@ pub struct Config {
     pub commit_delay_us: u64,
     /// PostgreSQL's commit_siblings, counted as other threads flushing the WAL.
     pub commit_siblings: u64,
+    /// WAL flush leaders that may sync at once (1: serial syncs).
+    pub wal_syncs_in_flight: u64,
     /// PostgreSQL's wal_writer_flush_after, bytes (0: off).
     pub wal_writer_flush_after: u64,
     /// Time between automatic checkpoints (PostgreSQL's checkpoint_timeout), ms.
@@ -1230,6 +1246,7 @@ impl Default for Config {
             wal_writer_delay_ms: DEFAULT_WAL_WRITER_DELAY_MS,
             commit_delay_us: 0,
             commit_siblings: 5,
+            wal_syncs_in_flight: 1,
             wal_writer_flush_after: 1 << 20,
             checkpoint_timeout_ms: DEFAULT_CHECKPOINT_TIMEOUT_MS,
             checkpointer: true,
@@ -1506,6 +1523,7 @@ impl Config {
             prepare_segments: DEFAULT_PREPARE_SEGMENTS,
             commit_delay_us: self.commit_delay_us,
             commit_siblings: self.commit_siblings,
+            syncs_in_flight: self.wal_syncs_in_flight as usize,
             // With synchronous commits every commit flushes the log itself; the WAL writer
             // is woken by volume only when it is the one that flushes.
             writer_flush_after: if self.synchronous_commit {
@@ -1599,6 +1617,8 @@ impl ConfigBuilder {
         commit_delay: Duration => |c, v| c.commit_delay_us = v.as_micros().min(u128::from(u64::MAX)) as u64;
         /// PostgreSQL's commit_siblings.
         commit_siblings: u64 => |c, v| c.commit_siblings = v;
+        /// WAL flush leaders that may sync at once (1 to 8; 1: serial).
+        wal_syncs_in_flight: u64 => |c, v| c.wal_syncs_in_flight = v;
         /// Bytes; 0: only wal_writer_delay wakes the WAL writer.
         wal_writer_flush_after: u64 => |c, v| c.wal_writer_flush_after = v;
         checkpoint_timeout: Duration => |c, v| c.checkpoint_timeout_ms = millis(v);
@@ -1828,6 +1848,8 @@ mod tests {
             ("commit_delay", "-1"),
             ("commit_siblings", "1001"),
             ("commit_siblings", "many"),
+            ("wal_syncs_in_flight", "0"),
+            ("wal_syncs_in_flight", "9"),
             ("wal_writer_flush_after", "2GB"),
             ("wal_writer_flush_after", "-1"),
             ("checkpoint_timeout", "29s"),
@@ -2072,6 +2094,10 @@ mod tests {
         c.set("wal_writer_flush_after", "0").unwrap();
         assert_eq!(c.get("wal_writer_flush_after").unwrap(), "0B");
         assert!(Config::default().early_lock_release, "on by default");
+        assert_eq!(Config::default().wal_options().syncs_in_flight, 1);
+        c.set("wal_syncs_in_flight", "2").unwrap();
+        assert_eq!(c.wal_options().syncs_in_flight, 2);
+        assert_eq!(c.get("wal_syncs_in_flight").unwrap(), "2");
         c.set("early_lock_release", "off").unwrap();
         assert!(!c.early_lock_release);
         assert_eq!(c.get("early_lock_release").unwrap(), "off");

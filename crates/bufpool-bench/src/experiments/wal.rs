@@ -10,6 +10,11 @@
 //!   fdatasync of the flush leader), `sync_gap_us_16t` (mean time from one sync's end to
 //!   the next one's start when the next leader was already waiting), and
 //!   `raw_fdatasync_us` (one write + fdatasync of the raw loop).
+//! - `commits_per_s_{4,16}t_sync_overlap`: the same with `wal_syncs_in_flight` 2 (the
+//!   next leader's fdatasync is issued while the previous one runs), next to the default
+//!   (1: each sync starts after the previous one ended) in every repetition;
+//!   `sync_overlap_gain_{4,16}` = overlap ÷ default, and `overlapped_syncs_share_16t` the
+//!   share of its syncs that did start while another ran.
 //! - `commits_per_s_16t_sync_delay`: the same with `commit_delay` = `COMMIT_DELAY_US`
 //!   (commit_siblings 5), next to it in every repetition; `commit_delay_gain_16` = that ÷
 //!   the run without.
@@ -280,6 +285,14 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
         "256MB",
         &[("wal_writer_flush_after", "0")],
     )?;
+    // Overlapping syncs (`wal_syncs_in_flight` 2; the default is 1), measured on and off.
+    let overlap_engine = engine_with(
+        &scratch.path().join("overlap"),
+        true,
+        "16MB",
+        &[("wal_syncs_in_flight", "2")],
+    )?;
+    setup_pages(&overlap_engine, 16)?;
     let delay_engine = engine_with(
         &scratch.path().join("delay"),
         true,
@@ -343,6 +356,33 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
             let after = e.wal().stats();
             inline.0 += after.segments_created_inline - before.segments_created_inline;
             inline.1 += after.segment_waits_inline - before.segment_waits_inline;
+            if let Some((overlap_name, gain_name)) = match name {
+                "commits_per_s_4t_sync" => {
+                    Some(("commits_per_s_4t_sync_overlap", "sync_overlap_gain_4"))
+                }
+                "commits_per_s_16t_sync" => {
+                    Some(("commits_per_s_16t_sync_overlap", "sync_overlap_gain_16"))
+                }
+                _ => None,
+            } {
+                progress(format!(
+                    "wal: rep {}/{}: {overlap_name}",
+                    rep + 1,
+                    opts.repeats
+                ));
+                let before = overlap_engine.wal().stats();
+                let overlapped = commits_per_s(&overlap_engine, threads, opts.duration)?;
+                let after = overlap_engine.wal().stats();
+                push(overlap_name, overlapped);
+                push(gain_name, overlapped / rate);
+                if threads == 16 {
+                    push(
+                        "overlapped_syncs_share_16t",
+                        (after.overlapped_syncs - before.overlapped_syncs) as f64
+                            / (after.syncs - before.syncs).max(1) as f64,
+                    );
+                }
+            }
             if name == "commits_per_s_16t_sync" {
                 let n = (after.syncs - before.syncs).max(1) as f64;
                 push(
@@ -459,6 +499,11 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
         fig("commits_per_s_1t_sync", "/s"),
         fig("commits_per_s_4t_sync", "/s"),
         fig("commits_per_s_16t_sync", "/s"),
+        fig("commits_per_s_4t_sync_overlap", "/s"),
+        fig("commits_per_s_16t_sync_overlap", "/s"),
+        fig("sync_overlap_gain_4", "x"),
+        fig("sync_overlap_gain_16", "x"),
+        fig("overlapped_syncs_share_16t", "x"),
         fig("commits_per_s_16t_sync_delay", "/s"),
         fig("commit_delay_gain_16", "x"),
         fig("commits_per_s_1t_async", "/s"),

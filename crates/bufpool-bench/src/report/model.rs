@@ -123,6 +123,9 @@ pub struct WalCounts {
     /// their own sync.
     #[serde(default)]
     pub top_ups: u64,
+    /// Syncs started while another leader's sync still ran (`wal_syncs_in_flight` > 1).
+    #[serde(default)]
+    pub overlapped_syncs: u64,
     /// Transactions of the run per sync: 1 means no group commit at all.
     pub commits_per_sync: f64,
 }

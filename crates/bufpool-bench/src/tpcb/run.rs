@@ -295,6 +295,7 @@ fn wal_counts(
         buffers_full: a.buffers_full - before.buffers_full,
         writer_kicks: a.writer_kicks - before.writer_kicks,
         top_ups: a.top_ups - before.top_ups,
+        overlapped_syncs: a.overlapped_syncs - before.overlapped_syncs,
         commits_per_sync: transactions as f64 / syncs.max(1) as f64,
     }
 }

@@ -77,10 +77,28 @@ struct RuleState {
     seen: u64,
 }
 
+/// Called with the file's path at the start of every `sync_data` and `sync_all` (before
+/// any fault rule): a test can hold a sync there to order it against other threads.
+pub type SyncHook = Arc<dyn Fn(&Path) + Send + Sync>;
+
+#[derive(Default)]
+struct HookSlot(Mutex<Option<SyncHook>>);
+
+impl std::fmt::Debug for HookSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.lock().is_some() {
+            "Some(SyncHook)"
+        } else {
+            "None"
+        })
+    }
+}
+
 #[derive(Debug, Default)]
 struct Faults {
     rules: Mutex<Vec<RuleState>>,
     injected: AtomicU64,
+    sync_hook: HookSlot,
 }
 
 impl Faults {
@@ -142,6 +160,11 @@ impl FaultVfs {
     /// Removes every rule.
     pub fn clear_rules(&self) {
         self.faults.rules.lock().clear();
+    }
+
+    /// Installs (or, with None, removes) the hook every sync calls first.
+    pub fn set_sync_hook(&self, hook: Option<SyncHook>) {
+        *self.faults.sync_hook.0.lock() = hook;
     }
 
     /// How many calls have failed by injection so far.
@@ -216,6 +239,14 @@ impl FaultFile {
     fn fault(&self, op: FaultOp) -> Option<FaultKind> {
         self.faults.check(&self.path, op)
     }
+
+    /// Runs the sync hook, if any (outside the hook's lock: it may block).
+    fn sync_hook(&self) {
+        let hook = self.faults.sync_hook.0.lock().clone();
+        if let Some(hook) = hook {
+            hook(&self.path);
+        }
+    }
 }
 
 impl VfsFile for FaultFile {
@@ -283,6 +314,7 @@ impl VfsFile for FaultFile {
     }
 
     fn sync_all(&self) -> io::Result<()> {
+        self.sync_hook();
         match self.fault(FaultOp::Fsync) {
             None => self.inner.sync_all(),
             Some(kind) => Err(error_of(kind)),
@@ -290,6 +322,7 @@ impl VfsFile for FaultFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        self.sync_hook();
         match self.fault(FaultOp::Fsync) {
             None => self.inner.sync_data(),
             Some(kind) => Err(error_of(kind)),

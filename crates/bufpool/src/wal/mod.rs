@@ -20,18 +20,28 @@
 //! Flush and group commit (`flush(lsn)`): return at once if the log is durable to `lsn`.
 //! Otherwise, in the flush queue: if nobody holds the *write role*, take it and lead;
 //! else register `(lsn, own condition variable)` and sleep. The leader takes everything
-//! inserted so far (optionally after `commit_delay`), pads it, writes it, then takes the
-//! *sync lock* (waiting for the previous leader's sync), writes what was inserted while it
-//! waited (a *top-up*, so its sync covers those commits too) and only then gives up the
-//! write role, so a new leader can write the next batch while this one syncs, and syncs
-//! happen in write order (`flushed` only grows). Two unsynced writes back to back are
-//! therefore common; a power cut that loses the first one's last sectors and keeps the
-//! second is read as the end of the log, thanks to pad markers (see `record.rs`).
+//! inserted so far (optionally after `commit_delay`), pads it, writes it, then takes a
+//! *place in the sync pipeline* (`wal_syncs_in_flight` places, default 1; it waits while
+//! all are taken), writes what was inserted while it waited (a *top-up*, so its sync
+//! covers those commits too) and only then gives up the write role, so a new leader can
+//! write the next batch while this one syncs. With one place, syncs run one after another
+//! (a leader's sync starts when the previous one ends). With two, the next leader's
+//! fdatasync starts while the previous one still runs (on Linux it also waits for the
+//! earlier pages' writeback, and the device sees the second flush queued behind the
+//! first instead of after a wake-up and a write). On this machine's disk that made
+//! commits slower (`bufpool experiment wal`: `sync_overlap_gain_16` 0.85, smaller groups,
+//! longer syncs), hence the default; `scripts/raw-fsync-overlap.py` measures a device's
+//! answer. A sync's return says nothing of an earlier batch in another
+//! segment, so each leader *publishes* (`flushed = its end`) only once the batch before
+//! its own is published: `flushed` only grows, in write order, and a failed earlier sync
+//! (latched) means no later batch is ever published. Two unsynced writes back to back
+//! are therefore common; a power cut that loses the first one's last sectors and keeps
+//! the second is read as the end of the log, thanks to pad markers (see `record.rs`).
 //! Handing over the write role wakes one waiter whose LSN is past this batch, to lead the
-//! next; after its sync the leader publishes
-//! `flushed`, wakes exactly the waiters at or below it, and (if the write role is free and
-//! waiters remain) one more to lead. A woken waiter whose LSN is durable returns without
-//! touching the queue lock. Why no wakeup is lost: see [`Wal::flush`].
+//! next; after publishing, the leader wakes exactly the waiters at or below its end, and
+//! (if the write role is free and waiters remain) one more to lead. A woken waiter whose
+//! LSN is durable returns without touching the queue lock. Why no wakeup is lost: see
+//! [`Wal::flush`].
 //!
 //! Segments: the flush leader writes only into segments prepared ahead of it (zero-filled
 //! or recycled, file and name durable): [`Wal::prepare_ahead`] makes the current segment
@@ -70,9 +80,12 @@
 //! record boundaries or 4 KiB boundaries (`flushed` and `written` always 4 KiB ones); a
 //! byte of the ring is rewritten only after its previous lap was written to the segment
 //! (`reserved - written <= ring - 4 KiB`); at most one thread holds the write role, and
-//! only it moves `written`; only the holder of the sync lock moves `flushed`.
+//! only it moves `written`; `flushed` is moved only under `syncs`, by the leader whose
+//! batch starts where `flushed` is, to that batch's end, after its sync; at most
+//! `syncs_in_flight` leaders are between taking a place and publishing.
 //! Locks, in order: slot locks (ascending when a checkpoint takes them all) → `queue` →
-//! a waiter's own mutex; separately `sync_lock` (taken by the write-role holder, never
+//! a waiter's own mutex; separately `syncs` (the pipeline's places and the in-order
+//! publication; taken by the write-role holder and by leaders after their sync, never
 //! while holding `queue`) → `queue`; segment locks (`segment.rs`) last. An inserter never
 //! flushes while its slot is published (it gives the slot up before waiting for ring
 //! space), so a leader waiting for insertions cannot deadlock with one.
@@ -147,6 +160,10 @@ pub struct WalOptions {
     /// and sync it, so the ring is drained before it fills and inserters never have to.
     /// 0: only the thread's own delay (and the segment switches) wake it.
     pub writer_flush_after: u64,
+    /// How many leaders may sync at once (at least 1): with 1, a leader's sync waits for
+    /// the previous one to end; with more, the next leader syncs its batch while the
+    /// previous sync is still running. Either way `flushed` moves in write order.
+    pub syncs_in_flight: usize,
 }
 
 /// Default of [`WalOptions::prepare_segments`]: four segments ahead. PostgreSQL prepares
@@ -238,11 +255,14 @@ pub struct WalStats {
     /// Time spent in the flush leader's fsyncs (pg_stat_wal's wal_sync_time), ns.
     pub sync_ns: u64,
     /// Time from a leader's end of sync to the next leader's start of sync, summed over
-    /// back-to-back syncs (the next was waiting for the sync lock): the handoff gap of the
+    /// back-to-back syncs (the next was waiting for a place in the pipeline): the handoff gap of the
     /// sync pipeline, ns.
     pub sync_gap_ns: u64,
     /// Syncs whose gap is in `sync_gap_ns` (the next leader was already waiting).
     pub sync_gaps: u64,
+    /// Syncs started while another leader's sync was still running (only with
+    /// `syncs_in_flight` above 1).
+    pub overlapped_syncs: u64,
 }
 
 struct Ring {
@@ -359,8 +379,10 @@ struct Counters {
     sync_ns: AtomicU64,
     sync_gap_ns: AtomicU64,
     sync_gaps: AtomicU64,
-    /// When the last sync ended (ns since the log's `epoch`); written under `sync_lock`.
+    /// When the last sync ended (ns since the log's `epoch`).
     last_sync_end: AtomicU64,
+    /// Leaders that found another sync still running when they started theirs.
+    overlapped_syncs: AtomicU64,
     /// Threads inside `flush`'s slow path now (commit_siblings' count).
     flushers: AtomicU64,
 }
@@ -418,6 +440,23 @@ impl FlushQueue {
     }
 }
 
+/// Leaders between taking a sync place and publishing their batch (under `Wal::syncs`).
+#[derive(Default)]
+struct SyncPipe {
+    in_flight: usize,
+}
+
+/// A leader's place in the sync pipeline: given back (and the waiters for a place or for
+/// the in-order publication told) on drop, on every path including failures.
+struct SyncPlace<'a>(&'a Wal);
+
+impl Drop for SyncPlace<'_> {
+    fn drop(&mut self) {
+        self.0.syncs.lock().in_flight -= 1;
+        self.0.syncs_cv.notify_all();
+    }
+}
+
 /// Requests to the background thread (see [`Wal::wait_for_background_work`]).
 #[derive(Default)]
 struct Background {
@@ -459,8 +498,12 @@ pub struct Wal {
     ring: Ring,
     slots: Box<[Slot]>,
     queue: Mutex<FlushQueue>,
-    /// Held from the end of a leader's write to the end of its sync: syncs in write order.
-    sync_lock: Mutex<()>,
+    /// The sync pipeline: at most `syncs_in_flight` leaders hold a place, from the end of
+    /// their write to the publication of their batch; `syncs_cv` wakes leaders waiting
+    /// for a place or for the batch before theirs to be published.
+    syncs: Mutex<SyncPipe>,
+    syncs_cv: Condvar,
+    syncs_in_flight: usize,
     background: Mutex<Background>,
     background_cv: Condvar,
     failed: Mutex<Option<WalError>>,
@@ -563,7 +606,9 @@ impl Wal {
                 })
                 .collect(),
             queue: Mutex::new(FlushQueue::default()),
-            sync_lock: Mutex::new(()),
+            syncs: Mutex::new(SyncPipe::default()),
+            syncs_cv: Condvar::new(),
+            syncs_in_flight: opts.syncs_in_flight.max(1),
             background: Mutex::new(Background::default()),
             background_cv: Condvar::new(),
             failed: Mutex::new(None),
@@ -657,6 +702,7 @@ impl Wal {
             sync_ns: c.sync_ns.load(Ordering::Relaxed),
             sync_gap_ns: c.sync_gap_ns.load(Ordering::Relaxed),
             sync_gaps: c.sync_gaps.load(Ordering::Relaxed),
+            overlapped_syncs: c.overlapped_syncs.load(Ordering::Relaxed),
         }
     }
 
@@ -1002,10 +1048,12 @@ impl Wal {
     /// 1. `flushed >= lsn`: return (no lock).
     /// 2. Under `queue`: if `!writing`, set it and lead (`lead_flush`); else register as a
     ///    waiter and sleep on the own condition variable until woken; then go to 1.
-    /// 3. A leader, after writing its batch `[.., U)` and taking `sync_lock`, clears
-    ///    `writing` and wakes one waiter with LSN > U (to lead the next batch); after its
-    ///    sync it stores `flushed = U`, then wakes every waiter with LSN <= U and, if
-    ///    `writing` is clear and waiters remain, one more. A failure wakes all.
+    /// 3. A leader, after writing its batch `[F, U)` and taking a place in the sync
+    ///    pipeline, clears `writing` and wakes one waiter with LSN > U (to lead the next
+    ///    batch); after its sync and once `flushed` = F (the batch before is published) it
+    ///    stores `flushed = U`, then wakes every waiter with LSN <= U and, if `writing` is
+    ///    clear and waiters remain, one more. A failure wakes all (and a leader whose
+    ///    earlier batch failed returns the failure instead of publishing).
     ///
     /// No lost wakeup: a waiter W with LSN L registered while some leader X held the
     /// write role. If X's batch covers L, X's sync ends by waking W (or a failure wakes
@@ -1079,8 +1127,9 @@ impl Wal {
     }
 
     /// The leader's work (the caller holds the write role): optionally wait
-    /// `commit_delay`, pad, write everything inserted so far, then sync it after the
-    /// previous leader's sync, handing the write role on in between.
+    /// `commit_delay`, pad, write everything inserted so far, take a place in the sync
+    /// pipeline, hand the write role on, sync, and publish the batch after the one before
+    /// it.
     fn lead_flush(&self) -> Result<(), WalError> {
         if !self.commit_delay.is_zero()
             && self.counters.flushers.load(Ordering::Relaxed) > self.commit_siblings
@@ -1095,19 +1144,27 @@ impl Wal {
             self.abandon_write_role();
             return Err(e);
         }
-        // Syncs happen in write order: wait for the previous leader's, then let the next
-        // leader write while this one syncs.
+        // A place in the sync pipeline, taken while holding the write role: places are
+        // taken in write order. With one place (`syncs_in_flight` 1) this waits for the
+        // previous leader's sync to end; with more, only when that many are running.
         let sync_wait_start = self.epoch.elapsed().as_nanos() as u64;
-        let sync_guard = self.sync_lock.lock();
-        // While this leader waited for the previous sync, more commits arrived: write
-        // them too, so this sync covers them (PostgreSQL's leader, which waits for the
-        // previous write and sync before taking its batch, gets them the same way). Else
-        // they would wait for the next leader's write, which waits for this sync: one
-        // more sync of latency each, and smaller groups.
+        let overlapping = {
+            let mut pipe = self.syncs.lock();
+            while pipe.in_flight >= self.syncs_in_flight {
+                pipe = self.syncs_cv.wait(pipe);
+            }
+            pipe.in_flight += 1;
+            pipe.in_flight > 1
+        };
+        let _place = SyncPlace(self);
+        // While this leader waited for a place, more commits arrived: write them too, so
+        // this sync covers them (PostgreSQL's leader, which waits for the previous write
+        // and sync before taking its batch, gets them the same way). Else they would wait
+        // for the next leader's write, which waits for a place: one more sync of latency
+        // each, and smaller groups.
         if self.pos.load(Ordering::Acquire) > upto {
             let more = self.pad_insertions();
             if let Err(e) = self.write_out(more) {
-                drop(sync_guard);
                 self.abandon_write_role();
                 return Err(e);
             }
@@ -1120,26 +1177,43 @@ impl Wal {
             let c = &self.counters;
             let start = self.epoch.elapsed().as_nanos() as u64;
             // The gap since the previous sync ended, if this leader was already queued
-            // for the sync lock then (its write came first): the pipeline's handoff.
+            // for its place then (its write came first): the pipeline's handoff.
             let last = c.last_sync_end.load(Ordering::Relaxed);
-            if last >= sync_wait_start {
+            if last >= sync_wait_start && start >= last {
                 c.sync_gap_ns.fetch_add(start - last, Ordering::Relaxed);
                 c.sync_gaps.fetch_add(1, Ordering::Relaxed);
             }
+            if overlapping {
+                c.overlapped_syncs.fetch_add(1, Ordering::Relaxed);
+            }
+            // Without the pipeline's lock: syncs of several leaders may run at once. A
+            // sync's return says nothing about an earlier batch still being synced (it
+            // may sit in another segment), hence the in-order publication below.
             self.sync_range(from, upto)?;
             let end = self.epoch.elapsed().as_nanos() as u64;
             c.sync_ns.fetch_add(end - start, Ordering::Relaxed);
-            c.last_sync_end.store(end, Ordering::Relaxed);
+            c.last_sync_end.fetch_max(end, Ordering::Relaxed);
             c.syncs.fetch_add(1, Ordering::Relaxed);
         }
-        let flushed = self.progress.flushed.load(Ordering::Relaxed);
-        // Every earlier batch was synced and published before this leader got the sync
-        // lock (each took it before handing on the write role).
-        debug_assert_eq!(flushed, from, "syncs are published in write order");
-        if upto > flushed {
-            self.progress.flushed.store(upto, Ordering::Release);
+        // Publish in write order: the batch before this one ends at `from`; its leader
+        // took its place before this one and publishes, or fails (latched) and gives its
+        // place back, which wakes this wait.
+        {
+            let mut pipe = self.syncs.lock();
+            loop {
+                self.check_failed()?;
+                let flushed = self.progress.flushed.load(Ordering::Acquire);
+                if flushed >= from {
+                    debug_assert_eq!(flushed, from, "batches are published in write order");
+                    break;
+                }
+                pipe = self.syncs_cv.wait(pipe);
+            }
+            if upto > from {
+                self.progress.flushed.store(upto, Ordering::Release);
+            }
         }
-        drop(sync_guard);
+        drop(_place);
         {
             let mut q = self.queue.lock();
             q.wake_covered(upto);
@@ -1194,7 +1268,8 @@ impl Wal {
         q.wake_all();
     }
 
-    /// Syncs the segments that log bytes `[from, upto)` went to. Holds `sync_lock`.
+    /// Syncs the segments that log bytes `[from, upto)` went to. The caller holds a place
+    /// in the sync pipeline (not its lock: other leaders may sync meanwhile).
     fn sync_range(&self, from: u64, upto: u64) -> Result<(), WalError> {
         if self.sync_method == SyncMethod::OpenDatasync {
             return Ok(()); // every write was durable when it returned
@@ -1305,6 +1380,7 @@ mod tests {
             commit_delay_us: 0,
             commit_siblings: 5,
             writer_flush_after: 0,
+            syncs_in_flight: 2,
         }
     }
 
@@ -1410,18 +1486,19 @@ mod tests {
         assert!(stats.buffers_full > 0, "{stats:?}");
     }
 
-    /// Proves: a flush leader that had to wait for the previous sync writes the commits
-    /// that arrived meanwhile before it syncs, so one sync covers them (a top-up). How:
-    /// the test holds the sync lock (standing in for a previous leader's sync); a thread
-    /// commits and, as leader, writes its record and waits for the lock; a second record
-    /// is inserted once that write is done; the lock is released. The leader's flush
-    /// then made the second record durable too, with one sync and one top-up.
+    /// Proves: a flush leader that had to wait for a place in the sync pipeline writes
+    /// the commits that arrived meanwhile before it syncs, so one sync covers them (a
+    /// top-up). How: the test takes every place (standing in for previous leaders'
+    /// syncs); a thread commits and, as leader, writes its record and waits for a place;
+    /// a second record is inserted once that write is done; the places are given back.
+    /// The leader's flush then made the second record durable too, with one sync and one
+    /// top-up.
     #[test]
     fn a_leader_tops_up_its_batch_with_commits_that_arrived_during_the_previous_sync() {
         let vfs = MemVfs::new();
         let wal = Arc::new(open(&vfs, 1));
         let syncs0 = wal.stats().syncs;
-        let previous_sync = wal.sync_lock.lock();
+        wal.syncs.lock().in_flight = wal.syncs_in_flight;
         let (_, end1) = wal
             .insert(RecordBuilder::new(RecordKind::Noop, 1, FLAG_COMMIT, 0))
             .unwrap();
@@ -1438,11 +1515,155 @@ mod tests {
             .insert(RecordBuilder::new(RecordKind::Noop, 2, FLAG_COMMIT, 0))
             .unwrap();
         assert!(wal.flushed() < end2);
-        drop(previous_sync);
+        wal.syncs.lock().in_flight = 0;
+        wal.syncs_cv.notify_all();
         leader.join().unwrap();
         assert!(wal.flushed() >= end2, "{:?} < {end2:?}", wal.flushed());
         let s = wal.stats();
         assert_eq!((s.syncs - syncs0, s.top_ups), (1, 1), "{s:?}");
+    }
+
+    /// A log on a FaultVfs whose first file sync is held in the sync hook until the
+    /// returned gate opens (`open_gate`); `wait_entered` returns once it is held.
+    fn log_with_a_held_first_sync(
+        places: usize,
+    ) -> (Arc<Wal>, crate::vfs::FaultVfs, Arc<HeldSync>) {
+        use crate::vfs::FaultVfs;
+        let fault = FaultVfs::new(Arc::new(MemVfs::new()));
+        let wal = Arc::new(
+            Wal::open(
+                Arc::new(fault.clone()),
+                Path::new("/db"),
+                WalOptions {
+                    syncs_in_flight: places,
+                    ..options(1)
+                },
+                Lsn(0),
+                Lsn(0),
+                1,
+            )
+            .unwrap(),
+        );
+        let held = Arc::new(HeldSync::default());
+        let h = held.clone();
+        // Installed after `open` prepared the segments: the first file sync from here on
+        // is the first leader's.
+        fault.set_sync_hook(Some(Arc::new(move |_: &Path| {
+            let mut st = h.state.lock();
+            st.calls += 1;
+            if st.calls == 1 {
+                st.entered = true;
+                h.cv.notify_all();
+                while !st.open {
+                    st = h.cv.wait(st);
+                }
+            }
+        })));
+        (wal, fault, held)
+    }
+
+    #[derive(Default)]
+    struct HeldState {
+        calls: u32,
+        entered: bool,
+        open: bool,
+    }
+
+    #[derive(Default)]
+    struct HeldSync {
+        state: Mutex<HeldState>,
+        cv: Condvar,
+    }
+
+    impl HeldSync {
+        fn wait_entered(&self) {
+            let mut st = self.state.lock();
+            while !st.entered {
+                st = self.cv.wait(st);
+            }
+        }
+
+        fn open_gate(&self) {
+            self.state.lock().open = true;
+            self.cv.notify_all();
+        }
+    }
+
+    /// Proves: with two places in the sync pipeline, the next leader syncs its batch while
+    /// the previous sync still runs, and the durable end does not move past the earlier
+    /// batch until that sync is done. How: the first leader's sync is held in a FaultVfs
+    /// sync hook; a second commit's flush leads, writes and syncs its own batch (counted
+    /// as overlapped) while the first is held; `flushed` stays at 0 until the hold is
+    /// released, then both flushes return with everything durable.
+    #[test]
+    fn a_second_sync_overlaps_the_first_and_publishes_after_it() {
+        let (wal, _fault, held) = log_with_a_held_first_sync(2);
+        let (_, end1) = wal
+            .insert(RecordBuilder::new(RecordKind::Noop, 1, FLAG_COMMIT, 0))
+            .unwrap();
+        let first = {
+            let wal = wal.clone();
+            std::thread::spawn(move || wal.flush(end1))
+        };
+        held.wait_entered();
+        let (_, end2) = wal
+            .insert(RecordBuilder::new(RecordKind::Noop, 2, FLAG_COMMIT, 0))
+            .unwrap();
+        let second = {
+            let wal = wal.clone();
+            std::thread::spawn(move || wal.flush(end2))
+        };
+        // The second leader's sync returns while the first is held...
+        let mut spin = crate::sync::SpinWait::new();
+        while wal.stats().syncs < 1 {
+            spin.spin();
+        }
+        let s = wal.stats();
+        assert_eq!(s.overlapped_syncs, 1, "{s:?}");
+        // ...but its batch is not published before the first one's.
+        assert_eq!(wal.flushed(), Lsn(0), "published past a sync still running");
+        assert!(!second.is_finished());
+        held.open_gate();
+        first.join().unwrap().unwrap();
+        second.join().unwrap().unwrap();
+        assert!(wal.flushed() >= end2);
+        assert_eq!(wal.stats().syncs, 2);
+        wal.check_invariants().unwrap();
+    }
+
+    /// Proves: when an earlier sync fails, a later batch whose own sync succeeded is never
+    /// published (its bytes may follow lost ones), and both flushes fail. How: as above,
+    /// but the held sync then fails with EIO (a FaultVfs rule on the second sync checked:
+    /// the hook runs before the rules, so the second leader's sync is checked first).
+    #[test]
+    fn a_later_sync_never_publishes_past_a_failed_earlier_one() {
+        use crate::vfs::{FaultKind, FaultOp, FaultRule};
+        let (wal, fault, held) = log_with_a_held_first_sync(2);
+        fault.add_rule(FaultRule::nth("/wal/", FaultOp::Fsync, 2, FaultKind::Eio));
+        let (_, end1) = wal
+            .insert(RecordBuilder::new(RecordKind::Noop, 1, FLAG_COMMIT, 0))
+            .unwrap();
+        let first = {
+            let wal = wal.clone();
+            std::thread::spawn(move || wal.flush(end1))
+        };
+        held.wait_entered();
+        let (_, end2) = wal
+            .insert(RecordBuilder::new(RecordKind::Noop, 2, FLAG_COMMIT, 0))
+            .unwrap();
+        let second = {
+            let wal = wal.clone();
+            std::thread::spawn(move || wal.flush(end2))
+        };
+        let mut spin = crate::sync::SpinWait::new();
+        while wal.stats().syncs < 1 {
+            spin.spin();
+        }
+        held.open_gate();
+        assert!(first.join().unwrap().is_err());
+        assert!(second.join().unwrap().is_err());
+        assert_eq!(wal.flushed(), Lsn(0));
+        assert!(wal.is_failed());
     }
 
     /// Proves: a leader that finds the failure latched wakes every waiter, and nobody
@@ -1492,12 +1713,16 @@ mod model {
     use crate::vfs::MemVfs;
 
     /// Proves: waking only the waiters a sync covered (plus one new leader) never loses a
-    /// wakeup, and every flush returns with its record durable. How: three modeled
-    /// threads each insert two commit records and flush to each end, against one log on
-    /// MemVfs; shuttle explores random and PCT schedules and reports any schedule in
-    /// which every thread sleeps (a lost wakeup) as a deadlock. After each flush, the log
-    /// is durable to it; at the end, flushed covers everything.
-    fn three_committers() {
+    /// wakeup, and every flush returns with its record durable, with `places` leaders
+    /// allowed to sync at once (1: serial; 2: overlapping syncs, published in order). How:
+    /// three modeled threads each insert two commit records and flush to each end,
+    /// against one log on MemVfs; shuttle explores random and PCT schedules and reports
+    /// any schedule in which every thread sleeps (a lost wakeup, or a leader waiting for a
+    /// place or a publication that never comes) as a deadlock. After each flush, the log
+    /// is durable to it (and `lead_flush` asserts, in these debug builds, that each batch
+    /// is published right after the one before); at the end, flushed covers everything
+    /// and every place is free.
+    fn three_committers(places: usize) {
         let vfs = MemVfs::new();
         let wal = Arc::new(
             Wal::open(
@@ -1512,6 +1737,7 @@ mod model {
                     commit_delay_us: 0,
                     commit_siblings: 5,
                     writer_flush_after: 0,
+                    syncs_in_flight: places,
                 },
                 Lsn(0),
                 Lsn(0),
@@ -1544,16 +1770,36 @@ mod model {
         assert!(wal.flushed() >= wal.insert_position());
         assert!(wal.queue.lock().waiters.is_empty());
         assert!(!wal.queue.lock().writing);
+        assert_eq!(wal.syncs.lock().in_flight, 0);
         wal.check_invariants().unwrap();
+        OVERLAPPED.fetch_add(
+            wal.stats().overlapped_syncs,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
+
+    /// Overlapped syncs over every schedule run so far (outside shuttle's model: a plain
+    /// counter, so the test can check the schedules did overlap syncs).
+    static OVERLAPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
     #[test]
     fn flush_queue_random() {
-        shuttle::check_random(three_committers, 3000);
+        shuttle::check_random(|| three_committers(1), 3000);
     }
 
     #[test]
     fn flush_queue_pct() {
-        shuttle::check_pct(three_committers, 3000, 3);
+        shuttle::check_pct(|| three_committers(1), 3000, 3);
+    }
+
+    /// With two places, the explored schedules do overlap syncs (else the model would not
+    /// test the pipeline). Both schedulers in one test: `OVERLAPPED` is shared.
+    #[test]
+    fn overlapping_syncs_random_and_pct() {
+        let before = OVERLAPPED.load(std::sync::atomic::Ordering::Relaxed);
+        shuttle::check_random(|| three_committers(2), 3000);
+        shuttle::check_pct(|| three_committers(2), 3000, 3);
+        let overlapped = OVERLAPPED.load(std::sync::atomic::Ordering::Relaxed) - before;
+        assert!(overlapped > 0, "no schedule overlapped two syncs");
     }
 }
