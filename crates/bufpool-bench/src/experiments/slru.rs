@@ -628,31 +628,19 @@ pub fn run(o: &SlruExpOptions) -> Result<Report> {
         small.median - raw_small.median,
         big.median - raw_big.median
     ));
-    figures.push(super::Figure {
-        name: "lookup_ns_16",
-        unit: "ns",
-        summary: small,
-    });
-    figures.push(super::Figure {
-        name: "lookup_ns_4096",
-        unit: "ns",
-        summary: big,
-    });
-    figures.push(super::Figure {
-        name: "raw_touch_ns_16",
-        unit: "ns",
-        summary: raw_small,
-    });
-    figures.push(super::Figure {
-        name: "raw_touch_ns_4096",
-        unit: "ns",
-        summary: raw_big,
-    });
-    figures.push(super::Figure {
-        name: "lookup_4096_vs_16_above_raw",
-        unit: "x",
-        summary: summarize(&[net]),
-    });
+    for (name, unit, summary) in [
+        ("lookup_ns_16", "ns", small),
+        ("lookup_ns_4096", "ns", big),
+        ("raw_touch_ns_16", "ns", raw_small),
+        ("raw_touch_ns_4096", "ns", raw_big),
+        ("lookup_4096_vs_16_above_raw", "x", summarize(&[net])),
+    ] {
+        figures.push(super::Figure {
+            name,
+            unit,
+            summary,
+        });
+    }
     Ok(Report {
         header: format!(
             "experiment slru: the SLRU designs on lookups, savepoint overflow and multixacts ({} build, {} cores)",

@@ -1589,6 +1589,30 @@ mod tests {
         }
     }
 
+    type Flushing = std::thread::JoinHandle<Result<(), WalError>>;
+
+    /// Two commits on a log from [`log_with_a_held_first_sync`]: the first one's flush
+    /// leads and is held in its sync; then the second's flush leads the next batch, and
+    /// this returns once that second sync has returned. Gives both flush threads and the
+    /// second record's end.
+    fn two_flushes_the_first_held(wal: &Arc<Wal>, held: &HeldSync) -> (Flushing, Flushing, Lsn) {
+        let flush_one = |xid: u32| {
+            let (_, end) = wal
+                .insert(RecordBuilder::new(RecordKind::Noop, xid, FLAG_COMMIT, 0))
+                .unwrap();
+            let wal = wal.clone();
+            (std::thread::spawn(move || wal.flush(end)), end)
+        };
+        let (first, _) = flush_one(1);
+        held.wait_entered();
+        let (second, end2) = flush_one(2);
+        let mut spin = crate::sync::SpinWait::new();
+        while wal.stats().syncs < 1 {
+            spin.spin();
+        }
+        (first, second, end2)
+    }
+
     /// Proves: with two places in the sync pipeline, the next leader syncs its batch while
     /// the previous sync still runs, and the durable end does not move past the earlier
     /// batch until that sync is done. How: the first leader's sync is held in a FaultVfs
@@ -1598,26 +1622,8 @@ mod tests {
     #[test]
     fn a_second_sync_overlaps_the_first_and_publishes_after_it() {
         let (wal, _fault, held) = log_with_a_held_first_sync(2);
-        let (_, end1) = wal
-            .insert(RecordBuilder::new(RecordKind::Noop, 1, FLAG_COMMIT, 0))
-            .unwrap();
-        let first = {
-            let wal = wal.clone();
-            std::thread::spawn(move || wal.flush(end1))
-        };
-        held.wait_entered();
-        let (_, end2) = wal
-            .insert(RecordBuilder::new(RecordKind::Noop, 2, FLAG_COMMIT, 0))
-            .unwrap();
-        let second = {
-            let wal = wal.clone();
-            std::thread::spawn(move || wal.flush(end2))
-        };
-        // The second leader's sync returns while the first is held...
-        let mut spin = crate::sync::SpinWait::new();
-        while wal.stats().syncs < 1 {
-            spin.spin();
-        }
+        let (first, second, end2) = two_flushes_the_first_held(&wal, &held);
+        // The second leader's sync returned while the first is held...
         let s = wal.stats();
         assert_eq!(s.overlapped_syncs, 1, "{s:?}");
         // ...but its batch is not published before the first one's.
@@ -1640,25 +1646,7 @@ mod tests {
         use crate::vfs::{FaultKind, FaultOp, FaultRule};
         let (wal, fault, held) = log_with_a_held_first_sync(2);
         fault.add_rule(FaultRule::nth("/wal/", FaultOp::Fsync, 2, FaultKind::Eio));
-        let (_, end1) = wal
-            .insert(RecordBuilder::new(RecordKind::Noop, 1, FLAG_COMMIT, 0))
-            .unwrap();
-        let first = {
-            let wal = wal.clone();
-            std::thread::spawn(move || wal.flush(end1))
-        };
-        held.wait_entered();
-        let (_, end2) = wal
-            .insert(RecordBuilder::new(RecordKind::Noop, 2, FLAG_COMMIT, 0))
-            .unwrap();
-        let second = {
-            let wal = wal.clone();
-            std::thread::spawn(move || wal.flush(end2))
-        };
-        let mut spin = crate::sync::SpinWait::new();
-        while wal.stats().syncs < 1 {
-            spin.spin();
-        }
+        let (first, second, _) = two_flushes_the_first_held(&wal, &held);
         held.open_gate();
         assert!(first.join().unwrap().is_err());
         assert!(second.join().unwrap().is_err());
