@@ -255,13 +255,13 @@ pub struct WalStats {
     /// Time spent in the flush leader's fsyncs (pg_stat_wal's wal_sync_time), ns.
     pub sync_ns: u64,
     /// Time from a leader's end of sync to the next leader's start of sync, summed over
-    /// back-to-back syncs (the next was waiting for a place in the pipeline): the handoff gap of the
-    /// sync pipeline, ns.
+    /// back-to-back syncs (the next was waiting for a place in the pipeline): the handoff
+    /// gap of the sync pipeline, ns.
     pub sync_gap_ns: u64,
     /// Syncs whose gap is in `sync_gap_ns` (the next leader was already waiting).
     pub sync_gaps: u64,
-    /// Syncs started while another leader's sync was still running (only with
-    /// `syncs_in_flight` above 1).
+    /// Syncs started while another leader held a place in the pipeline (its sync running,
+    /// or its batch not yet published); only with `syncs_in_flight` above 1.
     pub overlapped_syncs: u64,
 }
 
@@ -381,7 +381,7 @@ struct Counters {
     sync_gaps: AtomicU64,
     /// When the last sync ended (ns since the log's `epoch`).
     last_sync_end: AtomicU64,
-    /// Leaders that found another sync still running when they started theirs.
+    /// Leaders that took their place while another leader held one (`WalStats`).
     overlapped_syncs: AtomicU64,
     /// Threads inside `flush`'s slow path now (commit_siblings' count).
     flushers: AtomicU64,
