@@ -30,7 +30,39 @@ fn config() -> Config {
 fn open_recycling(vfs: &MemVfs) -> Engine {
     let mut c = config();
     c.set("min_wal_size", "320kB").unwrap();
+    // max_wal_size bounds the checkpointer's recycle target (its distance estimate would
+    // ask for every released segment here), so the floor is what is kept; no checkpoint
+    // thread, as this max_wal_size would trigger checkpoints by volume.
+    c.set("max_wal_size", "320kB").unwrap();
+    c.set("checkpointer", "off").unwrap();
     open_on(Arc::new(vfs.clone()), &c)
+}
+
+/// Proves: a checkpoint keeps as many released segments as its distance estimate says
+/// the next cycle will fill (PostgreSQL's XLOGfileslop), above the min_wal_size floor, so
+/// the next segments are renamed, not created. How: min_wal_size of one 64 kB segment,
+/// max_wal_size large, no checkpoint thread; 400 one-change commits fill several segments;
+/// after the checkpoint every released segment is still there (waiting or already
+/// renamed ahead), none removed.
+#[test]
+fn a_checkpoint_keeps_what_its_distance_estimate_will_need() {
+    let vfs = MemVfs::new();
+    let mut c = config();
+    c.set("min_wal_size", "128kB").unwrap();
+    c.set("checkpointer", "off").unwrap();
+    let e = open_on(Arc::new(vfs.clone()), &c);
+    create_pages(&e, 8);
+    for i in 0..400u64 {
+        set(&e, (i % 8) as u32, i);
+    }
+    let before = e.wal().segment_counts();
+    e.checkpoint().unwrap();
+    e.wal().prepare_ahead().unwrap();
+    let after = e.wal().segment_counts();
+    let redo_seg = e.wal().redo().0 / e.wal().segment_size();
+    assert!(redo_seg > 4, "several segments released: {redo_seg}");
+    assert_eq!(after.removed, before.removed, "{before:?} {after:?}");
+    assert!(after.recycled > before.recycled, "{before:?} {after:?}");
 }
 
 fn open(vfs: &MemVfs) -> Engine {

@@ -413,8 +413,6 @@ impl Checkpointer {
             multi_rels,
         })?;
         multis.truncate(oldest_multi).map_err(ClogError::from)?;
-        self.wal.remove_segments_before(redo)?;
-        let seg_after = self.wal.segment_counts();
         let distance = redo
             .0
             .saturating_sub(self.last_redo.swap(redo.0, Ordering::AcqRel));
@@ -425,6 +423,15 @@ impl Checkpointer {
             (0.90 * old as f64 + 0.10 * distance as f64) as u64
         };
         self.estimate.store(estimate, Ordering::Relaxed);
+        // Keep as many released segments as the next cycle will fill (PostgreSQL's
+        // XLOGfileslop: the estimate times 1 + completion target, plus 10%), within
+        // max_wal_size; the log keeps at least its min_wal_size floor.
+        let seg = self.wal.segment_size().max(1);
+        let slop = (estimate as f64 * (1.0 + self.opts.completion_target) * 1.1) as u64;
+        let target = slop.min(self.opts.max_wal_size).div_ceil(seg);
+        self.wal.set_recycle_target(target as usize);
+        self.wal.remove_segments_before(redo)?;
+        let seg_after = self.wal.segment_counts();
         self.last_end.store(end.0, Ordering::Release);
         let summary = CheckpointSummary {
             reason,

@@ -1341,7 +1341,16 @@ impl Wal {
         control::write(&*self.vfs, &self.control_path, c)
     }
 
-    /// Releases segments wholly before `redo`: keeps up to `recycle_segments` for
+    /// How many released segments the next releases keep for recycling: `segments`, but
+    /// never fewer than `recycle_segments` (the min_wal_size floor). The checkpointer
+    /// sets it from its distance estimate, so a log that fills many segments per
+    /// checkpoint renames old ones instead of creating and zero-filling new ones.
+    pub fn set_recycle_target(&self, segments: usize) {
+        self.segments.set_recycle_target(segments);
+    }
+
+    /// Releases segments wholly before `redo`: keeps up to `recycle_segments` (or the
+    /// target of [`Wal::set_recycle_target`]) for
     /// recycling, unlinks the others; then prepares the next segments (recycling the kept
     /// ones first, as PostgreSQL's RemoveOldXlogFiles does). Returns how many it unlinked.
     /// A failed preparation is only reported if it latched the log (the background thread

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{SegmentCounts, WalError};
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::vfs::{IoAt, IoError, OpenOptions, Vfs, VfsFile};
 
 /// Zero-fill chunk when creating a segment; each chunk is made durable before the next
@@ -91,8 +91,12 @@ pub(super) struct Segments {
     /// Segments released by a checkpoint (wholly before its redo point), oldest first:
     /// the only ones that may be renamed into new segments.
     recyclable: Mutex<Vec<u64>>,
-    /// Most released segments kept in `recyclable` (`WalOptions::recycle_segments`).
-    recycle_max: usize,
+    /// Fewest released segments a release keeps (`WalOptions::recycle_segments`, from
+    /// min_wal_size).
+    recycle_min: usize,
+    /// Most released segments kept in `recyclable`: `recycle_min`, or more when the
+    /// checkpointer's distance estimate asks for more ([`Segments::set_recycle_target`]).
+    recycle_max: AtomicUsize,
     /// Segment files created and zero-filled.
     added: AtomicU64,
     /// Segment files made by renaming a released one.
@@ -124,7 +128,8 @@ impl Segments {
             make: Mutex::new(()),
             open: Mutex::new(BTreeMap::new()),
             recyclable: Mutex::new(Vec::new()),
-            recycle_max,
+            recycle_min: recycle_max,
+            recycle_max: AtomicUsize::new(recycle_max),
             added: AtomicU64::new(0),
             recycled: AtomicU64::new(0),
             removed: AtomicU64::new(0),
@@ -267,6 +272,13 @@ impl Segments {
         f.sync_all().map_err(io("fsync of", tmp))
     }
 
+    /// Keeps up to `target` released segments from now on (never fewer than the floor
+    /// given at open): PostgreSQL's XLOGfileslop, sized from the checkpoint distance.
+    pub fn set_recycle_target(&self, target: usize) {
+        self.recycle_max
+            .store(target.max(self.recycle_min), Ordering::Relaxed);
+    }
+
     /// Drops segments wholly before `segno` (the redo point's segment): keeps up to
     /// `recycle_max` of them (the newest) for recycling, unlinks the rest. Returns how many
     /// it unlinked.
@@ -288,7 +300,8 @@ impl Segments {
                 }
             }
             recyclable.sort_unstable();
-            while recyclable.len() > self.recycle_max {
+            let keep = self.recycle_max.load(Ordering::Relaxed);
+            while recyclable.len() > keep {
                 unlink.push(recyclable.remove(0));
             }
         }
@@ -373,6 +386,27 @@ mod tests {
         assert_eq!(s.remove_before(9).unwrap(), 2);
         assert_eq!(s.counts(), counts(7, 2, 5));
         assert_eq!(s.list().unwrap(), vec![7, 8]);
+    }
+
+    /// A recycle target above the floor keeps that many released segments; one below it
+    /// keeps the floor.
+    #[test]
+    fn a_recycle_target_keeps_more_but_never_less_than_the_floor() {
+        let vfs = MemVfs::new();
+        let s = segments(&vfs, 1);
+        for segno in 0..8 {
+            s.file(segno, Make::Ahead).unwrap().unwrap();
+        }
+        s.set_recycle_target(4);
+        assert_eq!(s.remove_before(6).unwrap(), 2, "6 released, 4 kept");
+        assert_eq!(s.list().unwrap(), vec![2, 3, 4, 5, 6, 7]);
+        s.set_recycle_target(0);
+        assert_eq!(
+            s.remove_before(7).unwrap(),
+            4,
+            "7 released, the floor of 1 kept"
+        );
+        assert_eq!(s.list().unwrap(), vec![6, 7]);
     }
 
     /// With `recycle_max` 0 every released segment is unlinked and nothing is recycled.
