@@ -40,10 +40,10 @@ fn open_recycling(vfs: &MemVfs) -> Engine {
 
 /// Proves: a checkpoint keeps as many released segments as its distance estimate says
 /// the next cycle will fill (PostgreSQL's XLOGfileslop), above the min_wal_size floor, so
-/// the next segments are renamed, not created. How: min_wal_size of one 64 kB segment,
-/// max_wal_size large, no checkpoint thread; 400 one-change commits fill several segments;
-/// after the checkpoint every released segment is still there (waiting or already
-/// renamed ahead), none removed.
+/// the next segments are renamed, not created. How: min_wal_size of two 64 kB segments,
+/// max_wal_size the default 1 GB, no checkpoint thread; 400 one-change commits fill more
+/// than four segments; the checkpoint removes none of the released ones and the next
+/// segment prepared is a recycled one.
 #[test]
 fn a_checkpoint_keeps_what_its_distance_estimate_will_need() {
     let vfs = MemVfs::new();

@@ -135,13 +135,9 @@ pub fn micro(o: &MicroOptions) -> Result<Vec<MicroRow>> {
     Ok(rows)
 }
 
-fn one(
-    slots: usize,
-    spread: Spread,
-    design: SlruDesign,
-    threads: usize,
-    o: &MicroOptions,
-) -> Result<MicroRow> {
+/// An SLRU of `slots` slots in `design` on a fresh MemVfs, with pages 0..slots read in
+/// (every slot holds a page).
+fn warm_slru(slots: usize, design: SlruDesign) -> Result<Slru> {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let slru = Slru::open_with(
         vfs,
@@ -153,10 +149,22 @@ fn one(
             design,
         },
     )?;
-    let pages = spread.pages(slots);
-    for p in 0..pages.min(slots as u64) {
+    for p in 0..slots as u64 {
         slru.read(p, |b| b[0])?;
     }
+    Ok(slru)
+}
+
+fn one(
+    slots: usize,
+    spread: Spread,
+    design: SlruDesign,
+    threads: usize,
+    o: &MicroOptions,
+) -> Result<MicroRow> {
+    // Both spreads cover at least `slots` pages, so warming reads pages 0..slots.
+    let slru = warm_slru(slots, design)?;
+    let pages = spread.pages(slots);
     let before = slru.stats();
     let mut samples = Vec::with_capacity(o.repeats);
     for rep in 0..o.repeats {
@@ -428,24 +436,10 @@ pub fn paired_lookup_ns(
     lookups: usize,
     repeats: usize,
 ) -> Result<(Summary, Summary, Vec<f64>)> {
-    let open = |slots: usize| -> Result<Slru> {
-        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
-        let slru = Slru::open_with(
-            vfs,
-            Path::new("/paired"),
-            "xact",
-            PAGE_SIZE,
-            SlruOptions {
-                buffers: slots,
-                design: SlruDesign::BanksLocksLru,
-            },
-        )?;
-        for p in 0..slots as u64 {
-            slru.read(p, |b| b[0])?;
-        }
-        Ok(slru)
-    };
-    let (s, b) = (open(small)?, open(big)?);
+    let (s, b) = (
+        warm_slru(small, SlruDesign::BanksLocksLru)?,
+        warm_slru(big, SlruDesign::BanksLocksLru)?,
+    );
     let time = |slru: &Slru, pages: u64, seed: u64| -> Result<f64> {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut sum = 0u64;
