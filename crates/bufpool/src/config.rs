@@ -470,6 +470,17 @@ pub static KNOBS: &[Knob] = &[
         |c| Value::Bool(c.full_page_writes),
     ),
     Knob {
+        words: &["off", "lz4"],
+        ..row(
+            "wal_compression",
+            Unit::Enum,
+            "lz4",
+            "compress full-page images in the WAL: off, lz4 (PostgreSQL's wal_compression; its default is off)",
+            |c, v| c.wal_compression = word(v) == 1,
+            |c| Value::Word(usize::from(c.wal_compression)),
+        )
+    },
+    Knob {
         min: MIN_WAL_SEGMENT_SIZE,
         max: MAX_WAL_SEGMENT_SIZE,
         pow2: true,
@@ -1147,6 +1158,8 @@ pub struct Config {
     /// flush (see the knob).
     pub early_lock_release: bool,
     pub full_page_writes: bool,
+    /// `wal_compression = lz4`: full-page images are logged LZ4-compressed.
+    pub wal_compression: bool,
     pub wal_segment_size: u64,
     /// None: automatic (shared_buffers / 32 within 64kB..16MB).
     pub wal_buffers: Option<u64>,
@@ -1240,6 +1253,7 @@ impl Default for Config {
             synchronous_commit: true,
             early_lock_release: true,
             full_page_writes: true,
+            wal_compression: true,
             wal_segment_size: DEFAULT_WAL_SEGMENT_SIZE,
             wal_buffers: None,
             wal_sync_method: SyncMethod::Fdatasync,
@@ -1608,6 +1622,8 @@ impl ConfigBuilder {
         synchronous_commit: bool => |c, v| c.synchronous_commit = v;
         early_lock_release: bool => |c, v| c.early_lock_release = v;
         full_page_writes: bool => |c, v| c.full_page_writes = v;
+        /// `wal_compression`: true logs full-page images LZ4-compressed.
+        wal_compression: bool => |c, v| c.wal_compression = v;
         wal_segment_size: u64 => |c, v| c.wal_segment_size = v;
         /// WAL ring size in bytes; `None` is automatic.
         wal_buffers: Option<u64> => |c, v| c.wal_buffers = v;
@@ -1836,6 +1852,7 @@ mod tests {
             ("synchronous_commit", "maybe"),
             ("early_lock_release", "sometimes"),
             ("full_page_writes", "2"),
+            ("wal_compression", "zstd"),
             ("wal_segment_size", "1000kB"),
             ("wal_segment_size", "32kB"),
             ("wal_segment_size", "2GB"),

@@ -425,9 +425,16 @@ impl Checkpointer {
         self.estimate.store(estimate, Ordering::Relaxed);
         // Keep as many released segments as the next cycle will fill (PostgreSQL's
         // XLOGfileslop: the estimate times 1 + completion target, plus 10%), within
-        // max_wal_size; the log keeps at least its min_wal_size floor.
+        // max_wal_size; the log keeps at least its min_wal_size floor. At startup there
+        // is no estimate yet: keep every released segment within max_wal_size (they
+        // exist already, so keeping them costs no write; unlinking them would have the
+        // first cycles zero-fill new ones); the first later checkpoint trims the rest.
         let seg = self.wal.segment_size().max(1);
-        let slop = (estimate as f64 * (1.0 + self.opts.completion_target) * 1.1) as u64;
+        let slop = if reason == CheckpointReason::Startup {
+            self.opts.max_wal_size
+        } else {
+            (estimate as f64 * (1.0 + self.opts.completion_target) * 1.1) as u64
+        };
         let target = slop.min(self.opts.max_wal_size).div_ceil(seg);
         self.wal.set_recycle_target(target as usize);
         self.wal.remove_segments_before(redo)?;

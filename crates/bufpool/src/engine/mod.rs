@@ -234,6 +234,8 @@ pub struct Engine {
     /// may name a commit a crash would lose, and `log_hint` stamps the page past it.
     released_commits: std::sync::atomic::AtomicU64,
     full_page_writes: bool,
+    /// `wal_compression = lz4`.
+    wal_compression: bool,
     /// The checkpoint machinery (also the checkpointer thread's).
     ckpt: Arc<checkpointer::Checkpointer>,
     /// Structure checks of relations above this layer (B-trees register theirs), by name.
@@ -382,6 +384,7 @@ impl Engine {
             early_lock_release: config.early_lock_release,
             released_commits: std::sync::atomic::AtomicU64::new(0),
             full_page_writes: config.full_page_writes,
+            wal_compression: config.wal_compression,
             ckpt,
             verifiers: Mutex::new(Default::default()),
             hooks: Mutex::new([None, None, None]),
@@ -464,6 +467,7 @@ impl Engine {
         pages: &mut [(&mut PageWriteGuard<'_>, &[Range<usize>])],
     ) -> Result<Lsn, EngineError> {
         let fpw = self.full_page_writes;
+        let lz4 = self.wal_compression;
         // The caller has already changed the pages: if the record cannot be inserted, the
         // log is latched so that no write path can put the unlogged change on disk.
         let (_, end) = self
@@ -473,7 +477,11 @@ impl Engine {
                 for (g, ranges) in pages.iter() {
                     let tag = g.tag();
                     if fpw && page::lsn(g) <= redo {
-                        b.image(&tag, g);
+                        if lz4 {
+                            b.image_lz4(&tag, g);
+                        } else {
+                            b.image(&tag, g);
+                        }
                     } else {
                         b.ranges(&tag, g, ranges);
                     }

@@ -229,6 +229,10 @@ impl WalError {
 pub struct WalStats {
     pub records: u64,
     pub bytes: u64,
+    /// Full-page images logged (pg_stat_wal's wal_fpi), and the bytes they took in the
+    /// log (compressed, with `wal_compression = lz4`).
+    pub images: u64,
+    pub image_bytes: u64,
     /// Flushes that wrote and synced.
     pub syncs: u64,
     /// `flush` calls that found the log already durable (someone else's sync covered them).
@@ -352,9 +356,12 @@ impl<T> std::ops::Deref for Padded<T> {
 struct Slot {
     lock: Mutex<()>,
     at: AtomicU64,
-    /// Records and bytes inserted through this slot (written under its lock).
+    /// Records and bytes inserted through this slot, and the full-page images among them
+    /// and the bytes those take (written under its lock).
     records: AtomicU64,
     bytes: AtomicU64,
+    images: AtomicU64,
+    image_bytes: AtomicU64,
 }
 
 /// What the flush leader writes and inserters and committers read.
@@ -603,6 +610,8 @@ impl Wal {
                     at: AtomicU64::new(SLOT_IDLE),
                     records: AtomicU64::new(0),
                     bytes: AtomicU64::new(0),
+                    images: AtomicU64::new(0),
+                    image_bytes: AtomicU64::new(0),
                 })
                 .collect(),
             queue: Mutex::new(FlushQueue::default()),
@@ -626,7 +635,7 @@ impl Wal {
             control_path: dir.join(control::CONTROL_FILE),
             vfs,
         };
-        wal.prepare_ahead()?;
+        wal.prepare_now()?;
         Ok(wal)
     }
 
@@ -689,6 +698,16 @@ impl Wal {
                 .slots
                 .iter()
                 .map(|s| s.bytes.load(Ordering::Relaxed))
+                .sum(),
+            images: self
+                .slots
+                .iter()
+                .map(|s| s.images.load(Ordering::Relaxed))
+                .sum(),
+            image_bytes: self
+                .slots
+                .iter()
+                .map(|s| s.image_bytes.load(Ordering::Relaxed))
                 .sum(),
             syncs: c.syncs.load(Ordering::Relaxed),
             flush_free: c.flush_free.load(Ordering::Relaxed),
@@ -860,6 +879,17 @@ impl Wal {
                 .store(slot.records.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             slot.bytes
                 .store(slot.bytes.load(Ordering::Relaxed) + alen, Ordering::Relaxed);
+            let (images, image_bytes) = rec.images();
+            if images > 0 {
+                slot.images.store(
+                    slot.images.load(Ordering::Relaxed) + u64::from(images),
+                    Ordering::Relaxed,
+                );
+                slot.image_bytes.store(
+                    slot.image_bytes.load(Ordering::Relaxed) + image_bytes,
+                    Ordering::Relaxed,
+                );
+            }
             drop(_slot_guard);
             self.maybe_kick_writer(start + alen);
             return Ok(Some((Lsn(start), Lsn(start + alen))));
@@ -967,11 +997,29 @@ impl Wal {
     ///
     /// A failure is returned, and latches the log only if it failed an fsync of the
     /// directory after a rename (see `segment.rs`); otherwise the leader retries inline.
+    ///
+    /// A zero-fill it does is paced (`segment.rs`, `Segments::fill`) while the segment is
+    /// not needed soon; at open ([`Self::prepare_now`]) it is not.
     pub fn prepare_ahead(&self) -> Result<usize, WalError> {
+        self.prepare(true)
+    }
+
+    /// [`Self::prepare_ahead`] without pacing: nothing else is running yet.
+    fn prepare_now(&self) -> Result<usize, WalError> {
+        self.prepare(false)
+    }
+
+    fn prepare(&self, paced: bool) -> Result<usize, WalError> {
         let first = self.pos.load(Ordering::Relaxed) / self.segments.size;
         let mut made = 0;
         for segno in first..=first + self.prepare_segments {
-            match self.segments.file(segno, segment::Make::Ahead) {
+            // Needed soon: the insert position is in the segment before it (or past).
+            let urgent = || self.pos.load(Ordering::Relaxed) / self.segments.size + 1 >= segno;
+            match self.segments.file_paced(
+                segno,
+                segment::Make::Ahead,
+                paced.then_some(&urgent as _),
+            ) {
                 Ok(Some((_, segment::Found::Made))) => made += 1,
                 Ok(_) => {}
                 Err(e) if e.after_rename => return Err(self.fail(e.error)),
