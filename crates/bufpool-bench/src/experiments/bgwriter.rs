@@ -113,6 +113,8 @@ fn slow_device_script() -> PathBuf {
 pub(super) struct SlowDevice {
     pub(super) mount: PathBuf,
     pub(super) status: String,
+    /// The profile it was brought up with.
+    pub(super) profile: String,
 }
 
 impl SlowDevice {
@@ -179,7 +181,42 @@ impl SlowDevice {
         Ok(Ok(SlowDevice {
             mount: mount.to_path_buf(),
             status,
+            profile: profile.to_string(),
         }))
+    }
+
+    /// Writes every dirty page of the device's file system out with the throttle lifted,
+    /// then throttles again: a database copied onto the device just before a run would
+    /// otherwise still be going to disk (at the throttled rate, for tens of seconds)
+    /// while the run measures, and its writeback would count against the run.
+    pub(super) fn settle(&self) -> Result<()> {
+        let script = slow_device_script();
+        let set = |profile: &str| -> Result<()> {
+            let out = Command::new("bash")
+                .arg(&script)
+                .args(["set-profile", profile])
+                .output()
+                .with_context(|| format!("running {}", script.display()))?;
+            if !out.status.success() {
+                bail!(
+                    "{} set-profile {profile} failed: {}",
+                    script.display(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+            Ok(())
+        };
+        set("ssd-nvme")?;
+        let synced = Command::new("sync")
+            .arg("-f")
+            .arg(&self.mount)
+            .status()
+            .context("running sync -f");
+        set(&self.profile)?;
+        if !synced?.success() {
+            bail!("sync -f {} failed", self.mount.display());
+        }
+        Ok(())
     }
 }
 
@@ -395,6 +432,9 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
             }
             let dir = data_root.join(format!("{workload}-{name}"));
             copy_dir(&template, &dir)?;
+            if let Some(d) = &device {
+                d.settle()?;
+            }
             let mut sets = base.clone();
             sets.extend(knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
             let mut args = bench_args(&dir, o, sets, name);

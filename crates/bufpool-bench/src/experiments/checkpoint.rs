@@ -554,6 +554,9 @@ pub fn run(o: &CkptExpOptions) -> Result<Report> {
             ));
             remove_db(&dir);
             copy_db(&template, &dir)?;
+            if let Some(d) = &device {
+                d.settle()?;
+            }
             let mut sets = base.clone();
             sets.extend(
                 cfg.knobs

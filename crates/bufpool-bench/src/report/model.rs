@@ -126,6 +126,12 @@ pub struct WalCounts {
     /// Syncs started while another leader's sync still ran (`wal_syncs_in_flight` > 1).
     #[serde(default)]
     pub overlapped_syncs: u64,
+    /// Full-page images logged (pg_stat_wal's wal_fpi) and the log bytes they took
+    /// (compressed with `wal_compression = lz4`); 0 in runs saved before.
+    #[serde(default)]
+    pub fpi: u64,
+    #[serde(default)]
+    pub fpi_bytes: u64,
     /// Transactions of the run per sync: 1 means no group commit at all.
     pub commits_per_sync: f64,
 }

@@ -296,6 +296,8 @@ fn wal_counts(
         writer_kicks: a.writer_kicks - before.writer_kicks,
         top_ups: a.top_ups - before.top_ups,
         overlapped_syncs: a.overlapped_syncs - before.overlapped_syncs,
+        fpi: a.images - before.images,
+        fpi_bytes: a.image_bytes - before.image_bytes,
         commits_per_sync: transactions as f64 / syncs.max(1) as f64,
     }
 }
