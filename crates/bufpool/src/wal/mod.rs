@@ -999,7 +999,7 @@ impl Wal {
     /// directory after a rename (see `segment.rs`); otherwise the leader retries inline.
     ///
     /// A zero-fill it does is paced (`segment.rs`, `Segments::fill`) while the segment is
-    /// not needed soon; at open ([`Self::prepare_now`]) it is not.
+    /// not needed soon; at open (`prepare_now`) it is not.
     pub fn prepare_ahead(&self) -> Result<usize, WalError> {
         self.prepare(true)
     }
