@@ -47,14 +47,7 @@ fn open_recycling(vfs: &MemVfs) -> Engine {
 #[test]
 fn a_checkpoint_keeps_what_its_distance_estimate_will_need() {
     let vfs = MemVfs::new();
-    let mut c = config();
-    c.set("min_wal_size", "128kB").unwrap();
-    c.set("checkpointer", "off").unwrap();
-    let e = open_on(Arc::new(vfs.clone()), &c);
-    create_pages(&e, 8);
-    for i in 0..400u64 {
-        set(&e, (i % 8) as u32, i);
-    }
+    let (_, e) = open_and_fill_segments(&vfs);
     let before = e.wal().segment_counts();
     e.checkpoint().unwrap();
     e.wal().prepare_ahead().unwrap();
@@ -74,25 +67,33 @@ fn a_checkpoint_keeps_what_its_distance_estimate_will_need() {
 #[test]
 fn the_startup_checkpoint_keeps_existing_segments_for_recycling() {
     let vfs = MemVfs::new();
-    let mut c = config();
-    c.set("min_wal_size", "128kB").unwrap();
-    c.set("checkpointer", "off").unwrap();
-    {
-        let e = open_on(Arc::new(vfs.clone()), &c);
-        create_pages(&e, 8);
-        for i in 0..400u64 {
-            set(&e, (i % 8) as u32, i);
-        }
+    let c = {
+        let (c, e) = open_and_fill_segments(&vfs);
         assert!(
             e.wal().insert_position().0 / e.wal().segment_size() > 4,
             "several segments written"
         );
-    } // dropped without a shutdown: a crash
+        c
+    }; // dropped without a shutdown: a crash
     let e = open_on(Arc::new(vfs.clone()), &c);
     let counts = e.wal().segment_counts();
     assert_eq!(counts.removed, 0, "{counts:?}");
     let kept = vfs.list_dir(std::path::Path::new("/db/wal")).unwrap().len();
     assert!(kept > 5, "only {kept} segment files kept");
+}
+
+/// Opens with a min_wal_size of two 64 kB segments and no checkpoint thread, and fills
+/// several segments with 400 one-change commits on 8 pages; returns the config too.
+fn open_and_fill_segments(vfs: &MemVfs) -> (Config, Engine) {
+    let mut c = config();
+    c.set("min_wal_size", "128kB").unwrap();
+    c.set("checkpointer", "off").unwrap();
+    let e = open_on(Arc::new(vfs.clone()), &c);
+    create_pages(&e, 8);
+    for i in 0..400u64 {
+        set(&e, (i % 8) as u32, i);
+    }
+    (c, e)
 }
 
 fn open(vfs: &MemVfs) -> Engine {
