@@ -42,20 +42,31 @@ fn open_recycling(vfs: &MemVfs) -> Engine {
 /// the next cycle will fill (PostgreSQL's XLOGfileslop), above the min_wal_size floor, so
 /// the next segments are renamed, not created. How: min_wal_size of two 64 kB segments,
 /// max_wal_size the default 1 GB, no checkpoint thread; 400 one-change commits fill more
-/// than four segments; the checkpoint removes none of the released ones and the next
-/// segment prepared is a recycled one.
+/// than four segments; the segments ahead are prepared before counting (the background
+/// thread may still be making them); the checkpoint removes none of the released ones,
+/// and 100 more commits fill several new segments, every one a recycled one.
 #[test]
 fn a_checkpoint_keeps_what_its_distance_estimate_will_need() {
     let vfs = MemVfs::new();
     let (_, e) = open_and_fill_segments(&vfs);
+    e.wal().prepare_ahead().unwrap();
     let before = e.wal().segment_counts();
     e.checkpoint().unwrap();
-    e.wal().prepare_ahead().unwrap();
-    let after = e.wal().segment_counts();
     let redo_seg = e.wal().redo().0 / e.wal().segment_size();
     assert!(redo_seg > 4, "several segments released: {redo_seg}");
+    for i in 0..100u64 {
+        set(&e, (i % 8) as u32, i);
+    }
+    e.wal().prepare_ahead().unwrap();
+    let after = e.wal().segment_counts();
+    let seg = e.wal().insert_position().0 / e.wal().segment_size();
+    assert!(
+        seg > redo_seg + 2,
+        "new segments filled: {redo_seg} -> {seg}"
+    );
     assert_eq!(after.removed, before.removed, "{before:?} {after:?}");
-    assert!(after.recycled > before.recycled, "{before:?} {after:?}");
+    assert_eq!(after.added, before.added, "{before:?} {after:?}");
+    assert!(after.recycled >= seg - redo_seg, "{before:?} {after:?}");
 }
 
 /// Proves: the startup checkpoint (after a crash here) keeps every released segment
