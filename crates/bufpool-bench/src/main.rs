@@ -504,6 +504,7 @@ fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
                 sync_commit: args.sync == "on",
                 quick: args.quick,
                 configs: args.configs.clone(),
+                repeats: if args.quick { 1 } else { args.repeats as usize },
                 bulk: args.bulk == "on",
                 extra: args.set.clone(),
             };
