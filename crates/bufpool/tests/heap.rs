@@ -402,6 +402,48 @@ fn updates_prune_full_pages_without_vacuum() {
     }
 }
 
+/// Proves: an update that prunes its full page logs the prune and the new version as one
+/// record. How: 100 rows (two full pages), then transactions of one update each, as
+/// TPC-B's accounts: once the pages are full, each update finds one dead version (the
+/// row's last) to prune. Over the last 200 of 500 such transactions, each adds its update
+/// and its commit record, and not a prune record besides (before, about one per update).
+#[test]
+fn an_update_logs_the_prune_it_needed_in_its_own_record() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    let heap = Heap::create(&e, REL).unwrap();
+    let t = e.begin_xid().unwrap();
+    let roots: Vec<Tid> = (0..100)
+        .map(|i| heap.insert(t, &row(i, 0)).unwrap())
+        .collect();
+    e.commit_transaction(t).unwrap();
+    let mut before = 0;
+    for n in 0..500u64 {
+        if n == 300 {
+            before = e.wal().stats().records;
+        }
+        let x = e.begin_xid().unwrap();
+        let root = roots[(n % 100) as usize];
+        heap.update(x, root, |d| row(val(d).0, n)).unwrap().unwrap();
+        e.commit_transaction(x).unwrap();
+    }
+    let per_txn = (e.wal().stats().records - before) as f64 / 200.0;
+    assert!(
+        per_txn < 2.2,
+        "{per_txn:.2} records per one-update transaction (update and commit: 2)"
+    );
+    assert_eq!(visible_rows(&e, &heap).len(), 100);
+    drop(e);
+    let e = open(&vfs);
+    let heap = Heap::open(&e, REL);
+    let rows = visible_rows(&e, &heap);
+    assert_eq!(rows.len(), 100, "after a crash");
+    assert!(
+        rows.iter().all(|&(id, v)| v == 400 + id),
+        "after a crash: {rows:?}"
+    );
+}
+
 /// Fillfactor: inserts leave the stated share of each page free, and the knob's range
 /// is checked.
 #[test]

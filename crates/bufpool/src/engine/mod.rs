@@ -482,6 +482,10 @@ impl Engine {
                         } else {
                             b.image(&tag, g);
                         }
+                    } else if lz4 {
+                        // Kilobytes of ranges (a prune's moved tuples) go as the
+                        // compressed page when that is smaller.
+                        b.ranges_lz4(&tag, g, ranges);
                     } else {
                         b.ranges(&tag, g, ranges);
                     }

@@ -24,7 +24,7 @@
 use super::{chain_roots, Heap, Hints};
 use crate::buffer::PageWriteGuard;
 use crate::table::heap_page::{
-    HeapPage, ItemId, TupleHeader, HEAP_ONLY, UPDATED, XMAX_INVALID, XMAX_IS_MULTI,
+    HeapPage, HeapPageMut, ItemId, TupleHeader, HEAP_ONLY, UPDATED, XMAX_INVALID, XMAX_IS_MULTI,
 };
 use crate::table::HeapError;
 use crate::txn::{Xid, FROZEN_XID, INVALID_XID};
@@ -256,6 +256,27 @@ impl Heap<'_> {
         vacuum: bool,
     ) -> Result<u64, HeapError> {
         let block = g.tag().block;
+        let plan = self.plan_prune_locked(g, horizon, vacuum)?;
+        if let Some(plan) = &plan {
+            self.change_logged(FROZEN_XID, g, |p| plan.apply(p))?;
+        }
+        let free = HeapPage(g).free_space();
+        self.fsm.set(self.engine.pool(), block, free)?;
+        Ok(plan.map_or(0, |p| p.0.removed))
+    }
+
+    /// Plans pruning the page under `g` (see the module doc) and sets what the commit log
+    /// told the plan as hint bits; the page's line pointers and tuples are not changed yet.
+    /// Returns the plan if applying it changes the page ([`PrunePlan::apply`], in a
+    /// logged change: [`Self::prune_locked`], or an update that logs the prune and its new
+    /// version as one record).
+    pub(super) fn plan_prune_locked(
+        &self,
+        g: &mut PageWriteGuard<'_>,
+        horizon: Xid,
+        vacuum: bool,
+    ) -> Result<Option<PrunePlan>, HeapError> {
+        let block = g.tag().block;
         // What the commit log tells pruning is set as hint bits (on the versions that stay,
         // so later visits of the page need no lookup), made safe to write by themselves
         // (`log_hint`): a plan may change no byte (it restates a redirect), and then no
@@ -265,20 +286,24 @@ impl Heap<'_> {
         let mut dead = |slot: u16, h: &TupleHeader| self.dead_to_all(slot, h, horizon, &mut hints);
         let plan = Plan::make(HeapPage(g), block, vacuum, &mut dead)?;
         self.set_hints_locked(g, &mut hints)?;
-        if !plan.items.is_empty() || !plan.shrink.is_empty() {
-            self.change_logged(FROZEN_XID, g, |p| {
-                for &m in &plan.shrink {
-                    p.shrink_to_header(m);
-                }
-                for &(slot, item) in &plan.items {
-                    p.set_item_state(slot, item);
-                }
-                p.compact();
-            })?;
+        Ok((!plan.items.is_empty() || !plan.shrink.is_empty()).then_some(PrunePlan(plan)))
+    }
+}
+
+/// A pruning plan of one page that changes it ([`Heap::plan_prune_locked`]).
+pub(super) struct PrunePlan(Plan);
+
+impl PrunePlan {
+    /// Applies the plan to the page: dead versions leaving the page cut to their header,
+    /// the new line pointer states, then the page compacted.
+    pub(super) fn apply(&self, p: &mut HeapPageMut<'_>) {
+        for &m in &self.0.shrink {
+            p.shrink_to_header(m);
         }
-        let free = HeapPage(g).free_space();
-        self.fsm.set(self.engine.pool(), block, free)?;
-        Ok(plan.removed)
+        for &(slot, item) in &self.0.items {
+            p.set_item_state(slot, item);
+        }
+        p.compact();
     }
 }
 
@@ -286,7 +311,6 @@ impl Heap<'_> {
 mod tests {
     use super::super::tests::{page, version, BLOCK};
     use super::*;
-    use crate::table::heap_page::HeapPageMut;
 
     /// Plans pruning `buf` with the versions at `dead` dead to all.
     fn plan(buf: &[u8], vacuum: bool, dead: &[u16]) -> Plan {
