@@ -45,6 +45,16 @@ fn val(r: &[u8]) -> (u64, u64) {
     )
 }
 
+/// Inserts rows 0..n (value 0) in one committed transaction; returns their tuple ids.
+fn insert_committed(e: &Engine, heap: &Heap<'_>, n: u64) -> Vec<Tid> {
+    let t = e.begin_xid().unwrap();
+    let tids = (0..n)
+        .map(|i| heap.insert(t, &row(i, 0)).unwrap())
+        .collect();
+    e.commit_transaction(t).unwrap();
+    tids
+}
+
 fn visible_rows(e: &Engine, heap: &Heap<'_>) -> Vec<(u64, u64)> {
     let snap = e.txns().snapshot(INVALID_XID);
     let mut out = Vec::new();
@@ -363,11 +373,7 @@ fn updates_prune_full_pages_without_vacuum() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin_xid().unwrap();
-    let roots: Vec<Tid> = (0..100)
-        .map(|i| heap.insert(t, &row(i, 0)).unwrap())
-        .collect();
-    e.commit_transaction(t).unwrap();
+    let roots = insert_committed(&e, &heap, 100);
     for round in 1..=30u64 {
         let x = e.begin_xid().unwrap();
         for &root in &roots {
@@ -412,11 +418,7 @@ fn an_update_logs_the_prune_it_needed_in_its_own_record() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin_xid().unwrap();
-    let roots: Vec<Tid> = (0..100)
-        .map(|i| heap.insert(t, &row(i, 0)).unwrap())
-        .collect();
-    e.commit_transaction(t).unwrap();
+    let roots = insert_committed(&e, &heap, 100);
     let mut before = 0;
     for n in 0..500u64 {
         if n == 300 {
@@ -1017,11 +1019,7 @@ fn hot_rows_updated_concurrently_do_not_leave_full_pages_behind() {
     let vfs = MemVfs::new();
     let e = open(&vfs);
     let heap = Heap::create(&e, REL).unwrap();
-    let t = e.begin_xid().unwrap();
-    let roots: Vec<Tid> = (0..100)
-        .map(|i| heap.insert(t, &row(i, 0)).unwrap())
-        .collect();
-    e.commit_transaction(t).unwrap();
+    let roots = insert_committed(&e, &heap, 100);
     let initial = e.pool().nblocks(REL, bufpool::ForkNumber::Main).unwrap();
     let done = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|s| {
