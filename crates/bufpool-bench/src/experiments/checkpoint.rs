@@ -249,35 +249,24 @@ pub fn targets(rows: &[Row]) -> Vec<Ratio> {
             .filter(move |r| r.letter == l && r.throttled == t)
     }
     let mut out = Vec::new();
-    let p5: Vec<f64> = of(rows, "c", true)
-        .filter_map(|c| c.rate.filter(|r| *r > 0.0).map(|rate| c.tps_p5 / rate))
-        .collect();
-    if !p5.is_empty() {
-        out.push(Ratio::new(
-            "throttled_tps_p5_vs_rate",
-            &p5,
-            Goal::AtLeast,
-            0.9,
-        ));
-    }
+    let mut push = |name, values: Vec<f64>, goal, target| {
+        if !values.is_empty() {
+            out.push(Ratio::new(name, &values, goal, target));
+        }
+    };
     let paired = |t: bool, f: &dyn Fn(&Row, &Row) -> f64| -> Vec<f64> {
         of(rows, "c", t)
             .filter_map(|c| get("a", t, c.repeat).map(|a| f(c, a)))
             .collect()
     };
+    let p5 = of(rows, "c", true)
+        .filter_map(|c| c.rate.filter(|r| *r > 0.0).map(|rate| c.tps_p5 / rate))
+        .collect();
+    push("throttled_tps_p5_vs_rate", p5, Goal::AtLeast, 0.9);
     let lat = paired(true, &|c, a| c.maxlat_p99 / a.maxlat_p99.max(1e-9));
-    if !lat.is_empty() {
-        out.push(Ratio::new(
-            "throttled_maxlat_p99_vs_2007",
-            &lat,
-            Goal::AtMost,
-            0.5,
-        ));
-    }
+    push("throttled_maxlat_p99_vs_2007", lat, Goal::AtMost, 0.5);
     let tps = paired(false, &|c, a| c.tps / a.tps.max(1e-9));
-    if !tps.is_empty() {
-        out.push(Ratio::new("tps_vs_2007", &tps, Goal::AtLeast, 1.0));
-    }
+    push("tps_vs_2007", tps, Goal::AtLeast, 1.0);
     out
 }
 

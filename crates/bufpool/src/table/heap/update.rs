@@ -635,13 +635,14 @@ impl Heap<'_> {
         // holds the room), and a record of its own cost a record and block header more
         // (issue 14, session 14). If the prune does not make room, the record holds the
         // prune alone (under `xid`, which redo does not look at for a page change).
-        let prune = if HeapPage(&g).fits(new_data.len()) {
+        let fits = HeapPage(&g).fits(new_data.len());
+        let prune = if fits {
             None
         } else {
             let horizon = self.engine.txns().oldest_xmin();
             self.plan_prune_locked(&mut g, horizon, false)?
         };
-        if prune.is_some() || HeapPage(&g).fits(new_data.len()) {
+        if fits || prune.is_some() {
             let placed = self.change_logged(xid, &mut g, |p| {
                 if let Some(plan) = &prune {
                     plan.apply(p);
