@@ -128,6 +128,9 @@ pub enum HookPoint {
     /// In [`Engine::commit_transaction`] with early lock release: after the transaction
     /// ended (outcome visible, row locks free), before its commit record is flushed.
     CommitBeforeFlush = 2,
+    /// In a heap row walk (fetch, update, delete, row lock) that follows a link to another
+    /// page: after the link's page lock is released, before the target page is read.
+    HeapHop = 3,
 }
 
 /// A structure check of a relation, run by [`Engine::verify`]: `Err` describes the damage.
@@ -233,6 +236,8 @@ pub struct Engine {
     /// durable (early lock release): while the log is not durable up to it, a hint bit
     /// may name a commit a crash would lose, and `log_hint` stamps the page past it.
     released_commits: std::sync::atomic::AtomicU64,
+    /// How many times pruning freed heap roots (see `Heap::roots_freed`).
+    heap_roots_freed: std::sync::atomic::AtomicU64,
     full_page_writes: bool,
     /// `wal_compression = lz4`.
     wal_compression: bool,
@@ -241,7 +246,7 @@ pub struct Engine {
     /// Structure checks of relations above this layer (B-trees register theirs), by name.
     verifiers: Mutex<std::collections::BTreeMap<String, Verifier>>,
     /// Test hooks by [`HookPoint`]; `has_hooks` keeps the check off the hot path.
-    hooks: Mutex<[Option<Arc<TestHook>>; 3]>,
+    hooks: Mutex<[Option<Arc<TestHook>>; 4]>,
     has_hooks: std::sync::atomic::AtomicBool,
     recovery: Option<RecoveryReport>,
     /// The sequential-scan knobs, and the synchronized-scan positions all scans share.
@@ -383,11 +388,12 @@ impl Engine {
             synchronous_commit: config.synchronous_commit,
             early_lock_release: config.early_lock_release,
             released_commits: std::sync::atomic::AtomicU64::new(0),
+            heap_roots_freed: std::sync::atomic::AtomicU64::new(0),
             full_page_writes: config.full_page_writes,
             wal_compression: config.wal_compression,
             ckpt,
             verifiers: Mutex::new(Default::default()),
-            hooks: Mutex::new([None, None, None]),
+            hooks: Mutex::new([None, None, None, None]),
             has_hooks: std::sync::atomic::AtomicBool::new(false),
             recovery,
             scan: config.scan_options(),
@@ -544,7 +550,7 @@ impl Engine {
             .store(any, std::sync::atomic::Ordering::Release);
     }
 
-    fn run_hook(&self, point: HookPoint) {
+    pub(crate) fn run_hook(&self, point: HookPoint) {
         if self.has_hooks.load(std::sync::atomic::Ordering::Acquire) {
             // Called without the lock: a hook may pass another hook point.
             let hook = self.hooks.lock()[point as usize].clone();
@@ -566,6 +572,11 @@ impl Engine {
     /// The transaction manager (ids, commit log, snapshots, visibility).
     pub fn txns(&self) -> &TxnManager {
         &self.txns
+    }
+
+    /// The count of heap root frees, shared by every heap handle (see `Heap::roots_freed`).
+    pub(crate) fn heap_roots_freed(&self) -> &std::sync::atomic::AtomicU64 {
+        &self.heap_roots_freed
     }
 
     /// Starts a transaction: a handle that aborts it when dropped unless it was committed

@@ -19,10 +19,13 @@
 //! page, possibly then a link to a root on another page). [`Heap::fetch`] from a root
 //! walks the chain (through redirects and ctids, checking that each version's xmin is its
 //! predecessor's xmax, PostgreSQL's rule for detecting a chain broken by pruning) to the
-//! version the snapshot sees. Pruning keeps roots (a pruned chain's root becomes a
-//! redirect), so a tuple id held by an index or a caller stays valid; only VACUUM frees
-//! the root of a deleted row. [`Heap::scan`] reports each visible version under the root
-//! of its same-page chain.
+//! version the snapshot sees. Pruning keeps a row's first root (a pruned chain's root
+//! becomes a redirect), so a tuple id held by an index or a caller stays valid; only
+//! VACUUM frees the root of a deleted row. The root a move made on another page is freed
+//! once the row's versions there are dead to all and chain compression has pointed the
+//! link into it past it (see `update.rs`); a walk that was on its way there starts over
+//! (`roots_freed`). [`Heap::scan`] reports each visible version under the root of its
+//! same-page chain.
 //!
 //! **Locks**, for the whole heap: one page's content lock at a time, except an update
 //! moving a row to another page: it holds the old page and takes the target only with a
@@ -54,7 +57,7 @@ use super::heap_page::{
 };
 use crate::buffer::{PageWriteGuard, Ring, RingKind, RING_POOL_DIVISOR};
 use crate::config::ConfigError;
-use crate::engine::Engine;
+use crate::engine::{Engine, HookPoint};
 use crate::page::PAGE_HEADER_SIZE;
 use crate::page_delta::BeforeImage;
 use crate::sync::{AtomicU32, Ordering};
@@ -198,6 +201,20 @@ impl<'e> Heap<'e> {
 
     fn tag(&self, block: u32) -> BufferTag {
         BufferTag::new(self.rel, ForkNumber::Main, block)
+    }
+
+    /// How many times pruning has freed a heap root, in any relation of the engine. A root
+    /// is freed only when no link leads to it any more (chain compression pointed the
+    /// link past it: [`Orphan`](prune::Orphan)), or for a deleted row (VACUUM); but a walk
+    /// that read a link just before may still be on its way there, and find the slot free
+    /// or holding another row's version. So a walk following a link to another page reads
+    /// this count under the lock of the link's page and again under the target's, and
+    /// starts over from its first tid if it changed: a free is counted before it is
+    /// applied, under the target page's lock, after the link moved away (under its own).
+    fn roots_freed(&self) -> u64 {
+        self.engine
+            .heap_roots_freed()
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Bytes inserts leave free on a page.
@@ -395,15 +412,25 @@ impl<'e> Heap<'e> {
         f: impl FnOnce(Tid, &[u8]) -> R,
     ) -> Result<Option<R>, HeapError> {
         let pool = self.engine.pool();
+        let origin = tid;
         let mut prev_xmax = INVALID_XID;
         let mut hints = Hints::new();
         // A chain is finite; the bound only guards against a damaged one. Same-page steps
         // happen under one lock, so pruning cannot cut the chain between them; a chain
-        // leaving the page leads to a root, which pruning never frees.
+        // leaving the page leads to a root, which is freed only once no link leads there
+        // (a walk on its way is told by `roots_freed`, read at `hop`, and starts over).
         let mut steps = 0u32;
+        let mut hop: Option<u64> = None;
         'page: loop {
+            if hop.is_some() {
+                self.engine.run_hook(HookPoint::HeapHop);
+            }
             let buf = pool.read(self.tag(tid.block))?;
             let g = buf.read();
+            if hop.take().is_some_and(|seen| seen != self.roots_freed()) {
+                (tid, prev_xmax) = (origin, INVALID_XID);
+                continue 'page;
+            }
             loop {
                 steps += 1;
                 if steps > u32::from(u16::MAX) {
@@ -436,6 +463,7 @@ impl<'e> Heap<'e> {
                             slot: h.ctid_slot,
                         };
                         if !same_page {
+                            hop = Some(self.roots_freed());
                             drop(g);
                             self.set_hints(&buf, &mut hints)?;
                             continue 'page;

@@ -10,10 +10,16 @@
 //! pass makes it unused instead). Heap-only dead versions become unused slots, and so do
 //! dead heap-only versions no chain reaches (updates whose transaction aborted).
 //!
-//! Invariants: roots are never freed by pruning (except a deleted row's, and only by
-//! VACUUM), so a tuple id held by an index or a caller stays valid; a live version keeps
-//! its slot; a chain that does not look as pruning expects (a version reached twice, a
-//! broken xmin/xmax link, a non-heap-only successor) is left alone. The whole page's
+//! A link from a chain's last version to a root on the same page (chain compression points
+//! a link at the chain a row moved back to) ends the chain, like a link to another page.
+//! A chain that chain compression names as an orphan ([`Orphan`]: no link reaches it any more)
+//! is freed whole, root included, if it is still as named.
+//!
+//! Invariants: roots are never freed by pruning, except a deleted row's (only by VACUUM)
+//! and a named orphan's, so a tuple id held by an index or a caller stays valid; a freed
+//! root is counted before the change is applied (`Heap::roots_freed`); a live version
+//! keeps its slot; a chain that does not look as pruning expects (a version reached twice,
+//! a broken xmin/xmax link) is left alone. The whole page's
 //! change is planned first (from the page and which versions are dead to all, nothing
 //! else), then applied and logged as one record.
 //!
@@ -41,6 +47,21 @@ enum ChainEnd {
     Unclear,
 }
 
+/// A row's chain on a page that no link reaches any more: chain compression
+/// ([`Heap::compress`](super::Heap)) pointed the cross-page link into it past it. Named by
+/// its root slot, the xmin its first version has (checked while the root is not a
+/// redirect) and the link that leaves the page from its end (xmax and target), which only
+/// this chain has. Pruning frees the whole chain, root included, if it is still there,
+/// dead to all and leaving the page by that very link; otherwise it is pruned like any
+/// other chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Orphan {
+    pub root: u16,
+    pub xmin: Xid,
+    pub out_xmax: Xid,
+    pub out: (u32, u16),
+}
+
 /// What pruning one page will do, planned before the page changes.
 #[derive(Default)]
 struct Plan {
@@ -52,16 +73,20 @@ struct Plan {
     shrink: Vec<u16>,
     /// How many dead versions lose their space.
     removed: u64,
+    /// Whether a root's slot becomes unused (a deleted row's, by VACUUM, or an orphan's).
+    frees_roots: bool,
 }
 
 impl Plan {
     /// Plans pruning `page` (block `block`), chain by chain, then the heap-only versions
     /// no chain reaches. `dead` says whether a version is dead to all (see
-    /// [`Heap::dead_to_all`]). With `vacuum`, dead line pointers become unused too.
+    /// [`Heap::dead_to_all`]). With `vacuum`, dead line pointers become unused too. The
+    /// chains `orphans` names are freed whole, roots included, if they are as named.
     fn make<D>(
         page: HeapPage<'_>,
         block: u32,
         vacuum: bool,
+        orphans: &[Orphan],
         dead: &mut D,
     ) -> Result<Plan, HeapError>
     where
@@ -77,6 +102,20 @@ impl Plan {
             };
             let (end, members) =
                 walk_dead_prefix(page, block, root, start, &mut plan.visited, dead)?;
+            let orphan = orphans.iter().find(|o| o.root == root);
+            if orphan.is_some_and(|o| is_orphan(page, o, &end)) {
+                plan.items.push((root, ItemId::Unused));
+                plan.frees_roots = true;
+                for &m in &members {
+                    if m != root {
+                        plan.items.push((m, ItemId::Unused));
+                    }
+                    if page.tuple(m).is_some_and(|(_, d)| !d.is_empty()) {
+                        plan.removed += 1;
+                    }
+                }
+                continue;
+            }
             plan.settle_chain(page, root, end, &members, vacuum);
         }
         plan.add_unreached(page, block, dead)?;
@@ -96,6 +135,7 @@ impl Plan {
             ItemId::Redirect { to } => Some(to),
             ItemId::Dead if vacuum => {
                 self.items.push((root, ItemId::Unused));
+                self.frees_roots = true;
                 None
             }
             _ => None,
@@ -132,6 +172,7 @@ impl Plan {
             }
             ChainEnd::Gone => {
                 let item = if vacuum { ItemId::Unused } else { ItemId::Dead };
+                self.frees_roots |= vacuum;
                 self.items.push((root, item));
                 0
             }
@@ -175,6 +216,28 @@ impl Plan {
     }
 }
 
+/// Whether the chain from `o.root`, which ends as `end` after its dead prefix, is the
+/// orphan `o` names: dead to all up to the link that leaves the page, that link `o`'s, and
+/// its first version `o`'s xmin if the root still holds it (after a prune the root is a
+/// redirect and the first version is gone; the link out identifies the chain alone).
+fn is_orphan(page: HeapPage<'_>, o: &Orphan, end: &ChainEnd) -> bool {
+    let ChainEnd::LeavesPage(last) = *end else {
+        return false;
+    };
+    let Some((h, _)) = page.tuple(last) else {
+        return false;
+    };
+    let first_matches = match page.item(o.root) {
+        ItemId::Normal { .. } => page.tuple(o.root).is_some_and(|(r, _)| r.xmin == o.xmin),
+        ItemId::Redirect { .. } => true,
+        _ => false,
+    };
+    first_matches
+        && h.infomask & XMAX_IS_MULTI == 0
+        && h.xmax == o.out_xmax
+        && (h.ctid_block, h.ctid_slot) == o.out
+}
+
 /// Walks the chain from `root` (whose first version is at `start`: the root itself or its
 /// redirect's target) on page `page` (block `block`) through its dead prefix, marking each
 /// version in `visited`. Returns how the chain ends and the dead prefix, in chain order.
@@ -211,7 +274,17 @@ where
         if h.infomask & UPDATED == 0 || h.infomask & XMAX_INVALID != 0 {
             break ChainEnd::Gone;
         }
-        if h.ctid_block != block {
+        // A link to another page, or to a root on this one (compression points a link at
+        // a chain the row moved back to), leaves the chain: its target is a chain of its
+        // own, which pruning keeps unless it is a named orphan.
+        let next_is_root = || match page.item(h.ctid_slot) {
+            ItemId::Redirect { .. } => true,
+            ItemId::Normal { .. } => page
+                .tuple(h.ctid_slot)
+                .is_some_and(|(n, _)| n.infomask & HEAP_ONLY == 0),
+            ItemId::Dead | ItemId::Unused => false,
+        };
+        if h.ctid_block != block || (h.ctid_slot != cur && next_is_root()) {
             break ChainEnd::LeavesPage(cur);
         }
         if h.ctid_slot == cur {
@@ -246,6 +319,17 @@ impl Heap<'_> {
         Ok(())
     }
 
+    /// Frees the chains `orphans` names on page `block` (see [`Orphan`]; chain
+    /// compression made them unreachable), pruning the rest of the page in the same
+    /// record. Takes the page's write lock; the caller holds none.
+    pub(super) fn free_orphans(&self, block: u32, orphans: &[Orphan]) -> Result<(), HeapError> {
+        let buf = self.engine.pool().read(self.tag(block))?;
+        let mut g = buf.write();
+        let horizon = self.engine.txns().oldest_xmin();
+        self.prune_with(&mut g, horizon, false, orphans)?;
+        Ok(())
+    }
+
     /// Prunes the page under `g`, chain by chain (see the module doc). With `vacuum`, dead
     /// line pointers become unused too. Logs the result as one record and records the
     /// page's free space in the map. Returns how many dead versions were removed.
@@ -255,9 +339,21 @@ impl Heap<'_> {
         horizon: Xid,
         vacuum: bool,
     ) -> Result<u64, HeapError> {
+        self.prune_with(g, horizon, vacuum, &[])
+    }
+
+    /// [`Self::prune_locked`], freeing `orphans` too.
+    fn prune_with(
+        &self,
+        g: &mut PageWriteGuard<'_>,
+        horizon: Xid,
+        vacuum: bool,
+        orphans: &[Orphan],
+    ) -> Result<u64, HeapError> {
         let block = g.tag().block;
-        let plan = self.plan_prune_locked(g, horizon, vacuum)?;
+        let plan = self.plan_prune_locked(g, horizon, vacuum, orphans)?;
         if let Some(plan) = &plan {
+            self.note_freed_roots(plan);
             self.change_logged(FROZEN_XID, g, |p| plan.apply(p))?;
         }
         let free = HeapPage(g).free_space();
@@ -275,6 +371,7 @@ impl Heap<'_> {
         g: &mut PageWriteGuard<'_>,
         horizon: Xid,
         vacuum: bool,
+        orphans: &[Orphan],
     ) -> Result<Option<PrunePlan>, HeapError> {
         let block = g.tag().block;
         // What the commit log tells pruning is set as hint bits (on the versions that stay,
@@ -284,7 +381,7 @@ impl Heap<'_> {
         // image since the checkpoint cannot be repaired if the write tears.
         let mut hints = Hints::new();
         let mut dead = |slot: u16, h: &TupleHeader| self.dead_to_all(slot, h, horizon, &mut hints);
-        let plan = Plan::make(HeapPage(g), block, vacuum, &mut dead)?;
+        let plan = Plan::make(HeapPage(g), block, vacuum, orphans, &mut dead)?;
         self.set_hints_locked(g, &mut hints)?;
         Ok((!plan.items.is_empty() || !plan.shrink.is_empty()).then_some(PrunePlan(plan)))
     }
@@ -292,6 +389,18 @@ impl Heap<'_> {
 
 /// A pruning plan of one page that changes it ([`Heap::plan_prune_locked`]).
 pub(super) struct PrunePlan(Plan);
+
+impl Heap<'_> {
+    /// Counts a plan that frees roots in [`Heap::roots_freed`], before it is applied under
+    /// the page's lock (so a walk that takes the lock after it sees the count raised).
+    pub(super) fn note_freed_roots(&self, plan: &PrunePlan) {
+        if plan.0.frees_roots {
+            self.engine
+                .heap_roots_freed()
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+}
 
 impl PrunePlan {
     /// Applies the plan to the page: dead versions leaving the page cut to their header,
@@ -314,8 +423,13 @@ mod tests {
 
     /// Plans pruning `buf` with the versions at `dead` dead to all.
     fn plan(buf: &[u8], vacuum: bool, dead: &[u16]) -> Plan {
+        plan_with(buf, vacuum, &[], dead)
+    }
+
+    /// [`plan`], with `orphans` named.
+    fn plan_with(buf: &[u8], vacuum: bool, orphans: &[Orphan], dead: &[u16]) -> Plan {
         let mut dead = |slot: u16, _: &TupleHeader| Ok(dead.contains(&slot));
-        Plan::make(HeapPage(buf), BLOCK, vacuum, &mut dead).expect("no commit log here")
+        Plan::make(HeapPage(buf), BLOCK, vacuum, orphans, &mut dead).expect("no commit log here")
     }
 
     fn apply(buf: &mut [u8], plan: &Plan) {
@@ -403,5 +517,84 @@ mod tests {
         let p = plan(&buf, true, &[1]);
         assert!(p.items.is_empty() && p.shrink.is_empty());
         assert_eq!(p.removed, 0);
+    }
+
+    /// A chain that moved here and on (root 1, heap-only 2 leaving for BLOCK + 1, 5) once
+    /// compression pointed its incoming link past it.
+    fn orphan_page() -> Vec<u8> {
+        page(&[
+            version(1, 20, 21, Some((BLOCK, 2)), UPDATED),
+            version(2, 21, 22, Some((BLOCK + 1, 5)), UPDATED | HEAP_ONLY),
+            version(3, 30, 0, None, XMAX_INVALID),
+        ])
+    }
+
+    const ORPHAN: Orphan = Orphan {
+        root: 1,
+        xmin: 20,
+        out_xmax: 22,
+        out: (BLOCK + 1, 5),
+    };
+
+    #[test]
+    fn a_named_orphan_is_freed_root_and_all() {
+        let mut buf = orphan_page();
+        let p = plan_with(&buf, false, &[ORPHAN], &[1, 2]);
+        assert_eq!(p.items, vec![(1, ItemId::Unused), (2, ItemId::Unused)]);
+        assert!(p.shrink.is_empty() && p.frees_roots);
+        assert_eq!(p.removed, 2);
+        apply(&mut buf, &p);
+        assert_eq!(HeapPage(&buf).item(1), ItemId::Unused);
+        // Row 3 is untouched.
+        assert_eq!(HeapPage(&buf).tuple(3).unwrap().0.xmin, 30);
+        // After an ordinary prune (root 1 a redirect to its stub) it is found by its link.
+        let mut buf = orphan_page();
+        let p = plan(&buf, false, &[1, 2]);
+        apply(&mut buf, &p);
+        assert_eq!(HeapPage(&buf).item(1), ItemId::Redirect { to: 2 });
+        let p = plan_with(&buf, false, &[ORPHAN], &[2]);
+        assert_eq!(p.items, vec![(1, ItemId::Unused), (2, ItemId::Unused)]);
+    }
+
+    #[test]
+    fn an_orphan_that_is_not_as_named_is_pruned_like_any_chain() {
+        let buf = orphan_page();
+        let other_link = Orphan {
+            out: (BLOCK + 1, 6),
+            ..ORPHAN
+        };
+        let other_xmax = Orphan {
+            out_xmax: 23,
+            ..ORPHAN
+        };
+        let other_xmin = Orphan { xmin: 19, ..ORPHAN };
+        for o in [other_link, other_xmax, other_xmin] {
+            let p = plan_with(&buf, false, &[o], &[1, 2]);
+            assert_eq!(p.items, vec![(1, ItemId::Redirect { to: 2 })], "{o:?}");
+            assert_eq!(p.shrink, vec![2]);
+            assert!(!p.frees_roots);
+        }
+        // Not dead to all (2 is still visible to someone): kept.
+        let p = plan_with(&buf, false, &[ORPHAN], &[1]);
+        assert!(!p.frees_roots);
+        assert_eq!(p.items, vec![(1, ItemId::Redirect { to: 2 })]);
+    }
+
+    #[test]
+    fn a_link_to_a_root_on_the_same_page_leaves_the_chain() {
+        // Row at 1 moved away and back: compression pointed 2's link at root 3 here.
+        let mut buf = page(&[
+            version(1, 10, 11, Some((BLOCK, 2)), UPDATED),
+            version(2, 11, 12, Some((BLOCK, 3)), UPDATED | HEAP_ONLY),
+            version(3, 12, 0, None, XMAX_INVALID),
+        ]);
+        let p = plan(&buf, false, &[1, 2]);
+        assert_eq!(p.items, vec![(1, ItemId::Redirect { to: 2 })]);
+        assert_eq!(p.shrink, vec![2]);
+        apply(&mut buf, &p);
+        // 3 is a chain of its own (a root, kept); 2 is the stub that links to it.
+        let (_, h, _, _) = super::super::resolve(HeapPage(&buf), 1).unwrap();
+        assert_eq!((h.ctid_block, h.ctid_slot), (BLOCK, 3));
+        assert_eq!(HeapPage(&buf).tuple(3).unwrap().0.xmin, 12);
     }
 }

@@ -19,7 +19,8 @@
 //! **Where the new version goes.** On the same page when it fits, pruning the page first
 //! if it does not (PostgreSQL's HOT update: the new version is `HEAP_ONLY`, reached from
 //! the row's root through ctid). Otherwise on another page, where it is a root of its own
-//! (pruning never frees it: the old page's chain leads there).
+//! (pruning keeps it while the old page's chain leads there; chain compression, once the
+//! versions are dead to all, points that link past it and frees it).
 //!
 //! Invariants: the walk checks that each version's xmin is its predecessor's xmax (a
 //! mismatch is a deleted row's slot, freed by VACUUM and reused: no row); after a wait it
@@ -38,8 +39,10 @@
 //! the walk already holds. Chain compression takes one page lock at a time, none held (the
 //! page whose link it shortens, then the first page the link now skips, to prune it).
 
+use super::prune::Orphan;
 use super::{resolve, Heap, Hints, Tid};
 use crate::buffer::PageWriteGuard;
+use crate::engine::HookPoint;
 use crate::sync::Ordering;
 use crate::table::heap_page::{
     tuple_space, HeapPage, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED, XMAX_COMMITTED,
@@ -81,6 +84,14 @@ impl Want {
 /// locks go together.
 fn conflicts(held: MemberMode, want: Want) -> bool {
     !(held == MemberMode::Share && want == Want::Lock(RowLockMode::Share))
+}
+
+/// Whether the version in `slot` is a heap-only one (reached from its chain's root), not a
+/// root (a row's first version, or one placed on its page by a move; a redirect is a
+/// pruned root).
+fn is_heap_only(page: HeapPage<'_>, slot: u16) -> bool {
+    page.tuple(slot)
+        .is_some_and(|(h, _)| h.infomask & HEAP_ONLY != 0)
 }
 
 /// The holder of a plain (not multixact) xmax, with its mode.
@@ -173,8 +184,9 @@ fn decide(want: Want, holders: &[(Xid, MemberMode, Fate)], is_top: impl Fn(Xid) 
 struct Span {
     /// The first dead version whose ctid leaves its page: its tid, xmax and target.
     start: Option<(Tid, Xid, Tid)>,
-    /// The last cross-page link of the stretch: its xmax and target.
-    end: Option<(Xid, Tid)>,
+    /// The cross-page links of the stretch after `start`'s, in chain order: each one's
+    /// xmax and target (the last one is where compression points `start`).
+    next: Vec<(Xid, Tid)>,
     /// A version that is not dead to all came after `start`: stop extending.
     broken: bool,
     horizon: Option<Xid>,
@@ -217,7 +229,9 @@ impl Heap<'_> {
     /// Updates the row at `tid` for `xid`: `f` computes the new data from the newest
     /// committed version (re-run if a concurrent update wins first). Returns the new
     /// version's tid, or None if the row was deleted meanwhile. The row keeps its root
-    /// tid: pass the root (or any later tid of the row) to later calls.
+    /// tid: pass the root to later calls (a later version's tid is valid only while a
+    /// snapshot may still see that version: once it is dead to all, chain compression may
+    /// free its slot).
     pub fn update(
         &self,
         xid: Xid,
@@ -290,9 +304,14 @@ impl Heap<'_> {
     /// (a hot row that moved page after page under contention otherwise costs one page
     /// visit per move, forever). Safe because no snapshot can see the skipped versions,
     /// and the link keeps the xmin check: its xmax becomes the last link's, which is the
-    /// target's xmin. Takes one page lock, none held.
+    /// target's xmin. Then the skipped chains, which no link reaches now, are freed, root
+    /// and all (`free_orphans`): each move of a hot row left a root, a redirect and a
+    /// stub behind on the page it left, forever, and under asynchronous commit those
+    /// filled the hot tables' pages until nearly every update moved (pgbench_branches grew
+    /// to 156 pages of 10 rows in 40 s, issue 14). Takes one page lock at a time, none
+    /// held.
     fn compress(&self, span: &Span) -> Result<(), HeapError> {
-        let (Some((src, x1, t1)), Some((xn, tn))) = (span.start, span.end) else {
+        let (Some((src, x1, t1)), Some(&(xn, tn))) = (span.start, span.next.last()) else {
             return Ok(());
         };
         let buf = self.engine.pool().read(self.tag(src.block))?;
@@ -314,14 +333,34 @@ impl Heap<'_> {
         h.infomask |= XMAX_COMMITTED;
         self.change_logged(FROZEN_XID, &mut g, |p| p.set_header(src.slot, &h))?;
         drop(g);
-        // The first page the link now skips: no walk of this row visits it again, and once
-        // every row whose chain passed through it has moved on, no walk at all. Prune it
-        // now if it is nearly full, or its dead versions stay there for good (the leak of
-        // hot tables under asynchronous commit, where rows move fastest).
-        if t1.block != src.block && t1.block != tn.block {
-            let skipped = self.engine.pool().read(self.tag(t1.block))?;
-            let mut sg = skipped.write();
-            self.prune_if_full(&mut sg)?;
+        // The chains the link now skips, page by page: link i led to chain i, which
+        // leaves its page by link i + 1. Pruning those pages (once each) frees them.
+        let links: Vec<(Xid, Tid)> = std::iter::once((x1, t1))
+            .chain(span.next.iter().copied())
+            .collect();
+        let orphans: Vec<(u32, Orphan)> = links
+            .windows(2)
+            .map(|w| {
+                let ((xmin, at), (out_xmax, out)) = (w[0], w[1]);
+                let orphan = Orphan {
+                    root: at.slot,
+                    xmin,
+                    out_xmax,
+                    out: (out.block, out.slot),
+                };
+                (at.block, orphan)
+            })
+            .collect();
+        for (i, &(block, _)) in orphans.iter().enumerate() {
+            if orphans[..i].iter().any(|&(b, _)| b == block) {
+                continue;
+            }
+            let here: Vec<Orphan> = orphans
+                .iter()
+                .filter(|&&(b, _)| b == block)
+                .map(|&(_, o)| o)
+                .collect();
+            self.free_orphans(block, &here)?;
         }
         Ok(())
     }
@@ -341,7 +380,11 @@ impl Heap<'_> {
         span: &mut Span,
     ) -> Result<Option<Tid>, HeapError> {
         let pool = self.engine.pool();
+        let origin = tid;
         let mut prev_xmax = INVALID_XID;
+        // When the walk follows a link to another page: the count of freed roots, read
+        // under the lock of the page the link is on (see `Heap::roots_freed`).
+        let mut hop: Option<u64> = None;
         // What the commit log tells the walk is set as hint bits on the page the change is
         // made to (its record then covers them at no extra cost). Hints about pages the
         // walk only passes through are dropped: setting them would dirty (and, first
@@ -349,8 +392,19 @@ impl Heap<'_> {
         // lookup on a page that a row's later walks visit again only if it is hot.
         let mut hints = Hints::new();
         'page: loop {
+            if hop.is_some() {
+                self.engine.run_hook(HookPoint::HeapHop);
+            }
             let buf = pool.read(self.tag(tid.block))?;
             let mut g = buf.write();
+            // A root freed since the link here was read: its slot may hold another row now
+            // (a redirect there would even pass the xmin check). Walk again from the start.
+            if hop.take().is_some_and(|seen| seen != self.roots_freed()) {
+                (tid, prev_xmax) = (origin, INVALID_XID);
+                *span = Span::default();
+                hints.clear();
+                continue 'page;
+            }
             // Find the row's newest version, following same-page links under this lock
             // (pruning cannot cut the chain meanwhile); a link to another page, or a wait,
             // starts over there.
@@ -381,6 +435,7 @@ impl Heap<'_> {
                         if dead_data {
                             self.prune_if_full(&mut g)?;
                         }
+                        hop = Some(self.roots_freed());
                         continue 'page;
                     }
                     Step::WaitFor(other) if nowait => {
@@ -444,8 +499,11 @@ impl Heap<'_> {
                     block: h.ctid_block,
                     slot: h.ctid_slot,
                 };
-                self.track_dead_span(span, *tid, &h, target)?;
                 let same_page = target.block == tid.block;
+                // A link between chains: to another page, or to a root on this one (where
+                // compression pointed a link at a chain the row moved back to).
+                let between = !same_page || !is_heap_only(page, target.slot);
+                self.track_dead_span(span, *tid, &h, target, between)?;
                 *tid = target;
                 return Ok(Step::Next {
                     same_page,
@@ -547,17 +605,18 @@ impl Heap<'_> {
         })
     }
 
-    /// Tracks, in `span`, a stretch of versions dead to all between cross-page links, as
-    /// the walk follows the link of version `h` at `at` to `target` (for [`Heap::compress`]).
+    /// Tracks, in `span`, a stretch of versions dead to all between links from one chain to
+    /// another (`between`: to another page, or to a root), as the walk follows the link of
+    /// version `h` at `at` to `target` (for [`Heap::compress`]).
     fn track_dead_span(
         &self,
         span: &mut Span,
         at: Tid,
         h: &TupleHeader,
         target: Tid,
+        between: bool,
     ) -> Result<(), HeapError> {
-        let same_page = target.block == at.block;
-        if same_page && span.start.is_none() {
+        if !between && span.start.is_none() {
             return Ok(());
         }
         if h.infomask & XMAX_IS_MULTI != 0 {
@@ -571,10 +630,10 @@ impl Heap<'_> {
         let dead = self.dead_to_all(at.slot, h, horizon, &mut Hints::new())?;
         if !dead {
             span.broken |= span.start.is_some();
-        } else if !same_page && !span.broken {
+        } else if between && !span.broken {
             match span.start {
                 None => span.start = Some((at, h.xmax, target)),
-                Some(_) => span.end = Some((h.xmax, target)),
+                Some(_) => span.next.push((h.xmax, target)),
             }
         }
         Ok(())
@@ -640,9 +699,12 @@ impl Heap<'_> {
             None
         } else {
             let horizon = self.engine.txns().oldest_xmin();
-            self.plan_prune_locked(&mut g, horizon, false)?
+            self.plan_prune_locked(&mut g, horizon, false, &[])?
         };
         if fits || prune.is_some() {
+            if let Some(plan) = &prune {
+                self.note_freed_roots(plan);
+            }
             let placed = self.change_logged(xid, &mut g, |p| {
                 if let Some(plan) = &prune {
                     plan.apply(p);
@@ -670,8 +732,8 @@ impl Heap<'_> {
         // Otherwise another page with room, from the free-space map, taking each
         // candidate's lock only if it is free (we hold this page's lock: waiting could
         // close a cycle); else a new page at the end (nobody else can hold its lock).
-        // The new version is a root on its page (pruning never frees it: this page's
-        // chain leads there). Logged as two records, the new version then the old
+        // The new version is a root on its page (kept while this page's chain leads
+        // there; see `compress`). Logged as two records, the new version then the old
         // one's header. The pair needs no atomicity of its own: the commit record
         // comes after both; without it, xmax belongs to a transaction that never
         // committed and the row stays free.
