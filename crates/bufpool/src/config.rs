@@ -475,7 +475,7 @@ pub static KNOBS: &[Knob] = &[
             "wal_compression",
             Unit::Enum,
             "lz4",
-            "compress full-page images in the WAL, and log a change of 1 kB or more as the compressed page when that is smaller: off, lz4 (PostgreSQL's wal_compression; its default is off)",
+            "compress full-page images in the WAL, and the bytes of a change of 1 kB or more when that is smaller: off, lz4 (PostgreSQL's wal_compression; its default is off)",
             |c, v| c.wal_compression = word(v) == 1,
             |c| Value::Word(usize::from(c.wal_compression)),
         )
@@ -1159,7 +1159,7 @@ pub struct Config {
     pub early_lock_release: bool,
     pub full_page_writes: bool,
     /// `wal_compression = lz4`: full-page images are logged LZ4-compressed, and so is a
-    /// change of 1 kB or more, as the compressed page, when that is smaller.
+    /// change of 1 kB or more (its bytes), when that is smaller.
     pub wal_compression: bool,
     pub wal_segment_size: u64,
     /// None: automatic (shared_buffers / 32 within 64kB..16MB).

@@ -345,7 +345,7 @@ fn prepared_segments_are_used_without_inline_creation() {
 /// (its full-page image), then 4,000 bytes written as one logged change and an 8-byte
 /// change after it; the engine is dropped without a checkpoint and reopened.
 #[test]
-fn a_large_change_is_logged_as_the_compressed_page_and_recovers() {
+fn a_large_change_is_logged_compressed_and_recovers() {
     for compression in ["off", "lz4"] {
         let vfs = MemVfs::new();
         let mut c = config();

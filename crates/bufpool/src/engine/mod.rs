@@ -489,8 +489,8 @@ impl Engine {
                             b.image(&tag, g);
                         }
                     } else if lz4 {
-                        // Kilobytes of ranges (a prune's moved tuples) go as the
-                        // compressed page when that is smaller.
+                        // Kilobytes of ranges (a prune's moved tuples) go compressed
+                        // when that is smaller.
                         b.ranges_lz4(&tag, g, ranges);
                     } else {
                         b.ranges(&tag, g, ranges);
