@@ -616,60 +616,53 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
             }
             at += page_size;
             BlockChange::Image(rec[at - page_size..at].to_vec())
-        } else if bflags & BLOCK_FLAG_LZ4 != 0 {
-            let table_end = at + 4 * nranges;
-            if table_end + 2 > len {
-                return Err(Invalid::Malformed("range table overruns the record"));
-            }
-            let n = u16_at(table_end) as usize;
-            let data_at = table_end + 2;
-            if data_at + n > len {
-                return Err(Invalid::Malformed("compressed ranges overrun the record"));
-            }
-            let mut total = 0usize;
-            for i in 0..nranges {
-                let off = u16_at(at + 4 * i) as usize;
-                let rn = u16_at(at + 4 * i + 2) as usize;
-                if off + rn > page_size {
-                    return Err(Invalid::Malformed("range overruns the page"));
-                }
-                total += rn;
-            }
-            let mut raw = vec![0u8; total];
-            match lz4_flex::block::decompress_into(&rec[data_at..data_at + n], &mut raw) {
-                Ok(got) if got == total => {}
-                _ => {
-                    return Err(Invalid::Malformed(
-                        "compressed ranges do not decompress to their lengths",
-                    ))
-                }
-            }
-            let mut ranges = Vec::with_capacity(nranges);
-            let mut from = 0;
-            for i in 0..nranges {
-                let off = u16_at(at + 4 * i);
-                let rn = u16_at(at + 4 * i + 2) as usize;
-                ranges.push((off, raw[from..from + rn].to_vec()));
-                from += rn;
-            }
-            at = data_at + n;
-            BlockChange::Ranges(ranges)
         } else {
-            if at + 4 * nranges > len {
+            // Ranges: their table, then their bytes, as they are or (`BLOCK_FLAG_LZ4`) as a
+            // 16-bit length and one LZ4 block.
+            let compressed = bflags & BLOCK_FLAG_LZ4 != 0;
+            let table_end = at + RANGE_HEADER_SIZE * nranges;
+            if table_end + if compressed { 2 } else { 0 } > len {
                 return Err(Invalid::Malformed("range table overruns the record"));
             }
-            let mut data_at = at + 4 * nranges;
-            let mut ranges = Vec::with_capacity(nranges);
-            for i in 0..nranges {
-                let off = u16_at(at + 4 * i);
-                let n = u16_at(at + 4 * i + 2) as usize;
-                if data_at + n > len || off as usize + n > page_size {
-                    return Err(Invalid::Malformed("range overruns the record or the page"));
-                }
-                ranges.push((off, rec[data_at..data_at + n].to_vec()));
-                data_at += n;
+            let table: Vec<(u16, usize)> = (0..nranges)
+                .map(|i| (u16_at(at + 4 * i), u16_at(at + 4 * i + 2) as usize))
+                .collect();
+            if table.iter().any(|&(off, n)| off as usize + n > page_size) {
+                return Err(Invalid::Malformed("range overruns the page"));
             }
-            at = data_at;
+            let total: usize = table.iter().map(|&(_, n)| n).sum();
+            let (data, end) = if compressed {
+                let n = u16_at(table_end) as usize;
+                let data_at = table_end + 2;
+                if data_at + n > len {
+                    return Err(Invalid::Malformed("compressed ranges overrun the record"));
+                }
+                let mut raw = vec![0u8; total];
+                match lz4_flex::block::decompress_into(&rec[data_at..data_at + n], &mut raw) {
+                    Ok(got) if got == total => {}
+                    _ => {
+                        return Err(Invalid::Malformed(
+                            "compressed ranges do not decompress to their lengths",
+                        ))
+                    }
+                }
+                (std::borrow::Cow::Owned(raw), data_at + n)
+            } else {
+                if table_end + total > len {
+                    return Err(Invalid::Malformed("range overruns the record"));
+                }
+                let data = &rec[table_end..table_end + total];
+                (std::borrow::Cow::Borrowed(data), table_end + total)
+            };
+            let mut from = 0;
+            let ranges = table
+                .iter()
+                .map(|&(off, n)| {
+                    from += n;
+                    (off, data[from - n..from].to_vec())
+                })
+                .collect();
+            at = end;
             BlockChange::Ranges(ranges)
         };
         blocks.push(BlockRef { tag, change });

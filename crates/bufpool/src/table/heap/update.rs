@@ -37,7 +37,9 @@
 //! can hold the lock of a page that did not exist a moment ago), so this cannot deadlock;
 //! free-space-map pages come after heap pages. Pruning a full page happens under the lock
 //! the walk already holds. Chain compression takes one page lock at a time, none held (the
-//! page whose link it shortens, then the first page the link now skips, to prune it).
+//! page whose link it shortens, then each page whose chain the link now skips, to free
+//! it). A walk that follows a link to another page holds no lock between the two pages:
+//! if a root was freed meanwhile (`Heap::roots_freed`), it starts over from its first tid.
 
 use super::prune::Orphan;
 use super::{resolve, Heap, Hints, Tid};
