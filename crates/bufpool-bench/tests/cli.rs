@@ -97,6 +97,10 @@ fn init_bench_json_aggregate_log_check_and_report() {
     let per_sync = wal["commits_per_sync"].as_f64().unwrap();
     let txns = j["transactions"].as_u64().unwrap() as f64;
     assert!((per_sync - txns / syncs as f64).abs() < 1e-9, "{wal}");
+    // Mean sync time (synchronous commit is on: every commit waits for one) and handoff.
+    let sync_us = wal["sync_us"].as_f64().unwrap();
+    assert!(sync_us > 0.0 && sync_us < 1e6, "{wal}");
+    assert!(wal["sync_gap_us"].as_f64().unwrap() >= 0.0, "{wal}");
     for f in ["tps_min", "tps_p5", "tps_p50", "max_latency_p99"] {
         assert!(j["per_interval"][f].is_number(), "per_interval.{f}");
     }

@@ -134,6 +134,13 @@ pub struct WalCounts {
     pub fpi_bytes: u64,
     /// Transactions of the run per sync: 1 means no group commit at all.
     pub commits_per_sync: f64,
+    /// Mean time of one WAL sync (fdatasync), µs; 0 in runs saved before.
+    #[serde(default)]
+    pub sync_us: f64,
+    /// Mean handoff between one sync's end and the next one's start when the next leader
+    /// was already queued (the sync pipeline's gap), µs; 0 in runs saved before.
+    #[serde(default)]
+    pub sync_gap_us: f64,
 }
 
 /// One SLRU over a run: pg_stat_slru's counters, plus the doublewrite rounds.

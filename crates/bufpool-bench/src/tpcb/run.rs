@@ -299,6 +299,10 @@ fn wal_counts(
         fpi: a.images - before.images,
         fpi_bytes: a.image_bytes - before.image_bytes,
         commits_per_sync: transactions as f64 / syncs.max(1) as f64,
+        sync_us: (a.sync_ns - before.sync_ns) as f64 / 1e3 / syncs.max(1) as f64,
+        sync_gap_us: (a.sync_gap_ns - before.sync_gap_ns) as f64
+            / 1e3
+            / (a.sync_gaps - before.sync_gaps).max(1) as f64,
     }
 }
 
