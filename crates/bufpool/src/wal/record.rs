@@ -554,6 +554,15 @@ pub fn peek_len(bytes: &[u8]) -> Result<usize, Invalid> {
     Ok(len as usize)
 }
 
+/// Decompresses one LZ4 block that must yield exactly `len` bytes; else `Malformed(what)`.
+fn decompress_exact(src: &[u8], len: usize, what: &'static str) -> Result<Vec<u8>, Invalid> {
+    let mut out = vec![0u8; len];
+    match lz4_flex::block::decompress_into(src, &mut out) {
+        Ok(got) if got == len => Ok(out),
+        _ => Err(Invalid::Malformed(what)),
+    }
+}
+
 /// Decodes the record that should start at `lsn` from `bytes` (which start there).
 pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invalid> {
     let len = peek_len(bytes)?;
@@ -599,15 +608,11 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
                     "compressed page image overruns the record",
                 ));
             }
-            let mut page = vec![0u8; page_size];
-            match lz4_flex::block::decompress_into(&rec[at..at + n], &mut page) {
-                Ok(got) if got == page_size => {}
-                _ => {
-                    return Err(Invalid::Malformed(
-                        "compressed page image does not decompress to one page",
-                    ))
-                }
-            }
+            let page = decompress_exact(
+                &rec[at..at + n],
+                page_size,
+                "compressed page image does not decompress to one page",
+            )?;
             at += n;
             BlockChange::Image(page)
         } else if bflags & BLOCK_FLAG_IMAGE != 0 {
@@ -637,15 +642,11 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
                 if data_at + n > len {
                     return Err(Invalid::Malformed("compressed ranges overrun the record"));
                 }
-                let mut raw = vec![0u8; total];
-                match lz4_flex::block::decompress_into(&rec[data_at..data_at + n], &mut raw) {
-                    Ok(got) if got == total => {}
-                    _ => {
-                        return Err(Invalid::Malformed(
-                            "compressed ranges do not decompress to their lengths",
-                        ))
-                    }
-                }
+                let raw = decompress_exact(
+                    &rec[data_at..data_at + n],
+                    total,
+                    "compressed ranges do not decompress to their lengths",
+                )?;
                 (std::borrow::Cow::Owned(raw), data_at + n)
             } else {
                 if table_end + total > len {

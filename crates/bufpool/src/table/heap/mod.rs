@@ -94,6 +94,18 @@ pub const BULK_EXTEND_PAGES: usize = 16;
 /// Default fillfactor (PostgreSQL's for heaps): inserts fill pages completely.
 pub const DEFAULT_FILLFACTOR: u8 = 100;
 
+/// Whether `slot` starts a chain: a redirect (a pruned root) or a version that is not
+/// heap-only (a row's first version, or one a move placed on this page).
+fn is_chain_root(page: HeapPage<'_>, slot: u16) -> bool {
+    match page.item(slot) {
+        ItemId::Redirect { .. } => true,
+        ItemId::Normal { .. } => page
+            .tuple(slot)
+            .is_some_and(|(h, _)| h.infomask & HEAP_ONLY == 0),
+        ItemId::Dead | ItemId::Unused => false,
+    }
+}
+
 /// The tuple a line pointer leads to: a normal slot itself, or a redirect's target. The
 /// flag says whether a redirect was followed (the slot was a pruned chain's root, so the
 /// tuple's xmin need not match whatever led here).

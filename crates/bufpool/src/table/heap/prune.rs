@@ -27,7 +27,7 @@
 //! free-space map's page lock to record the page's free space (heap → fsm, the only
 //! order). It reads the commit log but never waits for a transaction.
 
-use super::{chain_roots, Heap, Hints};
+use super::{chain_roots, is_chain_root, Heap, Hints};
 use crate::buffer::PageWriteGuard;
 use crate::table::heap_page::{
     HeapPage, HeapPageMut, ItemId, TupleHeader, HEAP_ONLY, UPDATED, XMAX_INVALID, XMAX_IS_MULTI,
@@ -277,14 +277,7 @@ where
         // A link to another page, or to a root on this one (compression points a link at
         // a chain the row moved back to), leaves the chain: its target is a chain of its
         // own, which pruning keeps unless it is a named orphan.
-        let next_is_root = || match page.item(h.ctid_slot) {
-            ItemId::Redirect { .. } => true,
-            ItemId::Normal { .. } => page
-                .tuple(h.ctid_slot)
-                .is_some_and(|(n, _)| n.infomask & HEAP_ONLY == 0),
-            ItemId::Dead | ItemId::Unused => false,
-        };
-        if h.ctid_block != block || (h.ctid_slot != cur && next_is_root()) {
+        if h.ctid_block != block || (h.ctid_slot != cur && is_chain_root(page, h.ctid_slot)) {
             break ChainEnd::LeavesPage(cur);
         }
         if h.ctid_slot == cur {

@@ -42,7 +42,7 @@
 //! if a root was freed meanwhile (`Heap::roots_freed`), it starts over from its first tid.
 
 use super::prune::Orphan;
-use super::{resolve, Heap, Hints, Tid};
+use super::{is_chain_root, resolve, Heap, Hints, Tid};
 use crate::buffer::PageWriteGuard;
 use crate::engine::HookPoint;
 use crate::sync::Ordering;
@@ -86,14 +86,6 @@ impl Want {
 /// locks go together.
 fn conflicts(held: MemberMode, want: Want) -> bool {
     !(held == MemberMode::Share && want == Want::Lock(RowLockMode::Share))
-}
-
-/// Whether the version in `slot` is a heap-only one (reached from its chain's root), not a
-/// root (a row's first version, or one placed on its page by a move; a redirect is a
-/// pruned root).
-fn is_heap_only(page: HeapPage<'_>, slot: u16) -> bool {
-    page.tuple(slot)
-        .is_some_and(|(h, _)| h.infomask & HEAP_ONLY != 0)
 }
 
 /// The holder of a plain (not multixact) xmax, with its mode.
@@ -340,7 +332,7 @@ impl Heap<'_> {
         let links: Vec<(Xid, Tid)> = std::iter::once((x1, t1))
             .chain(span.next.iter().copied())
             .collect();
-        let orphans: Vec<(u32, Orphan)> = links
+        let mut orphans: Vec<(u32, Orphan)> = links
             .windows(2)
             .map(|w| {
                 let ((xmin, at), (out_xmax, out)) = (w[0], w[1]);
@@ -353,16 +345,10 @@ impl Heap<'_> {
                 (at.block, orphan)
             })
             .collect();
-        for (i, &(block, _)) in orphans.iter().enumerate() {
-            if orphans[..i].iter().any(|&(b, _)| b == block) {
-                continue;
-            }
-            let here: Vec<Orphan> = orphans
-                .iter()
-                .filter(|&&(b, _)| b == block)
-                .map(|&(_, o)| o)
-                .collect();
-            self.free_orphans(block, &here)?;
+        orphans.sort_by_key(|&(block, _)| block);
+        for page in orphans.chunk_by(|a, b| a.0 == b.0) {
+            let here: Vec<Orphan> = page.iter().map(|&(_, o)| o).collect();
+            self.free_orphans(page[0].0, &here)?;
         }
         Ok(())
     }
@@ -504,7 +490,7 @@ impl Heap<'_> {
                 let same_page = target.block == tid.block;
                 // A link between chains: to another page, or to a root on this one (where
                 // compression pointed a link at a chain the row moved back to).
-                let between = !same_page || !is_heap_only(page, target.slot);
+                let between = !same_page || is_chain_root(page, target.slot);
                 self.track_dead_span(span, *tid, &h, target, between)?;
                 *tid = target;
                 return Ok(Step::Next {
