@@ -1254,7 +1254,7 @@ fn a_walk_on_its_way_to_a_freed_chain_starts_over() {
         let (p, g, a) = (paused.clone(), go.clone(), armed.clone());
         e.set_test_hook(
             HookPoint::HeapHop,
-            Some(Box::new(move |_| {
+            Some(Box::new(move |_, _| {
                 if std::thread::current().id() != main && a.swap(false, Ordering::SeqCst) {
                     p.wait();
                     g.wait();
@@ -1297,5 +1297,197 @@ fn a_walk_on_its_way_to_a_freed_chain_starts_over() {
         let rows = visible_rows(&e, &heap);
         let want_1 = if update { 104 } else { 4 };
         assert_eq!(rows, vec![(1, want_1), (2, 0), (9, 3)], "update={update}");
+    }
+}
+
+/// Part of the vanished-row defect (a hot row's update returned "no row" under load): chain
+/// compression frees the chains its shortened link skips, and a walk that is already inside
+/// them is protected only by `roots_freed`, read when it reads each link. That is enough
+/// only if the chains are freed in chain order: once chain 2 is freed while chain 1 still
+/// leads to it, a walk that holds chain 1's page at that moment reads the raised count
+/// with chain 1's link, finds it unchanged at chain 2's page, and meets a freed slot.
+/// The row here lives on A, then X (block 2), then Y (block 1), then Z: freed by block
+/// number, Y's chain would go before X's. Hooks stop a walk on X while a compressing update
+/// frees what it frees without X's lock; then the walk goes on to Y. It must find the row
+/// (by the chain, or by starting over), for an update and for a fetch.
+#[test]
+fn a_walk_inside_compressed_chains_never_meets_a_freed_slot() {
+    use bufpool::engine::HookPoint;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::mpsc::{channel, Receiver, Sender};
+    use std::sync::{Mutex, OnceLock};
+    use std::thread::ThreadId;
+
+    fn big(id: u64, v: u64) -> Vec<u8> {
+        let mut r = row(id, v);
+        r.resize(3000, 1); // two fill a page
+        r
+    }
+    /// Where the walker and the compressor stop, and what they tell the test thread.
+    struct Gates {
+        tx: Mutex<Sender<Ev>>,
+        w_go: Mutex<Receiver<()>>,
+        c_go: Mutex<Receiver<()>>,
+        walker: OnceLock<ThreadId>,
+        compressor: OnceLock<ThreadId>,
+        first_hop: AtomicBool,
+        first_link: AtomicBool,
+        free_run: AtomicBool,
+    }
+    impl Gates {
+        fn is(id: &OnceLock<ThreadId>) -> bool {
+            id.get() == Some(&std::thread::current().id())
+        }
+        fn send(&self, ev: Ev) {
+            self.tx.lock().unwrap().send(ev).unwrap();
+        }
+    }
+    #[derive(Debug, PartialEq)]
+    enum Ev {
+        Hop(u64),
+        Link(u64),
+        Free(u64),
+        Done,
+    }
+    for update in [true, false] {
+        let vfs = MemVfs::new();
+        let e = open(&vfs);
+        let heap = Heap::create(&e, REL).unwrap();
+        let t = e.begin_xid().unwrap();
+        let root = heap.insert(t, &big(1, 0)).unwrap();
+        let tids: Vec<Tid> = (2..=6).map(|i| heap.insert(t, &big(i, 0)).unwrap()).collect();
+        e.commit_transaction(t).unwrap();
+        let blocks: Vec<u32> = std::iter::once(root).chain(tids.iter().copied()).map(|t| t.block).collect();
+        assert_eq!(blocks, [0, 0, 1, 1, 2, 2], "setup: two rows a page");
+        let delete = |tid: Tid| {
+            let t = e.begin_xid().unwrap();
+            assert!(heap.delete(t, tid).unwrap());
+            e.commit_transaction(t).unwrap();
+        };
+        let bump = |tid: Tid| {
+            let x = e.begin_xid().unwrap();
+            let new = heap.update(x, tid, |d| big(1, val(d).1 + 1)).unwrap().unwrap();
+            e.commit_transaction(x).unwrap();
+            new
+        };
+        // Room for one more version on block 2 (row 6 gone), then on block 1 (row 4);
+        // a running transaction keeps every version of row 1 alive while it moves
+        // A -> X -> Y -> Z, each page full when the row leaves it.
+        delete(tids[4]);
+        heap.vacuum(false).unwrap();
+        delete(tids[2]);
+        let old = e.begin_xid().unwrap();
+        let x = bump(root);
+        heap.vacuum(false).unwrap();
+        let y = bump(root);
+        let z = bump(root);
+        e.abort_transaction(old).unwrap();
+        assert_eq!(
+            (x.block, y.block),
+            (2, 1),
+            "setup: X after Y in block order ({x:?} {y:?} {z:?})"
+        );
+        assert!(z.block > 2, "setup: {z:?}");
+
+        let (tx, rx): (Sender<Ev>, Receiver<Ev>) = channel();
+        let (w_go_tx, w_go) = channel::<()>();
+        let (c_go_tx, c_go) = channel::<()>();
+        let gates = Arc::new(Gates {
+            tx: Mutex::new(tx.clone()),
+            w_go: Mutex::new(w_go),
+            c_go: Mutex::new(c_go),
+            walker: OnceLock::new(),
+            compressor: OnceLock::new(),
+            first_hop: AtomicBool::new(true),
+            first_link: AtomicBool::new(true),
+            free_run: AtomicBool::new(false),
+        });
+        let g = gates.clone();
+        e.set_test_hook(
+            HookPoint::HeapHop,
+            Some(Box::new(move |_, block| {
+                if Gates::is(&g.walker) {
+                    g.send(Ev::Hop(block));
+                    if g.first_hop.swap(false, Ordering::SeqCst) {
+                        g.w_go.lock().unwrap().recv().unwrap();
+                    }
+                }
+            })),
+        );
+        let g = gates.clone();
+        e.set_test_hook(
+            HookPoint::HeapLink,
+            Some(Box::new(move |_, block| {
+                if Gates::is(&g.walker) {
+                    g.send(Ev::Link(block));
+                    if block == 2 && g.first_link.swap(false, Ordering::SeqCst) {
+                        g.w_go.lock().unwrap().recv().unwrap();
+                    }
+                }
+            })),
+        );
+        let g = gates.clone();
+        e.set_test_hook(
+            HookPoint::HeapFreeOrphans,
+            Some(Box::new(move |_, block| {
+                if Gates::is(&g.compressor) && !g.free_run.load(Ordering::SeqCst) {
+                    g.send(Ev::Free(block));
+                    g.c_go.lock().unwrap().recv().unwrap();
+                }
+            })),
+        );
+        std::thread::scope(|s| {
+            let next = |want: &dyn Fn(&Ev) -> bool| loop {
+                let ev = rx.recv().unwrap();
+                if want(&ev) {
+                    return ev;
+                }
+            };
+            let walker = s.spawn(|| {
+                gates.walker.set(std::thread::current().id()).unwrap();
+                let got = if update {
+                    let w = e.begin_xid().unwrap();
+                    let r = heap.update(w, root, |d| big(1, val(d).1 + 100)).unwrap();
+                    e.commit_transaction(w).unwrap();
+                    r.map(|_| 1)
+                } else {
+                    let snap = e.txns().snapshot(INVALID_XID);
+                    heap.fetch(&snap, root).unwrap().map(|d| val(&d).0)
+                };
+                tx.send(Ev::Done).unwrap();
+                got
+            });
+            // 1. The walk read A's link to X and stops before X.
+            assert_eq!(next(&|ev| matches!(ev, Ev::Hop(_))), Ev::Hop(2));
+            // 2. An update walks the whole chain, points A's link at Z, and stops before it
+            //    frees its first page.
+            let compressor = s.spawn(|| {
+                gates.compressor.set(std::thread::current().id()).unwrap();
+                bump(root)
+            });
+            let mut held = next(&|ev| matches!(ev, Ev::Free(_)));
+            // 3. The walk takes X and reads its link to Y; it stops holding X.
+            w_go_tx.send(()).unwrap();
+            next(&|ev| *ev == Ev::Link(2));
+            // 4. The update frees every page before X's; it is held before X's (whose lock
+            //    the walk has).
+            while held != Ev::Free(2) {
+                c_go_tx.send(()).unwrap();
+                held = next(&|ev| matches!(ev, Ev::Free(_)));
+            }
+            // 5. The walk goes on to Y and past it (or ends there).
+            w_go_tx.send(()).unwrap();
+            next(&|ev| *ev == Ev::Link(1) || *ev == Ev::Done);
+            gates.free_run.store(true, Ordering::SeqCst);
+            c_go_tx.send(()).unwrap();
+            let got = walker.join().unwrap();
+            compressor.join().unwrap();
+            for point in [HookPoint::HeapHop, HookPoint::HeapLink, HookPoint::HeapFreeOrphans] {
+                e.set_test_hook(point, None);
+            }
+            assert_eq!(got, Some(1), "update={update}: the walk lost row 1");
+        });
+        let want = if update { 104 } else { 4 };
+        assert_eq!(visible_rows(&e, &heap), vec![(1, want), (2, 0), (3, 0), (5, 0)]);
     }
 }

@@ -113,7 +113,8 @@ impl EngineError {
 }
 
 /// A test hook (see [`Engine::set_test_hook`]).
-pub type TestHook = Box<dyn Fn(&Engine) + Send + Sync>;
+/// The `u64` is the point's argument: the block number at the heap's points, 0 elsewhere.
+pub type TestHook = Box<dyn Fn(&Engine, u64) + Send + Sync>;
 
 /// Where a test hook runs: the points where an interleaving with a checkpoint matters.
 #[doc(hidden)]
@@ -130,8 +131,18 @@ pub enum HookPoint {
     CommitBeforeFlush = 2,
     /// In a heap row walk (fetch, update, delete, row lock) that follows a link to another
     /// page: after the link's page lock is released, before the target page is read.
+    /// Argument: the target's block.
     HeapHop = 3,
+    /// In a heap row walk, under the lock of the page it is on (the argument), right after
+    /// it read a link to another page and before it reads `Heap::roots_freed` for the hop.
+    HeapLink = 4,
+    /// In chain compression, before it locks a page (the argument) to free the chains the
+    /// shortened link skips there.
+    HeapFreeOrphans = 5,
 }
+
+/// How many [`HookPoint`]s there are.
+const HOOK_POINTS: usize = 6;
 
 /// A structure check of a relation, run by [`Engine::verify`]: `Err` describes the damage.
 pub type Verifier = std::sync::Arc<dyn Fn(&Engine) -> Result<(), String> + Send + Sync>;
@@ -246,7 +257,7 @@ pub struct Engine {
     /// Structure checks of relations above this layer (B-trees register theirs), by name.
     verifiers: Mutex<std::collections::BTreeMap<String, Verifier>>,
     /// Test hooks by [`HookPoint`]; `has_hooks` keeps the check off the hot path.
-    hooks: Mutex<[Option<Arc<TestHook>>; 4]>,
+    hooks: Mutex<[Option<Arc<TestHook>>; HOOK_POINTS]>,
     has_hooks: std::sync::atomic::AtomicBool,
     recovery: Option<RecoveryReport>,
     /// The sequential-scan knobs, and the synchronized-scan positions all scans share.
@@ -393,7 +404,7 @@ impl Engine {
             wal_compression: config.wal_compression,
             ckpt,
             verifiers: Mutex::new(Default::default()),
-            hooks: Mutex::new([None, None, None, None]),
+            hooks: Mutex::new(Default::default()),
             has_hooks: std::sync::atomic::AtomicBool::new(false),
             recovery,
             scan: config.scan_options(),
@@ -551,11 +562,16 @@ impl Engine {
     }
 
     pub(crate) fn run_hook(&self, point: HookPoint) {
+        self.run_hook_at(point, 0);
+    }
+
+    /// [`Self::run_hook`] with the point's argument (see [`TestHook`]).
+    pub(crate) fn run_hook_at(&self, point: HookPoint, arg: u64) {
         if self.has_hooks.load(std::sync::atomic::Ordering::Acquire) {
             // Called without the lock: a hook may pass another hook point.
             let hook = self.hooks.lock()[point as usize].clone();
             if let Some(h) = hook {
-                h(self);
+                h(self, arg);
             }
         }
     }

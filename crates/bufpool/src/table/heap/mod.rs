@@ -435,7 +435,8 @@ impl<'e> Heap<'e> {
         let mut hop: Option<u64> = None;
         'page: loop {
             if hop.is_some() {
-                self.engine.run_hook(HookPoint::HeapHop);
+                self.engine
+                    .run_hook_at(HookPoint::HeapHop, u64::from(tid.block));
             }
             let buf = pool.read(self.tag(tid.block))?;
             let g = buf.read();
@@ -475,6 +476,8 @@ impl<'e> Heap<'e> {
                             slot: h.ctid_slot,
                         };
                         if !same_page {
+                            self.engine
+                                .run_hook_at(HookPoint::HeapLink, u64::from(g.tag().block));
                             hop = Some(self.roots_freed());
                             drop(g);
                             self.set_hints(&buf, &mut hints)?;
