@@ -585,7 +585,7 @@ impl Shared<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::buffer) mod tests {
     use super::*;
     use crate::config::Config;
     use crate::sync::Arc;
@@ -593,9 +593,10 @@ mod tests {
     use crate::vfs::{FaultKind, FaultOp, FaultRule, FaultVfs, MemVfs, Vfs};
     use std::path::Path;
 
-    const PS: usize = 4096;
+    pub(in crate::buffer) const PS: usize = 4096;
 
-    fn pool(vfs: Arc<dyn Vfs>, buffers: u64) -> BufferPool {
+    /// A pool of `buffers` 4 kB buffers over `vfs`, with no WAL.
+    pub(in crate::buffer) fn pool(vfs: Arc<dyn Vfs>, buffers: u64) -> BufferPool {
         let mut c = Config::default();
         c.set("shared_buffers", &buffers.to_string()).unwrap();
         c.set("block_size", "4kB").unwrap();
@@ -622,13 +623,13 @@ mod tests {
         }
     }
 
-    fn is_dirty(pool: &BufferPool, tag: BufferTag) -> bool {
+    pub(in crate::buffer) fn is_dirty(pool: &BufferPool, tag: BufferTag) -> bool {
         let b = pool.read(tag).unwrap();
         pool.descs[b.id as usize].load_state() & DIRTY != 0
     }
 
     /// Reads block `block` of `rel` from storage and checks its checksum.
-    fn stored(pool: &BufferPool, rel: RelFileId, block: u32) -> Vec<u8> {
+    pub(in crate::buffer) fn stored(pool: &BufferPool, rel: RelFileId, block: u32) -> Vec<u8> {
         let tag = BufferTag::new(rel, ForkNumber::Main, block);
         let mut buf = vec![0u8; PS];
         pool.smgr.read(&tag, &mut buf, IoContext::Normal).unwrap();

@@ -157,8 +157,10 @@ impl PageWriteGuard<'_> {
         self.dirtied = true;
     }
 
-    /// Writes the page out now if dirty, keeping the exclusive lock.
+    /// Writes the page out now if dirty, keeping the exclusive lock. The next change
+    /// through this guard marks the buffer dirty again (the write cleaned it).
     pub fn flush(&mut self) -> BufferResult<bool> {
+        self.dirtied = false;
         self.buf
             .pool
             .flush_locked(self.buf.id, crate::stats::IoContext::Normal)
@@ -195,5 +197,35 @@ impl Drop for PageWriteGuard<'_> {
                 .content_lock
                 .unlock_exclusive()
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::checkpoint::tests::{is_dirty, pool, stored};
+    use crate::sync::Arc;
+    use crate::types::{BufferTag, ForkNumber, RelFileId};
+    use crate::vfs::MemVfs;
+
+    /// Proves: a write guard that flushed its page mid-way still marks the buffer dirty on
+    /// its next change, so that change reaches storage (it was lost: `flush` cleared the
+    /// buffer's dirty bit but not the guard's note that it had set it).
+    #[test]
+    fn a_change_after_a_guard_flushed_its_page_dirties_it_again() {
+        let p = pool(Arc::new(MemVfs::new()), 16);
+        let rel = RelFileId::new(0, 12);
+        p.create_relation(rel, ForkNumber::Main).unwrap();
+        let b = p.extend(rel, ForkNumber::Main).unwrap();
+        let tag = BufferTag::new(rel, ForkNumber::Main, 0);
+        {
+            let mut g = b.write();
+            crate::page::init(&mut g, 0);
+            g[100] = 1;
+            assert!(g.flush().unwrap(), "the first change is written");
+            g[100] = 2;
+        }
+        assert!(is_dirty(&p, tag), "the second change left the buffer clean");
+        p.flush_all().unwrap();
+        assert_eq!(stored(&p, rel, 0)[100], 2);
     }
 }
