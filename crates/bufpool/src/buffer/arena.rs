@@ -200,11 +200,29 @@ impl PageArena {
         self.page_size
     }
 
-    /// Start of frame `id`.
+    /// Start of frame `id`. Panics if there is no such frame (computing a pointer past
+    /// the mapping is undefined behaviour even before it is used).
     #[inline]
     pub fn frame(&self, id: u32) -> *mut u8 {
+        assert!(
+            (id as usize) < self.nbuffers,
+            "frame {id} of an arena of {} frames",
+            self.nbuffers
+        );
+        // SAFETY: id < nbuffers, checked above.
+        unsafe { self.frame_unchecked(id) }
+    }
+
+    /// [`Self::frame`] without the bounds check, for the pool's page access (every buffer
+    /// id it holds is below the number of frames it made the arena with).
+    ///
+    /// # Safety
+    /// `id` is below the arena's number of frames.
+    #[inline]
+    pub(crate) unsafe fn frame_unchecked(&self, id: u32) -> *mut u8 {
         debug_assert!((id as usize) < self.nbuffers);
-        // SAFETY: id < nbuffers, so the offset stays inside the mapping.
+        // SAFETY: id < nbuffers (the caller's contract), so the offset stays inside the
+        // mapping.
         unsafe { self.base.as_ptr().add(id as usize * self.page_size) }
     }
 
@@ -239,5 +257,15 @@ mod tests {
                 assert_eq!(a.huge_pages(), HugePageUse::None);
             }
         }
+    }
+
+    /// Proves: asking for a frame past the arena panics, in release builds too (it was a
+    /// debug assertion in front of a pointer computation that is undefined behaviour out
+    /// of bounds, reachable from safe code).
+    #[test]
+    #[should_panic(expected = "frame 64 of an arena of 64 frames")]
+    fn a_frame_past_the_arena_is_refused() {
+        let a = PageArena::new(64, 8192, HugePages::Off).unwrap();
+        let _ = a.frame(64);
     }
 }

@@ -322,9 +322,10 @@ impl BufferPool {
     /// lives, and no `&mut` to the same frame exists meanwhile.
     #[inline]
     unsafe fn page_slice(&self, id: u32) -> &[u8] {
-        // SAFETY: frame(id) points at page_size bytes inside the arena (id < nbuffers);
-        // aliasing is excluded by the caller's content lock per this function's contract.
-        unsafe { std::slice::from_raw_parts(self.arena.frame(id), self.page_size) }
+        // SAFETY: buffer ids are below the pool's size, the arena's number of frames, so
+        // frame(id) points at page_size bytes inside it; aliasing is excluded by the
+        // caller's content lock per this function's contract.
+        unsafe { std::slice::from_raw_parts(self.arena.frame_unchecked(id), self.page_size) }
     }
 
     /// Mutable page bytes of buffer `id`.
@@ -336,7 +337,7 @@ impl BufferPool {
     #[allow(clippy::mut_from_ref)]
     unsafe fn page_slice_mut(&self, id: u32) -> &mut [u8] {
         // SAFETY: in bounds as above; uniqueness from the exclusive content lock.
-        unsafe { std::slice::from_raw_parts_mut(self.arena.frame(id), self.page_size) }
+        unsafe { std::slice::from_raw_parts_mut(self.arena.frame_unchecked(id), self.page_size) }
     }
 
     /// Creates a relation fork on storage.
