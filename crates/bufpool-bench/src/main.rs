@@ -199,6 +199,11 @@ struct CheckArgs {
     /// a transaction found in pgbench_history, or the check fails ("lost").
     #[arg(long = "acked", value_name = "FILE", num_args = 1..)]
     acked: Vec<PathBuf>,
+    /// The database also ran scripts that change accounts alone (-b simple-update,
+    /// multixact): require sum(abalance) = sum(history.delta) and sum(bbalance) =
+    /// sum(tbalance) instead of all four equal.
+    #[arg(long = "accounts-only")]
+    accounts_only: bool,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -305,6 +310,10 @@ struct BenchCli {
     /// Rows per batch (with --batch-every).
     #[arg(long = "batch-rows", value_name = "N")]
     batch_rows: Option<u64>,
+    /// Every SECS seconds (at least 1), a thread beside the clients VACUUMs
+    /// pgbench_branches, pgbench_tellers and pgbench_accounts (for stress runs).
+    #[arg(long = "vacuum-every", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    vacuum_every: Option<u64>,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -669,10 +678,11 @@ fn main() -> Result<()> {
             rate_profile: b.rate_profile,
             batch_every: b.batch_every,
             batch_rows: b.batch_rows,
+            vacuum_every: b.vacuum_every,
             side_script: b.side_script,
             side_pause_ms: b.side_pause_ms,
         }),
-        Some(Command::Check(c)) => match commands::check(&c.dir.dir, &c.dir.sets, &c.acked) {
+        Some(Command::Check(c)) => match commands::check(&c.dir.dir, &c.dir.sets, &c.acked, c.accounts_only) {
             Ok(true) => Ok(()),
             Ok(false) => std::process::exit(1),
             Err(e) => Err(e),

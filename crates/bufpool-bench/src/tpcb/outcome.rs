@@ -105,6 +105,7 @@ impl Merged {
             lag_avg_ms: avg_ms(total.lag_sum, total.n),
             lag_max_ms: total.lag_max / 1000.0,
             batches: Default::default(),
+            vacuums: Default::default(),
         }
     }
 }

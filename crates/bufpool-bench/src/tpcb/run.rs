@@ -104,6 +104,8 @@ pub struct BenchOptions {
     /// `--side-script` and its pause (`--side-pause-ms`): seed 002's second pgbench
     /// instance, one thread beside the clients.
     pub side: Option<(SideScript, Duration)>,
+    /// `--vacuum-every`: VACUUM the hot tables and accounts every this many seconds.
+    pub vacuum_every_s: Option<u64>,
 }
 
 impl BenchOptions {
@@ -128,6 +130,8 @@ pub struct RunOutcome {
     pub lag_max_ms: f64,
     /// What `--batch-every` did.
     pub batches: BatchStats,
+    /// What `--vacuum-every` did.
+    pub vacuums: super::vacuum::VacuumStats,
 }
 
 /// Runs the benchmark and returns its result (also writing the aggregate logs).
@@ -152,7 +156,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0);
     let wall_start = wall_start_us / 1_000_000;
-    let (clients, samples, batches, side) = std::thread::scope(|s| {
+    let (clients, samples, batches, side, vacuums) = std::thread::scope(|s| {
         let monitor =
             s.spawn(|| Monitor::new(pool, &before, start, opts.progress_s, &live, &done).run());
         let done_ref = &done;
@@ -162,6 +166,9 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         let side = opts.side.map(|(script, wait)| {
             s.spawn(move || super::side::run(db, script, wait, done_ref, &opts.stop))
         });
+        let vacuums = opts
+            .vacuum_every_s
+            .map(|every| s.spawn(move || super::vacuum::run(db, every, start, done_ref)));
         let mut handles = Vec::new();
         for id in 0..opts.clients.max(1) {
             let client = Client::new(id, db, opts, start, &live);
@@ -175,9 +182,11 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         let samples = monitor.join().expect("monitor thread");
         let batches = batches.map(|b| b.join().expect("batch thread"));
         let side = side.map(|h| h.join().expect("side-script thread"));
-        (clients, samples, batches, side)
+        let vacuums = vacuums.map(|h| h.join().expect("vacuum thread"));
+        (clients, samples, batches, side, vacuums)
     });
     let side = side.transpose()?;
+    let vacuums = vacuums.transpose()?.unwrap_or_default();
     let elapsed = start.elapsed().as_secs_f64();
     // A failed checkpoint fails the run with its error, ahead of any client's.
     if let Some(e) = db.engine.checkpointer_error() {
@@ -236,6 +245,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             .unwrap_or(0);
     }
     out.batches = batches;
+    out.vacuums = vacuums;
     Ok(out)
 }
 
