@@ -621,6 +621,7 @@ pub fn smgr_meta(data: &[u8]) {
     vfs.create_dir_all(&dir.join("base")).expect("mkdir");
     vfs.set_contents(&dir.join("bufpool.meta"), file);
     let opts = SmgrOptions {
+        wal_segment_size: None,
         block_size,
         segment_size,
         create: sel & 32 != 0,

@@ -1583,6 +1583,7 @@ impl PoolConfig for Config {
         Ok(SmgrOptions {
             block_size: self.block_size,
             segment_size: self.segment_size,
+            wal_segment_size: Some(self.wal_segment_size),
             create,
             direct: self.io_direct,
             dsync: false,

@@ -4,12 +4,13 @@
 //! is open, and the holder's pid as text, so a second opener can name who holds it. A stale
 //! file left by a killed process is harmless: the kernel released its flock.
 //! Metadata: `bufpool.meta`, written once at creation (temp file, fsync, rename, fsync of the
-//! directory), fixes the page and segment sizes:
+//! directory), fixes the page size, the relation segment size and the WAL segment size:
 //! ```text
 //! bufpool data directory
 //! format=1
 //! block_size=8192
 //! segment_size=1073741824
+//! wal_segment_size=16777216   (absent in directories made before it was recorded)
 //! crc32c=1a2b3c4d          (CRC32C of the lines above, newline included)
 //! ```
 
@@ -59,13 +60,19 @@ pub(super) fn lock_directory(vfs: &dyn Vfs, dir: &Path) -> SmgrResult<Arc<dyn Vf
 pub(super) struct Meta {
     pub block_size: usize,
     pub segment_size: u64,
+    /// None in a directory made before the WAL segment size was recorded (or by a storage
+    /// manager opened without a log).
+    pub wal_segment_size: Option<u64>,
 }
 
 fn render(meta: &Meta) -> String {
-    let body = format!(
+    let mut body = format!(
         "bufpool data directory\nformat={META_FORMAT}\nblock_size={}\nsegment_size={}\n",
         meta.block_size, meta.segment_size
     );
+    if let Some(w) = meta.wal_segment_size {
+        body.push_str(&format!("wal_segment_size={w}\n"));
+    }
     let crc = crc32c::crc32c(body.as_bytes());
     format!("{body}crc32c={crc:08x}\n")
 }
@@ -118,9 +125,15 @@ pub(super) fn read_meta(vfs: &dyn Vfs, dir: &Path) -> SmgrResult<Meta> {
             "format {format} is not supported (this build reads {META_FORMAT})"
         )));
     }
+    let wal_segment_size = match field("wal_segment_size") {
+        Ok(w) => Some(w),
+        Err(_) if !body.lines().any(|l| l.starts_with("wal_segment_size=")) => None,
+        Err(e) => return Err(e),
+    };
     Ok(Meta {
         block_size: field("block_size")? as usize,
         segment_size: field("segment_size")?,
+        wal_segment_size,
     })
 }
 
@@ -135,6 +148,7 @@ mod tests {
         let dir = Path::new("/db");
         vfs.create_dir_all(dir).unwrap();
         let meta = Meta {
+            wal_segment_size: Some(16 << 20),
             block_size: 16384,
             segment_size: 1 << 30,
         };

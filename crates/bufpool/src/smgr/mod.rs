@@ -118,6 +118,9 @@ pub struct SmgrOptions {
     pub block_size: usize,
     /// Segment size for a new directory; an existing one must match.
     pub segment_size: u64,
+    /// The WAL's segment size, recorded in a new directory's metadata; an existing one
+    /// that recorded it must match. None: not recorded or checked (no log above).
+    pub wal_segment_size: Option<u64>,
     /// Create the directory if it has no metadata file yet.
     pub create: bool,
     /// Open data files with O_DIRECT.
@@ -232,11 +235,24 @@ impl Smgr {
                     ),
                 });
             }
+            if let (Some(was), Some(asked)) = (meta.wal_segment_size, opts.wal_segment_size) {
+                if was != asked {
+                    return Err(SmgrError::Directory {
+                        dir: dir.to_path_buf(),
+                        problem: format!(
+                            "was created with wal_segment_size={was}, but the configuration \
+                             asks for wal_segment_size={asked}; it is fixed at creation (the \
+                             log cannot be read with another segment size)"
+                        ),
+                    });
+                }
+            }
             meta
         } else {
             let meta = dir::Meta {
                 block_size: opts.block_size,
                 segment_size: opts.segment_size,
+                wal_segment_size: opts.wal_segment_size,
             };
             dir::write_meta(&*vfs, dir, &meta)?;
             vfs.sync_dir(dir)
@@ -1006,6 +1022,7 @@ mod tests {
     fn smgr() -> (MemVfs, Smgr) {
         let vfs = MemVfs::new();
         let opts = SmgrOptions {
+            wal_segment_size: None,
             block_size: 4096,
             segment_size: 4 * 4096,
             create: true,
@@ -1138,6 +1155,7 @@ mod tests {
         use crate::vfs::{FaultKind, FaultOp, FaultRule, FaultVfs};
         let fault = FaultVfs::new(Arc::new(MemVfs::new()));
         let opts = SmgrOptions {
+            wal_segment_size: None,
             block_size: 4096,
             segment_size: 4 * 4096,
             create: true,
@@ -1213,6 +1231,7 @@ mod tests {
         assert_eq!(vfs.contents(&leftover).unwrap().len(), 4096);
         drop(s);
         let opts = SmgrOptions {
+            wal_segment_size: None,
             block_size: 4096,
             segment_size: 4 * 4096,
             create: false,
@@ -1273,6 +1292,7 @@ mod tests {
         );
         drop(s);
         let opts = SmgrOptions {
+            wal_segment_size: None,
             block_size: 4096,
             segment_size: 16384,
             create: false,
@@ -1290,6 +1310,7 @@ mod tests {
     /// Options for a directory with 4-page segments of 4 KiB pages.
     fn options(create: bool, dsync: bool) -> SmgrOptions {
         SmgrOptions {
+            wal_segment_size: None,
             block_size: 4096,
             segment_size: 4 * 4096,
             create,

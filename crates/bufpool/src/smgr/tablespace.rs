@@ -274,6 +274,7 @@ mod tests {
 
     fn options(create: bool) -> SmgrOptions {
         SmgrOptions {
+            wal_segment_size: None,
             block_size: BLOCK,
             segment_size: 4 * BLOCK as u64,
             create,
