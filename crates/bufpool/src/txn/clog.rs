@@ -46,6 +46,12 @@ pub enum ClogError {
     NotRunning { xid: Xid },
     #[error("transaction {xid} is a subtransaction: end it with a rollback to its savepoint, or end its top-level transaction")]
     NotTopLevel { xid: Xid },
+    #[error(
+        "database is not accepting commands that assign new transaction ids, to avoid \
+         wraparound data loss: the next id would be {next}, within {margin} of the end of the \
+         32-bit id space (ids are not frozen or reused yet: copy the data into a new directory)"
+    )]
+    XidsExhausted { next: Xid, margin: u32 },
     #[error("transaction {xid} cannot go from {from:?} to {to:?}")]
     BadTransition {
         xid: Xid,
@@ -61,6 +67,7 @@ impl ClogError {
             ClogError::Slru(e) => e.raw_os_error(),
             ClogError::Multi(e) => e.raw_os_error(),
             ClogError::BadTransition { .. }
+            | ClogError::XidsExhausted { .. }
             | ClogError::NotRunning { .. }
             | ClogError::NotTopLevel { .. } => None,
         }

@@ -20,3 +20,20 @@ pub type Xid = u32;
 pub const INVALID_XID: Xid = 0;
 pub const FROZEN_XID: Xid = 1;
 pub const FIRST_NORMAL_XID: Xid = 3;
+
+/// How many of the last 32-bit transaction ids (and multixact ids) are never handed out.
+/// Ids are not frozen or reused yet, so the id space is a budget: past it, every
+/// transaction that writes would fail. Assigning stops this far before the end with a
+/// named error (PostgreSQL's xidStopLimit margin, 3,000,000 ids), leaving the data
+/// readable and every running transaction able to end.
+pub const XID_STOP_MARGIN: u32 = 3_000_000;
+
+/// From this many ids before the stop (PostgreSQL's xidWarnLimit margin, 40,000,000 ids
+/// before wraparound), every millionth id assigned logs a warning with how many are left.
+pub const XID_WARN_MARGIN: u32 = 40_000_000;
+
+/// Whether assigning `next` (of a 32-bit id space) should log the approach of the stop.
+fn warn_near_stop(next: u32) -> bool {
+    let left = u32::MAX - next;
+    left <= XID_WARN_MARGIN && left % 1_000_000 == 0
+}

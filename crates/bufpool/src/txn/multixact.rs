@@ -103,6 +103,14 @@ pub enum MultiXactError {
     },
     #[error("a multixact needs 2 to {max} members, not {count}")]
     BadCount { count: usize, max: usize },
+    #[error(
+        "database is not accepting commands that create multixacts, to avoid wraparound \
+         data loss: the next multixact id would be {next}, within {margin} of the end of the \
+         32-bit id space"
+    )]
+    IdsExhausted { next: MultiId, margin: u32 },
+    #[error("multixact members exhausted: {count} members do not fit after position {next_member} of the 32-bit member space")]
+    MembersExhausted { next_member: u32, count: usize },
     #[error("multixact {multi} was truncated (the oldest kept is {oldest}): a tuple names a multixact older than its relation's bound")]
     Truncated { multi: MultiId, oldest: MultiId },
 }
@@ -216,16 +224,28 @@ impl MultiXact {
         self.check_count(count)?;
         let mut st = self.state.lock();
         let m = st.next_multi;
-        assert!(m != MultiId::MAX, "multixact ids exhausted");
+        if m >= MultiId::MAX - super::XID_STOP_MARGIN {
+            return Err(MultiXactError::IdsExhausted {
+                next: m,
+                margin: super::XID_STOP_MARGIN,
+            });
+        }
+        if super::warn_near_stop(m) {
+            tracing::warn!(
+                "multixact id {m}: {} ids left before new multixacts are refused",
+                MultiId::MAX - super::XID_STOP_MARGIN - m
+            );
+        }
         let mpp = self.members_per_page;
+        let exhausted = || MultiXactError::MembersExhausted {
+            next_member: st.next_member,
+            count,
+        };
         let mut start = st.next_member;
         if u64::from(start) % mpp + count as u64 > mpp {
-            start = u32::try_from((u64::from(start) / mpp + 1) * mpp)
-                .expect("multixact members exhausted");
+            start = u32::try_from((u64::from(start) / mpp + 1) * mpp).map_err(|_| exhausted())?;
         }
-        let end = start
-            .checked_add(count as u32)
-            .expect("multixact members exhausted");
+        let end = start.checked_add(count as u32).ok_or_else(exhausted)?;
         let (opage, oat) = self.entry_at(m);
         if oat == 0 {
             self.offsets.zero_page(opage)?;
@@ -465,6 +485,26 @@ mod tests {
                 (100 + k * 10 + i, mode)
             })
             .collect()
+    }
+
+    /// Proves (F8): the last multixact ids, and the last member positions, are refused with
+    /// a named error, not a panic.
+    #[test]
+    fn ids_and_members_near_exhaustion_are_refused_with_an_error() {
+        let near = |next_multi, next_member| {
+            let at = MultiPositions {
+                next_multi,
+                next_member,
+                oldest_multi: 1,
+            };
+            open(&MemVfs::new(), 4, at).reserve(2)
+        };
+        let stop = MultiId::MAX - crate::txn::XID_STOP_MARGIN;
+        assert!(near(stop - 1, 0).is_ok());
+        let err = near(stop, 0).unwrap_err().to_string();
+        assert!(err.contains("multixact id") && err.contains("wraparound"), "{err}");
+        let err = near(2, u32::MAX - 1).unwrap_err().to_string();
+        assert!(err.contains("multixact members"), "{err}");
     }
 
     #[test]

@@ -217,11 +217,21 @@ impl TxnManager {
     /// Takes the next id (its commit-log and subtransaction-log pages ready).
     fn assign(&self, st: &mut State) -> Result<Xid, ClogError> {
         let xid = st.next_xid;
+        if xid >= Xid::MAX - super::XID_STOP_MARGIN {
+            return Err(ClogError::XidsExhausted {
+                next: xid,
+                margin: super::XID_STOP_MARGIN,
+            });
+        }
+        if super::warn_near_stop(xid) {
+            tracing::warn!(
+                "transaction id {xid}: {} ids left before new transactions are refused (wraparound is not handled: ids are not frozen or reused)",
+                Xid::MAX - super::XID_STOP_MARGIN - xid
+            );
+        }
         self.clog.extend(xid)?;
         self.subtrans.extend(xid)?;
-        st.next_xid = xid
-            .checked_add(1)
-            .expect("transaction ids exhausted (wraparound is not handled yet)");
+        st.next_xid = xid + 1;
         Ok(xid)
     }
 
@@ -605,6 +615,24 @@ mod tests {
 
     fn manager() -> TxnManager {
         manager_at(FIRST_NORMAL_XID)
+    }
+
+    /// Proves (F8): the last transaction ids are refused with a named error, not a panic,
+    /// leaving a margin (PostgreSQL's stop limit); the refusal changes nothing, so the
+    /// running ones still end, and ids below the margin still work.
+    #[test]
+    fn ids_near_exhaustion_are_refused_with_an_error() {
+        let last_ok = Xid::MAX - crate::txn::XID_STOP_MARGIN - 1;
+        let m = manager_at(last_ok);
+        let a = m.begin().unwrap();
+        assert_eq!(a, last_ok);
+        let err = m.begin().unwrap_err().to_string();
+        assert!(
+            err.contains("wraparound") && err.contains(&crate::txn::XID_STOP_MARGIN.to_string()),
+            "{err}"
+        );
+        assert!(m.begin().is_err(), "still refused");
+        m.end(a, true).unwrap();
     }
 
     #[test]
