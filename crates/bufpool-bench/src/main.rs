@@ -682,11 +682,13 @@ fn main() -> Result<()> {
             side_script: b.side_script,
             side_pause_ms: b.side_pause_ms,
         }),
-        Some(Command::Check(c)) => match commands::check(&c.dir.dir, &c.dir.sets, &c.acked, c.accounts_only) {
-            Ok(true) => Ok(()),
-            Ok(false) => std::process::exit(1),
-            Err(e) => Err(e),
-        },
+        Some(Command::Check(c)) => {
+            match commands::check(&c.dir.dir, &c.dir.sets, &c.acked, c.accounts_only) {
+                Ok(true) => Ok(()),
+                Ok(false) => std::process::exit(1),
+                Err(e) => Err(e),
+            }
+        }
         Some(Command::Config(d)) => commands::config(&d.dir, &d.sets),
         Some(Command::Checkpoint(d)) => commands::checkpoint(&d.dir, &d.sets),
         Some(Command::Scan(t)) => {

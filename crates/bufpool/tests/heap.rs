@@ -1355,9 +1355,14 @@ fn a_walk_inside_compressed_chains_never_meets_a_freed_slot() {
         let heap = Heap::create(&e, REL).unwrap();
         let t = e.begin_xid().unwrap();
         let root = heap.insert(t, &big(1, 0)).unwrap();
-        let tids: Vec<Tid> = (2..=6).map(|i| heap.insert(t, &big(i, 0)).unwrap()).collect();
+        let tids: Vec<Tid> = (2..=6)
+            .map(|i| heap.insert(t, &big(i, 0)).unwrap())
+            .collect();
         e.commit_transaction(t).unwrap();
-        let blocks: Vec<u32> = std::iter::once(root).chain(tids.iter().copied()).map(|t| t.block).collect();
+        let blocks: Vec<u32> = std::iter::once(root)
+            .chain(tids.iter().copied())
+            .map(|t| t.block)
+            .collect();
         assert_eq!(blocks, [0, 0, 1, 1, 2, 2], "setup: two rows a page");
         let delete = |tid: Tid| {
             let t = e.begin_xid().unwrap();
@@ -1366,7 +1371,10 @@ fn a_walk_inside_compressed_chains_never_meets_a_freed_slot() {
         };
         let bump = |tid: Tid| {
             let x = e.begin_xid().unwrap();
-            let new = heap.update(x, tid, |d| big(1, val(d).1 + 1)).unwrap().unwrap();
+            let new = heap
+                .update(x, tid, |d| big(1, val(d).1 + 1))
+                .unwrap()
+                .unwrap();
             e.commit_transaction(x).unwrap();
             new
         };
@@ -1482,12 +1490,19 @@ fn a_walk_inside_compressed_chains_never_meets_a_freed_slot() {
             c_go_tx.send(()).unwrap();
             let got = walker.join().unwrap();
             compressor.join().unwrap();
-            for point in [HookPoint::HeapHop, HookPoint::HeapLink, HookPoint::HeapFreeOrphans] {
+            for point in [
+                HookPoint::HeapHop,
+                HookPoint::HeapLink,
+                HookPoint::HeapFreeOrphans,
+            ] {
                 e.set_test_hook(point, None);
             }
             assert_eq!(got, Some(1), "update={update}: the walk lost row 1");
         });
         let want = if update { 104 } else { 4 };
-        assert_eq!(visible_rows(&e, &heap), vec![(1, want), (2, 0), (3, 0), (5, 0)]);
+        assert_eq!(
+            visible_rows(&e, &heap),
+            vec![(1, want), (2, 0), (3, 0), (5, 0)]
+        );
     }
 }

@@ -1137,6 +1137,33 @@ fn the_wal_segment_size_is_fixed_at_creation() {
     let e = Engine::open(Arc::new(vfs.clone()), Path::new("/db"), &config(), false).unwrap();
     for b in 0..4u32 {
         let buf = e.pool().read(tag(b)).unwrap();
-        assert_eq!(get_u64(&buf.read(), BODY + 8), 296 + u64::from(b), "page {b}");
+        assert_eq!(
+            get_u64(&buf.read(), BODY + 8),
+            296 + u64::from(b),
+            "page {b}"
+        );
     }
+}
+
+/// Proves (F1, second part): a flush request past everything inserted is an error naming
+/// both positions (PostgreSQL's "xlog flush request not satisfied"), never a success: a
+/// page whose LSN lies past the log claims log that does not exist.
+#[test]
+fn a_flush_request_past_the_inserted_log_is_an_error() {
+    let vfs = MemVfs::new();
+    let e = open_on(Arc::new(vfs.clone()), &config());
+    create_pages(&e, 1);
+    set(&e, 0, 1);
+    let end = e.wal().insert_position();
+    let beyond = bufpool::Lsn(end.0 + (1 << 20));
+    let err = e
+        .wal()
+        .flush(beyond)
+        .expect_err("nothing was inserted there")
+        .to_string();
+    assert!(
+        err.contains("not satisfied") && err.contains(&beyond.to_string()),
+        "{err}"
+    );
+    e.wal().flush(end).unwrap();
 }

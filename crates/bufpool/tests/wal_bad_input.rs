@@ -190,3 +190,98 @@ fn failed_wal_fsync_is_never_acknowledged_and_blocks_writes_until_reopen() {
     assert!(seqs[0] <= 2 && seqs[1] == 0, "{seqs:?}");
     bank::run_transfer(&e, 1, 1).unwrap();
 }
+
+/// Every valid record in `seg` (starting `base` bytes into the log): found like recovery's
+/// scan, by the self-LSN field at each 8-byte position, then decoded whole.
+fn records_in(seg: &[u8], base: u64) -> Vec<bufpool::wal::record::Record> {
+    use bufpool::wal::record;
+    let mut out = Vec::new();
+    let mut off = 0usize;
+    while off + record::HEADER_SIZE <= seg.len() {
+        let self_lsn = u64::from_le_bytes(seg[off + 8..off + 16].try_into().unwrap());
+        if self_lsn == base + off as u64 {
+            if let Ok(len) = record::peek_len(&seg[off..]) {
+                if off + len <= seg.len() {
+                    if let Ok(r) =
+                        record::decode(&seg[off..off + len], bufpool::Lsn(self_lsn), 8192)
+                    {
+                        off += record::align(len as u64) as usize;
+                        out.push(r);
+                        continue;
+                    }
+                }
+            }
+        }
+        off += record::ALIGN as usize;
+    }
+    out
+}
+
+/// Proves (F1): a damaged record that is not the last of its flush batch is refused when
+/// any later record says the log was durable past it. Every record of one batch carries
+/// the durable position from before the batch, so the record right after the damaged one
+/// (same batch) vouches for nothing; recovery took that as the normal end of the log and
+/// silently dropped every acknowledged commit after it. How: four threads commit
+/// transfers at once with synchronous commit off and the WAL writer flushing every 2 ms,
+/// so batches hold several commits; the log is flushed whole at the end; a record whose
+/// successor belongs to the same batch (same `flushed`, at or before the record) is
+/// damaged; a later batch's records say the log was durable past it.
+#[test]
+fn a_damaged_record_inside_a_flush_batch_is_refused() {
+    let vfs = MemVfs::new();
+    let mut c = config();
+    c.set("synchronous_commit", "off").unwrap();
+    c.set("wal_writer_delay", "2ms").unwrap();
+    let per_thread = 150u64;
+    {
+        let e = open(&vfs, &c).unwrap();
+        bank::init(&e).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let e = &e;
+                s.spawn(move || {
+                    for k in 1..=per_thread {
+                        bank::run_transfer(e, t, k).unwrap();
+                    }
+                });
+            }
+        });
+        e.wal().flush(e.wal().insert_position()).unwrap();
+    } // dropped without a checkpoint: recovery replays the transfers
+    let acked = [per_thread; 4];
+    let mut recs = Vec::new();
+    for seg in wal_segments(&vfs) {
+        let segno = u64::from_str_radix(seg.file_name().unwrap().to_str().unwrap(), 16).unwrap();
+        let base = segno * 65536;
+        recs.extend(
+            records_in(&vfs.contents(&seg).unwrap(), base)
+                .into_iter()
+                .map(|r| (seg.clone(), base, r)),
+        );
+    }
+    // The last such record: past the checkpoint's redo point.
+    let (seg, base, victim) = (0..recs.len().saturating_sub(1))
+        .rev()
+        .find(|&i| {
+            let (a, b) = (&recs[i].2, &recs[i + 1].2);
+            a.flushed == b.flushed
+                && b.flushed <= a.lsn
+                && recs[i + 2..].iter().any(|r| r.2.flushed > a.lsn)
+        })
+        .map(|i| (recs[i].0.clone(), recs[i].1, recs[i].2.lsn.0))
+        .expect("a record inside a batch, vouched for by a later one");
+    let mut bytes = vfs.contents(&seg).unwrap();
+    let at = (victim - base) as usize + 20;
+    bytes[at] ^= 0x55;
+    vfs.set_contents(&seg, bytes.clone());
+    let err = open(&vfs, &c).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, EngineError::Corrupt { .. }), "{msg}");
+    assert!(msg.contains("acknowledged"), "{msg}");
+    bytes[at] ^= 0x55;
+    vfs.set_contents(&seg, bytes);
+    let e = open(&vfs, &c).unwrap();
+    let mut want = vec![0; bank::MAX_THREADS as usize];
+    want[..4].copy_from_slice(&acked);
+    bank::verify(&e, &want);
+}

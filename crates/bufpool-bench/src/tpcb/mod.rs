@@ -18,8 +18,8 @@ mod monitor;
 pub(crate) mod outcome;
 pub mod run;
 pub mod side;
-pub mod vacuum;
 pub(crate) mod stats;
+pub mod vacuum;
 pub(crate) mod waits;
 
 use std::path::{Path, PathBuf};

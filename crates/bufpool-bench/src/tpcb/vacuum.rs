@@ -22,7 +22,12 @@ pub struct VacuumStats {
 
 /// Runs a pass every `every_s` seconds (the first after `every_s`) until `done`; stops at
 /// the first error, which fails the run.
-pub(super) fn run(db: &Db<'_>, every_s: u64, start: Instant, done: &AtomicBool) -> Result<VacuumStats> {
+pub(super) fn run(
+    db: &Db<'_>,
+    every_s: u64,
+    start: Instant,
+    done: &AtomicBool,
+) -> Result<VacuumStats> {
     let every = Duration::from_secs(every_s.max(1));
     let mut next = start + every;
     let mut stats = VacuumStats::default();

@@ -17,12 +17,14 @@
 //! - none: a torn or short tail, the normal end of the log;
 //! - R is the EndOfRecovery record naming this position: the junk left by an earlier crash
 //!   before an earlier recovery resumed; skip to R;
-//! - otherwise, if R's header says the log was durable past the bad position when R was
-//!   written, the bad record was acknowledged log: corruption in the middle of the log.
-//!   Recovery refuses, naming segment file, offset, LSN and reason, and never cuts
-//!   acknowledged commits off silently;
-//! - otherwise R was never acknowledged (written after the bad block but not fsynced):
-//!   normal end.
+//! - otherwise, if R's header, or that of any valid record after R in this life of the log,
+//!   says the log was durable past the bad position when it was written, the bad record
+//!   was acknowledged log: corruption in the middle of the log. Recovery refuses, naming
+//!   segment file, offset, LSN and reason, and never cuts acknowledged commits off
+//!   silently. (Every record of one flush batch carries the durable position from before
+//!   the batch, so R alone may be the bad record's batch-mate and vouch for nothing.)
+//! - otherwise no record after it was acknowledged (written after the bad block but not
+//!   fsynced): normal end.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -451,7 +453,7 @@ fn check_tail(
     incarnation: u32,
     why: &str,
 ) -> Result<Option<Record>, EngineError> {
-    let Some(r) = reader.next_valid_after(at, page_size, incarnation)? else {
+    let Some(mut r) = reader.next_valid_after(at, page_size, incarnation)? else {
         return Ok(None);
     };
     if r.kind == RecordKind::EndOfRecovery
@@ -460,20 +462,30 @@ fn check_tail(
     {
         return Ok(Some(r));
     }
-    let pos = at;
-    if r.flushed.0 > pos {
-        return Err(EngineError::Corrupt {
-            path: reader.seg_path(pos / reader.seg_size),
-            offset: pos % reader.seg_size,
-            lsn: Lsn(pos),
-            reason: format!(
-                "{why}; yet a valid record at {} says the log was durable up to {}, so this \
-                 record had been acknowledged",
-                r.lsn, r.flushed
-            ),
-        });
+    // Any valid record after the bad position may vouch for it, not only the first: the
+    // records of one flush batch all carry the durable position from before the batch, so
+    // the first one after a bad record may be its batch-mate, which vouches for nothing,
+    // while a later batch's records say the bad one was durable.
+    loop {
+        if r.flushed.0 > at {
+            return Err(EngineError::Corrupt {
+                path: reader.seg_path(at / reader.seg_size),
+                offset: at % reader.seg_size,
+                lsn: Lsn(at),
+                reason: format!(
+                    "{why}; yet a valid record at {} says the log was durable up to {}, so \
+                     this record had been acknowledged",
+                    r.lsn, r.flushed
+                ),
+            });
+        }
+        // Records never overlap: the next one starts after this one's last byte.
+        let last_byte = r.lsn.0 + r.len.max(1) as u64 - 1;
+        match reader.next_valid_after(last_byte, page_size, incarnation)? {
+            Some(next) => r = next,
+            None => return Ok(None),
+        }
     }
-    Ok(None)
 }
 
 /// Replays a multixact's creation into the multixact SLRUs (idempotent: the same bytes

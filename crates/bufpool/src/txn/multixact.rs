@@ -502,7 +502,10 @@ mod tests {
         let stop = MultiId::MAX - crate::txn::XID_STOP_MARGIN;
         assert!(near(stop - 1, 0).is_ok());
         let err = near(stop, 0).unwrap_err().to_string();
-        assert!(err.contains("multixact id") && err.contains("wraparound"), "{err}");
+        assert!(
+            err.contains("multixact id") && err.contains("wraparound"),
+            "{err}"
+        );
         let err = near(2, u32::MAX - 1).unwrap_err().to_string();
         assert!(err.contains("multixact members"), "{err}");
     }

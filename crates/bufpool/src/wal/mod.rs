@@ -194,6 +194,13 @@ pub enum WalError {
     Failed(#[source] Box<WalError>),
     #[error("record of {len} bytes does not fit wal_buffers ({ring} bytes); raise wal_buffers")]
     TooLarge { len: usize, ring: u64 },
+    /// A flush asked for log past everything inserted (PostgreSQL: "xlog flush request not
+    /// satisfied"): whoever asked holds an LSN the log never reached, such as a page
+    /// written by a life of the log that recovery cut short.
+    #[error(
+        "log flush request {lsn} is not satisfied: the log was inserted only up to {inserted}"
+    )]
+    NotInserted { lsn: Lsn, inserted: Lsn },
     /// A change was made to shared pages but its record could not be inserted: the pages
     /// hold what the log does not, so none may be written (PostgreSQL PANICs here).
     #[error("a change to shared pages could not be logged ({0}); no dirty page will be written until the data directory is reopened")]
@@ -210,6 +217,10 @@ impl WalError {
                 len: *len,
                 ring: *ring,
             },
+            WalError::NotInserted { lsn, inserted } => WalError::NotInserted {
+                lsn: *lsn,
+                inserted: *inserted,
+            },
             WalError::Unlogged(why) => WalError::Unlogged(Box::new(why.duplicate())),
         }
     }
@@ -219,7 +230,7 @@ impl WalError {
         match self {
             WalError::Io(e) => e.raw_os_error(),
             WalError::Failed(first) | WalError::Unlogged(first) => first.raw_os_error(),
-            WalError::TooLarge { .. } => None,
+            WalError::TooLarge { .. } | WalError::NotInserted { .. } => None,
         }
     }
 }
@@ -1128,6 +1139,10 @@ impl Wal {
 
     /// [`Wal::flush`] when the log is not yet durable at `lsn`: join or lead a group.
     fn flush_slow(&self, lsn: Lsn) -> Result<(), WalError> {
+        let inserted = self.insert_position();
+        if lsn > inserted {
+            return Err(WalError::NotInserted { lsn, inserted });
+        }
         self.counters.flushers.fetch_add(1, Ordering::Relaxed);
         let _flusher = FlusherGuard(&self.counters.flushers);
         loop {
