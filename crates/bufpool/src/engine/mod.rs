@@ -325,7 +325,32 @@ impl Engine {
             MultiPositions::default(),
         )
         .map_err(ClogError::from)?;
-        let (wal, recovery) = if !has_control && !has_log {
+        // A creation that a crash interrupted before its first control file: its log holds
+        // nothing anyone was told is durable, so it starts over (else the directory would
+        // never open again: recovery needs the control file).
+        let interrupted_creation = !has_control
+            && has_log
+            && recovery::holds_only_creation(
+                &*vfs,
+                dir,
+                config.wal_segment_size,
+                pool.page_size(),
+            )?;
+        if interrupted_creation {
+            for name in vfs
+                .list_dir(&wal_dir)
+                .map_err(|e| EngineError::io("listing", &wal_dir, e))?
+                .into_iter()
+                .filter(|n| n.len() == 16)
+            {
+                let path = wal_dir.join(name);
+                vfs.unlink(&path)
+                    .map_err(|e| EngineError::io("removing", &path, e))?;
+            }
+            vfs.sync_dir(&wal_dir)
+                .map_err(|e| EngineError::io("fsync of directory", &wal_dir, e))?;
+        }
+        let (wal, recovery) = if !has_control && (!has_log || interrupted_creation) {
             (Wal::open(vfs.clone(), dir, opts, Lsn(0), Lsn(0), 0)?, None)
         } else {
             let report = recovery::run(

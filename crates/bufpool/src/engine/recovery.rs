@@ -442,6 +442,38 @@ pub(super) fn run(
     Ok(report)
 }
 
+/// Whether the log of `dir` holds nothing but what creating the directory writes before
+/// its first control file (the startup checkpoint's record, in the log's first life): a
+/// creation that a crash interrupted, which nobody was ever told had finished. Any other
+/// record means a real log whose control file is gone (recovery refuses that).
+pub(super) fn holds_only_creation(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    seg_size: u64,
+    page_size: usize,
+) -> Result<bool, EngineError> {
+    let mut reader = LogReader {
+        vfs,
+        wal_dir: dir.join("wal"),
+        seg_size,
+        cache: None,
+    };
+    let mut walk = LogWalk {
+        reader: &mut reader,
+        pos: 0,
+        page_size,
+        incarnation: 0,
+        marks_padding: None,
+    };
+    loop {
+        match walk.next()? {
+            Ok(r) if r.kind == RecordKind::Checkpoint => {}
+            Ok(_) => return Ok(false),
+            Err(_end_of_log) => return Ok(true),
+        }
+    }
+}
+
 /// The log stops being valid at `at` (`end` is where the last valid record ended; the two
 /// differ when padding came between). Returns the record to continue with (after an
 /// earlier recovery's junk), None for the normal end of log, or an error for corruption.
