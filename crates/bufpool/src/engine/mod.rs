@@ -726,9 +726,10 @@ impl Engine {
     ) -> Result<MultiId, EngineError> {
         let multis = self.txns.multis();
         let _gate = self.ckpt.commit_gate.read();
-        let (m, start) = multis.reserve(members.len()).map_err(ClogError::from)?;
-        // Before the tuple names it: the checkpoint's cut stays below it.
-        multis.note_rel(rel, m);
+        // Notes `rel`'s bound with the id (the checkpoint's cut stays below it).
+        let (m, start) = multis
+            .reserve(rel, members.len())
+            .map_err(ClogError::from)?;
         let rec = crate::wal::record::MultiCreate {
             multi: m,
             start,

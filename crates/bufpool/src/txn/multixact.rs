@@ -217,10 +217,13 @@ impl MultiXact {
         *self.state.lock()
     }
 
-    /// Hands out the next id and the place of its `count` members (never straddling a
-    /// page), zeroing the offsets and members pages they start. The entry is written by
-    /// [`MultiXact::write`] (after the WAL record naming it).
-    pub fn reserve(&self, count: usize) -> Result<(MultiId, u32), MultiXactError> {
+    /// Hands out the next id, for a tuple of relation `rel`, and the place of its `count`
+    /// members (never straddling a page), zeroing the offsets and members pages they start.
+    /// The entry is written by [`MultiXact::write`] (after the WAL record naming it). The
+    /// relation's bound is lowered to the id under the same lock that publishes it, so
+    /// [`MultiXact::oldest_needed`] never sees the id without the bound (a checkpoint in
+    /// between would truncate it).
+    pub fn reserve(&self, rel: RelFileId, count: usize) -> Result<(MultiId, u32), MultiXactError> {
         self.check_count(count)?;
         let mut st = self.state.lock();
         let m = st.next_multi;
@@ -257,6 +260,7 @@ impl MultiXact {
         if self.member_at(start).1 == 0 {
             self.members.zero_page(first)?;
         }
+        self.note_rel(rel, m); // positions -> rels, the one order
         st.next_multi = m + 1;
         st.next_member = end;
         self.next_seen.store(st.next_multi, Ordering::Release);
@@ -345,9 +349,12 @@ impl MultiXact {
         self.rels.lock().iter().map(|(&r, &m)| (r, m)).collect()
     }
 
-    /// The oldest multi a tuple may still name: the smallest bound, or the next id.
+    /// The oldest multi a tuple may still name: the smallest bound, or the next id. Reads
+    /// both under the positions' lock (positions -> rels), which `reserve` holds while it
+    /// publishes an id and its relation's bound together.
     pub fn oldest_needed(&self) -> MultiId {
-        let next = self.state.lock().next_multi;
+        let st = self.state.lock();
+        let next = st.next_multi;
         let low = self.rels.lock().values().copied().min();
         low.unwrap_or(next).min(next)
     }
@@ -473,6 +480,9 @@ mod tests {
         .unwrap()
     }
 
+    /// The relation the tests' multixacts are for.
+    const REL_T: RelFileId = RelFileId::new(0, 70);
+
     fn members_of(k: u32, n: usize) -> Vec<Member> {
         (0..n as u32)
             .map(|i| {
@@ -497,7 +507,7 @@ mod tests {
                 next_member,
                 oldest_multi: 1,
             };
-            open(&MemVfs::new(), 4, at).reserve(2)
+            open(&MemVfs::new(), 4, at).reserve(REL_T, 2)
         };
         let stop = MultiId::MAX - crate::txn::XID_STOP_MARGIN;
         assert!(near(stop - 1, 0).is_ok());
@@ -518,7 +528,7 @@ mod tests {
         let mut made = Vec::new();
         for k in 0..3000u32 {
             let n = 2 + (k as usize * 7) % 9;
-            let (m, start) = mx.reserve(n).unwrap();
+            let (m, start) = mx.reserve(REL_T, n).unwrap();
             assert_eq!(m, k + 1);
             // Never straddles a page.
             assert_eq!(start as usize / mpp, (start as usize + n - 1) / mpp);
@@ -539,6 +549,23 @@ mod tests {
         assert!(again.offset_stats().reads > 0);
     }
 
+    /// Proves (F4): a checkpoint can never cut below a multixact that has been handed out:
+    /// the id and its relation's bound are published together, under the positions' lock
+    /// that `oldest_needed` reads. Before, `reserve` raised the next id and the engine noted
+    /// the relation afterwards, under another lock; a checkpoint in between computed the
+    /// new next id as the oldest needed and truncated the multixact a tuple was about to
+    /// name.
+    #[test]
+    fn a_multixact_handed_out_is_never_below_the_oldest_needed() {
+        let mx = open(&MemVfs::new(), 16, MultiPositions::default());
+        let rel = RelFileId::new(0, 77);
+        // The relation holds no multixact yet, so nothing but the id's own note keeps the
+        // cut at or below it (with the note made after `reserve` returned, a checkpoint
+        // at this point cut at m + 1).
+        let (m, _) = mx.reserve(rel, 2).unwrap();
+        assert!(mx.oldest_needed() <= m, "{} > {m}", mx.oldest_needed());
+    }
+
     #[test]
     fn missing_bad_counts_and_unwritten_entries_are_errors() {
         let vfs = MemVfs::new();
@@ -552,15 +579,15 @@ mod tests {
             Err(MultiXactError::Missing { next: 1, .. })
         ));
         assert!(matches!(
-            mx.reserve(1),
+            mx.reserve(REL_T, 1),
             Err(MultiXactError::BadCount { count: 1, .. })
         ));
         assert!(matches!(
-            mx.reserve(mx.max_members() + 1),
+            mx.reserve(REL_T, mx.max_members() + 1),
             Err(MultiXactError::BadCount { .. })
         ));
         // Reserved but not written (its record never made it): missing, not empty.
-        let (m, _) = mx.reserve(2).unwrap();
+        let (m, _) = mx.reserve(REL_T, 2).unwrap();
         assert!(matches!(mx.members(m), Err(MultiXactError::Missing { .. })));
     }
 
@@ -600,7 +627,7 @@ mod tests {
                 oldest_multi: FIRST_MULTI,
             },
         );
-        let (m, start) = mx.reserve(3).unwrap();
+        let (m, start) = mx.reserve(REL_T, 3).unwrap();
         assert_eq!((m, start), (10, mpp));
         mx.write(m, start, &members_of(0, 3)).unwrap();
         assert_eq!(mx.members(m).unwrap(), members_of(0, 3));
@@ -617,9 +644,8 @@ mod tests {
         let per_segment = mx.per_page as u32 * 32;
         let total = per_segment * 3 + 10;
         for k in 0..total {
-            let (m, start) = mx.reserve(2).unwrap();
+            let (m, start) = mx.reserve(if k % 2 == 0 { a } else { b }, 2).unwrap();
             mx.write(m, start, &members_of(k, 2)).unwrap();
-            mx.note_rel(if k % 2 == 0 { a } else { b }, m);
         }
         assert_eq!(
             mx.oldest_needed(),
