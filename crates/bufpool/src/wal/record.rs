@@ -305,6 +305,7 @@ impl RecordBuilder {
             ranges.len() <= u16::MAX as usize,
             "too many ranges in one block"
         );
+        debug_assert!(disjoint(ranges), "ranges of one page overlap: {ranges:?}");
         self.block_header(tag, BLOCK_FLAG_LZ4, ranges.len() as u16);
         let mut raw = Vec::with_capacity(data);
         for r in ranges {
@@ -366,6 +367,7 @@ impl RecordBuilder {
             ranges.len() <= u16::MAX as usize,
             "too many ranges in one block"
         );
+        debug_assert!(disjoint(ranges), "ranges of one page overlap: {ranges:?}");
         self.block_header(tag, 0, ranges.len() as u16);
         for r in ranges {
             assert!(r.end <= page.len() && r.end <= u16::MAX as usize + 1 && r.start <= r.end);
@@ -452,6 +454,14 @@ impl RecordBuilder {
         self.seal(incarnation);
         self.stamp(lsn, flushed)
     }
+}
+
+/// Whether `ranges` overlap nowhere (so their bytes never exceed the page; the decoder
+/// relies on it).
+fn disjoint(ranges: &[Range<usize>]) -> bool {
+    let mut sorted: Vec<&Range<usize>> = ranges.iter().filter(|r| !r.is_empty()).collect();
+    sorted.sort_by_key(|r| r.start);
+    sorted.windows(2).all(|w| w[0].end <= w[1].start)
 }
 
 /// Rewrites an encoded record into an older CRC layout (0 or 1), as a writer before
@@ -636,6 +646,13 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
                 return Err(Invalid::Malformed("range overruns the page"));
             }
             let total: usize = table.iter().map(|&(_, n)| n).sum();
+            // Ranges of one page are disjoint (the writer asserts it): more bytes than the
+            // page is damage, refused before anything that size is allocated.
+            if total > page_size {
+                return Err(Invalid::Malformed(
+                    "ranges of one page hold more bytes than the page",
+                ));
+            }
             let (data, end) = if compressed {
                 let n = u16_at(table_end) as usize;
                 let data_at = table_end + 2;
@@ -779,6 +796,27 @@ mod tests {
     /// the ranges; smaller ranges, and large ranges of an incompressible page, stay plain;
     /// none of it counts as a full-page image; a record mixing them decodes; compressed
     /// bytes that pass the CRC yet do not decompress to the ranges' lengths are refused.
+    #[test]
+    fn compressed_ranges_larger_than_a_page_are_refused_before_any_allocation() {
+        // Proves (F6): the decoder allocated the ranges' declared total (up to 65,535
+        // ranges of a page each) before decompressing; a crafted or unlucky record with a
+        // valid (unkeyed) CRC made it ask for half a gigabyte here, and more with larger
+        // pages. Ranges of one page are disjoint, so their bytes never exceed the page.
+        let mut b = RecordBuilder::new(RecordKind::Update, 1, 0, 0);
+        b.block_header(&tag(1), BLOCK_FLAG_LZ4, u16::MAX);
+        for _ in 0..u16::MAX {
+            b.buf.extend_from_slice(&0u16.to_le_bytes());
+            b.buf.extend_from_slice(&8192u16.to_le_bytes());
+        }
+        b.buf.extend_from_slice(&16u16.to_le_bytes());
+        b.buf.extend_from_slice(&[0xAB; 16]);
+        let bytes = b.finish(Lsn(4096), Lsn(0), 1).to_vec();
+        assert_eq!(
+            decode(&bytes, Lsn(4096), 8192).unwrap_err(),
+            Invalid::Malformed("ranges of one page hold more bytes than the page")
+        );
+    }
+
     #[test]
     fn large_ranges_are_compressed_when_smaller() {
         let page = heap_like_page(8192);
