@@ -1506,3 +1506,27 @@ fn a_walk_inside_compressed_chains_never_meets_a_freed_slot() {
         );
     }
 }
+
+/// Proves (S3): an observer's snapshot (outside any transaction, as `bufpool check` and
+/// scans take) keeps seeing what it saw while it lives, even across pruning by VACUUM: the
+/// version it sees is not dead to all while it is held. Before, such snapshots held the
+/// horizon nowhere, and after a concurrent update and a VACUUM the row vanished from them.
+#[test]
+fn an_observer_snapshot_keeps_its_rows_across_a_vacuum() {
+    let vfs = MemVfs::new();
+    let e = open(&vfs);
+    let heap = Heap::create(&e, REL).unwrap();
+    let root = insert_committed(&e, &heap, 1)[0];
+    let t = e.begin_xid().unwrap();
+    let snap = e.txns().snapshot(INVALID_XID);
+    heap.update(t, root, |d| row(val(d).0, 1)).unwrap().unwrap();
+    e.commit_transaction(t).unwrap();
+    heap.vacuum(false).unwrap();
+    let seen = heap.fetch(&snap, root).unwrap().map(|d| val(&d));
+    assert_eq!(seen, Some((0, 0)), "the observer lost the row it saw");
+    let mut scanned = Vec::new();
+    heap.scan(&snap, |_, d| scanned.push(val(d))).unwrap();
+    assert_eq!(scanned, vec![(0, 0)]);
+    drop(snap);
+    assert_eq!(visible_rows(&e, &heap), vec![(0, 1)]);
+}

@@ -93,6 +93,29 @@ pub struct Snapshot {
     /// it), or INVALID_XID.
     pub own: Xid,
     own_tree: Option<Arc<OwnTree>>,
+    /// An observer's snapshot (no running transaction of its own) registers its xmin here,
+    /// so the pruning horizon stays at or below it until the last clone is dropped.
+    _observer: Option<Arc<ObserverReg>>,
+}
+
+/// The registered xmin of an observer's snapshot; dropping the last clone of the snapshot
+/// unregisters it.
+#[derive(Debug)]
+struct ObserverReg {
+    xmin: Xid,
+    observers: Arc<Mutex<BTreeMap<Xid, usize>>>,
+}
+
+impl Drop for ObserverReg {
+    fn drop(&mut self) {
+        let mut o = self.observers.lock();
+        if let Some(n) = o.get_mut(&self.xmin) {
+            *n -= 1;
+            if *n == 0 {
+                o.remove(&self.xmin);
+            }
+        }
+    }
 }
 
 impl Snapshot {
@@ -161,6 +184,9 @@ pub struct TxnManager {
     running_subs: AtomicUsize,
     /// Notified whenever a transaction ends (row-lock waiters re-check).
     ended: Condvar,
+    /// Xmins of observers' snapshots alive, with how many share each (registered under
+    /// `state`, which `oldest_xmin` holds while it reads them: state -> observers).
+    observers: Arc<Mutex<BTreeMap<Xid, usize>>>,
 }
 
 impl TxnManager {
@@ -192,6 +218,7 @@ impl TxnManager {
             }),
             running_subs: AtomicUsize::new(0),
             ended: Condvar::new(),
+            observers: Arc::new(Mutex::new(BTreeMap::new())),
         }
     }
 
@@ -345,14 +372,28 @@ impl TxnManager {
             }
             subxip.sort_unstable();
         }
+        let xmin = running.first().copied().unwrap_or(st.next_xid);
+        let own_tree = st.tops.get(&own).map(|t| t.tree.clone());
+        // An observer: nothing of its own holds the horizon back, so its xmin does,
+        // registered before `state` is released (a horizon computed after this sees it; one
+        // computed before is at most this xmin, since every transaction running then began
+        // at or above it).
+        let observer = own_tree.is_none().then(|| {
+            *self.observers.lock().entry(xmin).or_insert(0) += 1;
+            Arc::new(ObserverReg {
+                xmin,
+                observers: self.observers.clone(),
+            })
+        });
         Snapshot {
-            xmin: running.first().copied().unwrap_or(st.next_xid),
+            xmin,
             xmax: st.next_xid,
             running,
             subxip,
             suboverflowed,
             own,
-            own_tree: st.tops.get(&own).map(|t| t.tree.clone()),
+            own_tree,
+            _observer: observer,
         }
     }
 
@@ -456,14 +497,14 @@ impl TxnManager {
     }
 
     /// The pruning horizon: a version deleted by a transaction that committed below it is
-    /// invisible to every snapshot a running transaction holds or will take. (Snapshots
-    /// taken with `own = INVALID_XID` by observers outside any transaction are not
-    /// registered: use them right away, not across a VACUUM.)
+    /// invisible to every snapshot a running transaction holds or will take, and to every
+    /// observer's snapshot (`own = INVALID_XID`) still alive, whose xmins are registered.
     pub fn oldest_xmin(&self) -> Xid {
         let st = self.st();
-        st.tops
-            .values()
-            .map(|t| t.begin_xmin)
+        let tops = st.tops.values().map(|t| t.begin_xmin).min();
+        let observers = self.observers.lock().keys().next().copied();
+        tops.into_iter()
+            .chain(observers)
             .min()
             .unwrap_or(st.next_xid)
     }
@@ -633,6 +674,28 @@ mod tests {
         );
         assert!(m.begin().is_err(), "still refused");
         m.end(a, true).unwrap();
+    }
+
+    /// Proves (S3): an observer's snapshot (taken outside any transaction) holds the
+    /// pruning horizon back for as long as it, or a clone, lives; it held nothing back, so
+    /// pruning and subtransaction-log truncation could remove what it still needed.
+    #[test]
+    fn an_observer_snapshot_holds_the_horizon_while_it_lives() {
+        let m = manager();
+        let t = m.begin().unwrap();
+        let snap = m.snapshot(INVALID_XID);
+        assert!(snap.xmin <= t);
+        m.end(t, true).unwrap();
+        assert!(
+            m.oldest_xmin() <= t,
+            "the observer may still need what {t} replaced: horizon {}",
+            m.oldest_xmin()
+        );
+        let copy = snap.clone();
+        drop(snap);
+        assert!(m.oldest_xmin() <= t, "a clone keeps it");
+        drop(copy);
+        assert!(m.oldest_xmin() > t, "released with the last clone");
     }
 
     #[test]
