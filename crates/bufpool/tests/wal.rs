@@ -1167,3 +1167,71 @@ fn a_flush_request_past_the_inserted_log_is_an_error() {
     );
     e.wal().flush(end).unwrap();
 }
+
+/// Proves (S4, what early lock release guarantees): a transaction that saw an
+/// early-released commit and then committed itself depends only on durable log. T's row
+/// locks are released before its record is durable; U reads T's change in that window
+/// (hook `CommitBeforeFlush`), writes what it read elsewhere and commits; a crash right
+/// after U's commit returns keeps both: U's flush covers T's earlier record. (What is not
+/// guaranteed, a reader that sees T and aborts, or shows it before its own commit, is
+/// written in ARCHITECTURE; a crash in the window loses T for it.)
+#[test]
+fn a_transaction_that_saw_an_early_released_commit_commits_only_after_it_is_durable() {
+    use bufpool::engine::HookPoint;
+    use bufpool::table::Heap;
+    use bufpool::txn::INVALID_XID;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (r1, r2) = (RelFileId::new(0, 542), RelFileId::new(0, 543));
+    let row = |v: u64| v.to_le_bytes().to_vec();
+    let vfs = MemVfs::new();
+    let mut c = config();
+    c.set("early_lock_release", "on").unwrap();
+    let e = open_on(Arc::new(vfs.clone()), &c);
+    let (h1, h2) = (Heap::create(&e, r1).unwrap(), Heap::create(&e, r2).unwrap());
+    let x = e.begin_xid().unwrap();
+    let (t1, t2) = (
+        h1.insert(x, &row(1)).unwrap(),
+        h2.insert(x, &row(0)).unwrap(),
+    );
+    e.commit_transaction(x).unwrap();
+    let t = e.begin_xid().unwrap();
+    h1.update(t, t1, |_| row(2)).unwrap().unwrap();
+    let crashed = Arc::new(std::sync::Mutex::new(None));
+    let armed = Arc::new(AtomicBool::new(true));
+    {
+        let (crashed, vfs, armed) = (crashed.clone(), vfs.clone(), armed.clone());
+        e.set_test_hook(
+            HookPoint::CommitBeforeFlush,
+            Some(Box::new(move |e: &Engine, _| {
+                if !armed.swap(false, Ordering::SeqCst) {
+                    return; // U's own commit passes here too
+                }
+                let u = e.begin_xid().unwrap();
+                let seen = Heap::open(e, r1).fetch(&e.txns().snapshot(u), t1).unwrap();
+                assert_eq!(seen, Some(row(2)), "T has ended: U sees its change");
+                Heap::open(e, r2)
+                    .update(u, t2, |_| seen.clone().unwrap())
+                    .unwrap()
+                    .unwrap();
+                e.commit_transaction(u).unwrap();
+                *crashed.lock().unwrap() = Some(crash_copy(&vfs, Path::new("/db")));
+            })),
+        );
+    }
+    e.commit_transaction(t).unwrap();
+    e.set_test_hook(HookPoint::CommitBeforeFlush, None);
+    let copy = crashed.lock().unwrap().take().expect("the hook ran");
+    drop(e);
+    let e = open_on(Arc::new(copy), &c);
+    let snap = e.txns().snapshot(INVALID_XID);
+    assert_eq!(
+        Heap::open(&e, r1).fetch(&snap, t1).unwrap(),
+        Some(row(2)),
+        "T lost"
+    );
+    assert_eq!(
+        Heap::open(&e, r2).fetch(&snap, t2).unwrap(),
+        Some(row(2)),
+        "U lost"
+    );
+}

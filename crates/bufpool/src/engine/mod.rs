@@ -645,9 +645,11 @@ impl Engine {
     /// commits with a later record, whose flush covers this one; a page whose change
     /// depends on it (pruning, freezing) carries a later LSN; a hint bit about it
     /// stamps its page past it while it is not durable (`log_hint`); commit-log pages go
-    /// out after the log. Only a reader outside any transaction can see the outcome of a
-    /// commit a crash then loses. If the flush fails, the call reports it and the log
-    /// stays failed (latched) until reopened, when recovery decides.
+    /// out after the log. What a crash in the window can take back from someone who saw
+    /// it: a reader outside any transaction, a transaction that then aborts, or one that
+    /// showed what it read before its own commit returned (ARCHITECTURE, "Early lock
+    /// release"). If the flush fails, the call reports it (the outcome was already
+    /// visible) and the log stays failed (latched) until reopened, when recovery decides.
     ///
     /// From the commit record to the commit-log update the commit holds `commit_gate`
     /// shared, so a checkpoint cannot choose a redo point past the record and flush the
