@@ -250,9 +250,11 @@ impl SpinWait {
 pub struct RawContentLock {
     #[cfg(not(feature = "shuttle"))]
     raw: parking_lot::RawRwLock,
-    /// Under shuttle: (readers, writer) behind a modeled mutex and condition variable.
+    /// Under shuttle: (readers, the writer's thread) behind a modeled mutex and condition
+    /// variable. The writer is recorded so that a release by another thread, which the
+    /// lock's contract forbids, fails the model.
     #[cfg(feature = "shuttle")]
-    state: shuttle::sync::Mutex<(u32, bool)>,
+    state: shuttle::sync::Mutex<(u32, Option<shuttle::thread::ThreadId>)>,
     #[cfg(feature = "shuttle")]
     cond: shuttle::sync::Condvar,
 }
@@ -274,7 +276,7 @@ impl RawContentLock {
         };
         #[cfg(feature = "shuttle")]
         return Self {
-            state: shuttle::sync::Mutex::new((0, false)),
+            state: shuttle::sync::Mutex::new((0, None)),
             cond: shuttle::sync::Condvar::new(),
         };
     }
@@ -286,7 +288,7 @@ impl RawContentLock {
         #[cfg(feature = "shuttle")]
         {
             let mut s = self.state.lock().unwrap();
-            while s.1 {
+            while s.1.is_some() {
                 s = self.cond.wait(s).unwrap();
             }
             s.0 += 1;
@@ -300,7 +302,7 @@ impl RawContentLock {
         #[cfg(feature = "shuttle")]
         {
             let mut s = self.state.lock().unwrap();
-            if s.1 {
+            if s.1.is_some() {
                 return false;
             }
             s.0 += 1;
@@ -315,10 +317,10 @@ impl RawContentLock {
         #[cfg(feature = "shuttle")]
         {
             let mut s = self.state.lock().unwrap();
-            if s.1 || s.0 > 0 {
+            if s.1.is_some() || s.0 > 0 {
                 return false;
             }
-            s.1 = true;
+            s.1 = Some(shuttle::thread::current().id());
             true
         }
     }
@@ -330,10 +332,10 @@ impl RawContentLock {
         #[cfg(feature = "shuttle")]
         {
             let mut s = self.state.lock().unwrap();
-            while s.1 || s.0 > 0 {
+            while s.1.is_some() || s.0 > 0 {
                 s = self.cond.wait(s).unwrap();
             }
-            s.1 = true;
+            s.1 = Some(shuttle::thread::current().id());
         }
     }
 
@@ -352,7 +354,10 @@ impl RawContentLock {
         #[cfg(feature = "shuttle")]
         {
             let mut s = self.state.lock().unwrap();
-            assert!(s.0 > 0 && !s.1, "unlock_shared without a shared hold");
+            assert!(
+                s.0 > 0 && s.1.is_none(),
+                "unlock_shared without a shared hold"
+            );
             s.0 -= 1;
             self.cond.notify_all();
         }
@@ -372,8 +377,13 @@ impl RawContentLock {
         #[cfg(feature = "shuttle")]
         {
             let mut s = self.state.lock().unwrap();
-            assert!(s.1, "unlock_exclusive without an exclusive hold");
-            s.1 = false;
+            assert!(s.1.is_some(), "unlock_exclusive without an exclusive hold");
+            assert_eq!(
+                s.1,
+                Some(shuttle::thread::current().id()),
+                "unlock_exclusive by a thread that does not hold the lock"
+            );
+            s.1 = None;
             self.cond.notify_all();
         }
     }

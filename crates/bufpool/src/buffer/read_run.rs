@@ -12,13 +12,13 @@
 //!    mapped but not VALID (another reader's I/O, or a failed one) is pinned and resolved
 //!    later like any read of it; a miss is claimed exactly as a single read claims it
 //!    (`BufferPool::claim`: victim from `victim_for(ring)`, retagged with IO_IN_PROGRESS,
-//!    so a concurrent reader of that block pins it and waits instead of reading it twice),
-//!    and its content lock is taken exclusively (uncontended: nobody holds a reference to a
-//!    !VALID buffer). Each maximal run of adjacent claimed blocks within one segment becomes
+//!    so a concurrent reader of that block pins it and waits instead of reading it twice).
+//!    Its content lock is not taken (PostgreSQL's rule: IO_IN_PROGRESS alone guards a
+//!    read; see the invariants). Each maximal run of adjacent claimed blocks within one segment becomes
 //!    one `ReadvRequest` submitted to the engine before `start_read_run` returns, so a
 //!    claimed buffer's I/O never waits for its owner to come back.
 //! 2. Completion (engine thread; inline for `sync`): per page, verify its checksum
-//!    (`page::verify`); release its content lock; end its I/O (VALID, or IO_ERROR) and wake
+//!    (`page::verify`); end its I/O (VALID, or IO_ERROR) and wake
 //!    its waiters; record its own error (`BufferError::Corrupt`, `SmgrError::Read` or
 //!    `SmgrError::ShortRead` with its block). A bad page fails alone: the others of the
 //!    same read become VALID and usable.
@@ -28,13 +28,21 @@
 //! releases every pin it still holds.
 //!
 //! Invariants: every claimed buffer is pinned by the run, has IO_IN_PROGRESS from its claim
-//! to its completion, and its frame is written only by its read while the run holds its
-//! content lock; a completion touches only the shared parts of the pool (`descs`,
-//! `io_wait`, `smgr`, all `Arc`s) and page memory, which outlives it because the pool drops
-//! its engines (finishing every read) before its arena.
-//! Locks: start takes what `claim` takes (mapping partitions, header), then content locks
-//! of claimed (!VALID) buffers only; a completion takes one header lock at a time and the
-//! run's outcome mutex last. Nothing here waits for I/O while holding a lock.
+//! to its completion, and its frame is written only by its read; a completion touches
+//! only the shared parts of the pool (`descs`, `io_wait`, `smgr`, all `Arc`s) and page
+//! memory, which outlives it because the pool drops its engines (finishing every read)
+//! before its arena. Nobody else touches a claimed frame, with no content lock held: the
+//! claim leaves only TAG_VALID, IO_IN_PROGRESS and the run's pin; a `BufferRef` is handed
+//! out only for a VALID buffer (a reader of the block pins it and waits out the I/O); the
+//! writers (eviction, ring reuse, bgwriter, checkpointer) start a write only on a DIRTY
+//! and VALID or CHECKPOINT_NEEDED buffer, flags the claim cleared, and wait out
+//! IO_IN_PROGRESS first. Taking the content lock here would be worse than useless: it
+//! would be released by the engine thread that completes the read, which a lock's
+//! contract forbids (with parking_lot's deadlock detection on, such a release is lost
+//! and the holder's thread keeps the lock on its books forever).
+//! Locks: start takes what `claim` takes (mapping partitions, header); a completion takes
+//! one header lock at a time and the run's outcome mutex last. Nothing here waits for I/O
+//! while holding a lock.
 
 use std::collections::VecDeque;
 use std::io;
@@ -244,8 +252,9 @@ impl RunIo {
                 (None, None) if got >= (i + 1) * ps => {
                     // SAFETY: the frame is `page_size` bytes of the arena, which outlives
                     // every read (the pool drops its engines first); the run pins the
-                    // buffer and holds its content lock exclusively, taken at its claim,
-                    // and the read that wrote it has returned.
+                    // buffer, whose IO_IN_PROGRESS (set at its claim, cleared below) keeps
+                    // everyone else off the frame (module doc), and the read that wrote it
+                    // has returned.
                     let frame =
                         unsafe { std::slice::from_raw_parts(self.frames[i] as *const u8, ps) };
                     super::verify_read(&self.smgr, frame, &tag).err()
@@ -261,9 +270,6 @@ impl RunIo {
                 ),
             };
             let d = &self.descs[id as usize];
-            // SAFETY: the run took this content lock exclusively when it claimed the
-            // buffer, for this read, and gives it up here once.
-            unsafe { d.content_lock.unlock_exclusive() };
             terminate_read(d, &self.io_wait, err.is_none());
             errors.push(err);
         }
@@ -394,7 +400,7 @@ impl BufferPool {
         Ok(run)
     }
 
-    /// Pins `tag` if it is in the pool, else claims a buffer for it (content lock taken).
+    /// Pins `tag` if it is in the pool, else claims a buffer for it (IO_IN_PROGRESS set).
     fn pin_or_claim(
         &self,
         tag: BufferTag,
@@ -426,8 +432,7 @@ impl BufferPool {
         match self.claim(tag, hash, context, ring)? {
             Claim::Mapped(id) => Ok(found(id)),
             Claim::Retagged(id) => {
-                // Uncontended: no reference to a !VALID buffer exists (see do_load_io).
-                self.descs[id as usize].content_lock.lock_exclusive();
+                // No content lock: IO_IN_PROGRESS guards the frame (module doc).
                 Ok(Slot::Claimed {
                     id,
                     io: usize::MAX,
