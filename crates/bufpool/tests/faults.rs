@@ -314,3 +314,54 @@ fn failed_fsync_is_latched_never_retried_as_success() {
         "only the fill's fsync succeeded"
     );
 }
+
+/// Proves (S2, reads): a panic inside a read's I/O (an embedder's file system, or a bug
+/// below the pool) fails that read with an error and wakes whoever waits for it: nobody
+/// hangs, the pins are given back, and the block reads fine afterwards. Before, an I/O
+/// worker that panicked died with the request, and its owner waited for the completion
+/// forever (as did every later read once the workers were gone). How: `FaultKind::Panic`
+/// on the first read of the relation; the read run is started and consumed on another
+/// thread under `catch_unwind`, and its outcome awaited with a deadline (a deadline is the
+/// only way to see a hang; it is not a synchronization).
+#[test]
+fn a_panic_in_a_read_fails_the_read_and_hangs_nobody() {
+    use bufpool::IoMethod;
+    for method in [IoMethod::Sync, IoMethod::Worker] {
+        let (_dir, vfs, pool) = setup(4);
+        let pool = Arc::new(pool);
+        vfs.add_rule(FaultRule::nth("16384", FaultOp::Read, 1, FaultKind::Panic));
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let pool = pool.clone();
+            std::thread::spawn(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut run = pool
+                        .start_read_run(REL, ForkNumber::Main, 0, 4, None, method)
+                        .map_err(|e| e.to_string())?;
+                    let mut outcomes = Vec::new();
+                    while let Some(r) = run.next() {
+                        outcomes.push(r.map(|_| ()).map_err(|e| e.to_string()));
+                    }
+                    Ok::<_, String>(outcomes)
+                }));
+                let _ = tx.send(r.is_ok_and(|r| r.is_ok_and(|o| o.iter().any(|r| r.is_err()))));
+            });
+        }
+        let failed_cleanly = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("{method:?}: the read run hangs after a panic in its I/O"));
+        assert!(
+            failed_cleanly,
+            "{method:?}: the panic was not turned into a read error"
+        );
+        vfs.clear_rules();
+        assert_eq!(pool.usage_summary().pinned, 0, "{method:?}");
+        for b in 0..4 {
+            assert_eq!(
+                get_u64(&pool.read(tag(b)).unwrap().read(), BODY),
+                u64::from(b)
+            );
+        }
+        pool.check_invariants().unwrap();
+    }
+}

@@ -179,6 +179,8 @@ struct RunIo {
     /// Per page, its error (None: VALID); `None` until the read has completed.
     outcome: Mutex<Option<Vec<Option<BufferError>>>>,
     completed: Condvar,
+    /// How many pages the completion has ended (for a completion that panics midway).
+    ended: AtomicUsize,
 }
 
 /// A copy of an OS error for each page of a failed read (`io::Error` is not `Clone`); the
@@ -244,6 +246,10 @@ impl RunIo {
         };
         let shadow = original.as_ref().map(|e| copy(self.tag(0), e));
         let mut errors = Vec::with_capacity(self.ids.len());
+        // If anything below panics midway, the pages not yet ended fail and the outcome
+        // is published anyway, so neither the owner nor a reader waiting for one of them
+        // hangs (the panic then goes on).
+        let guard = PanicGuard { io: self, path };
         for (i, &id) in self.ids.iter().enumerate() {
             let tag = self.tag(i);
             let err: Option<BufferError> = match (&shadow, original.take()) {
@@ -272,7 +278,31 @@ impl RunIo {
             let d = &self.descs[id as usize];
             terminate_read(d, &self.io_wait, err.is_none());
             errors.push(err);
+            guard.io.ended.store(i + 1, Ordering::Release);
         }
+        std::mem::forget(guard);
+        *self.outcome.lock() = Some(errors);
+        self.completed.notify_all();
+    }
+
+    /// Ends the pages a panicking completion had not ended yet (failed, with their
+    /// waiters woken) and publishes the outcome, every page an error.
+    fn fail_after_panic(&self, path: &Path) {
+        for i in self.ended.load(Ordering::Acquire)..self.ids.len() {
+            terminate_read(&self.descs[self.ids[i] as usize], &self.io_wait, false);
+        }
+        let errors = (0..self.ids.len())
+            .map(|i| {
+                Some(
+                    SmgrError::Read {
+                        tag: self.tag(i),
+                        path: path.to_path_buf(),
+                        source: io::Error::other("the read's completion panicked"),
+                    }
+                    .into(),
+                )
+            })
+            .collect();
         *self.outcome.lock() = Some(errors);
         self.completed.notify_all();
     }
@@ -299,6 +329,18 @@ impl RunIo {
         let mut g = self.outcome.lock();
         let e = g.as_mut().and_then(|v| v[index].take());
         (e, waited)
+    }
+}
+
+/// Fails the rest of a read's pages if its completion unwinds (see `RunIo::complete`).
+struct PanicGuard<'a> {
+    io: &'a RunIo,
+    path: &'a Path,
+}
+
+impl Drop for PanicGuard<'_> {
+    fn drop(&mut self) {
+        self.io.fail_after_panic(self.path);
     }
 }
 
@@ -486,6 +528,7 @@ impl<'a> ReadRun<'a> {
                 started: Instant::now(),
                 outcome: Mutex::new(None),
                 completed: Condvar::new(),
+                ended: AtomicUsize::new(0),
             });
             self.ios.push(io.clone());
             self.stats.reads += 1;

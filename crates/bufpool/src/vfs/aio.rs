@@ -187,8 +187,21 @@ impl ReadvRequest {
 
     /// Runs the whole read on this thread and calls the completion.
     fn run_blocking(self) {
-        let r = self.read_from(0);
+        let r = self.read_caught(0);
         (self.done)(r);
+    }
+
+    /// [`Self::read_from`], a panic below it (an embedder's file system, say) becoming the
+    /// read's error: the read call has returned, by unwinding, so nothing writes the
+    /// buffers any more, and the completion runs as for any failed read.
+    fn read_caught(&self, start: usize) -> io::Result<usize> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.read_from(start)))
+            .unwrap_or_else(|p| {
+                Err(io::Error::other(format!(
+                    "the read panicked: {}",
+                    panic_text(&p)
+                )))
+            })
     }
 
     /// Finishes a read of which the kernel moved `moved` bytes: the rest (if any) blocking.
@@ -197,9 +210,26 @@ impl ReadvRequest {
         let r = if moved == 0 || moved >= self.len() {
             Ok(moved)
         } else {
-            self.read_from(moved)
+            self.read_caught(moved)
         };
         (self.done)(r);
+    }
+}
+
+/// A panic's message, if it carried one.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> &str {
+    p.downcast_ref::<&str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// Runs a request on an engine thread that must outlive it: a panic in its completion
+/// (which has already failed the read's pages, see `buffer::read_run`) is logged and the
+/// thread goes on serving the others.
+fn run_surviving(what: &str, f: impl FnOnce()) {
+    if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        tracing::error!(target: "bufpool::aio", "{what}: a read's completion panicked: {}", panic_text(&*p));
     }
 }
 
@@ -355,7 +385,7 @@ impl WorkQueue {
                     q = self.ready.wait(q);
                 }
             };
-            req.run_blocking();
+            run_surviving("I/O worker", || req.run_blocking());
         }
     }
 }
@@ -540,11 +570,13 @@ mod uring {
                     let Some(req) = self.take(key as usize) else {
                         continue;
                     };
-                    if res < 0 {
-                        (req.done)(Err(io::Error::from_raw_os_error(-res)));
-                    } else {
-                        req.finish_after(res as usize);
-                    }
+                    super::run_surviving("io_uring reaper", || {
+                        if res < 0 {
+                            (req.done)(Err(io::Error::from_raw_os_error(-res)));
+                        } else {
+                            req.finish_after(res as usize);
+                        }
+                    });
                 }
             }
         }

@@ -44,6 +44,9 @@ pub enum FaultKind {
     /// Transfers half the bytes (rounded down to 512) and reports that count; for calls
     /// that move no data it behaves like `Eio`.
     Short,
+    /// Panics inside the call (an embedder's file system with a bug): the engine must
+    /// turn it into an error for that I/O, never a hang.
+    Panic,
 }
 
 /// One fault to inject.
@@ -129,7 +132,9 @@ impl Faults {
 fn error_of(kind: FaultKind) -> io::Error {
     match kind {
         FaultKind::Enospc => io::Error::from_raw_os_error(libc::ENOSPC),
-        FaultKind::Eio | FaultKind::Short => io::Error::from_raw_os_error(libc::EIO),
+        FaultKind::Eio | FaultKind::Short | FaultKind::Panic => {
+            io::Error::from_raw_os_error(libc::EIO)
+        }
     }
 }
 
@@ -237,7 +242,11 @@ struct FaultFile {
 
 impl FaultFile {
     fn fault(&self, op: FaultOp) -> Option<FaultKind> {
-        self.faults.check(&self.path, op)
+        let kind = self.faults.check(&self.path, op);
+        if kind == Some(FaultKind::Panic) {
+            panic!("injected panic in {op:?} of {}", self.path.display());
+        }
+        kind
     }
 
     /// Runs the sync hook, if any (outside the hook's lock: it may block).
