@@ -289,7 +289,7 @@ impl Table {
 /// Then a full scan must show the same rows, each once; it may instead stop at a page
 /// that fails its checksum only if that page was added during the run (an extension
 /// whose records never became durable holds nothing committed, and a power cut may leave
-/// any bytes there: the error names the file and block, DESIGN.md rule 4). The fetches
+/// any bytes there: the error names the file and block, ARCHITECTURE's rule 4). The fetches
 /// above prove no visible version lives on such a page. Returns whether the scan met one.
 fn verify(test: &str, vfs: &SimVfs, c: &Config, table: &Table, acked: &Acked, point: u64) -> bool {
     let e = open(vfs, c).unwrap_or_else(|err| panic!("{test}: reopen failed: {err}"));

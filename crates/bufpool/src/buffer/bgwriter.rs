@@ -1375,7 +1375,7 @@ impl BufferPool {
     /// The first half of a write through the bgwriter's io_uring, for a buffer the caller
     /// pins: the steps of `write_locked_then` up to the write itself. Claims the write
     /// (content lock shared, held for the copy only), copies the page into `buf`, makes
-    /// the log durable to its LSN (DESIGN rule 1), checksums the copy and finds where it
+    /// the log durable to its LSN (ARCHITECTURE's rule 1, WAL before data), checksums the copy and finds where it
     /// goes. Err: not written, and why (busy, clean already, or failed with the page left
     /// dirty and its I/O ended).
     fn claim_copy_for_ring(&self, id: u32, buf: &mut [u8]) -> Result<PageTarget, WriteDone> {

@@ -480,7 +480,7 @@ impl BufferPool {
             page::set_checksum(copy, &c.tag);
         }
         let first = run[0].tag;
-        // WAL before data (DESIGN rule 1), once for the whole run.
+        // WAL before data (ARCHITECTURE's rule 1), once for the whole run.
         let result: BufferResult<()> = self
             .wal
             .flush(max_lsn)

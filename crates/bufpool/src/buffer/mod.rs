@@ -99,7 +99,7 @@ use crate::vfs::AlignedBuf;
 use crate::vfs::Vfs;
 
 /// Called before a dirty page is written: the WAL must be durable up to the page's LSN
-/// (DESIGN rule 1). The WAL issue plugs in the real log; until then [`NoWal`].
+/// (ARCHITECTURE's rule 1). The WAL issue plugs in the real log; until then [`NoWal`].
 pub trait WalFlush: Send + Sync {
     /// Makes the log durable up to `lsn`. The error is the log's own (the pool does not
     /// know the log's types; the errno survives in the source chain, see
@@ -802,7 +802,7 @@ impl BufferPool {
     /// The part of every page write before the device write, for a buffer whose write
     /// I/O the caller has claimed (`start_io`) while holding its pin and content lock:
     /// copies the page into `copy`, calls `after_copy` (where the caller may release the
-    /// content lock), makes the log durable to the copy's LSN (DESIGN rule 1: WAL before
+    /// content lock), makes the log durable to the copy's LSN (ARCHITECTURE's rule 1: WAL before
     /// data) and checksums the copy. Returns whether the WAL flush was forced by this page.
     /// On error the page must not be written; the caller ends the I/O as failed.
     pub(super) fn copy_for_write(
