@@ -32,8 +32,20 @@ pub const XID_STOP_MARGIN: u32 = 3_000_000;
 /// before wraparound), every millionth id assigned logs a warning with how many are left.
 pub const XID_WARN_MARGIN: u32 = 40_000_000;
 
-/// Whether assigning `next` (of a 32-bit id space) should log the approach of the stop.
-fn warn_near_stop(next: u32) -> bool {
-    let left = u32::MAX - next;
-    left <= XID_WARN_MARGIN && left % 1_000_000 == 0
+/// Whether id `next` (of a 32-bit space of `what`: "transaction", "multixact") may be
+/// handed out: false within `XID_STOP_MARGIN` of the end; every millionth id within
+/// `XID_WARN_MARGIN` of the stop logs how many are left.
+fn id_allowed(next: u32, what: &str) -> bool {
+    let Some(left) = (u32::MAX - XID_STOP_MARGIN)
+        .checked_sub(next)
+        .filter(|&l| l > 0)
+    else {
+        return false;
+    };
+    if left <= XID_WARN_MARGIN && left % 1_000_000 == 0 {
+        tracing::warn!(
+            "{what} id {next}: {left} ids left before new {what}s are refused (ids are not frozen or reused)"
+        );
+    }
+    true
 }

@@ -227,17 +227,11 @@ impl MultiXact {
         self.check_count(count)?;
         let mut st = self.state.lock();
         let m = st.next_multi;
-        if m >= MultiId::MAX - super::XID_STOP_MARGIN {
+        if !super::id_allowed(m, "multixact") {
             return Err(MultiXactError::IdsExhausted {
                 next: m,
                 margin: super::XID_STOP_MARGIN,
             });
-        }
-        if super::warn_near_stop(m) {
-            tracing::warn!(
-                "multixact id {m}: {} ids left before new multixacts are refused",
-                MultiId::MAX - super::XID_STOP_MARGIN - m
-            );
         }
         let mpp = self.members_per_page;
         let exhausted = || MultiXactError::MembersExhausted {

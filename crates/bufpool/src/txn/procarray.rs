@@ -244,17 +244,11 @@ impl TxnManager {
     /// Takes the next id (its commit-log and subtransaction-log pages ready).
     fn assign(&self, st: &mut State) -> Result<Xid, ClogError> {
         let xid = st.next_xid;
-        if xid >= Xid::MAX - super::XID_STOP_MARGIN {
+        if !super::id_allowed(xid, "transaction") {
             return Err(ClogError::XidsExhausted {
                 next: xid,
                 margin: super::XID_STOP_MARGIN,
             });
-        }
-        if super::warn_near_stop(xid) {
-            tracing::warn!(
-                "transaction id {xid}: {} ids left before new transactions are refused (wraparound is not handled: ids are not frozen or reused)",
-                Xid::MAX - super::XID_STOP_MARGIN - xid
-            );
         }
         self.clog.extend(xid)?;
         self.subtrans.extend(xid)?;
