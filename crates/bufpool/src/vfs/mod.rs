@@ -27,7 +27,7 @@ pub use error::{IoAt, IoError};
 pub use fault::{FaultKind, FaultOp, FaultRule, FaultVfs};
 pub use mem::MemVfs;
 pub use real::RealVfs;
-pub use sim::{CrashChoice, CrashReport, SimVfs};
+pub use sim::{CrashChoice, CrashReport, SimVfs, SyncPoint};
 
 use std::fmt;
 use std::io::{self, IoSlice, IoSliceMut};

@@ -195,8 +195,26 @@ enum DataOp {
         offset: u64,
         data: Vec<u8>,
         forced: bool,
+        seq: u64,
     },
-    SetLen(u64),
+    SetLen {
+        len: u64,
+        seq: u64,
+    },
+}
+
+impl DataOp {
+    /// The change's place in the program order of every change to the file system.
+    fn seq(&self) -> u64 {
+        match self {
+            DataOp::Write { seq, .. } | DataOp::SetLen { seq, .. } => *seq,
+        }
+    }
+
+    /// Whether a crash may lose it (a write through an O_DSYNC handle never is).
+    fn losable(&self) -> bool {
+        !matches!(self, DataOp::Write { forced: true, .. })
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -236,7 +254,7 @@ impl Node {
         let mut image = self.durable.clone();
         for op in &self.pending {
             match op {
-                DataOp::SetLen(len) => {
+                DataOp::SetLen { len, .. } => {
                     if rng.coin() {
                         image.resize(*len as usize, 0);
                         report.len_changes_kept += 1;
@@ -248,6 +266,7 @@ impl Node {
                     offset,
                     data,
                     forced: true,
+                    ..
                 } => {
                     apply_write(&mut image, *offset, data);
                     report.kept += 1;
@@ -259,6 +278,7 @@ impl Node {
                     offset,
                     data,
                     forced: false,
+                    ..
                 } => {
                     let choice = crash_write(&mut image, *offset, data, rng, report);
                     report.write_fates.push((path.to_path_buf(), choice));
@@ -342,6 +362,8 @@ struct NsOp {
     kind: &'static str,
     path: PathBuf,
     entries: Vec<(PathBuf, Option<NodeId>)>,
+    /// Its place in the program order of every change (see [`DataOp::seq`]).
+    seq: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -360,6 +382,12 @@ struct State {
     fail_at: Option<u64>,
     /// Whether a symbolic link was ever made (until then paths need no resolution).
     has_links: bool,
+    /// The program-order number the next change gets.
+    next_seq: u64,
+    /// While recording ([`SimVfs::record_sync_points`]): the file system as it was at each
+    /// sync that made something durable, just before it did.
+    /// Shared, so copying the state for a point copies no earlier point.
+    sync_points: Option<Arc<Mutex<Vec<SyncPoint>>>>,
 }
 
 impl State {
@@ -370,6 +398,46 @@ impl State {
         }
         self.io_count += 1;
         Ok(())
+    }
+
+    /// The program-order number for a new change.
+    fn take_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq
+    }
+
+    /// While recording, keeps a copy of the whole state as a sync point named `what`.
+    fn record_sync_point(&mut self, what: String) {
+        if self.sync_points.is_none() {
+            return;
+        }
+        let mut copy = self.clone();
+        copy.sync_points = None;
+        for node in copy.nodes.values_mut() {
+            node.lock_holder = None;
+        }
+        let point = SyncPoint {
+            // Called after the sync's own admission: the calls made before it.
+            io_count: self.io_count - 1,
+            what,
+            changes: copy.losable_changes().len() as u64,
+            vfs: SimVfs {
+                state: Arc::new(Mutex::new(copy)),
+            },
+        };
+        if let Some(points) = &self.sync_points {
+            points.lock().push(point);
+        }
+    }
+
+    /// The program-order numbers of every pending change a crash may lose (data changes
+    /// but O_DSYNC writes, and namespace changes), ascending.
+    fn losable_changes(&self) -> Vec<u64> {
+        let data = self.nodes.values().flat_map(|n| n.pending.iter());
+        let mut seqs: Vec<u64> = data.filter(|op| op.losable()).map(DataOp::seq).collect();
+        seqs.extend(self.pending_ns.iter().map(|op| op.seq));
+        seqs.sort_unstable();
+        seqs
     }
 
     fn new_node(&mut self, node: Node) -> NodeId {
@@ -406,6 +474,24 @@ impl State {
     }
 }
 
+/// The file system as it was at one sync that made something durable, just before it did
+/// (recorded by [`SimVfs::record_sync_points`]): a power cut there can keep any prefix of
+/// the changes made since the last syncs, which [`SimVfs::crash_prefix`] on a
+/// [`SimVfs::duplicate`] of [`Self::vfs`] produces.
+#[derive(Debug)]
+pub struct SyncPoint {
+    /// Mutating calls made before the sync (compare [`SimVfs::io_count`] read by a
+    /// workload: a commit acknowledged when the count was below this was acknowledged
+    /// before the sync began).
+    pub io_count: u64,
+    /// Which sync: `"sync of <path>"` or `"sync_dir of <path>"`.
+    pub what: String,
+    /// Pending changes a crash could lose there: prefixes 0 to this many are the states.
+    pub changes: u64,
+    /// The file system at that moment (not recording, no handle open on it).
+    pub vfs: SimVfs,
+}
+
 /// In-memory files that can lose un-synced changes in a simulated power cut. Clones share
 /// the same state.
 #[derive(Debug, Clone)]
@@ -434,6 +520,8 @@ impl SimVfs {
             io_count: 0,
             fail_at: None,
             has_links: false,
+            next_seq: 0,
+            sync_points: None,
         };
         Self {
             state: Arc::new(Mutex::new(state)),
@@ -497,12 +585,48 @@ impl SimVfs {
     /// on `self` keep working on `self` only.
     pub fn duplicate(&self) -> SimVfs {
         let mut st = self.state.lock().clone();
+        st.sync_points = None;
         for node in st.nodes.values_mut() {
             node.lock_holder = None;
         }
         SimVfs {
             state: Arc::new(Mutex::new(st)),
         }
+    }
+
+    /// Starts recording a [`SyncPoint`] at every later sync (`sync_data`, `sync_all`,
+    /// `sync_dir`) that makes a pending change durable, for [`Self::take_sync_points`].
+    /// Each holds a copy of the whole file system: record small workloads only.
+    pub fn record_sync_points(&self) {
+        let mut st = self.state.lock();
+        st.sync_points.get_or_insert_with(Default::default);
+    }
+
+    /// The sync points recorded so far, in the order of their syncs (recording goes on).
+    pub fn take_sync_points(&self) -> Vec<SyncPoint> {
+        let points = self.state.lock().sync_points.clone();
+        points
+            .map(|p| std::mem::take(&mut *p.lock()))
+            .unwrap_or_default()
+    }
+
+    /// Pending changes a crash could lose now (see [`SyncPoint::changes`]).
+    pub fn losable_changes(&self) -> u64 {
+        self.state.lock().losable_changes().len() as u64
+    }
+
+    /// Simulates a power cut that keeps exactly the first `keep` of the pending changes a
+    /// crash could lose (data writes, length changes, creates, renames, unlinks and
+    /// symlinks, in the program order they were made across all files) whole and loses
+    /// every later one, as a device that persists writes in order would: CrashMonkey's
+    /// prefix states. O_DSYNC writes are always kept. Otherwise as [`Self::crash`]: the
+    /// result becomes the written and durable state, handles from before fail.
+    pub fn crash_prefix(&self, keep: u64) -> CrashReport {
+        let mut st = self.state.lock();
+        let seqs = st.losable_changes();
+        // Changes numbered below `cut` survive.
+        let cut = seqs.get(keep as usize).copied().unwrap_or(u64::MAX);
+        st.power_cut(&mut Prefix(cut))
     }
 
     /// Simulates a power cut and restart: decides with a PRNG seeded by `seed` what survives
@@ -529,14 +653,71 @@ impl SimVfs {
     ///    released; the `crash_after` limit is cleared; handles opened before now fail every
     ///    call with `ErrorKind::Other`.
     pub fn crash(&self, seed: u64) -> CrashReport {
-        let mut guard = self.state.lock();
-        let st = &mut *guard;
-        let mut rng = Rng(seed);
-        let mut report = CrashReport::default();
+        self.state.lock().power_cut(&mut Rng(seed))
+    }
+}
 
-        let mut names = st.durable.clone();
-        for op in std::mem::take(&mut st.pending_ns) {
-            let kept = !rng.coin();
+/// Decides what a power cut keeps: at random ([`Rng`], [`SimVfs::crash`]) or a prefix in
+/// program order ([`Prefix`], [`SimVfs::crash_prefix`]).
+trait Fates {
+    /// Whether the pending namespace change `op` survives.
+    fn keep_ns(&mut self, op: &NsOp) -> bool;
+    /// What a restart finds in `node` (named `path` after the crash), counted in `report`.
+    fn image(&mut self, node: &Node, path: &Path, report: &mut CrashReport) -> Vec<u8>;
+}
+
+impl Fates for Rng {
+    fn keep_ns(&mut self, _: &NsOp) -> bool {
+        !self.coin()
+    }
+
+    fn image(&mut self, node: &Node, path: &Path, report: &mut CrashReport) -> Vec<u8> {
+        node.crash_image(path, self, report)
+    }
+}
+
+/// Keeps, whole, the changes numbered below its bound; loses the rest.
+struct Prefix(u64);
+
+impl Fates for Prefix {
+    fn keep_ns(&mut self, op: &NsOp) -> bool {
+        op.seq < self.0
+    }
+
+    fn image(&mut self, node: &Node, path: &Path, report: &mut CrashReport) -> Vec<u8> {
+        let mut image = node.durable.clone();
+        for op in &node.pending {
+            let kept = !op.losable() || op.seq() < self.0;
+            match op {
+                DataOp::SetLen { len, .. } if kept => {
+                    image.resize(*len as usize, 0);
+                    report.len_changes_kept += 1;
+                }
+                DataOp::SetLen { .. } => report.len_changes_reverted += 1,
+                DataOp::Write { offset, data, .. } => {
+                    let fate = if kept {
+                        apply_write(&mut image, *offset, data);
+                        report.kept += 1;
+                        CrashChoice::Keep
+                    } else {
+                        report.dropped += 1;
+                        CrashChoice::Drop
+                    };
+                    report.write_fates.push((path.to_path_buf(), fate));
+                }
+            }
+        }
+        image
+    }
+}
+
+impl State {
+    /// The power cut and restart of [`SimVfs::crash`], with `fates` deciding what survives.
+    fn power_cut(&mut self, fates: &mut dyn Fates) -> CrashReport {
+        let mut report = CrashReport::default();
+        let mut names = self.durable.clone();
+        for op in std::mem::take(&mut self.pending_ns) {
+            let kept = fates.keep_ns(&op);
             report.namespace_fates.push((op.kind, op.path, kept));
             if !kept {
                 report.namespace_undone += 1;
@@ -556,19 +737,19 @@ impl SimVfs {
         for (path, id) in &names {
             named.entry(*id).or_insert(path.as_path());
         }
-        for (id, node) in std::mem::take(&mut st.nodes) {
+        for (id, node) in std::mem::take(&mut self.nodes) {
             if let Some(path) = named.get(&id) {
-                let image = node.crash_image(path, &mut rng, &mut report);
+                let image = fates.image(&node, path, &mut report);
                 let mut survivor = Node::durable_with(image);
                 survivor.link = node.link;
-                st.nodes.insert(id, survivor);
+                self.nodes.insert(id, survivor);
             }
         }
 
-        st.live = names.clone();
-        st.durable = names;
-        st.epoch += 1;
-        st.fail_at = None;
+        self.live = names.clone();
+        self.durable = names;
+        self.epoch += 1;
+        self.fail_at = None;
         report
     }
 }
@@ -595,10 +776,12 @@ impl Vfs for SimVfs {
                 st.begin_mutation()?;
                 let id = st.new_node(Node::default());
                 st.live.insert(resolved.clone(), id);
+                let seq = st.take_seq();
                 st.pending_ns.push(NsOp {
                     kind: "create",
                     path: resolved.clone(),
                     entries: vec![(resolved, Some(id))],
+                    seq,
                 });
                 id
             }
@@ -622,10 +805,12 @@ impl Vfs for SimVfs {
         st.begin_mutation()?;
         let resolved = st.resolve(path, false)?;
         st.live.remove(&resolved).ok_or_else(|| not_found(path))?;
+        let seq = st.take_seq();
         st.pending_ns.push(NsOp {
             kind: "unlink",
             path: resolved.clone(),
             entries: vec![(resolved, None)],
+            seq,
         });
         Ok(())
     }
@@ -641,10 +826,12 @@ impl Vfs for SimVfs {
         }
         st.live.remove(&from);
         st.live.insert(to.clone(), id);
+        let seq = st.take_seq();
         st.pending_ns.push(NsOp {
             kind: "rename",
             path: to.clone(),
             entries: vec![(from, None), (to, Some(id))],
+            seq,
         });
         Ok(())
     }
@@ -657,6 +844,10 @@ impl Vfs for SimVfs {
         let path = resolved.as_path();
         if !st.dirs.contains(path) {
             return Err(not_found(path));
+        }
+        let covers = |op: &NsOp| op.entries.iter().any(|(p, _)| p.parent() == Some(path));
+        if st.pending_ns.iter().any(covers) {
+            st.record_sync_point(format!("sync_dir of {}", path.display()));
         }
         let in_dir = |p: &&PathBuf| p.parent() == Some(path);
         let entries: Vec<PathBuf> = (st.live.keys().filter(in_dir))
@@ -721,10 +912,12 @@ impl Vfs for SimVfs {
         });
         st.live.insert(resolved.clone(), id);
         st.has_links = true;
+        let seq = st.take_seq();
         st.pending_ns.push(NsOp {
             kind: "symlink",
             path: resolved.clone(),
             entries: vec![(resolved, Some(id))],
+            seq,
         });
         Ok(())
     }
@@ -790,12 +983,14 @@ impl SimFile {
         if len == 0 {
             return Ok(0);
         }
+        let seq = st.take_seq();
         let node = st.node_mut(self.node)?;
         apply_write(&mut node.written, offset, &data);
         node.pending.push(DataOp::Write {
             offset,
             data,
             forced: self.dsync,
+            seq,
         });
         Ok(len)
     }
@@ -803,6 +998,9 @@ impl SimFile {
     fn sync(&self) -> io::Result<()> {
         let mut st = self.lock()?;
         st.begin_mutation()?;
+        if st.node_mut(self.node)?.pending.iter().any(DataOp::losable) {
+            st.record_sync_point(format!("sync of {}", self.path.display()));
+        }
         let node = st.node_mut(self.node)?;
         if !node.pending.is_empty() {
             node.durable = node.written.clone();
@@ -883,9 +1081,10 @@ impl VfsFile for SimFile {
         if len > MAX_FILE_LEN {
             return Err(io::Error::from_raw_os_error(libc::EFBIG));
         }
+        let seq = st.take_seq();
         let node = st.node_mut(self.node)?;
         node.written.resize(len as usize, 0);
-        node.pending.push(DataOp::SetLen(len));
+        node.pending.push(DataOp::SetLen { len, seq });
         Ok(())
     }
 
@@ -1433,7 +1632,7 @@ mod tests {
             for op in &node.pending {
                 match op {
                     DataOp::Write { offset, data, .. } => apply_write(&mut image, *offset, data),
-                    DataOp::SetLen(len) => image.resize(*len as usize, 0),
+                    DataOp::SetLen { len, .. } => image.resize(*len as usize, 0),
                 }
             }
             assert_eq!(image, node.written, "node {id}");
@@ -1481,5 +1680,88 @@ mod tests {
         for seed in 0..20 {
             assert_eq!(run(seed), run(seed));
         }
+    }
+
+    /// Every prefix of the pending changes, in program order across files and the
+    /// namespace, is a state `crash_prefix` produces, and nothing else is.
+    #[test]
+    fn crash_prefix_keeps_exactly_the_first_changes_in_program_order() {
+        let setup = || {
+            let (vfs, f) = synced_file();
+            f.write_at(&[1; 512], 0).unwrap(); // change 1
+            let g = vfs.open(&p("g"), OpenOptions::create()).unwrap(); // change 2
+            f.set_len(20000).unwrap(); // change 3
+            g.write_at(b"gg", 0).unwrap(); // change 4
+            let dsync = OpenOptions {
+                dsync: true,
+                ..OpenOptions::create()
+            };
+            let d = vfs.open(&p("d"), dsync).unwrap(); // change 5 (its write is O_DSYNC)
+            d.write_at(b"d", 0).unwrap();
+            vfs
+        };
+        assert_eq!(setup().losable_changes(), 5);
+        for keep in 0..=6u64 {
+            let vfs = setup();
+            let report = vfs.crash_prefix(keep);
+            let f = vfs.contents(&p("f")).unwrap();
+            assert_eq!(f[0] == 1, keep >= 1, "keep {keep}");
+            assert_eq!(vfs.exists(&p("g")).unwrap(), keep >= 2, "keep {keep}");
+            assert_eq!(
+                f.len(),
+                if keep >= 3 { 20000 } else { 16384 },
+                "keep {keep}"
+            );
+            if keep >= 2 {
+                let g = vfs.contents(&p("g")).unwrap();
+                assert_eq!(
+                    g,
+                    if keep >= 4 { b"gg".to_vec() } else { vec![] },
+                    "keep {keep}"
+                );
+            }
+            // The O_DSYNC write survives wherever its file's name does.
+            assert_eq!(
+                vfs.contents(&p("d")).map(|d| d == b"d"),
+                (keep >= 5).then_some(true)
+            );
+            assert_eq!(
+                report.namespace_kept,
+                u64::from(keep >= 2) + u64::from(keep >= 5)
+            );
+            assert_replay_gives_written(&vfs);
+        }
+    }
+
+    /// A sync that makes something durable records the state just before it; a sync with
+    /// nothing pending, or before recording starts, records nothing.
+    #[test]
+    fn sync_points_hold_the_state_before_each_sync() {
+        let (vfs, f) = synced_file();
+        f.write_at(&[1; 10], 0).unwrap();
+        f.sync_data().unwrap(); // not recording yet
+        vfs.record_sync_points();
+        f.write_at(&[2; 10], 0).unwrap();
+        f.write_at(&[3; 10], 4096).unwrap();
+        let before = vfs.io_count();
+        f.sync_data().unwrap();
+        f.sync_data().unwrap(); // nothing pending
+        vfs.open(&p("n"), OpenOptions::create()).unwrap();
+        vfs.sync_dir(Path::new(DIR)).unwrap();
+        let points = vfs.take_sync_points();
+        assert_eq!(points.len(), 2, "{points:?}");
+        assert_eq!(points[0].io_count, before);
+        assert_eq!(points[0].changes, 2);
+        assert_eq!(points[1].changes, 1);
+        assert!(points[1].what.starts_with("sync_dir"), "{}", points[1].what);
+        let mut seen = Vec::new();
+        for keep in 0..=points[0].changes {
+            let copy = points[0].vfs.duplicate();
+            copy.crash_prefix(keep);
+            let f = copy.contents(&p("f")).unwrap();
+            seen.push((f[0], f[4096]));
+        }
+        assert_eq!(seen, vec![(1, 0xAA), (2, 0xAA), (2, 3)]);
+        assert!(vfs.take_sync_points().is_empty(), "taken");
     }
 }

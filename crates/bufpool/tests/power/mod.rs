@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bufpool::testing::{CrashChoice, CrashReport, SimVfs};
+use bufpool::testing::{CrashChoice, CrashReport, SimVfs, SyncPoint};
 
 /// Seeds (crash fates) per workload run: `BUFPOOL_POWER_SEEDS` if set (soak runs), else
 /// `default`.
@@ -67,7 +67,12 @@ pub fn describe(report: &CrashReport) -> String {
 
 impl Drop for Context {
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        if std::thread::panicking() && self.run == PREFIX_RUN {
+            eprintln!(
+                "{}: failed at sync point {}, keeping the first {} pending changes; the crash:{}",
+                self.test, self.point, self.seed, self.fates,
+            );
+        } else if std::thread::panicking() {
             eprintln!(
                 "{}: failed at crash point {} (I/Os let through before the power cut), run {}, \
                  seed {} (crash seed {}); the crash:{}",
@@ -220,6 +225,77 @@ pub fn explore<A>(
             kinds.len()
         );
     }
+    tally
+}
+
+/// [`Context::run`] of a prefix state ([`explore_prefixes`]): its `point` is the sync
+/// point's index and its `seed` the number of changes kept.
+const PREFIX_RUN: u64 = u64::MAX;
+
+/// One acknowledged commit of a prefix workload: its thread, its sequence number and
+/// [`SimVfs::io_count`] read just after the commit returned.
+#[derive(Debug, Clone, Copy)]
+pub struct Ack {
+    pub thread: u32,
+    pub seq: u64,
+    pub io_count: u64,
+}
+
+/// Per thread (up to `threads`), the last sequence number acknowledged before the sync of
+/// `point` began: an ack whose I/O count is below the point's was read, so its commit
+/// returned, before that sync was issued, and every state of the point must hold it. (An
+/// ack read at the same count may have come after: not required, not forbidden.)
+pub fn acked_before(acks: &[Ack], point: &SyncPoint, threads: usize) -> Vec<u64> {
+    let mut acked = vec![0; threads];
+    for a in acks.iter().filter(|a| a.io_count < point.io_count) {
+        let t = a.thread as usize;
+        acked[t] = acked[t].max(a.seq);
+    }
+    acked
+}
+
+/// CrashMonkey's method on one workload run recorded with [`SimVfs::record_sync_points`]:
+/// for every recorded sync (each fdatasync, fsync and directory fsync that made something
+/// durable) and every prefix of the changes pending there, in program order (0 kept to all
+/// kept), a copy is cut with [`SimVfs::crash_prefix`] and handed to `verify(vfs, point,
+/// report, context)`. `BUFPOOL_POWER_POINT=n` tries sync point `n` only. Returns the
+/// tally: `points` the sync points, `states` the prefixes verified.
+pub fn explore_prefixes(
+    test: &'static str,
+    points: &[SyncPoint],
+    mut verify: impl FnMut(&SimVfs, &SyncPoint, &CrashReport, &Context),
+) -> Tally {
+    let start = Instant::now();
+    let mut tally = Tally::default();
+    let only: Option<u64> = std::env::var("BUFPOOL_POWER_POINT")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    for (i, point) in points.iter().enumerate() {
+        if only.is_some_and(|p| p != i as u64) {
+            continue;
+        }
+        tally.points += 1;
+        for keep in 0..=point.changes {
+            let vfs = point.vfs.duplicate();
+            let report = vfs.crash_prefix(keep);
+            let ctx = Context {
+                test,
+                point: i as u64,
+                run: PREFIX_RUN,
+                seed: keep,
+                fates: format!(
+                    " {} of {} pending changes kept, before the {}{}",
+                    keep,
+                    point.changes,
+                    point.what,
+                    describe(&report)
+                ),
+            };
+            verify(&vfs, point, &report, &ctx);
+            tally.add(&report);
+        }
+    }
+    tally.elapsed = start.elapsed();
     tally
 }
 
