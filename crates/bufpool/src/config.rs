@@ -548,6 +548,16 @@ pub static KNOBS: &[Knob] = &[
             |c| Value::Int(c.wal_writer_delay_ms),
         )
     },
+    row(
+        "wal_writer",
+        Unit::Bool,
+        "on",
+        "run the WAL writer thread (off: the flush leader prepares log segments itself, and \
+         asynchronous commits wait for the next flush: a synchronous commit, a checkpoint, a \
+         full log buffer or the caller's)",
+        |c, v| c.wal_writer = flag(v),
+        |c| Value::Bool(c.wal_writer),
+    ),
     Knob {
         min: 0,
         max: MAX_WAL_WRITER_FLUSH_AFTER,
@@ -1166,6 +1176,8 @@ pub struct Config {
     pub wal_buffers: Option<u64>,
     pub wal_sync_method: SyncMethod,
     pub wal_writer_delay_ms: u64,
+    /// Whether the engine runs the WAL writer thread.
+    pub wal_writer: bool,
     /// PostgreSQL's commit_delay, microseconds (0: off).
     pub commit_delay_us: u64,
     /// PostgreSQL's commit_siblings, counted as other threads flushing the WAL.
@@ -1259,6 +1271,7 @@ impl Default for Config {
             wal_buffers: None,
             wal_sync_method: SyncMethod::Fdatasync,
             wal_writer_delay_ms: DEFAULT_WAL_WRITER_DELAY_MS,
+            wal_writer: true,
             commit_delay_us: 0,
             commit_siblings: 5,
             wal_syncs_in_flight: 1,
@@ -1631,6 +1644,8 @@ impl ConfigBuilder {
         wal_buffers: Option<u64> => |c, v| c.wal_buffers = v;
         wal_sync_method: SyncMethod => |c, v| c.wal_sync_method = v;
         wal_writer_delay: Duration => |c, v| c.wal_writer_delay_ms = millis(v);
+        /// Whether the engine runs the WAL writer thread.
+        wal_writer: bool => |c, v| c.wal_writer = v;
         /// PostgreSQL's commit_delay (0 to 100 ms; whole microseconds).
         commit_delay: Duration => |c, v| c.commit_delay_us = v.as_micros().min(u128::from(u64::MAX)) as u64;
         /// PostgreSQL's commit_siblings.

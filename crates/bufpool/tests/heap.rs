@@ -1300,6 +1300,164 @@ fn a_walk_on_its_way_to_a_freed_chain_starts_over() {
     }
 }
 
+/// A 3000-byte row: two fill a page.
+fn big(id: u64, v: u64) -> Vec<u8> {
+    let mut r = row(id, v);
+    r.resize(3000, 1);
+    r
+}
+
+/// Where a walker and a compressing update stop in the chain-freeing races, and what they
+/// tell the test thread: the walker stops at its first hop and at its first link read on
+/// block `link_stop`; the compressor before each page it frees, until `free_run`.
+struct Gates {
+    tx: std::sync::Mutex<std::sync::mpsc::Sender<Ev>>,
+    w_go: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    c_go: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    walker: std::sync::OnceLock<std::thread::ThreadId>,
+    compressor: std::sync::OnceLock<std::thread::ThreadId>,
+    first_hop: std::sync::atomic::AtomicBool,
+    first_link: std::sync::atomic::AtomicBool,
+    link_stop: u64,
+    free_run: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Debug, PartialEq)]
+enum Ev {
+    Hop(u64),
+    Link(u64),
+    Free(u64),
+    Done,
+}
+
+/// The channels of [`Gates`] the test thread keeps: events in, go signals out.
+struct Control {
+    rx: std::sync::mpsc::Receiver<Ev>,
+    tx: std::sync::mpsc::Sender<Ev>,
+    w_go: std::sync::mpsc::Sender<()>,
+    c_go: std::sync::mpsc::Sender<()>,
+}
+
+impl Control {
+    /// The next event `want` accepts (others are skipped).
+    fn next(&self, want: &dyn Fn(&Ev) -> bool) -> Ev {
+        loop {
+            let ev = self.rx.recv().unwrap();
+            if want(&ev) {
+                return ev;
+            }
+        }
+    }
+}
+
+impl Gates {
+    fn is(id: &std::sync::OnceLock<std::thread::ThreadId>) -> bool {
+        id.get() == Some(&std::thread::current().id())
+    }
+
+    fn send(&self, ev: Ev) {
+        self.tx.lock().unwrap().send(ev).unwrap();
+    }
+
+    /// Installs the gates on `e`'s `HeapHop`, `HeapLink` and `HeapFreeOrphans` hooks.
+    fn install(e: &Engine, link_stop: u64) -> (Arc<Gates>, Control) {
+        use bufpool::engine::HookPoint;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::mpsc::channel;
+        use std::sync::{Mutex, OnceLock};
+        let (tx, rx) = channel();
+        let (w_go_tx, w_go) = channel::<()>();
+        let (c_go_tx, c_go) = channel::<()>();
+        let gates = Arc::new(Gates {
+            tx: Mutex::new(tx.clone()),
+            w_go: Mutex::new(w_go),
+            c_go: Mutex::new(c_go),
+            walker: OnceLock::new(),
+            compressor: OnceLock::new(),
+            first_hop: AtomicBool::new(true),
+            first_link: AtomicBool::new(true),
+            link_stop,
+            free_run: AtomicBool::new(false),
+        });
+        let g = gates.clone();
+        e.set_test_hook(
+            HookPoint::HeapHop,
+            Some(Box::new(move |_, block| {
+                if Gates::is(&g.walker) {
+                    g.send(Ev::Hop(block));
+                    if g.first_hop.swap(false, Ordering::SeqCst) {
+                        g.w_go.lock().unwrap().recv().unwrap();
+                    }
+                }
+            })),
+        );
+        let g = gates.clone();
+        e.set_test_hook(
+            HookPoint::HeapLink,
+            Some(Box::new(move |_, block| {
+                if Gates::is(&g.walker) {
+                    g.send(Ev::Link(block));
+                    if block == g.link_stop && g.first_link.swap(false, Ordering::SeqCst) {
+                        g.w_go.lock().unwrap().recv().unwrap();
+                    }
+                }
+            })),
+        );
+        let g = gates.clone();
+        e.set_test_hook(
+            HookPoint::HeapFreeOrphans,
+            Some(Box::new(move |_, block| {
+                if Gates::is(&g.compressor) && !g.free_run.load(Ordering::SeqCst) {
+                    g.send(Ev::Free(block));
+                    g.c_go.lock().unwrap().recv().unwrap();
+                }
+            })),
+        );
+        let control = Control {
+            rx,
+            tx,
+            w_go: w_go_tx,
+            c_go: c_go_tx,
+        };
+        (gates, control)
+    }
+
+    fn uninstall(e: &Engine) {
+        use bufpool::engine::HookPoint;
+        for point in [
+            HookPoint::HeapHop,
+            HookPoint::HeapLink,
+            HookPoint::HeapFreeOrphans,
+        ] {
+            e.set_test_hook(point, None);
+        }
+    }
+}
+
+/// Runs the walker of the chain-freeing races: an update of row 1 (adding 100) or a fetch
+/// from `root`; returns what it found (1 for a row updated).
+fn walk_row_1(
+    e: &Engine,
+    heap: &Heap<'_>,
+    root: Tid,
+    update: bool,
+    gates: &Gates,
+    tx: &std::sync::mpsc::Sender<Ev>,
+) -> Option<u64> {
+    gates.walker.set(std::thread::current().id()).unwrap();
+    let got = if update {
+        let w = e.begin_xid().unwrap();
+        let r = heap.update(w, root, |d| big(1, val(d).1 + 100)).unwrap();
+        e.commit_transaction(w).unwrap();
+        r.map(|_| 1)
+    } else {
+        let snap = e.txns().snapshot(INVALID_XID);
+        heap.fetch(&snap, root).unwrap().map(|d| val(&d).0)
+    };
+    tx.send(Ev::Done).unwrap();
+    got
+}
+
 /// Part of the vanished-row defect (a hot row's update returned "no row" under load): chain
 /// compression frees the chains its shortened link skips, and a walk that is already inside
 /// them is protected only by `roots_freed`, read when it reads each link. That is enough
@@ -1312,43 +1470,6 @@ fn a_walk_on_its_way_to_a_freed_chain_starts_over() {
 /// (by the chain, or by starting over), for an update and for a fetch.
 #[test]
 fn a_walk_inside_compressed_chains_never_meets_a_freed_slot() {
-    use bufpool::engine::HookPoint;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::mpsc::{channel, Receiver, Sender};
-    use std::sync::{Mutex, OnceLock};
-    use std::thread::ThreadId;
-
-    fn big(id: u64, v: u64) -> Vec<u8> {
-        let mut r = row(id, v);
-        r.resize(3000, 1); // two fill a page
-        r
-    }
-    /// Where the walker and the compressor stop, and what they tell the test thread.
-    struct Gates {
-        tx: Mutex<Sender<Ev>>,
-        w_go: Mutex<Receiver<()>>,
-        c_go: Mutex<Receiver<()>>,
-        walker: OnceLock<ThreadId>,
-        compressor: OnceLock<ThreadId>,
-        first_hop: AtomicBool,
-        first_link: AtomicBool,
-        free_run: AtomicBool,
-    }
-    impl Gates {
-        fn is(id: &OnceLock<ThreadId>) -> bool {
-            id.get() == Some(&std::thread::current().id())
-        }
-        fn send(&self, ev: Ev) {
-            self.tx.lock().unwrap().send(ev).unwrap();
-        }
-    }
-    #[derive(Debug, PartialEq)]
-    enum Ev {
-        Hop(u64),
-        Link(u64),
-        Free(u64),
-        Done,
-    }
     for update in [true, false] {
         let vfs = MemVfs::new();
         let e = open(&vfs);
@@ -1397,106 +1518,37 @@ fn a_walk_inside_compressed_chains_never_meets_a_freed_slot() {
         );
         assert!(z.block > 2, "setup: {z:?}");
 
-        let (tx, rx): (Sender<Ev>, Receiver<Ev>) = channel();
-        let (w_go_tx, w_go) = channel::<()>();
-        let (c_go_tx, c_go) = channel::<()>();
-        let gates = Arc::new(Gates {
-            tx: Mutex::new(tx.clone()),
-            w_go: Mutex::new(w_go),
-            c_go: Mutex::new(c_go),
-            walker: OnceLock::new(),
-            compressor: OnceLock::new(),
-            first_hop: AtomicBool::new(true),
-            first_link: AtomicBool::new(true),
-            free_run: AtomicBool::new(false),
-        });
-        let g = gates.clone();
-        e.set_test_hook(
-            HookPoint::HeapHop,
-            Some(Box::new(move |_, block| {
-                if Gates::is(&g.walker) {
-                    g.send(Ev::Hop(block));
-                    if g.first_hop.swap(false, Ordering::SeqCst) {
-                        g.w_go.lock().unwrap().recv().unwrap();
-                    }
-                }
-            })),
-        );
-        let g = gates.clone();
-        e.set_test_hook(
-            HookPoint::HeapLink,
-            Some(Box::new(move |_, block| {
-                if Gates::is(&g.walker) {
-                    g.send(Ev::Link(block));
-                    if block == 2 && g.first_link.swap(false, Ordering::SeqCst) {
-                        g.w_go.lock().unwrap().recv().unwrap();
-                    }
-                }
-            })),
-        );
-        let g = gates.clone();
-        e.set_test_hook(
-            HookPoint::HeapFreeOrphans,
-            Some(Box::new(move |_, block| {
-                if Gates::is(&g.compressor) && !g.free_run.load(Ordering::SeqCst) {
-                    g.send(Ev::Free(block));
-                    g.c_go.lock().unwrap().recv().unwrap();
-                }
-            })),
-        );
+        let (gates, ctl) = Gates::install(&e, 2);
         std::thread::scope(|s| {
-            let next = |want: &dyn Fn(&Ev) -> bool| loop {
-                let ev = rx.recv().unwrap();
-                if want(&ev) {
-                    return ev;
-                }
-            };
-            let walker = s.spawn(|| {
-                gates.walker.set(std::thread::current().id()).unwrap();
-                let got = if update {
-                    let w = e.begin_xid().unwrap();
-                    let r = heap.update(w, root, |d| big(1, val(d).1 + 100)).unwrap();
-                    e.commit_transaction(w).unwrap();
-                    r.map(|_| 1)
-                } else {
-                    let snap = e.txns().snapshot(INVALID_XID);
-                    heap.fetch(&snap, root).unwrap().map(|d| val(&d).0)
-                };
-                tx.send(Ev::Done).unwrap();
-                got
-            });
+            let walker = s.spawn(|| walk_row_1(&e, &heap, root, update, &gates, &ctl.tx));
             // 1. The walk read A's link to X and stops before X.
-            assert_eq!(next(&|ev| matches!(ev, Ev::Hop(_))), Ev::Hop(2));
+            assert_eq!(ctl.next(&|ev| matches!(ev, Ev::Hop(_))), Ev::Hop(2));
             // 2. An update walks the whole chain, points A's link at Z, and stops before it
             //    frees its first page.
             let compressor = s.spawn(|| {
                 gates.compressor.set(std::thread::current().id()).unwrap();
                 bump(root)
             });
-            let mut held = next(&|ev| matches!(ev, Ev::Free(_)));
+            let mut held = ctl.next(&|ev| matches!(ev, Ev::Free(_)));
             // 3. The walk takes X and reads its link to Y; it stops holding X.
-            w_go_tx.send(()).unwrap();
-            next(&|ev| *ev == Ev::Link(2));
+            ctl.w_go.send(()).unwrap();
+            ctl.next(&|ev| *ev == Ev::Link(2));
             // 4. The update frees every page before X's; it is held before X's (whose lock
             //    the walk has).
             while held != Ev::Free(2) {
-                c_go_tx.send(()).unwrap();
-                held = next(&|ev| matches!(ev, Ev::Free(_)));
+                ctl.c_go.send(()).unwrap();
+                held = ctl.next(&|ev| matches!(ev, Ev::Free(_)));
             }
             // 5. The walk goes on to Y and past it (or ends there).
-            w_go_tx.send(()).unwrap();
-            next(&|ev| *ev == Ev::Link(1) || *ev == Ev::Done);
-            gates.free_run.store(true, Ordering::SeqCst);
-            c_go_tx.send(()).unwrap();
+            ctl.w_go.send(()).unwrap();
+            ctl.next(&|ev| *ev == Ev::Link(1) || *ev == Ev::Done);
+            gates
+                .free_run
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            ctl.c_go.send(()).unwrap();
             let got = walker.join().unwrap();
             compressor.join().unwrap();
-            for point in [
-                HookPoint::HeapHop,
-                HookPoint::HeapLink,
-                HookPoint::HeapFreeOrphans,
-            ] {
-                e.set_test_hook(point, None);
-            }
+            Gates::uninstall(&e);
             assert_eq!(got, Some(1), "update={update}: the walk lost row 1");
         });
         let want = if update { 104 } else { 4 };
@@ -1504,6 +1556,101 @@ fn a_walk_inside_compressed_chains_never_meets_a_freed_slot() {
             visible_rows(&e, &heap),
             vec![(1, want), (2, 0), (3, 0), (5, 0)]
         );
+    }
+}
+
+/// The rest of the vanished-row defect: a row whose chain comes back to a page it left
+/// (A on block 0, X on block 2, Y on block 1, W on block 2 again, Z on block 3). Chain
+/// compression freed a page's skipped chains together, with the first of them: X and W
+/// at once, before Y. A walk that had passed X and held Y's page then read the count
+/// already raised by that free with Y's link to W, found it unchanged at block 2, and met
+/// W's freed slot: "no row". Hooks stop the walk holding Y while the compressing update
+/// frees block 2's share; the walk must then find the row, for an update and for a fetch.
+#[test]
+fn a_walk_inside_a_chain_that_returns_to_a_page_never_meets_a_freed_slot() {
+    for update in [true, false] {
+        let vfs = MemVfs::new();
+        let e = open(&vfs);
+        let heap = Heap::create(&e, REL).unwrap();
+        let t = e.begin_xid().unwrap();
+        let root = heap.insert(t, &big(1, 0)).unwrap();
+        let tids: Vec<Tid> = (2..=6)
+            .map(|i| heap.insert(t, &big(i, 0)).unwrap())
+            .collect();
+        e.commit_transaction(t).unwrap();
+        let delete = |tid: Tid| {
+            let t = e.begin_xid().unwrap();
+            assert!(heap.delete(t, tid).unwrap());
+            e.commit_transaction(t).unwrap();
+        };
+        let bump = |tid: Tid| {
+            let x = e.begin_xid().unwrap();
+            let new = heap
+                .update(x, tid, |d| big(1, val(d).1 + 1))
+                .unwrap()
+                .unwrap();
+            e.commit_transaction(x).unwrap();
+            new
+        };
+        // Block 2 emptied; a filler whose inserter will abort takes one of its slots, so
+        // X takes the other. Then room on block 1 (row 4) for Y; the filler's abort makes
+        // room on block 2 again for W; Z goes to a new page. A running transaction keeps
+        // every version of row 1 alive meanwhile.
+        delete(tids[3]);
+        delete(tids[4]);
+        heap.vacuum(false).unwrap();
+        delete(tids[2]);
+        let filler_xid = e.begin_xid().unwrap();
+        let filler = heap.insert(filler_xid, &big(7, 0)).unwrap();
+        let old = e.begin_xid().unwrap();
+        let x = bump(root);
+        heap.vacuum(false).unwrap();
+        let y = bump(root);
+        e.abort_transaction(filler_xid).unwrap();
+        heap.vacuum(false).unwrap();
+        let w = bump(root);
+        let z = bump(root);
+        e.abort_transaction(old).unwrap();
+        assert_eq!(
+            (filler.block, x.block, y.block, w.block),
+            (2, 2, 1, 2),
+            "setup: the chain returns to block 2 ({x:?} {y:?} {w:?} {z:?})"
+        );
+        assert!(z.block > 2, "setup: {z:?}");
+
+        let (gates, ctl) = Gates::install(&e, 1);
+        std::thread::scope(|s| {
+            let walker = s.spawn(|| walk_row_1(&e, &heap, root, update, &gates, &ctl.tx));
+            // 1. The walk read A's link to X and stops before X.
+            assert_eq!(ctl.next(&|ev| matches!(ev, Ev::Hop(_))), Ev::Hop(2));
+            // 2. An update walks the whole chain, points A's link at Z, and stops before it
+            //    frees its first page (block 2, X's).
+            let compressor = s.spawn(|| {
+                gates.compressor.set(std::thread::current().id()).unwrap();
+                bump(root)
+            });
+            assert_eq!(ctl.next(&|ev| matches!(ev, Ev::Free(_))), Ev::Free(2));
+            // 3. The walk passes X, takes Y and reads its link to W; it stops holding Y.
+            ctl.w_go.send(()).unwrap();
+            ctl.next(&|ev| *ev == Ev::Link(1));
+            // 4. The update frees what it frees of block 2 and stops before block 1
+            //    (whose lock the walk has).
+            ctl.c_go.send(()).unwrap();
+            assert_eq!(ctl.next(&|ev| matches!(ev, Ev::Free(_))), Ev::Free(1));
+            // 5. The walk goes on to block 2 and past it (or ends there).
+            ctl.w_go.send(()).unwrap();
+            ctl.next(&|ev| *ev == Ev::Hop(3) || *ev == Ev::Done);
+            gates
+                .free_run
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            ctl.c_go.send(()).unwrap();
+            let got = walker.join().unwrap();
+            compressor.join().unwrap();
+            Gates::uninstall(&e);
+            assert_eq!(got, Some(1), "update={update}: the walk lost row 1");
+        });
+        let want = if update { 105 } else { 5 };
+        assert_eq!(visible_rows(&e, &heap), vec![(1, want), (2, 0), (3, 0)]);
     }
 }
 

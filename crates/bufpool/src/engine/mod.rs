@@ -392,12 +392,14 @@ impl Engine {
             clog.set_write_barrier(barrier());
             multis.set_write_barriers(barrier(), barrier());
         }
-        let writer = LogWriter::start(
-            wal.clone(),
-            config.synchronous_commit,
-            Duration::from_millis(config.wal_writer_delay_ms),
-        )
-        .map_err(|e| EngineError::io("starting the WAL writer thread for", dir, e))?;
+        let writer = if config.wal_writer {
+            let delay = Duration::from_millis(config.wal_writer_delay_ms);
+            let w = LogWriter::start(wal.clone(), config.synchronous_commit, delay)
+                .map_err(|e| EngineError::io("starting the WAL writer thread for", dir, e))?;
+            Some(w)
+        } else {
+            None
+        };
         pool.set_bgwriter_durable_writes(config.checkpoint_open_datasync);
         let next_xid = recovery.as_ref().map_or(FIRST_NORMAL_XID, |r| r.next_xid);
         let subtrans = Subtrans::open(
@@ -435,7 +437,7 @@ impl Engine {
             scan: config.scan_options(),
             scan_positions: ScanPositions::default(),
             read_stream: config.read_stream_options(),
-            _writer: Some(writer),
+            _writer: writer,
         };
         engine.ckpt.run(CheckpointReason::Startup, true)?;
         let mut engine = engine;

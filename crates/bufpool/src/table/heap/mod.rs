@@ -430,7 +430,8 @@ impl<'e> Heap<'e> {
         // A chain is finite; the bound only guards against a damaged one. Same-page steps
         // happen under one lock, so pruning cannot cut the chain between them; a chain
         // leaving the page leads to a root, which is freed only once no link leads there
-        // (a walk on its way is told by `roots_freed`, read at `hop`, and starts over).
+        // (a walk on its way is told by `roots_freed`, read when it took the page it leaves
+        // and compared at the next, and starts over).
         let mut steps = 0u32;
         let mut hop: Option<u64> = None;
         'page: loop {
@@ -440,7 +441,8 @@ impl<'e> Heap<'e> {
             }
             let buf = pool.read(self.tag(tid.block))?;
             let g = buf.read();
-            if hop.take().is_some_and(|seen| seen != self.roots_freed()) {
+            let here = self.roots_freed();
+            if hop.take().is_some_and(|seen| seen != here) {
                 (tid, prev_xmax) = (origin, INVALID_XID);
                 continue 'page;
             }
@@ -478,7 +480,7 @@ impl<'e> Heap<'e> {
                         if !same_page {
                             self.engine
                                 .run_hook_at(HookPoint::HeapLink, u64::from(g.tag().block));
-                            hop = Some(self.roots_freed());
+                            hop = Some(here);
                             drop(g);
                             self.set_hints(&buf, &mut hints)?;
                             continue 'page;

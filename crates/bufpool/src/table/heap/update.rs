@@ -327,17 +327,19 @@ impl Heap<'_> {
         h.infomask |= XMAX_COMMITTED;
         self.change_logged(FROZEN_XID, &mut g, |p| p.set_header(src.slot, &h))?;
         drop(g);
-        // The chains the link now skips, page by page: link i led to chain i, which
-        // leaves its page by link i + 1. Pruning those pages (once each) frees them, in
-        // chain order (a page's chains all go with the first of them): a chain is freed
+        // The chains the link now skips, run by run of one page: link i led to chain i,
+        // which leaves its page by link i + 1. Pruning those pages frees them in chain
+        // order, a page visited again if the chain comes back to it: a chain is freed
         // only once no link leads to it any more but the ones already freed. A walk
-        // already inside the skipped chains reads `roots_freed` with each link; the first
-        // free is of the chain it entered through, which it holds or has left, so every
-        // free comes after its reading and it starts over at its next page. Freed in
-        // another order (by block number, say), chain i + 1 could go while a walk holds
-        // chain i's page: the walk would read the raised count with the link to a freed
-        // slot, see no change there, and report the row gone (the vanished row of
-        // `tests/heap.rs::a_walk_inside_compressed_chains_never_meets_a_freed_slot`).
+        // already inside the skipped chains is protected by `roots_freed`, read when it
+        // takes each page's lock and carried to the next page: any free while it is on a
+        // page, or on its way to the next, makes it start over there (see `modify_walk`).
+        // The order is a second line: freed out of order (by block number, or a page's
+        // chains all with the first of them), chain i + 1 could go while a walk holds
+        // chain i's page, and a walk that read the count when it left, not when it
+        // arrived, met the freed slot and reported the row gone (the vanished row of
+        // `tests/heap.rs::a_walk_inside_compressed_chains_never_meets_a_freed_slot` and
+        // `..._a_chain_that_returns_to_a_page_never_meets_a_freed_slot`).
         let links = std::iter::once((x1, t1)).chain(span.next.iter().copied());
         let mut pages: Vec<(u32, Vec<Orphan>)> = Vec::new();
         for ((xmin, at), (out_xmax, out)) in links.clone().zip(links.skip(1)) {
@@ -347,9 +349,11 @@ impl Heap<'_> {
                 out_xmax,
                 out: (out.block, out.slot),
             };
-            match pages.iter_mut().find(|(block, _)| *block == at.block) {
-                Some((_, here)) => here.push(orphan),
-                None => pages.push((at.block, vec![orphan])),
+            // Only a run of chains on one page goes together: a chain that comes back to
+            // a page after another page is freed in its turn, not with the page's first.
+            match pages.last_mut() {
+                Some((block, here)) if *block == at.block => here.push(orphan),
+                _ => pages.push((at.block, vec![orphan])),
             }
         }
         for (block, here) in pages {
@@ -378,7 +382,9 @@ impl Heap<'_> {
         let origin = tid;
         let mut prev_xmax = INVALID_XID;
         // When the walk follows a link to another page: the count of freed roots, read
-        // under the lock of the page the link is on (see `Heap::roots_freed`).
+        // when the walk took the lock of the page the link is on (see `Heap::roots_freed`):
+        // read when it arrived, not when it leaves, so a chain freed while the walk was on
+        // that page (one it is about to enter among them) is noticed at the next page.
         let mut hop: Option<u64> = None;
         // What the commit log tells the walk is set as hint bits on the page the change is
         // made to (its record then covers them at no extra cost). Hints about pages the
@@ -395,7 +401,8 @@ impl Heap<'_> {
             let mut g = buf.write();
             // A root freed since the link here was read: its slot may hold another row now
             // (a redirect there would even pass the xmin check). Walk again from the start.
-            if hop.take().is_some_and(|seen| seen != self.roots_freed()) {
+            let here = self.roots_freed();
+            if hop.take().is_some_and(|seen| seen != here) {
                 (tid, prev_xmax) = (origin, INVALID_XID);
                 *span = Span::default();
                 hints.clear();
@@ -433,7 +440,7 @@ impl Heap<'_> {
                         }
                         self.engine
                             .run_hook_at(HookPoint::HeapLink, u64::from(g.tag().block));
-                        hop = Some(self.roots_freed());
+                        hop = Some(here);
                         continue 'page;
                     }
                     Step::WaitFor(other) if nowait => {
