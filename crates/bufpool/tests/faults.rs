@@ -234,7 +234,7 @@ fn enospc_on_extend_fails_cleanly_and_the_pool_stays_usable() {
     let (_dir, vfs, pool) = setup(3);
     vfs.add_rule(FaultRule::nth(
         "16384",
-        FaultOp::Write,
+        FaultOp::Allocate,
         1,
         FaultKind::Enospc,
     ));

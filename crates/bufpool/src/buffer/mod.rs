@@ -463,8 +463,7 @@ impl BufferPool {
         context: IoContext,
         ring: Option<&mut Ring>,
     ) -> BufferResult<BufferRef<'_>> {
-        let zero = AlignedBuf::zeroed(self.page_size);
-        let block = self.smgr.extend(rel, fork, &[zero.as_slice()], context)?;
+        let block = self.smgr.extend_zeroed(rel, fork, 1, context)?;
         let tag = BufferTag::new(rel, fork, block);
         self.load(tag, tag.hash64(), context, Fill::Zero, ring)
     }
@@ -487,9 +486,7 @@ impl BufferPool {
         let context = ring
             .as_ref()
             .map_or(IoContext::Normal, |r| r.kind().context());
-        let zero = AlignedBuf::zeroed(self.page_size);
-        let pages = vec![zero.as_slice(); n];
-        let first = self.smgr.extend(rel, fork, &pages, context)?;
+        let first = self.smgr.extend_zeroed(rel, fork, n as u32, context)?;
         let mut out = Vec::with_capacity(n);
         for i in 0..n as BlockNumber {
             let tag = BufferTag::new(rel, fork, first + i);

@@ -850,6 +850,80 @@ impl Smgr {
         }
     }
 
+    /// Adds `n` zeroed pages at the end of a fork by allocating them in its segment files
+    /// (posix_fallocate, which also reports a full disk now, as PostgreSQL's write of zeros
+    /// does; new segment files created as needed), writing no data. Returns the first new
+    /// block. On failure (ENOSPC, say) the fork is cut back to its old size, best effort,
+    /// and its size stays as before.
+    ///
+    /// Why no write of zeros: a page's bytes then reach the file only when the pool writes
+    /// the page, after the log records that made it (the first one an image of the whole
+    /// page) are durable, so any tear or garbage a power cut leaves in it is repaired by
+    /// replay. A write of zeros at extension is covered by no record: torn or garbaged, it
+    /// left a page no replay touches and no read accepts, and its table unreadable for
+    /// good. A length change can only be kept (zeros, a valid new page) or lost.
+    pub fn extend_zeroed(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        n: u32,
+        context: IoContext,
+    ) -> SmgrResult<BlockNumber> {
+        let f = self.fork(rel, fork);
+        let _ext = f.extend_lock.lock();
+        let first = self.nblocks_locked(&f, rel, fork)?;
+        let last = u64::from(first) + u64::from(n);
+        if last > u64::from(MAX_BLOCK_NUMBER) {
+            return Err(SmgrError::BlockOutOfRange {
+                block: MAX_BLOCK_NUMBER,
+            });
+        }
+        let grow = || -> SmgrResult<()> {
+            let mut block = first;
+            while u64::from(block) < last {
+                let (segno, off) = self.locate(block);
+                let room = self.segment_blocks - block % self.segment_blocks;
+                let k = room.min((last - u64::from(block)) as u32);
+                let tag = BufferTag::new(rel, fork, block);
+                let file = self
+                    .segment(&f, rel, fork, segno, true)
+                    .map_err(|e| match e {
+                        SmgrError::Io(IoError { path, source, .. }) => {
+                            SmgrError::Write { tag, path, source }
+                        }
+                        e => e,
+                    })?;
+                let start = Instant::now();
+                let len = u64::from(k) * self.block_size as u64;
+                file.allocate(off, len).map_err(|source| SmgrError::Write {
+                    tag,
+                    path: file.path().to_path_buf(),
+                    source,
+                })?;
+                self.stats
+                    .count_timed(context, IoOp::Extend, u64::from(k), start.elapsed());
+                // The new length is made durable by the next sync of the segment (every
+                // handle, O_DSYNC or not: an allocation is no write).
+                self.sync_queue.register(SegmentId { rel, fork, segno });
+                block += k;
+            }
+            Ok(())
+        };
+        match grow() {
+            Ok(()) => {
+                f.nblocks.store(last as u32, Ordering::Release);
+                Ok(first)
+            }
+            Err(e) => {
+                let (segno, off) = self.locate(first);
+                if let Ok(file) = self.segment(&f, rel, fork, segno, false) {
+                    let _ = file.set_len(off);
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Hints the OS to start writing back `n` pages from `first` (sync_file_range).
     pub fn writeback(
         &self,

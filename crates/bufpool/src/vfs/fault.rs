@@ -26,6 +26,8 @@ pub enum FaultOp {
     /// sync_all and sync_data.
     Fsync,
     Truncate,
+    /// allocate (posix_fallocate: how relation files grow).
+    Allocate,
     Unlink,
     Rename,
     SyncDir,
@@ -341,6 +343,13 @@ impl VfsFile for FaultFile {
     fn set_len(&self, len: u64) -> io::Result<()> {
         match self.fault(FaultOp::Truncate) {
             None => self.inner.set_len(len),
+            Some(kind) => Err(error_of(kind)),
+        }
+    }
+
+    fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
+        match self.fault(FaultOp::Allocate) {
+            None => self.inner.allocate(offset, len),
             Some(kind) => Err(error_of(kind)),
         }
     }

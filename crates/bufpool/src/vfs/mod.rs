@@ -118,6 +118,18 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
     fn sync_data(&self) -> io::Result<()>;
     /// ftruncate (shrink or extend with zeros).
     fn set_len(&self, len: u64) -> io::Result<()>;
+    /// Reserves disk space for `offset..offset + len`, growing the file to cover it
+    /// (posix_fallocate): the range reads as zeros where nothing was written, a full disk
+    /// is reported now (ENOSPC) rather than by a later write, and no data is written, so a
+    /// power cut can keep the new length (zeros) or lose it, never leave garbage there.
+    /// The default grows the file with [`VfsFile::set_len`] (no space reserved).
+    fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
+        let end = offset.saturating_add(len);
+        if self.len()? < end {
+            self.set_len(end)?;
+        }
+        Ok(())
+    }
     fn len(&self) -> io::Result<u64>;
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)

@@ -185,6 +185,25 @@ impl VfsFile for RealFile {
         retry_eintr(|| self.file.set_len(len))
     }
 
+    fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
+        retry_eintr(|| {
+            // SAFETY: plain system call on an fd owned by `self`; no memory is passed.
+            let rc = unsafe {
+                libc::posix_fallocate(
+                    self.file.as_raw_fd(),
+                    offset as libc::off_t,
+                    len as libc::off_t,
+                )
+            };
+            // posix_fallocate returns the error number instead of setting errno.
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::from_raw_os_error(rc))
+            }
+        })
+    }
+
     fn len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }
@@ -211,6 +230,35 @@ impl VfsFile for RealFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `allocate` grows a file to cover the range with zeros (blocks reserved on disk),
+    /// never shrinks it, and keeps what was written.
+    #[test]
+    fn allocate_grows_with_zeros_and_never_shrinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = RealVfs::new()
+            .open(&dir.path().join("f"), OpenOptions::create())
+            .unwrap();
+        f.write_at(&[7u8; 100], 0).unwrap();
+        f.allocate(4096, 8192).unwrap();
+        assert_eq!(f.len().unwrap(), 12288);
+        let mut buf = vec![1u8; 12288];
+        assert_eq!(f.read_at(&mut buf, 0).unwrap(), 12288);
+        assert!(buf[..100].iter().all(|&b| b == 7));
+        assert!(buf[100..].iter().all(|&b| b == 0));
+        f.allocate(0, 4096).unwrap();
+        assert_eq!(
+            f.len().unwrap(),
+            12288,
+            "allocation inside the file keeps its length"
+        );
+        let meta = std::fs::metadata(dir.path().join("f")).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        assert!(
+            meta.blocks() * 512 >= 12288,
+            "the range is allocated, not a hole"
+        );
+    }
 
     #[test]
     fn vectored_io_and_writeback_round_trip() {
