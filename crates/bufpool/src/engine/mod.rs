@@ -265,7 +265,7 @@ pub struct Engine {
     scan_positions: ScanPositions,
     /// How scans, VACUUM and other sequential readers build their read streams.
     read_stream: ReadStreamOptions,
-    _writer: Option<LogWriter>,
+    writer: Option<LogWriter>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -437,7 +437,7 @@ impl Engine {
             scan: config.scan_options(),
             scan_positions: ScanPositions::default(),
             read_stream: config.read_stream_options(),
-            _writer: writer,
+            writer,
         };
         engine.ckpt.run(CheckpointReason::Startup, true)?;
         let mut engine = engine;
@@ -490,6 +490,11 @@ impl Engine {
     /// Whether the bgwriter thread runs (`bgwriter = on`).
     pub fn bgwriter_running(&self) -> bool {
         self.bgwriter.is_some()
+    }
+
+    /// Whether the WAL writer thread runs (`wal_writer = on`).
+    pub fn wal_writer_running(&self) -> bool {
+        self.writer.as_ref().is_some_and(|w| w.thread.is_some())
     }
 
     pub fn wal(&self) -> &Wal {
