@@ -41,7 +41,8 @@ for j in $(seq 0 $((jobs - 1))); do
   grep -E "^sim_soak:" "$dir/job$j.log" | sed "s/^/job $j: /" || echo "job $j: no summary (see $dir/job$j.log)"
   grep -A3 "failed in" "$dir/job$j.log" | head -40 || true
 done
-echo "sim-soak: $jobs jobs, $elapsed s wall, about $((jobs * elapsed)) CPU-seconds; jobs failed: $failed"
+cpu=$(cat "$dir"/job*.log | sed -n 's/.* s, \([0-9]*\) CPU-seconds:.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+echo "sim-soak: $jobs jobs, $elapsed s wall, $cpu CPU-seconds; jobs failed: $failed"
 if [ "$failed" -gt 0 ]; then
   echo "logs kept in $dir"
   exit 1
