@@ -229,6 +229,26 @@ impl<'e> Heap<'e> {
             .load(std::sync::atomic::Ordering::Acquire)
     }
 
+    /// Reads the page of `block` where a walk starts (`first`) or goes on. A walk that
+    /// starts past the table's end is at no row: an index may keep entries of rows that
+    /// never committed (see the module doc), and VACUUM's truncation may have cut their
+    /// page off; the read then fails short, and the table's size says why. Checked only
+    /// on that error, so a read that succeeds costs nothing more.
+    fn read_walk_page(
+        &self,
+        block: u32,
+        first: bool,
+    ) -> Result<Option<crate::buffer::BufferRef<'e>>, HeapError> {
+        let pool = self.engine.pool();
+        match pool.read(self.tag(block)) {
+            Ok(buf) => Ok(Some(buf)),
+            Err(crate::buffer::BufferError::Storage(crate::smgr::SmgrError::ShortRead {
+                ..
+            })) if first && block >= pool.nblocks(self.rel, ForkNumber::Main)? => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Bytes inserts leave free on a page.
     fn reserve(&self) -> usize {
         self.engine.pool().page_size() * (100 - self.fillfactor as usize) / 100
@@ -423,7 +443,6 @@ impl<'e> Heap<'e> {
         mut tid: Tid,
         f: impl FnOnce(Tid, &[u8]) -> R,
     ) -> Result<Option<R>, HeapError> {
-        let pool = self.engine.pool();
         let origin = tid;
         let mut prev_xmax = INVALID_XID;
         let mut hints = Hints::new();
@@ -439,7 +458,9 @@ impl<'e> Heap<'e> {
                 self.engine
                     .run_hook_at(HookPoint::HeapHop, u64::from(tid.block));
             }
-            let buf = pool.read(self.tag(tid.block))?;
+            let Some(buf) = self.read_walk_page(tid.block, tid == origin)? else {
+                return Ok(None);
+            };
             let g = buf.read();
             let here = self.roots_freed();
             if hop.take().is_some_and(|seen| seen != here) {

@@ -378,7 +378,6 @@ impl Heap<'_> {
         mut f: Option<impl FnMut(&[u8]) -> Vec<u8>>,
         span: &mut Span,
     ) -> Result<Option<Tid>, HeapError> {
-        let pool = self.engine.pool();
         let origin = tid;
         let mut prev_xmax = INVALID_XID;
         // When the walk follows a link to another page: the count of freed roots, read
@@ -397,7 +396,9 @@ impl Heap<'_> {
                 self.engine
                     .run_hook_at(HookPoint::HeapHop, u64::from(tid.block));
             }
-            let buf = pool.read(self.tag(tid.block))?;
+            let Some(buf) = self.read_walk_page(tid.block, tid == origin)? else {
+                return Ok(None);
+            };
             let mut g = buf.write();
             // A root freed since the link here was read: its slot may hold another row now
             // (a redirect there would even pass the xmin check). Walk again from the start.
