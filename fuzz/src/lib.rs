@@ -130,6 +130,9 @@ pub fn page(data: &[u8]) {
                 assert_eq!(stored, computed, "layout refused before the checksum");
                 assert!(!e.to_string().is_empty());
             }
+            Err(e @ PageProblem::LsnPastEndOfLog { .. }) => {
+                panic!("page::verify knows no log, yet refused a page for its LSN: {e}")
+            }
         }
         return;
     }

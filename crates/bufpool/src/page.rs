@@ -160,6 +160,10 @@ pub enum PageProblem {
     Checksum { expected: u32, found: u32 },
     /// The layout word names another page size or an unknown format version.
     Layout { found: u16 },
+    /// The page's LSN lies past the end of the log: the page was written after log
+    /// records the log no longer has (a corrupt record in its last durable stretch read
+    /// as the end of the log), so what the page holds cannot be trusted.
+    LsnPastEndOfLog { lsn: u64, end: u64 },
 }
 
 impl std::fmt::Display for PageProblem {
@@ -170,6 +174,11 @@ impl std::fmt::Display for PageProblem {
                 "checksum mismatch: stored {found:#010x}, computed {expected:#010x}"
             ),
             PageProblem::Layout { found } => write!(f, "unknown page layout word {found:#06x}"),
+            PageProblem::LsnPastEndOfLog { lsn, end } => write!(
+                f,
+                "page LSN {lsn} is past the end of the log at {end}: the log lost records \
+                 this page was written after"
+            ),
         }
     }
 }

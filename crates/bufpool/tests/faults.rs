@@ -365,3 +365,97 @@ fn a_panic_in_a_read_fails_the_read_and_hangs_nobody() {
         pool.check_invariants().unwrap();
     }
 }
+
+/// Runs `f` on another thread under `catch_unwind` and waits for it with a deadline (the
+/// only way to see a hang; not a synchronization): Err if it hangs, Ok(None) if it
+/// panicked, Ok(Some(result)) otherwise.
+fn within_a_minute<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<Option<T>, ()> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+        let _ = tx.send(r);
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .map_err(|_| ())
+}
+
+/// Proves (S2, writes): a panic inside a write or fsync of the file system (an embedder's
+/// bug; `FaultKind::Panic`) fails that write with an error and hangs nobody: a backend's
+/// write (`flush_all`; the bgwriter's writes go through the same call or, without io_uring,
+/// the same file calls), the checkpoint's combined write runs (`checkpoint_write`), and the
+/// fsync after them. Before the
+/// panic fence the panic unwound between the write's claim and its end: the buffer stayed
+/// IO_IN_PROGRESS (and a checkpoint run's content locks stayed held), and the next write
+/// of the page waited forever. How: for each path, a panic on the first data write (or
+/// fsync); the path must return an error (or, for the checkpoint, write the run again page
+/// by page), never the panic, and a second pass with the rule gone must write
+/// everything, within a deadline.
+#[test]
+fn a_panic_in_a_write_fails_the_write_and_hangs_nobody() {
+    use bufpool::buffer::{CheckpointWriteOptions, Immediate};
+    for path in ["backend", "checkpoint", "fsync"] {
+        let (_dir, vfs, pool) = setup(4);
+        let pool = Arc::new(pool);
+        for b in 0..4 {
+            let buf = pool.read(tag(b)).unwrap();
+            let mut g = buf.write();
+            put_u64(&mut g, BODY + 8, 7);
+        }
+        let op = if path == "fsync" {
+            FaultOp::Fsync
+        } else {
+            FaultOp::Write
+        };
+        vfs.add_rule(FaultRule::nth("16384", op, 1, FaultKind::Panic));
+        let p = pool.clone();
+        let first = within_a_minute(move || {
+            if path == "checkpoint" {
+                let opts = CheckpointWriteOptions::default();
+                p.checkpoint_write(&opts, &Immediate)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            } else {
+                p.flush_all()
+                    .and_then(|_| p.sync())
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        })
+        .unwrap_or_else(|()| panic!("{path}: hangs after a panic in the file system"));
+        let first = first.unwrap_or_else(|| panic!("{path}: the panic reached the caller"));
+        assert_eq!(vfs.injected(), 1, "{path}: the panic was injected");
+        // The checkpoint retries a failed combined write page by page, and those succeed.
+        match first {
+            Err(err) => assert!(err.contains("panicked"), "{path}: {err}"),
+            Ok(()) => assert_eq!(path, "checkpoint", "the write with the panic should fail"),
+        }
+        vfs.clear_rules();
+        let p = pool.clone();
+        let second = within_a_minute(move || {
+            p.flush_all().map_err(|e| e.to_string())?;
+            p.sync().map(|_| ()).map_err(|e| e.to_string())
+        });
+        let Ok(Some(second)) = second else {
+            panic!("{path}: the next write of the page hangs or panics")
+        };
+        if path == "fsync" {
+            // A failed fsync is latched (ARCHITECTURE's rule 4): every later sync reports it.
+            let err = second.expect_err("a failed fsync stays failed");
+            assert!(err.contains("panicked in fdatasync"), "{err}");
+        } else {
+            second.unwrap_or_else(|e| panic!("{path}: {e}"));
+        }
+        pool.drop_buffers(REL, None, 0).unwrap();
+        for b in 0..4 {
+            assert_eq!(
+                get_u64(&pool.read(tag(b)).unwrap().read(), BODY + 8),
+                7,
+                "{path}"
+            );
+        }
+        assert_eq!(pool.usage_summary().pinned, 0, "{path}");
+        pool.check_invariants().unwrap();
+    }
+}

@@ -1109,6 +1109,7 @@ fn run_world(seed: u64, mode: Mode, lives: u32) -> Result<(Stats, u64), String> 
         } else {
             ""
         };
+        let mode_env = format!("{mode_env} BUFPOOL_SIM_LIVES={lives}");
         format!(
             "sim seed {seed} ({mode:?}) failed in {stage}: {s:?}\n  last steps:\n    {}\n  rerun: \
              BUFPOOL_SIM_SEED={seed}{mode_env} cargo test -p bufpool --test sim -- --nocapture",
@@ -1253,7 +1254,8 @@ fn soak(
 fn simulated_worlds_keep_every_acknowledged_commit() {
     if let Some(seed) = env_u64("BUFPOOL_SIM_SEED") {
         let mode = env_mode().unwrap_or(Mode::Steps);
-        match run_world(seed, mode, LIVES) {
+        let lives = env_u64("BUFPOOL_SIM_LIVES").map_or(LIVES, |n| n as u32);
+        match run_world(seed, mode, lives) {
             Ok((stats, digest)) => {
                 eprintln!("seed {seed} ({mode:?}) passed: {stats:?}, digest {digest:#x}")
             }

@@ -117,6 +117,23 @@ pub trait WalFlush: Send + Sync {
         let _ = lsn;
         false
     }
+
+    /// Where the log ends now (everything inserted ends at or before it): no page read
+    /// from storage may carry a later LSN, since a page is written only after the log is
+    /// durable up to its LSN. `None` (the default, and the engine's hook during recovery):
+    /// not known, not checked.
+    fn end_of_log(&self) -> Option<Lsn> {
+        None
+    }
+
+    /// Log positions no page may carry although they lie below [`WalFlush::end_of_log`]:
+    /// from where recovery ended the log (at a bad record) to the end of the records after
+    /// it that nothing vouched for; the log's next life starts past them. A page with an
+    /// LSN in `from..to` (after `from`, up to `to`) was written after records the log
+    /// lost. None (the default): no such range.
+    fn lost_range(&self) -> Option<(Lsn, Lsn)> {
+        None
+    }
 }
 
 /// The error a [`WalFlush`] hook returns: the log's typed error, boxed.
@@ -717,7 +734,7 @@ impl BufferPool {
                 self.smgr.read(&tag, frame, context)
             })
             .map_err(BufferError::from)
-            .and_then(|()| verify_read(&self.smgr, frame, &tag)),
+            .and_then(|()| verify_read(&self.smgr, frame, &tag, &*self.wal)),
         };
         // SAFETY: taken above; `frame` is not used after this point.
         unsafe { d.content_lock.unlock_exclusive() };
@@ -1077,10 +1094,31 @@ pub struct UsageSummary {
 
 /// Checks a page just read from storage for `tag`: its checksum and identity
 /// (`page::verify`); a failure names the segment file it came from.
-pub(super) fn verify_read(smgr: &Smgr, frame: &[u8], tag: &BufferTag) -> BufferResult<()> {
-    page::verify(frame, tag).map_err(|problem| BufferError::Corrupt {
+pub(super) fn verify_read(
+    smgr: &Smgr,
+    frame: &[u8],
+    tag: &BufferTag,
+    wal: &dyn WalFlush,
+) -> BufferResult<()> {
+    let corrupt = |problem| BufferError::Corrupt {
         tag: *tag,
         path: smgr.segment_path(tag.rel, tag.fork, tag.block / smgr.segment_blocks()),
         problem,
-    })
+    };
+    page::verify(frame, tag).map_err(corrupt)?;
+    // Asked after the read returned: a page written before it was written after the log
+    // was durable up to its LSN, so below the end asked for now.
+    let lsn = page::lsn(frame);
+    let end = match (wal.end_of_log(), wal.lost_range()) {
+        (_, Some((from, to))) if lsn > from && lsn <= to => Some(from),
+        (Some(end), _) if lsn > end => Some(end),
+        _ => None,
+    };
+    match end {
+        Some(end) => Err(corrupt(page::PageProblem::LsnPastEndOfLog {
+            lsn: lsn.0,
+            end: end.0,
+        })),
+        None => Ok(()),
+    }
 }

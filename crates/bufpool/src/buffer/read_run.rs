@@ -53,7 +53,7 @@ use std::time::Instant;
 use super::descriptor::BufferDesc;
 use super::io_wait::IoWait;
 use super::state::*;
-use super::{BufferError, BufferPool, BufferRef, BufferResult, Claim, Fill, Ring};
+use super::{BufferError, BufferPool, BufferRef, BufferResult, Claim, Fill, Ring, WalFlush};
 use crate::smgr::{Smgr, SmgrError};
 use crate::stats::{IoContext, IoOp};
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
@@ -165,6 +165,7 @@ impl std::fmt::Debug for ReadRun<'_> {
 /// One vectored read of a run, shared by the run and the engine thread that completes it.
 struct RunIo {
     descs: Arc<[BufferDesc]>,
+    wal: Arc<dyn WalFlush>,
     io_wait: Arc<IoWait>,
     smgr: Arc<Smgr>,
     context: IoContext,
@@ -263,7 +264,7 @@ impl RunIo {
                     // has returned.
                     let frame =
                         unsafe { std::slice::from_raw_parts(self.frames[i] as *const u8, ps) };
-                    super::verify_read(&self.smgr, frame, &tag).err()
+                    super::verify_read(&self.smgr, frame, &tag, &*self.wal).err()
                 }
                 (None, None) => Some(
                     SmgrError::ShortRead {
@@ -513,6 +514,7 @@ impl<'a> ReadRun<'a> {
             }
             let io = Arc::new(RunIo {
                 descs: pool.descs.clone(),
+                wal: pool.wal.clone(),
                 io_wait: pool.io_wait.clone(),
                 smgr: pool.smgr.clone(),
                 context: self.context,

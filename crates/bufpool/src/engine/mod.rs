@@ -152,6 +152,9 @@ pub type Verifier = std::sync::Arc<dyn Fn(&Engine) -> Result<(), String> + Send 
 #[derive(Default)]
 struct WalHook {
     wal: OnceLock<Arc<Wal>>,
+    /// The log positions recovery found lost (`RecoveryReport::lost_until`): from the end
+    /// of the log to the end of the records after it that nothing vouched for.
+    lost: OnceLock<(Lsn, Lsn)>,
 }
 
 impl WalFlush for WalHook {
@@ -165,6 +168,16 @@ impl WalFlush for WalHook {
     /// The log's durable end is below `lsn`; never during recovery (inert hook).
     fn flush_needed(&self, lsn: Lsn) -> bool {
         self.wal.get().is_some_and(|w| w.flushed() < lsn)
+    }
+
+    /// The log's insert position; none during recovery (inert hook), when pages on disk
+    /// may be ahead of the record being replayed.
+    fn end_of_log(&self) -> Option<Lsn> {
+        self.wal.get().map(|w| w.insert_position())
+    }
+
+    fn lost_range(&self) -> Option<(Lsn, Lsn)> {
+        self.lost.get().copied()
     }
 }
 
@@ -297,6 +310,8 @@ impl Engine {
         progress: &mut dyn FnMut(&RecoveryReport),
     ) -> Result<Engine, EngineError> {
         config.validate()?;
+        // A panic in any call of the embedder's file system becomes that call's error.
+        let vfs = crate::vfs::fenced(vfs);
         let smgr = Smgr::open(vfs.clone(), dir, config.smgr_options(create)?)?;
         let hook = Arc::new(WalHook::default());
         let pool = Arc::new(BufferPool::new(Arc::new(smgr), config, hook.clone())?);
@@ -364,11 +379,17 @@ impl Engine {
             )?;
             // A new life of the log: its records carry the next incarnation, so records an
             // earlier life left beyond `report.end` can never be mistaken for its own.
+            // Past records of this life that nothing vouched for, if any: no new record
+            // may take a position a page on storage could already carry.
+            let start = report.lost_until.map_or(report.end, |l| l.max(report.end));
+            if start > report.end {
+                let _ = hook.lost.set((report.end, start));
+            }
             let wal = Wal::open(
                 vfs.clone(),
                 dir,
                 opts,
-                report.end,
+                start,
                 report.redo,
                 report.incarnation.wrapping_add(1),
             )?;

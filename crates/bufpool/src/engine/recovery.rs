@@ -67,6 +67,12 @@ pub struct RecoveryReport {
     pub replay_elapsed: Duration,
     /// Why replay stopped where it did.
     pub stop: String,
+    /// Where the last valid record of this life past `end` ends, when the log stopped at a
+    /// bad record and such records follow it (none says the bad one was durable, so the
+    /// log ends at `end`): no page on storage may carry an LSN in `end..lost_until` (it
+    /// would have been written after records the log lost), and the next life of the log
+    /// starts after it, so none of its records lands there.
+    pub lost_until: Option<Lsn>,
 }
 
 /// Reads log bytes by position across segment files.
@@ -255,6 +261,9 @@ struct LogWalk<'r, 'v> {
     /// Whether the writer of the last record returned marked its padding (None: no record
     /// returned yet).
     marks_padding: Option<bool>,
+    /// Set when the walk ends at a bad record with valid ones of this life after it: where
+    /// the last of them ends (see [`RecoveryReport::lost_until`]).
+    lost_until: Option<u64>,
 }
 
 impl LogWalk<'_, '_> {
@@ -297,8 +306,11 @@ impl LogWalk<'_, '_> {
             Err((at, why)) => {
                 let why = why.describe();
                 match check_tail(reader, pos, at, page_size, incarnation, &why)? {
-                    Some(r) => r,
-                    None => return Ok(Err(format!("end of log at {}: {why}", Lsn(pos)))),
+                    Tail::Continue(r) => r,
+                    Tail::End { lost_until } => {
+                        self.lost_until = lost_until;
+                        return Ok(Err(format!("end of log at {}: {why}", Lsn(pos))));
+                    }
                 }
             }
         };
@@ -411,12 +423,14 @@ pub(super) fn run(
         page_size,
         incarnation: ctl.incarnation,
         marks_padding: None,
+        lost_until: None,
     };
     loop {
         let rec = match walk.next()? {
             Ok(r) => r,
             Err(stop) => {
                 report.stop = stop;
+                report.lost_until = walk.lost_until.map(Lsn);
                 break;
             }
         };
@@ -464,6 +478,7 @@ pub(super) fn holds_only_creation(
         page_size,
         incarnation: 0,
         marks_padding: None,
+        lost_until: None,
     };
     loop {
         match walk.next()? {
@@ -474,9 +489,20 @@ pub(super) fn holds_only_creation(
     }
 }
 
+/// How the log goes on after a bad record ([`check_tail`]).
+enum Tail {
+    /// With this record (an earlier recovery's EndOfRecovery, past that life's junk).
+    Continue(Record),
+    /// It ends at the bad record; `lost_until`: where the last valid record of this life
+    /// after it ends, if any (records nothing vouches for: written, maybe lost).
+    End { lost_until: Option<u64> },
+}
+
 /// The log stops being valid at `at` (`end` is where the last valid record ended; the two
-/// differ when padding came between). Returns the record to continue with (after an
-/// earlier recovery's junk), None for the normal end of log, or an error for corruption.
+/// differ when padding came between). Looks at every valid record after it: the
+/// EndOfRecovery record of a recovery that ended here before continues the log; one
+/// saying the log was durable past `at` makes `at` corruption of acknowledged log (an
+/// error); otherwise the log ends at `at`.
 fn check_tail(
     reader: &mut LogReader<'_>,
     end: u64,
@@ -484,21 +510,22 @@ fn check_tail(
     page_size: usize,
     incarnation: u32,
     why: &str,
-) -> Result<Option<Record>, EngineError> {
-    let Some(mut r) = reader.next_valid_after(at, page_size, incarnation)? else {
-        return Ok(None);
-    };
-    if r.kind == RecordKind::EndOfRecovery
-        && (r.extra == end || r.extra == at)
-        && r.incarnation == incarnation.wrapping_add(1)
-    {
-        return Ok(Some(r));
-    }
+) -> Result<Tail, EngineError> {
+    let mut lost_until: Option<u64> = None;
+    let mut next = reader.next_valid_after(at, page_size, incarnation)?;
     // Any valid record after the bad position may vouch for it, not only the first: the
     // records of one flush batch all carry the durable position from before the batch, so
     // the first one after a bad record may be its batch-mate, which vouches for nothing,
-    // while a later batch's records say the bad one was durable.
-    loop {
+    // while a later batch's records say the bad one was durable. Records of this life that
+    // vouch for nothing may come before the EndOfRecovery record of a recovery that ended
+    // here (it started the next life past them, see `RecoveryReport::lost_until`).
+    while let Some(r) = next {
+        if r.kind == RecordKind::EndOfRecovery
+            && (r.extra == end || r.extra == at)
+            && r.incarnation == incarnation.wrapping_add(1)
+        {
+            return Ok(Tail::Continue(r));
+        }
         if r.flushed.0 > at {
             return Err(EngineError::Corrupt {
                 path: reader.seg_path(at / reader.seg_size),
@@ -511,13 +538,12 @@ fn check_tail(
                 ),
             });
         }
+        lost_until = Some(lost_until.unwrap_or(0).max(r.end().0));
         // Records never overlap: the next one starts after this one's last byte.
         let last_byte = r.lsn.0 + r.len.max(1) as u64 - 1;
-        match reader.next_valid_after(last_byte, page_size, incarnation)? {
-            Some(next) => r = next,
-            None => return Ok(None),
-        }
+        next = reader.next_valid_after(last_byte, page_size, incarnation)?;
     }
+    Ok(Tail::End { lost_until })
 }
 
 /// Replays a multixact's creation into the multixact SLRUs (idempotent: the same bytes
@@ -693,6 +719,7 @@ mod tests {
             page_size: 8192,
             incarnation: 1,
             marks_padding: None,
+            lost_until: None,
         };
         let mut seen = Vec::new();
         loop {

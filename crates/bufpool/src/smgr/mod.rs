@@ -205,8 +205,10 @@ pub struct Smgr {
 }
 
 impl Smgr {
-    /// Opens (or with `opts.create`, creates) a data directory.
+    /// Opens (or with `opts.create`, creates) a data directory. Every call to `vfs` goes
+    /// through the panic fence ([`crate::vfs::fenced`]).
     pub fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: SmgrOptions) -> SmgrResult<Smgr> {
+        let vfs = crate::vfs::fenced(vfs);
         let exists = vfs
             .exists(&dir.join(dir::META_FILE))
             .map_err(file_err("checking", dir))?;

@@ -28,6 +28,7 @@ use std::collections::VecDeque;
 use std::io::{self, IoSliceMut};
 use std::sync::Arc;
 
+use super::panic_text;
 use super::VfsFile;
 use crate::sync::{Condvar, JoinHandle, Mutex};
 
@@ -214,14 +215,6 @@ impl ReadvRequest {
         };
         (self.done)(r);
     }
-}
-
-/// A panic's message, if it carried one.
-fn panic_text(p: &(dyn std::any::Any + Send)) -> &str {
-    p.downcast_ref::<&str>()
-        .copied()
-        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
 }
 
 /// Runs a request on an engine thread that must outlive it: a panic in its completion

@@ -17,6 +17,7 @@ pub mod aio;
 mod aligned;
 mod error;
 mod fault;
+mod fence;
 mod mem;
 mod real;
 mod sim;
@@ -25,6 +26,8 @@ pub mod write_ring;
 pub use aligned::{AlignedBuf, IO_ALIGN};
 pub use error::{IoAt, IoError};
 pub use fault::{FaultKind, FaultOp, FaultRule, FaultVfs};
+pub use fence::fenced;
+pub(crate) use fence::panic_text;
 pub use mem::MemVfs;
 pub use real::RealVfs;
 pub use sim::{CrashChoice, CrashReport, SimVfs, SyncPoint};
@@ -87,6 +90,11 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn exists(&self, path: &Path) -> io::Result<bool>;
     /// Names of the entries of a directory, unsorted (symbolic links included).
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
+    /// Whether this is the panic fence ([`fenced`]), which turns a panic in any call of the
+    /// file system it wraps into that call's error.
+    fn is_fenced(&self) -> bool {
+        false
+    }
     /// Creates a symbolic link named `link` that points at `target` (symlink(2)); fails
     /// with `AlreadyExists` if `link` exists. Like a file's creation, the new name is
     /// durable only once `link`'s directory is fsynced. Every other operation follows
