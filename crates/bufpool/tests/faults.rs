@@ -459,3 +459,75 @@ fn a_panic_in_a_write_fails_the_write_and_hangs_nobody() {
         pool.check_invariants().unwrap();
     }
 }
+
+/// A WAL hook that panics at its first flush: a panic of the engine's own code between a
+/// write's claim and its end (the file system cannot panic there, see the panic fence).
+struct PanickingWal(AtomicBool);
+
+impl bufpool::WalFlush for PanickingWal {
+    fn flush(&self, _: bufpool::Lsn) -> Result<(), bufpool::buffer::WalFlushError> {
+        if self.0.swap(false, Ordering::SeqCst) {
+            panic!("injected panic in the WAL flush before a page write");
+        }
+        Ok(())
+    }
+}
+
+/// Proves (S2, writes, a panic of our own): a panic inside a page write's window (after
+/// the write's claim, before its end; here in the WAL flush that must precede the write)
+/// ends the claimed write as failed on the way out (`IoClaim`), so the next writer of the
+/// page does not wait forever. How: a pool whose WAL hook panics once; `flush_all` panics
+/// on another thread; a second `flush_all` must finish within a deadline and the pages
+/// reach storage. (The background writer's io_uring pipeline has the same guard, and waits
+/// for the kernel's other writes before its slots are freed; no test reaches it.)
+#[test]
+fn a_panic_inside_a_write_ends_the_write_and_hangs_nobody() {
+    use bufpool::buffer::PoolConfig;
+    use bufpool::{BufferPool, Smgr};
+    {
+        let path = "backend";
+        let dir = tempfile::tempdir().unwrap();
+        let c = config("16");
+        let smgr = Smgr::open(
+            Arc::new(RealVfs::new()),
+            dir.path(),
+            c.smgr_options(true).unwrap(),
+        )
+        .unwrap();
+        let wal = Arc::new(PanickingWal(AtomicBool::new(false)));
+        let pool = Arc::new(BufferPool::new(Arc::new(smgr), &c, wal.clone()).unwrap());
+        fill(&pool, 16);
+        pool.flush_all().unwrap();
+        for b in 0..16 {
+            let buf = pool.read(tag(b)).unwrap();
+            let mut g = buf.write();
+            put_u64(&mut g, BODY + 8, 9);
+        }
+        wal.0.store(true, Ordering::SeqCst);
+        let p = pool.clone();
+        let first = within_a_minute(move || {
+            let _ = p.flush_all();
+        });
+        assert_eq!(
+            first,
+            Ok(None),
+            "{path}: the panic should reach the writer (it is ours, not the file system's)"
+        );
+        let p = pool.clone();
+        let second = within_a_minute(move || p.flush_all().map(|_| ()).map_err(|e| e.to_string()));
+        assert_eq!(
+            second,
+            Ok(Some(Ok(()))),
+            "{path}: the next write hangs or fails"
+        );
+        pool.drop_buffers(REL, None, 0).unwrap();
+        for b in 0..16 {
+            assert_eq!(
+                get_u64(&pool.read(tag(b)).unwrap().read(), BODY + 8),
+                9,
+                "{path}"
+            );
+        }
+        pool.check_invariants().unwrap();
+    }
+}

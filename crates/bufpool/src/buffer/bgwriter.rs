@@ -256,9 +256,27 @@ struct RingBatch<'a> {
     pool: &'a BufferPool,
     ids: &'a [u32],
     next: usize,
-    /// The pages handed to the ring, by their number in it: buffer and target.
-    in_kernel: Vec<(u32, PageTarget)>,
+    /// The pages handed to the ring, by their number in it: buffer, target, and whether
+    /// its write was reported done.
+    in_kernel: Vec<(u32, PageTarget, bool)>,
     out: Vec<WriteDone>,
+}
+
+impl Drop for RingBatch<'_> {
+    /// After a panic in the pipeline (which first waited for the kernel's writes, see
+    /// `write_ring`), ends the write I/O of every page handed to the ring and not reported
+    /// done as failed, so nobody waits on those buffers forever; they stay dirty.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for (id, _, done) in &self.in_kernel {
+            if !done {
+                self.pool
+                    .terminate_io(&self.pool.descs[*id as usize], Io::Write, false);
+            }
+        }
+    }
 }
 
 impl WriteSource for RingBatch<'_> {
@@ -272,7 +290,7 @@ impl WriteSource for RingBatch<'_> {
             match self.pool.claim_copy_for_ring(id, buf) {
                 Ok(target) => {
                     let at = (target.file.clone(), target.offset);
-                    self.in_kernel.push((id, target));
+                    self.in_kernel.push((id, target, false));
                     return Some(at);
                 }
                 Err(done) => self.out.push(done),
@@ -281,7 +299,8 @@ impl WriteSource for RingBatch<'_> {
     }
 
     fn done(&mut self, n: usize, (result, took): PageWriteResult) {
-        let (id, target) = &self.in_kernel[n];
+        let (id, target, done) = &mut self.in_kernel[n];
+        *done = true;
         self.out
             .push(self.pool.finish_ring_write(*id, target, result, took));
     }
@@ -1391,21 +1410,25 @@ impl BufferPool {
             unlock();
             return Err(WriteDone::Clean);
         }
-        match self.copy_for_write(id, buf, unlock) {
-            Ok(forced) => {
-                if forced {
-                    self.rings.count_forced_wal_flush(IoContext::Normal);
-                }
-            }
-            Err(e) => {
-                self.terminate_io(d, Io::Write, false);
-                return Err(WriteDone::Failed(e));
-            }
+        // Ends the write as failed on an error, or on a panic below (see `IoClaim`); a
+        // page handed to the ring is ended by its completion (or `RingBatch`'s drop).
+        let claim = super::IoClaim {
+            pool: self,
+            id,
+            io: Io::Write,
+        };
+        let forced = self
+            .copy_for_write(id, buf, unlock)
+            .map_err(WriteDone::Failed)?;
+        if forced {
+            self.rings.count_forced_wal_flush(IoContext::Normal);
         }
-        self.smgr.page_target(&d.tag()).map_err(|e| {
-            self.terminate_io(d, Io::Write, false);
-            WriteDone::Failed(BufferError::from(e))
-        })
+        let target = self
+            .smgr
+            .page_target(&d.tag())
+            .map_err(|e| WriteDone::Failed(BufferError::from(e)))?;
+        std::mem::forget(claim);
+        Ok(target)
     }
 
     /// The second half: counts the write and registers its segment for the next sync
@@ -1449,7 +1472,7 @@ impl BufferPool {
             out: Vec::with_capacity(ids.len()),
         };
         ring.pipeline(in_flight, self.page_size, &mut batch);
-        batch.out
+        std::mem::take(&mut batch.out)
     }
 
     /// Writes `batch` on `writers` threads started for it (the calling one included):

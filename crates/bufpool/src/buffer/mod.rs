@@ -139,6 +139,24 @@ pub trait WalFlush: Send + Sync {
 /// The error a [`WalFlush`] hook returns: the log's typed error, boxed.
 pub type WalFlushError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// An I/O this thread claimed (`start_io`) and has not ended: dropped, which only a panic
+/// or an early error return between the claim and its end does (the normal path forgets
+/// it and ends the I/O itself), it ends the I/O as failed, so its waiters wake and see IO_ERROR instead of
+/// waiting forever; the page stays dirty. The file system cannot panic into that window
+/// (its calls go through the panic fence, `vfs::fenced`); this covers a panic of ours.
+struct IoClaim<'p> {
+    pool: &'p BufferPool,
+    id: u32,
+    io: Io,
+}
+
+impl Drop for IoClaim<'_> {
+    fn drop(&mut self) {
+        let d = &self.pool.descs[self.id as usize];
+        self.pool.terminate_io(d, self.io, false);
+    }
+}
+
 /// A WAL hook for pools without a log: nothing to flush.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoWal;
@@ -784,6 +802,11 @@ impl BufferPool {
             after_copy();
             return Ok(None);
         }
+        let claim = IoClaim {
+            pool: self,
+            id,
+            io: Io::Write,
+        };
         let mut forced = false;
         let tag = d.tag();
         let mut scratch = WRITE_SCRATCH
@@ -802,6 +825,7 @@ impl BufferPool {
             .map_err(BufferError::from)
         })();
         WRITE_SCRATCH.set(Some(scratch));
+        std::mem::forget(claim);
         self.terminate_io(d, Io::Write, result.is_ok());
         if forced {
             self.rings.count_forced_wal_flush(context);

@@ -186,6 +186,40 @@ mod uring {
         started: Instant,
     }
 
+    /// The ring of a pipeline and how many of its writes are in the kernel. Dropped with
+    /// writes still there only by a panic (a normal return waits for every one): it waits
+    /// for them, so the unwinding caller frees or reuses no slot the kernel still reads
+    /// from. If the ring cannot be waited on, aborting is the only safe way out.
+    struct Drain<'r> {
+        ring: &'r mut IoUring,
+        in_kernel: usize,
+    }
+
+    impl Drop for Drain<'_> {
+        fn drop(&mut self) {
+            while self.in_kernel > 0 {
+                match self.ring.submit_and_wait(1) {
+                    Ok(_) => {}
+                    Err(e)
+                        if matches!(
+                            e.raw_os_error(),
+                            Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+                        ) => {}
+                    Err(e) => {
+                        tracing::error!(
+                            target: "bufpool::aio",
+                            "cannot wait for {} writes in the kernel after a panic: {e}",
+                            self.in_kernel
+                        );
+                        std::process::abort();
+                    }
+                }
+                let reaped = self.ring.completion().count();
+                self.in_kernel = self.in_kernel.saturating_sub(reaped);
+            }
+        }
+    }
+
     pub(super) fn pipeline(
         ring: &mut IoUring,
         slots: &mut AlignedBuf,
@@ -213,7 +247,9 @@ mod uring {
         };
         let mut free: Vec<usize> = (0..cap).rev().collect();
         let mut busy: Vec<Option<InFlight>> = (0..cap).map(|_| None).collect();
-        let mut in_kernel = 0usize;
+        // The ring and the count of writes in the kernel, which a panic below must wait
+        // out before the slots they read from can be freed or reused (`Drain`).
+        let mut d = Drain { ring, in_kernel: 0 };
         let mut next_n = 0usize;
         let mut ended = false;
         loop {
@@ -242,26 +278,39 @@ mod uring {
                     .user_data(i as u64);
                 // SAFETY: the slot stays untouched until this entry's completion is
                 // reaped (see above), the descriptor stays open while `busy[i]` holds its
-                // file, and this call returns only when nothing is in the kernel. The
-                // queue has room: entries in it or in flight never exceed `cap`.
-                let pushed = unsafe { ring.submission().push(&entry) }.is_ok();
-                assert!(pushed, "the write ring's queue is sized for every slot");
+                // file, and this call returns (or unwinds, `Drain`) only when nothing is
+                // in the kernel. The queue has room: entries in it or in flight never
+                // exceed `cap`; should the kernel say otherwise, what is queued is
+                // submitted and the push tried once more, then the page written here.
+                let mut pushed = unsafe { d.ring.submission().push(&entry) }.is_ok();
+                if !pushed {
+                    let _ = d.ring.submit();
+                    // SAFETY: as above.
+                    pushed = unsafe { d.ring.submission().push(&entry) }.is_ok();
+                }
+                if !pushed {
+                    let start = Instant::now();
+                    let r = write_rest(&*file, buf, offset, 0);
+                    src.done(n, (r, start.elapsed()));
+                    free.push(i);
+                    continue;
+                }
                 busy[i] = Some(InFlight {
                     n,
                     file,
                     offset,
                     started: Instant::now(),
                 });
-                in_kernel += 1;
+                d.in_kernel += 1;
             }
-            if in_kernel == 0 {
+            if d.in_kernel == 0 {
                 if ended {
                     return;
                 }
                 continue;
             }
             // Submit what was queued and wait for at least one completion.
-            match ring.submit_and_wait(1) {
+            match d.ring.submit_and_wait(1) {
                 Ok(_) => {}
                 Err(e)
                     if matches!(
@@ -275,14 +324,15 @@ mod uring {
                     std::thread::yield_now();
                 }
             }
-            let done: Vec<(u64, i32)> = ring
+            let done: Vec<(u64, i32)> = d
+                .ring
                 .completion()
                 .map(|c| (c.user_data(), c.result()))
                 .collect();
             for (key, res) in done {
                 let i = key as usize;
                 let Some(w) = busy[i].take() else { continue };
-                in_kernel -= 1;
+                d.in_kernel -= 1;
                 let buf = slot(i);
                 let r = if res < 0 {
                     Err(io::Error::from_raw_os_error(-res))
