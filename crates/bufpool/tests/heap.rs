@@ -1434,6 +1434,25 @@ impl Gates {
     }
 }
 
+/// Deletes the row at `tid` in a transaction of its own.
+fn delete_committed(e: &Engine, heap: &Heap<'_>, tid: Tid) {
+    let t = e.begin_xid().unwrap();
+    assert!(heap.delete(t, tid).unwrap());
+    e.commit_transaction(t).unwrap();
+}
+
+/// Adds one to row 1 (a [`big`] row) at `tid` in a transaction of its own; returns the new
+/// version's tid.
+fn bump_row_1(e: &Engine, heap: &Heap<'_>, tid: Tid) -> Tid {
+    let x = e.begin_xid().unwrap();
+    let new = heap
+        .update(x, tid, |d| big(1, val(d).1 + 1))
+        .unwrap()
+        .unwrap();
+    e.commit_transaction(x).unwrap();
+    new
+}
+
 /// Runs the walker of the chain-freeing races: an update of row 1 (adding 100) or a fetch
 /// from `root`; returns what it found (1 for a row updated).
 fn walk_row_1(
@@ -1485,20 +1504,8 @@ fn a_walk_inside_compressed_chains_never_meets_a_freed_slot() {
             .map(|t| t.block)
             .collect();
         assert_eq!(blocks, [0, 0, 1, 1, 2, 2], "setup: two rows a page");
-        let delete = |tid: Tid| {
-            let t = e.begin_xid().unwrap();
-            assert!(heap.delete(t, tid).unwrap());
-            e.commit_transaction(t).unwrap();
-        };
-        let bump = |tid: Tid| {
-            let x = e.begin_xid().unwrap();
-            let new = heap
-                .update(x, tid, |d| big(1, val(d).1 + 1))
-                .unwrap()
-                .unwrap();
-            e.commit_transaction(x).unwrap();
-            new
-        };
+        let delete = |tid: Tid| delete_committed(&e, &heap, tid);
+        let bump = |tid: Tid| bump_row_1(&e, &heap, tid);
         // Room for one more version on block 2 (row 6 gone), then on block 1 (row 4);
         // a running transaction keeps every version of row 1 alive while it moves
         // A -> X -> Y -> Z, each page full when the row leaves it.
@@ -1578,20 +1585,8 @@ fn a_walk_inside_a_chain_that_returns_to_a_page_never_meets_a_freed_slot() {
             .map(|i| heap.insert(t, &big(i, 0)).unwrap())
             .collect();
         e.commit_transaction(t).unwrap();
-        let delete = |tid: Tid| {
-            let t = e.begin_xid().unwrap();
-            assert!(heap.delete(t, tid).unwrap());
-            e.commit_transaction(t).unwrap();
-        };
-        let bump = |tid: Tid| {
-            let x = e.begin_xid().unwrap();
-            let new = heap
-                .update(x, tid, |d| big(1, val(d).1 + 1))
-                .unwrap()
-                .unwrap();
-            e.commit_transaction(x).unwrap();
-            new
-        };
+        let delete = |tid: Tid| delete_committed(&e, &heap, tid);
+        let bump = |tid: Tid| bump_row_1(&e, &heap, tid);
         // Block 2 emptied; a filler whose inserter will abort takes one of its slots, so
         // X takes the other. Then room on block 1 (row 4) for Y; the filler's abort makes
         // room on block 2 again for W; Z goes to a new page. A running transaction keeps

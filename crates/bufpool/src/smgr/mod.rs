@@ -837,19 +837,8 @@ impl Smgr {
                 block: MAX_BLOCK_NUMBER,
             });
         }
-        match self.writev_op(rel, fork, first, bufs, context, WriteKind::Extend) {
-            Ok(()) => {
-                f.nblocks.store(last as u32, Ordering::Release);
-                Ok(first)
-            }
-            Err(e) => {
-                let (segno, off) = self.locate(first);
-                if let Ok(file) = self.segment(&f, rel, fork, segno, false) {
-                    let _ = file.set_len(off);
-                }
-                Err(e)
-            }
-        }
+        let grown = self.writev_op(rel, fork, first, bufs, context, WriteKind::Extend);
+        self.end_extension(&f, rel, fork, first, last, grown)
     }
 
     /// Adds `n` zeroed pages at the end of a fork by allocating them in its segment files
@@ -911,14 +900,29 @@ impl Smgr {
             }
             Ok(())
         };
-        match grow() {
+        self.end_extension(&f, rel, fork, first, last, grow())
+    }
+
+    /// Ends an extension of a fork from `first` to `last` (its extend lock held): on
+    /// success the fork's size becomes `last`; on failure the fork is cut back to `first`,
+    /// best effort, and its size stays.
+    fn end_extension(
+        &self,
+        f: &Fork,
+        rel: RelFileId,
+        fork: ForkNumber,
+        first: BlockNumber,
+        last: u64,
+        grown: SmgrResult<()>,
+    ) -> SmgrResult<BlockNumber> {
+        match grown {
             Ok(()) => {
                 f.nblocks.store(last as u32, Ordering::Release);
                 Ok(first)
             }
             Err(e) => {
                 let (segno, off) = self.locate(first);
-                if let Ok(file) = self.segment(&f, rel, fork, segno, false) {
+                if let Ok(file) = self.segment(f, rel, fork, segno, false) {
                     let _ = file.set_len(off);
                 }
                 Err(e)

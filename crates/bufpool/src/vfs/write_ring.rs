@@ -186,6 +186,15 @@ mod uring {
         started: Instant,
     }
 
+    /// Whether a failed `submit_and_wait` is worth retrying at once (interrupted, or the
+    /// kernel's queues briefly full).
+    fn transient(e: &io::Error) -> bool {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+        )
+    }
+
     /// The ring of a pipeline and how many of its writes are in the kernel. Dropped with
     /// writes still there only by a panic (a normal return waits for every one): it waits
     /// for them, so the unwinding caller frees or reuses no slot the kernel still reads
@@ -200,11 +209,7 @@ mod uring {
             while self.in_kernel > 0 {
                 match self.ring.submit_and_wait(1) {
                     Ok(_) => {}
-                    Err(e)
-                        if matches!(
-                            e.raw_os_error(),
-                            Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
-                        ) => {}
+                    Err(e) if transient(&e) => {}
                     Err(e) => {
                         tracing::error!(
                             target: "bufpool::aio",
@@ -312,11 +317,7 @@ mod uring {
             // Submit what was queued and wait for at least one completion.
             match d.ring.submit_and_wait(1) {
                 Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
-                    ) => {}
+                Err(e) if transient(&e) => {}
                 Err(e) => {
                     // The entries stay queued; the next call submits them again. Yield so
                     // a persistent failure does not spin hot.
