@@ -206,3 +206,20 @@ fn a_failed_fsync_fails_the_checkpoint_keeps_the_old_redo_point_and_stays_failed
     assert!(e.recovery_report().unwrap().records > 0);
     check_all(&e, 20, 500);
 }
+
+/// Proves that a checkpoint the thread runs for a request, failing on a data file's fsync,
+/// reports to the requester a typed error whose errno survives (`raw_os_error`), as the
+/// same checkpoint run by the caller does; before, the thread's error reached the
+/// requester as text (`EngineError::Checkpoint(String)`) and the errno was lost.
+#[test]
+fn a_failed_requested_checkpoint_keeps_its_errno() {
+    let fault = FaultVfs::new(Arc::new(MemVfs::new()));
+    let e = open_on(Arc::new(fault.clone()), &config());
+    assert!(e.checkpointer_running());
+    create_pages(&e, 4);
+    update_all(&e, 4, 7);
+    fault.add_rule(FaultRule::nth("/base/", FaultOp::Fsync, 1, FaultKind::Eio));
+    let err = e.request_checkpoint(true, true).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    assert!(e.checkpointer_error().is_some());
+}

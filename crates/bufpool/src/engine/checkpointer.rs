@@ -241,7 +241,7 @@ pub(crate) struct Checkpointer {
     sync_time_us: AtomicU64,
     buffers_written: AtomicU64,
     history: Mutex<Vec<CheckpointSummary>>,
-    last_error: Mutex<Option<String>>,
+    last_error: Mutex<Option<Arc<EngineError>>>,
 }
 
 impl Checkpointer {
@@ -297,7 +297,7 @@ impl Checkpointer {
     }
 
     /// The last failure of a checkpoint the thread ran, if any.
-    pub(super) fn last_error(&self) -> Option<String> {
+    pub(super) fn last_error(&self) -> Option<Arc<EngineError>> {
         self.last_error.lock().clone()
     }
 
@@ -503,7 +503,7 @@ impl Checkpointer {
 
     /// Asks the thread for a checkpoint; with `wait`, returns once one that started after
     /// the request has finished (its error is the thread's `last_error`).
-    pub(super) fn request(&self, immediate: bool, wait: bool) -> Result<(), String> {
+    pub(super) fn request(&self, immediate: bool, wait: bool) -> Result<(), EngineError> {
         let mut r = self.requests.lock();
         r.pending = true;
         if immediate && !r.immediate {
@@ -520,11 +520,11 @@ impl Checkpointer {
             r = self.wake.wait(r);
         }
         if r.stop && r.finished < target {
-            return Err("the checkpointer stopped before the checkpoint ran".into());
+            return Err(EngineError::CheckpointerStopped);
         }
         drop(r);
         match self.last_error() {
-            Some(e) => Err(e),
+            Some(e) => Err(EngineError::Checkpoint(e)),
             None => Ok(()),
         }
     }
@@ -572,11 +572,11 @@ impl Checkpointer {
             let result = self.run(reason, immediate);
             {
                 let mut last = self.last_error.lock();
-                match &result {
+                match result {
                     Ok(_) => *last = None,
                     Err(e) => {
                         tracing::error!(target: "bufpool::checkpoint", "checkpoint failed: {e}");
-                        *last = Some(e.to_string());
+                        *last = Some(Arc::new(e));
                     }
                 }
             }

@@ -81,8 +81,13 @@ pub enum EngineError {
     Clog(#[from] ClogError),
     #[error(transparent)]
     Io(#[from] IoError),
+    /// A checkpoint the checkpointer thread ran for a request failed: its error, shared
+    /// with every requester that waited for it (the errno survives, see
+    /// [`EngineError::raw_os_error`]).
     #[error("checkpoint failed: {0}")]
-    Checkpoint(String),
+    Checkpoint(std::sync::Arc<EngineError>),
+    #[error("the checkpointer stopped before the requested checkpoint ran")]
+    CheckpointerStopped,
     #[error("savepoint {id} is not open in transaction {xid} (released, rolled back past, or another transaction's)")]
     NoSavepoint { xid: Xid, id: u32 },
     #[error("the WAL is corrupt at {lsn} ({path}, offset {offset}): {reason}; refusing to open, since replaying only up to here would silently drop acknowledged commits")]
@@ -103,6 +108,7 @@ impl EngineError {
             EngineError::Wal(e) => e.raw_os_error(),
             EngineError::Io(e) => e.raw_os_error(),
             EngineError::Clog(e) => e.raw_os_error(),
+            EngineError::Checkpoint(e) => e.raw_os_error(),
             _ => None,
         }
     }
@@ -864,9 +870,7 @@ impl Engine {
             self.ckpt.run(CheckpointReason::Requested, immediate)?;
             return Ok(());
         }
-        self.ckpt
-            .request(immediate, wait)
-            .map_err(EngineError::Checkpoint)
+        self.ckpt.request(immediate, wait)
     }
 
     /// Whether the checkpointer thread runs (`checkpointer = on`).
@@ -886,7 +890,7 @@ impl Engine {
 
     /// The error of the checkpointer thread's last checkpoint, if it failed.
     pub fn checkpointer_error(&self) -> Option<String> {
-        self.ckpt.last_error()
+        self.ckpt.last_error().map(|e| e.to_string())
     }
 }
 
