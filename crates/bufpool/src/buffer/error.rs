@@ -43,17 +43,8 @@ impl BufferError {
         match self {
             BufferError::Storage(e) => e.raw_os_error(),
             BufferError::Memory { source, .. } => source.raw_os_error(),
-            BufferError::WalFlush { source, .. } => {
-                // The log's error is opaque here: find the OS error in its source chain.
-                let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&**source);
-                while let Some(c) = cause {
-                    if let Some(io) = c.downcast_ref::<std::io::Error>() {
-                        return io.raw_os_error();
-                    }
-                    cause = c.source();
-                }
-                None
-            }
+            // The log's error is opaque here: the OS error is in its source chain.
+            BufferError::WalFlush { source, .. } => crate::vfs::os_error_in(&**source),
             _ => None,
         }
     }

@@ -414,7 +414,7 @@ impl Engine {
             // Commit-log and multixact pages go out only after the WAL behind them.
             let barrier = || -> crate::slru::WriteBarrier {
                 let w = wal.clone();
-                Box::new(move || w.flush(w.insert_position()).map_err(|e| e.to_string()))
+                Box::new(move || Ok(w.flush(w.insert_position())?))
             };
             clog.set_write_barrier(barrier());
             multis.set_write_barriers(barrier(), barrier());

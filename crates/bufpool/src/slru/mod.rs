@@ -88,11 +88,11 @@ pub enum SlruError {
         stored: u32,
         computed: u32,
     },
-    #[error("page {pageno} of {path}: the write barrier failed: {why}")]
+    #[error("page {pageno} of {path}: the write barrier failed: {source}")]
     Barrier {
         pageno: u64,
         path: PathBuf,
-        why: String,
+        source: BarrierError,
     },
     #[error("page {pageno} of {path}: short transfer ({got} of {want} bytes)")]
     Short {
@@ -116,6 +116,8 @@ impl SlruError {
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
             SlruError::Io(e) | SlruError::Fsync(e) | SlruError::Latched(e) => e.raw_os_error(),
+            // The owner's error is opaque here: the OS error is in its source chain.
+            SlruError::Barrier { source, .. } => crate::vfs::os_error_in(&**source),
             _ => None,
         }
     }
@@ -216,7 +218,10 @@ impl SlruSet {
 
 /// Called before any page is written: the owner makes sure whatever the page records is
 /// backed by durable WAL (the commit log flushes the WAL to its insert position).
-pub type WriteBarrier = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+pub type WriteBarrier = Box<dyn Fn() -> Result<(), BarrierError> + Send + Sync>;
+
+/// The error a [`WriteBarrier`] returns: the owner's typed error (the log's), boxed.
+pub type BarrierError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A bank's lock held shared, with the central lock in design `banks`. Fields drop in
 /// order: central first.
@@ -439,10 +444,10 @@ impl Slru {
     fn write_out(&self, pages: &mut [(u64, Vec<u8>)]) -> Result<(), SlruError> {
         self.files.check_latched()?;
         if let (Some(barrier), Some(first)) = (self.barrier.get(), pages.first()) {
-            barrier().map_err(|why| SlruError::Barrier {
+            barrier().map_err(|source| SlruError::Barrier {
                 pageno: first.0,
                 path: self.files.dir().to_path_buf(),
-                why,
+                source,
             })?;
         }
         self.files.write_pages(pages)
@@ -732,6 +737,26 @@ mod tests {
         assert!(
             vfs.contents(&s.segment_path(2)).is_some(),
             "70 pages span 3 segments"
+        );
+    }
+
+    /// A write barrier's failure reaches the writer typed: its OS error survives
+    /// (`raw_os_error`), and no page is written past it. Before, the barrier returned
+    /// text and the errno of a failed WAL flush was lost.
+    #[test]
+    fn a_failed_write_barrier_keeps_its_errno() {
+        let vfs = MemVfs::new();
+        let s = slru(&vfs, 3);
+        s.set_write_barrier(Box::new(|| {
+            Err(Box::new(std::io::Error::from_raw_os_error(libc::EIO)))
+        }));
+        s.zero_page(0).unwrap();
+        let err = s.flush().unwrap_err();
+        assert!(matches!(err, SlruError::Barrier { pageno: 0, .. }), "{err}");
+        assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+        assert!(
+            vfs.contents(&s.segment_path(0)).is_none(),
+            "written past the barrier"
         );
     }
 

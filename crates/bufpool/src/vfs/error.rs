@@ -103,6 +103,20 @@ impl IoError {
     }
 }
 
+/// The OS error number somewhere in `e`'s source chain (a layer's error that reaches
+/// another only as `dyn Error`, such as the log's behind the pool's WAL hook or an SLRU's
+/// write barrier), if there is one.
+pub fn os_error_in(e: &(dyn std::error::Error + 'static)) -> Option<i32> {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return io.raw_os_error();
+        }
+        cause = c.source();
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

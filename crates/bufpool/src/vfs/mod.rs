@@ -24,7 +24,7 @@ mod sim;
 pub mod write_ring;
 
 pub use aligned::{AlignedBuf, IO_ALIGN};
-pub use error::{IoAt, IoError};
+pub use error::{os_error_in, IoAt, IoError};
 pub use fault::{FaultKind, FaultOp, FaultRule, FaultVfs};
 pub use fence::fenced;
 pub(crate) use fence::panic_text;
