@@ -7,7 +7,7 @@
 //!
 //! Why: a thread started per batch cost the bgwriter about a quarter of its CPU (clone,
 //! mmap and munmap of the stack, and the TLB shootdown IPIs that munmap sends to the CPU a
-//! client runs on); on 2 cores that time came out of the clients' (issue 12, session 9).
+//! client runs on); on 2 cores that time came out of the clients' (issue 12).
 //!
 //! Protocol: [`WriterCrew::run`] publishes a job under the mutex (a new generation, and how
 //! many helpers may join it: `want`), wakes that many helpers and takes items itself; each

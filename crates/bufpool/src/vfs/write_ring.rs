@@ -1,6 +1,6 @@
 //! Many page writes in flight from one thread: the bgwriter's batches go to the kernel
 //! through an io_uring of its own, so a batch keeps `bgwriter_writers` writes in flight
-//! without a thread per write (issue 12, session 9: on 2 cores, 16 writer threads woken
+//! without a thread per write (issue 12: on 2 cores, 16 writer threads woken
 //! one per completed write delayed the clients' threads by up to 10-20 ms; the CPU time of
 //! the writes themselves is the same either way).
 //!

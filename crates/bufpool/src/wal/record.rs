@@ -277,7 +277,7 @@ impl RecordBuilder {
     /// LZ4 block if they take at least [`RANGES_TRY_LZ4_BYTES`] and that is smaller. A
     /// prune that moves kilobytes of tuples, or a change past the page delta's range limit
     /// (declared as the whole page), costs about 1 kB of a TPC-B page instead of 3-8 kB.
-    /// Redo decompresses only the ranges and applies them like any (session 14 logged the
+    /// Redo decompresses only the ranges and applies them like any (an earlier version logged the
     /// whole page compressed instead: as small, but redo then decompressed 8 kB for every
     /// such change, and replay of 1 kB changes fell from 1,000 to 18 MB/s of log).
     pub fn ranges_lz4(&mut self, tag: &BufferTag, page: &[u8], ranges: &[Range<usize>]) {

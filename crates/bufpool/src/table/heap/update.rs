@@ -698,7 +698,7 @@ impl Heap<'_> {
         // prune and the update are logged as one record: TPC-B prunes an accounts page
         // before nearly every update of it (fillfactor 100: the last update's dead version
         // holds the room), and a record of its own cost a record and block header more
-        // (issue 14, session 14). If the prune does not make room, the record holds the
+        // (issue 14). If the prune does not make room, the record holds the
         // prune alone (under `xid`, which redo does not look at for a page change).
         let fits = HeapPage(&g).fits(new_data.len());
         let prune = if fits {
