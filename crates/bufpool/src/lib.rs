@@ -95,7 +95,8 @@ pub use vfs::{IoError, MemVfs, OpenOptions, RealVfs, Vfs, VfsFile};
 /// an engine built on bufpool.
 pub mod testing {
     pub use crate::vfs::{
-        CrashChoice, CrashReport, FaultKind, FaultOp, FaultRule, FaultVfs, SimVfs, SyncPoint,
+        Call, CallHook, CrashChoice, CrashReport, FaultKind, FaultOp, FaultRule, FaultVfs, HookVfs,
+        SimVfs, SyncPoint,
     };
 }
 

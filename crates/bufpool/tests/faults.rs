@@ -9,13 +9,12 @@
 
 mod common;
 
-use std::io::{self, IoSlice, IoSliceMut};
-use std::path::Path;
+use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use bufpool::testing::{FaultKind, FaultOp, FaultRule, FaultVfs};
-use bufpool::{BufferError, ForkNumber, IoOp, OpenOptions, RealVfs, SmgrError, Vfs, VfsFile};
+use bufpool::testing::{Call, CallHook, FaultKind, FaultOp, FaultRule, FaultVfs, HookVfs};
+use bufpool::{BufferError, ForkNumber, IoOp, RealVfs, SmgrError};
 use common::*;
 
 fn setup(pages: u32) -> (tempfile::TempDir, FaultVfs, bufpool::BufferPool) {
@@ -44,112 +43,27 @@ fn eio_on_read_names_path_and_block_and_a_later_read_succeeds() {
     pool.check_invariants().unwrap();
 }
 
-/// A Vfs whose reads of one path block at a gate until released, then fail with EIO once.
-#[derive(Debug)]
-struct GateVfs {
-    inner: Arc<dyn Vfs>,
-    armed: Arc<AtomicBool>,
-    gate: Arc<(Mutex<(bool, bool)>, Condvar)>, // (entered, released)
-}
-
-#[derive(Debug)]
-struct GateFile {
-    inner: Arc<dyn VfsFile>,
-    armed: Arc<AtomicBool>,
-    gate: Arc<(Mutex<(bool, bool)>, Condvar)>,
-}
-
-impl Vfs for GateVfs {
-    fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>> {
-        let inner = self.inner.open(path, opts)?;
-        Ok(Arc::new(GateFile {
-            inner,
-            armed: self.armed.clone(),
-            gate: self.gate.clone(),
-        }))
-    }
-    fn unlink(&self, p: &Path) -> io::Result<()> {
-        self.inner.unlink(p)
-    }
-    fn rename(&self, a: &Path, b: &Path) -> io::Result<()> {
-        self.inner.rename(a, b)
-    }
-    fn sync_dir(&self, p: &Path) -> io::Result<()> {
-        self.inner.sync_dir(p)
-    }
-    fn create_dir_all(&self, p: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(p)
-    }
-    fn exists(&self, p: &Path) -> io::Result<bool> {
-        self.inner.exists(p)
-    }
-    fn list_dir(&self, p: &Path) -> io::Result<Vec<String>> {
-        self.inner.list_dir(p)
-    }
-    fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
-        self.inner.symlink(target, link)
-    }
-    fn read_link(&self, p: &Path) -> io::Result<std::path::PathBuf> {
-        self.inner.read_link(p)
-    }
-}
-
-impl VfsFile for GateFile {
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
-        if self.armed.swap(false, Ordering::SeqCst) {
-            let (m, cv) = &*self.gate;
-            let mut g = m.lock().unwrap();
-            g.0 = true;
-            cv.notify_all();
-            while !g.1 {
-                g = cv.wait(g).unwrap();
-            }
-            return Err(io::Error::from_raw_os_error(libc::EIO));
-        }
-        self.inner.read_at(buf, off)
-    }
-    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<usize> {
-        self.inner.write_at(buf, off)
-    }
-    fn read_vectored_at(&self, b: &mut [IoSliceMut<'_>], off: u64) -> io::Result<usize> {
-        self.inner.read_vectored_at(b, off)
-    }
-    fn write_vectored_at(&self, b: &[IoSlice<'_>], off: u64) -> io::Result<usize> {
-        self.inner.write_vectored_at(b, off)
-    }
-    fn writeback(&self, off: u64, len: u64) -> io::Result<()> {
-        self.inner.writeback(off, len)
-    }
-    fn sync_all(&self) -> io::Result<()> {
-        self.inner.sync_all()
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.inner.sync_data()
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn try_lock_exclusive(&self) -> io::Result<bool> {
-        self.inner.try_lock_exclusive()
-    }
-}
-
 #[test]
 fn failed_read_wakes_the_reader_waiting_for_it() {
     let dir = tempfile::tempdir().unwrap();
     let armed = Arc::new(AtomicBool::new(false));
     let gate = Arc::new((Mutex::new((false, false)), Condvar::new()));
-    let vfs = GateVfs {
-        inner: Arc::new(RealVfs::new()),
-        armed: armed.clone(),
-        gate: gate.clone(),
-    };
+    // The first read once armed blocks at the gate until released, then fails with EIO.
+    let (a, g) = (armed.clone(), gate.clone());
+    let hook: CallHook = Arc::new(move |c: &Call<'_>| {
+        if c.op != FaultOp::Read || !a.swap(false, Ordering::SeqCst) {
+            return None;
+        }
+        let (m, cv) = &*g;
+        let mut st = m.lock().unwrap();
+        st.0 = true;
+        cv.notify_all();
+        while !st.1 {
+            st = cv.wait(st).unwrap();
+        }
+        Some(io::Error::from_raw_os_error(libc::EIO))
+    });
+    let vfs = HookVfs::new(Arc::new(RealVfs::new()), hook);
     let pool = open(Arc::new(vfs), dir.path(), &config("16"));
     fill(&pool, 2);
     pool.drop_buffers(REL, None, 0).unwrap();

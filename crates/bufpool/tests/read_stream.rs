@@ -13,16 +13,15 @@
 
 mod common;
 
-use std::io::{IoSlice, IoSliceMut};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 
 use bufpool::buffer::{Ring, RingKind};
 use bufpool::page::PageProblem;
-use bufpool::testing::{FaultKind, FaultOp, FaultRule, FaultVfs};
+use bufpool::testing::{Call, CallHook, FaultKind, FaultOp, FaultRule, FaultVfs, HookVfs};
 use bufpool::{
     BlockSource, BufferError, BufferPool, ForkNumber, IoMethod, OpenOptions, ReadStream,
-    ReadStreamOptions, RealVfs, SmgrError, Vfs, VfsFile,
+    ReadStreamOptions, RealVfs, SmgrError, Vfs,
 };
 use common::{config, fill, get_u64, open, tag, BODY, REL};
 
@@ -219,102 +218,27 @@ fn a_bad_page_in_a_combined_read_fails_alone() {
     }
 }
 
-/// A file system that holds the first vectored read of the relation's file at a gate
-/// until the test opens it, then passes it on (to a FaultVfs, which fails it).
-#[derive(Debug)]
-struct GateVfs {
-    inner: Arc<dyn Vfs>,
-    gate: Arc<Gate>,
-}
-
+/// Where the first multi-page read of the relation's file waits until the test opens it.
 #[derive(Debug)]
 struct Gate {
     /// Taken by the first gated read: tells the test it is in, waits for the release.
     first: Mutex<Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>>,
 }
 
-#[derive(Debug)]
-struct GateFile {
-    inner: Arc<dyn VfsFile>,
-    gate: Arc<Gate>,
-}
-
-impl Vfs for GateVfs {
-    fn open(&self, path: &Path, opts: OpenOptions) -> std::io::Result<Arc<dyn VfsFile>> {
-        let inner = self.inner.open(path, opts)?;
-        if !path.to_string_lossy().contains("16384") {
-            return Ok(inner);
+/// A file system that holds the first read of more than one page of the relation's file
+/// at `gate` until the test opens it, then passes it on (to a FaultVfs, which fails it).
+fn gated(inner: Arc<dyn Vfs>, gate: Arc<Gate>) -> HookVfs {
+    let hook: CallHook = Arc::new(move |c: &Call<'_>| {
+        let many = c.op == FaultOp::Read && c.len > 8192;
+        if many && c.path.to_string_lossy().contains("16384") {
+            if let Some((entered, release)) = gate.first.lock().unwrap().take() {
+                entered.send(()).unwrap();
+                release.recv().unwrap();
+            }
         }
-        Ok(Arc::new(GateFile {
-            inner,
-            gate: self.gate.clone(),
-        }))
-    }
-    fn unlink(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.unlink(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn sync_dir(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.sync_dir(path)
-    }
-    fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn exists(&self, path: &Path) -> std::io::Result<bool> {
-        self.inner.exists(path)
-    }
-    fn list_dir(&self, path: &Path) -> std::io::Result<Vec<String>> {
-        self.inner.list_dir(path)
-    }
-    fn symlink(&self, target: &Path, link: &Path) -> std::io::Result<()> {
-        self.inner.symlink(target, link)
-    }
-    fn read_link(&self, path: &Path) -> std::io::Result<PathBuf> {
-        self.inner.read_link(path)
-    }
-}
-
-impl VfsFile for GateFile {
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        self.inner.read_at(buf, offset)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<usize> {
-        self.inner.write_at(buf, offset)
-    }
-    fn read_vectored_at(&self, bufs: &mut [IoSliceMut<'_>], offset: u64) -> std::io::Result<usize> {
-        let first = self.gate.first.lock().unwrap().take();
-        if let Some((entered, release)) = first {
-            entered.send(()).unwrap();
-            release.recv().unwrap();
-        }
-        self.inner.read_vectored_at(bufs, offset)
-    }
-    fn write_vectored_at(&self, bufs: &[IoSlice<'_>], offset: u64) -> std::io::Result<usize> {
-        self.inner.write_vectored_at(bufs, offset)
-    }
-    fn writeback(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.writeback(offset, len)
-    }
-    fn sync_all(&self) -> std::io::Result<()> {
-        self.inner.sync_all()
-    }
-    fn sync_data(&self) -> std::io::Result<()> {
-        self.inner.sync_data()
-    }
-    fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn len(&self) -> std::io::Result<u64> {
-        self.inner.len()
-    }
-    fn try_lock_exclusive(&self) -> std::io::Result<bool> {
-        self.inner.try_lock_exclusive()
-    }
+        None
+    });
+    HookVfs::new(inner, hook)
 }
 
 /// Proves: a read run ahead of use that fails (EIO injected by the FaultVfs) reports the
@@ -332,10 +256,7 @@ fn a_failed_async_read_wakes_its_waiters() {
     let gate = Arc::new(Gate {
         first: Mutex::new(None),
     });
-    let vfs = GateVfs {
-        inner: Arc::new(fault.clone()),
-        gate: gate.clone(),
-    };
+    let vfs = gated(Arc::new(fault.clone()), gate.clone());
     let pool = Arc::new(open(Arc::new(vfs), dir.path(), &config("64")));
     fill(&pool, 8);
     pool.drop_buffers(REL, None, 0).unwrap();

@@ -635,9 +635,8 @@ mod tests {
     use crate::buffer::{WalFlush, WalFlushError};
     use crate::config::Config;
     use crate::types::{ForkNumber, Lsn, RelFileId};
-    use crate::vfs::{MemVfs, OpenOptions, Vfs, VfsFile};
-    use std::io::{self, IoSlice, IoSliceMut};
-    use std::path::{Path, PathBuf};
+    use crate::vfs::{Call, CallHook, HookVfs, MemVfs, Vfs};
+    use std::path::Path;
     use std::sync::atomic::AtomicU64;
     use std::sync::Arc;
 
@@ -672,107 +671,24 @@ mod tests {
     }
 
     /// Memory file system that checks each written page's LSN against the mock log's
-    /// durable end at the moment of the write (WAL before data).
-    #[derive(Debug)]
-    struct CheckingVfs {
-        inner: MemVfs,
+    /// durable end at the moment of the write (WAL before data), counting page writes and
+    /// violations.
+    fn checking_vfs(
         wal: Arc<MockWal>,
         violations: Arc<AtomicU64>,
         page_writes: Arc<AtomicU64>,
-    }
-
-    #[derive(Debug)]
-    struct CheckingFile {
-        inner: Arc<dyn VfsFile>,
-        wal: Arc<MockWal>,
-        violations: Arc<AtomicU64>,
-        page_writes: Arc<AtomicU64>,
-    }
-
-    impl CheckingFile {
-        fn check(&self, bytes: &[u8]) {
-            for p in bytes.chunks(PAGE).filter(|p| p.len() == PAGE) {
-                self.page_writes.fetch_add(1, Relaxed);
-                if page::lsn(p).0 > self.wal.flushed.load(Relaxed) {
-                    self.violations.fetch_add(1, Relaxed);
+    ) -> HookVfs {
+        let hook: CallHook = Arc::new(move |c: &Call<'_>| {
+            let pages = c.data.iter().flat_map(|b| b.chunks(PAGE));
+            for p in pages.filter(|p| p.len() == PAGE) {
+                page_writes.fetch_add(1, Relaxed);
+                if page::lsn(p).0 > wal.flushed.load(Relaxed) {
+                    violations.fetch_add(1, Relaxed);
                 }
             }
-        }
-    }
-
-    impl Vfs for CheckingVfs {
-        fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>> {
-            Ok(Arc::new(CheckingFile {
-                inner: self.inner.open(path, opts)?,
-                wal: self.wal.clone(),
-                violations: self.violations.clone(),
-                page_writes: self.page_writes.clone(),
-            }))
-        }
-        fn unlink(&self, path: &Path) -> io::Result<()> {
-            self.inner.unlink(path)
-        }
-        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-            self.inner.rename(from, to)
-        }
-        fn sync_dir(&self, path: &Path) -> io::Result<()> {
-            self.inner.sync_dir(path)
-        }
-        fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-            self.inner.create_dir_all(path)
-        }
-        fn exists(&self, path: &Path) -> io::Result<bool> {
-            self.inner.exists(path)
-        }
-        fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-            self.inner.list_dir(path)
-        }
-        fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
-            self.inner.symlink(target, link)
-        }
-        fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
-            self.inner.read_link(path)
-        }
-    }
-
-    impl VfsFile for CheckingFile {
-        fn path(&self) -> &Path {
-            self.inner.path()
-        }
-        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-            self.inner.read_at(buf, offset)
-        }
-        fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
-            self.check(buf);
-            self.inner.write_at(buf, offset)
-        }
-        fn read_vectored_at(&self, bufs: &mut [IoSliceMut<'_>], offset: u64) -> io::Result<usize> {
-            self.inner.read_vectored_at(bufs, offset)
-        }
-        fn write_vectored_at(&self, bufs: &[IoSlice<'_>], offset: u64) -> io::Result<usize> {
-            for b in bufs {
-                self.check(b);
-            }
-            self.inner.write_vectored_at(bufs, offset)
-        }
-        fn writeback(&self, offset: u64, len: u64) -> io::Result<()> {
-            self.inner.writeback(offset, len)
-        }
-        fn sync_all(&self) -> io::Result<()> {
-            self.inner.sync_all()
-        }
-        fn sync_data(&self) -> io::Result<()> {
-            self.inner.sync_data()
-        }
-        fn set_len(&self, len: u64) -> io::Result<()> {
-            self.inner.set_len(len)
-        }
-        fn len(&self) -> io::Result<u64> {
-            self.inner.len()
-        }
-        fn try_lock_exclusive(&self) -> io::Result<bool> {
-            self.inner.try_lock_exclusive()
-        }
+            None
+        });
+        HookVfs::new(Arc::new(MemVfs::new()), hook)
     }
 
     struct Fixture {
@@ -792,12 +708,7 @@ mod tests {
         let wal = Arc::new(MockWal::default());
         let violations = Arc::new(AtomicU64::new(0));
         let page_writes = Arc::new(AtomicU64::new(0));
-        let vfs = CheckingVfs {
-            inner: MemVfs::new(),
-            wal: wal.clone(),
-            violations: violations.clone(),
-            page_writes: page_writes.clone(),
-        };
+        let vfs = checking_vfs(wal.clone(), violations.clone(), page_writes.clone());
         let smgr = crate::smgr::Smgr::open(
             Arc::new(vfs) as Arc<dyn Vfs>,
             Path::new("/db"),
