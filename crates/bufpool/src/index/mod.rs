@@ -1,9 +1,10 @@
 //! Indexes on the buffer pool: a B-link tree (Lehman and Yao's B+tree with right links and
 //! high keys) on 64-bit integer keys. See `btree/mod.rs` for its invariants and locks
-//! and `btree_page.rs` for the page layout.
+//! and `btree/page.rs` for the page layout.
 
 pub mod btree;
-pub mod btree_page;
+/// The B-tree page layout (`btree/page.rs`), under the name it has always had.
+pub use btree::page as btree_page;
 mod error;
 
 pub use btree::{BTree, BTreeStats};

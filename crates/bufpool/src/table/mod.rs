@@ -5,7 +5,8 @@ pub mod catalog;
 mod error;
 pub mod fsm;
 pub mod heap;
-pub mod heap_page;
+/// The heap page layout (`heap/page.rs`), under the name it has always had.
+pub use heap::page as heap_page;
 
 pub use catalog::{Catalog, CatalogError, Column, ColumnType, IndexDef, Schema, TableDef};
 pub use error::HeapError;

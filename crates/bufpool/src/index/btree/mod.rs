@@ -1,5 +1,5 @@
 //! A concurrent, WAL-logged B+tree: Lehman and Yao's B-link tree on (i64 key, u64 value)
-//! pairs, in buffer-pool pages of one relation (main fork). Page layout: `btree_page.rs`.
+//! pairs, in buffer-pool pages of one relation (main fork). Page layout: `page.rs`.
 //!
 //! Owns: the relation id, the unique flag and a cached root block number. Block 0 is the
 //! meta page (root block and level); every other block is a tree page.
@@ -58,6 +58,7 @@
 
 mod build;
 mod check;
+pub mod page;
 mod search;
 mod split;
 

@@ -39,6 +39,7 @@
 //! one heap page's write lock (updating the map after releasing it); fetch and scan take
 //! one page's shared lock at a time; bulk load writes each new page under its own lock.
 
+pub mod page;
 mod prune;
 mod scan;
 mod update;
