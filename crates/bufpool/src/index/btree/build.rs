@@ -17,7 +17,7 @@
 //! logged, one page at a time, the meta page last. Pins: the meta page and the open page
 //! of every level, for the whole build (plus the page being finished).
 
-use super::super::btree_page::{
+use super::page::{
     capacity_for, leaf_separator, BtPage, BtPageMut, Meta, Pair, MIN_PAIR, NO_BLOCK, ROOT,
 };
 use super::{corrupt_error, BTree, META_BLOCK, NO_XID};

@@ -14,7 +14,7 @@
 //! level (top down, left to right), then the blocks not reached in block order. Not a
 //! snapshot: the caller keeps writers away. Pins: one at a time.
 
-use super::super::btree_page::{entry_offset, BtPage, Meta, Pair, INCOMPLETE_SPLIT, MIN_PAIR};
+use super::page::{entry_offset, BtPage, Meta, Pair, INCOMPLETE_SPLIT, MIN_PAIR};
 use super::{BTree, META_BLOCK};
 use crate::index::IndexError;
 use crate::page;

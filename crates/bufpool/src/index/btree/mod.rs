@@ -64,11 +64,11 @@ mod split;
 
 pub use check::BTreeStats;
 
-use super::btree_page::{BtPageMut, Meta, ROOT};
 use crate::engine::Engine;
 use crate::index::IndexError;
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::types::{BufferTag, ForkNumber, RelFileId};
+use page::{BtPageMut, Meta, ROOT};
 
 /// The meta page's block.
 const META_BLOCK: u32 = 0;

@@ -20,7 +20,7 @@
 //! call the caller's closure with no lock held, resuming from the last pair returned (not
 //! a snapshot). Pins: one at a time.
 
-use super::super::btree_page::{BtPage, Meta, Pair};
+use super::page::{BtPage, Meta, Pair};
 use super::{BTree, META_BLOCK};
 use crate::index::IndexError;
 use crate::sync::Ordering;

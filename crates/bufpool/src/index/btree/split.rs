@@ -51,7 +51,7 @@
 //! Pins: at most five (root split: old root, new right page, new root, meta page, and the
 //! child whose downlink goes into the old root).
 
-use super::super::btree_page::{BtPage, BtPageMut, Meta, Pair, INCOMPLETE_SPLIT, MIN_PAIR, ROOT};
+use super::page::{BtPage, BtPageMut, Meta, Pair, INCOMPLETE_SPLIT, MIN_PAIR, ROOT};
 use super::search::{Start, Visit};
 use super::{BTree, META_BLOCK};
 use crate::buffer::PageWriteGuard;

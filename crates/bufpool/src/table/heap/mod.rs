@@ -52,10 +52,6 @@ pub use vacuum::VacuumReport;
 use visibility::{Hints, Vis};
 
 use super::fsm::Fsm;
-use super::heap_page::{
-    tuple_space, HeapPage, HeapPageMut, ItemId, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED,
-    XMAX_IS_MULTI, XMIN_COMMITTED,
-};
 use crate::buffer::{PageWriteGuard, Ring, RingKind, RING_POOL_DIVISOR};
 use crate::config::ConfigError;
 use crate::engine::{Engine, HookPoint};
@@ -65,6 +61,10 @@ use crate::sync::{AtomicU32, Ordering};
 use crate::table::HeapError;
 use crate::txn::{Snapshot, Xid, FROZEN_XID, INVALID_XID};
 use crate::types::{BufferTag, ForkNumber, RelFileId};
+use page::{
+    tuple_space, HeapPage, HeapPageMut, ItemId, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED,
+    XMAX_IS_MULTI, XMIN_COMMITTED,
+};
 
 /// A tuple's address: block and 1-based slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -521,7 +521,7 @@ impl<'e> Heap<'e> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::heap_page::XMAX_INVALID;
+    use super::page::XMAX_INVALID;
     use super::*;
 
     /// The block number of the pages built here.

@@ -27,11 +27,11 @@
 //! free-space map's page lock to record the page's free space (heap → fsm, the only
 //! order). It reads the commit log but never waits for a transaction.
 
-use super::{chain_roots, is_chain_root, Heap, Hints};
-use crate::buffer::PageWriteGuard;
-use crate::table::heap_page::{
+use super::page::{
     HeapPage, HeapPageMut, ItemId, TupleHeader, HEAP_ONLY, UPDATED, XMAX_INVALID, XMAX_IS_MULTI,
 };
+use super::{chain_roots, is_chain_root, Heap, Hints};
+use crate::buffer::PageWriteGuard;
 use crate::table::HeapError;
 use crate::txn::{Xid, FROZEN_XID, INVALID_XID};
 

@@ -16,12 +16,12 @@
 //!
 //! Locks: one page's shared lock at a time (hint bits are set afterwards with a try-lock).
 
+use super::page::{HeapPage, HEAP_ONLY};
 use super::visibility::{Hints, Vis};
 use super::{chain_roots, Heap, Tid};
 use crate::buffer::{BufferRef, Ring, RingKind};
 use crate::scan::{self, BlockSource, ReadStream, ScanPlan, ScanPositions};
 use crate::stats::IoContext;
-use crate::table::heap_page::{HeapPage, HEAP_ONLY};
 use crate::table::HeapError;
 use crate::txn::Snapshot;
 use crate::types::{BlockNumber, ForkNumber};

@@ -41,15 +41,15 @@
 //! it). A walk that follows a link to another page holds no lock between the two pages:
 //! if a root was freed meanwhile (`Heap::roots_freed`), it starts over from its first tid.
 
+use super::page::{
+    tuple_space, HeapPage, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED, XMAX_COMMITTED,
+    XMAX_EXCL_LOCK, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY, XMIN_COMMITTED, XMIN_INVALID,
+};
 use super::prune::Orphan;
 use super::{is_chain_root, resolve, Heap, Hints, Tid};
 use crate::buffer::PageWriteGuard;
 use crate::engine::HookPoint;
 use crate::sync::Ordering;
-use crate::table::heap_page::{
-    tuple_space, HeapPage, TupleHeader, HEAP_ONLY, ITEM_ID_SIZE, UPDATED, XMAX_COMMITTED,
-    XMAX_EXCL_LOCK, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY, XMIN_COMMITTED, XMIN_INVALID,
-};
 use crate::table::HeapError;
 use crate::txn::{ClogError, Member, MemberMode, Xid, XidStatus, FROZEN_XID, INVALID_XID};
 use crate::types::ForkNumber;

@@ -22,13 +22,13 @@
 //! page lock taken under it by pruning (heap → fsm). Truncation (flush, truncate both
 //! forks, checkpoint) holds no page lock.
 
+use super::page::{
+    HeapPage, ItemId, XMAX_COMMITTED, XMAX_EXCL_LOCK, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY,
+};
 use super::Heap;
 use crate::buffer::{PageWriteGuard, Ring, RingKind};
 use crate::scan::ReadStream;
 use crate::sync::Ordering;
-use crate::table::heap_page::{
-    HeapPage, ItemId, XMAX_COMMITTED, XMAX_EXCL_LOCK, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY,
-};
 use crate::table::HeapError;
 use crate::txn::{ClogError, MultiId, XidStatus, FROZEN_XID, INVALID_XID};
 use crate::types::ForkNumber;

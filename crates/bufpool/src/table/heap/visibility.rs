@@ -28,12 +28,12 @@
 //! `set_hints` is called after the caller released its own lock of the page; it takes the
 //! page's exclusive lock with a try-lock and gives up (dropping the hints) if it is busy.
 
-use super::Heap;
-use crate::buffer::{BufferRef, PageWriteGuard};
-use crate::table::heap_page::{
+use super::page::{
     HeapPage, HeapPageMut, TupleHeader, XMAX_COMMITTED, XMAX_INVALID, XMAX_IS_MULTI,
     XMAX_LOCK_ONLY, XMIN_COMMITTED, XMIN_INVALID,
 };
+use super::Heap;
+use crate::buffer::{BufferRef, PageWriteGuard};
 use crate::table::HeapError;
 use crate::txn::{ClogError, Snapshot, Xid, XidStatus, INVALID_XID};
 
