@@ -372,8 +372,7 @@ pub(super) struct Bgwriter {
     /// The round's cursor (`next_to_clean`), published at each batch and round end for
     /// the allocations' dirty-victim counters (0: no round yet).
     cursor: AtomicU64,
-    /// How batches are written, once the first round decided: [`IO_UNDECIDED`],
-    /// [`IO_RING`] or [`IO_THREADS`].
+    /// How batches are written, once the first round decided (an [`IoInEffect`] as u64).
     io_in_effect: AtomicU64,
     counters: Counters,
     /// Raised by a hibernating bgwriter; an allocation that sees it wakes the bgwriter.
@@ -408,7 +407,7 @@ impl Bgwriter {
             maxpages,
             round: Mutex::new(RoundState::new(writeback_pages)),
             cursor: AtomicU64::new(0),
-            io_in_effect: AtomicU64::new(IO_UNDECIDED),
+            io_in_effect: AtomicU64::new(IoInEffect::Undecided as u64),
             counters: Counters::default(),
             hibernating: AtomicBool::new(false),
             latch: Mutex::new(false),
@@ -507,11 +506,39 @@ const BATCH_PER_WRITER: usize = 16;
 /// Weight of a new sample (one per round) in the hand's smoothed speed: 1/4, so a change
 /// of pace is followed within a few rounds.
 const HAND_SPEED_SAMPLES: f64 = 4.0;
-/// `Bgwriter::io_in_effect` values.
-const IO_UNDECIDED: u64 = 0;
-const IO_RING: u64 = 1;
-const IO_THREADS: u64 = 2;
-const IO_SINGLE: u64 = 3;
+/// How the bgwriter keeps its writes in flight (`Bgwriter::io_in_effect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u64)]
+enum IoInEffect {
+    /// No round has decided yet.
+    Undecided = 0,
+    /// Through its io_uring (`bgwriter_io_method = io_uring`).
+    Uring = 1,
+    /// On writer threads (`bgwriter_io_method = threads`, or io_uring unavailable).
+    Threads = 2,
+    /// One write at a time (`bgwriter_writers = 1`, or the victim queue).
+    Single = 3,
+}
+
+impl IoInEffect {
+    fn from_u64(v: u64) -> IoInEffect {
+        match v {
+            1 => IoInEffect::Uring,
+            2 => IoInEffect::Threads,
+            3 => IoInEffect::Single,
+            _ => IoInEffect::Undecided,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            IoInEffect::Uring => "io_uring",
+            IoInEffect::Threads => "threads",
+            IoInEffect::Single => "single",
+            IoInEffect::Undecided => "undecided",
+        }
+    }
+}
 /// Weight of one write's time in the streaming scan's smoothed write time (one sample
 /// per page, so a longer average than the batches' one per batch).
 const WRITE_MS_SAMPLES: f64 = 64.0;
@@ -814,11 +841,13 @@ impl BufferPool {
                 }
             };
             let io = match state.ring {
-                RingSetup::Ready(_) => IO_RING,
-                _ if single => IO_SINGLE,
-                _ => IO_THREADS,
+                RingSetup::Ready(_) => IoInEffect::Uring,
+                _ if single => IoInEffect::Single,
+                _ => IoInEffect::Threads,
             };
-            self.bgwriter.io_in_effect.store(io, Ordering::Relaxed);
+            self.bgwriter
+                .io_in_effect
+                .store(io as u64, Ordering::Relaxed);
         }
         matches!(state.ring, RingSetup::Ready(_))
     }
@@ -827,12 +856,7 @@ impl BufferPool {
     /// unavailable), "single" (`bgwriter_writers = 1` or the victim queue: one write at a
     /// time), or "undecided" before that.
     pub fn bgwriter_io_in_effect(&self) -> &'static str {
-        match self.bgwriter.io_in_effect.load(Ordering::Relaxed) {
-            IO_RING => "io_uring",
-            IO_THREADS => "threads",
-            IO_SINGLE => "single",
-            _ => "undecided",
-        }
+        IoInEffect::from_u64(self.bgwriter.io_in_effect.load(Ordering::Relaxed)).name()
     }
 
     /// The most dirty candidates a round pins before writing them as one batch.
