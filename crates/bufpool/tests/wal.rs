@@ -221,7 +221,7 @@ fn checkpoints_keep_at_most_recycle_segments_and_count_segment_files() {
     // The WAL writer's own preparations would race the test's reads of the directory and
     // the counts (a segment the leader entered wakes it): stop it, so that the test
     // thread's `prepare_ahead` and the flush leader are the only makers.
-    e.wal().stop_background();
+    e.wal().stop_wal_writer();
     let c = |e: &Engine| e.wal().segment_counts();
     // The WAL writer may start another preparation as soon as ours returns (a rename is
     // visible before its count): read the directory, the counts and the directory again

@@ -61,7 +61,7 @@ use crate::txn::{
 use crate::types::{Lsn, RelFileId};
 use crate::vfs::{IoError, Vfs};
 use crate::wal::{
-    control, BackgroundWake, ControlError, RecordBuilder, RecordKind, Wal, WalError, FLAG_ABORT,
+    control, ControlError, RecordBuilder, RecordKind, Wal, WalError, WalWriterWake, FLAG_ABORT,
     FLAG_COMMIT,
 };
 
@@ -208,13 +208,13 @@ impl LogWriter {
                 // Warn once per run of failed preparations, not every delay.
                 let mut warned = false;
                 loop {
-                    let wake = w.wait_for_background_work(delay);
-                    if wake == BackgroundWake::Stop {
+                    let wake = w.wait_for_wal_writer_work(delay);
+                    if wake == WalWriterWake::Stop {
                         return;
                     }
                     // Every delay when commits do not flush; and whenever inserts have
                     // left wal_writer_flush_after unwritten, so the ring never fills.
-                    let flush = !synchronous_commit || wake == BackgroundWake::Flush;
+                    let flush = !synchronous_commit || wake == WalWriterWake::Flush;
                     if flush && w.flush(w.insert_position()).is_err() {
                         return; // latched: commits will report it
                     }
@@ -243,7 +243,7 @@ impl LogWriter {
 
 impl Drop for LogWriter {
     fn drop(&mut self) {
-        self.wal.stop_background();
+        self.wal.stop_wal_writer();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

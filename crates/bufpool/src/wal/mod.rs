@@ -3,7 +3,7 @@
 //! Owns: the in-memory ring of log bytes (`wal_buffers`), the insert position, the write and
 //! flush positions, the insertion slots, the flush queue, the segment files (`segment.rs`)
 //! and the control file (`control.rs`). It knows nothing of pages or pools: `crate::engine`
-//! logs pages, runs checkpoints and recovery, runs the background thread that calls
+//! logs pages, runs checkpoints and recovery, runs the WAL writer that calls
 //! [`Wal::prepare_ahead`], and plugs [`Wal::flush`] into the buffer pool's write path.
 //!
 //! Insertion (many threads at once, PostgreSQL's WAL insertion locks): a thread seals its
@@ -46,8 +46,8 @@
 //! Segments: the flush leader writes only into segments prepared ahead of it (zero-filled
 //! or recycled, file and name durable): [`Wal::prepare_ahead`] makes the current segment
 //! and the next `prepare_segments`, called at open, after each checkpoint's release of old
-//! segments, and by the engine's background thread, which the leader wakes whenever it
-//! starts writing into a new segment. If the background fell behind, the leader makes the
+//! segments, and by the engine's WAL writer, which the leader wakes whenever it
+//! starts writing into a new segment. If the WAL writer fell behind, the leader makes the
 //! segment itself and counts it (`WalStats::segments_created_inline`; waiting for a
 //! creation in progress counts as `segment_waits_inline`).
 //!
@@ -156,7 +156,7 @@ pub struct WalOptions {
     /// PostgreSQL's commit_siblings, counted as other threads inside [`Wal::flush`].
     pub commit_siblings: u64,
     /// PostgreSQL's wal_writer_flush_after, bytes: an insert that leaves this much log
-    /// unwritten (or a quarter of the ring, if less) wakes the background thread to write
+    /// unwritten (or a quarter of the ring, if less) wakes the WAL writer to write
     /// and sync it, so the ring is drained before it fills and inserters never have to.
     /// 0: only the thread's own delay (and the segment switches) wake it.
     pub writer_flush_after: u64,
@@ -251,7 +251,7 @@ pub struct WalStats {
     /// Flushes forced by the buffer pool writing a page whose record was not yet durable.
     pub forced_by_pages: u64,
     /// Segments the flush leader had to make itself, every committer waiting, because
-    /// none was prepared ahead (the background thread fell behind). 0 when it keeps up.
+    /// none was prepared ahead (the WAL writer fell behind). 0 when it keeps up.
     pub segments_created_inline: u64,
     /// Times the flush leader found its next segment not yet prepared and waited for a
     /// preparation in progress to finish it.
@@ -261,7 +261,7 @@ pub struct WalStats {
     /// Inserts that found the ring full and had to write (and sync) the log themselves
     /// before they could copy their record (pg_stat_wal's wal_buffers_full).
     pub buffers_full: u64,
-    /// Times an insert woke the background thread to write the log
+    /// Times an insert woke the WAL writer to write the log
     /// (`writer_flush_after`).
     pub writer_kicks: u64,
     /// Flush leaders that, on getting their turn to sync, wrote the commits that had
@@ -475,9 +475,9 @@ impl Drop for SyncPlace<'_> {
     }
 }
 
-/// Requests to the background thread (see [`Wal::wait_for_background_work`]).
+/// Requests to the WAL writer (see [`Wal::wait_for_wal_writer_work`]).
 #[derive(Default)]
-struct Background {
+struct WalWriterRequests {
     /// The leader entered a new segment: prepare the next ones now.
     kicked: bool,
     /// An insert left `writer_kick` bytes unwritten: write and sync the log now.
@@ -485,16 +485,16 @@ struct Background {
     stop: bool,
 }
 
-/// Why [`Wal::wait_for_background_work`] returned.
+/// Why [`Wal::wait_for_wal_writer_work`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackgroundWake {
+pub enum WalWriterWake {
     /// The flush leader started a new segment.
     Kicked,
     /// Inserts left `writer_flush_after` bytes of log unwritten: write and sync it.
     Flush,
     /// The timeout passed.
     Timeout,
-    /// [`Wal::stop_background`] was called: the thread should end.
+    /// [`Wal::stop_wal_writer`] was called: the thread should end.
     Stop,
 }
 
@@ -522,8 +522,8 @@ pub struct Wal {
     syncs: Mutex<SyncPipe>,
     syncs_cv: Condvar,
     syncs_in_flight: usize,
-    background: Mutex<Background>,
-    background_cv: Condvar,
+    wal_writer: Mutex<WalWriterRequests>,
+    wal_writer_cv: Condvar,
     failed: Mutex<Option<WalError>>,
     /// Set once `failed` holds an error: the insert path checks this, not the mutex.
     has_failed: AtomicBool,
@@ -532,7 +532,7 @@ pub struct Wal {
     prepare_segments: u64,
     commit_delay: std::time::Duration,
     commit_siblings: u64,
-    /// Unwritten bytes at which an insert wakes the background thread (0: never).
+    /// Unwritten bytes at which an insert wakes the WAL writer (0: never).
     writer_kick: u64,
     /// The insert position past which the next such wake-up may happen (one per
     /// `writer_kick` bytes, not one per insert while the thread works).
@@ -629,8 +629,8 @@ impl Wal {
             syncs: Mutex::new(SyncPipe::default()),
             syncs_cv: Condvar::new(),
             syncs_in_flight: opts.syncs_in_flight.max(1),
-            background: Mutex::new(Background::default()),
-            background_cv: Condvar::new(),
+            wal_writer: Mutex::new(WalWriterRequests::default()),
+            wal_writer_cv: Condvar::new(),
             failed: Mutex::new(None),
             has_failed: AtomicBool::new(false),
             segments,
@@ -924,7 +924,7 @@ impl Wal {
     }
 
     /// Writes ring bytes `[written, upto)` to the segments, straight from the ring.
-    /// Caller holds the write role. Wakes the background thread when the write enters a
+    /// Caller holds the write role. Wakes the WAL writer when the write enters a
     /// new segment, so it prepares the next ones.
     fn write_out(&self, upto: u64) -> Result<(), WalError> {
         self.wait_insertions(upto);
@@ -968,17 +968,17 @@ impl Wal {
             self.progress.written.store(pos, Ordering::Release);
         }
         // Entered a new segment (the last byte written before was in an earlier one):
-        // the background thread prepares the next ones now.
+        // the WAL writer prepares the next ones now.
         if upto > from
             && (upto - 1) / self.segments.size != from.max(1).saturating_sub(1) / self.segments.size
         {
-            self.kick_background();
+            self.kick_wal_writer();
         }
         Ok(())
     }
 
     /// The open file of a segment the leader writes or syncs: prepared ahead normally;
-    /// made here (counted) if the background fell behind. Any failure latches.
+    /// made here (counted) if the WAL writer fell behind. Any failure latches.
     fn segment(&self, segno: u64) -> Result<Arc<dyn VfsFile>, WalError> {
         if let Some(f) = self.segments.open_file(segno) {
             return Ok(f);
@@ -1003,7 +1003,7 @@ impl Wal {
     /// Makes sure the segment of the insert position and the next `prepare_segments` exist
     /// (recycled from released ones where possible, else created zero-filled), with file
     /// and name durable, and open: PostgreSQL's PreallocXlogFiles. Called at open, after a
-    /// checkpoint released segments, and by the engine's background thread; never by the
+    /// checkpoint released segments, and by the engine's WAL writer; never by the
     /// flush leader. Returns how many segments it made.
     ///
     /// A failure is returned, and latches the log only if it failed an fsync of the
@@ -1040,7 +1040,7 @@ impl Wal {
         Ok(made)
     }
 
-    /// After an insert ending at `end`: wakes the background thread to write the log if
+    /// After an insert ending at `end`: wakes the WAL writer to write the log if
     /// `writer_kick` bytes are unwritten, at most once per `writer_kick` bytes inserted.
     #[inline]
     fn maybe_kick_writer(&self, end: u64) {
@@ -1064,40 +1064,40 @@ impl Wal {
             .is_ok()
         {
             self.counters.writer_kicks.fetch_add(1, Ordering::Relaxed);
-            self.background.lock().flush = true;
-            self.background_cv.notify_all();
+            self.wal_writer.lock().flush = true;
+            self.wal_writer_cv.notify_all();
         }
     }
 
-    /// Wakes the background thread to prepare segments (the leader entered a new one).
-    fn kick_background(&self) {
-        self.background.lock().kicked = true;
-        self.background_cv.notify_all();
+    /// Wakes the WAL writer to prepare segments (the leader entered a new one).
+    fn kick_wal_writer(&self) {
+        self.wal_writer.lock().kicked = true;
+        self.wal_writer_cv.notify_all();
     }
 
-    /// The background thread's wait: returns when the flush leader entered a new segment
-    /// (prepare more), when `timeout` passed, or when [`Wal::stop_background`] was called.
-    pub fn wait_for_background_work(&self, timeout: std::time::Duration) -> BackgroundWake {
-        let mut b = self.background.lock();
+    /// The WAL writer's wait: returns when the flush leader entered a new segment
+    /// (prepare more), when `timeout` passed, or when [`Wal::stop_wal_writer`] was called.
+    pub fn wait_for_wal_writer_work(&self, timeout: std::time::Duration) -> WalWriterWake {
+        let mut b = self.wal_writer.lock();
         if !b.kicked && !b.flush && !b.stop {
-            b = self.background_cv.wait_for(b, timeout).0;
+            b = self.wal_writer_cv.wait_for(b, timeout).0;
         }
         if b.stop {
-            BackgroundWake::Stop
+            WalWriterWake::Stop
         } else if std::mem::take(&mut b.flush) {
             // A segment kick stays set: the next wait returns at once to serve it.
-            BackgroundWake::Flush
+            WalWriterWake::Flush
         } else if std::mem::take(&mut b.kicked) {
-            BackgroundWake::Kicked
+            WalWriterWake::Kicked
         } else {
-            BackgroundWake::Timeout
+            WalWriterWake::Timeout
         }
     }
 
-    /// Tells the background thread to end (its next wait returns `Stop`).
-    pub fn stop_background(&self) {
-        self.background.lock().stop = true;
-        self.background_cv.notify_all();
+    /// Tells the WAL writer to end (its next wait returns `Stop`).
+    pub fn stop_wal_writer(&self) {
+        self.wal_writer.lock().stop = true;
+        self.wal_writer_cv.notify_all();
     }
 
     /// Makes the log durable at least up to `lsn`; shares the sync with every thread that
@@ -1416,7 +1416,7 @@ impl Wal {
     /// target of [`Wal::set_recycle_target`]) for
     /// recycling, unlinks the others; then prepares the next segments (recycling the kept
     /// ones first, as PostgreSQL's RemoveOldXlogFiles does). Returns how many it unlinked.
-    /// A failed preparation is only reported if it latched the log (the background thread
+    /// A failed preparation is only reported if it latched the log (the WAL writer
     /// or the leader retries).
     pub fn remove_segments_before(&self, redo: Lsn) -> Result<usize, WalError> {
         let removed = self.segments.remove_before(redo.0 / self.segments.size)?;
@@ -1503,7 +1503,7 @@ mod tests {
         assert_eq!(wal.segment_counts().added, 5, "segments 0 to 4");
     }
 
-    /// Proves: inserts wake the background thread to write the log once per
+    /// Proves: inserts wake the WAL writer to write the log once per
     /// `writer_flush_after` bytes (capped at a quarter of the ring), not once per insert,
     /// and not at all when it is 0; without a writer, a ring that fills is counted in
     /// `buffers_full`. How: 8 KiB page images into a 256 KiB ring with nobody flushing,
@@ -1532,8 +1532,8 @@ mod tests {
                 let mut r = RecordBuilder::new(RecordKind::Noop, i as u32, 0, 0);
                 r.image(&tag, &page);
                 wal.insert(r).unwrap();
-                let w = wal.wait_for_background_work(std::time::Duration::ZERO);
-                if w == BackgroundWake::Flush {
+                let w = wal.wait_for_wal_writer_work(std::time::Duration::ZERO);
+                if w == WalWriterWake::Flush {
                     wakes.push(i);
                 }
             }

@@ -7,7 +7,7 @@
 //! recycled" of `log_checkpoints`.
 //! Layout: `<dir>/wal/<segno as 16 hex digits>`; segment `n` holds log bytes
 //! `[n * segment_size, (n + 1) * segment_size)`.
-//! Preparation: [`Segments::file`] with [`Make::Ahead`] is how the WAL's background thread
+//! Preparation: [`Segments::file`] with [`Make::Ahead`] is how the WAL's WAL writer
 //! (and open, and checkpoints) make the next segments before the flush leader needs them
 //! (PostgreSQL's PreallocXlogFiles); the leader asks with [`Make::Inline`] and only makes
 //! a file itself when none was prepared, which the log counts.
@@ -44,7 +44,7 @@ pub(super) enum Make {
     No,
     /// The flush leader needs it now: make it if missing (the log counts this).
     Inline,
-    /// Preparation ahead of need (background thread, open, checkpoint).
+    /// Preparation ahead of need (WAL writer, open, checkpoint).
     Ahead,
 }
 
