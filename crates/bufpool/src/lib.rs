@@ -60,6 +60,7 @@ pub mod buffer;
 pub mod config;
 pub mod engine;
 pub mod index;
+pub mod invariants;
 pub mod options;
 pub mod page;
 pub mod page_delta;

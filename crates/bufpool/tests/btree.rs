@@ -1069,7 +1069,7 @@ fn engine_verify_runs_each_registered_index_check() {
         g[a..a + 16].copy_from_slice(&eb);
         g[b..b + 16].copy_from_slice(&ea);
     }
-    let problems = e.verify().unwrap_err();
+    let problems = e.verify().unwrap_err().0;
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
         problems[0].contains("index 0/700") && problems[0].contains("not above"),

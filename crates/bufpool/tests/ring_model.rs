@@ -157,7 +157,7 @@ fn ring_members_shared_with_another_thread(kind: RingKind) {
                         );
                     }
                 }
-                ring.check_invariants();
+                ring.check_invariants().unwrap();
             })
         };
         let other = {

@@ -914,7 +914,7 @@ impl BufferPool {
         let n = self.flush_matching(|_| true)?;
         #[cfg(feature = "verify")]
         if let Err(problems) = self.check_consistency() {
-            panic!("verify: the pool after flush_all: {}", problems.join("; "));
+            panic!("verify: the pool after flush_all: {problems}");
         }
         Ok(n)
     }
@@ -1022,7 +1022,7 @@ impl BufferPool {
     /// holds a valid page; usage counts are in range. Takes each tag's partition lock
     /// shared, then the buffer's header lock (the documented order), one buffer at a time.
     /// Returns a description of every violation.
-    pub fn check_consistency(&self) -> Result<(), Vec<String>> {
+    pub fn check_consistency(&self) -> Result<(), crate::invariants::Violations> {
         let mut problems = Vec::new();
         for d in self.descs.iter() {
             let tag = d.tag();
@@ -1048,16 +1048,12 @@ impl BufferPool {
                 }
             }
         }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems)
-        }
+        crate::invariants::Violations(problems).into_result()
     }
 
     /// Checks the pool's invariants; meant for tests and debugging, with no thread using
     /// the pool (it does not lock). Returns a description of every violation.
-    pub fn check_invariants(&self) -> Result<(), Vec<String>> {
+    pub fn check_invariants(&self) -> Result<(), crate::invariants::Violations> {
         let mut problems = Vec::new();
         let mut seen_tags = std::collections::HashMap::new();
         let mut on_chain = vec![false; self.descs.len()];
@@ -1097,11 +1093,7 @@ impl BufferPool {
                 problems.push(format!("buffer {} has usage count {}", d.id, usage(s)));
             }
         }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems)
-        }
+        crate::invariants::Violations(problems).into_result()
     }
 }
 

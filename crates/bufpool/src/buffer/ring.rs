@@ -72,6 +72,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use super::clock::AllPinned;
 use super::state::*;
 use super::{BufferPool, BufferResult};
+use crate::invariants::Violations;
 use crate::page;
 use crate::stats::{IoContext, IoOp, IoWriter};
 use crate::types::BufferTag;
@@ -343,7 +344,7 @@ impl Ring {
             lap_pressure: false,
             stats: RingStats::default(),
         };
-        ring.check_invariants();
+        ring.check_invariants().unwrap();
         Some(ring)
     }
 
@@ -381,27 +382,25 @@ impl Ring {
         self.stats
     }
 
-    /// Checks the ring's invariants (debug builds; see the module doc).
-    pub fn check_invariants(&self) {
-        debug_assert!(
-            !self.slots.is_empty() && self.slots.len() <= self.cap,
-            "ring has {} slots, cap {}",
-            self.slots.len(),
-            self.cap
-        );
-        debug_assert!(
-            self.slots.capacity() >= self.cap,
-            "the slot vector must never reallocate"
-        );
-        debug_assert!(self.current < self.slots.len(), "cursor past the ring");
-        debug_assert!(
-            !self.growth || self.slots.len() >= self.start,
-            "a growing ring shrank below its start"
-        );
-        debug_assert!(
-            self.growth || self.slots.len() == self.cap,
-            "a fixed ring changed size"
-        );
+    /// Checks the ring's invariants (see the module doc); asserted in debug builds after
+    /// every change.
+    pub fn check_invariants(&self) -> Result<(), Violations> {
+        let mut v = Violations::default();
+        let (len, cap) = (self.slots.len(), self.cap);
+        v.check(len > 0 && len <= cap, || {
+            format!("ring has {len} slots, cap {cap}")
+        });
+        v.check(self.slots.capacity() >= cap, || {
+            "the slot vector must never reallocate".into()
+        });
+        v.check(self.current < len, || "cursor past the ring".into());
+        v.check(!self.growth || len >= self.start, || {
+            "a growing ring shrank below its start".into()
+        });
+        v.check(self.growth || len == cap, || {
+            "a fixed ring changed size".into()
+        });
+        v.into_result()
     }
 
     /// Moves the cursor one slot on; a finished quiet lap of a growing ring shrinks it
@@ -431,7 +430,7 @@ impl Ring {
             self.current -= head;
         }
         self.stats.shrinks += 1;
-        self.check_invariants();
+        crate::invariants::debug_check(|| self.check_invariants());
     }
 
     /// Puts the clock's buffer `id` (holding `tag`) in the current slot, or, growing, in
@@ -444,7 +443,7 @@ impl Ring {
         } else {
             self.slots[self.current] = slot;
         }
-        self.check_invariants();
+        crate::invariants::debug_check(|| self.check_invariants());
     }
 
     /// Whether the last victim came from the ring (a reuse) rather than from the clock.
@@ -494,7 +493,7 @@ impl BufferPool {
         let Some(ring) = ring else {
             return self.take_victim();
         };
-        ring.check_invariants();
+        ring.check_invariants().unwrap();
         let before = ring.stats;
         ring.from_ring = false;
         ring.advance();
@@ -777,7 +776,7 @@ mod tests {
             assert_eq!(h.tag(), tag(REL, i as u32 * 5), "a pinned page moved");
         }
         assert!(ring.stats().replaced >= 10, "{:?}", ring.stats());
-        ring.check_invariants();
+        ring.check_invariants().unwrap();
     }
 
     /// Proves: WAL before data through rings: every page a ring reuse writes has its LSN

@@ -490,15 +490,12 @@ impl Checkpointer {
     /// violation. Run at each checkpoint with the `verify` feature.
     #[cfg(feature = "verify")]
     fn verify_concurrent(&self, at: &str) {
-        let mut problems = self.pool.check_consistency().err().unwrap_or_default();
-        if let Err(p) = self.wal.check_invariants() {
-            problems.push(p);
+        let mut problems = crate::invariants::Violations::default();
+        problems.merge(self.pool.check_consistency());
+        problems.merge(self.wal.check_invariants());
+        if let Err(problems) = problems.into_result() {
+            panic!("verify: at {at}: {problems}");
         }
-        assert!(
-            problems.is_empty(),
-            "verify: at {at}: {}",
-            problems.join("; ")
-        );
     }
 
     /// Asks the thread for a checkpoint; with `wait`, returns once one that started after

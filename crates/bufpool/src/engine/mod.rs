@@ -809,7 +809,7 @@ impl Engine {
         }
         #[cfg(feature = "verify")]
         if let Err(problems) = self.verify() {
-            panic!("verify: at shutdown: {}", problems.join("; "));
+            panic!("verify: at shutdown: {problems}");
         }
         Ok(self
             .ckpt
@@ -827,11 +827,10 @@ impl Engine {
     /// Runs every invariant check: the pool's and the log's (safe under concurrency) and
     /// each registered relation check (B-trees: `BTree::check`), which needs writers kept
     /// away. Returns every violation found.
-    pub fn verify(&self) -> Result<(), Vec<String>> {
-        let mut problems = self.pool.check_consistency().err().unwrap_or_default();
-        if let Err(p) = self.wal.check_invariants() {
-            problems.push(p);
-        }
+    pub fn verify(&self) -> Result<(), crate::invariants::Violations> {
+        let mut problems = crate::invariants::Violations::default();
+        problems.merge(self.pool.check_consistency());
+        problems.merge(self.wal.check_invariants());
         // Run outside the registry's lock: a check may open (and so re-register) its
         // relation.
         let checks: Vec<(String, Verifier)> = self
@@ -842,14 +841,10 @@ impl Engine {
             .collect();
         for (name, check) in checks {
             if let Err(p) = check(self) {
-                problems.push(format!("{name}: {p}"));
+                problems.0.push(format!("{name}: {p}"));
             }
         }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems)
-        }
+        problems.into_result()
     }
 
     /// An immediate checkpoint, in the calling thread: every change before its redo point

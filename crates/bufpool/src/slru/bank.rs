@@ -88,20 +88,20 @@ impl BankInner {
     }
 
     /// Checks the invariants a bank can check alone (used by tests).
-    pub fn check_invariants(&self) {
+    pub fn check_invariants(&self) -> Result<(), crate::invariants::Violations> {
+        let mut v = crate::invariants::Violations::default();
         for (i, a) in self.slots.iter().enumerate() {
             if a.state == PageState::Empty {
-                assert!(!a.dirty, "empty slot {i} is dirty");
+                v.check(!a.dirty, || format!("empty slot {i} is dirty"));
                 continue;
             }
             for b in &self.slots[i + 1..] {
-                assert!(
-                    b.state == PageState::Empty || b.pageno != a.pageno,
-                    "page {} in two slots",
-                    a.pageno
-                );
+                v.check(b.state == PageState::Empty || b.pageno != a.pageno, || {
+                    format!("page {} in two slots", a.pageno)
+                });
             }
         }
+        v.into_result()
     }
 }
 
@@ -218,7 +218,7 @@ mod tests {
             };
             b.used(s, &c);
         }
-        g.check_invariants();
+        g.check_invariants().unwrap();
         assert_eq!(b.victim(&g, 99), Victim::Free(0));
         assert_eq!(b.victim(&g, 10), Victim::Dirty(1), "page 10 is the latest");
         b.used(1, &c);

@@ -363,7 +363,7 @@ impl Slru {
         (0..self.banks.len())
             .map(|b| {
                 let g = self.shared(b);
-                g.bank.check_invariants();
+                crate::invariants::debug_check(|| g.bank.check_invariants());
                 g.bank
                     .slots
                     .iter()

@@ -1284,11 +1284,7 @@ impl Wal {
                 q.wake_one_beyond(upto);
             }
         }
-        debug_assert!(
-            self.check_invariants().is_ok(),
-            "{:?}",
-            self.check_invariants()
-        );
+        crate::invariants::debug_check(|| self.check_invariants());
         Ok(())
     }
 
@@ -1356,25 +1352,23 @@ impl Wal {
 
     /// Checks `flushed <= written <= reserved` and the ring's lap bound; safe while other
     /// threads use the log (each position only grows, and they are read in that order).
-    pub fn check_invariants(&self) -> Result<(), String> {
+    pub fn check_invariants(&self) -> Result<(), crate::invariants::Violations> {
         let flushed = self.progress.flushed.load(Ordering::Acquire);
         let written = self.progress.written.load(Ordering::Acquire);
         let reserved = self.pos.load(Ordering::Acquire);
-        if !(flushed <= written && written <= reserved) {
-            return Err(format!(
+        let mut v = crate::invariants::Violations::default();
+        v.check(flushed <= written && written <= reserved, || {
+            format!(
                 "the log's positions are out of order: flushed {} written {} reserved {}",
                 Lsn(flushed),
                 Lsn(written),
                 Lsn(reserved)
-            ));
-        }
-        if flushed % WAL_BLOCK != 0 {
-            return Err(format!(
-                "flushed {} is not on a block boundary",
-                Lsn(flushed)
-            ));
-        }
-        Ok(())
+            )
+        });
+        v.check(flushed % WAL_BLOCK == 0, || {
+            format!("flushed {} is not on a block boundary", Lsn(flushed))
+        });
+        v.into_result()
     }
 
     /// The buffer pool's WAL-before-data hook: flushes to `lsn`, counting the flushes a
