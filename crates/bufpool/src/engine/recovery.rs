@@ -73,6 +73,10 @@ pub struct RecoveryReport {
     /// would have been written after records the log lost), and the next life of the log
     /// starts after it, so none of its records lands there.
     pub lost_until: Option<Lsn>,
+    /// The newest page LSN replay found on a page it read (before applying to it), and
+    /// which page: every page was written after the log was durable up to its LSN, so one
+    /// past the end of the recovered log proves the log lost durable records.
+    pub newest_page: Option<(Lsn, crate::types::BufferTag)>,
 }
 
 /// Reads log bytes by position across segment files.
@@ -417,6 +421,8 @@ pub(super) fn run(
     let mut next_progress = PROGRESS_EVERY;
     let replay_start = Instant::now();
     let mut known_forks = HashSet::new();
+    // Transactions whose changes replay applied and whose outcome it has not seen yet.
+    let mut open_xids: HashSet<u32> = HashSet::new();
     let mut walk = LogWalk {
         reader: &mut reader,
         pos: ctl.redo.0,
@@ -436,6 +442,16 @@ pub(super) fn run(
         };
         apply(pool, &rec, &mut known_forks, &mut report)?;
         apply_outcome(clog, &rec, &mut report)?;
+        if rec.xid >= FIRST_NORMAL_XID {
+            if rec.flags & (FLAG_COMMIT | FLAG_ABORT) != 0 {
+                open_xids.remove(&rec.xid);
+                for x in &rec.subxids {
+                    open_xids.remove(x);
+                }
+            } else if rec.kind == RecordKind::Update {
+                open_xids.insert(rec.xid);
+            }
+        }
         apply_multi(multis, &rec, &mut report)?;
         report.records += 1;
         report.bytes += rec.len as u64;
@@ -449,6 +465,28 @@ pub(super) fn run(
     }
     if report.end.0 < walk.pos {
         report.end = Lsn(walk.pos);
+    }
+    // Transactions replayed without an outcome did not commit as far as the recovered log
+    // knows; the commit log on storage may say otherwise (a commit record lost with a
+    // corrupt tail), which would show the changes replay kept without those it lost.
+    for &x in &open_xids {
+        clog.forget_outcome(x).map_err(EngineError::from)?;
+    }
+    // A page replay read carries changes of records past the end of the log: the log lost
+    // records that were durable (a corrupt one in its last stretch read as its end).
+    // Replay skipped its older records on it, so it would answer with them applied.
+    if let Some((lsn, tag)) = report.newest_page.filter(|&(l, _)| l > report.end) {
+        let at = report.end.0;
+        return Err(EngineError::Corrupt {
+            path: walk.reader.seg_path(at / walk.reader.seg_size),
+            offset: at % walk.reader.seg_size,
+            lsn: report.end,
+            reason: format!(
+                "{}; yet {tag} on storage has LSN {lsn}, past it: the page was written after \
+                 log records that are no longer readable",
+                report.stop
+            ),
+        });
     }
     debug_assert!(report.end >= ctl.redo, "replay ended before the redo point");
     report.replay_elapsed = replay_start.elapsed();
@@ -637,6 +675,11 @@ fn apply(
             BlockChange::Ranges(_) => pool.read(b.tag)?,
         };
         let mut g = buf.write();
+        if !matches!(b.change, BlockChange::Image(_))
+            && report.newest_page.is_none_or(|(l, _)| page::lsn(&g) > l)
+        {
+            report.newest_page = Some((page::lsn(&g), b.tag));
+        }
         if page::lsn(&g) >= end && !matches!(b.change, BlockChange::Image(_)) {
             report.pages_skipped += 1;
             continue;

@@ -165,6 +165,19 @@ impl Clog {
         })?
     }
 
+    /// Marks `xid` aborted whatever the page holds: for recovery only, for a transaction
+    /// whose changes it replayed but whose outcome the recovered log does not have. The
+    /// page on storage may say committed (written before the crash, after a commit record
+    /// the log has since lost): left so, the changes replay kept would be visible without
+    /// those that were lost with the log's tail.
+    pub fn forget_outcome(&self, xid: Xid) -> Result<(), ClogError> {
+        let (page, byte, shift) = self.locate(xid);
+        self.slru.write(page, |b| {
+            b[byte] = (b[byte] & !(3 << shift)) | ((XidStatus::Aborted as u8) << shift);
+        })?;
+        Ok(())
+    }
+
     /// Records the outcome of a transaction tree: `top` and its subtransactions `subs`
     /// (PostgreSQL's TransactionIdSetTreeStatus). Ids on `top`'s page change together with
     /// it, under one page lock; for a commit, ids on other pages are first marked
