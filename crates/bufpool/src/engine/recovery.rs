@@ -442,16 +442,7 @@ pub(super) fn run(
         };
         apply(pool, &rec, &mut known_forks, &mut report)?;
         apply_outcome(clog, &rec, &mut report)?;
-        if rec.xid >= FIRST_NORMAL_XID {
-            if rec.flags & (FLAG_COMMIT | FLAG_ABORT) != 0 {
-                open_xids.remove(&rec.xid);
-                for x in &rec.subxids {
-                    open_xids.remove(x);
-                }
-            } else if rec.kind == RecordKind::Update {
-                open_xids.insert(rec.xid);
-            }
-        }
+        track_open(&mut open_xids, &rec);
         apply_multi(multis, &rec, &mut report)?;
         report.records += 1;
         report.bytes += rec.len as u64;
@@ -466,28 +457,7 @@ pub(super) fn run(
     if report.end.0 < walk.pos {
         report.end = Lsn(walk.pos);
     }
-    // Transactions replayed without an outcome did not commit as far as the recovered log
-    // knows; the commit log on storage may say otherwise (a commit record lost with a
-    // corrupt tail), which would show the changes replay kept without those it lost.
-    for &x in &open_xids {
-        clog.forget_outcome(x).map_err(EngineError::from)?;
-    }
-    // A page replay read carries changes of records past the end of the log: the log lost
-    // records that were durable (a corrupt one in its last stretch read as its end).
-    // Replay skipped its older records on it, so it would answer with them applied.
-    if let Some((lsn, tag)) = report.newest_page.filter(|&(l, _)| l > report.end) {
-        let at = report.end.0;
-        return Err(EngineError::Corrupt {
-            path: walk.reader.seg_path(at / walk.reader.seg_size),
-            offset: at % walk.reader.seg_size,
-            lsn: report.end,
-            reason: format!(
-                "{}; yet {tag} on storage has LSN {lsn}, past it: the page was written after \
-                 log records that are no longer readable",
-                report.stop
-            ),
-        });
-    }
+    end_of_replay(clog, &walk, &report, &open_xids)?;
     debug_assert!(report.end >= ctl.redo, "replay ended before the redo point");
     report.replay_elapsed = replay_start.elapsed();
     report.elapsed = start.elapsed();
@@ -525,6 +495,55 @@ pub(super) fn holds_only_creation(
             Err(_end_of_log) => return Ok(true),
         }
     }
+}
+
+/// Notes what `rec` says of its transaction: changes replayed (open) or an outcome
+/// (closed, with the subtransactions it lists).
+fn track_open(open_xids: &mut HashSet<u32>, rec: &Record) {
+    if rec.xid < FIRST_NORMAL_XID {
+        return;
+    }
+    if rec.flags & (FLAG_COMMIT | FLAG_ABORT) != 0 {
+        open_xids.remove(&rec.xid);
+        for x in &rec.subxids {
+            open_xids.remove(x);
+        }
+    } else if rec.kind == RecordKind::Update {
+        open_xids.insert(rec.xid);
+    }
+}
+
+/// What recovery settles once replay has stopped: the transactions it replayed without
+/// an outcome, and the pages it read that are newer than the log it has.
+fn end_of_replay(
+    clog: &Clog,
+    walk: &LogWalk<'_, '_>,
+    report: &RecoveryReport,
+    open_xids: &HashSet<u32>,
+) -> Result<(), EngineError> {
+    // Transactions replayed without an outcome did not commit as far as the recovered log
+    // knows; the commit log on storage may say otherwise (a commit record lost with a
+    // corrupt tail), which would show the changes replay kept without those it lost.
+    for &x in open_xids {
+        clog.forget_outcome(x).map_err(EngineError::from)?;
+    }
+    // A page replay read carries changes of records past the end of the log: the log lost
+    // records that were durable (a corrupt one in its last stretch read as its end).
+    // Replay skipped its older records on it, so it would answer with them applied.
+    if let Some((lsn, tag)) = report.newest_page.filter(|&(l, _)| l > report.end) {
+        let at = report.end.0;
+        return Err(EngineError::Corrupt {
+            path: walk.reader.seg_path(at / walk.reader.seg_size),
+            offset: at % walk.reader.seg_size,
+            lsn: report.end,
+            reason: format!(
+                "{}; yet {tag} on storage has LSN {lsn}, past it: the page was written after \
+                 log records that are no longer readable",
+                report.stop
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// How the log goes on after a bad record ([`check_tail`]).
