@@ -20,7 +20,6 @@ const LONGER_THAN_THE_LIMIT: &[(&str, &str, usize)] = &[
     ("bufpool/src/engine/checkpointer.rs", "run_locked", 147),
     ("bufpool/src/vfs/write_ring.rs", "pipeline", 126),
     ("bufpool/src/smgr/tablespace.rs", "create_tablespace", 109),
-    ("bufpool/src/wal/mod.rs", "insert_built", 103),
     ("bufpool-bench/src/experiments/tpcb.rs", "run", 386),
     ("bufpool-bench/src/experiments/bgwriter.rs", "run", 321),
     ("bufpool-bench/src/experiments/wal.rs", "run", 312),
@@ -36,7 +35,9 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let p = e.path();
         if p.is_dir() {
             rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
+        } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("tests.rs") {
+            // A `tests.rs` is a unit-test module in a file of its own (`#[cfg(test)] mod
+            // tests;`): test functions are not held to the length rule.
             out.push(p);
         }
     }

@@ -1,73 +1,15 @@
 //! The write-ahead log: records, LSNs, parallel insertion, group commit.
 //!
-//! Owns: the in-memory ring of log bytes (`wal_buffers`), the insert position, the write and
+//! Owns: the log buffer (`wal_buffers`, `log_buffer.rs`), the insert position, the write and
 //! flush positions, the insertion slots, the flush queue, the segment files (`segment.rs`)
 //! and the control file (`control.rs`). It knows nothing of pages or pools: `crate::engine`
 //! logs pages, runs checkpoints and recovery, runs the WAL writer that calls
 //! [`Wal::prepare_ahead`], and plugs [`Wal::flush`] into the buffer pool's write path.
 //!
-//! Insertion (many threads at once, PostgreSQL's WAL insertion locks): a thread seals its
-//! record first (the body's CRC, `record.rs`), then takes one of `INSERT_SLOTS` slot locks
-//! (by thread), publishes its candidate start in the slot and reserves `align8(len)` bytes
-//! with one CAS on `pos`, stamps the position fields (a 20-byte CRC fold), copies the
-//! record into the ring holding only its slot, and clears the slot. A writer that wants
-//! bytes up to X waits until no slot holds a start below X. The redo point changes only
-//! while a checkpoint holds every slot lock, so an inserter's full-page-image decision
-//! cannot go stale. `pos` sits alone on its cache line: it is the one word every inserter
-//! writes; `written`/`flushed` (written by the flush leader, read by inserters and
-//! committers) and the counters each have their own.
-//!
-//! Flush and group commit (`flush(lsn)`): return at once if the log is durable to `lsn`.
-//! Otherwise, in the flush queue: if nobody holds the *write role*, take it and lead;
-//! else register `(lsn, own condition variable)` and sleep. The leader takes everything
-//! inserted so far (optionally after `commit_delay`), pads it, writes it, then takes a
-//! *place in the sync pipeline* (`wal_syncs_in_flight` places, default 1; it waits while
-//! all are taken), writes what was inserted while it waited (a *top-up*, so its sync
-//! covers those commits too) and only then gives up the write role, so a new leader can
-//! write the next batch while this one syncs. With one place, syncs run one after another
-//! (a leader's sync starts when the previous one ends). With two, the next leader's
-//! fdatasync starts while the previous one still runs (on Linux it also waits for the
-//! earlier pages' writeback, and the device sees the second flush queued behind the
-//! first instead of after a wake-up and a write). On this machine's disk that made
-//! commits slower (`bufpool experiment wal`: `sync_overlap_gain_16` 0.85, smaller groups,
-//! longer syncs), hence the default; `scripts/raw-fsync-overlap.py` measures a device's
-//! answer. A sync's return says nothing of an earlier batch in another
-//! segment, so each leader *publishes* (`flushed = its end`) only once the batch before
-//! its own is published: `flushed` only grows, in write order, and a failed earlier sync
-//! (latched) means no later batch is ever published. Two unsynced writes back to back
-//! are therefore common; a power cut that loses the first one's last sectors and keeps
-//! the second is read as the end of the log, thanks to pad markers (see `record.rs`).
-//! Handing over the write role wakes one waiter whose LSN is past this batch, to lead the
-//! next; after publishing, the leader wakes exactly the waiters at or below its end, and
-//! (if the write role is free and waiters remain) one more to lead. A woken waiter whose
-//! LSN is durable returns without touching the queue lock. Why no wakeup is lost: see
-//! [`Wal::flush`].
-//!
-//! Segments: the flush leader writes only into segments prepared ahead of it (zero-filled
-//! or recycled, file and name durable): [`Wal::prepare_ahead`] makes the current segment
-//! and the next `prepare_segments`, called at open, after each checkpoint's release of old
-//! segments, and by the engine's WAL writer, which the leader wakes whenever it
-//! starts writing into a new segment. If the WAL writer fell behind, the leader makes the
-//! segment itself and counts it (`WalStats::segments_created_inline`; waiting for a
-//! creation in progress counts as `segment_waits_inline`).
-//!
-//! The last partial block: a flush pads the log with zeros to the next 4 KiB boundary and
-//! the next record starts there, so a 4 KiB block that holds fsynced (acknowledged) bytes
-//! is never written again. The torn-write argument: rewriting the partial block in place
-//! (PostgreSQL does: it rewrites the last page and relies on each record's CRC) means a
-//! crash during the rewrite can leave that block torn. If the device tears at 512-byte
-//! sectors but writes each sector atomically, the acknowledged prefix of the block is
-//! rewritten with the same bytes and survives. If a sector caught mid-write can come back
-//! as garbage (our power-loss simulator, `vfs/sim.rs`, models this; so do drives without
-//! power-loss protection), the acknowledged records in that sector are destroyed, and
-//! recovery then sees corruption before records it was told were durable. Padding makes
-//! that impossible on any device, at the cost of at most 4 KiB of log per flush (and more
-//! frequent segment switches, which is why segments are prepared ahead). We keep padding
-//! and offer no rewrite-in-place mode: it would be safe only on devices with atomic sector
-//! writes, which we cannot detect. The padding starts with a pad marker (a zero length and
-//! a CRC of its position and incarnation, `record::pad_marker`): to the reader, a marker
-//! means "padding: skip to the next 4 KiB", and bare zeros mid-block mean log that never
-//! reached the disk (a lost sector: stop there, see `engine/recovery.rs`).
+//! Files: `options.rs` (settings, counters), `error.rs`, `log_buffer.rs` (the ring of log
+//! bytes), `insert.rs` (parallel insertion), `flush.rs` (group commit and the sync
+//! pipeline), `writer.rs` (segment preparation and the WAL writer's requests),
+//! `segment.rs`, `record.rs`, `control.rs`.
 //!
 //! Failure: a failed write or fsync of the log is latched (PostgreSQL PANICs): every later
 //! insert and flush fails until the log is reopened, because the kernel may have dropped
@@ -91,289 +33,40 @@
 //! space), so a leader waiting for insertions cannot deadlock with one.
 
 pub mod control;
+mod error;
+mod flush;
+mod insert;
+mod log_buffer;
+mod options;
 pub mod record;
 mod segment;
+mod writer;
 
 pub use control::{Control, ControlError};
+pub use error::WalError;
+pub use options::{
+    SegmentCounts, SyncMethod, WalOptions, WalStats, DEFAULT_PREPARE_SEGMENTS,
+    DEFAULT_RECYCLE_SEGMENTS,
+};
 pub use record::{
     BlockChange, BlockRef, Record, RecordBuilder, RecordKind, FLAG_ABORT, FLAG_COMMIT,
 };
+pub use writer::WalWriterWake;
 
 use std::path::{Path, PathBuf};
 
+use flush::{FlushQueue, SyncPipe};
+use insert::{my_slot, Slot, INSERT_SLOTS};
+use log_buffer::{LogBuffer, Padded};
+use writer::WalWriter;
+
 use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
 use crate::types::Lsn;
-use crate::vfs::{AlignedBuf, IoAt, IoError};
-use crate::vfs::{Vfs, VfsFile};
+use crate::vfs::Vfs;
 
 /// Log bytes between padding points: a flush pads to this boundary (the common page and
 /// sector size; the power-loss simulator tears writes at it).
 pub const WAL_BLOCK: u64 = 4096;
-/// Insertion slots (PostgreSQL's NUM_XLOGINSERT_LOCKS).
-const INSERT_SLOTS: usize = 8;
-const SLOT_IDLE: u64 = u64::MAX;
-
-/// How the log is made durable (PostgreSQL's `wal_sync_method`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SyncMethod {
-    #[default]
-    Fdatasync,
-    Fsync,
-    /// Segments opened with O_DSYNC: every write is durable when it returns.
-    OpenDatasync,
-}
-
-impl SyncMethod {
-    pub fn name(self) -> &'static str {
-        match self {
-            SyncMethod::Fdatasync => "fdatasync",
-            SyncMethod::Fsync => "fsync",
-            SyncMethod::OpenDatasync => "open_datasync",
-        }
-    }
-}
-
-/// Default of [`WalOptions::recycle_segments`]: PostgreSQL's `min_wal_size` (80 MB) over
-/// its `wal_segment_size` (16 MB). The engine derives the real value from its own
-/// `min_wal_size` and segment size; more kept segments trade disk space for fewer
-/// zero-filled creations after a checkpoint.
-pub const DEFAULT_RECYCLE_SEGMENTS: usize = 5;
-
-/// Log settings (validated by `Config`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WalOptions {
-    pub segment_size: u64,
-    pub buffers: u64,
-    pub sync_method: SyncMethod,
-    /// How many segments released by checkpoints are kept to be renamed into new ones
-    /// (instead of creating and zero-filling a file); the rest are unlinked. 0 keeps none.
-    pub recycle_segments: usize,
-    /// Segments past the current one that [`Wal::prepare_ahead`] keeps ready.
-    pub prepare_segments: u64,
-    /// PostgreSQL's commit_delay, in microseconds: a flush leader waits this long before
-    /// taking its batch when at least `commit_siblings` other threads are flushing. 0: off.
-    pub commit_delay_us: u64,
-    /// PostgreSQL's commit_siblings, counted as other threads inside [`Wal::flush`].
-    pub commit_siblings: u64,
-    /// PostgreSQL's wal_writer_flush_after, bytes: an insert that leaves this much log
-    /// unwritten (or a quarter of the ring, if less) wakes the WAL writer to write
-    /// and sync it, so the ring is drained before it fills and inserters never have to.
-    /// 0: only the thread's own delay (and the segment switches) wake it.
-    pub writer_flush_after: u64,
-    /// How many leaders may sync at once (at least 1): with 1, a leader's sync waits for
-    /// the previous one to end; with more, the next leader syncs its batch while the
-    /// previous sync is still running. Either way `flushed` moves in write order.
-    pub syncs_in_flight: usize,
-}
-
-/// Default of [`WalOptions::prepare_segments`]: four segments ahead. PostgreSQL prepares
-/// one (PreallocXlogFiles, at checkpoints, once the current one is 75% full); we prepare
-/// continuously from a thread woken at each segment switch. Padding every flush to 4 KiB
-/// makes small commits fill a 16 MiB segment in under half a second at 10k syncs/s, and
-/// `bufpool experiment wal` on a busy disk (300 fsyncs/s) saw the thread miss with 2 ahead
-/// (a zero-fill took longer than a segment lasted); 4 leave three segments of slack for
-/// 64 MiB of extra disk, within the default min_wal_size (80 MB).
-pub const DEFAULT_PREPARE_SEGMENTS: u64 = 4;
-
-/// Segment files the log added (created and zero-filled), recycled (renamed from a segment
-/// a checkpoint released) and removed (unlinked), since it was opened: PostgreSQL's "WAL
-/// file(s) added, removed, recycled" of `log_checkpoints`; the checkpointer reports the
-/// difference across a checkpoint.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SegmentCounts {
-    pub added: u64,
-    pub recycled: u64,
-    pub removed: u64,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum WalError {
-    #[error(transparent)]
-    Io(#[from] IoError),
-    #[error("the log failed earlier and refuses further writes until the data directory is reopened: {0}")]
-    Failed(#[source] Box<WalError>),
-    #[error("record of {len} bytes does not fit wal_buffers ({ring} bytes); raise wal_buffers")]
-    TooLarge { len: usize, ring: u64 },
-    /// A flush asked for log past everything inserted (PostgreSQL: "xlog flush request not
-    /// satisfied"): whoever asked holds an LSN the log never reached, such as a page
-    /// written by a life of the log that recovery cut short.
-    #[error(
-        "log flush request {lsn} is not satisfied: the log was inserted only up to {inserted}"
-    )]
-    NotInserted { lsn: Lsn, inserted: Lsn },
-    /// A change was made to shared pages but its record could not be inserted: the pages
-    /// hold what the log does not, so none may be written (PostgreSQL PANICs here).
-    #[error("a change to shared pages could not be logged ({0}); no dirty page will be written until the data directory is reopened")]
-    Unlogged(#[source] Box<WalError>),
-}
-
-impl WalError {
-    /// A copy, for the latched first failure that every later call reports.
-    fn duplicate(&self) -> WalError {
-        match self {
-            WalError::Io(e) => WalError::Io(e.duplicate()),
-            WalError::Failed(first) => WalError::Failed(Box::new(first.duplicate())),
-            WalError::TooLarge { len, ring } => WalError::TooLarge {
-                len: *len,
-                ring: *ring,
-            },
-            WalError::NotInserted { lsn, inserted } => WalError::NotInserted {
-                lsn: *lsn,
-                inserted: *inserted,
-            },
-            WalError::Unlogged(why) => WalError::Unlogged(Box::new(why.duplicate())),
-        }
-    }
-
-    /// The OS error number behind this error (or behind the failure it reports again).
-    pub fn raw_os_error(&self) -> Option<i32> {
-        match self {
-            WalError::Io(e) => e.raw_os_error(),
-            WalError::Failed(first) | WalError::Unlogged(first) => first.raw_os_error(),
-            WalError::TooLarge { .. } | WalError::NotInserted { .. } => None,
-        }
-    }
-}
-
-/// Counters of the log (all since open).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WalStats {
-    pub records: u64,
-    pub bytes: u64,
-    /// Full-page images logged (pg_stat_wal's wal_fpi), and the bytes they took in the
-    /// log (compressed, with `wal_compression = lz4`).
-    pub images: u64,
-    pub image_bytes: u64,
-    /// Flushes that wrote and synced.
-    pub syncs: u64,
-    /// `flush` calls that found the log already durable (someone else's sync covered them).
-    pub flush_free: u64,
-    /// Flushes forced by the buffer pool writing a page whose record was not yet durable.
-    pub forced_by_pages: u64,
-    /// Segments the flush leader had to make itself, every committer waiting, because
-    /// none was prepared ahead (the WAL writer fell behind). 0 when it keeps up.
-    pub segments_created_inline: u64,
-    /// Times the flush leader found its next segment not yet prepared and waited for a
-    /// preparation in progress to finish it.
-    pub segment_waits_inline: u64,
-    /// Flush leaders that slept `commit_delay` before taking their batch.
-    pub commit_delays: u64,
-    /// Inserts that found the ring full and had to write (and sync) the log themselves
-    /// before they could copy their record (pg_stat_wal's wal_buffers_full).
-    pub buffers_full: u64,
-    /// Times an insert woke the WAL writer to write the log
-    /// (`writer_flush_after`).
-    pub writer_kicks: u64,
-    /// Flush leaders that, on getting their turn to sync, wrote the commits that had
-    /// arrived while they waited for the previous sync, so their sync covered them too.
-    pub top_ups: u64,
-    /// Time spent in the flush leader's fsyncs (pg_stat_wal's wal_sync_time), ns.
-    pub sync_ns: u64,
-    /// Time from a leader's end of sync to the next leader's start of sync, summed over
-    /// back-to-back syncs (the next was waiting for a place in the pipeline): the handoff
-    /// gap of the sync pipeline, ns.
-    pub sync_gap_ns: u64,
-    /// Syncs whose gap is in `sync_gap_ns` (the next leader was already waiting).
-    pub sync_gaps: u64,
-    /// Syncs started while another leader held a place in the pipeline (its sync running,
-    /// or its batch not yet published); only with `syncs_in_flight` above 1.
-    pub overlapped_syncs: u64,
-}
-
-struct Ring {
-    /// Keeps the allocation alive; all access goes through `base`.
-    _mem: AlignedBuf,
-    base: *mut u8,
-    len: usize,
-}
-
-// SAFETY: `base` points into `_mem`, owned by the ring and freed only when it drops; ring
-// bytes are written only inside the range a thread reserved (disjoint from
-// every other thread's) or, for padding, by the flusher inside the range it reserved; they
-// are read by the writer only below the insertion-complete point, after the inserting
-// threads' slot stores (Release) were observed (Acquire). No two threads touch a byte at
-// once.
-unsafe impl Sync for Ring {}
-// SAFETY: the ring owns its memory (like a Box); moving it between threads is fine.
-unsafe impl Send for Ring {}
-
-impl Ring {
-    fn new(len: usize) -> Self {
-        let mut mem = AlignedBuf::zeroed(len);
-        let base = mem.as_mut_slice().as_mut_ptr();
-        Ring {
-            _mem: mem,
-            base,
-            len,
-        }
-    }
-
-    fn len(&self) -> u64 {
-        self.len as u64
-    }
-
-    /// Copies `src` into the ring at log position `pos` (wrapping).
-    ///
-    /// # Safety
-    /// The caller owns `[pos, pos + src.len())`: reserved by it and not yet handed out for
-    /// writing, with the previous lap of those ring bytes already written to the segment.
-    unsafe fn put(&self, pos: u64, src: &[u8]) {
-        let n = self.len();
-        let mut done = 0;
-        while done < src.len() {
-            let at = ((pos + done as u64) % n) as usize;
-            let k = (src.len() - done).min(n as usize - at);
-            // SAFETY: per the contract the caller exclusively owns these bytes; `at + k`
-            // stays within the ring's `len` bytes.
-            unsafe {
-                std::ptr::copy_nonoverlapping(src[done..].as_ptr(), self.base.add(at), k);
-            }
-            done += k;
-        }
-    }
-
-    /// The longest run of log bytes from `pos` (at most `len`) that is contiguous in the
-    /// ring, borrowed in place: the flush leader hands it straight to the segment write
-    /// (no copy, no allocation).
-    ///
-    /// # Safety
-    /// Every byte in `[pos, pos + len)` was completely inserted and none is rewritten
-    /// while the slice lives (the caller holds the write role: inserters only rewrite ring
-    /// bytes below `written`, which only the caller moves, after the write).
-    unsafe fn contiguous(&self, pos: u64, len: u64) -> &[u8] {
-        let at = (pos % self.len()) as usize;
-        let k = (len as usize).min(self.len - at);
-        // SAFETY: `at + k <= len` bytes of the live allocation; per the contract nobody
-        // writes them while the returned borrow lives.
-        unsafe { std::slice::from_raw_parts(self.base.add(at), k) }
-    }
-}
-
-/// A value alone on its cache line: 128 bytes, because x86's adjacent-line prefetcher
-/// pulls 64-byte lines in pairs, so two hot words 64 bytes apart still contend
-/// (crossbeam's `CachePadded` uses 128 on x86_64 for the same reason).
-#[repr(align(128))]
-#[derive(Default)]
-struct Padded<T>(T);
-
-impl<T> std::ops::Deref for Padded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-#[repr(align(128))]
-struct Slot {
-    lock: Mutex<()>,
-    at: AtomicU64,
-    /// Records and bytes inserted through this slot, and the full-page images among them
-    /// and the bytes those take (written under its lock).
-    records: AtomicU64,
-    bytes: AtomicU64,
-    images: AtomicU64,
-    image_bytes: AtomicU64,
-}
 
 /// What the flush leader writes and inserters and committers read.
 #[derive(Default)]
@@ -405,115 +98,14 @@ struct Counters {
     flushers: AtomicU64,
 }
 
-/// One sleeping `flush` caller: the LSN it needs and its own wake-up, so a leader wakes
-/// exactly the callers its sync covered.
-struct Waiter {
-    lsn: u64,
-    /// Set (under this mutex) by whoever wakes the waiter.
-    woken: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Waiter {
-    fn wake(&self) {
-        *self.woken.lock() = true;
-        // One thread ever waits on `cv`.
-        self.cv.notify_all();
-    }
-}
-
-/// The flush queue (under `Wal::queue`).
-#[derive(Default)]
-struct FlushQueue {
-    /// Someone holds the write role (is or will be writing the next batch).
-    writing: bool,
-    /// Sleeping `flush` callers, in arrival order.
-    waiters: Vec<Arc<Waiter>>,
-}
-
-impl FlushQueue {
-    /// Wakes every waiter whose LSN is at or below `flushed`.
-    fn wake_covered(&mut self, flushed: u64) {
-        self.waiters.retain(|w| {
-            if w.lsn <= flushed {
-                w.wake();
-                false
-            } else {
-                true
-            }
-        });
-    }
-
-    /// Wakes one waiter whose LSN is past `beyond` (the longest-waiting one), to lead.
-    fn wake_one_beyond(&mut self, beyond: u64) {
-        if let Some(i) = self.waiters.iter().position(|w| w.lsn > beyond) {
-            self.waiters.remove(i).wake();
-        }
-    }
-
-    fn wake_all(&mut self) {
-        for w in self.waiters.drain(..) {
-            w.wake();
-        }
-    }
-}
-
-/// Leaders between taking a sync place and publishing their batch (under `Wal::syncs`).
-#[derive(Default)]
-struct SyncPipe {
-    in_flight: usize,
-}
-
-/// A leader's place in the sync pipeline: given back (and the waiters for a place or for
-/// the in-order publication told) on drop, on every path including failures.
-struct SyncPlace<'a>(&'a Wal);
-
-impl Drop for SyncPlace<'_> {
-    fn drop(&mut self) {
-        self.0.syncs.lock().in_flight -= 1;
-        self.0.syncs_cv.notify_all();
-    }
-}
-
-/// Requests to the WAL writer (see [`Wal::wait_for_wal_writer_work`]).
-#[derive(Default)]
-struct WalWriterRequests {
-    /// The leader entered a new segment: prepare the next ones now.
-    kicked: bool,
-    /// An insert left `writer_kick` bytes unwritten: write and sync the log now.
-    flush: bool,
-    stop: bool,
-}
-
-/// Why [`Wal::wait_for_wal_writer_work`] returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WalWriterWake {
-    /// The flush leader started a new segment.
-    Kicked,
-    /// Inserts left `writer_flush_after` bytes of log unwritten: write and sync it.
-    Flush,
-    /// The timeout passed.
-    Timeout,
-    /// [`Wal::stop_wal_writer`] was called: the thread should end.
-    Stop,
-}
-
-/// Decrements the flusher count when a slow-path `flush` returns.
-struct FlusherGuard<'a>(&'a AtomicU64);
-
-impl Drop for FlusherGuard<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 /// An open write-ahead log.
 pub struct Wal {
     /// Next free log position; advanced by CAS (inserters, and the flush leader's padding).
     pos: Padded<AtomicU64>,
     progress: Padded<Progress>,
     counters: Padded<Counters>,
-    ring: Ring,
+    /// The log buffer (`wal_buffers`).
+    buffer: LogBuffer,
     slots: Box<[Slot]>,
     queue: Mutex<FlushQueue>,
     /// The sync pipeline: at most `syncs_in_flight` leaders hold a place, from the end of
@@ -522,8 +114,7 @@ pub struct Wal {
     syncs: Mutex<SyncPipe>,
     syncs_cv: Condvar,
     syncs_in_flight: usize,
-    wal_writer: Mutex<WalWriterRequests>,
-    wal_writer_cv: Condvar,
+    wal_writer: WalWriter,
     failed: Mutex<Option<WalError>>,
     /// Set once `failed` holds an error: the insert path checks this, not the mutex.
     has_failed: AtomicBool,
@@ -532,11 +123,6 @@ pub struct Wal {
     prepare_segments: u64,
     commit_delay: std::time::Duration,
     commit_siblings: u64,
-    /// Unwritten bytes at which an insert wakes the WAL writer (0: never).
-    writer_kick: u64,
-    /// The insert position past which the next such wake-up may happen (one per
-    /// `writer_kick` bytes, not one per insert while the thread works).
-    next_writer_kick: AtomicU64,
     redo_hint: AtomicU64,
     /// Stamped into every record (see `record.rs`).
     incarnation: u32,
@@ -559,21 +145,6 @@ impl std::fmt::Debug for Wal {
             )
             .finish_non_exhaustive()
     }
-}
-
-thread_local! {
-    static SLOT_HINT: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
-}
-
-static NEXT_SLOT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-fn my_slot() -> usize {
-    SLOT_HINT.with(|s| {
-        if s.get() == usize::MAX {
-            s.set(NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % INSERT_SLOTS);
-        }
-        s.get()
-    })
 }
 
 fn round_up(x: u64, to: u64) -> u64 {
@@ -602,10 +173,10 @@ impl Wal {
             opts.recycle_segments,
         )?;
         let start = round_up(end.0, WAL_BLOCK);
-        let ring = Ring::new(opts.buffers as usize);
+        let buffer = LogBuffer::new(opts.buffers as usize);
         let writer_kick = match opts.writer_flush_after {
             0 => 0,
-            n => n.min(ring.len() / 4).max(WAL_BLOCK),
+            n => n.min(buffer.len() / 4).max(WAL_BLOCK),
         };
         let wal = Wal {
             pos: Padded(AtomicU64::new(start)),
@@ -614,23 +185,13 @@ impl Wal {
                 flushed: AtomicU64::new(start),
             }),
             counters: Padded::default(),
-            ring,
-            slots: (0..INSERT_SLOTS)
-                .map(|_| Slot {
-                    lock: Mutex::new(()),
-                    at: AtomicU64::new(SLOT_IDLE),
-                    records: AtomicU64::new(0),
-                    bytes: AtomicU64::new(0),
-                    images: AtomicU64::new(0),
-                    image_bytes: AtomicU64::new(0),
-                })
-                .collect(),
+            buffer,
+            slots: (0..INSERT_SLOTS).map(|_| Slot::new()).collect(),
             queue: Mutex::new(FlushQueue::default()),
             syncs: Mutex::new(SyncPipe::default()),
             syncs_cv: Condvar::new(),
             syncs_in_flight: opts.syncs_in_flight.max(1),
-            wal_writer: Mutex::new(WalWriterRequests::default()),
-            wal_writer_cv: Condvar::new(),
+            wal_writer: WalWriter::new(writer_kick),
             failed: Mutex::new(None),
             has_failed: AtomicBool::new(false),
             segments,
@@ -638,8 +199,6 @@ impl Wal {
             prepare_segments: opts.prepare_segments,
             commit_delay: std::time::Duration::from_micros(opts.commit_delay_us),
             commit_siblings: opts.commit_siblings,
-            writer_kick,
-            next_writer_kick: AtomicU64::new(0),
             redo_hint: AtomicU64::new(redo.0),
             incarnation,
             epoch: std::time::Instant::now(),
@@ -775,581 +334,6 @@ impl Wal {
         e
     }
 
-    /// Inserts a record built by `build(redo)`, where `redo` is the redo point the builder
-    /// must use to decide on full-page images; rebuilt if a checkpoint moves the redo
-    /// point meanwhile. Returns (start, end) of the record.
-    pub fn insert_with(
-        &self,
-        mut build: impl FnMut(Lsn) -> RecordBuilder,
-    ) -> Result<(Lsn, Lsn), WalError> {
-        loop {
-            let redo = self.redo_hint.load(Ordering::Acquire);
-            let mut rec = build(Lsn(redo));
-            if let Some(range) = self.insert_built(&mut rec, Some(redo))? {
-                return Ok(range);
-            }
-            // A checkpoint moved the redo point: decide on page images again.
-        }
-    }
-
-    /// Inserts a ready record (one that holds no page images, or whose images do not
-    /// depend on the redo point).
-    pub fn insert(&self, mut rec: RecordBuilder) -> Result<(Lsn, Lsn), WalError> {
-        Ok(self
-            .insert_built(&mut rec, None)?
-            .expect("no redo point to go stale"))
-    }
-
-    /// Reserves room for `rec` and copies it into the ring, retrying (with the same record)
-    /// while the ring is full. With `redo = Some(r)`, returns None if the redo point is no
-    /// longer `r` (the caller rebuilds: its page-image decisions may be stale).
-    fn insert_built(
-        &self,
-        rec: &mut RecordBuilder,
-        redo: Option<u64>,
-    ) -> Result<Option<(Lsn, Lsn)>, WalError> {
-        self.check_failed()?;
-        let margin = WAL_BLOCK;
-        let alen = record::align(rec.len() as u64);
-        if alen + 2 * WAL_BLOCK > self.ring.len() {
-            return Err(WalError::TooLarge {
-                len: rec.len(),
-                ring: self.ring.len(),
-            });
-        }
-        // The body's CRC, before any reservation: the window between reserving and
-        // clearing the slot (which a flush leader may wait on) is a stamp and a copy.
-        rec.seal(self.incarnation);
-        loop {
-            let slot = &self.slots[my_slot()];
-            let _slot_guard = slot.lock.lock();
-            if redo.is_some_and(|r| self.redo_hint.load(Ordering::Acquire) != r) {
-                return Ok(None);
-            }
-            // Reserve by CAS. Ordering argument (the leader's side is `lead_flush` and
-            // `wait_insertions`): the candidate start is stored in the slot (Relaxed)
-            // before the CAS, which is Release; a leader loads `pos` with Acquire. If that
-            // load sees this reservation (reads this CAS or any later read-modify-write of
-            // `pos`, all in this CAS's release sequence), the slot store happens-before the
-            // leader's scan, which therefore sees this start (or the IDLE stored after the
-            // copy, or a later candidate) and waits. If it does not see the reservation,
-            // the record lies beyond the leader's batch. `at` only ever under-states the
-            // real start (a failed CAS leaves an older candidate until the next store),
-            // which only makes a leader wait longer. No SeqCst is needed: nothing here is
-            // a store-then-load on two different words by both sides.
-            let mut p = self.pos.load(Ordering::Relaxed);
-            let start = loop {
-                if p + alen + margin
-                    > self.progress.written.load(Ordering::Acquire) + self.ring.len()
-                {
-                    break None;
-                }
-                slot.at.store(p, Ordering::Relaxed);
-                match self.pos.compare_exchange_weak(
-                    p,
-                    p + alen,
-                    Ordering::Release,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => break Some(p),
-                    Err(now) => p = now,
-                }
-            };
-            let Some(start) = start else {
-                slot.at.store(SLOT_IDLE, Ordering::Release);
-                drop(_slot_guard);
-                self.counters.buffers_full.fetch_add(1, Ordering::Relaxed);
-                // Ring full: write and sync what is there (rare with a ring of a segment's
-                // size; a plain write would leave a partial block to rewrite), then retry
-                // with the same record.
-                self.flush(Lsn(p + alen + margin - self.ring.len()))?;
-                continue;
-            };
-            debug_assert_eq!(start % 8, 0, "records start 8-byte aligned");
-            debug_assert!(
-                start + alen <= self.progress.written.load(Ordering::Acquire) + self.ring.len(),
-                "a reservation laps unwritten ring bytes"
-            );
-            let flushed = Lsn(self.progress.flushed.load(Ordering::Acquire));
-            let bytes = rec.stamp(Lsn(start), flushed);
-            let pad = [0u8; record::ALIGN as usize];
-            // SAFETY: [start, start + alen) was reserved by this thread above, and the
-            // reservation check kept it at least one lap ahead of unwritten ring bytes.
-            unsafe {
-                self.ring.put(start, bytes);
-                self.ring.put(
-                    start + bytes.len() as u64,
-                    &pad[..(alen as usize - bytes.len())],
-                );
-            }
-            // Release: the copy above happens-before a leader's Acquire load that sees
-            // the slot idle.
-            slot.at.store(SLOT_IDLE, Ordering::Release);
-            // Single writer (the slot lock holder): plain load and store.
-            slot.records
-                .store(slot.records.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            slot.bytes
-                .store(slot.bytes.load(Ordering::Relaxed) + alen, Ordering::Relaxed);
-            let (images, image_bytes) = rec.images();
-            if images > 0 {
-                slot.images.store(
-                    slot.images.load(Ordering::Relaxed) + u64::from(images),
-                    Ordering::Relaxed,
-                );
-                slot.image_bytes.store(
-                    slot.image_bytes.load(Ordering::Relaxed) + image_bytes,
-                    Ordering::Relaxed,
-                );
-            }
-            drop(_slot_guard);
-            self.maybe_kick_writer(start + alen);
-            return Ok(Some((Lsn(start), Lsn(start + alen))));
-        }
-    }
-
-    /// Waits until every insertion that started below `upto` has finished copying. The
-    /// caller loaded `pos` (Acquire) at or past `upto` before calling (see
-    /// `insert_built` for why that makes every such insertion visible in its slot).
-    fn wait_insertions(&self, upto: u64) {
-        for slot in self.slots.iter() {
-            let mut spin = crate::sync::SpinWait::new();
-            loop {
-                let at = slot.at.load(Ordering::Acquire);
-                if at == SLOT_IDLE || at >= upto {
-                    break;
-                }
-                spin.spin();
-            }
-        }
-    }
-
-    /// Writes ring bytes `[written, upto)` to the segments, straight from the ring.
-    /// Caller holds the write role. Wakes the WAL writer when the write enters a
-    /// new segment, so it prepares the next ones.
-    fn write_out(&self, upto: u64) -> Result<(), WalError> {
-        self.wait_insertions(upto);
-        let mut pos = self.progress.written.load(Ordering::Relaxed);
-        debug_assert!(
-            pos <= upto && upto <= self.pos.load(Ordering::Relaxed),
-            "write_out: written {pos} <= upto {upto} <= reserved must hold"
-        );
-        let from = pos;
-        while pos < upto {
-            let segno = pos / self.segments.size;
-            let seg_end = (segno + 1) * self.segments.size;
-            // SAFETY: bytes below `upto` were completely inserted (wait_insertions), and
-            // the ring cannot lap them until `written` moves past them, which only the
-            // write role's holder (this thread) does, after this write.
-            let chunk = unsafe { self.ring.contiguous(pos, upto.min(seg_end) - pos) };
-            let n = chunk.len();
-            let file = self.segment(segno)?;
-            let w = file
-                .write_at(chunk, pos % self.segments.size)
-                .map_err(|source| {
-                    self.fail(WalError::Io(IoError::at_offset(
-                        "writing",
-                        &self.segments.path(segno),
-                        pos % self.segments.size,
-                        source,
-                    )))
-                })?;
-            if w != n {
-                return Err(self.fail(WalError::Io(IoError::short(
-                    "writing",
-                    &self.segments.path(segno),
-                    IoAt::Offset(pos % self.segments.size),
-                    w,
-                    n,
-                ))));
-            }
-            pos += n as u64;
-            // Release: the write above (the leader's reads of the ring) happens-before an
-            // inserter's Acquire load that lets it overwrite these ring bytes.
-            self.progress.written.store(pos, Ordering::Release);
-        }
-        // Entered a new segment (the last byte written before was in an earlier one):
-        // the WAL writer prepares the next ones now.
-        if upto > from
-            && (upto - 1) / self.segments.size != from.max(1).saturating_sub(1) / self.segments.size
-        {
-            self.kick_wal_writer();
-        }
-        Ok(())
-    }
-
-    /// The open file of a segment the leader writes or syncs: prepared ahead normally;
-    /// made here (counted) if the WAL writer fell behind. Any failure latches.
-    fn segment(&self, segno: u64) -> Result<Arc<dyn VfsFile>, WalError> {
-        if let Some(f) = self.segments.open_file(segno) {
-            return Ok(f);
-        }
-        match self.segments.file(segno, segment::Make::Inline) {
-            Ok(Some((f, found))) => {
-                let counter = match found {
-                    segment::Found::Made => Some(&self.counters.segments_created_inline),
-                    segment::Found::Waited => Some(&self.counters.segment_waits_inline),
-                    segment::Found::Open | segment::Found::OnDisk => None,
-                };
-                if let Some(c) = counter {
-                    c.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(f)
-            }
-            Ok(None) => unreachable!("made on demand"),
-            Err(e) => Err(self.fail(e.error)),
-        }
-    }
-
-    /// Makes sure the segment of the insert position and the next `prepare_segments` exist
-    /// (recycled from released ones where possible, else created zero-filled), with file
-    /// and name durable, and open: PostgreSQL's PreallocXlogFiles. Called at open, after a
-    /// checkpoint released segments, and by the engine's WAL writer; never by the
-    /// flush leader. Returns how many segments it made.
-    ///
-    /// A failure is returned, and latches the log only if it failed an fsync of the
-    /// directory after a rename (see `segment.rs`); otherwise the leader retries inline.
-    ///
-    /// A zero-fill it does is paced (`segment.rs`, `Segments::fill`) while the segment is
-    /// not needed soon; at open (`prepare_now`) it is not.
-    pub fn prepare_ahead(&self) -> Result<usize, WalError> {
-        self.prepare(true)
-    }
-
-    /// [`Self::prepare_ahead`] without pacing: nothing else is running yet.
-    fn prepare_now(&self) -> Result<usize, WalError> {
-        self.prepare(false)
-    }
-
-    fn prepare(&self, paced: bool) -> Result<usize, WalError> {
-        let first = self.pos.load(Ordering::Relaxed) / self.segments.size;
-        let mut made = 0;
-        for segno in first..=first + self.prepare_segments {
-            // Needed soon: the insert position is in the segment before it (or past).
-            let urgent = || self.pos.load(Ordering::Relaxed) / self.segments.size + 1 >= segno;
-            match self.segments.file_paced(
-                segno,
-                segment::Make::Ahead,
-                paced.then_some(&urgent as _),
-            ) {
-                Ok(Some((_, segment::Found::Made))) => made += 1,
-                Ok(_) => {}
-                Err(e) if e.after_rename => return Err(self.fail(e.error)),
-                Err(e) => return Err(e.error),
-            }
-        }
-        Ok(made)
-    }
-
-    /// After an insert ending at `end`: wakes the WAL writer to write the log if
-    /// `writer_kick` bytes are unwritten, at most once per `writer_kick` bytes inserted.
-    #[inline]
-    fn maybe_kick_writer(&self, end: u64) {
-        if self.writer_kick == 0 {
-            return;
-        }
-        let next = self.next_writer_kick.load(Ordering::Relaxed);
-        if end < next
-            || end.saturating_sub(self.progress.written.load(Ordering::Relaxed)) < self.writer_kick
-        {
-            return;
-        }
-        if self
-            .next_writer_kick
-            .compare_exchange(
-                next,
-                end + self.writer_kick,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-        {
-            self.counters.writer_kicks.fetch_add(1, Ordering::Relaxed);
-            self.wal_writer.lock().flush = true;
-            self.wal_writer_cv.notify_all();
-        }
-    }
-
-    /// Wakes the WAL writer to prepare segments (the leader entered a new one).
-    fn kick_wal_writer(&self) {
-        self.wal_writer.lock().kicked = true;
-        self.wal_writer_cv.notify_all();
-    }
-
-    /// The WAL writer's wait: returns when the flush leader entered a new segment
-    /// (prepare more), when `timeout` passed, or when [`Wal::stop_wal_writer`] was called.
-    pub fn wait_for_wal_writer_work(&self, timeout: std::time::Duration) -> WalWriterWake {
-        let mut b = self.wal_writer.lock();
-        if !b.kicked && !b.flush && !b.stop {
-            b = self.wal_writer_cv.wait_for(b, timeout).0;
-        }
-        if b.stop {
-            WalWriterWake::Stop
-        } else if std::mem::take(&mut b.flush) {
-            // A segment kick stays set: the next wait returns at once to serve it.
-            WalWriterWake::Flush
-        } else if std::mem::take(&mut b.kicked) {
-            WalWriterWake::Kicked
-        } else {
-            WalWriterWake::Timeout
-        }
-    }
-
-    /// Tells the WAL writer to end (its next wait returns `Stop`).
-    pub fn stop_wal_writer(&self) {
-        self.wal_writer.lock().stop = true;
-        self.wal_writer_cv.notify_all();
-    }
-
-    /// Makes the log durable at least up to `lsn`; shares the sync with every thread that
-    /// waits meanwhile (group commit).
-    ///
-    /// The protocol (state under `queue`: `writing`, the waiters with their LSNs):
-    /// 1. `flushed >= lsn`: return (no lock).
-    /// 2. Under `queue`: if `!writing`, set it and lead (`lead_flush`); else register as a
-    ///    waiter and sleep on the own condition variable until woken; then go to 1.
-    /// 3. A leader, after writing its batch `[F, U)` and taking a place in the sync
-    ///    pipeline, clears `writing` and wakes one waiter with LSN > U (to lead the next
-    ///    batch); after its sync and once `flushed` = F (the batch before is published) it
-    ///    stores `flushed = U`, then wakes every waiter with LSN <= U and, if `writing` is
-    ///    clear and waiters remain, one more. A failure wakes all (and a leader whose
-    ///    earlier batch failed returns the failure instead of publishing).
-    ///
-    /// No lost wakeup: a waiter W with LSN L registered while some leader X held the
-    /// write role. If X's batch covers L, X's sync ends by waking W (or a failure wakes
-    /// everyone). If not, L > U_X and X, on giving up the role, wakes some waiter whose
-    /// LSN is past U_X (W qualifies, so one exists). Every leader after X took the role after W
-    /// registered, hence after W's record was inserted, so its batch covers L. The woken
-    /// one either leads (a leader after X), finds another thread leading (likewise), or
-    /// finds its own LSN durable (a leader after X finished, and that leader's sync woke
-    /// W). Waking happens under W's own mutex after W registered under `queue`, so a wake
-    /// that comes before W sleeps is seen by W's check. `flushed` is stored before the
-    /// leader takes `queue` to wake, and W checks it after its wake-up.
-    ///
-    /// A failed log refuses even a flush that has nothing to do: the pool calls this
-    /// before every page write, and after a failure (or an unlogged change, see
-    /// [`Wal::latch_unlogged`]) no page may be written.
-    pub fn flush(&self, lsn: Lsn) -> Result<(), WalError> {
-        self.check_failed()?;
-        if self.progress.flushed.load(Ordering::Acquire) >= lsn.0 {
-            self.counters.flush_free.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
-        }
-        crate::waits::timed(crate::waits::Wait::WalFlush, || self.flush_slow(lsn))
-    }
-
-    /// [`Wal::flush`] when the log is not yet durable at `lsn`: join or lead a group.
-    fn flush_slow(&self, lsn: Lsn) -> Result<(), WalError> {
-        let inserted = self.insert_position();
-        if lsn > inserted {
-            return Err(WalError::NotInserted { lsn, inserted });
-        }
-        self.counters.flushers.fetch_add(1, Ordering::Relaxed);
-        let _flusher = FlusherGuard(&self.counters.flushers);
-        loop {
-            let me = {
-                let mut q = self.queue.lock();
-                self.check_failed()?;
-                if self.progress.flushed.load(Ordering::Acquire) >= lsn.0 {
-                    self.counters.flush_free.fetch_add(1, Ordering::Relaxed);
-                    return Ok(());
-                }
-                if !q.writing {
-                    q.writing = true;
-                    break;
-                }
-                let me = Arc::new(Waiter {
-                    lsn: lsn.0,
-                    woken: Mutex::new(false),
-                    cv: Condvar::new(),
-                });
-                q.waiters.push(me.clone());
-                me
-            };
-            let mut woken = me.woken.lock();
-            while !*woken {
-                woken = me.cv.wait(woken);
-            }
-            drop(woken);
-            self.check_failed()?;
-            if self.progress.flushed.load(Ordering::Acquire) >= lsn.0 {
-                self.counters.flush_free.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
-            }
-            // Woken to lead (or the leader found others leading): try again.
-        }
-        self.lead_flush()
-    }
-
-    /// Gives up the write role after a batch ending at `upto`, handing it to one waiter
-    /// beyond the batch.
-    fn release_write_role(&self, upto: u64) {
-        let mut q = self.queue.lock();
-        debug_assert!(q.writing, "releasing a write role nobody holds");
-        q.writing = false;
-        q.wake_one_beyond(upto);
-    }
-
-    /// The leader's work (the caller holds the write role): optionally wait
-    /// `commit_delay`, pad, write everything inserted so far, take a place in the sync
-    /// pipeline, hand the write role on, sync, and publish the batch after the one before
-    /// it.
-    fn lead_flush(&self) -> Result<(), WalError> {
-        if !self.commit_delay.is_zero()
-            && self.counters.flushers.load(Ordering::Relaxed) > self.commit_siblings
-        {
-            // PostgreSQL's commit_delay: let more commits join this batch.
-            self.counters.commit_delays.fetch_add(1, Ordering::Relaxed);
-            std::thread::sleep(self.commit_delay);
-        }
-        let from = self.progress.written.load(Ordering::Relaxed);
-        let mut upto = self.pad_insertions();
-        if let Err(e) = self.write_out(upto) {
-            self.abandon_write_role();
-            return Err(e);
-        }
-        // A place in the sync pipeline, taken while holding the write role: places are
-        // taken in write order. With one place (`syncs_in_flight` 1) this waits for the
-        // previous leader's sync to end; with more, only when that many are running.
-        let sync_wait_start = self.epoch.elapsed().as_nanos() as u64;
-        let overlapping = {
-            let mut pipe = self.syncs.lock();
-            while pipe.in_flight >= self.syncs_in_flight {
-                pipe = self.syncs_cv.wait(pipe);
-            }
-            pipe.in_flight += 1;
-            pipe.in_flight > 1
-        };
-        let _place = SyncPlace(self);
-        // While this leader waited for a place, more commits arrived: write them too, so
-        // this sync covers them (PostgreSQL's leader, which waits for the previous write
-        // and sync before taking its batch, gets them the same way). Else they would wait
-        // for the next leader's write, which waits for a place: one more sync of latency
-        // each, and smaller groups.
-        if self.pos.load(Ordering::Acquire) > upto {
-            let more = self.pad_insertions();
-            if let Err(e) = self.write_out(more) {
-                self.abandon_write_role();
-                return Err(e);
-            }
-            self.counters.top_ups.fetch_add(1, Ordering::Relaxed);
-            upto = more;
-        }
-        self.release_write_role(upto);
-        self.check_failed()?;
-        if upto > from {
-            let c = &self.counters;
-            let start = self.epoch.elapsed().as_nanos() as u64;
-            // The gap since the previous sync ended, if this leader was already queued
-            // for its place then (its write came first): the pipeline's handoff.
-            let last = c.last_sync_end.load(Ordering::Relaxed);
-            if last >= sync_wait_start && start >= last {
-                c.sync_gap_ns.fetch_add(start - last, Ordering::Relaxed);
-                c.sync_gaps.fetch_add(1, Ordering::Relaxed);
-            }
-            if overlapping {
-                c.overlapped_syncs.fetch_add(1, Ordering::Relaxed);
-            }
-            // Without the pipeline's lock: syncs of several leaders may run at once. A
-            // sync's return says nothing about an earlier batch still being synced (it
-            // may sit in another segment), hence the in-order publication below.
-            self.sync_range(from, upto)?;
-            let end = self.epoch.elapsed().as_nanos() as u64;
-            c.sync_ns.fetch_add(end - start, Ordering::Relaxed);
-            c.last_sync_end.fetch_max(end, Ordering::Relaxed);
-            c.syncs.fetch_add(1, Ordering::Relaxed);
-        }
-        // Publish in write order: the batch before this one ends at `from`; its leader
-        // took its place before this one and publishes, or fails (latched) and gives its
-        // place back, which wakes this wait.
-        {
-            let mut pipe = self.syncs.lock();
-            loop {
-                self.check_failed()?;
-                let flushed = self.progress.flushed.load(Ordering::Acquire);
-                if flushed >= from {
-                    debug_assert_eq!(flushed, from, "batches are published in write order");
-                    break;
-                }
-                pipe = self.syncs_cv.wait(pipe);
-            }
-            if upto > from {
-                self.progress.flushed.store(upto, Ordering::Release);
-            }
-        }
-        drop(_place);
-        {
-            let mut q = self.queue.lock();
-            q.wake_covered(upto);
-            if !q.writing {
-                q.wake_one_beyond(upto);
-            }
-        }
-        crate::invariants::debug_check(|| self.check_invariants());
-        Ok(())
-    }
-
-    /// Everything inserted so far, padded to a block boundary (the caller holds the write
-    /// role): returns the padded end. Acquire: see the ordering argument in
-    /// `insert_built`.
-    fn pad_insertions(&self) -> u64 {
-        let upto = loop {
-            let end = self.pos.load(Ordering::Acquire);
-            let padded = round_up(end, WAL_BLOCK);
-            if padded == end {
-                break end;
-            }
-            if self
-                .pos
-                .compare_exchange(end, padded, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                // The pad marker, then zeros (records are 8-byte aligned, so the padding
-                // has room for the marker): bare zeros mid-block mean lost log to the
-                // reader (see `record.rs`).
-                let mut pad = [0u8; WAL_BLOCK as usize];
-                pad[..record::PAD_MARKER_LEN]
-                    .copy_from_slice(&record::pad_marker(end, self.incarnation));
-                // SAFETY: the CAS made [end, padded) ours (no inserter can reserve it), and
-                // the reservation margin of one block keeps the ring lap ahead of it.
-                unsafe { self.ring.put(end, &pad[..(padded - end) as usize]) };
-                break padded;
-            }
-        };
-        debug_assert_eq!(upto % WAL_BLOCK, 0, "a flush ends on a block boundary");
-        upto
-    }
-
-    /// After a failed write (latched: every failure here latches, and `fail` woke the
-    /// waiters): frees the write role for the next caller, who will see the failure.
-    fn abandon_write_role(&self) {
-        let mut q = self.queue.lock();
-        q.writing = false;
-        q.wake_all();
-    }
-
-    /// Syncs the segments that log bytes `[from, upto)` went to. The caller holds a place
-    /// in the sync pipeline (not its lock: other leaders may sync meanwhile).
-    fn sync_range(&self, from: u64, upto: u64) -> Result<(), WalError> {
-        if self.sync_method == SyncMethod::OpenDatasync {
-            return Ok(()); // every write was durable when it returned
-        }
-        for segno in from / self.segments.size..=(upto - 1) / self.segments.size {
-            let file = self.segment(segno)?;
-            let r = match self.sync_method {
-                SyncMethod::Fsync => file.sync_all(),
-                _ => file.sync_data(),
-            };
-            r.map_err(|source| {
-                self.fail(WalError::Io(IoError::new(
-                    "fsync of",
-                    &self.segments.path(segno),
-                    source,
-                )))
-            })?;
-        }
-        Ok(())
-    }
-
     /// Checks `flushed <= written <= reserved` and the ring's lap bound; safe while other
     /// threads use the log (each position only grows, and they are read in that order).
     pub fn check_invariants(&self) -> Result<(), crate::invariants::Violations> {
@@ -1369,17 +353,6 @@ impl Wal {
             format!("flushed {} is not on a block boundary", Lsn(flushed))
         });
         v.into_result()
-    }
-
-    /// The buffer pool's WAL-before-data hook: flushes to `lsn`, counting the flushes a
-    /// page write forced.
-    pub fn flush_for_page(&self, lsn: Lsn) -> Result<(), WalError> {
-        if self.progress.flushed.load(Ordering::Acquire) < lsn.0 {
-            self.counters
-                .forced_by_pages
-                .fetch_add(1, Ordering::Relaxed);
-        }
-        self.flush(lsn)
     }
 
     /// Starts a checkpoint: the redo point becomes the current insert position. Pages last

@@ -1,0 +1,127 @@
+//! The typed builder of [`Config`], for embedders.
+
+use super::*;
+
+pub(super) fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+/// Builds a [`Config`] with typed setters; [`ConfigBuilder::build`] validates it.
+#[derive(Debug, Clone)]
+pub struct ConfigBuilder(pub(super) Config);
+
+/// Typed setters, one per field: `name(value)`.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty => |$c:ident, $v:ident| $set:expr;)*) => {
+        $( $(#[$doc])* pub fn $name(mut self, $v: $ty) -> Self {
+            let $c = &mut self.0;
+            $set;
+            self
+        } )*
+    };
+}
+
+impl ConfigBuilder {
+    setters! {
+        /// Pool size in bytes.
+        shared_buffers: u64 => |c, v| c.shared_buffers = PoolSize::Bytes(v);
+        /// Pool size as a number of buffers.
+        shared_buffers_count: u64 => |c, v| c.shared_buffers = PoolSize::Buffers(v);
+        block_size: usize => |c, v| c.block_size = v;
+        segment_size: u64 => |c, v| c.segment_size = v;
+        buffer_mapping_partitions: usize => |c, v| c.buffer_mapping_partitions = v;
+        huge_pages: HugePages => |c, v| c.huge_pages = v;
+        io_direct: bool => |c, v| c.io_direct = v;
+        synchronous_commit: bool => |c, v| c.synchronous_commit = v;
+        early_lock_release: bool => |c, v| c.early_lock_release = v;
+        full_page_writes: bool => |c, v| c.full_page_writes = v;
+        /// `wal_compression`: true logs full-page images LZ4-compressed.
+        wal_compression: bool => |c, v| c.wal_compression = v;
+        wal_segment_size: u64 => |c, v| c.wal_segment_size = v;
+        /// WAL ring size in bytes; `None` is automatic.
+        wal_buffers: Option<u64> => |c, v| c.wal_buffers = v;
+        wal_sync_method: SyncMethod => |c, v| c.wal_sync_method = v;
+        wal_writer_delay: Duration => |c, v| c.wal_writer_delay_ms = millis(v);
+        /// Whether the engine runs the WAL writer thread.
+        wal_writer: bool => |c, v| c.wal_writer = v;
+        /// PostgreSQL's commit_delay (0 to 100 ms; whole microseconds).
+        commit_delay: Duration => |c, v| c.commit_delay_us = v.as_micros().min(u128::from(u64::MAX)) as u64;
+        /// PostgreSQL's commit_siblings.
+        commit_siblings: u64 => |c, v| c.commit_siblings = v;
+        /// WAL flush leaders that may sync at once (1 to 8; 1: serial).
+        wal_syncs_in_flight: u64 => |c, v| c.wal_syncs_in_flight = v;
+        /// Bytes; 0: only wal_writer_delay wakes the WAL writer.
+        wal_writer_flush_after: u64 => |c, v| c.wal_writer_flush_after = v;
+        checkpoint_timeout: Duration => |c, v| c.checkpoint_timeout_ms = millis(v);
+        /// Whether the engine runs the checkpointer thread.
+        checkpointer: bool => |c, v| c.checkpointer = v;
+        /// Rounded to thousandths, within 0.0..=1.0.
+        checkpoint_completion_target: f64 => |c, v| {
+            c.checkpoint_completion_target_thousandths = (v * 1000.0).round().clamp(0.0, 1000.0) as u32
+        };
+        max_wal_size: u64 => |c, v| c.max_wal_size = v;
+        min_wal_size: u64 => |c, v| c.min_wal_size = v;
+        checkpoint_sort: bool => |c, v| c.checkpoint_sort = v;
+        /// Bytes; 0 disables the checkpoint's writeback hints.
+        checkpoint_flush_after: u64 => |c, v| c.checkpoint_flush_after = v;
+        /// One shared writeback context instead of one per tablespace.
+        checkpoint_writeback_shared: bool => |c, v| c.checkpoint_writeback_shared = v;
+        io_combine_limit: u64 => |c, v| c.io_combine_limit = v;
+        /// How read streams run reads ahead of use.
+        io_method: IoMethod => |c, v| c.io_method = v;
+        /// Threads of `io_method = worker`.
+        io_workers: usize => |c, v| c.io_workers = v;
+        /// Combined reads a read stream keeps in flight.
+        effective_io_concurrency: u64 => |c, v| c.effective_io_concurrency = v;
+        checkpoint_writers: usize => |c, v| c.checkpoint_writers = v;
+        /// checkpoint_sync_method = open_datasync.
+        checkpoint_open_datasync: bool => |c, v| c.checkpoint_open_datasync = v;
+        log_checkpoints: bool => |c, v| c.log_checkpoints = v;
+        /// Whether the engine runs the background writer thread.
+        bgwriter: bool => |c, v| c.bgwriter = v;
+        bgwriter_strategy: BgwriterStrategy => |c, v| c.bgwriter_strategy = v;
+        bgwriter_delay: Duration => |c, v| c.bgwriter_delay_ms = millis(v);
+        /// Most pages per round; `None` is automatic.
+        bgwriter_lru_maxpages: Option<u64> => |c, v| c.bgwriter_lru_maxpages = v;
+        /// Commit-log pages; `None` is automatic.
+        transaction_buffers: Option<u64> => |c, v| c.transaction_buffers = v;
+        /// Subtransaction SLRU pages; `None` is automatic.
+        subtransaction_buffers: Option<u64> => |c, v| c.subtransaction_buffers = v;
+        multixact_offset_buffers: u64 => |c, v| c.multixact_offset_buffers = v;
+        multixact_member_buffers: u64 => |c, v| c.multixact_member_buffers = v;
+        slru_design: SlruDesign => |c, v| c.slru_design = v;
+        /// Rounded to thousandths; negative or NaN becomes 0 (and 10.0 is the maximum).
+        bgwriter_lru_multiplier: f64 => |c, v| {
+            c.bgwriter_lru_multiplier_thousandths = (v * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32
+        };
+        /// Bytes; 0 disables the writeback hints.
+        bgwriter_flush_after: u64 => |c, v| c.bgwriter_flush_after = v;
+        bgwriter_writers: usize => |c, v| c.bgwriter_writers = v;
+        bgwriter_io_method: BgwriterIo => |c, v| c.bgwriter_io_method = v;
+        synchronize_seqscans: bool => |c, v| c.synchronize_seqscans = v;
+        seqscan_strategy: SeqscanStrategy => |c, v| c.seqscan_strategy = v;
+        /// In pools, rounded to thousandths.
+        seqscan_sync_threshold: f64 => |c, v| {
+            c.seqscan_sync_threshold_thousandths = (v * 1000.0).round().clamp(0.0, u64::MAX as f64) as u64
+        };
+        /// In pools, rounded to thousandths.
+        seqscan_ring_threshold: f64 => |c, v| {
+            c.seqscan_ring_threshold_thousandths = (v * 1000.0).round().clamp(0.0, u64::MAX as f64) as u64
+        };
+        seqscan_cache_trail: bool => |c, v| c.seqscan_cache_trail = v;
+        /// Bytes of a bulk-read ring; 0 is no ring.
+        bulkread_ring_size: u64 => |c, v| c.bulkread_ring_size = v;
+        /// Bytes of a bulk-write ring (its cap when growing); 0 is no ring.
+        bulkwrite_ring_size: u64 => |c, v| c.bulkwrite_ring_size = v;
+        /// Bytes of a vacuum ring (its cap when growing); 0 is no ring.
+        vacuum_buffer_usage_limit: u64 => |c, v| c.vacuum_buffer_usage_limit = v;
+        /// Whether vacuum and bulk-write rings grow and shrink.
+        ring_growth: bool => |c, v| c.ring_growth = v;
+    }
+
+    /// The config, if every knob is valid; else the first bad one.
+    pub fn build(self) -> Result<Config, ConfigError> {
+        self.0.validate()?;
+        Ok(self.0)
+    }
+}
