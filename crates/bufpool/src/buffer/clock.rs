@@ -69,7 +69,7 @@ impl Clock {
     }
 
     /// Buffers allocated so far. SeqCst: the bgwriter's hibernation re-check reads it after
-    /// raising its flag (see `bgwriter.rs`, "Hibernation").
+    /// raising its flag (see `bgwriter/mod.rs`, "Hibernation").
     pub fn allocations(&self) -> u64 {
         self.allocs.0.load(Ordering::SeqCst)
     }

@@ -3,7 +3,7 @@
 //!
 //! Owns: the descriptors, the page arena, the mapping table, the clock, I/O wait stripes,
 //! the one write path (`BufferPool::flush_locked`, which counts the WAL flushes it forces),
-//! the background writer's state (`bgwriter.rs`; its lock rules are there), and the rings'
+//! the background writer's state (`bgwriter/`; its lock rules are in its `mod.rs`), and the rings'
 //! knobs and counters (`ring.rs`: access strategies, another victim source).
 //!
 //! Reading a page ([`BufferPool::read`]):
@@ -46,7 +46,6 @@ pub mod bgwriter;
 pub mod checkpoint;
 mod clock;
 mod descriptor;
-mod dirty_map;
 mod error;
 mod guard;
 mod io_wait;
@@ -55,8 +54,6 @@ mod options;
 mod read_run;
 pub mod ring;
 pub(crate) mod state;
-mod victim_queue;
-mod writer_crew;
 
 pub use arena::{HugePageUse, PageArena};
 pub use bgwriter::{BgwriterErrorHook, BgwriterHandle, BgwriterStats, RoundReport};

@@ -32,7 +32,7 @@
 //! - refcount 0, usage > 0 → (`BufferDesc::sweep_visit`) usage − 1; usage 0 → pinned as a
 //!   victim, written if DIRTY, retagged by `load` only if still refcount 1 and clean.
 //! - mapped, refcount 0 → (`BufferPool::drop_buffers`) free (state word 0, on the free list).
-//! - clean after a bgwriter write → (`bgwriter.rs`, `mark_cleaned`) BGWRITER_CLEANED; cleared
+//! - clean after a bgwriter write → (`bgwriter/writes.rs`, `mark_cleaned`) BGWRITER_CLEANED; cleared
 //!   by `mark_dirty` (counted as a wasted write) or by the retag in `load`.
 //!
 //! Invariants: a buffer with refcount > 0 is never retagged or invalidated (retag needs
