@@ -22,7 +22,7 @@ mod hook;
 mod mem;
 mod real;
 mod sim;
-pub mod write_ring;
+pub mod uring_writer;
 
 pub use aligned::{AlignedBuf, IO_ALIGN};
 pub use error::{os_error_in, IoAt, IoError};

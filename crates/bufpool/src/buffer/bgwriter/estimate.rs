@@ -28,7 +28,7 @@ pub(super) struct RoundState {
     pub(super) batch_ms: f64,
     /// The io_uring batches are written through (`bgwriter_io_method = io_uring`), set up
     /// at the first batch.
-    pub(super) ring: UringSetup,
+    pub(super) uring: UringSetup,
 }
 
 impl RoundState {
@@ -46,7 +46,7 @@ impl RoundState {
             hand_speed: 0.0,
             prev_hand_at: None,
             batch_ms: 0.0,
-            ring: UringSetup::Untried,
+            uring: UringSetup::Untried,
         }
     }
 

@@ -108,7 +108,7 @@ use crate::smgr::WritebackContext;
 use crate::stats::{set_thread_writer, IoContext, IoOp, IoWriter};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
 use crate::types::BufferTag;
-use crate::vfs::write_ring::{PageWriteResult, WriteRing, WriteSource};
+use crate::vfs::uring_writer::{PageWriteResult, UringWriter, WriteSource};
 use crate::vfs::VfsFile;
 
 /// Weight of a new sample in the smoothed allocation rate and density: 1/16, PostgreSQL's
@@ -492,7 +492,7 @@ impl BufferPool {
         let start = Instant::now();
         let previous = set_thread_writer(IoWriter::Bgwriter);
         let mut state = self.bgwriter.round.lock();
-        self.bgwriter_ring_ready(&mut state);
+        self.bgwriter_uring_ready(&mut state);
         let mut report = match self.bgwriter.options.strategy {
             BgwriterStrategy::VictimQueue => self.victim_queue_round(&mut state),
             strategy => {

@@ -155,7 +155,7 @@ impl BufferPool {
         // Step 4: the scan.
         let reusable = if self.bgwriter.options.writers > 1
             && !self.bgwriter_durable.load(Ordering::Relaxed)
-            && self.bgwriter_ring_ready(state)
+            && self.bgwriter_uring_ready(state)
         {
             self.lru_scan_on_uring(state, &mut report, scan)
         } else {
@@ -249,7 +249,7 @@ impl BufferPool {
         report: &mut RoundReport,
         scan: LruScan,
     ) -> u64 {
-        let UringSetup::Ready(mut ring) = std::mem::replace(&mut state.ring, UringSetup::Untried)
+        let UringSetup::Ready(mut ring) = std::mem::replace(&mut state.uring, UringSetup::Untried)
         else {
             unreachable!("the ring is ready")
         };
@@ -267,7 +267,7 @@ impl BufferPool {
             "every page handed to the ring completed"
         );
         drop(stream);
-        state.ring = UringSetup::Ready(ring);
+        state.uring = UringSetup::Ready(ring);
         self.bgwriter
             .cursor
             .store(state.next_to_clean, Ordering::Relaxed);

@@ -156,7 +156,7 @@ fn spares_pinned_and_recent(writers: &str, strategy: &str, io: &str) {
     }
     let want = (n - 4 - used.len()) as u64;
     assert_eq!(written, want, "{writers} writers, {io}");
-    let ring = io == "io_uring" && WriteRing::new().is_uring();
+    let ring = io == "io_uring" && UringWriter::new().is_uring();
     let want_io = match (writers, ring) {
         ("1", _) => "single",
         (_, true) => "io_uring",

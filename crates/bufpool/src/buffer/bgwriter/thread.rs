@@ -44,7 +44,7 @@ impl BufferPool {
     pub(super) fn bgwriter_helpers(&self) -> usize {
         if cfg!(feature = "shuttle")
             || self.bgwriter.options.strategy == BgwriterStrategy::VictimQueue
-            || self.bgwriter_ring_ready(&mut self.bgwriter.round.lock())
+            || self.bgwriter_uring_ready(&mut self.bgwriter.round.lock())
         {
             return 0;
         }

@@ -59,7 +59,7 @@ pub(super) const WRITE_MS_SAMPLES: f64 = 64.0;
 /// The bgwriter's io_uring, once tried.
 pub(super) enum UringSetup {
     Untried,
-    Ready(Box<WriteRing>),
+    Ready(Box<UringWriter>),
     /// io_uring is unavailable (or not asked for): batches go to threads.
     Unavailable,
 }
@@ -90,7 +90,7 @@ pub(super) struct UringBatch<'a> {
 
 impl Drop for UringBatch<'_> {
     /// After a panic in the pipeline (which first waited for the kernel's writes, see
-    /// `write_ring`), ends the write I/O of every page handed to the ring and not reported
+    /// `uring_writer`), ends the write I/O of every page handed to the ring and not reported
     /// done as failed, so nobody waits on those buffers forever; they stay dirty.
     fn drop(&mut self) {
         if !std::thread::panicking() {
@@ -136,14 +136,14 @@ impl BufferPool {
     /// Sets up the bgwriter's io_uring if `bgwriter_io_method = io_uring` asks for one and
     /// none was tried yet; returns whether batches go through it. Where io_uring is
     /// unavailable, says why once and leaves batches to threads.
-    pub(super) fn bgwriter_ring_ready(&self, state: &mut RoundState) -> bool {
-        if matches!(state.ring, UringSetup::Untried) {
+    pub(super) fn bgwriter_uring_ready(&self, state: &mut RoundState) -> bool {
+        if matches!(state.uring, UringSetup::Untried) {
             let o = &self.bgwriter.options;
             let single = o.writers <= 1 || o.strategy == BgwriterStrategy::VictimQueue;
-            state.ring = if single || o.io != BgwriterIo::IoUring || cfg!(feature = "shuttle") {
+            state.uring = if single || o.io != BgwriterIo::IoUring || cfg!(feature = "shuttle") {
                 UringSetup::Unavailable
             } else {
-                let ring = WriteRing::new();
+                let ring = UringWriter::new();
                 match ring.fallback_reason() {
                     None => UringSetup::Ready(Box::new(ring)),
                     Some(why) => {
@@ -155,7 +155,7 @@ impl BufferPool {
                     }
                 }
             };
-            let io = match state.ring {
+            let io = match state.uring {
                 UringSetup::Ready(_) => IoInEffect::Uring,
                 _ if single => IoInEffect::Single,
                 _ => IoInEffect::Threads,
@@ -164,7 +164,7 @@ impl BufferPool {
                 .io_in_effect
                 .store(io as u64, Ordering::Relaxed);
         }
-        matches!(state.ring, UringSetup::Ready(_))
+        matches!(state.uring, UringSetup::Ready(_))
     }
 
     /// How the bgwriter keeps its writes in flight, as decided at its first round (or
@@ -281,8 +281,8 @@ impl BufferPool {
         let started = Instant::now();
         // O_DSYNC writes (`set_bgwriter_durable_writes`) take the one-page path.
         let durable = self.bgwriter_durable.load(Ordering::Relaxed);
-        let results = if !durable && self.bgwriter_ring_ready(state) {
-            let UringSetup::Ready(ring) = &mut state.ring else {
+        let results = if !durable && self.bgwriter_uring_ready(state) {
+            let UringSetup::Ready(ring) = &mut state.uring else {
                 unreachable!("the ring is ready")
             };
             let ids: Vec<u32> = batch.iter().map(|b| b.id).collect();
@@ -394,7 +394,7 @@ impl BufferPool {
     pub(super) fn write_on_ring(
         &self,
         ids: &[u32],
-        ring: &mut WriteRing,
+        ring: &mut UringWriter,
         in_flight: usize,
     ) -> Vec<WriteDone> {
         let mut batch = UringBatch {

@@ -4,9 +4,9 @@
 //! one per completed write delayed the clients' threads by up to 10-20 ms; the CPU time of
 //! the writes themselves is the same either way).
 //!
-//! Owns: [`WriteRing`], an io_uring owned by one thread (`&mut self`: no lock), or nothing
+//! Owns: [`UringWriter`], an io_uring owned by one thread (`&mut self`: no lock), or nothing
 //! when io_uring is unavailable (built without the `io-uring` feature, or the kernel
-//! refuses the ring; [`WriteRing::fallback_reason`] says which). Without a ring, or for a
+//! refuses the ring; [`UringWriter::fallback_reason`] says which). Without a ring, or for a
 //! file without a descriptor (in-memory, fault-injecting, simulated), a write runs as a
 //! blocking [`VfsFile::write_at`] on the calling thread, so injected faults still happen.
 //!
@@ -15,11 +15,11 @@
 //! early. Each write reports its own result and how long it took from submission to its
 //! completion.
 //!
-//! Pipeline: the ring owns one page slot per write in flight; [`WriteRing::pipeline`] asks
+//! Pipeline: the ring owns one page slot per write in flight; [`UringWriter::pipeline`] asks
 //! its [`WriteSource`] for the next page only when a slot is free (so the caller claims and
 //! copies each page just before its write), queues it, and hands each completion back.
 //!
-//! Invariants: [`WriteRing::pipeline`] returns only once every entry it queued has
+//! Invariants: [`UringWriter::pipeline`] returns only once every entry it queued has
 //! completed, so no slot is in the kernel after it returns; at most `in_flight` writes are
 //! in the kernel at once; each page returned by the source gets exactly one `done`.
 
@@ -33,7 +33,7 @@ use super::{AlignedBuf, VfsFile};
 /// submission to completion.
 pub type PageWriteResult = (io::Result<()>, Duration);
 
-/// Where the pages of a [`WriteRing::pipeline`] come from and where their results go.
+/// Where the pages of a [`UringWriter::pipeline`] come from and where their results go.
 pub trait WriteSource {
     /// Fills `buf` (one page) with the next page to write and returns its file and offset,
     /// or None when there is none left. Pages are numbered from 0 in the order returned.
@@ -43,7 +43,7 @@ pub trait WriteSource {
 }
 
 /// Writes pages, several in flight, from the thread that owns it.
-pub struct WriteRing {
+pub struct UringWriter {
     #[cfg(feature = "io-uring")]
     ring: Option<io_uring::IoUring>,
     fallback_reason: Option<String>,
@@ -52,9 +52,9 @@ pub struct WriteRing {
     slots_len: usize,
 }
 
-impl std::fmt::Debug for WriteRing {
+impl std::fmt::Debug for UringWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WriteRing")
+        f.debug_struct("UringWriter")
             .field("uring", &self.is_uring())
             .field("fallback_reason", &self.fallback_reason)
             .finish()
@@ -64,7 +64,7 @@ impl std::fmt::Debug for WriteRing {
 /// Entries of the ring's submission queue: the most writes in flight.
 pub const WRITE_RING_ENTRIES: u32 = 64;
 
-impl WriteRing {
+impl UringWriter {
     /// A ring if the build and the kernel allow one; otherwise blocking writes (and
     /// [`Self::fallback_reason`] says why).
     pub fn new() -> Self {
@@ -145,7 +145,7 @@ impl WriteRing {
     }
 }
 
-impl Default for WriteRing {
+impl Default for UringWriter {
     fn default() -> Self {
         Self::new()
     }
@@ -244,7 +244,7 @@ mod uring {
         let slot = |i: usize| {
             debug_assert!(i < cap);
             // SAFETY: slot i is bytes [i × page_size, (i+1) × page_size) of `slots`, which
-            // holds at least `in_flight` ≥ `cap` pages (`WriteRing::pipeline` sized it)
+            // holds at least `in_flight` ≥ `cap` pages (`UringWriter::pipeline` sized it)
             // and is borrowed for this whole call; a slot is either free (only this
             // thread touches it, through one slice at a time) or in the kernel (nobody in
             // Rust touches it until its completion is reaped), never both.
@@ -422,7 +422,7 @@ mod tests {
             open(&real, &dir.path().join("f")),
             open(&mem, std::path::Path::new("/d/g")),
         ];
-        for mut ring in [WriteRing::new(), WriteRing::blocking()] {
+        for mut ring in [UringWriter::new(), UringWriter::blocking()] {
             if let Some(why) = ring.fallback_reason() {
                 eprintln!("write ring: blocking writes ({why})");
             }
@@ -459,7 +459,7 @@ mod tests {
         let ro = real
             .open(&dir.path().join("ro"), OpenOptions::read_only())
             .unwrap();
-        let mut ring = WriteRing::new();
+        let mut ring = UringWriter::new();
         let mut pages = Pages::new(vec![(good.clone(), 0), (ro, 0), (good.clone(), 4096)]);
         ring.pipeline(8, 4096, &mut pages);
         assert!(matches!(pages.results[0], Some(Ok(()))));
