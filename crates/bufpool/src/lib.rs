@@ -97,7 +97,7 @@ pub use vfs::{IoError, MemVfs, OpenOptions, RealVfs, Vfs, VfsFile};
 pub mod testing {
     pub use crate::vfs::{
         Call, CallHook, CrashChoice, CrashReport, FaultKind, FaultOp, FaultRule, FaultVfs, HookVfs,
-        SimVfs, SyncPoint,
+        SimVfs, SyncPoint, Verdict, VerdictHook,
     };
 }
 

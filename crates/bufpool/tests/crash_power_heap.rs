@@ -368,8 +368,109 @@ fn total_ios(base: &SimVfs, plan: Plan) -> u64 {
     vfs.io_count() - before
 }
 
+/// One variant of the power-loss test on the heap: a workload plan, how many seeds per
+/// crash point, whose writes to count at the cuts, what must have happened for the run
+/// to have tested anything, and an optional extra check of each recovered state.
+struct Variant {
+    test: &'static str,
+    plan: Plan,
+    /// Seeds per crash point (`BUFPOOL_POWER_SEEDS` overrides).
+    seeds: u64,
+    /// The files whose unsynced writes at the cuts are counted, by fate.
+    watch: fn(&Path) -> bool,
+    /// What the run must have seen; `Err` names what it missed.
+    expect: fn(&Seen) -> Result<(), String>,
+    /// Run on each recovered state after [`verify`].
+    after: Option<fn(&str, &SimVfs, &Config, &Table)>,
+}
+
+/// What a variant's run saw over all its crash states.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Writes to the watched files at the cuts, by fate (in `CrashChoice::ALL` order).
+    watched: [u64; 5],
+    /// Crash states with at least one acknowledged transfer, and their transfers.
+    states_with_acks: u64,
+    acked_transfers: u64,
+}
+
+/// Runs one variant: crash after every I/O of its workload under its seeds, verify every
+/// recovered state (and its extra check), count what it saw, and check its expectation.
+fn run(v: &Variant) {
+    let c = config(v.plan.synchronous_commit);
+    let base = new_table(&c);
+    let table = Table::of(&base, &c);
+    let total = total_ios(&base, v.plan);
+    let mut seen = Seen::default();
+    let tally = power::explore(
+        v.test,
+        0..=total,
+        1,
+        power::seeds(v.seeds),
+        &base,
+        |vfs, n| workload(vfs, n, v.plan),
+        |vfs, acked, report, ctx| {
+            for (i, ch) in CrashChoice::ALL.into_iter().enumerate() {
+                seen.watched[i] += report.writes_to(v.watch, ch);
+            }
+            let sum: u64 = acked.seqs.iter().sum();
+            seen.acked_transfers += sum;
+            seen.states_with_acks += u64::from(sum > 0);
+            verify(v.test, vfs, &c, &table, acked, ctx.point);
+            if let Some(after) = v.after {
+                after(v.test, vfs, &c, &table);
+            }
+        },
+    );
+    tally.print(
+        v.test,
+        &format!(
+            "; {} states had acknowledged transfers ({} transfers checked); watched writes at \
+             the cuts (drop, keep, 4 KiB tear, 512 B tear, garbage) {:?}",
+            seen.states_with_acks, seen.acked_transfers, seen.watched
+        ),
+    );
+    if let Err(missed) = (v.expect)(&seen) {
+        panic!("{}: {missed}: {seen:?}", v.test);
+    }
+}
+
 fn is_clog(p: &Path) -> bool {
     p.starts_with("/db/xact")
+}
+
+fn is_subtrans(p: &Path) -> bool {
+    p.starts_with("/db/subtrans")
+}
+
+fn is_multixact(p: &Path) -> bool {
+    p.starts_with("/db/multixact_offsets") || p.starts_with("/db/multixact_members")
+}
+
+/// Commits were acknowledged and some watched write was in flight at a cut.
+fn acked_and_watched(s: &Seen) -> Result<(), String> {
+    if s.states_with_acks == 0 {
+        return Err("nothing was ever acknowledged".into());
+    }
+    if s.watched.iter().sum::<u64>() == 0 {
+        return Err("no watched write was ever in flight at a cut".into());
+    }
+    Ok(())
+}
+
+/// After recovery nobody holds anything: one transaction locks and changes every row.
+fn every_row_can_be_locked(test: &str, vfs: &SimVfs, c: &Config, table: &Table) {
+    let e = open(vfs, c).unwrap();
+    let heap = Heap::open(&e, REL);
+    let x = e.begin_xid().unwrap();
+    for &root in table.roots.values() {
+        heap.lock_row(x, root, RowLockMode::Exclusive)
+            .unwrap_or_else(|err| panic!("{test}: locking {root:?}: {err}"))
+            .expect("rows are never deleted");
+        heap.update(x, root, |d| d.to_vec())
+            .unwrap_or_else(|err| panic!("{test}: updating {root:?}: {err}"));
+    }
+    e.abort_transaction(x).unwrap();
 }
 
 /// Proves that commit-log (SLRU) pages get no special treatment from a power cut and need
@@ -380,49 +481,23 @@ fn is_clog(p: &Path) -> bool {
 /// transfer of thread 0 (each checkpoint writes and fsyncs the commit-log page, while
 /// thread 1 keeps committing), crashed after every I/O under several seeds; asserts that
 /// commit-log writes were among the dropped, sector-torn and garbaged ones.
-#[test]
-fn power_loss_with_slru_tears() {
-    const TEST: &str = "power_loss_with_slru_tears";
-    let plan = Plan {
+const SLRU_TEARS: Variant = Variant {
+    test: "power_loss_with_slru_tears",
+    plan: Plan {
         synchronous_commit: true,
         checkpoints: &[1, 2, 3, 4, 5, 6],
         read_back: false,
         savepoints: false,
         locks: false,
-    };
-    let c = config(true);
-    let seeds = power::seeds(12);
-    let base = new_table(&c);
-    let table = Table::of(&base, &c);
-    let total = total_ios(&base, plan);
-    let mut clog = [0u64; 5];
-    let tally = power::explore(
-        TEST,
-        0..=total,
-        1,
-        seeds,
-        &base,
-        |vfs, n| workload(vfs, n, plan),
-        |vfs, acked, report, ctx| {
-            for (i, ch) in CrashChoice::ALL.into_iter().enumerate() {
-                clog[i] += report.writes_to(is_clog, ch);
-            }
-            verify(TEST, vfs, &c, &table, acked, ctx.point);
-        },
-    );
-    tally.print(
-        TEST,
-        &format!(
-            "; commit-log writes dropped {}, kept {}, torn at 4 KiB {}, torn at 512 B {}, \
-             garbage {}",
-            clog[0], clog[1], clog[2], clog[3], clog[4]
-        ),
-    );
-    assert!(
-        clog[0] > 0 && clog[3] > 0 && clog[4] > 0,
-        "commit-log writes should be dropped, torn and garbaged: {clog:?}"
-    );
-}
+    },
+    seeds: 12,
+    watch: is_clog,
+    expect: |s| match s.watched {
+        [dropped, _, _, sector, garbage] if dropped > 0 && sector > 0 && garbage > 0 => Ok(()),
+        _ => Err("commit-log writes should be dropped, torn and garbaged".into()),
+    },
+    after: None,
+};
 
 /// Proves that with asynchronous commit every transfer whose commit record was durable
 /// survives a power cut, none is half applied and money is conserved, while readers set
@@ -435,57 +510,23 @@ fn power_loss_with_slru_tears() {
 /// checkpoint are written again, and can be torn, by the second); crashed after every I/O
 /// under several seeds. A transfer counts as acknowledged only if its commit record ends
 /// at or before the log's durable end when the threads stopped.
-#[test]
-fn power_loss_heap_async_commit_hints() {
-    const TEST: &str = "power_loss_heap_async_commit_hints";
-    let plan = Plan {
+const ASYNC_COMMIT_HINTS: Variant = Variant {
+    test: "power_loss_heap_async_commit_hints",
+    plan: Plan {
         synchronous_commit: false,
         checkpoints: &[2, 4],
         read_back: true,
         savepoints: false,
         locks: false,
-    };
-    let c = config(false);
-    let seeds = power::seeds(12);
-    let base = new_table(&c);
-    let table = Table::of(&base, &c);
-    let total = total_ios(&base, plan);
-    let (mut acked_transfers, mut states_with_acks) = (0, 0);
-    let mut clog = [0u64; 5];
-    let tally = power::explore(
-        TEST,
-        0..=total,
-        1,
-        seeds,
-        &base,
-        |vfs, n| workload(vfs, n, plan),
-        |vfs, acked, report, ctx| {
-            for (i, ch) in CrashChoice::ALL.into_iter().enumerate() {
-                clog[i] += report.writes_to(is_clog, ch);
-            }
-            let sum: u64 = acked.seqs.iter().sum();
-            acked_transfers += sum;
-            states_with_acks += u64::from(sum > 0);
-            verify(TEST, vfs, &c, &table, acked, ctx.point);
-        },
-    );
-    tally.print(
-        TEST,
-        &format!(
-            "; {states_with_acks} states had durable (acknowledged) commits, \
-             {acked_transfers} acknowledged transfers checked; commit-log writes (drop, keep, \
-             4 KiB tear, 512 B tear, garbage) {clog:?}"
-        ),
-    );
-    assert!(
-        states_with_acks > 0,
-        "no transfer ever became durable: the test checks nothing"
-    );
-}
-
-fn is_subtrans(p: &Path) -> bool {
-    p.starts_with("/db/subtrans")
-}
+    },
+    seeds: 12,
+    watch: is_clog,
+    expect: |s| match s.states_with_acks {
+        0 => Err("no transfer ever became durable: the test checks nothing".into()),
+        _ => Ok(()),
+    },
+    after: None,
+};
 
 /// Proves that savepoints survive a power cut as their transactions do: a transfer whose
 /// account updates ran in nested savepoints (rows written under subtransaction ids) is
@@ -497,55 +538,21 @@ fn is_subtrans(p: &Path) -> bool {
 /// subtransactions, and rollbacks), thread 0 checkpointing after its second and fourth
 /// transfers (writing the commit log and the subtransaction log); crashed after every I/O
 /// under several seeds and checked as the other tests here (balances conserved, every
-/// acknowledged transfer visible).
-#[test]
-fn power_loss_with_savepoints() {
-    const TEST: &str = "power_loss_with_savepoints";
-    let plan = Plan {
+/// acknowledged transfer visible); asserts subtransaction-log writes were at the cuts.
+const SAVEPOINTS: Variant = Variant {
+    test: "power_loss_with_savepoints",
+    plan: Plan {
         synchronous_commit: true,
         checkpoints: &[2, 4],
         read_back: false,
         savepoints: true,
         locks: false,
-    };
-    let c = config(true);
-    let seeds = power::seeds(8);
-    let base = new_table(&c);
-    let table = Table::of(&base, &c);
-    let total = total_ios(&base, plan);
-    let mut subtrans_writes = 0;
-    let mut states_with_acks = 0;
-    let tally = power::explore(
-        TEST,
-        0..=total,
-        1,
-        seeds,
-        &base,
-        |vfs, n| workload(vfs, n, plan),
-        |vfs, acked, report, ctx| {
-            for ch in CrashChoice::ALL {
-                subtrans_writes += report.writes_to(is_subtrans, ch);
-            }
-            states_with_acks += u64::from(acked.seqs.iter().sum::<u64>() > 0);
-            verify(TEST, vfs, &c, &table, acked, ctx.point);
-        },
-    );
-    tally.print(
-        TEST,
-        &format!(
-            "; {states_with_acks} states had acknowledged transfers; subtransaction-log writes at the cuts {subtrans_writes}"
-        ),
-    );
-    assert!(states_with_acks > 0, "nothing was ever acknowledged");
-    assert!(
-        subtrans_writes > 0,
-        "no subtransaction-log write was ever in flight at a cut"
-    );
-}
-
-fn is_multixact(p: &Path) -> bool {
-    p.starts_with("/db/multixact_offsets") || p.starts_with("/db/multixact_members")
-}
+    },
+    seeds: 8,
+    watch: is_subtrans,
+    expect: acked_and_watched,
+    after: None,
+};
 
 /// Proves that row locks and the multixacts they make survive a power cut: every tuple
 /// whose xmax names a multixact can still have it read after recovery (its creation
@@ -557,62 +564,40 @@ fn is_multixact(p: &Path) -> bool {
 /// SHARE (so the savepoints' updates make multixacts with an updater, and the two
 /// threads' share locks lock-only ones); after each cut, recovery, the checks of the other
 /// tests (which read every version through its multixact), then one transaction that
-/// locks and updates every row.
-#[test]
-fn power_loss_with_row_locks() {
-    const TEST: &str = "power_loss_with_row_locks";
-    let plan = Plan {
+/// locks and updates every row; asserts multixact SLRU writes were at the cuts.
+const ROW_LOCKS: Variant = Variant {
+    test: "power_loss_with_row_locks",
+    plan: Plan {
         synchronous_commit: true,
         checkpoints: &[2, 4],
         read_back: false,
         savepoints: true,
         locks: true,
-    };
-    let c = config(true);
-    let seeds = power::seeds(4);
-    let base = new_table(&c);
-    let table = Table::of(&base, &c);
-    let total = total_ios(&base, plan);
-    let mut multixact_writes = 0;
-    let mut states_with_acks = 0;
-    let tally = power::explore(
-        TEST,
-        0..=total,
-        1,
-        seeds,
-        &base,
-        |vfs, n| workload(vfs, n, plan),
-        |vfs, acked, report, ctx| {
-            for ch in CrashChoice::ALL {
-                multixact_writes += report.writes_to(is_multixact, ch);
-            }
-            states_with_acks += u64::from(acked.seqs.iter().sum::<u64>() > 0);
-            verify(TEST, vfs, &c, &table, acked, ctx.point);
-            // Nobody holds anything after recovery: lock and change every row at once.
-            let e = open(vfs, &c).unwrap();
-            let heap = Heap::open(&e, REL);
-            let x = e.begin_xid().unwrap();
-            for &root in table.roots.values() {
-                heap.lock_row(x, root, RowLockMode::Exclusive)
-                    .unwrap_or_else(|err| panic!("{TEST}: locking {root:?}: {err}"))
-                    .expect("rows are never deleted");
-                heap.update(x, root, |d| d.to_vec())
-                    .unwrap_or_else(|err| panic!("{TEST}: updating {root:?}: {err}"));
-            }
-            e.abort_transaction(x).unwrap();
-        },
-    );
-    tally.print(
-        TEST,
-        &format!(
-            "; {states_with_acks} states had acknowledged transfers; multixact SLRU writes at the cuts {multixact_writes}"
-        ),
-    );
-    assert!(states_with_acks > 0, "nothing was ever acknowledged");
-    assert!(
-        multixact_writes > 0,
-        "no multixact SLRU write was ever in flight at a cut"
-    );
+    },
+    seeds: 4,
+    watch: is_multixact,
+    expect: acked_and_watched,
+    after: Some(every_row_can_be_locked),
+};
+
+#[test]
+fn power_loss_with_slru_tears() {
+    run(&SLRU_TEARS);
+}
+
+#[test]
+fn power_loss_heap_async_commit_hints() {
+    run(&ASYNC_COMMIT_HINTS);
+}
+
+#[test]
+fn power_loss_with_savepoints() {
+    run(&SAVEPOINTS);
+}
+
+#[test]
+fn power_loss_with_row_locks() {
+    run(&ROW_LOCKS);
 }
 
 /// Proves that a power cut at any fdatasync, fsync or directory fsync of a transactional

@@ -378,66 +378,9 @@ impl Checkpointer {
             }
         })?;
         let sync_time = sync_start.elapsed();
-        // Commit-log pages go out only after the WAL behind every status in them is durable.
-        self.wal.flush(self.wal.insert_position())?;
-        self.txns.clog().flush()?;
-        // The multixact SLRUs likewise (their creators held the gate from record to
-        // entry, so every multixact created before `redo` is in them).
-        self.txns.multis().flush().map_err(ClogError::from)?;
-        // The subtransaction log needs no durability (no transaction survives a crash):
-        // written to keep its slots clean, and cut below the oldest running transaction
-        // (no subtransaction it could be asked about is older).
-        let subtrans = self.txns.subtrans();
-        subtrans.flush().map_err(ClogError::from)?;
-        subtrans
-            .truncate(self.txns.oldest_xmin())
-            .map_err(ClogError::from)?;
-        // The multixact cut: below every relation's bound, read after every VACUUM it
-        // counts on has logged its replacements (the flush below makes them durable).
-        let multis = self.txns.multis();
-        let oldest_multi = multis.oldest_needed();
-        let multi = multis.positions();
-        let multi_rels = multis.rel_bounds();
-        let (lsn, end) =
-            self.wal
-                .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, redo.0))?;
-        self.wal.flush(end)?;
-        self.wal.write_control(&Control {
-            checkpoint: lsn,
-            redo,
-            incarnation: self.wal.incarnation(),
-            next_xid: self.txns.next_xid(),
-            next_multi: multi.next_multi,
-            next_member: multi.next_member,
-            oldest_multi: oldest_multi.max(multi.oldest_multi),
-            multi_rels,
-        })?;
-        multis.truncate(oldest_multi).map_err(ClogError::from)?;
-        let distance = redo
-            .0
-            .saturating_sub(self.last_redo.swap(redo.0, Ordering::AcqRel));
-        let old = self.estimate.load(Ordering::Relaxed);
-        let estimate = if distance > old {
-            distance
-        } else {
-            (0.90 * old as f64 + 0.10 * distance as f64) as u64
-        };
-        self.estimate.store(estimate, Ordering::Relaxed);
-        // Keep as many released segments as the next cycle will fill (PostgreSQL's
-        // XLOGfileslop: the estimate times 1 + completion target, plus 10%), within
-        // max_wal_size; the log keeps at least its min_wal_size floor. At startup there
-        // is no estimate yet: keep every released segment within max_wal_size (they
-        // exist already, so keeping them costs no write; unlinking them would have the
-        // first cycles zero-fill new ones); the first later checkpoint trims the rest.
-        let seg = self.wal.segment_size().max(1);
-        let slop = if reason == CheckpointReason::Startup {
-            self.opts.max_wal_size
-        } else {
-            (estimate as f64 * (1.0 + self.opts.completion_target) * 1.1) as u64
-        };
-        let target = slop.min(self.opts.max_wal_size).div_ceil(seg);
-        self.wal.set_recycle_target(target as usize);
-        self.wal.remove_segments_before(redo)?;
+        self.flush_slrus()?;
+        let (lsn, end) = self.log_checkpoint(redo)?;
+        let (distance, estimate) = self.release_segments(reason, redo)?;
         let seg_after = self.wal.segment_counts();
         self.last_end.store(end.0, Ordering::Release);
         let summary = CheckpointSummary {
@@ -464,26 +407,115 @@ impl Checkpointer {
             lsn,
             redo,
         };
+        self.count_done(&summary);
+        #[cfg(feature = "verify")]
+        self.verify_concurrent("checkpoint end");
+        Ok(summary)
+    }
+
+    /// The SLRUs' part of a checkpoint. Commit-log pages go out only after the WAL behind
+    /// every status in them is durable; the multixact SLRUs likewise (their creators held
+    /// the gate from record to entry, so every multixact created before the redo point is
+    /// in them). The subtransaction log needs no durability (no transaction survives a
+    /// crash): written to keep its slots clean, and cut below the oldest running
+    /// transaction (no subtransaction it could be asked about is older).
+    fn flush_slrus(&self) -> Result<(), EngineError> {
+        self.wal.flush(self.wal.insert_position())?;
+        self.txns.clog().flush()?;
+        self.txns.multis().flush().map_err(ClogError::from)?;
+        let subtrans = self.txns.subtrans();
+        subtrans.flush().map_err(ClogError::from)?;
+        subtrans
+            .truncate(self.txns.oldest_xmin())
+            .map_err(ClogError::from)?;
+        Ok(())
+    }
+
+    /// Logs the checkpoint record for `redo`, flushes it, writes the control file that
+    /// points at it, then cuts the multixact SLRUs: below every relation's bound, read
+    /// after every VACUUM it counts on has logged its replacements (the flush makes them
+    /// durable). Returns the record's start and end.
+    fn log_checkpoint(&self, redo: Lsn) -> Result<(Lsn, Lsn), EngineError> {
+        let multis = self.txns.multis();
+        let oldest_multi = multis.oldest_needed();
+        let multi = multis.positions();
+        let multi_rels = multis.rel_bounds();
+        let (lsn, end) =
+            self.wal
+                .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, redo.0))?;
+        self.wal.flush(end)?;
+        debug_assert!(
+            lsn >= redo,
+            "the checkpoint record {lsn} precedes its redo {redo}"
+        );
+        self.wal.write_control(&Control {
+            checkpoint: lsn,
+            redo,
+            incarnation: self.wal.incarnation(),
+            next_xid: self.txns.next_xid(),
+            next_multi: multi.next_multi,
+            next_member: multi.next_member,
+            oldest_multi: oldest_multi.max(multi.oldest_multi),
+            multi_rels,
+        })?;
+        multis.truncate(oldest_multi).map_err(ClogError::from)?;
+        Ok((lsn, end))
+    }
+
+    /// Updates the distance estimate with this cycle's distance and releases the segments
+    /// before `redo`. Keeps as many released segments as the next cycle will fill
+    /// (PostgreSQL's XLOGfileslop: the estimate times 1 + completion target, plus 10%),
+    /// within max_wal_size; the log keeps at least its min_wal_size floor. At startup there
+    /// is no estimate yet: keep every released segment within max_wal_size (they exist
+    /// already, so keeping them costs no write; unlinking them would have the first cycles
+    /// zero-fill new ones); the first later checkpoint trims the rest. Returns (distance,
+    /// estimate).
+    fn release_segments(
+        &self,
+        reason: CheckpointReason,
+        redo: Lsn,
+    ) -> Result<(u64, u64), EngineError> {
+        let distance = redo
+            .0
+            .saturating_sub(self.last_redo.swap(redo.0, Ordering::AcqRel));
+        let old = self.estimate.load(Ordering::Relaxed);
+        let estimate = if distance > old {
+            distance
+        } else {
+            (0.90 * old as f64 + 0.10 * distance as f64) as u64
+        };
+        self.estimate.store(estimate, Ordering::Relaxed);
+        let seg = self.wal.segment_size().max(1);
+        let slop = if reason == CheckpointReason::Startup {
+            self.opts.max_wal_size
+        } else {
+            (estimate as f64 * (1.0 + self.opts.completion_target) * 1.1) as u64
+        };
+        let target = slop.min(self.opts.max_wal_size).div_ceil(seg);
+        self.wal.set_recycle_target(target as usize);
+        self.wal.remove_segments_before(redo)?;
+        Ok((distance, estimate))
+    }
+
+    /// Counts a finished checkpoint, keeps its summary in the history, and logs it.
+    fn count_done(&self, summary: &CheckpointSummary) {
         self.num_done.fetch_add(1, Ordering::Relaxed);
         self.write_time_us
-            .fetch_add(write_time.as_micros() as u64, Ordering::Relaxed);
+            .fetch_add(summary.write_time.as_micros() as u64, Ordering::Relaxed);
         self.sync_time_us
-            .fetch_add(sync_time.as_micros() as u64, Ordering::Relaxed);
+            .fetch_add(summary.sync_time.as_micros() as u64, Ordering::Relaxed);
         self.buffers_written
-            .fetch_add(write.written, Ordering::Relaxed);
+            .fetch_add(summary.buffers_written, Ordering::Relaxed);
         {
             let mut h = self.history.lock();
             if h.len() == HISTORY_MAX {
                 h.remove(0);
             }
-            h.push(summary);
+            h.push(*summary);
         }
         if self.opts.log {
             tracing::info!(target: "bufpool::checkpoint", "{summary}");
         }
-        #[cfg(feature = "verify")]
-        self.verify_concurrent("checkpoint end");
-        Ok(summary)
     }
 
     /// The checks that hold while other threads work (pool and log); panics on a

@@ -150,8 +150,13 @@ pub enum HookPoint {
 /// How many [`HookPoint`]s there are.
 const HOOK_POINTS: usize = 6;
 
-/// A structure check of a relation, run by [`Engine::verify`]: `Err` describes the damage.
-pub type Verifier = std::sync::Arc<dyn Fn(&Engine) -> Result<(), String> + Send + Sync>;
+/// A structure check of a relation, run by [`Engine::verify`]: `Err` is the check's own
+/// error (a B-tree's is an [`crate::index::IndexError`]), kept typed so a caller can
+/// downcast it; `verify` reports its message under the check's name.
+pub type Verifier = std::sync::Arc<dyn Fn(&Engine) -> Result<(), VerifyError> + Send + Sync>;
+
+/// What a [`Verifier`] found wrong: the check's own error, boxed.
+pub type VerifyError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The pool's WAL-before-data hook: inert during recovery (the log being replayed is
 /// already durable), the real log afterwards.
@@ -322,19 +327,7 @@ impl Engine {
         let hook = Arc::new(WalHook::default());
         let pool = Arc::new(BufferPool::new(Arc::new(smgr), config, hook.clone())?);
         let opts = config.wal_options();
-        let control_path = dir.join(control::CONTROL_FILE);
-        let has_control = vfs
-            .exists(&control_path)
-            .map_err(|e| EngineError::io("checking", &control_path, e))?;
-        let wal_dir = dir.join("wal");
-        let has_log = vfs
-            .exists(&wal_dir)
-            .map_err(|e| EngineError::io("checking", &wal_dir, e))?
-            && vfs
-                .list_dir(&wal_dir)
-                .map_err(|e| EngineError::io("listing", &wal_dir, e))?
-                .iter()
-                .any(|n| n.len() == 16);
+        let (has_control, has_log) = what_the_directory_holds(&*vfs, dir)?;
         let slrus = config.slru_set(pool.nbuffers());
         let clog = Clog::open_with(vfs.clone(), dir, pool.page_size(), slrus.transaction())?;
         let multis = MultiXact::open(
@@ -358,18 +351,7 @@ impl Engine {
                 pool.page_size(),
             )?;
         if interrupted_creation {
-            for name in vfs
-                .list_dir(&wal_dir)
-                .map_err(|e| EngineError::io("listing", &wal_dir, e))?
-                .into_iter()
-                .filter(|n| n.len() == 16)
-            {
-                let path = wal_dir.join(name);
-                vfs.unlink(&path)
-                    .map_err(|e| EngineError::io("removing", &path, e))?;
-            }
-            vfs.sync_dir(&wal_dir)
-                .map_err(|e| EngineError::io("fsync of directory", &wal_dir, e))?;
+            discard_the_log(&*vfs, &dir.join("wal"))?;
         }
         let (wal, recovery) = if !has_control && (!has_log || interrupted_creation) {
             (Wal::open(vfs.clone(), dir, opts, Lsn(0), Lsn(0), 0)?, None)
@@ -383,50 +365,26 @@ impl Engine {
                 config.wal_segment_size,
                 progress,
             )?;
-            // A new life of the log: its records carry the next incarnation, so records an
-            // earlier life left beyond `report.end` can never be mistaken for its own.
-            // Past records of this life that nothing vouched for, if any: no new record
-            // may take a position a page on storage could already carry.
-            let start = report.lost_until.map_or(report.end, |l| l.max(report.end));
-            if start > report.end {
-                let _ = hook.lost.set((report.end, start));
-            }
-            let wal = Wal::open(
-                vfs.clone(),
-                dir,
-                opts,
-                start,
-                report.redo,
-                report.incarnation.wrapping_add(1),
-            )?;
-            let (_, end) = wal.insert(RecordBuilder::new(
-                RecordKind::EndOfRecovery,
-                0,
-                0,
-                report.end.0,
-            ))?;
-            wal.flush(end)?;
+            let wal = Self::open_next_life(vfs.clone(), dir, opts, &report, &hook)?;
             (wal, Some(report))
         };
         let wal = Arc::new(wal);
         let _ = hook.wal.set(wal.clone());
-        {
-            // Commit-log and multixact pages go out only after the WAL behind them.
-            let barrier = || -> crate::slru::WriteBarrier {
-                let w = wal.clone();
-                Box::new(move || Ok(w.flush(w.insert_position())?))
-            };
-            clog.set_write_barrier(barrier());
-            multis.set_write_barriers(barrier(), barrier());
-        }
-        let writer = if config.wal_writer {
-            let delay = Duration::from_millis(config.wal_writer_delay_ms);
-            let w = LogWriter::start(wal.clone(), config.synchronous_commit, delay)
-                .map_err(|e| EngineError::io("starting the WAL writer thread for", dir, e))?;
-            Some(w)
-        } else {
-            None
+        // Commit-log and multixact pages go out only after the WAL behind them.
+        let barrier = || -> crate::slru::WriteBarrier {
+            let w = wal.clone();
+            Box::new(move || Ok(w.flush(w.insert_position())?))
         };
+        clog.set_write_barrier(barrier());
+        multis.set_write_barriers(barrier(), barrier());
+        let writer = config
+            .wal_writer
+            .then(|| {
+                let delay = Duration::from_millis(config.wal_writer_delay_ms);
+                LogWriter::start(wal.clone(), config.synchronous_commit, delay)
+                    .map_err(|e| EngineError::io("starting the WAL writer thread for", dir, e))
+            })
+            .transpose()?;
         pool.set_bgwriter_durable_writes(config.checkpoint_open_datasync);
         let next_xid = recovery.as_ref().map_or(FIRST_NORMAL_XID, |r| r.next_xid);
         let subtrans = Subtrans::open(
@@ -444,7 +402,22 @@ impl Engine {
             txns.clone(),
             checkpointer::CheckpointerOptions::from_config(config),
         ));
-        let engine = Engine {
+        let engine = Engine::assemble(config, pool, wal, txns, ckpt, recovery, writer);
+        engine.ckpt.run(CheckpointReason::Startup, true)?;
+        engine.start_threads(config, dir)
+    }
+
+    /// The engine of opened parts, before its startup checkpoint and threads.
+    fn assemble(
+        config: &Config,
+        pool: Arc<BufferPool>,
+        wal: Arc<Wal>,
+        txns: Arc<TxnManager>,
+        ckpt: Arc<checkpointer::Checkpointer>,
+        recovery: Option<RecoveryReport>,
+        writer: Option<LogWriter>,
+    ) -> Engine {
+        Engine {
             checkpointer: None,
             bgwriter: None,
             pool,
@@ -465,23 +438,63 @@ impl Engine {
             scan_positions: ScanPositions::default(),
             read_stream: config.read_stream_options(),
             writer,
-        };
-        engine.ckpt.run(CheckpointReason::Startup, true)?;
-        let mut engine = engine;
+        }
+    }
+
+    /// After recovery: opens the log's next life. Its records carry the next incarnation,
+    /// so records an earlier life left beyond `report.end` can never be mistaken for its
+    /// own; past records of this life that nothing vouched for (`lost_until`), if any, are
+    /// skipped: no new record may take a position a page on storage could already carry.
+    /// Logs and flushes the end-of-recovery record.
+    fn open_next_life(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        opts: crate::wal::WalOptions,
+        report: &RecoveryReport,
+        hook: &WalHook,
+    ) -> Result<Wal, EngineError> {
+        let start = report.lost_until.map_or(report.end, |l| l.max(report.end));
+        if start > report.end {
+            let _ = hook.lost.set((report.end, start));
+        }
+        let wal = Wal::open(
+            vfs,
+            dir,
+            opts,
+            start,
+            report.redo,
+            report.incarnation.wrapping_add(1),
+        )?;
+        let (_, end) = wal.insert(RecordBuilder::new(
+            RecordKind::EndOfRecovery,
+            0,
+            0,
+            report.end.0,
+        ))?;
+        wal.flush(end)?;
+        debug_assert!(
+            wal.flushed() >= end,
+            "the end-of-recovery record is durable"
+        );
+        Ok(wal)
+    }
+
+    /// Starts the checkpointer and bgwriter threads the config asks for: after recovery
+    /// and the startup checkpoint, so the pool's WAL hook is armed (WAL before data).
+    fn start_threads(mut self, config: &Config, dir: &Path) -> Result<Engine, EngineError> {
         if config.checkpointer {
-            engine.checkpointer =
-                Some(engine.ckpt.start().map_err(|e| {
+            self.checkpointer =
+                Some(self.ckpt.start().map_err(|e| {
                     EngineError::io("starting the checkpointer thread for", dir, e)
                 })?);
         }
         if config.bgwriter {
-            // After recovery and the first checkpoint: the hook is armed (WAL before data).
-            engine.bgwriter = engine
+            self.bgwriter = self
                 .pool
                 .start_bgwriter()
                 .map_err(|e| EngineError::io("starting the bgwriter thread for", dir, e))?;
         }
-        Ok(engine)
+        Ok(self)
     }
 
     pub fn pool(&self) -> &BufferPool {
@@ -898,4 +911,39 @@ fn tree_record(xid: Xid, flags: u8, subs: &[Xid]) -> RecordBuilder {
     } else {
         RecordBuilder::xact_tree(xid, flags, subs)
     }
+}
+
+/// Whether `dir` holds a control file, and a log (a `wal/` folder with a segment in it).
+fn what_the_directory_holds(vfs: &dyn Vfs, dir: &Path) -> Result<(bool, bool), EngineError> {
+    let control_path = dir.join(control::CONTROL_FILE);
+    let has_control = vfs
+        .exists(&control_path)
+        .map_err(|e| EngineError::io("checking", &control_path, e))?;
+    let wal_dir = dir.join("wal");
+    let has_log = vfs
+        .exists(&wal_dir)
+        .map_err(|e| EngineError::io("checking", &wal_dir, e))?
+        && vfs
+            .list_dir(&wal_dir)
+            .map_err(|e| EngineError::io("listing", &wal_dir, e))?
+            .iter()
+            .any(|n| n.len() == 16);
+    Ok((has_control, has_log))
+}
+
+/// Removes every segment of the log in `wal_dir`, durably (a creation that a crash
+/// interrupted before its first control file starts over).
+fn discard_the_log(vfs: &dyn Vfs, wal_dir: &Path) -> Result<(), EngineError> {
+    for name in vfs
+        .list_dir(wal_dir)
+        .map_err(|e| EngineError::io("listing", wal_dir, e))?
+        .into_iter()
+        .filter(|n| n.len() == 16)
+    {
+        let path = wal_dir.join(name);
+        vfs.unlink(&path)
+            .map_err(|e| EngineError::io("removing", &path, e))?;
+    }
+    vfs.sync_dir(wal_dir)
+        .map_err(|e| EngineError::io("fsync of directory", wal_dir, e))
 }

@@ -1,4 +1,5 @@
-//! The fault-injecting I/O layer: wraps another [`Vfs`] and fails chosen calls.
+//! The fault-injecting I/O layer: wraps another [`Vfs`] and fails chosen calls (a
+//! [`HookVfs`] whose hook is the rule set; the short transfers are `HookVfs`'s).
 //!
 //! Owns: a list of [`FaultRule`]s, each with a counter of the calls it matched. A rule
 //! matches a call when the file's path contains `path_contains` and the operation is `op`
@@ -7,11 +8,12 @@
 //! unchanged; a short transfer really moves the bytes it reports (half the request, rounded
 //! down to 512) and no more. Locks: the rule list's mutex, held only to count and decide.
 
-use std::io::{self, IoSlice, IoSliceMut};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{iov_len, OpenOptions, Vfs, VfsFile};
+use super::hook::{Call, HookVfs, Verdict};
+use super::{OpenOptions, Vfs, VfsFile};
 use crate::sync::{AtomicU64, Mutex, Ordering};
 
 /// Which calls a rule matches.
@@ -140,22 +142,47 @@ fn error_of(kind: FaultKind) -> io::Error {
     }
 }
 
-fn short_len(len: usize) -> usize {
-    (len / 2) & !511
+impl Faults {
+    /// The verdict for one call: the sync hook first (for a file's sync), then the rules.
+    /// A panic rule panics in a file's calls only (a name change fails with EIO).
+    fn verdict(&self, call: &Call<'_>) -> Verdict {
+        if call.op == FaultOp::Fsync {
+            // Outside the hook's lock: it may block.
+            let hook = self.sync_hook.0.lock().clone();
+            if let Some(hook) = hook {
+                hook(call.path);
+            }
+        }
+        let file_op = !matches!(
+            call.op,
+            FaultOp::Open | FaultOp::Unlink | FaultOp::Rename | FaultOp::SyncDir | FaultOp::Symlink
+        );
+        match self.check(call.path, call.op) {
+            None => Verdict::Pass,
+            Some(FaultKind::Panic) if file_op => {
+                panic!("injected panic in {:?} of {}", call.op, call.path.display())
+            }
+            Some(FaultKind::Short) if file_op => Verdict::Short,
+            Some(kind) => Verdict::Fail(error_of(kind)),
+        }
+    }
 }
 
-/// Wraps a [`Vfs`] and fails the calls its rules select.
+/// Wraps a [`Vfs`] and fails the calls its rules select: a [`HookVfs`] whose hook is the
+/// rule set.
 #[derive(Debug, Clone)]
 pub struct FaultVfs {
-    inner: Arc<dyn Vfs>,
+    hooked: HookVfs,
     faults: Arc<Faults>,
 }
 
 impl FaultVfs {
     pub fn new(inner: Arc<dyn Vfs>) -> Self {
+        let faults: Arc<Faults> = Arc::default();
+        let f = faults.clone();
         Self {
-            inner,
-            faults: Arc::default(),
+            hooked: HookVfs::with_verdicts(inner, Arc::new(move |c: &Call<'_>| f.verdict(c))),
+            faults,
         }
     }
 
@@ -178,188 +205,43 @@ impl FaultVfs {
     pub fn injected(&self) -> u64 {
         self.faults.injected.load(Ordering::Relaxed)
     }
-
-    fn check(&self, path: &Path, op: FaultOp) -> io::Result<()> {
-        match self.faults.check(path, op) {
-            Some(kind) => Err(error_of(kind)),
-            None => Ok(()),
-        }
-    }
 }
 
 impl Vfs for FaultVfs {
     fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>> {
-        self.check(path, FaultOp::Open)?;
-        let inner = self.inner.open(path, opts)?;
-        Ok(Arc::new(FaultFile {
-            inner,
-            faults: self.faults.clone(),
-            path: path.to_path_buf(),
-        }))
+        self.hooked.open(path, opts)
     }
 
     fn unlink(&self, path: &Path) -> io::Result<()> {
-        self.check(path, FaultOp::Unlink)?;
-        self.inner.unlink(path)
+        self.hooked.unlink(path)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.check(from, FaultOp::Rename)?;
-        self.inner.rename(from, to)
+        self.hooked.rename(from, to)
     }
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        self.check(path, FaultOp::SyncDir)?;
-        self.inner.sync_dir(path)
+        self.hooked.sync_dir(path)
     }
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(path)
+        self.hooked.create_dir_all(path)
     }
 
     fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.inner.exists(path)
+        self.hooked.exists(path)
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        self.inner.list_dir(path)
+        self.hooked.list_dir(path)
     }
 
     fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
-        self.check(link, FaultOp::Symlink)?;
-        self.inner.symlink(target, link)
+        self.hooked.symlink(target, link)
     }
 
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
-        self.inner.read_link(path)
-    }
-}
-
-#[derive(Debug)]
-struct FaultFile {
-    inner: Arc<dyn VfsFile>,
-    faults: Arc<Faults>,
-    path: PathBuf,
-}
-
-impl FaultFile {
-    fn fault(&self, op: FaultOp) -> Option<FaultKind> {
-        let kind = self.faults.check(&self.path, op);
-        if kind == Some(FaultKind::Panic) {
-            panic!("injected panic in {op:?} of {}", self.path.display());
-        }
-        kind
-    }
-
-    /// Runs the sync hook, if any (outside the hook's lock: it may block).
-    fn sync_hook(&self) {
-        let hook = self.faults.sync_hook.0.lock().clone();
-        if let Some(hook) = hook {
-            hook(&self.path);
-        }
-    }
-}
-
-impl VfsFile for FaultFile {
-    fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        match self.fault(FaultOp::Read) {
-            None => self.inner.read_at(buf, offset),
-            Some(FaultKind::Short) => {
-                let n = short_len(buf.len());
-                let got = self.inner.read_at(&mut buf[..n], offset)?;
-                Ok(got.min(n))
-            }
-            Some(kind) => Err(error_of(kind)),
-        }
-    }
-
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
-        match self.fault(FaultOp::Write) {
-            None => self.inner.write_at(buf, offset),
-            Some(FaultKind::Short) => self.inner.write_at(&buf[..short_len(buf.len())], offset),
-            Some(kind) => Err(error_of(kind)),
-        }
-    }
-
-    fn read_vectored_at(&self, bufs: &mut [IoSliceMut<'_>], offset: u64) -> io::Result<usize> {
-        match self.fault(FaultOp::Read) {
-            None => self.inner.read_vectored_at(bufs, offset),
-            Some(FaultKind::Short) => {
-                // Read only into the first buffer, and only half of it.
-                let first = bufs.first_mut().map(|b| &mut b[..]).unwrap_or(&mut []);
-                let n = short_len(first.len());
-                self.inner.read_at(&mut first[..n], offset)
-            }
-            Some(kind) => Err(error_of(kind)),
-        }
-    }
-
-    fn write_vectored_at(&self, bufs: &[IoSlice<'_>], offset: u64) -> io::Result<usize> {
-        match self.fault(FaultOp::Write) {
-            None => self.inner.write_vectored_at(bufs, offset),
-            Some(FaultKind::Short) => {
-                let want = short_len(iov_len(bufs));
-                let mut done = 0;
-                for b in bufs {
-                    if done >= want {
-                        break;
-                    }
-                    let take = b.len().min(want - done);
-                    done += self.inner.write_at(&b[..take], offset + done as u64)?;
-                }
-                Ok(done)
-            }
-            Some(kind) => Err(error_of(kind)),
-        }
-    }
-
-    fn writeback(&self, offset: u64, len: u64) -> io::Result<()> {
-        match self.fault(FaultOp::Writeback) {
-            None => self.inner.writeback(offset, len),
-            Some(kind) => Err(error_of(kind)),
-        }
-    }
-
-    fn sync_all(&self) -> io::Result<()> {
-        self.sync_hook();
-        match self.fault(FaultOp::Fsync) {
-            None => self.inner.sync_all(),
-            Some(kind) => Err(error_of(kind)),
-        }
-    }
-
-    fn sync_data(&self) -> io::Result<()> {
-        self.sync_hook();
-        match self.fault(FaultOp::Fsync) {
-            None => self.inner.sync_data(),
-            Some(kind) => Err(error_of(kind)),
-        }
-    }
-
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        match self.fault(FaultOp::Truncate) {
-            None => self.inner.set_len(len),
-            Some(kind) => Err(error_of(kind)),
-        }
-    }
-
-    fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
-        match self.fault(FaultOp::Allocate) {
-            None => self.inner.allocate(offset, len),
-            Some(kind) => Err(error_of(kind)),
-        }
-    }
-
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-
-    fn try_lock_exclusive(&self) -> io::Result<bool> {
-        self.inner.try_lock_exclusive()
+        self.hooked.read_link(path)
     }
 }
 

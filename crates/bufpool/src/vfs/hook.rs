@@ -1,11 +1,15 @@
 //! A file system for tests that calls a hook before every call of the one it wraps
-//! ([`HookVfs`]): to hold a call at a gate, check what is written, count, or fail a call,
-//! without writing a delegating `Vfs` each time.
+//! ([`HookVfs`]): to hold a call at a gate, check what is written, count, fail a call or
+//! cut a transfer short, without writing a delegating `Vfs` each time. `FaultVfs`
+//! (`fault.rs`) is one such hook.
 //!
-//! Owns: the wrapped file system and the hook. Invariants: the hook sees every call, with
-//! the operation (as [`FaultOp`] names them), the path, and for reads and writes the
-//! offset and length (writes: the bytes); a call the hook lets through is passed on
-//! unchanged; one it fails (returns an error) never reaches the wrapped file system.
+//! Owns: the wrapped file system and the hook. Invariants: the hook sees every call that
+//! changes or reads data or names (not `exists`, `list_dir`, `create_dir_all`,
+//! `read_link`, `len`, locks), with the operation (as [`FaultOp`] names them), the path,
+//! and for reads and writes the offset and length (writes: the bytes); a call the hook
+//! lets through is passed on unchanged; one it fails never reaches the wrapped file
+//! system; a read or write it cuts short moves the first half of its bytes (rounded down
+//! to 512) and reports that count.
 //! Locks: none of its own; the hook may block (a gate), holding nothing of the engine's
 //! but what the caller holds across that file call.
 
@@ -43,11 +47,38 @@ impl<'a> Call<'a> {
 /// What a [`HookVfs`] calls: `Some(error)` fails the call with it, `None` lets it through.
 pub type CallHook = Arc<dyn Fn(&Call<'_>) -> Option<io::Error> + Send + Sync>;
 
+/// What a hook decides for a call ([`HookVfs::with_verdicts`]).
+#[derive(Debug)]
+pub enum Verdict {
+    Pass,
+    Fail(io::Error),
+    /// A read or write moves the first half of its bytes (rounded down to 512; a vectored
+    /// read: of its first buffer) and reports that count; any other call fails with EIO.
+    Short,
+}
+
+/// A hook that decides between passing, failing and cutting short.
+pub type VerdictHook = Arc<dyn Fn(&Call<'_>) -> Verdict + Send + Sync>;
+
 /// Wraps a file system, calling a hook before each of its calls (see the module doc).
 #[derive(Clone)]
 pub struct HookVfs {
     inner: Arc<dyn Vfs>,
-    hook: CallHook,
+    hook: VerdictHook,
+}
+
+/// The length a short transfer of `len` bytes moves.
+fn short_len(len: usize) -> usize {
+    (len / 2) & !511
+}
+
+/// A verdict for a call that moves no data: pass or fail (a short one fails with EIO).
+fn pass_or_fail(v: Verdict) -> io::Result<()> {
+    match v {
+        Verdict::Pass => Ok(()),
+        Verdict::Fail(e) => Err(e),
+        Verdict::Short => Err(io::Error::from_raw_os_error(libc::EIO)),
+    }
 }
 
 impl std::fmt::Debug for HookVfs {
@@ -59,15 +90,24 @@ impl std::fmt::Debug for HookVfs {
 }
 
 impl HookVfs {
+    /// A hook that passes or fails each call.
     pub fn new(inner: Arc<dyn Vfs>, hook: CallHook) -> Self {
+        Self::with_verdicts(
+            inner,
+            Arc::new(move |c| match hook(c) {
+                Some(e) => Verdict::Fail(e),
+                None => Verdict::Pass,
+            }),
+        )
+    }
+
+    /// A hook that may also cut reads and writes short.
+    pub fn with_verdicts(inner: Arc<dyn Vfs>, hook: VerdictHook) -> Self {
         HookVfs { inner, hook }
     }
 
     fn check(&self, call: Call<'_>) -> io::Result<()> {
-        match (self.hook)(&call) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        pass_or_fail((self.hook)(&call))
     }
 }
 
@@ -121,7 +161,7 @@ impl Vfs for HookVfs {
 #[derive(Clone)]
 struct HookFile {
     inner: Arc<dyn VfsFile>,
-    hook: CallHook,
+    hook: VerdictHook,
 }
 
 impl std::fmt::Debug for HookFile {
@@ -133,18 +173,18 @@ impl std::fmt::Debug for HookFile {
 }
 
 impl HookFile {
-    fn check(&self, op: FaultOp, offset: u64, len: u64, data: Vec<&[u8]>) -> io::Result<()> {
-        let call = Call {
+    fn verdict(&self, op: FaultOp, offset: u64, len: u64, data: Vec<&[u8]>) -> Verdict {
+        (self.hook)(&Call {
             op,
             path: self.inner.path(),
             offset,
             len,
             data,
-        };
-        match (self.hook)(&call) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        })
+    }
+
+    fn check(&self, op: FaultOp, offset: u64, len: u64) -> io::Result<()> {
+        pass_or_fail(self.verdict(op, offset, len, Vec::new()))
     }
 }
 
@@ -154,50 +194,82 @@ impl VfsFile for HookFile {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.check(FaultOp::Read, offset, buf.len() as u64, Vec::new())?;
-        self.inner.read_at(buf, offset)
+        match self.verdict(FaultOp::Read, offset, buf.len() as u64, Vec::new()) {
+            Verdict::Pass => self.inner.read_at(buf, offset),
+            Verdict::Fail(e) => Err(e),
+            Verdict::Short => {
+                let n = short_len(buf.len());
+                let got = self.inner.read_at(&mut buf[..n], offset)?;
+                Ok(got.min(n))
+            }
+        }
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
-        self.check(FaultOp::Write, offset, buf.len() as u64, vec![buf])?;
-        self.inner.write_at(buf, offset)
+        match self.verdict(FaultOp::Write, offset, buf.len() as u64, vec![buf]) {
+            Verdict::Pass => self.inner.write_at(buf, offset),
+            Verdict::Fail(e) => Err(e),
+            Verdict::Short => self.inner.write_at(&buf[..short_len(buf.len())], offset),
+        }
     }
 
     fn read_vectored_at(&self, bufs: &mut [IoSliceMut<'_>], offset: u64) -> io::Result<usize> {
         let len = bufs.iter().map(|b| b.len() as u64).sum();
-        self.check(FaultOp::Read, offset, len, Vec::new())?;
-        self.inner.read_vectored_at(bufs, offset)
+        match self.verdict(FaultOp::Read, offset, len, Vec::new()) {
+            Verdict::Pass => self.inner.read_vectored_at(bufs, offset),
+            Verdict::Fail(e) => Err(e),
+            Verdict::Short => {
+                // Read only into the first buffer, and only half of it.
+                let first = bufs.first_mut().map(|b| &mut b[..]).unwrap_or(&mut []);
+                let n = short_len(first.len());
+                self.inner.read_at(&mut first[..n], offset)
+            }
+        }
     }
 
     fn write_vectored_at(&self, bufs: &[IoSlice<'_>], offset: u64) -> io::Result<usize> {
         let data: Vec<&[u8]> = bufs.iter().map(|b| &**b).collect();
-        let len = data.iter().map(|b| b.len() as u64).sum();
-        self.check(FaultOp::Write, offset, len, data)?;
-        self.inner.write_vectored_at(bufs, offset)
+        let len: u64 = data.iter().map(|b| b.len() as u64).sum();
+        match self.verdict(FaultOp::Write, offset, len, data) {
+            Verdict::Pass => self.inner.write_vectored_at(bufs, offset),
+            Verdict::Fail(e) => Err(e),
+            Verdict::Short => {
+                let want = short_len(len as usize);
+                let mut done = 0;
+                for b in bufs {
+                    if done >= want {
+                        break;
+                    }
+                    let take = b.len().min(want - done);
+                    done += self.inner.write_at(&b[..take], offset + done as u64)?;
+                }
+                Ok(done)
+            }
+        }
     }
 
     fn writeback(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.check(FaultOp::Writeback, offset, len, Vec::new())?;
+        self.check(FaultOp::Writeback, offset, len)?;
         self.inner.writeback(offset, len)
     }
 
     fn sync_all(&self) -> io::Result<()> {
-        self.check(FaultOp::Fsync, 0, 0, Vec::new())?;
+        self.check(FaultOp::Fsync, 0, 0)?;
         self.inner.sync_all()
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.check(FaultOp::Fsync, 0, 0, Vec::new())?;
+        self.check(FaultOp::Fsync, 0, 0)?;
         self.inner.sync_data()
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.check(FaultOp::Truncate, 0, len, Vec::new())?;
+        self.check(FaultOp::Truncate, 0, len)?;
         self.inner.set_len(len)
     }
 
     fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.check(FaultOp::Allocate, offset, len, Vec::new())?;
+        self.check(FaultOp::Allocate, offset, len)?;
         self.inner.allocate(offset, len)
     }
 

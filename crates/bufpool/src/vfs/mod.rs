@@ -29,7 +29,7 @@ pub use error::{os_error_in, IoAt, IoError};
 pub use fault::{FaultKind, FaultOp, FaultRule, FaultVfs};
 pub use fence::fenced;
 pub(crate) use fence::panic_text;
-pub use hook::{Call, CallHook, HookVfs};
+pub use hook::{Call, CallHook, HookVfs, Verdict, VerdictHook};
 pub use mem::MemVfs;
 pub use real::RealVfs;
 pub use sim::{CrashChoice, CrashReport, SimVfs, SyncPoint};
@@ -202,11 +202,6 @@ pub(crate) fn resolve_links(
         }
     }
     Err(io::Error::from_raw_os_error(libc::ELOOP))
-}
-
-/// Total length of a set of buffers.
-pub(crate) fn iov_len(bufs: &[IoSlice<'_>]) -> usize {
-    bufs.iter().map(|b| b.len()).sum()
 }
 
 /// Replaces the file at `path` with `bytes` so that after a crash it holds the old or the

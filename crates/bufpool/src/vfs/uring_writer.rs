@@ -225,6 +225,44 @@ mod uring {
         }
     }
 
+    /// Queues a write of `buf` at `offset` of descriptor `fd`, tagged with slot `i`:
+    /// false if the submission queue stays full (the caller writes the page itself). The
+    /// queue has room as the pipeline counts (entries queued or in flight never exceed its
+    /// capacity); should the kernel say otherwise, what is queued is submitted and the
+    /// push tried once more.
+    ///
+    /// # Safety
+    /// `buf` must stay untouched, and `fd` open, until this write's completion is reaped.
+    unsafe fn queue_write(ring: &mut IoUring, fd: i32, buf: &[u8], offset: u64, i: usize) -> bool {
+        let entry = opcode::Write::new(types::Fd(fd), buf.as_ptr(), buf.len() as u32)
+            .offset(offset)
+            .build()
+            .user_data(i as u64);
+        // SAFETY: the caller keeps `buf` and `fd` valid until the completion is reaped.
+        if unsafe { ring.submission().push(&entry) }.is_ok() {
+            return true;
+        }
+        let _ = ring.submit();
+        // SAFETY: as above.
+        unsafe { ring.submission().push(&entry) }.is_ok()
+    }
+
+    /// The outcome of write `w` from its completion's result `res`: the error, a write
+    /// that moved nothing, or success (after a short count, once the rest is written
+    /// here, blocking, from `buf`).
+    fn completed(res: i32, w: &InFlight, buf: &[u8]) -> io::Result<()> {
+        if res < 0 {
+            Err(io::Error::from_raw_os_error(-res))
+        } else if res == 0 {
+            Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "the write moved no bytes",
+            ))
+        } else {
+            write_rest(&*w.file, buf, w.offset, res as usize)
+        }
+    }
+
     pub(super) fn pipeline(
         ring: &mut IoUring,
         slots: &mut AlignedBuf,
@@ -269,31 +307,16 @@ mod uring {
                 };
                 let n = next_n;
                 next_n += 1;
-                let Some(fd) = file.raw_fd() else {
-                    // No descriptor (in-memory, fault-injecting): write it here.
-                    let start = Instant::now();
-                    let r = write_rest(&*file, buf, offset, 0);
-                    src.done(n, (r, start.elapsed()));
-                    free.push(i);
-                    continue;
-                };
-                let entry = opcode::Write::new(types::Fd(fd), buf.as_ptr(), page_size as u32)
-                    .offset(offset)
-                    .build()
-                    .user_data(i as u64);
-                // SAFETY: the slot stays untouched until this entry's completion is
-                // reaped (see above), the descriptor stays open while `busy[i]` holds its
-                // file, and this call returns (or unwinds, `Drain`) only when nothing is
-                // in the kernel. The queue has room: entries in it or in flight never
-                // exceed `cap`; should the kernel say otherwise, what is queued is
-                // submitted and the push tried once more, then the page written here.
-                let mut pushed = unsafe { d.ring.submission().push(&entry) }.is_ok();
-                if !pushed {
-                    let _ = d.ring.submit();
-                    // SAFETY: as above.
-                    pushed = unsafe { d.ring.submission().push(&entry) }.is_ok();
-                }
-                if !pushed {
+                // SAFETY: the slot stays untouched until this entry's completion is reaped
+                // (see above), the descriptor stays open while `busy[i]` holds its file,
+                // and this call returns (or unwinds, `Drain`) only when nothing is in the
+                // kernel.
+                let queued = file
+                    .raw_fd()
+                    .is_some_and(|fd| unsafe { queue_write(d.ring, fd, buf, offset, i) });
+                if !queued {
+                    // No descriptor (in-memory, fault-injecting) or the queue stayed full:
+                    // write it here.
                     let start = Instant::now();
                     let r = write_rest(&*file, buf, offset, 0);
                     src.done(n, (r, start.elapsed()));
@@ -334,18 +357,7 @@ mod uring {
                 let i = key as usize;
                 let Some(w) = busy[i].take() else { continue };
                 d.in_kernel -= 1;
-                let buf = slot(i);
-                let r = if res < 0 {
-                    Err(io::Error::from_raw_os_error(-res))
-                } else if res == 0 {
-                    Err(io::Error::new(
-                        io::ErrorKind::WriteZero,
-                        "the write moved no bytes",
-                    ))
-                } else {
-                    // A short count: the rest blocking.
-                    write_rest(&*w.file, buf, w.offset, res as usize)
-                };
+                let r = completed(res, &w, slot(i));
                 src.done(w.n, (r, w.started.elapsed()));
                 free.push(i);
             }

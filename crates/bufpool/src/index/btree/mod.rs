@@ -104,7 +104,7 @@ fn register_check(engine: &Engine, rel: RelFileId) {
             BTree::open(e, rel)
                 .and_then(|t| t.check())
                 .map(|_| ())
-                .map_err(|err| err.to_string())
+                .map_err(|err| Box::new(err) as crate::engine::VerifyError)
         }),
     );
 }
