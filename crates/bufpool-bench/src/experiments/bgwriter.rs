@@ -26,16 +26,16 @@
 //! mean and max time of a round, for the default strategy and dirty-chain.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
+use super::device::{copy_dir, dir_bytes, SlowDevice};
 use super::{layout, progress, summarize, Goal, Ratio, Report, RunInfo};
 use crate::commands::{run_bench, BenchArgs};
 use crate::tpcb::run::RunOutcome;
@@ -101,162 +101,6 @@ fn configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
         // The 16 writes on 16 threads instead of one io_uring (the default before).
         ("threads", vec![("bgwriter_io_method", "threads")]),
     ]
-}
-
-/// scripts/slow-device.sh: `$BUFPOOL_SLOW_DEVICE`, else under the current directory,
-/// else in the source tree this binary was built from.
-fn slow_device_script() -> PathBuf {
-    crate::commands::project_script("slow-device.sh", "BUFPOOL_SLOW_DEVICE")
-}
-
-/// A throttled device brought up for the experiment and taken down when dropped.
-pub(super) struct SlowDevice {
-    pub(super) mount: PathBuf,
-    pub(super) status: String,
-    /// The profile it was brought up with.
-    pub(super) profile: String,
-}
-
-impl SlowDevice {
-    /// The device an experiment runs on: `local`, or the profile `name` of
-    /// scripts/slow-device.sh mounted under `scratch` when possible (else the local disk,
-    /// with a note saying why). Returns the device (None: local) and its description.
-    pub(super) fn choose(
-        experiment: &str,
-        name: &str,
-        scratch: &Path,
-        notes: &mut Vec<String>,
-    ) -> Result<(Option<SlowDevice>, String)> {
-        if name == "local" {
-            return Ok((None, "local disk (not throttled)".to_string()));
-        }
-        let mount = std::path::absolute(scratch.join("slow"))?;
-        progress(format!(
-            "{experiment}: bringing up the slow device ({name})"
-        ));
-        Ok(match SlowDevice::up(name, &mount)? {
-            Ok(d) => {
-                let desc = format!("scripts/slow-device.sh profile {name} ({})", d.status);
-                (Some(d), desc)
-            }
-            Err(why) => {
-                notes.push(format!(
-                    "the slow device ({name}) is unavailable ({why}): ran on the local disk"
-                ));
-                (None, "local disk (not throttled)".to_string())
-            }
-        })
-    }
-
-    /// Ok(Err(reason)) when the script says it cannot work here (exit 3).
-    pub(super) fn up(
-        profile: &str,
-        mount: &Path,
-    ) -> Result<std::result::Result<SlowDevice, String>> {
-        let script = slow_device_script();
-        let out = Command::new("bash")
-            .arg(&script)
-            .args(["up", "--profile", profile, "--fresh", "--mount"])
-            .arg(mount)
-            .output()
-            .with_context(|| format!("running {}", script.display()))?;
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if out.status.code() == Some(3) {
-            let why = stderr
-                .lines()
-                .find_map(|l| l.strip_prefix("skip: "))
-                .unwrap_or("unavailable")
-                .to_string();
-            return Ok(Err(why));
-        }
-        if !out.status.success() {
-            bail!("{} up failed: {}", script.display(), stderr.trim());
-        }
-        let status = Command::new("bash")
-            .arg(&script)
-            .arg("status")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default();
-        Ok(Ok(SlowDevice {
-            mount: mount.to_path_buf(),
-            status,
-            profile: profile.to_string(),
-        }))
-    }
-
-    /// Writes every dirty page of the device's file system out with the throttle lifted,
-    /// then throttles again: a database copied onto the device just before a run would
-    /// otherwise still be going to disk (at the throttled rate, for tens of seconds)
-    /// while the run measures, and its writeback would count against the run.
-    pub(super) fn settle(&self) -> Result<()> {
-        let script = slow_device_script();
-        let set = |profile: &str| -> Result<()> {
-            let out = Command::new("bash")
-                .arg(&script)
-                .args(["set-profile", profile])
-                .output()
-                .with_context(|| format!("running {}", script.display()))?;
-            if !out.status.success() {
-                bail!(
-                    "{} set-profile {profile} failed: {}",
-                    script.display(),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-            }
-            Ok(())
-        };
-        set("ssd-nvme")?;
-        let synced = Command::new("sync")
-            .arg("-f")
-            .arg(&self.mount)
-            .status()
-            .context("running sync -f");
-        set(&self.profile)?;
-        if !synced?.success() {
-            bail!("sync -f {} failed", self.mount.display());
-        }
-        Ok(())
-    }
-}
-
-impl Drop for SlowDevice {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(slow_device_script())
-            .args(["down", "--mount"])
-            .arg(&self.mount)
-            .status();
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-    for e in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
-        let e = e?;
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        if e.file_type()?.is_dir() {
-            copy_dir(&src, &dst)?;
-        } else {
-            std::fs::copy(&src, &dst)
-                .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
-        }
-    }
-    Ok(())
-}
-
-pub(super) fn dir_bytes(p: &Path) -> u64 {
-    std::fs::read_dir(p)
-        .map(|it| {
-            it.filter_map(|e| e.ok())
-                .map(|e| match e.metadata() {
-                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-                    Ok(m) => m.len(),
-                    Err(_) => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 /// One TPC-B run's figures (table 1).

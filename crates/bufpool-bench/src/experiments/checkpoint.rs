@@ -51,7 +51,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-use super::bgwriter::{dir_bytes, SlowDevice};
+use super::device::{copy_db, dir_bytes, remove_db, SlowDevice};
 use super::{layout, progress, Goal, Ratio, Report, RunInfo};
 use crate::commands::{load_config, run_bench, BenchArgs};
 use crate::report::model::RunResult;
@@ -336,44 +336,6 @@ struct Bulk {
     load_s: f64,
     update_s: f64,
     checkpoint_s: f64,
-}
-
-/// Copies a data directory; a symbolic link (a tablespace, `<dir>/base/<id>`) is
-/// replaced by a link to a copy of its location at `<to>-ts<id>`.
-pub(crate) fn copy_db(from: &Path, to: &Path) -> Result<()> {
-    fn walk(from: &Path, to: &Path, root_to: &Path) -> Result<()> {
-        std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-        for e in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
-            let e = e?;
-            let (src, dst) = (e.path(), to.join(e.file_name()));
-            let ft = e.file_type()?;
-            if ft.is_symlink() {
-                let target = from.join(std::fs::read_link(&src)?);
-                let name = e.file_name().to_string_lossy().into_owned();
-                let loc =
-                    std::path::absolute(PathBuf::from(format!("{}-ts{name}", root_to.display())))?;
-                let _ = std::fs::remove_dir_all(&loc);
-                walk(&target, &loc, root_to)?;
-                std::os::unix::fs::symlink(&loc, &dst)
-                    .with_context(|| format!("linking {} to {}", dst.display(), loc.display()))?;
-            } else if ft.is_dir() {
-                walk(&src, &dst, root_to)?;
-            } else {
-                std::fs::copy(&src, &dst)
-                    .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
-            }
-        }
-        Ok(())
-    }
-    walk(from, to, to)
-}
-
-/// Removes a copy made by [`copy_db`] (the directory and its tablespace locations).
-pub(crate) fn remove_db(dir: &Path) {
-    for id in 1..=2 {
-        let _ = std::fs::remove_dir_all(format!("{}-ts{id}", dir.display()));
-    }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Tablespace locations for a database at `dir` (none without `--tablespaces on`).
@@ -921,26 +883,8 @@ mod tests {
     }
 
     #[test]
-    fn copies_follow_tablespace_links_and_latencies_parse() {
+    fn latencies_parse_and_labels_slug() {
         let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("src");
-        let loc = d.path().join("elsewhere");
-        std::fs::create_dir_all(src.join("base/0")).unwrap();
-        std::fs::create_dir_all(&loc).unwrap();
-        std::fs::write(src.join("base/0/1"), b"x").unwrap();
-        std::fs::write(loc.join("2"), b"y").unwrap();
-        std::os::unix::fs::symlink(&loc, src.join("base/1")).unwrap();
-        let dst = d.path().join("dst");
-        copy_db(&src, &dst).unwrap();
-        assert_eq!(std::fs::read(dst.join("base/0/1")).unwrap(), b"x");
-        assert_eq!(std::fs::read(dst.join("base/1/2")).unwrap(), b"y");
-        let target = std::fs::read_link(dst.join("base/1")).unwrap();
-        assert_eq!(
-            target,
-            std::path::absolute(d.path().join("dst-ts1")).unwrap()
-        );
-        remove_db(&dst);
-        assert!(!dst.exists() && !d.path().join("dst-ts1").exists() && loc.join("2").exists());
         let log = d.path().join("log");
         std::fs::write(&log, "0 0 1500 0 1 2\n1 0 failed 0 1 3\n2 0 250 0 1 4 10\n").unwrap();
         assert_eq!(read_latencies(&log).unwrap(), vec![1.5, 0.25]);

@@ -7,6 +7,7 @@
 
 pub mod bgwriter;
 pub mod checkpoint;
+pub mod device;
 pub mod mutex_pool;
 pub mod pool;
 pub mod scans;

@@ -33,7 +33,7 @@ use bufpool::{
 };
 use bufpool::{Ring, RingKind};
 
-use super::bgwriter::SlowDevice;
+use super::device::SlowDevice;
 use super::{layout, progress, summarize, Goal, Ratio, Report, RunInfo, Samples};
 
 /// What `bufpool experiment scans` was asked for.

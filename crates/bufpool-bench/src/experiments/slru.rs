@@ -39,7 +39,7 @@ use serde::Serialize;
 
 use super::{progress, summarize, Goal, Ratio, Report, RunInfo, Summary};
 use crate::commands::run_bench;
-use crate::experiments::checkpoint::{copy_db, remove_db};
+use crate::experiments::device::{copy_db, remove_db};
 use crate::experiments::tpcb::bench_args;
 use crate::tpcb::side::SideScript;
 

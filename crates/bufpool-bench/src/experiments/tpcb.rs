@@ -36,7 +36,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use super::checkpoint::{copy_db, remove_db};
+use super::device::{copy_db, remove_db};
 use super::{layout, progress, Goal, Ratio, Report, RunInfo};
 use crate::commands::{run_bench, BenchArgs};
 use crate::report::model::RunResult;

@@ -335,8 +335,8 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
             opts.tpcb_seconds
         ));
         let run_dir = std::path::absolute(scratch.path().join("tpcb-run"))?;
-        super::checkpoint::remove_db(&run_dir);
-        super::checkpoint::copy_db(&tpcb_template, &run_dir)?;
+        super::device::remove_db(&run_dir);
+        super::device::copy_db(&tpcb_template, &run_dir)?;
         let args = super::tpcb::bench_args(
             &run_dir,
             4,
@@ -345,7 +345,7 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
             "c4 sync on",
         );
         let out = crate::commands::run_bench(&args, Arc::new(AtomicBool::new(false)))?;
-        super::checkpoint::remove_db(&run_dir);
+        super::device::remove_db(&run_dir);
         push("tpcb_c4_sync_tps", out.result.tps);
         push("tpcb_vs_limit", out.result.tps / (4.0 * raw));
         for (name, threads, sync) in names {
