@@ -21,10 +21,7 @@ const LONGER_THAN_THE_LIMIT: &[(&str, &str, usize)] = &[
     ("bufpool/src/vfs/write_ring.rs", "pipeline", 126),
     ("bufpool/src/smgr/tablespace.rs", "create_tablespace", 109),
     ("bufpool/src/wal/mod.rs", "insert_built", 103),
-    ("bufpool-bench/src/experiments/tpcb.rs", "run", 386),
-    ("bufpool-bench/src/experiments/bgwriter.rs", "run", 321),
     ("bufpool-bench/src/experiments/wal.rs", "run", 312),
-    ("bufpool-bench/src/experiments/checkpoint.rs", "run", 286),
     ("bufpool-bench/src/experiments/pool.rs", "hit_phase", 260),
     ("bufpool-bench/src/experiments/pool.rs", "run", 165),
 ];

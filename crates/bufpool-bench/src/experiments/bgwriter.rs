@@ -25,20 +25,21 @@
 //! work a round has to do is the same at every size; the
 //! mean and max time of a round, for the default strategy and dirty-chain.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
-use super::device::{copy_dir, dir_bytes, SlowDevice};
-use super::{layout, progress, summarize, Goal, Ratio, Report, RunInfo};
-use crate::commands::{run_bench, BenchArgs};
-use crate::tpcb::run::RunOutcome;
+use super::device::remove_db;
+use super::runner::{knobs, schedule, Common, Runner, Template};
+use super::{layout, progress, summarize, Goal, Ratio, Report};
+use crate::commands::run_tpcb;
+use crate::tpcb::burst::{Batch, RateProfile};
+use crate::tpcb::run::{BenchOptions, RunOutcome};
 use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId, Vfs};
 
 /// The steady workload's rate as a share of what the bgwriter-off configuration can do
@@ -46,27 +47,82 @@ use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId, Vfs
 /// server run at 70% of its capacity.
 const STEADY_OF_MAX: f64 = 0.7;
 
-/// What `bufpool experiment bgwriter` was asked to do.
-#[derive(Debug, Clone)]
-pub struct BgwExpOptions {
-    pub parent_dir: PathBuf,
-    pub command: Vec<String>,
-    /// Seconds per TPC-B run.
-    pub seconds: u64,
-    pub scale: u32,
-    pub clients: u32,
-    /// `local`, or a scripts/slow-device.sh profile.
+/// `bufpool experiment bgwriter` flags (`--quick`: 10 s runs at scale 5, fewer timed
+/// rounds, one run of each configuration).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Where the data goes: `local`, or a scripts/slow-device.sh profile (ssd-nvme,
+    /// ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a note).
+    #[arg(long, default_value = "ssd-sata")]
     pub device: String,
-    pub io_direct: bool,
+    /// io_direct for the TPC-B runs (default on: a write costs device time).
+    #[arg(long, value_parser = ["on", "off"])]
+    pub io_direct: Option<String>,
     /// Pools of the round-cost table.
+    #[arg(long, value_delimiter = ',', default_value = "64MB,1GB,8GB")]
     pub round_pools: Vec<String>,
+    /// Only these configurations of table 1 (names as in its table; `off` always runs
+    /// first, as the baseline the targets compare with).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub bgw_configs: Vec<String>,
+    /// Seconds per TPC-B run (default 60, 10 with --quick).
+    #[arg(long)]
+    pub seconds: Option<u64>,
+}
+
+/// The flags resolved: what this run of the experiment does.
+#[derive(Debug, Clone)]
+struct Settings {
+    /// Seconds per TPC-B run.
+    seconds: u64,
+    scale: u32,
+    clients: u32,
+    io_direct: bool,
+    /// Pools of the round-cost table.
+    round_pools: Vec<String>,
     /// Rounds timed per pool and strategy (after as many warm-up rounds).
-    pub rounds: usize,
+    rounds: usize,
     /// Only these configurations of table 1 (empty: all), `off` always included.
-    pub only: Vec<String>,
+    only: Vec<String>,
     /// Runs of `off` and `default` per workload (interleaved, so drift hits both alike);
     /// the targets are medians over the pairs. The other configurations run once.
-    pub repeats: usize,
+    repeats: usize,
+}
+
+impl Settings {
+    fn new(a: &Args, c: &Common) -> Result<Settings> {
+        let names: Vec<&str> = configs().iter().map(|(n, _)| *n).collect();
+        if let Some(bad) = a.bgw_configs.iter().find(|c| !names.contains(&c.as_str())) {
+            bail!(
+                "--bgw-configs: no configuration {bad:?} (one of: {})",
+                names.join(", ")
+            );
+        }
+        let quick = c.short();
+        Ok(Settings {
+            seconds: a.seconds.unwrap_or(if quick { 10 } else { 60 }),
+            scale: if quick { 5 } else { 10 },
+            clients: 8,
+            io_direct: a.io_direct.as_deref() != Some("off"),
+            round_pools: a.round_pools.clone(),
+            rounds: if quick { 10 } else { 30 },
+            only: a.bgw_configs.clone(),
+            repeats: if quick { 1 } else { c.repeats as usize },
+        })
+    }
+
+    /// Whether configuration `name` runs in `workload`: `off` always (the baseline), the
+    /// others if chosen; the max workload only `off` and `default`.
+    fn runs(&self, name: &str, workload: &str) -> bool {
+        let chosen = self.only.is_empty() || name == "off" || self.only.iter().any(|c| c == name);
+        chosen && (workload != "max" || paired(name))
+    }
+}
+
+/// The two configurations the targets compare: they run in every workload, `--repeats`
+/// times.
+fn paired(name: &str) -> bool {
+    name == "off" || name == "default"
 }
 
 /// The configurations of table 1: name and knobs.
@@ -167,6 +223,23 @@ impl Row {
         }
     }
 
+    /// Its line of table 1.
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.workload.into(),
+            self.config.into(),
+            (self.repeat + 1).to_string(),
+            format!("{:.0}", self.tps),
+            format!("{:.1}%", 100.0 * self.backend_share),
+            format!("{:.2}", self.lat_p99),
+            format!("{:.1}", self.lat_max),
+            format!("{:.1}", self.maxlat_p99),
+            format!("{:.0}", self.bgw_writes_per_s),
+            self.wasted.to_string(),
+            self.maxwritten.to_string(),
+        ]
+    }
+
     fn json(&self) -> serde_json::Value {
         json!({
             "config": self.config, "workload": self.workload, "repeat": self.repeat,
@@ -182,189 +255,167 @@ impl Row {
     }
 }
 
-fn bench_args(
-    dir: &Path,
-    o: &BgwExpOptions,
-    sets: Vec<(String, String)>,
-    label: &str,
-) -> BenchArgs {
-    BenchArgs {
-        label: Some(label.to_string()),
-        ..BenchArgs::tpcb(dir, o.clients, o.seconds, sets)
-    }
+/// The workloads of table 1, in order (the max runs set the others' rates).
+const WORKLOADS: [&str; 3] = ["max", "steady", "bursty"];
+
+/// What the TPC-B runs share.
+struct Bed<'a> {
+    o: &'a Settings,
+    template: &'a Template,
+    /// Every run's knobs, before its configuration's.
+    base: Vec<(String, String)>,
 }
 
-/// Runs the experiment.
-pub fn run(o: &BgwExpOptions) -> Result<Report> {
-    if let Some(bad) = o
-        .only
-        .iter()
-        .find(|c| !configs().iter().any(|(n, _)| n == c))
-    {
-        anyhow::bail!(
-            "--bgw-configs: no configuration {bad:?} (one of: {})",
-            configs()
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    std::fs::create_dir_all(&o.parent_dir)
-        .with_context(|| format!("creating {}", o.parent_dir.display()))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("bgwriter-")
-        .tempdir_in(&o.parent_dir)?;
-    let mut notes = Vec::new();
-    let (device, device_desc) =
-        SlowDevice::choose("bgwriter", &o.device, scratch.path(), &mut notes)?;
-    let data_root = match &device {
-        Some(d) => d.mount.join("bufpool"),
-        None => scratch.path().join("data"),
-    };
-    std::fs::create_dir_all(&data_root)?;
-    let io = if o.io_direct { "O_DIRECT" } else { "buffered" };
-
+/// Runs the experiment: table 1 (TPC-B per workload and configuration), table 2 (round
+/// cost per pool), the targets.
+pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
+    let o = Settings::new(a, &r.common)?;
+    r.use_device(&a.device)?;
+    r.set_io(if o.io_direct { "O_DIRECT" } else { "buffered" });
     // The template: loaded once with buffered I/O (a load through O_DIRECT on a throttled
     // device would cost an I/O per page), copied for every run.
-    let template = data_root.join("template");
-    progress(format!("bgwriter: loading a scale-{} template", o.scale));
-    crate::commands::init(&template, o.scale, 100, &[], &[])?;
-    let data = dir_bytes(&template);
-    let pool_mb = (data / 4 / (1 << 20)).max(16);
-    let base: Vec<(String, String)> = [
-        ("shared_buffers", format!("{pool_mb}MB")),
-        ("synchronous_commit", "off".to_string()),
-        ("checkpoint_timeout", "1h".to_string()),
-        (
-            "io_direct",
-            if o.io_direct { "on" } else { "off" }.to_string(),
-        ),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-
-    let stop = Arc::new(AtomicBool::new(false));
+    let template = r.template(o.scale, false, &[])?;
+    let on_off = if o.io_direct { "on" } else { "off" };
+    let bed = Bed {
+        o: &o,
+        template: &template,
+        base: knobs(&[
+            (
+                "shared_buffers",
+                format!("{}MB", template.quarter_pool_mb()).as_str(),
+            ),
+            ("synchronous_commit", "off"),
+            ("checkpoint_timeout", "1h"),
+            ("io_direct", on_off),
+        ]),
+    };
     let mut rows: Vec<Row> = Vec::new();
-    let accounts = u64::from(o.scale) * crate::tpcb::ACCOUNTS_PER_SCALE;
-    let repeats = o.repeats.max(1);
-    for workload in ["max", "steady", "bursty"] {
-        // The steady rate and the bursty profile's peak: the max runs' median with the
-        // bgwriter off.
-        let off: Vec<f64> = rows
-            .iter()
-            .filter(|r| r.workload == "max" && r.config == "off")
-            .map(|r| r.tps)
-            .collect();
-        let max_off_tps = if off.is_empty() {
-            0.0
-        } else {
-            summarize(&off).median
-        };
-        for (repeat, (name, knobs)) in
-            (0..repeats).flat_map(|i| configs().into_iter().map(move |c| (i, c)))
-        {
-            if !o.only.is_empty() && name != "off" && !o.only.iter().any(|c| c == name) {
-                continue;
-            }
-            if repeat > 0 && name != "off" && name != "default" {
-                continue;
-            }
-            if workload == "max" && name != "off" && name != "default" {
-                continue;
-            }
-            let dir = data_root.join(format!("{workload}-{name}"));
-            copy_dir(&template, &dir)?;
-            if let Some(d) = &device {
-                d.settle()?;
-            }
-            let mut sets = base.clone();
-            sets.extend(knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-            let mut args = bench_args(&dir, o, sets, name);
-            if workload == "steady" {
-                args.rate = Some((STEADY_OF_MAX * max_off_tps).max(10.0).round());
-            }
-            if workload == "bursty" {
-                let peak = max_off_tps.max(10.0);
-                args.rate_profile = Some(format!(
-                    "period={}s,low={:.0},high={:.0},spike=0.05,spike-factor=1.5",
-                    (o.seconds / 3).max(2),
-                    0.3 * peak,
-                    0.8 * peak
-                ));
-                args.batch_every = Some((o.seconds / 6).max(1));
-                args.batch_rows = Some((accounts / 100).max(100));
-            }
-            progress(format!(
-                "bgwriter: {workload} / {name} (run {} of {}): {} clients, {} s",
-                repeat + 1,
-                if name == "off" || name == "default" {
-                    repeats
-                } else {
-                    1
-                },
-                o.clients,
-                o.seconds
-            ));
-            let out =
-                run_bench(&args, stop.clone()).with_context(|| format!("{workload} / {name}"))?;
-            let mut row = Row::new(name, workload, repeat, &out);
-            row.rate = args.rate;
-            progress(format!(
-                "bgwriter: {workload} / {name}: {:.0} tps, backends wrote {:.1}% of {} buffer writes",
-                row.tps,
-                100.0 * row.backend_share,
-                row.backend_writes + row.bgwriter_writes
-            ));
-            rows.push(row);
-            std::fs::remove_dir_all(&dir).ok();
+    for workload in WORKLOADS {
+        let max_off_tps = max_off_tps(&rows);
+        let mut chosen = configs();
+        chosen.retain(|(name, _)| o.runs(name, workload));
+        for ((name, cfg_knobs), repeat) in schedule(&chosen, o.repeats, |(n, _)| paired(n)) {
+            let run = Run {
+                workload,
+                name,
+                knobs: cfg_knobs,
+                repeat,
+                max_off_tps,
+            };
+            rows.push(measure(r, &bed, &run)?);
         }
     }
-    drop(device);
-
+    r.release_device();
     // Table 2: round cost by pool size.
     let mut round_rows = Vec::new();
     for strategy in ["lru", "dirty-chain"] {
         for pool in &o.round_pools {
-            progress(format!("bgwriter: round cost, {strategy}, pool {pool}"));
-            let r = round_cost(&scratch.path().join("rounds"), pool, strategy, o.rounds)?;
-            round_rows.push((strategy, pool.clone(), r));
+            r.progress(format!("round cost, {strategy}, pool {pool}"));
+            let c = round_cost(&r.scratch().join("rounds"), pool, strategy, o.rounds)?;
+            round_rows.push((strategy, pool.clone(), c));
         }
     }
-    scratch.close()?;
+    Ok(report(r, &bed, &rows, &round_rows))
+}
 
-    // The targets: one sample per repeat, each the worst workload of that repeat's pairs
-    // (default against off): the share and tps over all three workloads, the latency over
-    // steady and bursty (at equal work; the max workload's ratio is reported beside).
-    let get = |c: &str, w: &str, i: usize| {
-        rows.iter()
-            .find(|r| r.config == c && r.workload == w && r.repeat == i)
-    };
-    let (mut share, mut tps, mut maxlat, mut max_maxlat, mut max_tps) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for i in 0..repeats {
-        if let (Some(dm), Some(ds), Some(db), Some(om), Some(os), Some(ob)) = (
-            get("default", "max", i),
-            get("default", "steady", i),
-            get("default", "bursty", i),
-            get("off", "max", i),
-            get("off", "steady", i),
-            get("off", "bursty", i),
-        ) {
-            share.push(dm.backend_share.max(ds.backend_share).max(db.backend_share));
-            tps.push((dm.tps / om.tps).min(ds.tps / os.tps).min(db.tps / ob.tps));
-            maxlat.push((ds.maxlat_p99 / os.maxlat_p99).max(db.maxlat_p99 / ob.maxlat_p99));
-            max_maxlat.push(dm.maxlat_p99 / om.maxlat_p99);
-            max_tps.push(dm.tps / om.tps);
-        }
+/// The max runs' median TPS with the bgwriter off (0 before they ran): the steady rate
+/// and the bursty profile's peak follow from it.
+fn max_off_tps(rows: &[Row]) -> f64 {
+    let off: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.workload == "max" && r.config == "off")
+        .map(|r| r.tps)
+        .collect();
+    if off.is_empty() {
+        0.0
+    } else {
+        summarize(&off).median
     }
-    if !max_maxlat.is_empty() {
-        let (l, t) = (summarize(&max_maxlat), summarize(&max_tps));
-        notes.push(format!(
-            "max workload (clients as fast as they go, not a target): tps {:.3}x off (min {:.3}, max {:.3}), per-second max latency p99 {:.3}x off (min {:.3}, max {:.3})",
-            t.median, t.min, t.max, l.median, l.min, l.max
-        ));
+}
+
+/// One TPC-B run of table 1.
+struct Run<'a> {
+    workload: &'static str,
+    name: &'static str,
+    knobs: &'a [(&'static str, &'static str)],
+    repeat: usize,
+    max_off_tps: f64,
+}
+
+/// What a run of `workload` asks of the clients: steady, a Poisson rate of
+/// [`STEADY_OF_MAX`] times `max_off_tps`; bursty, a wave from 0.3 to 0.8 of it with
+/// spikes and a batch every sixth of the run; max, as fast as they go.
+fn workload_options(o: &Settings, run: &Run, opts: BenchOptions) -> BenchOptions {
+    let peak = run.max_off_tps.max(10.0);
+    let accounts = u64::from(o.scale) * crate::tpcb::ACCOUNTS_PER_SCALE;
+    match run.workload {
+        "steady" => BenchOptions {
+            rate: Some((STEADY_OF_MAX * run.max_off_tps).max(10.0).round()),
+            ..opts
+        },
+        "bursty" => BenchOptions {
+            rate_profile: Some(RateProfile {
+                period_s: (o.seconds / 3).max(2) as f64,
+                // Whole transactions per second, as the profile has always been given.
+                low: (0.3 * peak).round_ties_even(),
+                high: (0.8 * peak).round_ties_even(),
+                spike: 0.05,
+                spike_factor: 1.5,
+                seed: opts.seed,
+            }),
+            batch: Some(Batch {
+                every_s: (o.seconds / 6).max(1),
+                rows: (accounts / 100).max(100),
+            }),
+            ..opts
+        },
+        _ => opts,
+    }
+}
+
+/// One run on a fresh copy of the template.
+fn measure(r: &Runner, bed: &Bed, run: &Run) -> Result<Row> {
+    let (o, workload, name) = (bed.o, run.workload, run.name);
+    let dir = r.fresh_copy(bed.template, &format!("{workload}-{name}"))?;
+    let mut sets = bed.base.clone();
+    sets.extend(knobs(run.knobs));
+    let opts = BenchOptions::tpcb(o.clients, o.seconds, name, r.stop());
+    let opts = workload_options(o, run, opts);
+    let rate = opts.rate;
+    let of = if paired(name) { o.repeats.max(1) } else { 1 };
+    r.progress(format!(
+        "{workload} / {name} (run {} of {of}): {} clients, {} s",
+        run.repeat + 1,
+        o.clients,
+        o.seconds
+    ));
+    let out = run_tpcb(&dir, &sets, opts).with_context(|| format!("{workload} / {name}"))?;
+    let mut row = Row::new(name, workload, run.repeat, &out);
+    row.rate = rate;
+    r.progress(format!(
+        "{workload} / {name}: {:.0} tps, backends wrote {:.1}% of {} buffer writes",
+        row.tps,
+        100.0 * row.backend_share,
+        row.backend_writes + row.bgwriter_writes
+    ));
+    remove_db(&dir);
+    Ok(row)
+}
+
+/// One row of table 2: strategy, pool, cost.
+type RoundRow = (&'static str, String, RoundCost);
+
+/// The targets, from the rows of both tables. One sample per repeat, each the worst
+/// workload of that repeat's pairs (default against off): the share and tps over all
+/// three workloads, the latency over steady and bursty (at equal work; the max
+/// workload's ratio is reported beside, [`max_workload_note`]). The round cost: the last
+/// pool's mean round over the first's, for the default strategy.
+fn targets(rows: &[Row], round_rows: &[RoundRow]) -> Vec<Ratio> {
+    let (mut share, mut tps, mut maxlat) = (Vec::new(), Vec::new(), Vec::new());
+    for [dm, ds, db, om, os, ob] in pairs(rows) {
+        share.push(dm.backend_share.max(ds.backend_share).max(db.backend_share));
+        tps.push((dm.tps / om.tps).min(ds.tps / os.tps).min(db.tps / ob.tps));
+        maxlat.push((ds.maxlat_p99 / os.maxlat_p99).max(db.maxlat_p99 / ob.maxlat_p99));
     }
     let mut ratios = Vec::new();
     if !share.is_empty() {
@@ -377,7 +428,7 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         ratios.push(Ratio::new("tps_vs_off", &tps, Goal::AtLeast, 0.97));
         ratios.push(Ratio::new("maxlat_p99_vs_off", &maxlat, Goal::AtMost, 1.0));
     }
-    let lru: Vec<&(&str, String, RoundCost)> = round_rows.iter().filter(|r| r.0 == "lru").collect();
+    let lru: Vec<&RoundRow> = round_rows.iter().filter(|r| r.0 == "lru").collect();
     if let (Some(small), Some(big)) = (lru.first(), lru.last()) {
         ratios.push(Ratio::new(
             "round_8g_vs_64m",
@@ -385,20 +436,111 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
             Goal::AtMost,
             1.5,
         ));
+    }
+    ratios
+}
+
+/// Per repeat that has all six, the runs default and off of max, steady and bursty.
+fn pairs(rows: &[Row]) -> Vec<[&Row; 6]> {
+    let get = |c: &str, w: &str, i: usize| {
+        rows.iter()
+            .find(|r| r.config == c && r.workload == w && r.repeat == i)
+    };
+    let repeats = rows.iter().map(|r| r.repeat + 1).max().unwrap_or(0);
+    (0..repeats)
+        .filter_map(|i| {
+            Some([
+                get("default", "max", i)?,
+                get("default", "steady", i)?,
+                get("default", "bursty", i)?,
+                get("off", "max", i)?,
+                get("off", "steady", i)?,
+                get("off", "bursty", i)?,
+            ])
+        })
+        .collect()
+}
+
+/// The max workload's ratios (not targets), as a note; None without pairs.
+fn max_workload_note(rows: &[Row]) -> Option<String> {
+    let pairs = pairs(rows);
+    let lat: Vec<f64> = pairs
+        .iter()
+        .map(|[dm, .., om, _, _]| dm.maxlat_p99 / om.maxlat_p99)
+        .collect();
+    let tps: Vec<f64> = pairs
+        .iter()
+        .map(|[dm, .., om, _, _]| dm.tps / om.tps)
+        .collect();
+    if lat.is_empty() {
+        return None;
+    }
+    let (l, t) = (summarize(&lat), summarize(&tps));
+    Some(format!(
+        "max workload (clients as fast as they go, not a target): tps {:.3}x off (min {:.3}, max {:.3}), per-second max latency p99 {:.3}x off (min {:.3}, max {:.3})",
+        t.median, t.min, t.max, l.median, l.min, l.max
+    ))
+}
+
+/// The report: tables 1, 3 and 2, the targets, the metadata.
+fn report(r: &mut Runner, bed: &Bed, rows: &[Row], round_rows: &[RoundRow]) -> Report {
+    let o = bed.o;
+    r.notes.extend(max_workload_note(rows));
+    let lru: Vec<&RoundRow> = round_rows.iter().filter(|r| r.0 == "lru").collect();
+    if let (Some(small), Some(big)) = (lru.first(), lru.last()) {
         if !(small.1.eq_ignore_ascii_case("64MB") && big.1.eq_ignore_ascii_case("8GB")) {
-            notes.push(format!(
+            r.notes.push(format!(
                 "round_8g_vs_64m compares {} with {} (--round-pools)",
                 big.1, small.1
             ));
         }
     }
+    let pool_mb = bed.template.quarter_pool_mb();
+    let mut metadata = r.metadata();
+    metadata.insert(
+        "runs".into(),
+        rows.iter().map(Row::json).collect::<Vec<_>>().into(),
+    );
+    metadata.insert(
+        "round_cost".into(),
+        round_rows
+            .iter()
+            .map(|(s, p, c)| c.json(s, p))
+            .collect::<Vec<_>>()
+            .into(),
+    );
+    metadata.insert(
+        "settings".into(),
+        json!({"scale": o.scale, "clients": o.clients, "seconds": o.seconds, "pool_mb": pool_mb,
+               "repeats": o.repeats.max(1), "steady_rate_of_max": STEADY_OF_MAX,
+               "synchronous_commit": "off", "checkpoint_timeout": "1h"}),
+    );
+    Report {
+        header: r.header(&r.device_line()),
+        figures: Vec::new(),
+        ratios: targets(rows, round_rows),
+        metadata,
+        notes: Vec::new(),
+        tables: vec![
+            runs_table(r, bed, rows),
+            waits_table(rows),
+            rounds_table(o, round_rows),
+        ],
+    }
+}
 
+/// Table 1 with its title.
+fn runs_table(r: &Runner, bed: &Bed, rows: &[Row]) -> String {
+    let o = bed.o;
     let mut t1 = format!(
-        "TPC-B, scale {}, pool {pool_mb} MB (a quarter of {:.0} MB), {} clients, {} s per run, synchronous_commit off, device: {device_desc}, {io}\n",
+        "TPC-B, scale {}, pool {} MB (a quarter of {:.0} MB), {} clients, {} s per run, synchronous_commit off, device: {}, {}\n",
         o.scale,
-        data as f64 / 1048576.0,
+        bed.template.quarter_pool_mb(),
+        bed.template.bytes as f64 / 1048576.0,
         o.clients,
-        o.seconds
+        o.seconds,
+        r.device_desc(),
+        r.io(),
     );
     let header = [
         "workload",
@@ -414,27 +556,18 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         "maxwritten",
     ];
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
-    for r in &rows {
-        cells.push(vec![
-            r.workload.into(),
-            r.config.into(),
-            (r.repeat + 1).to_string(),
-            format!("{:.0}", r.tps),
-            format!("{:.1}%", 100.0 * r.backend_share),
-            format!("{:.2}", r.lat_p99),
-            format!("{:.1}", r.lat_max),
-            format!("{:.1}", r.maxlat_p99),
-            format!("{:.0}", r.bgw_writes_per_s),
-            r.wasted.to_string(),
-            r.maxwritten.to_string(),
-        ]);
-    }
+    cells.extend(rows.iter().map(Row::cells));
     t1.push_str(&layout(&cells, 2));
     if let Some(r) = rows.iter().find_map(|r| r.rate) {
         t1.push_str(&format!(
             "steady: -R {r:.0} ({STEADY_OF_MAX} of the max workload's median with the bgwriter off); latency counts from each transaction's scheduled start\n"
         ));
     }
+    t1
+}
+
+/// Table 3: what the slow transactions waited for.
+fn waits_table(rows: &[Row]) -> String {
     let mut t3 = String::from(
         "What the transactions over 10 ms (from their start) waited for, by run: shares of their wall time (bufpool's wait totals; on CPU and runnable from the kernel's schedstat)\n",
     );
@@ -442,7 +575,7 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         .iter()
         .map(|s| s.to_string())
         .collect()];
-    for r in &rows {
+    for r in rows {
         cells.push(vec![
             r.workload.into(),
             r.config.into(),
@@ -451,6 +584,11 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         ]);
     }
     t3.push_str(&layout(&cells, 4));
+    t3
+}
+
+/// Table 2: round cost by pool.
+fn rounds_table(o: &Settings, round_rows: &[RoundRow]) -> String {
     let mut t2 = format!(
         "Round cost: {} timed rounds after as many warm-up ones, each after 2,000 allocations and 400 re-dirtied pages, bgwriter_lru_maxpages 1000; 20% of the pool dirty at the start\n",
         o.rounds
@@ -467,7 +605,7 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
     .iter()
     .map(|s| s.to_string())
     .collect()];
-    for (s, pool, r) in &round_rows {
+    for (s, pool, r) in round_rows {
         cells.push(vec![
             s.to_string(),
             pool.clone(),
@@ -479,42 +617,7 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         ]);
     }
     t2.push_str(&layout(&cells, 2));
-
-    let run = RunInfo::new(&o.command);
-    let mut metadata = run.metadata("bgwriter", &o.command);
-    metadata.insert("device".into(), json!({"profile": device_desc, "io": io}));
-    metadata.insert(
-        "runs".into(),
-        rows.iter().map(Row::json).collect::<Vec<_>>().into(),
-    );
-    metadata.insert(
-        "round_cost".into(),
-        round_rows
-            .iter()
-            .map(|(s, p, r)| {
-                json!({"strategy": s, "pool": p, "nbuffers": r.nbuffers, "round_us_mean": r.mean_us,
-                       "round_us_max": r.max_us, "scanned_per_round": r.scanned, "written_per_round": r.written})
-            })
-            .collect::<Vec<_>>()
-            .into(),
-    );
-    metadata.insert(
-        "settings".into(),
-        json!({"scale": o.scale, "clients": o.clients, "seconds": o.seconds, "pool_mb": pool_mb,
-               "repeats": repeats, "steady_rate_of_max": STEADY_OF_MAX,
-               "synchronous_commit": "off", "checkpoint_timeout": "1h"}),
-    );
-    Ok(Report {
-        header: format!(
-            "{} | profile {} | {} cores | device {device_desc}, {io}",
-            run.command, run.profile, run.cores
-        ),
-        figures: Vec::new(),
-        ratios,
-        metadata,
-        notes,
-        tables: vec![t1, t3, t2],
-    })
+    t2
 }
 
 /// What table 2 measured for one pool and strategy.
@@ -525,6 +628,15 @@ struct RoundCost {
     max_us: f64,
     scanned: f64,
     written: f64,
+}
+
+impl RoundCost {
+    /// Its entry in the metadata's `round_cost`.
+    fn json(&self, strategy: &str, pool: &str) -> serde_json::Value {
+        json!({"strategy": strategy, "pool": pool, "nbuffers": self.nbuffers,
+               "round_us_mean": self.mean_us, "round_us_max": self.max_us,
+               "scanned_per_round": self.scanned, "written_per_round": self.written})
+    }
 }
 
 /// Fills a pool of `pool` with zeroed pages (20% dirty), then times `rounds` bgwriter

@@ -2,7 +2,7 @@
 //! brought up by scripts/slow-device.sh for the run and taken down after) and copies of
 //! data directories on it.
 //!
-//! Owns: [`SlowDevice`] (up, settle, down on drop), and folder helpers: [`copy_dir`],
+//! Owns: [`SlowDevice`] (up, settle, down on drop), and folder helpers:
 //! [`copy_db`] (tablespace links followed), [`remove_db`], [`dir_bytes`].
 
 use std::path::{Path, PathBuf};
@@ -134,22 +134,6 @@ impl Drop for SlowDevice {
             .arg(&self.mount)
             .status();
     }
-}
-
-/// Copies the folder `from` to `to` (made if missing), recursively.
-pub fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-    for e in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
-        let e = e?;
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        if e.file_type()?.is_dir() {
-            copy_dir(&src, &dst)?;
-        } else {
-            std::fs::copy(&src, &dst)
-                .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
-        }
-    }
-    Ok(())
 }
 
 /// The bytes of every file under `p` (0 for what cannot be read).

@@ -37,6 +37,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Map};
 
 use super::mutex_pool::MutexPool;
+use super::runner::Common;
 use super::{progress, sattolo_cycle, summarize, Goal, Report, RunInfo, Samples};
 
 /// Offset of the next block number (u64 LE) in every page.
@@ -80,6 +81,25 @@ impl Plan {
             miss_factor: 4,
         }
     }
+}
+
+/// `bufpool experiment pool` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// shared_buffers of the pool that holds the random-hit chain (e.g. 1GB, 256MB).
+    #[arg(long, default_value = "1GB")]
+    pub pool_size: String,
+}
+
+/// `bufpool experiment pool`.
+pub fn main(a: &Args, c: Common, command: Vec<String>) -> Result<Report> {
+    run(&PoolOptions {
+        repeats: c.repeats as usize,
+        parent_dir: c.parent_dir(),
+        pool_size: a.pool_size.clone(),
+        plan: Plan::for_profile(),
+        command,
+    })
 }
 
 /// Options of `bufpool experiment pool`.

@@ -34,9 +34,42 @@ use bufpool::{
 use bufpool::{Ring, RingKind};
 
 use super::device::SlowDevice;
+use super::runner::Common;
 use super::{layout, progress, summarize, Goal, Ratio, Report, RunInfo, Samples};
 
 /// What `bufpool experiment scans` was asked for.
+/// `bufpool experiment scans` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Where the data goes: `local`, or a scripts/slow-device.sh profile (ssd-nvme,
+    /// ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a note).
+    #[arg(long, default_value = "ssd-sata")]
+    pub device: String,
+    /// The pool of every run in MiB (default 64; 8 with --quick; 2 in a debug build);
+    /// the tables are 0.1, 1.2, 4 and 10 pools.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    pub scan_pool_mb: Option<u64>,
+}
+
+/// `bufpool experiment scans`.
+pub fn main(a: &Args, c: Common, command: Vec<String>) -> Result<Report> {
+    let quick = c.short();
+    run(&ScanExpOptions {
+        parent_dir: c.parent_dir(),
+        command,
+        repeats: c.repeats_unless_quick(),
+        pool_mb: a.scan_pool_mb.unwrap_or(if cfg!(debug_assertions) {
+            2
+        } else if quick {
+            8
+        } else {
+            64
+        }),
+        device: a.device.clone(),
+        quick,
+    })
+}
+
 #[derive(Debug, Clone)]
 pub struct ScanExpOptions {
     pub parent_dir: PathBuf,

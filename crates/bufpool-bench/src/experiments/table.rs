@@ -24,10 +24,32 @@ use bufpool::{Config, Engine, RealVfs, RelFileId};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use super::runner::Common;
 use super::{progress, Goal, Report, RunInfo, Samples};
 
 const INDEX: RelFileId = RelFileId::new(0, 700);
 const TABLE: RelFileId = RelFileId::new(0, 701);
+
+/// `bufpool experiment table` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// shared_buffers of the pool that holds the random-hit chain (e.g. 1GB, 256MB).
+    #[arg(long, default_value = "1GB")]
+    pub pool_size: String,
+}
+
+/// `bufpool experiment table`.
+pub fn main(a: &Args, c: Common, command: Vec<String>) -> Result<Report> {
+    let debug = cfg!(debug_assertions);
+    run(&TableExpOptions {
+        repeats: c.repeats as usize,
+        parent_dir: c.parent_dir(),
+        command,
+        keys: if debug { 50_000 } else { 1_000_000 },
+        lookups: if debug { 100_000 } else { 2_000_000 },
+        pool_size: a.pool_size.clone(),
+    })
+}
 
 #[derive(Debug, Clone)]
 pub struct TableExpOptions {

@@ -44,10 +44,29 @@ use bufpool::wal::{RecordBuilder, RecordKind, FLAG_COMMIT};
 use bufpool::{BufferTag, Config, Engine, ForkNumber, RealVfs, RelFileId};
 use serde_json::{json, Map};
 
+use super::runner::Common;
 use super::{progress, Goal, Report, RunInfo, Samples};
 
 const REL: RelFileId = RelFileId::new(0, 800);
 const BODY: usize = bufpool::page::PAGE_HEADER_SIZE;
+
+/// `bufpool experiment wal` flags: only those every experiment takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {}
+
+/// `bufpool experiment wal`.
+pub fn main(_: &Args, c: Common, command: Vec<String>) -> Result<Report> {
+    let debug = cfg!(debug_assertions);
+    run(&WalExpOptions {
+        repeats: c.repeats as usize,
+        parent_dir: c.parent_dir(),
+        command,
+        duration: std::time::Duration::from_millis(if debug { 200 } else { 1500 }),
+        redo_bytes: if debug { 4 << 20 } else { 128 << 20 },
+        tpcb_seconds: if debug { 2 } else { 10 },
+        tpcb_scale: if debug { 1 } else { 10 },
+    })
+}
 
 #[derive(Debug, Clone)]
 pub struct WalExpOptions {
@@ -337,14 +356,9 @@ pub fn run(opts: &WalExpOptions) -> Result<Report> {
         let run_dir = std::path::absolute(scratch.path().join("tpcb-run"))?;
         super::device::remove_db(&run_dir);
         super::device::copy_db(&tpcb_template, &run_dir)?;
-        let args = super::tpcb::bench_args(
-            &run_dir,
-            4,
-            opts.tpcb_seconds,
-            tpcb_sets.clone(),
-            "c4 sync on",
-        );
-        let out = crate::commands::run_bench(&args, Arc::new(AtomicBool::new(false)))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let bench = super::tpcb::bench_options(4, opts.tpcb_seconds, "c4 sync on", stop);
+        let out = crate::commands::run_tpcb(&run_dir, &tpcb_sets, bench)?;
         super::device::remove_db(&run_dir);
         push("tpcb_c4_sync_tps", out.result.tps);
         push("tpcb_vs_limit", out.result.tps / (4.0 * raw));
