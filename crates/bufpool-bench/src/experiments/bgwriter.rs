@@ -644,42 +644,20 @@ impl RoundCost {
 fn round_cost(dir: &Path, pool: &str, strategy: &str, rounds: usize) -> Result<RoundCost> {
     const ALLOCS: u32 = 2_000;
     const REDIRTY: usize = 400;
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir)?;
-    let mut c = Config::default();
-    c.set("shared_buffers", pool)?;
-    c.set("bgwriter", "off")?;
-    c.set("bgwriter_strategy", strategy)?;
-    // The same write cap at every size (the automatic one grows with the pool), so that
-    // rounds differ only in what finding their work costs.
-    c.set("bgwriter_lru_maxpages", "1000")?;
-    let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
-    let p = BufferPool::open(vfs, dir, &c, true)
-        .with_context(|| format!("opening a {pool} pool in {}", dir.display()))?;
+    let p = round_pool(dir, pool, strategy)?;
     let n = p.nbuffers();
-    // Relations of at most one segment (1 GiB of 8 KiB pages), so that writes of any
-    // block land in an existing file.
-    let per_rel = (1u32 << 30) / p.page_size() as u32;
-    let mut rels = Vec::new();
-    let tag_of = |i: u64, rels: &mut Vec<RelFileId>| -> Result<BufferTag> {
-        let r = (i / u64::from(per_rel)) as usize;
-        while rels.len() <= r {
-            let rel = RelFileId::new(1, 90_000 + rels.len() as u32);
-            p.create_relation(rel, ForkNumber::Main)?;
-            rels.push(rel);
-        }
-        Ok(BufferTag::new(
-            rels[r],
-            ForkNumber::Main,
-            (i % u64::from(per_rel)) as u32,
-        ))
+    let mut blocks = Blocks {
+        pool: &p,
+        // Relations of at most one segment (1 GiB of 8 KiB pages), so that writes of any
+        // block land in an existing file.
+        per_rel: (1u32 << 30) / p.page_size() as u32,
+        rels: Vec::new(),
     };
     let mut rng = SmallRng::seed_from_u64(0xb9_0000_0001);
     let t = Instant::now();
     let resident = n as u64 - u64::from(ALLOCS);
     for i in 0..resident {
-        let tag = tag_of(i, &mut rels)?;
-        let b = p.read_zeroed(tag)?;
+        let b = p.read_zeroed(blocks.tag(i)?)?;
         if rng.random_bool(0.2) {
             let mut g = b.write();
             bufpool::page::init(&mut g, 0);
@@ -695,9 +673,8 @@ fn round_cost(dir: &Path, pool: &str, strategy: &str, rounds: usize) -> Result<R
     let (mut scanned, mut written) = (0u64, 0u64);
     for round in 0..2 * rounds {
         for _ in 0..ALLOCS {
-            let tag = tag_of(next, &mut rels)?;
+            let b = p.read_zeroed(blocks.tag(next)?)?;
             next += 1;
-            let b = p.read_zeroed(tag)?;
             let mut g = b.write();
             bufpool::page::init(&mut g, 0);
             if rng.random_bool(0.2) {
@@ -706,7 +683,7 @@ fn round_cost(dir: &Path, pool: &str, strategy: &str, rounds: usize) -> Result<R
         }
         for _ in 0..REDIRTY {
             let i = rng.random_range(next.saturating_sub(resident)..next);
-            let b = p.read_zeroed(tag_of(i, &mut rels)?)?;
+            let b = p.read_zeroed(blocks.tag(i)?)?;
             let mut g = b.write();
             bufpool::page::init(&mut g, 0);
             g.mark_dirty();
@@ -728,4 +705,134 @@ fn round_cost(dir: &Path, pool: &str, strategy: &str, rounds: usize) -> Result<R
         scanned: scanned as f64 / k,
         written: written as f64 / k,
     })
+}
+
+/// A bare pool of `pool` in a fresh `dir` with the bgwriter's thread off (rounds are run
+/// by hand) and strategy `strategy`.
+fn round_pool(dir: &Path, pool: &str, strategy: &str) -> Result<BufferPool> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    let mut c = Config::default();
+    c.set("shared_buffers", pool)?;
+    c.set("bgwriter", "off")?;
+    c.set("bgwriter_strategy", strategy)?;
+    // The same write cap at every size (the automatic one grows with the pool), so that
+    // rounds differ only in what finding their work costs.
+    c.set("bgwriter_lru_maxpages", "1000")?;
+    let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
+    BufferPool::open(vfs, dir, &c, true)
+        .with_context(|| format!("opening a {pool} pool in {}", dir.display()))
+}
+
+/// Blocks numbered across relations of `per_rel` blocks each, made as they are reached.
+struct Blocks<'a> {
+    pool: &'a BufferPool,
+    per_rel: u32,
+    rels: Vec<RelFileId>,
+}
+
+impl Blocks<'_> {
+    /// The tag of block `i` (its relation created if new).
+    fn tag(&mut self, i: u64) -> Result<BufferTag> {
+        let r = (i / u64::from(self.per_rel)) as usize;
+        while self.rels.len() <= r {
+            let rel = RelFileId::new(1, 90_000 + self.rels.len() as u32);
+            self.pool.create_relation(rel, ForkNumber::Main)?;
+            self.rels.push(rel);
+        }
+        let block = (i % u64::from(self.per_rel)) as u32;
+        Ok(BufferTag::new(self.rels[r], ForkNumber::Main, block))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(config: &'static str, workload: &'static str, repeat: usize, tps: f64) -> Row {
+        Row {
+            config,
+            workload,
+            repeat,
+            tps,
+            backend_share: if config == "off" { 1.0 } else { 0.01 },
+            lat_p99: 1.0,
+            lat_max: 2.0,
+            maxlat_p99: if config == "off" { 10.0 } else { 8.0 },
+            lat_over_10ms: 0,
+            bgw_writes_per_s: 0.0,
+            wasted: 0,
+            maxwritten: 0,
+            backend_writes: 0,
+            bgwriter_writes: 0,
+            why: serde_json::Value::Null,
+            rate: None,
+            slow_waits: String::new(),
+            waits: serde_json::Value::Null,
+        }
+    }
+
+    fn cost(mean_us: f64) -> RoundCost {
+        RoundCost {
+            nbuffers: 1,
+            mean_us,
+            max_us: mean_us,
+            scanned: 0.0,
+            written: 0.0,
+        }
+    }
+
+    /// Each repeat's sample is its worst workload; a repeat missing a run is left out;
+    /// the round cost compares the last lru pool with the first.
+    #[test]
+    fn targets_take_the_worst_workload_of_each_repeat() {
+        let mut rows = Vec::new();
+        for (i, default_tps) in [[100.0, 99.0, 95.0], [100.0, 100.0, 100.0]]
+            .into_iter()
+            .enumerate()
+        {
+            for (w, tps) in WORKLOADS.into_iter().zip(default_tps) {
+                rows.push(row("off", w, i, 100.0));
+                rows.push(row("default", w, i, tps));
+            }
+        }
+        rows.push(row("default", "max", 2, 1.0));
+        let rounds = [
+            ("lru", "64MB".to_string(), cost(10.0)),
+            ("dirty-chain", "64MB".to_string(), cost(1.0)),
+            ("lru", "8GB".to_string(), cost(12.0)),
+        ];
+        let t = targets(&rows, &rounds);
+        let got: Vec<(&str, f64, f64)> = t.iter().map(|r| (r.name, r.min, r.max)).collect();
+        assert_eq!(
+            got,
+            [
+                ("backend_write_share", 0.01, 0.01),
+                ("tps_vs_off", 0.95, 1.0),
+                ("maxlat_p99_vs_off", 0.8, 0.8),
+                ("round_8g_vs_64m", 1.2, 1.2),
+            ]
+        );
+        assert!(t.iter().all(|r| r.pass), "tps median 0.975 >= 0.97");
+        assert!(targets(&rows[..6], &[]).len() == 3 && targets(&[], &[]).is_empty());
+        assert!(max_workload_note(&rows).is_some() && max_workload_note(&[]).is_none());
+    }
+
+    #[test]
+    fn only_chosen_configurations_run_and_max_runs_only_the_pair() {
+        let mut o = Settings {
+            seconds: 1,
+            scale: 1,
+            clients: 1,
+            io_direct: false,
+            round_pools: Vec::new(),
+            rounds: 1,
+            only: vec!["dirty-chain".into()],
+            repeats: 1,
+        };
+        assert!(o.runs("off", "max") && !o.runs("default", "steady"));
+        assert!(o.runs("dirty-chain", "steady") && !o.runs("dirty-chain", "max"));
+        o.only.clear();
+        assert!(o.runs("default", "max") && o.runs("threads", "bursty"));
+    }
 }

@@ -74,9 +74,15 @@ pub fn run(cli: ExperimentCli, command: Vec<String>) -> Result<()> {
     let json = cli.common.json;
     let c = cli.common;
     let report = match cli.which {
-        Which::Pool(a) => pool::main(&a, c, command).context("experiment pool")?,
-        Which::Wal(a) => wal::main(&a, c, command).context("experiment wal")?,
-        Which::Table(a) => table::main(&a, c, command).context("experiment table")?,
+        Which::Pool(a) => {
+            runner::run("pool", c, command, |r| pool::run(&a, r)).context("experiment pool")?
+        }
+        Which::Wal(a) => {
+            runner::run("wal", c, command, |r| wal::run(&a, r)).context("experiment wal")?
+        }
+        Which::Table(a) => {
+            runner::run("table", c, command, |r| table::run(&a, r)).context("experiment table")?
+        }
         Which::Bgwriter(a) => runner::run("bgwriter", c, command, |r| bgwriter::run(&a, r))
             .context("experiment bgwriter")?,
         Which::Checkpoint(a) => runner::run("checkpoint", c, command, |r| checkpoint::run(&a, r))
@@ -84,8 +90,12 @@ pub fn run(cli: ExperimentCli, command: Vec<String>) -> Result<()> {
         Which::Tpcb(a) => {
             runner::run("tpcb", c, command, |r| tpcb::run(&a, r)).context("experiment tpcb")?
         }
-        Which::Scans(a) => scans::main(&a, c, command).context("experiment scans")?,
-        Which::Slru(a) => slru::main(&a, c, command).context("experiment slru")?,
+        Which::Scans(a) => {
+            runner::run("scans", c, command, |r| scans::run(&a, r)).context("experiment scans")?
+        }
+        Which::Slru(a) => {
+            runner::run("slru", c, command, |r| slru::run(&a, r)).context("experiment slru")?
+        }
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);

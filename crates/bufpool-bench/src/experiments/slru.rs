@@ -37,7 +37,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use super::runner::Common;
+use super::runner::{Common, Runner};
 use super::{progress, summarize, Goal, Ratio, Report, RunInfo, Summary};
 use crate::commands::run_tpcb;
 use crate::experiments::device::{copy_db, remove_db};
@@ -513,25 +513,28 @@ pub struct Args {
     pub threads: Option<u32>,
 }
 
-/// `bufpool experiment slru`.
-pub fn main(a: &Args, c: Common, command: Vec<String>) -> Result<Report> {
+/// Runs the experiment; experiments 1 and 2 put their databases in the runner's scratch
+/// folder.
+pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
+    let c = &r.common;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = a.threads.map_or(cores, |t| t as usize);
     let short = c.short();
     let lookups = if short { 2_000 } else { 50_000 };
-    run(&SlruExpOptions {
+    let scratch = r.scratch();
+    let o = SlruExpOptions {
         micro: MicroOptions::all(threads, lookups, c.repeats as usize),
-        exp1: (!a.micro_only && !a.skip_exp1).then(|| exp_options(&c)),
+        exp1: (!a.micro_only && !a.skip_exp1).then(|| exp_options(c, scratch)),
         // A short run holds the side transaction 0.5 s, so it ends within it.
-        exp2: (!a.micro_only).then(|| (exp_options(&c), short.then_some(500))),
+        exp2: (!a.micro_only).then(|| (exp_options(c, scratch), short.then_some(500))),
         micro_only: a.micro_only,
-        command,
-    })
+    };
+    run_with(&o, r)
 }
 
 /// The client counts, run length, scale and repeats of experiments 1 and 2 (`--quick`
 /// and debug builds: 1 and 2 clients, 2 s, scale 1, one repeat).
-fn exp_options(c: &Common) -> Exp1Options {
+fn exp_options(c: &Common, parent_dir: &Path) -> Exp1Options {
     let short = c.short();
     Exp1Options {
         clients: if short {
@@ -543,7 +546,7 @@ fn exp_options(c: &Common) -> Exp1Options {
         scale: if short { 1 } else { 10 },
         repeats: if short { 1 } else { c.repeats as usize },
         designs: SlruDesign::ALL.to_vec(),
-        parent_dir: c.parent_dir(),
+        parent_dir: parent_dir.to_path_buf(),
     }
 }
 
@@ -558,15 +561,14 @@ pub struct SlruExpOptions {
     pub exp2: Option<(Exp1Options, Option<u64>)>,
     /// Only the micro benchmark.
     pub micro_only: bool,
-    pub command: Vec<String>,
 }
 
 /// The report: the micro benchmark's table, then experiments 1 and 2 unless `micro_only`,
 /// with the targets.
-pub fn run(o: &SlruExpOptions) -> Result<Report> {
-    let info = RunInfo::new(&o.command);
+fn run_with(o: &SlruExpOptions, r: &Runner) -> Result<Report> {
+    let info = RunInfo::new(&[]);
     let rows = micro(&o.micro)?;
-    let mut metadata = info.metadata("slru", &o.command);
+    let mut metadata = r.metadata();
     metadata.insert("micro".into(), serde_json::to_value(&rows)?);
     metadata.insert("micro_only".into(), o.micro_only.into());
     let mut table = format!(
