@@ -489,21 +489,6 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
             .into())
         }
     };
-    let (c, _) = load_config(&a.dir, &a.sets)?;
-    let vfs = RealVfs::new();
-    tpcb::require_initialized(&vfs, &a.dir)?;
-    let engine = open_engine(&a.dir, &c, false)?;
-    if a.mode == tpcb::run::Mode::SavepointOverflow || a.side_script.is_some() {
-        tpcb::ensure_test_table(&engine, &vfs as &dyn Vfs, &a.dir)?;
-    }
-    let db = Db::open(&engine, &vfs as &dyn Vfs, &a.dir)?;
-    // As pgbench does before each run: vacuum the small, hot tables, so that space their
-    // rows left behind in earlier runs is reused. (pgbench also truncates the history;
-    // we keep it, so that `check` can match it against the balances.)
-    eprint!("starting vacuum...");
-    db.branches.vacuum(false)?;
-    db.tellers.vacuum(false)?;
-    eprintln!("end.");
     let duration = match (a.time, a.transactions) {
         (Some(t), _) => Some(Duration::from_secs(t)),
         (None, Some(_)) => None,
@@ -514,7 +499,6 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
     } else {
         a.transactions
     };
-    let sync = c.get("synchronous_commit").unwrap_or_default();
     let opts = BenchOptions {
         clients: a.clients,
         threads: a.threads,
@@ -530,15 +514,10 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         log_dir: std::env::current_dir()?,
         mode: a.mode,
         seed: a.seed,
-        label: a.label.clone().unwrap_or_else(|| {
-            format!(
-                "c{} {}",
-                a.clients,
-                if sync == "on" { "sync" } else { "async" }
-            )
-        }),
+        // Empty: `run_tpcb` names it after the clients and synchronous_commit.
+        label: a.label.clone().unwrap_or_default(),
         stop,
-        config: knob_values(&c),
+        config: Default::default(),
         abort_fraction: a.abort_fraction,
         ack_log: a.ack_log.clone(),
         rate_profile,
@@ -552,6 +531,41 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         }),
         vacuum_every_s: a.vacuum_every,
     };
+    run_tpcb(&a.dir, &a.sets, opts)
+}
+
+/// Runs `opts` on the database at `dir` with knobs `sets` (over its bufpool.conf): opens
+/// the engine, vacuums the hot tables as pgbench does, runs, shuts down. Fills in the
+/// knobs in effect and, if `opts.label` is empty, the label `c<clients> sync|async`.
+pub(crate) fn run_tpcb(
+    dir: &Path,
+    sets: &[(String, String)],
+    mut opts: BenchOptions,
+) -> Result<RunOutcome> {
+    let (c, _) = load_config(dir, sets)?;
+    let vfs = RealVfs::new();
+    tpcb::require_initialized(&vfs, dir)?;
+    let engine = open_engine(dir, &c, false)?;
+    if opts.mode == tpcb::run::Mode::SavepointOverflow || opts.side.is_some() {
+        tpcb::ensure_test_table(&engine, &vfs as &dyn Vfs, dir)?;
+    }
+    let db = Db::open(&engine, &vfs as &dyn Vfs, dir)?;
+    // As pgbench does before each run: vacuum the small, hot tables, so that space their
+    // rows left behind in earlier runs is reused. (pgbench also truncates the history;
+    // we keep it, so that `check` can match it against the balances.)
+    eprint!("starting vacuum...");
+    db.branches.vacuum(false)?;
+    db.tellers.vacuum(false)?;
+    eprintln!("end.");
+    if opts.label.is_empty() {
+        let sync = c.get("synchronous_commit").unwrap_or_default();
+        opts.label = format!(
+            "c{} {}",
+            opts.clients,
+            if sync == "on" { "sync" } else { "async" }
+        );
+    }
+    opts.config = knob_values(&c);
     let out = tpcb::run::run(&db, &opts)?;
     drop(db);
     engine.shutdown()?;

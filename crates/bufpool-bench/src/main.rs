@@ -13,9 +13,7 @@ mod tpcb;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
-
-use experiments::pool::{Plan, PoolOptions};
+use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -31,7 +29,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Runs one experiment and prints its figures (median, min, max over repetitions).
-    Experiment(ExperimentArgs),
+    Experiment(experiments::ExperimentCli),
     /// Creates a pgbench database (like `pgbench -i`): four tables, primary keys, a checkpoint.
     Init(InitArgs),
     /// Runs pgbench's client loop against a database made by `init`.
@@ -328,297 +326,6 @@ struct ReportArgs {
     out: PathBuf,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ExperimentName {
-    /// Hit and miss paths of the pool next to HashMap, raw memory, mutex-pool and pread
-    /// baselines.
-    Pool,
-    /// Commit rates (group commit) against raw fdatasync, WAL insert scaling, redo speed.
-    Wal,
-    /// B+tree lookups against std BTreeMap, their 2-thread scaling, and a heap scan with
-    /// visibility checks against summing a Vec.
-    Table,
-    /// The background writer: TPC-B with it off, on, at PostgreSQL's and seed 004's
-    /// settings and with seed 000's alternatives, at full speed, a steady rate and bursty;
-    /// what slow transactions waited for; a round's cost at
-    /// 64 MiB, 1 GiB and 8 GiB pools.
-    Bgwriter,
-    /// Checkpoints (issue 13): TPC-B through checkpoints of 2007 (unsorted, page by page,
-    /// fsync at the end), sorted and combined, with writeback hints per tablespace or
-    /// shared, O_DSYNC, and 4 writers; unthrottled and at 60% of the rate; seed 001's
-    /// bulk load, update and CHECKPOINT per configuration.
-    Checkpoint,
-    /// TPC-B over time (issue 14): c4 synchronous commit on and off for `--minutes`,
-    /// per-second max latency of c1 and c4 without checkpoints, CPU per transaction,
-    /// SQLite NORMAL, the commit limit, and an earlier binary (`--baseline`).
-    Tpcb,
-    /// Rings, synchronized scans, the cache trail and read streams (issue 15, seed 003):
-    /// a ring-size sweep, hot-set survival, vacuum and bulk-write rings, 1/2/4 concurrent
-    /// scans, 3A on and off, scan MB/s per io_method and io_combine_limit.
-    Scans,
-    /// The banked SLRU (issue 16, seed 002): lookups of random pages per slru_design,
-    /// SLRU size (16..4096 slots), spread (fits, 10x) and thread count.
-    Slru,
-}
-
-#[derive(Debug, clap::Args)]
-struct ExperimentArgs {
-    /// Which experiment.
-    #[arg(value_enum)]
-    name: ExperimentName,
-    /// Print one JSON object instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Repetitions of each measurement (the report gives median, min and max).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(3..))]
-    repeats: u32,
-    /// Where to make the scratch data directory (a fresh subdirectory, removed afterwards).
-    /// Default: ./bufpool-data/experiments, or the system temp directory if that cannot be
-    /// created.
-    #[arg(long, value_name = "PATH")]
-    dir: Option<PathBuf>,
-    /// shared_buffers of the pool that holds the random-hit chain (e.g. 1GB, 256MB).
-    #[arg(long, default_value = "1GB")]
-    pool_size: String,
-    /// A short version (bgwriter: 10 s runs at scale 5, fewer timed rounds; checkpoint:
-    /// 8 s runs at scale 2, checkpoints triggered by a 32 MB max_wal_size).
-    #[arg(long)]
-    quick: bool,
-    /// bgwriter, checkpoint: where the data goes: `local`, or a scripts/slow-device.sh profile
-    /// (ssd-nvme, ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a
-    /// note).
-    #[arg(long, default_value = "ssd-sata")]
-    device: String,
-    /// bgwriter, checkpoint: io_direct for the TPC-B runs (bgwriter default on: a write
-    /// costs device time; checkpoint default off: writeback hints and the final fsync act
-    /// on the page cache).
-    #[arg(long, value_parser = ["on", "off"])]
-    io_direct: Option<String>,
-    /// bgwriter: pools of the round-cost table.
-    #[arg(long, value_delimiter = ',', default_value = "64MB,1GB,8GB")]
-    round_pools: Vec<String>,
-    /// bgwriter: only these configurations of table 1 (names as in its table; `off`
-    /// always runs first, as the baseline the targets compare with).
-    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
-    bgw_configs: Vec<String>,
-    /// bgwriter: seconds per TPC-B run (default 60, 10 with --quick); checkpoint: default
-    /// 100 (three 30 s checkpoint cycles plus margin), 8 with --quick.
-    #[arg(long)]
-    seconds: Option<u64>,
-    /// checkpoint: scale (default 20, about four times the pool; 2 with --quick).
-    #[arg(long)]
-    scale: Option<u32>,
-    /// checkpoint: clients.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
-    clients: u32,
-    /// checkpoint: pgbench_accounts on one tablespace, history and branches on another
-    /// (two directories on the same device).
-    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
-    tablespaces: String,
-    /// checkpoint: which configurations to run (letters a to f).
-    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d", "e", "f"])]
-    configs: Vec<String>,
-    /// checkpoint: synchronous_commit of the TPC-B runs.
-    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
-    sync: String,
-    /// checkpoint: the bulk table (load + CHECKPOINT, update of every account, CHECKPOINT).
-    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
-    bulk: String,
-    /// checkpoint: a knob for every run on top of the configurations' own (repeatable),
-    /// e.g. --set bgwriter=off to take the bgwriter's writes out of the device's traffic.
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
-    set: Vec<(String, String)>,
-    /// tpcb: minutes of each of the two long runs (default 5; 0.5 with --quick).
-    #[arg(long)]
-    minutes: Option<f64>,
-    /// scans: the pool of every run in MiB (default 64; 8 with --quick; 2 in a debug
-    /// build); the tables are 0.1, 1.2, 4 and 10 pools.
-    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
-    scan_pool_mb: Option<u64>,
-    /// tpcb: an earlier bufpool binary whose c4 sync-on TPS the run is compared with.
-    #[arg(long, value_name = "BIN")]
-    baseline: Option<PathBuf>,
-    /// slru: only the micro benchmark (not experiments 1 and 2, the TPC-B and multixact
-    /// runs with their side scripts).
-    #[arg(long)]
-    micro_only: bool,
-    /// slru: the micro benchmark and experiment 2 (multixacts), not experiment 1.
-    #[arg(long, conflicts_with = "micro_only")]
-    skip_exp1: bool,
-    /// slru: most lookup threads (default: the machine's cores).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    threads: Option<u32>,
-}
-
-fn default_scratch_parent() -> PathBuf {
-    let local = PathBuf::from("bufpool-data").join("experiments");
-    if std::fs::create_dir_all(&local).is_ok() {
-        local
-    } else {
-        std::env::temp_dir()
-    }
-}
-
-fn run_experiment(args: ExperimentArgs, command: Vec<String>) -> Result<()> {
-    let report = match args.name {
-        ExperimentName::Pool => {
-            let opts = PoolOptions {
-                repeats: args.repeats as usize,
-                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
-                pool_size: args.pool_size.clone(),
-                plan: Plan::for_profile(),
-                command,
-            };
-            experiments::pool::run(&opts).context("experiment pool")?
-        }
-        ExperimentName::Table => {
-            let debug = cfg!(debug_assertions);
-            let opts = experiments::table::TableExpOptions {
-                repeats: args.repeats as usize,
-                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
-                command,
-                keys: if debug { 50_000 } else { 1_000_000 },
-                lookups: if debug { 100_000 } else { 2_000_000 },
-                pool_size: args.pool_size.clone(),
-            };
-            experiments::table::run(&opts).context("experiment table")?
-        }
-        ExperimentName::Bgwriter => {
-            let quick = args.quick || cfg!(debug_assertions);
-            let opts = experiments::bgwriter::BgwExpOptions {
-                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
-                command,
-                seconds: args.seconds.unwrap_or(if quick { 10 } else { 60 }),
-                scale: if quick { 5 } else { 10 },
-                clients: 8,
-                device: args.device.clone(),
-                io_direct: args.io_direct.as_deref() != Some("off"),
-                round_pools: args.round_pools.clone(),
-                rounds: if quick { 10 } else { 30 },
-                only: args.bgw_configs.clone(),
-                repeats: if quick { 1 } else { args.repeats as usize },
-            };
-            experiments::bgwriter::run(&opts).context("experiment bgwriter")?
-        }
-        ExperimentName::Checkpoint => {
-            let opts = experiments::checkpoint::CkptExpOptions {
-                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
-                command,
-                seconds: args.seconds.unwrap_or(if args.quick { 8 } else { 100 }),
-                scale: args.scale.unwrap_or(if args.quick { 2 } else { 20 }),
-                clients: args.clients,
-                device: args.device.clone(),
-                io_direct: args.io_direct.as_deref() == Some("on"),
-                tablespaces: args.tablespaces == "on",
-                sync_commit: args.sync == "on",
-                quick: args.quick,
-                configs: args.configs.clone(),
-                repeats: if args.quick { 1 } else { args.repeats as usize },
-                bulk: args.bulk == "on",
-                extra: args.set.clone(),
-            };
-            experiments::checkpoint::run(&opts).context("experiment checkpoint")?
-        }
-        ExperimentName::Tpcb => {
-            let quick = args.quick || cfg!(debug_assertions);
-            let minutes = args.minutes.unwrap_or(if quick { 0.5 } else { 5.0 });
-            anyhow::ensure!(
-                minutes > 0.0 && minutes <= 1440.0,
-                "--minutes must be within (0, 1440], got {minutes}"
-            );
-            let opts = experiments::tpcb::TpcbExpOptions {
-                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
-                command,
-                seconds: ((minutes * 60.0).round() as u64).max(3),
-                side_seconds: if quick { 10 } else { 60 },
-                scale: args.scale.unwrap_or(if quick { 2 } else { 10 }),
-                baseline: args.baseline.clone(),
-            };
-            experiments::tpcb::run(&opts).context("experiment tpcb")?
-        }
-        ExperimentName::Scans => {
-            let quick = args.quick || cfg!(debug_assertions);
-            let opts = experiments::scans::ScanExpOptions {
-                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
-                command,
-                repeats: if args.quick { 1 } else { args.repeats as usize },
-                pool_mb: args.scan_pool_mb.unwrap_or(if cfg!(debug_assertions) {
-                    2
-                } else if quick {
-                    8
-                } else {
-                    64
-                }),
-                device: args.device.clone(),
-                quick,
-            };
-            experiments::scans::run(&opts).context("experiment scans")?
-        }
-        ExperimentName::Wal => {
-            let debug = cfg!(debug_assertions);
-            let opts = experiments::wal::WalExpOptions {
-                repeats: args.repeats as usize,
-                parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
-                command,
-                duration: std::time::Duration::from_millis(if debug { 200 } else { 1500 }),
-                redo_bytes: if debug { 4 << 20 } else { 128 << 20 },
-                tpcb_seconds: if debug { 2 } else { 10 },
-                tpcb_scale: if debug { 1 } else { 10 },
-            };
-            experiments::wal::run(&opts).context("experiment wal")?
-        }
-        ExperimentName::Slru => {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let threads = args.threads.map_or(cores, |t| t as usize);
-            let lookups = if cfg!(debug_assertions) || args.quick {
-                2_000
-            } else {
-                50_000
-            };
-            let opts = experiments::slru::SlruExpOptions {
-                micro: experiments::slru::MicroOptions::all(
-                    threads,
-                    lookups,
-                    args.repeats as usize,
-                ),
-                exp1: (!args.micro_only && !args.skip_exp1).then(|| slru_exp_options(&args)),
-                exp2: (!args.micro_only).then(|| {
-                    let short = cfg!(debug_assertions) || args.quick;
-                    // A short run holds the side transaction 0.5 s, so it ends within it.
-                    (slru_exp_options(&args), short.then_some(500))
-                }),
-                micro_only: args.micro_only,
-                command,
-            };
-            experiments::slru::run(&opts).context("experiment slru")?
-        }
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
-    } else {
-        print!("{}", report.to_table());
-    }
-    Ok(())
-}
-
-/// The client counts, run length, scale and repeats of `experiment slru`'s experiments 1
-/// and 2 (`--quick` and debug builds: 1 and 2 clients, 2 s, scale 1, one repeat).
-fn slru_exp_options(args: &ExperimentArgs) -> experiments::slru::Exp1Options {
-    let short = cfg!(debug_assertions) || args.quick;
-    experiments::slru::Exp1Options {
-        clients: if short {
-            vec![1, 2]
-        } else {
-            vec![1, 2, 4, 8, 16, 32, 64, 128]
-        },
-        seconds: if short { 2 } else { 10 },
-        scale: if short { 1 } else { 10 },
-        repeats: if short { 1 } else { args.repeats as usize },
-        designs: bufpool::slru::SlruDesign::ALL.to_vec(),
-        parent_dir: args.dir.clone().unwrap_or_else(default_scratch_parent),
-    }
-}
-
 /// Prints the library's log lines (log_checkpoints) to stderr, as PostgreSQL's server log
 /// would show them; `RUST_LOG` overrides the filter (e.g. `RUST_LOG=off`).
 fn init_logging() {
@@ -646,7 +353,7 @@ fn main() -> Result<()> {
         }
     }
     let r = match cli.command {
-        Some(Command::Experiment(args)) => run_experiment(args, command),
+        Some(Command::Experiment(args)) => experiments::run(args, command),
         Some(Command::Init(a)) => commands::init(
             &a.dir.dir,
             a.scale,
@@ -745,12 +452,31 @@ mod tests {
                 .unwrap();
         match cli.command {
             Some(Command::Experiment(a)) => {
-                assert!(a.json && a.repeats == 5 && a.pool_size == "1GB")
+                assert!(a.common.json && a.common.repeats == 5);
+                assert!(matches!(a.which, experiments::Which::Pool(p) if p.pool_size == "1GB"));
             }
             _ => panic!("subcommand lost"),
         }
         assert!(Cli::try_parse_from(["bufpool", "experiment", "pool", "--repeats", "2"]).is_err());
         assert!(Cli::try_parse_from(["bufpool"]).unwrap().command.is_none());
+    }
+
+    /// The flags every experiment shares go before or after its name.
+    #[test]
+    fn common_flags_go_before_or_after_the_name() {
+        for argv in [
+            &["bufpool", "experiment", "--json", "--quick", "wal"][..],
+            &["bufpool", "experiment", "wal", "--json", "--quick"][..],
+        ] {
+            match Cli::try_parse_from(argv).unwrap().command {
+                Some(Command::Experiment(a)) => assert!(a.common.json && a.common.quick),
+                _ => panic!("subcommand lost"),
+            }
+        }
+        // An experiment's own flag belongs to it alone.
+        assert!(
+            Cli::try_parse_from(["bufpool", "experiment", "wal", "--device", "local"]).is_err()
+        );
     }
 
     #[test]
@@ -765,12 +491,36 @@ mod tests {
         ])
         .unwrap();
         match cli.command {
-            Some(Command::Experiment(a)) => {
-                assert!(matches!(a.name, ExperimentName::Slru));
-                assert!(a.micro_only && a.threads == Some(4));
-            }
+            Some(Command::Experiment(experiments::ExperimentCli {
+                which: experiments::Which::Slru(a),
+                ..
+            })) => assert!(a.micro_only && a.threads == Some(4)),
             _ => panic!("subcommand lost"),
         }
         assert!(Cli::try_parse_from(["bufpool", "experiment", "slru", "--threads", "0"]).is_err());
+    }
+
+    /// Every flag the scripts, CI and docs use still parses (flag names are a contract).
+    #[test]
+    fn documented_experiment_command_lines_parse() {
+        for line in [
+            "pool --pool-size 8MB --repeats 3 --json --quick",
+            "wal --json --repeats 3 --dir /tmp/x --quick",
+            "table --json --pool-size 64MB",
+            "bgwriter --quick --device local --seconds 2 --round-pools 32MB,64MB --json --io-direct on --bgw-configs default,off --repeats 5 --dir /tmp/x",
+            "checkpoint --configs a,c --device slow10 --io-direct off --bulk off --json --dir /tmp/x --seconds 8 --scale 2 --clients 4 --tablespaces off --sync off --set bgwriter=off --quick --repeats 3",
+            "tpcb --quick --json --baseline /bin/true --minutes 0.5 --scale 2 --dir /tmp/x",
+            "scans --quick --device local --scan-pool-mb 1 --json --repeats 3",
+            "slru --quick --threads 2 --json --dir /tmp/x",
+            "slru --micro-only --json",
+            "slru --skip-exp1 --json",
+        ] {
+            let argv = ["bufpool", "experiment"]
+                .into_iter()
+                .chain(line.split(' '));
+            if let Err(e) = Cli::try_parse_from(argv) {
+                panic!("{line}: {e}");
+            }
+        }
     }
 }

@@ -25,9 +25,7 @@
 //! work a round has to do is the same at every size; the
 //! mean and max time of a round, for the default strategy and dirty-chain.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::AtomicBool;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,9 +34,12 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
-use super::{layout, progress, summarize, Goal, Ratio, Report, RunInfo};
-use crate::commands::{run_bench, BenchArgs};
-use crate::tpcb::run::RunOutcome;
+use super::device::remove_db;
+use super::runner::{knobs, schedule, Common, Runner, Template};
+use super::{layout, progress, summarize, Goal, Ratio, Report};
+use crate::commands::run_tpcb;
+use crate::tpcb::burst::{Batch, RateProfile};
+use crate::tpcb::run::{BenchOptions, RunOutcome};
 use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId, Vfs};
 
 /// The steady workload's rate as a share of what the bgwriter-off configuration can do
@@ -46,27 +47,82 @@ use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId, Vfs
 /// server run at 70% of its capacity.
 const STEADY_OF_MAX: f64 = 0.7;
 
-/// What `bufpool experiment bgwriter` was asked to do.
-#[derive(Debug, Clone)]
-pub struct BgwExpOptions {
-    pub parent_dir: PathBuf,
-    pub command: Vec<String>,
-    /// Seconds per TPC-B run.
-    pub seconds: u64,
-    pub scale: u32,
-    pub clients: u32,
-    /// `local`, or a scripts/slow-device.sh profile.
+/// `bufpool experiment bgwriter` flags (`--quick`: 10 s runs at scale 5, fewer timed
+/// rounds, one run of each configuration).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Where the data goes: `local`, or a scripts/slow-device.sh profile (ssd-nvme,
+    /// ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a note).
+    #[arg(long, default_value = "ssd-sata")]
     pub device: String,
-    pub io_direct: bool,
+    /// io_direct for the TPC-B runs (default on: a write costs device time).
+    #[arg(long, value_parser = ["on", "off"])]
+    pub io_direct: Option<String>,
     /// Pools of the round-cost table.
+    #[arg(long, value_delimiter = ',', default_value = "64MB,1GB,8GB")]
     pub round_pools: Vec<String>,
+    /// Only these configurations of table 1 (names as in its table; `off` always runs
+    /// first, as the baseline the targets compare with).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub bgw_configs: Vec<String>,
+    /// Seconds per TPC-B run (default 60, 10 with --quick).
+    #[arg(long)]
+    pub seconds: Option<u64>,
+}
+
+/// The flags resolved: what this run of the experiment does.
+#[derive(Debug, Clone)]
+struct Settings {
+    /// Seconds per TPC-B run.
+    seconds: u64,
+    scale: u32,
+    clients: u32,
+    io_direct: bool,
+    /// Pools of the round-cost table.
+    round_pools: Vec<String>,
     /// Rounds timed per pool and strategy (after as many warm-up rounds).
-    pub rounds: usize,
+    rounds: usize,
     /// Only these configurations of table 1 (empty: all), `off` always included.
-    pub only: Vec<String>,
+    only: Vec<String>,
     /// Runs of `off` and `default` per workload (interleaved, so drift hits both alike);
     /// the targets are medians over the pairs. The other configurations run once.
-    pub repeats: usize,
+    repeats: usize,
+}
+
+impl Settings {
+    fn new(a: &Args, c: &Common) -> Result<Settings> {
+        let names: Vec<&str> = configs().iter().map(|(n, _)| *n).collect();
+        if let Some(bad) = a.bgw_configs.iter().find(|c| !names.contains(&c.as_str())) {
+            bail!(
+                "--bgw-configs: no configuration {bad:?} (one of: {})",
+                names.join(", ")
+            );
+        }
+        let quick = c.short();
+        Ok(Settings {
+            seconds: a.seconds.unwrap_or(if quick { 10 } else { 60 }),
+            scale: if quick { 5 } else { 10 },
+            clients: 8,
+            io_direct: a.io_direct.as_deref() != Some("off"),
+            round_pools: a.round_pools.clone(),
+            rounds: if quick { 10 } else { 30 },
+            only: a.bgw_configs.clone(),
+            repeats: if quick { 1 } else { c.repeats as usize },
+        })
+    }
+
+    /// Whether configuration `name` runs in `workload`: `off` always (the baseline), the
+    /// others if chosen; the max workload only `off` and `default`.
+    fn runs(&self, name: &str, workload: &str) -> bool {
+        let chosen = self.only.is_empty() || name == "off" || self.only.iter().any(|c| c == name);
+        chosen && (workload != "max" || paired(name))
+    }
+}
+
+/// The two configurations the targets compare: they run in every workload, `--repeats`
+/// times.
+fn paired(name: &str) -> bool {
+    name == "off" || name == "default"
 }
 
 /// The configurations of table 1: name and knobs.
@@ -101,162 +157,6 @@ fn configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
         // The 16 writes on 16 threads instead of one io_uring (the default before).
         ("threads", vec![("bgwriter_io_method", "threads")]),
     ]
-}
-
-/// scripts/slow-device.sh: `$BUFPOOL_SLOW_DEVICE`, else under the current directory,
-/// else in the source tree this binary was built from.
-fn slow_device_script() -> PathBuf {
-    crate::commands::project_script("slow-device.sh", "BUFPOOL_SLOW_DEVICE")
-}
-
-/// A throttled device brought up for the experiment and taken down when dropped.
-pub(super) struct SlowDevice {
-    pub(super) mount: PathBuf,
-    pub(super) status: String,
-    /// The profile it was brought up with.
-    pub(super) profile: String,
-}
-
-impl SlowDevice {
-    /// The device an experiment runs on: `local`, or the profile `name` of
-    /// scripts/slow-device.sh mounted under `scratch` when possible (else the local disk,
-    /// with a note saying why). Returns the device (None: local) and its description.
-    pub(super) fn choose(
-        experiment: &str,
-        name: &str,
-        scratch: &Path,
-        notes: &mut Vec<String>,
-    ) -> Result<(Option<SlowDevice>, String)> {
-        if name == "local" {
-            return Ok((None, "local disk (not throttled)".to_string()));
-        }
-        let mount = std::path::absolute(scratch.join("slow"))?;
-        progress(format!(
-            "{experiment}: bringing up the slow device ({name})"
-        ));
-        Ok(match SlowDevice::up(name, &mount)? {
-            Ok(d) => {
-                let desc = format!("scripts/slow-device.sh profile {name} ({})", d.status);
-                (Some(d), desc)
-            }
-            Err(why) => {
-                notes.push(format!(
-                    "the slow device ({name}) is unavailable ({why}): ran on the local disk"
-                ));
-                (None, "local disk (not throttled)".to_string())
-            }
-        })
-    }
-
-    /// Ok(Err(reason)) when the script says it cannot work here (exit 3).
-    pub(super) fn up(
-        profile: &str,
-        mount: &Path,
-    ) -> Result<std::result::Result<SlowDevice, String>> {
-        let script = slow_device_script();
-        let out = Command::new("bash")
-            .arg(&script)
-            .args(["up", "--profile", profile, "--fresh", "--mount"])
-            .arg(mount)
-            .output()
-            .with_context(|| format!("running {}", script.display()))?;
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if out.status.code() == Some(3) {
-            let why = stderr
-                .lines()
-                .find_map(|l| l.strip_prefix("skip: "))
-                .unwrap_or("unavailable")
-                .to_string();
-            return Ok(Err(why));
-        }
-        if !out.status.success() {
-            bail!("{} up failed: {}", script.display(), stderr.trim());
-        }
-        let status = Command::new("bash")
-            .arg(&script)
-            .arg("status")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default();
-        Ok(Ok(SlowDevice {
-            mount: mount.to_path_buf(),
-            status,
-            profile: profile.to_string(),
-        }))
-    }
-
-    /// Writes every dirty page of the device's file system out with the throttle lifted,
-    /// then throttles again: a database copied onto the device just before a run would
-    /// otherwise still be going to disk (at the throttled rate, for tens of seconds)
-    /// while the run measures, and its writeback would count against the run.
-    pub(super) fn settle(&self) -> Result<()> {
-        let script = slow_device_script();
-        let set = |profile: &str| -> Result<()> {
-            let out = Command::new("bash")
-                .arg(&script)
-                .args(["set-profile", profile])
-                .output()
-                .with_context(|| format!("running {}", script.display()))?;
-            if !out.status.success() {
-                bail!(
-                    "{} set-profile {profile} failed: {}",
-                    script.display(),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-            }
-            Ok(())
-        };
-        set("ssd-nvme")?;
-        let synced = Command::new("sync")
-            .arg("-f")
-            .arg(&self.mount)
-            .status()
-            .context("running sync -f");
-        set(&self.profile)?;
-        if !synced?.success() {
-            bail!("sync -f {} failed", self.mount.display());
-        }
-        Ok(())
-    }
-}
-
-impl Drop for SlowDevice {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(slow_device_script())
-            .args(["down", "--mount"])
-            .arg(&self.mount)
-            .status();
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-    for e in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
-        let e = e?;
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        if e.file_type()?.is_dir() {
-            copy_dir(&src, &dst)?;
-        } else {
-            std::fs::copy(&src, &dst)
-                .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
-        }
-    }
-    Ok(())
-}
-
-pub(super) fn dir_bytes(p: &Path) -> u64 {
-    std::fs::read_dir(p)
-        .map(|it| {
-            it.filter_map(|e| e.ok())
-                .map(|e| match e.metadata() {
-                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-                    Ok(m) => m.len(),
-                    Err(_) => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 /// One TPC-B run's figures (table 1).
@@ -323,6 +223,23 @@ impl Row {
         }
     }
 
+    /// Its line of table 1.
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.workload.into(),
+            self.config.into(),
+            (self.repeat + 1).to_string(),
+            format!("{:.0}", self.tps),
+            format!("{:.1}%", 100.0 * self.backend_share),
+            format!("{:.2}", self.lat_p99),
+            format!("{:.1}", self.lat_max),
+            format!("{:.1}", self.maxlat_p99),
+            format!("{:.0}", self.bgw_writes_per_s),
+            self.wasted.to_string(),
+            self.maxwritten.to_string(),
+        ]
+    }
+
     fn json(&self) -> serde_json::Value {
         json!({
             "config": self.config, "workload": self.workload, "repeat": self.repeat,
@@ -338,189 +255,167 @@ impl Row {
     }
 }
 
-fn bench_args(
-    dir: &Path,
-    o: &BgwExpOptions,
-    sets: Vec<(String, String)>,
-    label: &str,
-) -> BenchArgs {
-    BenchArgs {
-        label: Some(label.to_string()),
-        ..BenchArgs::tpcb(dir, o.clients, o.seconds, sets)
-    }
+/// The workloads of table 1, in order (the max runs set the others' rates).
+const WORKLOADS: [&str; 3] = ["max", "steady", "bursty"];
+
+/// What the TPC-B runs share.
+struct Bed<'a> {
+    o: &'a Settings,
+    template: &'a Template,
+    /// Every run's knobs, before its configuration's.
+    base: Vec<(String, String)>,
 }
 
-/// Runs the experiment.
-pub fn run(o: &BgwExpOptions) -> Result<Report> {
-    if let Some(bad) = o
-        .only
-        .iter()
-        .find(|c| !configs().iter().any(|(n, _)| n == c))
-    {
-        anyhow::bail!(
-            "--bgw-configs: no configuration {bad:?} (one of: {})",
-            configs()
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    std::fs::create_dir_all(&o.parent_dir)
-        .with_context(|| format!("creating {}", o.parent_dir.display()))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("bgwriter-")
-        .tempdir_in(&o.parent_dir)?;
-    let mut notes = Vec::new();
-    let (device, device_desc) =
-        SlowDevice::choose("bgwriter", &o.device, scratch.path(), &mut notes)?;
-    let data_root = match &device {
-        Some(d) => d.mount.join("bufpool"),
-        None => scratch.path().join("data"),
-    };
-    std::fs::create_dir_all(&data_root)?;
-    let io = if o.io_direct { "O_DIRECT" } else { "buffered" };
-
+/// Runs the experiment: table 1 (TPC-B per workload and configuration), table 2 (round
+/// cost per pool), the targets.
+pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
+    let o = Settings::new(a, &r.common)?;
+    r.use_device(&a.device)?;
+    r.set_io(if o.io_direct { "O_DIRECT" } else { "buffered" });
     // The template: loaded once with buffered I/O (a load through O_DIRECT on a throttled
     // device would cost an I/O per page), copied for every run.
-    let template = data_root.join("template");
-    progress(format!("bgwriter: loading a scale-{} template", o.scale));
-    crate::commands::init(&template, o.scale, 100, &[], &[])?;
-    let data = dir_bytes(&template);
-    let pool_mb = (data / 4 / (1 << 20)).max(16);
-    let base: Vec<(String, String)> = [
-        ("shared_buffers", format!("{pool_mb}MB")),
-        ("synchronous_commit", "off".to_string()),
-        ("checkpoint_timeout", "1h".to_string()),
-        (
-            "io_direct",
-            if o.io_direct { "on" } else { "off" }.to_string(),
-        ),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-
-    let stop = Arc::new(AtomicBool::new(false));
+    let template = r.template(o.scale, false, &[])?;
+    let on_off = if o.io_direct { "on" } else { "off" };
+    let bed = Bed {
+        o: &o,
+        template: &template,
+        base: knobs(&[
+            (
+                "shared_buffers",
+                format!("{}MB", template.quarter_pool_mb()).as_str(),
+            ),
+            ("synchronous_commit", "off"),
+            ("checkpoint_timeout", "1h"),
+            ("io_direct", on_off),
+        ]),
+    };
     let mut rows: Vec<Row> = Vec::new();
-    let accounts = u64::from(o.scale) * crate::tpcb::ACCOUNTS_PER_SCALE;
-    let repeats = o.repeats.max(1);
-    for workload in ["max", "steady", "bursty"] {
-        // The steady rate and the bursty profile's peak: the max runs' median with the
-        // bgwriter off.
-        let off: Vec<f64> = rows
-            .iter()
-            .filter(|r| r.workload == "max" && r.config == "off")
-            .map(|r| r.tps)
-            .collect();
-        let max_off_tps = if off.is_empty() {
-            0.0
-        } else {
-            summarize(&off).median
-        };
-        for (repeat, (name, knobs)) in
-            (0..repeats).flat_map(|i| configs().into_iter().map(move |c| (i, c)))
-        {
-            if !o.only.is_empty() && name != "off" && !o.only.iter().any(|c| c == name) {
-                continue;
-            }
-            if repeat > 0 && name != "off" && name != "default" {
-                continue;
-            }
-            if workload == "max" && name != "off" && name != "default" {
-                continue;
-            }
-            let dir = data_root.join(format!("{workload}-{name}"));
-            copy_dir(&template, &dir)?;
-            if let Some(d) = &device {
-                d.settle()?;
-            }
-            let mut sets = base.clone();
-            sets.extend(knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-            let mut args = bench_args(&dir, o, sets, name);
-            if workload == "steady" {
-                args.rate = Some((STEADY_OF_MAX * max_off_tps).max(10.0).round());
-            }
-            if workload == "bursty" {
-                let peak = max_off_tps.max(10.0);
-                args.rate_profile = Some(format!(
-                    "period={}s,low={:.0},high={:.0},spike=0.05,spike-factor=1.5",
-                    (o.seconds / 3).max(2),
-                    0.3 * peak,
-                    0.8 * peak
-                ));
-                args.batch_every = Some((o.seconds / 6).max(1));
-                args.batch_rows = Some((accounts / 100).max(100));
-            }
-            progress(format!(
-                "bgwriter: {workload} / {name} (run {} of {}): {} clients, {} s",
-                repeat + 1,
-                if name == "off" || name == "default" {
-                    repeats
-                } else {
-                    1
-                },
-                o.clients,
-                o.seconds
-            ));
-            let out =
-                run_bench(&args, stop.clone()).with_context(|| format!("{workload} / {name}"))?;
-            let mut row = Row::new(name, workload, repeat, &out);
-            row.rate = args.rate;
-            progress(format!(
-                "bgwriter: {workload} / {name}: {:.0} tps, backends wrote {:.1}% of {} buffer writes",
-                row.tps,
-                100.0 * row.backend_share,
-                row.backend_writes + row.bgwriter_writes
-            ));
-            rows.push(row);
-            std::fs::remove_dir_all(&dir).ok();
+    for workload in WORKLOADS {
+        let max_off_tps = max_off_tps(&rows);
+        let mut chosen = configs();
+        chosen.retain(|(name, _)| o.runs(name, workload));
+        for ((name, cfg_knobs), repeat) in schedule(&chosen, o.repeats, |(n, _)| paired(n)) {
+            let run = Run {
+                workload,
+                name,
+                knobs: cfg_knobs,
+                repeat,
+                max_off_tps,
+            };
+            rows.push(measure(r, &bed, &run)?);
         }
     }
-    drop(device);
-
+    r.release_device();
     // Table 2: round cost by pool size.
     let mut round_rows = Vec::new();
     for strategy in ["lru", "dirty-chain"] {
         for pool in &o.round_pools {
-            progress(format!("bgwriter: round cost, {strategy}, pool {pool}"));
-            let r = round_cost(&scratch.path().join("rounds"), pool, strategy, o.rounds)?;
-            round_rows.push((strategy, pool.clone(), r));
+            r.progress(format!("round cost, {strategy}, pool {pool}"));
+            let c = round_cost(&r.scratch().join("rounds"), pool, strategy, o.rounds)?;
+            round_rows.push((strategy, pool.clone(), c));
         }
     }
-    scratch.close()?;
+    Ok(report(r, &bed, &rows, &round_rows))
+}
 
-    // The targets: one sample per repeat, each the worst workload of that repeat's pairs
-    // (default against off): the share and tps over all three workloads, the latency over
-    // steady and bursty (at equal work; the max workload's ratio is reported beside).
-    let get = |c: &str, w: &str, i: usize| {
-        rows.iter()
-            .find(|r| r.config == c && r.workload == w && r.repeat == i)
-    };
-    let (mut share, mut tps, mut maxlat, mut max_maxlat, mut max_tps) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for i in 0..repeats {
-        if let (Some(dm), Some(ds), Some(db), Some(om), Some(os), Some(ob)) = (
-            get("default", "max", i),
-            get("default", "steady", i),
-            get("default", "bursty", i),
-            get("off", "max", i),
-            get("off", "steady", i),
-            get("off", "bursty", i),
-        ) {
-            share.push(dm.backend_share.max(ds.backend_share).max(db.backend_share));
-            tps.push((dm.tps / om.tps).min(ds.tps / os.tps).min(db.tps / ob.tps));
-            maxlat.push((ds.maxlat_p99 / os.maxlat_p99).max(db.maxlat_p99 / ob.maxlat_p99));
-            max_maxlat.push(dm.maxlat_p99 / om.maxlat_p99);
-            max_tps.push(dm.tps / om.tps);
-        }
+/// The max runs' median TPS with the bgwriter off (0 before they ran): the steady rate
+/// and the bursty profile's peak follow from it.
+fn max_off_tps(rows: &[Row]) -> f64 {
+    let off: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.workload == "max" && r.config == "off")
+        .map(|r| r.tps)
+        .collect();
+    if off.is_empty() {
+        0.0
+    } else {
+        summarize(&off).median
     }
-    if !max_maxlat.is_empty() {
-        let (l, t) = (summarize(&max_maxlat), summarize(&max_tps));
-        notes.push(format!(
-            "max workload (clients as fast as they go, not a target): tps {:.3}x off (min {:.3}, max {:.3}), per-second max latency p99 {:.3}x off (min {:.3}, max {:.3})",
-            t.median, t.min, t.max, l.median, l.min, l.max
-        ));
+}
+
+/// One TPC-B run of table 1.
+struct Run<'a> {
+    workload: &'static str,
+    name: &'static str,
+    knobs: &'a [(&'static str, &'static str)],
+    repeat: usize,
+    max_off_tps: f64,
+}
+
+/// What a run of `workload` asks of the clients: steady, a Poisson rate of
+/// [`STEADY_OF_MAX`] times `max_off_tps`; bursty, a wave from 0.3 to 0.8 of it with
+/// spikes and a batch every sixth of the run; max, as fast as they go.
+fn workload_options(o: &Settings, run: &Run, opts: BenchOptions) -> BenchOptions {
+    let peak = run.max_off_tps.max(10.0);
+    let accounts = u64::from(o.scale) * crate::tpcb::ACCOUNTS_PER_SCALE;
+    match run.workload {
+        "steady" => BenchOptions {
+            rate: Some((STEADY_OF_MAX * run.max_off_tps).max(10.0).round()),
+            ..opts
+        },
+        "bursty" => BenchOptions {
+            rate_profile: Some(RateProfile {
+                period_s: (o.seconds / 3).max(2) as f64,
+                // Whole transactions per second, as the profile has always been given.
+                low: (0.3 * peak).round_ties_even(),
+                high: (0.8 * peak).round_ties_even(),
+                spike: 0.05,
+                spike_factor: 1.5,
+                seed: opts.seed,
+            }),
+            batch: Some(Batch {
+                every_s: (o.seconds / 6).max(1),
+                rows: (accounts / 100).max(100),
+            }),
+            ..opts
+        },
+        _ => opts,
+    }
+}
+
+/// One run on a fresh copy of the template.
+fn measure(r: &Runner, bed: &Bed, run: &Run) -> Result<Row> {
+    let (o, workload, name) = (bed.o, run.workload, run.name);
+    let dir = r.fresh_copy(bed.template, &format!("{workload}-{name}"))?;
+    let mut sets = bed.base.clone();
+    sets.extend(knobs(run.knobs));
+    let opts = BenchOptions::tpcb(o.clients, o.seconds, name, r.stop());
+    let opts = workload_options(o, run, opts);
+    let rate = opts.rate;
+    let of = if paired(name) { o.repeats.max(1) } else { 1 };
+    r.progress(format!(
+        "{workload} / {name} (run {} of {of}): {} clients, {} s",
+        run.repeat + 1,
+        o.clients,
+        o.seconds
+    ));
+    let out = run_tpcb(&dir, &sets, opts).with_context(|| format!("{workload} / {name}"))?;
+    let mut row = Row::new(name, workload, run.repeat, &out);
+    row.rate = rate;
+    r.progress(format!(
+        "{workload} / {name}: {:.0} tps, backends wrote {:.1}% of {} buffer writes",
+        row.tps,
+        100.0 * row.backend_share,
+        row.backend_writes + row.bgwriter_writes
+    ));
+    remove_db(&dir);
+    Ok(row)
+}
+
+/// One row of table 2: strategy, pool, cost.
+type RoundRow = (&'static str, String, RoundCost);
+
+/// The targets, from the rows of both tables. One sample per repeat, each the worst
+/// workload of that repeat's pairs (default against off): the share and tps over all
+/// three workloads, the latency over steady and bursty (at equal work; the max
+/// workload's ratio is reported beside, [`max_workload_note`]). The round cost: the last
+/// pool's mean round over the first's, for the default strategy.
+fn targets(rows: &[Row], round_rows: &[RoundRow]) -> Vec<Ratio> {
+    let (mut share, mut tps, mut maxlat) = (Vec::new(), Vec::new(), Vec::new());
+    for [dm, ds, db, om, os, ob] in pairs(rows) {
+        share.push(dm.backend_share.max(ds.backend_share).max(db.backend_share));
+        tps.push((dm.tps / om.tps).min(ds.tps / os.tps).min(db.tps / ob.tps));
+        maxlat.push((ds.maxlat_p99 / os.maxlat_p99).max(db.maxlat_p99 / ob.maxlat_p99));
     }
     let mut ratios = Vec::new();
     if !share.is_empty() {
@@ -533,7 +428,7 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         ratios.push(Ratio::new("tps_vs_off", &tps, Goal::AtLeast, 0.97));
         ratios.push(Ratio::new("maxlat_p99_vs_off", &maxlat, Goal::AtMost, 1.0));
     }
-    let lru: Vec<&(&str, String, RoundCost)> = round_rows.iter().filter(|r| r.0 == "lru").collect();
+    let lru: Vec<&RoundRow> = round_rows.iter().filter(|r| r.0 == "lru").collect();
     if let (Some(small), Some(big)) = (lru.first(), lru.last()) {
         ratios.push(Ratio::new(
             "round_8g_vs_64m",
@@ -541,20 +436,111 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
             Goal::AtMost,
             1.5,
         ));
+    }
+    ratios
+}
+
+/// Per repeat that has all six, the runs default and off of max, steady and bursty.
+fn pairs(rows: &[Row]) -> Vec<[&Row; 6]> {
+    let get = |c: &str, w: &str, i: usize| {
+        rows.iter()
+            .find(|r| r.config == c && r.workload == w && r.repeat == i)
+    };
+    let repeats = rows.iter().map(|r| r.repeat + 1).max().unwrap_or(0);
+    (0..repeats)
+        .filter_map(|i| {
+            Some([
+                get("default", "max", i)?,
+                get("default", "steady", i)?,
+                get("default", "bursty", i)?,
+                get("off", "max", i)?,
+                get("off", "steady", i)?,
+                get("off", "bursty", i)?,
+            ])
+        })
+        .collect()
+}
+
+/// The max workload's ratios (not targets), as a note; None without pairs.
+fn max_workload_note(rows: &[Row]) -> Option<String> {
+    let pairs = pairs(rows);
+    let lat: Vec<f64> = pairs
+        .iter()
+        .map(|[dm, .., om, _, _]| dm.maxlat_p99 / om.maxlat_p99)
+        .collect();
+    let tps: Vec<f64> = pairs
+        .iter()
+        .map(|[dm, .., om, _, _]| dm.tps / om.tps)
+        .collect();
+    if lat.is_empty() {
+        return None;
+    }
+    let (l, t) = (summarize(&lat), summarize(&tps));
+    Some(format!(
+        "max workload (clients as fast as they go, not a target): tps {:.3}x off (min {:.3}, max {:.3}), per-second max latency p99 {:.3}x off (min {:.3}, max {:.3})",
+        t.median, t.min, t.max, l.median, l.min, l.max
+    ))
+}
+
+/// The report: tables 1, 3 and 2, the targets, the metadata.
+fn report(r: &mut Runner, bed: &Bed, rows: &[Row], round_rows: &[RoundRow]) -> Report {
+    let o = bed.o;
+    r.notes.extend(max_workload_note(rows));
+    let lru: Vec<&RoundRow> = round_rows.iter().filter(|r| r.0 == "lru").collect();
+    if let (Some(small), Some(big)) = (lru.first(), lru.last()) {
         if !(small.1.eq_ignore_ascii_case("64MB") && big.1.eq_ignore_ascii_case("8GB")) {
-            notes.push(format!(
+            r.notes.push(format!(
                 "round_8g_vs_64m compares {} with {} (--round-pools)",
                 big.1, small.1
             ));
         }
     }
+    let pool_mb = bed.template.quarter_pool_mb();
+    let mut metadata = r.metadata();
+    metadata.insert(
+        "runs".into(),
+        rows.iter().map(Row::json).collect::<Vec<_>>().into(),
+    );
+    metadata.insert(
+        "round_cost".into(),
+        round_rows
+            .iter()
+            .map(|(s, p, c)| c.json(s, p))
+            .collect::<Vec<_>>()
+            .into(),
+    );
+    metadata.insert(
+        "settings".into(),
+        json!({"scale": o.scale, "clients": o.clients, "seconds": o.seconds, "pool_mb": pool_mb,
+               "repeats": o.repeats.max(1), "steady_rate_of_max": STEADY_OF_MAX,
+               "synchronous_commit": "off", "checkpoint_timeout": "1h"}),
+    );
+    Report {
+        header: r.header(&r.device_line()),
+        figures: Vec::new(),
+        ratios: targets(rows, round_rows),
+        metadata,
+        notes: Vec::new(),
+        tables: vec![
+            runs_table(r, bed, rows),
+            waits_table(rows),
+            rounds_table(o, round_rows),
+        ],
+    }
+}
 
+/// Table 1 with its title.
+fn runs_table(r: &Runner, bed: &Bed, rows: &[Row]) -> String {
+    let o = bed.o;
     let mut t1 = format!(
-        "TPC-B, scale {}, pool {pool_mb} MB (a quarter of {:.0} MB), {} clients, {} s per run, synchronous_commit off, device: {device_desc}, {io}\n",
+        "TPC-B, scale {}, pool {} MB (a quarter of {:.0} MB), {} clients, {} s per run, synchronous_commit off, device: {}, {}\n",
         o.scale,
-        data as f64 / 1048576.0,
+        bed.template.quarter_pool_mb(),
+        bed.template.bytes as f64 / 1048576.0,
         o.clients,
-        o.seconds
+        o.seconds,
+        r.device_desc(),
+        r.io(),
     );
     let header = [
         "workload",
@@ -570,27 +556,18 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         "maxwritten",
     ];
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
-    for r in &rows {
-        cells.push(vec![
-            r.workload.into(),
-            r.config.into(),
-            (r.repeat + 1).to_string(),
-            format!("{:.0}", r.tps),
-            format!("{:.1}%", 100.0 * r.backend_share),
-            format!("{:.2}", r.lat_p99),
-            format!("{:.1}", r.lat_max),
-            format!("{:.1}", r.maxlat_p99),
-            format!("{:.0}", r.bgw_writes_per_s),
-            r.wasted.to_string(),
-            r.maxwritten.to_string(),
-        ]);
-    }
+    cells.extend(rows.iter().map(Row::cells));
     t1.push_str(&layout(&cells, 2));
     if let Some(r) = rows.iter().find_map(|r| r.rate) {
         t1.push_str(&format!(
             "steady: -R {r:.0} ({STEADY_OF_MAX} of the max workload's median with the bgwriter off); latency counts from each transaction's scheduled start\n"
         ));
     }
+    t1
+}
+
+/// Table 3: what the slow transactions waited for.
+fn waits_table(rows: &[Row]) -> String {
     let mut t3 = String::from(
         "What the transactions over 10 ms (from their start) waited for, by run: shares of their wall time (bufpool's wait totals; on CPU and runnable from the kernel's schedstat)\n",
     );
@@ -598,7 +575,7 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         .iter()
         .map(|s| s.to_string())
         .collect()];
-    for r in &rows {
+    for r in rows {
         cells.push(vec![
             r.workload.into(),
             r.config.into(),
@@ -607,6 +584,11 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         ]);
     }
     t3.push_str(&layout(&cells, 4));
+    t3
+}
+
+/// Table 2: round cost by pool.
+fn rounds_table(o: &Settings, round_rows: &[RoundRow]) -> String {
     let mut t2 = format!(
         "Round cost: {} timed rounds after as many warm-up ones, each after 2,000 allocations and 400 re-dirtied pages, bgwriter_lru_maxpages 1000; 20% of the pool dirty at the start\n",
         o.rounds
@@ -623,7 +605,7 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
     .iter()
     .map(|s| s.to_string())
     .collect()];
-    for (s, pool, r) in &round_rows {
+    for (s, pool, r) in round_rows {
         cells.push(vec![
             s.to_string(),
             pool.clone(),
@@ -635,42 +617,7 @@ pub fn run(o: &BgwExpOptions) -> Result<Report> {
         ]);
     }
     t2.push_str(&layout(&cells, 2));
-
-    let run = RunInfo::new(&o.command);
-    let mut metadata = run.metadata("bgwriter", &o.command);
-    metadata.insert("device".into(), json!({"profile": device_desc, "io": io}));
-    metadata.insert(
-        "runs".into(),
-        rows.iter().map(Row::json).collect::<Vec<_>>().into(),
-    );
-    metadata.insert(
-        "round_cost".into(),
-        round_rows
-            .iter()
-            .map(|(s, p, r)| {
-                json!({"strategy": s, "pool": p, "nbuffers": r.nbuffers, "round_us_mean": r.mean_us,
-                       "round_us_max": r.max_us, "scanned_per_round": r.scanned, "written_per_round": r.written})
-            })
-            .collect::<Vec<_>>()
-            .into(),
-    );
-    metadata.insert(
-        "settings".into(),
-        json!({"scale": o.scale, "clients": o.clients, "seconds": o.seconds, "pool_mb": pool_mb,
-               "repeats": repeats, "steady_rate_of_max": STEADY_OF_MAX,
-               "synchronous_commit": "off", "checkpoint_timeout": "1h"}),
-    );
-    Ok(Report {
-        header: format!(
-            "{} | profile {} | {} cores | device {device_desc}, {io}",
-            run.command, run.profile, run.cores
-        ),
-        figures: Vec::new(),
-        ratios,
-        metadata,
-        notes,
-        tables: vec![t1, t3, t2],
-    })
+    t2
 }
 
 /// What table 2 measured for one pool and strategy.
@@ -683,47 +630,34 @@ struct RoundCost {
     written: f64,
 }
 
+impl RoundCost {
+    /// Its entry in the metadata's `round_cost`.
+    fn json(&self, strategy: &str, pool: &str) -> serde_json::Value {
+        json!({"strategy": strategy, "pool": pool, "nbuffers": self.nbuffers,
+               "round_us_mean": self.mean_us, "round_us_max": self.max_us,
+               "scanned_per_round": self.scanned, "written_per_round": self.written})
+    }
+}
+
 /// Fills a pool of `pool` with zeroed pages (20% dirty), then times `rounds` bgwriter
 /// rounds, each after 2,000 allocations and 400 re-dirtied pages.
 fn round_cost(dir: &Path, pool: &str, strategy: &str, rounds: usize) -> Result<RoundCost> {
     const ALLOCS: u32 = 2_000;
     const REDIRTY: usize = 400;
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir)?;
-    let mut c = Config::default();
-    c.set("shared_buffers", pool)?;
-    c.set("bgwriter", "off")?;
-    c.set("bgwriter_strategy", strategy)?;
-    // The same write cap at every size (the automatic one grows with the pool), so that
-    // rounds differ only in what finding their work costs.
-    c.set("bgwriter_lru_maxpages", "1000")?;
-    let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
-    let p = BufferPool::open(vfs, dir, &c, true)
-        .with_context(|| format!("opening a {pool} pool in {}", dir.display()))?;
+    let p = round_pool(dir, pool, strategy)?;
     let n = p.nbuffers();
-    // Relations of at most one segment (1 GiB of 8 KiB pages), so that writes of any
-    // block land in an existing file.
-    let per_rel = (1u32 << 30) / p.page_size() as u32;
-    let mut rels = Vec::new();
-    let tag_of = |i: u64, rels: &mut Vec<RelFileId>| -> Result<BufferTag> {
-        let r = (i / u64::from(per_rel)) as usize;
-        while rels.len() <= r {
-            let rel = RelFileId::new(1, 90_000 + rels.len() as u32);
-            p.create_relation(rel, ForkNumber::Main)?;
-            rels.push(rel);
-        }
-        Ok(BufferTag::new(
-            rels[r],
-            ForkNumber::Main,
-            (i % u64::from(per_rel)) as u32,
-        ))
+    let mut blocks = Blocks {
+        pool: &p,
+        // Relations of at most one segment (1 GiB of 8 KiB pages), so that writes of any
+        // block land in an existing file.
+        per_rel: (1u32 << 30) / p.page_size() as u32,
+        rels: Vec::new(),
     };
     let mut rng = SmallRng::seed_from_u64(0xb9_0000_0001);
     let t = Instant::now();
     let resident = n as u64 - u64::from(ALLOCS);
     for i in 0..resident {
-        let tag = tag_of(i, &mut rels)?;
-        let b = p.read_zeroed(tag)?;
+        let b = p.read_zeroed(blocks.tag(i)?)?;
         if rng.random_bool(0.2) {
             let mut g = b.write();
             bufpool::page::init(&mut g, 0);
@@ -739,9 +673,8 @@ fn round_cost(dir: &Path, pool: &str, strategy: &str, rounds: usize) -> Result<R
     let (mut scanned, mut written) = (0u64, 0u64);
     for round in 0..2 * rounds {
         for _ in 0..ALLOCS {
-            let tag = tag_of(next, &mut rels)?;
+            let b = p.read_zeroed(blocks.tag(next)?)?;
             next += 1;
-            let b = p.read_zeroed(tag)?;
             let mut g = b.write();
             bufpool::page::init(&mut g, 0);
             if rng.random_bool(0.2) {
@@ -750,7 +683,7 @@ fn round_cost(dir: &Path, pool: &str, strategy: &str, rounds: usize) -> Result<R
         }
         for _ in 0..REDIRTY {
             let i = rng.random_range(next.saturating_sub(resident)..next);
-            let b = p.read_zeroed(tag_of(i, &mut rels)?)?;
+            let b = p.read_zeroed(blocks.tag(i)?)?;
             let mut g = b.write();
             bufpool::page::init(&mut g, 0);
             g.mark_dirty();
@@ -772,4 +705,134 @@ fn round_cost(dir: &Path, pool: &str, strategy: &str, rounds: usize) -> Result<R
         scanned: scanned as f64 / k,
         written: written as f64 / k,
     })
+}
+
+/// A bare pool of `pool` in a fresh `dir` with the bgwriter's thread off (rounds are run
+/// by hand) and strategy `strategy`.
+fn round_pool(dir: &Path, pool: &str, strategy: &str) -> Result<BufferPool> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    let mut c = Config::default();
+    c.set("shared_buffers", pool)?;
+    c.set("bgwriter", "off")?;
+    c.set("bgwriter_strategy", strategy)?;
+    // The same write cap at every size (the automatic one grows with the pool), so that
+    // rounds differ only in what finding their work costs.
+    c.set("bgwriter_lru_maxpages", "1000")?;
+    let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
+    BufferPool::open(vfs, dir, &c, true)
+        .with_context(|| format!("opening a {pool} pool in {}", dir.display()))
+}
+
+/// Blocks numbered across relations of `per_rel` blocks each, made as they are reached.
+struct Blocks<'a> {
+    pool: &'a BufferPool,
+    per_rel: u32,
+    rels: Vec<RelFileId>,
+}
+
+impl Blocks<'_> {
+    /// The tag of block `i` (its relation created if new).
+    fn tag(&mut self, i: u64) -> Result<BufferTag> {
+        let r = (i / u64::from(self.per_rel)) as usize;
+        while self.rels.len() <= r {
+            let rel = RelFileId::new(1, 90_000 + self.rels.len() as u32);
+            self.pool.create_relation(rel, ForkNumber::Main)?;
+            self.rels.push(rel);
+        }
+        let block = (i % u64::from(self.per_rel)) as u32;
+        Ok(BufferTag::new(self.rels[r], ForkNumber::Main, block))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(config: &'static str, workload: &'static str, repeat: usize, tps: f64) -> Row {
+        Row {
+            config,
+            workload,
+            repeat,
+            tps,
+            backend_share: if config == "off" { 1.0 } else { 0.01 },
+            lat_p99: 1.0,
+            lat_max: 2.0,
+            maxlat_p99: if config == "off" { 10.0 } else { 8.0 },
+            lat_over_10ms: 0,
+            bgw_writes_per_s: 0.0,
+            wasted: 0,
+            maxwritten: 0,
+            backend_writes: 0,
+            bgwriter_writes: 0,
+            why: serde_json::Value::Null,
+            rate: None,
+            slow_waits: String::new(),
+            waits: serde_json::Value::Null,
+        }
+    }
+
+    fn cost(mean_us: f64) -> RoundCost {
+        RoundCost {
+            nbuffers: 1,
+            mean_us,
+            max_us: mean_us,
+            scanned: 0.0,
+            written: 0.0,
+        }
+    }
+
+    /// Each repeat's sample is its worst workload; a repeat missing a run is left out;
+    /// the round cost compares the last lru pool with the first.
+    #[test]
+    fn targets_take_the_worst_workload_of_each_repeat() {
+        let mut rows = Vec::new();
+        for (i, default_tps) in [[100.0, 99.0, 95.0], [100.0, 100.0, 100.0]]
+            .into_iter()
+            .enumerate()
+        {
+            for (w, tps) in WORKLOADS.into_iter().zip(default_tps) {
+                rows.push(row("off", w, i, 100.0));
+                rows.push(row("default", w, i, tps));
+            }
+        }
+        rows.push(row("default", "max", 2, 1.0));
+        let rounds = [
+            ("lru", "64MB".to_string(), cost(10.0)),
+            ("dirty-chain", "64MB".to_string(), cost(1.0)),
+            ("lru", "8GB".to_string(), cost(12.0)),
+        ];
+        let t = targets(&rows, &rounds);
+        let got: Vec<(&str, f64, f64)> = t.iter().map(|r| (r.name, r.min, r.max)).collect();
+        assert_eq!(
+            got,
+            [
+                ("backend_write_share", 0.01, 0.01),
+                ("tps_vs_off", 0.95, 1.0),
+                ("maxlat_p99_vs_off", 0.8, 0.8),
+                ("round_8g_vs_64m", 1.2, 1.2),
+            ]
+        );
+        assert!(t.iter().all(|r| r.pass), "tps median 0.975 >= 0.97");
+        assert!(targets(&rows[..6], &[]).len() == 3 && targets(&[], &[]).is_empty());
+        assert!(max_workload_note(&rows).is_some() && max_workload_note(&[]).is_none());
+    }
+
+    #[test]
+    fn only_chosen_configurations_run_and_max_runs_only_the_pair() {
+        let mut o = Settings {
+            seconds: 1,
+            scale: 1,
+            clients: 1,
+            io_direct: false,
+            round_pools: Vec::new(),
+            rounds: 1,
+            only: vec!["dirty-chain".into()],
+            repeats: 1,
+        };
+        assert!(o.runs("off", "max") && !o.runs("default", "steady"));
+        assert!(o.runs("dirty-chain", "steady") && !o.runs("dirty-chain", "max"));
+        o.only.clear();
+        assert!(o.runs("default", "max") && o.runs("threads", "bursty"));
+    }
 }

@@ -44,47 +44,120 @@
 //! triggers the checkpoints instead: max_wal_size 32 MB (two default segments).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-use super::bgwriter::{dir_bytes, SlowDevice};
-use super::{layout, progress, Goal, Ratio, Report, RunInfo};
-use crate::commands::{load_config, run_bench, BenchArgs};
+use super::device::remove_db;
+use super::runner::{knobs, schedule, ts_dirs, Common, Runner, Template};
+use super::{layout, Goal, Ratio, Report};
+use crate::commands::{load_config, run_tpcb};
 use crate::report::model::RunResult;
+use crate::tpcb::aggregate_log::log_file_name;
+use crate::tpcb::run::BenchOptions;
 use crate::tpcb::{Db, ACCOUNTS_PER_SCALE};
 use bufpool::{Engine, RealVfs, Vfs};
 
-/// What `bufpool experiment checkpoint` was asked to do.
-#[derive(Debug, Clone)]
-pub struct CkptExpOptions {
-    pub parent_dir: PathBuf,
-    pub command: Vec<String>,
-    /// Seconds per TPC-B run.
-    pub seconds: u64,
-    pub scale: u32,
-    pub clients: u32,
-    /// `local`, or a scripts/slow-device.sh profile.
+/// `bufpool experiment checkpoint` flags (`--quick`: 8 s runs at scale 2, checkpoints
+/// triggered by a 32 MB max_wal_size, one run of each configuration).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Where the data goes: `local`, or a scripts/slow-device.sh profile (ssd-nvme,
+    /// ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a note).
+    #[arg(long, default_value = "ssd-sata")]
     pub device: String,
-    pub io_direct: bool,
-    /// Two tablespaces (accounts on one, history and branches on the other).
-    pub tablespaces: bool,
-    /// synchronous_commit.
-    pub sync_commit: bool,
-    /// WAL volume triggers checkpoints (small segments and max_wal_size).
-    pub quick: bool,
-    /// Letters of the configurations to run (a..f); empty: all.
+    /// io_direct for the TPC-B runs (default off: writeback hints and the final fsync
+    /// act on the page cache).
+    #[arg(long, value_parser = ["on", "off"])]
+    pub io_direct: Option<String>,
+    /// Seconds per TPC-B run (default 100: three 30 s checkpoint cycles plus margin; 8
+    /// with --quick).
+    #[arg(long)]
+    pub seconds: Option<u64>,
+    /// Scale (default 20, about four times the pool; 2 with --quick).
+    #[arg(long)]
+    pub scale: Option<u32>,
+    /// Clients.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub clients: u32,
+    /// pgbench_accounts on one tablespace, history and branches on another (two
+    /// directories on the same device).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub tablespaces: String,
+    /// Which configurations to run (letters a to f).
+    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d", "e", "f"])]
     pub configs: Vec<String>,
+    /// synchronous_commit of the TPC-B runs.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub sync: String,
+    /// The bulk table (load + CHECKPOINT, update of every account, CHECKPOINT).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub bulk: String,
+    /// A knob for every run on top of the configurations' own (repeatable), e.g. --set
+    /// bgwriter=off to take the bgwriter's writes out of the device's traffic.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::commands::parse_set)]
+    pub set: Vec<(String, String)>,
+}
+
+/// The flags resolved: what this run of the experiment does.
+#[derive(Debug, Clone)]
+struct Settings {
+    /// Seconds per TPC-B run.
+    seconds: u64,
+    scale: u32,
+    clients: u32,
+    io_direct: bool,
+    /// Two tablespaces (accounts on one, history and branches on the other).
+    tablespaces: bool,
+    sync_commit: bool,
+    /// WAL volume triggers checkpoints (small segments and max_wal_size).
+    quick: bool,
+    /// The configurations to run, in letter order.
+    chosen: Vec<CkptConfig>,
     /// Runs of (a) and (c) each, unthrottled and throttled (the others run once).
-    pub repeats: usize,
+    repeats: usize,
     /// Run the bulk table.
-    pub bulk: bool,
+    bulk: bool,
     /// Knobs set for every run after the base settings (`--set`); a configuration's own
     /// knobs still win.
-    pub extra: Vec<(String, String)>,
+    extra: Vec<(String, String)>,
+}
+
+impl Settings {
+    fn new(a: &Args, c: &Common) -> Result<Settings> {
+        let all = configs();
+        if let Some(l) = a
+            .configs
+            .iter()
+            .find(|l| !all.iter().any(|c| c.letter == *l))
+        {
+            bail!("unknown configuration {l:?} in --configs (allowed: a, b, c, d, e, f)");
+        }
+        let chosen = all
+            .into_iter()
+            .filter(|c| a.configs.is_empty() || a.configs.iter().any(|l| l == c.letter))
+            .collect();
+        for (k, v) in &a.set {
+            bufpool::Config::default()
+                .set(k, v)
+                .with_context(|| format!("--set {k}={v}"))?;
+        }
+        Ok(Settings {
+            seconds: a.seconds.unwrap_or(if c.quick { 8 } else { 100 }),
+            scale: a.scale.unwrap_or(if c.quick { 2 } else { 20 }),
+            clients: a.clients,
+            io_direct: a.io_direct.as_deref() == Some("on"),
+            tablespaces: a.tablespaces == "on",
+            sync_commit: a.sync == "on",
+            quick: c.quick,
+            chosen,
+            repeats: c.repeats_unless_quick(),
+            bulk: a.bulk == "on",
+            extra: a.set.clone(),
+        })
+    }
 }
 
 /// A configuration of the experiment: letter, label, knobs.
@@ -93,6 +166,18 @@ pub struct CkptConfig {
     pub letter: &'static str,
     pub label: &'static str,
     pub knobs: Vec<(&'static str, &'static str)>,
+}
+
+impl CkptConfig {
+    /// The metadata's entry: letter, label, knobs.
+    fn json(&self) -> serde_json::Value {
+        let knobs: serde_json::Map<_, _> = self
+            .knobs
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        json!({"config": self.letter, "label": self.label, "knobs": knobs})
+    }
 }
 
 /// The six configurations of issue 13. Every knob the experiment varies is set in every
@@ -270,19 +355,9 @@ pub fn targets(rows: &[Row]) -> Vec<Ratio> {
     out
 }
 
-/// The order of one pass (unthrottled or throttled): (a) and (c) `repeats` times each,
-/// alternated round by round, the others once in the first round; letters in order within
-/// a round.
-fn schedule(chosen: &[CkptConfig], repeats: usize) -> Vec<(&CkptConfig, usize)> {
-    let mut out = Vec::new();
-    for repeat in 0..repeats.max(1) {
-        for cfg in chosen {
-            if repeat == 0 || matches!(cfg.letter, "a" | "c") {
-                out.push((cfg, repeat));
-            }
-        }
-    }
-    out
+/// The configurations that run `--repeats` times, alternated: the two the targets compare.
+fn repeated(c: &CkptConfig) -> bool {
+    matches!(c.letter, "a" | "c")
 }
 
 /// Table 1 laid out.
@@ -338,55 +413,6 @@ struct Bulk {
     checkpoint_s: f64,
 }
 
-/// Copies a data directory; a symbolic link (a tablespace, `<dir>/base/<id>`) is
-/// replaced by a link to a copy of its location at `<to>-ts<id>`.
-pub(crate) fn copy_db(from: &Path, to: &Path) -> Result<()> {
-    fn walk(from: &Path, to: &Path, root_to: &Path) -> Result<()> {
-        std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-        for e in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
-            let e = e?;
-            let (src, dst) = (e.path(), to.join(e.file_name()));
-            let ft = e.file_type()?;
-            if ft.is_symlink() {
-                let target = from.join(std::fs::read_link(&src)?);
-                let name = e.file_name().to_string_lossy().into_owned();
-                let loc =
-                    std::path::absolute(PathBuf::from(format!("{}-ts{name}", root_to.display())))?;
-                let _ = std::fs::remove_dir_all(&loc);
-                walk(&target, &loc, root_to)?;
-                std::os::unix::fs::symlink(&loc, &dst)
-                    .with_context(|| format!("linking {} to {}", dst.display(), loc.display()))?;
-            } else if ft.is_dir() {
-                walk(&src, &dst, root_to)?;
-            } else {
-                std::fs::copy(&src, &dst)
-                    .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
-            }
-        }
-        Ok(())
-    }
-    walk(from, to, to)
-}
-
-/// Removes a copy made by [`copy_db`] (the directory and its tablespace locations).
-pub(crate) fn remove_db(dir: &Path) {
-    for id in 1..=2 {
-        let _ = std::fs::remove_dir_all(format!("{}-ts{id}", dir.display()));
-    }
-    let _ = std::fs::remove_dir_all(dir);
-}
-
-/// Tablespace locations for a database at `dir` (none without `--tablespaces on`).
-fn ts_dirs(dir: &Path, on: bool) -> Vec<PathBuf> {
-    if on {
-        (1..=2)
-            .map(|id| PathBuf::from(format!("{}-ts{id}", dir.display())))
-            .collect()
-    } else {
-        Vec::new()
-    }
-}
-
 /// Reads the latency column (µs) of a per-transaction log, in ms; failed and skipped
 /// transactions are left out.
 fn read_latencies(path: &Path) -> Result<Vec<f64>> {
@@ -411,30 +437,57 @@ fn slug(label: &str) -> String {
     s.trim_end_matches('-').to_string()
 }
 
-fn bench_args(
-    dir: &Path,
-    o: &CkptExpOptions,
-    sets: Vec<(String, String)>,
-    label: &str,
-) -> BenchArgs {
-    BenchArgs {
-        // The per-transaction log, into the run's own directory (an absolute prefix).
-        log: true,
-        log_prefix: dir.join("txlog").to_string_lossy().into_owned(),
-        label: Some(label.to_string()),
-        ..BenchArgs::tpcb(dir, o.clients, o.seconds, sets)
-    }
+/// Written by `init` into every database's bufpool.conf.
+const INIT_KNOBS: &[(&str, &str)] = &[("log_checkpoints", "off")];
+
+/// The knobs of the runs.
+struct Knobs {
+    /// Every TPC-B run's, on top of the template's (`--set` last).
+    base: Vec<(String, String)>,
+    /// Given at open only, never to `init` (see [`Knobs::new`]).
+    wal: Vec<(String, String)>,
+    /// What the metadata shows as the settings: init, base (without `--set`) and wal.
+    shown: Vec<(String, String)>,
 }
 
-fn to_sets(kv: &[(&str, String)]) -> Vec<(String, String)> {
-    kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+impl Knobs {
+    /// Knobs every run shares. Quick: WAL volume triggers checkpoints (the timeout cannot
+    /// go below 30 s): max_wal_size two 16 MB segments. Those two are given at open only,
+    /// never written by `init` into bufpool.conf: the file is read back in name order,
+    /// max_wal_size before min_wal_size, and a max below the default min is refused there.
+    fn new(o: &Settings, pool_mb: u64) -> Knobs {
+        let wal = if o.quick {
+            knobs(&[("min_wal_size", "32MB"), ("max_wal_size", "32MB")])
+        } else {
+            Vec::new()
+        };
+        let on_off = |b: bool| if b { "on" } else { "off" };
+        let mut shown = knobs(INIT_KNOBS);
+        shown.extend(knobs(&[
+            ("shared_buffers", format!("{pool_mb}MB").as_str()),
+            ("checkpoint_timeout", "30s"),
+            ("synchronous_commit", on_off(o.sync_commit)),
+            ("io_direct", on_off(o.io_direct)),
+        ]));
+        let mut base = shown.clone();
+        base.extend(o.extra.iter().cloned());
+        shown.extend(wal.iter().cloned());
+        Knobs { base, wal, shown }
+    }
+
+    /// `base` with configuration `cfg`'s knobs after it.
+    fn with(&self, cfg: &CkptConfig) -> Vec<(String, String)> {
+        let mut sets = self.base.clone();
+        sets.extend(knobs(&cfg.knobs));
+        sets
+    }
 }
 
 /// The bulk figures of one configuration on a fresh database at `dir`.
 /// `sets` go to `init` (and its bufpool.conf), `wal` only to the reopened engine.
 fn bulk(
     dir: &Path,
-    o: &CkptExpOptions,
+    o: &Settings,
     sets: &[(String, String)],
     wal: &[(String, String)],
 ) -> Result<Bulk> {
@@ -472,251 +525,207 @@ fn bulk(
     })
 }
 
-/// Runs the experiment.
-pub fn run(o: &CkptExpOptions) -> Result<Report> {
-    let all = configs();
-    let chosen: Vec<CkptConfig> = if o.configs.is_empty() {
-        all
-    } else {
-        for l in &o.configs {
-            if !all.iter().any(|c| c.letter == l.as_str()) {
-                bail!("unknown configuration {l:?} in --configs (allowed: a, b, c, d, e, f)");
-            }
-        }
-        all.into_iter()
-            .filter(|c| o.configs.iter().any(|l| l == c.letter))
-            .collect()
-    };
-    std::fs::create_dir_all(&o.parent_dir)
-        .with_context(|| format!("creating {}", o.parent_dir.display()))?;
-    let out_dir = std::path::absolute(o.parent_dir.join("checkpoint"))?;
-    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("checkpoint-")
-        .tempdir_in(&o.parent_dir)?;
-    let mut notes = Vec::new();
-    let (device, device_desc) =
-        SlowDevice::choose("checkpoint", &o.device, scratch.path(), &mut notes)?;
-    let data_root = std::path::absolute(match &device {
-        Some(d) => d.mount.join("bufpool"),
-        None => scratch.path().join("data"),
-    })?;
-    std::fs::create_dir_all(&data_root)?;
-    let io = if o.io_direct { "O_DIRECT" } else { "buffered" };
+/// What the runs of one experiment share.
+struct Bed<'a> {
+    o: &'a Settings,
+    template: &'a Template,
+    knobs: &'a Knobs,
+    /// Where every run's `RunResult` goes (`<dir>/checkpoint`).
+    out_dir: PathBuf,
+}
 
-    // Knobs every run shares. Quick: WAL volume triggers checkpoints (the timeout cannot
-    // go below 30 s): max_wal_size two 16 MB segments. Those two are given at open only,
-    // never written by `init` into bufpool.conf: the file is read back in name order,
-    // max_wal_size before min_wal_size, and a max below the default min is refused there.
-    let init_kv: Vec<(&str, String)> = vec![("log_checkpoints", "off".into())];
-    let wal_kv: Vec<(&str, String)> = if o.quick {
-        vec![
-            ("min_wal_size", "32MB".into()),
-            ("max_wal_size", "32MB".into()),
-        ]
-    } else {
-        Vec::new()
+/// Runs the experiment: table 1 (TPC-B per configuration, unthrottled then throttled),
+/// table 2 (bulk), the targets.
+pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
+    let o = Settings::new(a, &r.common)?;
+    let out_dir = r.out_dir()?;
+    r.use_device(&a.device)?;
+    r.set_io(if o.io_direct { "O_DIRECT" } else { "buffered" });
+    let template = r.template(o.scale, o.tablespaces, &knobs(INIT_KNOBS))?;
+    let knobs = Knobs::new(&o, template.quarter_pool_mb());
+    let bed = Bed {
+        o: &o,
+        template: &template,
+        knobs: &knobs,
+        out_dir,
     };
-    let template = data_root.join("template");
-    progress(format!("checkpoint: loading a scale-{} template", o.scale));
-    crate::commands::init(
-        &template,
-        o.scale,
-        100,
-        &ts_dirs(&template, o.tablespaces),
-        &to_sets(&init_kv),
-    )?;
-    let data = dir_bytes(&template)
-        + ts_dirs(&template, o.tablespaces)
-            .iter()
-            .map(|d| dir_bytes(d))
-            .sum::<u64>();
-    let pool_mb = (data / 4 / (1 << 20)).max(16);
-    let mut base_kv = init_kv.clone();
-    base_kv.extend([
-        ("shared_buffers", format!("{pool_mb}MB")),
-        ("checkpoint_timeout", "30s".into()),
-        (
-            "synchronous_commit",
-            if o.sync_commit { "on" } else { "off" }.into(),
-        ),
-        ("io_direct", if o.io_direct { "on" } else { "off" }.into()),
-    ]);
-    let mut base = to_sets(&base_kv);
-    for (k, v) in &o.extra {
-        bufpool::Config::default()
-            .set(k, v)
-            .with_context(|| format!("--set {k}={v}"))?;
-        base.push((k.clone(), v.clone()));
-    }
-    base_kv.extend(wal_kv.iter().cloned());
-    let wal = to_sets(&wal_kv);
-
-    let stop = Arc::new(AtomicBool::new(false));
     let mut rows: Vec<Row> = Vec::new();
     let mut rate: Option<f64> = None;
     for throttled in [false, true] {
         if throttled {
-            // (c)'s median unthrottled TPS (of its repeats), else the first run's.
-            let c_tps: Vec<f64> = rows
-                .iter()
-                .filter(|r| r.letter == "c")
-                .map(|r| r.tps)
-                .collect();
-            let (from, tps) = if c_tps.is_empty() {
-                rows.first()
-                    .map(|r| (r.label.clone(), r.tps))
-                    .unwrap_or_default()
-            } else {
-                ("(c)".to_string(), super::summarize(&c_tps).median)
-            };
-            if !from.starts_with("(c)") {
-                notes.push(format!(
-                    "(c) did not run: the throttled rate is 60% of {from}'s TPS"
-                ));
-            }
-            rate = Some((0.6 * tps).max(1.0));
+            rate = Some(throttled_rate(&rows, &mut r.notes));
         }
-        for (cfg, repeat) in schedule(&chosen, o.repeats) {
-            let label = format!(
-                "{}{}{}",
-                cfg.label,
-                if repeat > 0 {
-                    format!(" #{}", repeat + 1)
-                } else {
-                    String::new()
-                },
-                if throttled { " throttled" } else { "" }
-            );
-            let dir = data_root.join(format!(
-                "run-{}{}",
-                cfg.letter,
-                if throttled { "-r" } else { "" }
-            ));
-            remove_db(&dir);
-            copy_db(&template, &dir)?;
-            if let Some(d) = &device {
-                d.settle()?;
-            }
-            let mut sets = base.clone();
-            sets.extend(
-                cfg.knobs
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string())),
-            );
-            sets.extend(wal.iter().cloned());
-            let mut args = bench_args(&dir, o, sets, &label);
-            args.rate = rate;
-            progress(format!(
-                "checkpoint: {label}: {} clients, {} s{}",
-                o.clients,
-                o.seconds,
-                rate.map(|r| format!(", -R {r:.0}")).unwrap_or_default()
-            ));
-            let out = run_bench(&args, stop.clone()).with_context(|| label.clone())?;
-            let log = PathBuf::from(crate::tpcb::aggregate_log::log_file_name(
-                &args.log_prefix,
-                0,
-            ));
-            let lat = read_latencies(&log)?;
-            let row = Row::new(cfg.letter, throttled, repeat, rate, &out.result, &lat);
-            let json_path = out_dir.join(format!("{}.json", slug(&label)));
-            std::fs::write(&json_path, serde_json::to_string_pretty(&out.result)?)
-                .with_context(|| format!("writing {}", json_path.display()))?;
-            progress(format!(
-                "checkpoint: {label}: {:.0} tps, per-second p5 {:.0}, max-latency/s p99 {:.1} ms, {} checkpoints",
-                row.tps, row.tps_p5, row.maxlat_p99, row.checkpoints
-            ));
-            if row.checkpoints < 3 {
-                notes.push(format!(
-                    "{label}: {} checkpoint(s) in {} s (the issue asks for at least 3 cycles)",
-                    row.checkpoints, o.seconds
-                ));
-            }
-            rows.push(row);
-            remove_db(&dir);
+        for (cfg, repeat) in schedule(&o.chosen, o.repeats, repeated) {
+            rows.push(measure(r, &bed, cfg, repeat, rate)?);
         }
     }
-
     let mut bulk_rows = Vec::new();
-    if o.bulk {
-        for cfg in &chosen {
-            progress(format!(
-                "checkpoint: bulk {}: load + CHECKPOINT, update of every account, CHECKPOINT",
-                cfg.label
-            ));
-            let mut sets = base.clone();
-            sets.extend(
-                cfg.knobs
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string())),
-            );
-            let b = bulk(
-                &data_root.join(format!("bulk-{}", cfg.letter)),
-                o,
-                &sets,
-                &wal,
-            )
+    for cfg in o.chosen.iter().filter(|_| o.bulk) {
+        r.progress(format!(
+            "bulk {}: load + CHECKPOINT, update of every account, CHECKPOINT",
+            cfg.label
+        ));
+        let dir = r.data_root()?.join(format!("bulk-{}", cfg.letter));
+        let b = bulk(&dir, &o, &knobs.with(cfg), &knobs.wal)
             .with_context(|| format!("bulk {}", cfg.label))?;
-            bulk_rows.push((cfg.label, b));
-        }
+        bulk_rows.push((cfg.label, b));
     }
-    remove_db(&template);
-    drop(device);
-    scratch.close()?;
+    remove_db(&template.dir);
+    r.release_device();
+    Ok(report(r, &bed, &rows, &bulk_rows, rate))
+}
 
-    let ratios = targets(&rows);
-    let mut t1 = format!(
-        "TPC-B, scale {}, pool {pool_mb} MB (a quarter of {:.0} MB), {} clients, {} s per run{}, checkpoint_timeout 30 s{}, synchronous_commit {}, {}, device: {device_desc}, {io}\n",
+/// The throttled runs' rate: 60% of (c)'s median unthrottled TPS (of its repeats), else
+/// of the first run's (with a note saying so).
+fn throttled_rate(rows: &[Row], notes: &mut Vec<String>) -> f64 {
+    let c_tps: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.letter == "c")
+        .map(|r| r.tps)
+        .collect();
+    let (from, tps) = if c_tps.is_empty() {
+        rows.first()
+            .map(|r| (r.label.clone(), r.tps))
+            .unwrap_or_default()
+    } else {
+        ("(c)".to_string(), super::summarize(&c_tps).median)
+    };
+    if !from.starts_with("(c)") {
+        notes.push(format!(
+            "(c) did not run: the throttled rate is 60% of {from}'s TPS"
+        ));
+    }
+    (0.6 * tps).max(1.0)
+}
+
+/// One TPC-B run of `cfg` on a fresh copy of the template, throttled to `rate` if given;
+/// its `RunResult` saved to the run files.
+fn measure(
+    r: &mut Runner,
+    bed: &Bed,
+    cfg: &CkptConfig,
+    repeat: usize,
+    rate: Option<f64>,
+) -> Result<Row> {
+    let (o, throttled) = (bed.o, rate.is_some());
+    let again = if repeat > 0 {
+        format!(" #{}", repeat + 1)
+    } else {
+        String::new()
+    };
+    let suffix = if throttled { " throttled" } else { "" };
+    let label = format!("{}{again}{suffix}", cfg.label);
+    let name = format!("run-{}{}", cfg.letter, if throttled { "-r" } else { "" });
+    let dir = r.fresh_copy(bed.template, &name)?;
+    let mut sets = bed.knobs.with(cfg);
+    sets.extend(bed.knobs.wal.iter().cloned());
+    let opts = BenchOptions {
+        rate,
+        // The per-transaction log, into the run's own directory (an absolute prefix).
+        transaction_log: true,
+        log_prefix: dir.join("txlog").to_string_lossy().into_owned(),
+        ..BenchOptions::tpcb(o.clients, o.seconds, &label, r.stop())
+    };
+    let log = PathBuf::from(log_file_name(&opts.log_prefix, 0));
+    let rate_note = rate.map(|r| format!(", -R {r:.0}")).unwrap_or_default();
+    r.progress(format!(
+        "{label}: {} clients, {} s{rate_note}",
+        o.clients, o.seconds
+    ));
+    let out = run_tpcb(&dir, &sets, opts).with_context(|| label.clone())?;
+    let row = Row::new(
+        cfg.letter,
+        throttled,
+        repeat,
+        rate,
+        &out.result,
+        &read_latencies(&log)?,
+    );
+    let json_path = bed.out_dir.join(format!("{}.json", slug(&label)));
+    std::fs::write(&json_path, serde_json::to_string_pretty(&out.result)?)
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    r.progress(format!(
+        "{label}: {:.0} tps, per-second p5 {:.0}, max-latency/s p99 {:.1} ms, {} checkpoints",
+        row.tps, row.tps_p5, row.maxlat_p99, row.checkpoints
+    ));
+    if row.checkpoints < 3 {
+        r.notes.push(format!(
+            "{label}: {} checkpoint(s) in {} s (the issue asks for at least 3 cycles)",
+            row.checkpoints, o.seconds
+        ));
+    }
+    remove_db(&dir);
+    Ok(row)
+}
+
+/// Table 1's title line.
+fn run_title(r: &Runner, bed: &Bed) -> String {
+    let o = bed.o;
+    let repeats = if o.repeats > 1 {
+        format!(
+            ", (a) and (c) {} times each, alternated (#2.. mark the repeats)",
+            o.repeats
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "TPC-B, scale {}, pool {} MB (a quarter of {:.0} MB), {} clients, {} s per run{repeats}, checkpoint_timeout 30 s{}, synchronous_commit {}, {}, device: {}, {}\n",
         o.scale,
-        data as f64 / 1048576.0,
+        bed.template.quarter_pool_mb(),
+        bed.template.bytes as f64 / 1048576.0,
         o.clients,
         o.seconds,
-        if o.repeats > 1 {
-            format!(", (a) and (c) {} times each, alternated (#2.. mark the repeats)", o.repeats)
-        } else {
-            String::new()
-        },
         if o.quick { ", max_wal_size 32 MB" } else { "" },
         if o.sync_commit { "on" } else { "off" },
         if o.tablespaces { "accounts and history/branches on two tablespaces" } else { "one tablespace" },
+        r.device_desc(),
+        r.io(),
+    )
+}
+
+/// Table 2 laid out.
+fn bulk_table(scale: u32, bulk_rows: &[(&str, Bulk)]) -> String {
+    let mut t2 = format!(
+        "Bulk (seed 001), scale {scale}: load with its CHECKPOINT; UPDATE of every account (100,000 rows a transaction); CHECKPOINT\n",
     );
-    t1.push_str(&run_table(&rows));
-    let mut tables = vec![t1];
+    let mut cells: Vec<Vec<String>> =
+        vec![["config", "load + ckpt s", "update s", "ckpt s", "total s"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()];
+    for (label, b) in bulk_rows {
+        cells.push(vec![
+            label.to_string(),
+            format!("{:.1}", b.load_s),
+            format!("{:.1}", b.update_s),
+            format!("{:.1}", b.checkpoint_s),
+            format!("{:.1}", b.load_s + b.update_s + b.checkpoint_s),
+        ]);
+    }
+    t2.push_str(&layout(&cells, 1));
+    t2
+}
+
+/// The report: tables 1 and 2, the targets, the command that overlays the runs.
+fn report(
+    r: &mut Runner,
+    bed: &Bed,
+    rows: &[Row],
+    bulk_rows: &[(&str, Bulk)],
+    rate: Option<f64>,
+) -> Report {
+    let mut tables = vec![run_title(r, bed) + &run_table(rows)];
     if !bulk_rows.is_empty() {
-        let mut t2 = format!(
-            "Bulk (seed 001), scale {}: load with its CHECKPOINT; UPDATE of every account (100,000 rows a transaction); CHECKPOINT\n",
-            o.scale
-        );
-        let mut cells: Vec<Vec<String>> =
-            vec![["config", "load + ckpt s", "update s", "ckpt s", "total s"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect()];
-        for (label, b) in &bulk_rows {
-            cells.push(vec![
-                label.to_string(),
-                format!("{:.1}", b.load_s),
-                format!("{:.1}", b.update_s),
-                format!("{:.1}", b.checkpoint_s),
-                format!("{:.1}", b.load_s + b.update_s + b.checkpoint_s),
-            ]);
-        }
-        t2.push_str(&layout(&cells, 1));
-        tables.push(t2);
+        tables.push(bulk_table(bed.o.scale, bulk_rows));
     }
     let mut report_cmd = String::from("bufpool report");
-    for r in &rows {
-        report_cmd.push_str(&format!(
-            " {}",
-            out_dir.join(format!("{}.json", slug(&r.label))).display()
-        ));
+    for row in rows {
+        let path = bed.out_dir.join(format!("{}.json", slug(&row.label)));
+        report_cmd.push_str(&format!(" {}", path.display()));
     }
-    notes.push(format!("runs overlaid: {report_cmd}"));
-
-    let run = RunInfo::new(&o.command);
-    let mut metadata = run.metadata("checkpoint", &o.command);
-    metadata.insert("device".into(), json!({"profile": device_desc, "io": io}));
+    r.notes.push(format!("runs overlaid: {report_cmd}"));
+    let mut metadata = r.metadata();
     metadata.insert(
         "runs".into(),
         rows.iter().map(Row::json).collect::<Vec<_>>().into(),
@@ -731,33 +740,40 @@ pub fn run(o: &CkptExpOptions) -> Result<Report> {
     );
     metadata.insert(
         "configs".into(),
-        chosen
+        bed.o
+            .chosen
             .iter()
-            .map(|c| json!({"config": c.letter, "label": c.label, "knobs": c.knobs.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()}))
+            .map(CkptConfig::json)
             .collect::<Vec<_>>()
             .into(),
     );
     metadata.insert("throttled_rate".into(), rate.into());
-    metadata.insert("run_files".into(), out_dir.display().to_string().into());
+    metadata.insert("run_files".into(), bed.out_dir.display().to_string().into());
     metadata.insert("report_command".into(), report_cmd.into());
-    metadata.insert(
-        "settings".into(),
-        json!({"scale": o.scale, "clients": o.clients, "seconds": o.seconds, "pool_mb": pool_mb,
-               "synchronous_commit": o.sync_commit, "checkpoint_timeout": "30s", "quick": o.quick, "repeats": o.repeats,
-               "tablespaces": o.tablespaces, "settings": base_kv.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-               "extra_settings": o.extra.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()}),
-    );
-    Ok(Report {
-        header: format!(
-            "{} | profile {} | {} cores | device {device_desc}, {io}",
-            run.command, run.profile, run.cores
-        ),
+    metadata.insert("settings".into(), settings_json(bed));
+    Report {
+        header: r.header(&r.device_line()),
         figures: Vec::new(),
-        ratios,
+        ratios: targets(rows),
         metadata,
-        notes,
+        notes: Vec::new(),
         tables,
-    })
+    }
+}
+
+/// The metadata's `settings`.
+fn settings_json(bed: &Bed) -> serde_json::Value {
+    let o = bed.o;
+    let map = |kv: &[(String, String)]| {
+        kv.iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect::<serde_json::Map<_, _>>()
+    };
+    json!({"scale": o.scale, "clients": o.clients, "seconds": o.seconds,
+           "pool_mb": bed.template.quarter_pool_mb(), "synchronous_commit": o.sync_commit,
+           "checkpoint_timeout": "30s", "quick": o.quick, "repeats": o.repeats,
+           "tablespaces": o.tablespaces, "settings": map(&bed.knobs.shown),
+           "extra_settings": map(&o.extra)})
 }
 
 #[cfg(test)]
@@ -849,7 +865,7 @@ mod tests {
     #[test]
     fn the_schedule_repeats_a_and_c_only() {
         let all = configs();
-        let order: Vec<String> = schedule(&all, 3)
+        let order: Vec<String> = schedule(&all, 3, repeated)
             .into_iter()
             .map(|(c, i)| format!("{}{}", c.letter, i))
             .collect();
@@ -857,9 +873,13 @@ mod tests {
             order,
             ["a0", "b0", "c0", "d0", "e0", "f0", "a1", "c1", "a2", "c2"]
         );
-        assert_eq!(schedule(&all[1..2], 3).len(), 1, "(b) alone runs once");
         assert_eq!(
-            schedule(&all, 0).len(),
+            schedule(&all[1..2], 3, repeated).len(),
+            1,
+            "(b) alone runs once"
+        );
+        assert_eq!(
+            schedule(&all, 0, repeated).len(),
             6,
             "no repeats still runs each once"
         );
@@ -921,26 +941,8 @@ mod tests {
     }
 
     #[test]
-    fn copies_follow_tablespace_links_and_latencies_parse() {
+    fn latencies_parse_and_labels_slug() {
         let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("src");
-        let loc = d.path().join("elsewhere");
-        std::fs::create_dir_all(src.join("base/0")).unwrap();
-        std::fs::create_dir_all(&loc).unwrap();
-        std::fs::write(src.join("base/0/1"), b"x").unwrap();
-        std::fs::write(loc.join("2"), b"y").unwrap();
-        std::os::unix::fs::symlink(&loc, src.join("base/1")).unwrap();
-        let dst = d.path().join("dst");
-        copy_db(&src, &dst).unwrap();
-        assert_eq!(std::fs::read(dst.join("base/0/1")).unwrap(), b"x");
-        assert_eq!(std::fs::read(dst.join("base/1/2")).unwrap(), b"y");
-        let target = std::fs::read_link(dst.join("base/1")).unwrap();
-        assert_eq!(
-            target,
-            std::path::absolute(d.path().join("dst-ts1")).unwrap()
-        );
-        remove_db(&dst);
-        assert!(!dst.exists() && !d.path().join("dst-ts1").exists() && loc.join("2").exists());
         let log = d.path().join("log");
         std::fs::write(&log, "0 0 1500 0 1 2\n1 0 failed 0 1 3\n2 0 250 0 1 4 10\n").unwrap();
         assert_eq!(read_latencies(&log).unwrap(), vec![1.5, 0.25]);

@@ -1,14 +1,18 @@
 //! Experiments run by `bufpool experiment <NAME>`: small, self-contained measurements
 //! that put a figure of the pool next to a baseline, in one process, side by side.
 //!
-//! Owns: the report shape shared by experiments (figures with median/min/max over
-//! repetitions, ratios with targets and verdicts, metadata), its table and JSON renderings,
-//! and pure helpers (summaries, a single-cycle random permutation).
+//! Owns: the `experiment` subcommands (one per experiment, each with its own `Args`; the
+//! flags they share are [`runner::Common`]), the report shape shared by experiments
+//! (figures with median/min/max over repetitions, ratios with targets and verdicts,
+//! metadata), its table and JSON renderings, and pure helpers (summaries, a single-cycle
+//! random permutation). The skeleton every experiment runs in is [`runner::Runner`].
 
 pub mod bgwriter;
 pub mod checkpoint;
+pub mod device;
 pub mod mutex_pool;
 pub mod pool;
+pub mod runner;
 pub mod scans;
 pub mod slru;
 pub mod table;
@@ -18,8 +22,88 @@ pub mod wal;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use anyhow::{Context, Result};
 use rand::Rng;
 use serde::Serialize;
+
+/// `bufpool experiment [FLAGS] NAME [FLAGS]`.
+#[derive(Debug, clap::Args)]
+pub struct ExperimentCli {
+    #[command(flatten)]
+    pub common: runner::Common,
+    #[command(subcommand)]
+    pub which: Which,
+}
+
+/// The experiments, each with its own flags.
+#[derive(Debug, clap::Subcommand)]
+pub enum Which {
+    /// Hit and miss paths of the pool next to HashMap, raw memory, mutex-pool and pread
+    /// baselines.
+    Pool(pool::Args),
+    /// Commit rates (group commit) against raw fdatasync, WAL insert scaling, redo speed.
+    Wal(wal::Args),
+    /// B+tree lookups against std BTreeMap, their 2-thread scaling, and a heap scan with
+    /// visibility checks against summing a Vec.
+    Table(table::Args),
+    /// The background writer: TPC-B with it off, on, at PostgreSQL's and seed 004's
+    /// settings and with seed 000's alternatives, at full speed, a steady rate and bursty;
+    /// what slow transactions waited for; a round's cost at
+    /// 64 MiB, 1 GiB and 8 GiB pools.
+    Bgwriter(bgwriter::Args),
+    /// Checkpoints (issue 13): TPC-B through checkpoints of 2007 (unsorted, page by page,
+    /// fsync at the end), sorted and combined, with writeback hints per tablespace or
+    /// shared, O_DSYNC, and 4 writers; unthrottled and at 60% of the rate; seed 001's
+    /// bulk load, update and CHECKPOINT per configuration.
+    Checkpoint(checkpoint::Args),
+    /// TPC-B over time (issue 14): c4 synchronous commit on and off for `--minutes`,
+    /// per-second max latency of c1 and c4 without checkpoints, CPU per transaction,
+    /// SQLite NORMAL, the commit limit, and an earlier binary (`--baseline`).
+    Tpcb(tpcb::Args),
+    /// Rings, synchronized scans, the cache trail and read streams (issue 15, seed 003):
+    /// a ring-size sweep, hot-set survival, vacuum and bulk-write rings, 1/2/4 concurrent
+    /// scans, 3A on and off, scan MB/s per io_method and io_combine_limit.
+    Scans(scans::Args),
+    /// The banked SLRU (issue 16, seed 002): lookups of random pages per slru_design,
+    /// SLRU size (16..4096 slots), spread (fits, 10x) and thread count.
+    Slru(slru::Args),
+}
+
+/// Runs the chosen experiment and prints its report (a table, or JSON with `--json`).
+pub fn run(cli: ExperimentCli, command: Vec<String>) -> Result<()> {
+    let json = cli.common.json;
+    let c = cli.common;
+    let report = match cli.which {
+        Which::Pool(a) => {
+            runner::run("pool", c, command, |r| pool::run(&a, r)).context("experiment pool")?
+        }
+        Which::Wal(a) => {
+            runner::run("wal", c, command, |r| wal::run(&a, r)).context("experiment wal")?
+        }
+        Which::Table(a) => {
+            runner::run("table", c, command, |r| table::run(&a, r)).context("experiment table")?
+        }
+        Which::Bgwriter(a) => runner::run("bgwriter", c, command, |r| bgwriter::run(&a, r))
+            .context("experiment bgwriter")?,
+        Which::Checkpoint(a) => runner::run("checkpoint", c, command, |r| checkpoint::run(&a, r))
+            .context("experiment checkpoint")?,
+        Which::Tpcb(a) => {
+            runner::run("tpcb", c, command, |r| tpcb::run(&a, r)).context("experiment tpcb")?
+        }
+        Which::Scans(a) => {
+            runner::run("scans", c, command, |r| scans::run(&a, r)).context("experiment scans")?
+        }
+        Which::Slru(a) => {
+            runner::run("slru", c, command, |r| slru::run(&a, r)).context("experiment slru")?
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        print!("{}", report.to_table());
+    }
+    Ok(())
+}
 
 /// Median, min and max of one figure over the repetitions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -37,7 +37,8 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Map};
 
 use super::mutex_pool::MutexPool;
-use super::{progress, sattolo_cycle, summarize, Goal, Report, RunInfo, Samples};
+use super::runner::Runner;
+use super::{progress, sattolo_cycle, summarize, Goal, Report, Samples};
 
 /// Offset of the next block number (u64 LE) in every page.
 const NEXT_BLOCK_OFF: usize = PAGE_HEADER_SIZE;
@@ -82,54 +83,47 @@ impl Plan {
     }
 }
 
+/// `bufpool experiment pool` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// shared_buffers of the pool that holds the random-hit chain (e.g. 1GB, 256MB).
+    #[arg(long, default_value = "1GB")]
+    pub pool_size: String,
+}
+
+/// Runs the experiment: the hit phase, then the miss phase, in the runner's scratch folder.
+pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
+    let opts = PoolOptions {
+        repeats: r.common.repeats as usize,
+        pool_size: a.pool_size.clone(),
+        plan: Plan::for_profile(),
+    };
+    run_with(&opts, r)
+}
+
 /// Options of `bufpool experiment pool`.
 #[derive(Debug, Clone)]
 pub struct PoolOptions {
     pub repeats: usize,
-    /// Parent of the scratch data directory (a fresh subdirectory is made and removed).
-    pub parent_dir: PathBuf,
     /// `shared_buffers` of the hit-phase pool.
     pub pool_size: String,
     pub plan: Plan,
-    /// The command line, for the report.
-    pub command: Vec<String>,
 }
 
-/// Runs the experiment.
-pub fn run(opts: &PoolOptions) -> Result<Report> {
+/// Runs the experiment as `opts` says.
+fn run_with(opts: &PoolOptions, r: &Runner) -> Result<Report> {
     ensure!(
         opts.repeats >= 3,
         "--repeats must be at least 3 (got {})",
         opts.repeats
     );
-    std::fs::create_dir_all(&opts.parent_dir)
-        .with_context(|| format!("creating {}", opts.parent_dir.display()))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("pool-")
-        .tempdir_in(&opts.parent_dir)
-        .with_context(|| {
-            format!(
-                "creating a scratch directory in {}",
-                opts.parent_dir.display()
-            )
-        })?;
-    progress(format!(
-        "pool: scratch directory {}",
-        scratch.path().display()
-    ));
+    r.progress(format!("scratch directory {}", r.scratch().display()));
 
     let mut samples = Samples::default();
     let mut meta = Map::new();
-    let hit = hit_phase(opts, &scratch.path().join("hit"), &mut samples)?;
-    let miss = miss_phase(opts, &scratch.path().join("miss"), &mut samples)?;
-    let scratch_path = scratch.path().to_path_buf();
-    scratch
-        .close()
-        .with_context(|| format!("removing {}", scratch_path.display()))?;
-
-    let run = RunInfo::new(&opts.command);
-    let (cores, profile, command) = (run.cores, run.profile, run.command.clone());
-    meta.extend(run.metadata("pool", &opts.command));
+    let hit = hit_phase(opts, &r.scratch().join("hit"), &mut samples)?;
+    let miss = miss_phase(opts, &r.scratch().join("miss"), &mut samples)?;
+    meta.extend(r.metadata());
     meta.insert("repeats".into(), opts.repeats.into());
     meta.insert("pool_size_bytes".into(), hit.size_bytes.into());
     meta.insert("page_size".into(), hit.page_size.into());
@@ -243,15 +237,14 @@ pub fn run(opts: &PoolOptions) -> Result<Report> {
             hit.reads, hit.evictions
         ));
     }
-    let header = format!(
-        "{command} | profile {profile} | {cores} cores | pool {} ({} x {} B pages) | huge pages: {} | \
-         repeats {}",
+    let header = r.header(&format!(
+        "pool {} ({} x {} B pages) | huge pages: {} | repeats {}",
         format_bytes(hit.size_bytes),
         hit.nbuffers,
         hit.page_size,
         hit.huge_pages,
         opts.repeats
-    );
+    ));
     Ok(Report {
         header,
         figures,
@@ -893,7 +886,6 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         let opts = PoolOptions {
             repeats: 3,
-            parent_dir: parent.path().to_path_buf(),
             pool_size: "2MB".into(),
             plan: Plan {
                 hot_ops: 2_000,
@@ -902,9 +894,16 @@ mod tests {
                 miss_pool_size: "1MB".into(),
                 miss_factor: 4,
             },
-            command: vec!["bufpool".into(), "experiment".into(), "pool".into()],
         };
-        let report = run(&opts).unwrap();
+        let common = super::super::runner::Common {
+            json: true,
+            repeats: 3,
+            dir: Some(parent.path().to_path_buf()),
+            quick: false,
+        };
+        let command = vec!["bufpool".into(), "experiment".into(), "pool".into()];
+        let report =
+            super::super::runner::run("pool", common, command, |r| run_with(&opts, r)).unwrap();
         let json = report.to_json();
         for name in [
             "hot_hit_ns",

@@ -33,19 +33,28 @@ use bufpool::{
 };
 use bufpool::{Ring, RingKind};
 
-use super::bgwriter::SlowDevice;
-use super::{layout, progress, summarize, Goal, Ratio, Report, RunInfo, Samples};
+use super::runner::Runner;
+use super::{layout, progress, summarize, Goal, Ratio, Report, Samples};
 
 /// What `bufpool experiment scans` was asked for.
+/// `bufpool experiment scans` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Where the data goes: `local`, or a scripts/slow-device.sh profile (ssd-nvme,
+    /// ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a note).
+    #[arg(long, default_value = "ssd-sata")]
+    pub device: String,
+    /// The pool of every run in MiB (default 64; 8 with --quick; 2 in a debug build);
+    /// the tables are 0.1, 1.2, 4 and 10 pools.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    pub scan_pool_mb: Option<u64>,
+}
+
 #[derive(Debug, Clone)]
 pub struct ScanExpOptions {
-    pub parent_dir: PathBuf,
-    pub command: Vec<String>,
     pub repeats: usize,
     /// The pool of every run, in MiB.
     pub pool_mb: u64,
-    /// `local` or a scripts/slow-device.sh profile.
-    pub device: String,
     pub quick: bool,
 }
 
@@ -261,20 +270,24 @@ fn fmt_summary(v: &[f64], digits: usize) -> [String; 3] {
     [s.median, s.min, s.max].map(|x| format!("{x:.digits$}"))
 }
 
-/// Runs the experiment.
-pub fn run(o: &ScanExpOptions) -> Result<Report> {
-    std::fs::create_dir_all(&o.parent_dir)
-        .with_context(|| format!("creating {}", o.parent_dir.display()))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("scans-")
-        .tempdir_in(&o.parent_dir)?;
-    let mut notes = Vec::new();
-    let (device, device_desc) = SlowDevice::choose("scans", &o.device, scratch.path(), &mut notes)?;
-    let data = match &device {
-        Some(d) => d.mount.join("bufpool"),
-        None => scratch.path().join("data"),
+/// Runs the experiment on `--device` (smaller with `--quick` and in a debug build).
+pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
+    let quick = r.common.short();
+    let o = &ScanExpOptions {
+        repeats: r.common.repeats_unless_quick(),
+        pool_mb: a.scan_pool_mb.unwrap_or(if cfg!(debug_assertions) {
+            2
+        } else if quick {
+            8
+        } else {
+            64
+        }),
+        quick,
     };
-    let bed = load(&data, o.pool_mb)?;
+    r.use_device(&a.device)?;
+    r.set_io("buffered and O_DIRECT (see each table)");
+    let mut notes = Vec::new();
+    let bed = load(r.data_root()?, o.pool_mb)?;
     let mut samples = Samples::default();
     let mut tables = Vec::new();
     let mut meta = serde_json::Map::new();
@@ -319,12 +332,7 @@ pub fn run(o: &ScanExpOptions) -> Result<Report> {
             0.9,
         ),
     ];
-    let info = RunInfo::new(&o.command);
-    let mut metadata = info.metadata("scans", &o.command);
-    metadata.insert(
-        "device".into(),
-        serde_json::json!({ "profile": device_desc, "io": "buffered and O_DIRECT (see each table)" }),
-    );
+    let mut metadata = r.metadata();
     metadata.insert("pool_mb".into(), o.pool_mb.into());
     metadata.insert(
         "tables".into(),
@@ -336,15 +344,15 @@ pub fn run(o: &ScanExpOptions) -> Result<Report> {
         ),
     );
     metadata.extend(meta);
-    drop(device);
     Ok(Report {
         header: format!(
-            "experiment scans: pool {} MB, tables hot {} / trail {} / sync {} / big {} pages, device {device_desc}",
+            "experiment scans: pool {} MB, tables hot {} / trail {} / sync {} / big {} pages, device {}",
             o.pool_mb,
             bed.pages(HOT),
             bed.pages(TRAIL),
             bed.pages(SYNC),
-            bed.pages(BIG)
+            bed.pages(BIG),
+            r.device_desc()
         ),
         figures: Vec::new(),
         ratios,

@@ -28,7 +28,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use bufpool::slru::{Slru, SlruDesign, SlruOptions};
@@ -37,10 +37,12 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
+use super::runner::{Common, Runner};
 use super::{progress, summarize, Goal, Ratio, Report, RunInfo, Summary};
-use crate::commands::run_bench;
-use crate::experiments::checkpoint::{copy_db, remove_db};
-use crate::experiments::tpcb::bench_args;
+use crate::commands::run_tpcb;
+use crate::experiments::device::{copy_db, remove_db};
+use crate::experiments::tpcb::bench_options;
+use crate::tpcb::run::BenchOptions;
 use crate::tpcb::side::SideScript;
 
 /// The SLRU sizes of the issue, in slots.
@@ -325,10 +327,14 @@ fn run_cells(o: &Exp1Options, w: &Workload) -> Result<Vec<(u32, SlruDesign, Vec<
             let mut sets = base.clone();
             sets.push(("slru_design".into(), design.name().into()));
             let label = format!("c{clients} {}", design.name());
-            let mut args = bench_args(&dir, clients, o.seconds, sets, &label);
-            args.mode = w.mode;
-            args.side_script = Some(w.side);
-            args.side_pause_ms = w.side_pause_ms;
+            let pause = w
+                .side_pause_ms
+                .map_or_else(|| w.side.default_pause(), Duration::from_millis);
+            let opts = BenchOptions {
+                mode: w.mode,
+                side: Some((w.side, pause)),
+                ..bench_options(clients, o.seconds, &label, stop.clone())
+            };
             progress(format!(
                 "slru {}: repeat {}/{}: {label}, {} s",
                 w.name,
@@ -336,7 +342,7 @@ fn run_cells(o: &Exp1Options, w: &Workload) -> Result<Vec<(u32, SlruDesign, Vec<
                 o.repeats,
                 o.seconds
             ));
-            let out = run_bench(&args, stop.clone()).with_context(|| label.clone())?;
+            let out = run_tpcb(&dir, &sets, opts).with_context(|| label.clone())?;
             let r = out.result;
             cell.2.push(RunOut {
                 tps: r.tps,
@@ -491,6 +497,59 @@ pub fn raw_touch_ns(slots: usize, reads: usize, repeats: usize) -> Summary {
     summarize(&samples)
 }
 
+/// `bufpool experiment slru` flags (`--quick`: 2,000 lookups, experiments 1 and 2 at 1
+/// and 2 clients for 2 s at scale 1, once).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Only the micro benchmark (not experiments 1 and 2, the TPC-B and multixact runs
+    /// with their side scripts).
+    #[arg(long)]
+    pub micro_only: bool,
+    /// The micro benchmark and experiment 2 (multixacts), not experiment 1.
+    #[arg(long, conflicts_with = "micro_only")]
+    pub skip_exp1: bool,
+    /// Most lookup threads (default: the machine's cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
+}
+
+/// Runs the experiment; experiments 1 and 2 put their databases in the runner's scratch
+/// folder.
+pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
+    let c = &r.common;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = a.threads.map_or(cores, |t| t as usize);
+    let short = c.short();
+    let lookups = if short { 2_000 } else { 50_000 };
+    let scratch = r.scratch();
+    let o = SlruExpOptions {
+        micro: MicroOptions::all(threads, lookups, c.repeats as usize),
+        exp1: (!a.micro_only && !a.skip_exp1).then(|| exp_options(c, scratch)),
+        // A short run holds the side transaction 0.5 s, so it ends within it.
+        exp2: (!a.micro_only).then(|| (exp_options(c, scratch), short.then_some(500))),
+        micro_only: a.micro_only,
+    };
+    run_with(&o, r)
+}
+
+/// The client counts, run length, scale and repeats of experiments 1 and 2 (`--quick`
+/// and debug builds: 1 and 2 clients, 2 s, scale 1, one repeat).
+fn exp_options(c: &Common, parent_dir: &Path) -> Exp1Options {
+    let short = c.short();
+    Exp1Options {
+        clients: if short {
+            vec![1, 2]
+        } else {
+            vec![1, 2, 4, 8, 16, 32, 64, 128]
+        },
+        seconds: if short { 2 } else { 10 },
+        scale: if short { 1 } else { 10 },
+        repeats: if short { 1 } else { c.repeats as usize },
+        designs: SlruDesign::ALL.to_vec(),
+        parent_dir: parent_dir.to_path_buf(),
+    }
+}
+
 /// What `bufpool experiment slru` runs.
 #[derive(Debug, Clone)]
 pub struct SlruExpOptions {
@@ -502,15 +561,14 @@ pub struct SlruExpOptions {
     pub exp2: Option<(Exp1Options, Option<u64>)>,
     /// Only the micro benchmark.
     pub micro_only: bool,
-    pub command: Vec<String>,
 }
 
 /// The report: the micro benchmark's table, then experiments 1 and 2 unless `micro_only`,
 /// with the issue's targets.
-pub fn run(o: &SlruExpOptions) -> Result<Report> {
-    let info = RunInfo::new(&o.command);
+fn run_with(o: &SlruExpOptions, r: &Runner) -> Result<Report> {
+    let info = RunInfo::new(&[]);
     let rows = micro(&o.micro)?;
-    let mut metadata = info.metadata("slru", &o.command);
+    let mut metadata = r.metadata();
     metadata.insert("micro".into(), serde_json::to_value(&rows)?);
     metadata.insert("micro_only".into(), o.micro_only.into());
     let mut table = format!(

@@ -12,7 +12,6 @@
 //!   `seqscan_vs_memscan` = theirs ÷ ours.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -24,16 +23,35 @@ use bufpool::{Config, Engine, RealVfs, RelFileId};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::{progress, Goal, Report, RunInfo, Samples};
+use super::runner::Runner;
+use super::{progress, Goal, Report, Samples};
 
 const INDEX: RelFileId = RelFileId::new(0, 700);
 const TABLE: RelFileId = RelFileId::new(0, 701);
 
+/// `bufpool experiment table` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// shared_buffers of the pool that holds the random-hit chain (e.g. 1GB, 256MB).
+    #[arg(long, default_value = "1GB")]
+    pub pool_size: String,
+}
+
+/// Runs the experiment in the runner's scratch folder (smaller in a debug build).
+pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
+    let debug = cfg!(debug_assertions);
+    let opts = TableExpOptions {
+        repeats: r.common.repeats as usize,
+        keys: if debug { 50_000 } else { 1_000_000 },
+        lookups: if debug { 100_000 } else { 2_000_000 },
+        pool_size: a.pool_size.clone(),
+    };
+    run_with(&opts, r)
+}
+
 #[derive(Debug, Clone)]
 pub struct TableExpOptions {
     pub repeats: usize,
-    pub parent_dir: PathBuf,
-    pub command: Vec<String>,
     /// Keys in the index and rows in the table.
     pub keys: u64,
     /// Lookups per thread per measurement.
@@ -90,17 +108,14 @@ fn lookups_per_s(tree: &BTree<'_>, keys: &[i64], threads: usize) -> Result<(f64,
     Ok(((keys.len() * threads) as f64 / elapsed, found))
 }
 
-pub fn run(opts: &TableExpOptions) -> Result<Report> {
+/// Runs the experiment as `opts` says.
+fn run_with(opts: &TableExpOptions, runner: &Runner) -> Result<Report> {
     ensure!(opts.repeats >= 3, "--repeats must be at least 3");
-    std::fs::create_dir_all(&opts.parent_dir)?;
-    let scratch = tempfile::Builder::new()
-        .prefix("table-")
-        .tempdir_in(&opts.parent_dir)?;
     let mut c = Config::default();
     c.set("shared_buffers", &opts.pool_size)?;
     c.set("synchronous_commit", "off")?;
-    let e = Engine::open(Arc::new(RealVfs::new()), scratch.path(), &c, true)
-        .with_context(|| format!("opening {}", scratch.path().display()))?;
+    let e = Engine::open(Arc::new(RealVfs::new()), runner.scratch(), &c, true)
+        .with_context(|| format!("opening {}", runner.scratch().display()))?;
     let n = opts.keys;
 
     progress(format!("table: building a B+tree of {n} keys"));
@@ -195,7 +210,6 @@ pub fn run(opts: &TableExpOptions) -> Result<Report> {
     }
     let stats = tree.check()?;
     drop(e);
-    scratch.close()?;
 
     let fig = |name, unit| samples.figure(name, unit);
     let figures = vec![
@@ -212,9 +226,7 @@ pub fn run(opts: &TableExpOptions) -> Result<Report> {
         ratio("btree_scale_2t", Goal::AtLeast, 1.8),
         ratio("seqscan_vs_memscan", Goal::AtMost, 5.0),
     ];
-    let run = RunInfo::new(&opts.command);
-    let (cores, profile, command) = (run.cores, run.profile, run.command.clone());
-    let mut metadata = run.metadata("table", &opts.command);
+    let mut metadata = runner.metadata();
     metadata.insert("repeats".into(), opts.repeats.into());
     metadata.insert("keys".into(), n.into());
     metadata.insert("lookups_per_thread".into(), opts.lookups.into());
@@ -223,10 +235,10 @@ pub fn run(opts: &TableExpOptions) -> Result<Report> {
     metadata.insert("btree_pages".into(), stats.pages.into());
     metadata.insert("btree_build_s".into(), build_s.into());
     metadata.insert("heap_load_s".into(), load_s.into());
-    let header = format!(
-        "{command} | profile {profile} | {cores} cores | {n} keys, {} lookups a thread | repeats {}",
+    let header = runner.header(&format!(
+        "{n} keys, {} lookups a thread | repeats {}",
         opts.lookups, opts.repeats
-    );
+    ));
     Ok(Report {
         header,
         figures,

@@ -36,22 +36,25 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use super::checkpoint::{copy_db, remove_db};
-use super::{layout, progress, Goal, Ratio, Report, RunInfo};
-use crate::commands::{run_bench, BenchArgs};
+use super::device::remove_db;
+use super::runner::{knobs, Common, Runner, Template};
+use super::{layout, Goal, Ratio, Report};
+use crate::commands::run_tpcb;
 use crate::report::model::RunResult;
+use crate::tpcb::run::BenchOptions;
 
-/// What `bufpool experiment tpcb` was asked to do.
-#[derive(Debug, Clone)]
-pub struct TpcbExpOptions {
-    pub parent_dir: PathBuf,
-    pub command: Vec<String>,
-    /// Length of the two long runs.
-    pub seconds: u64,
-    /// Length of the side runs (c1/c4 latency, SQLite, baseline).
-    pub side_seconds: u64,
-    pub scale: u32,
-    /// An earlier bufpool binary to measure c4 sync-on TPS against.
+/// `bufpool experiment tpcb` flags (`--quick`: scale 2, 30 s runs, 10 s windows and 10 s
+/// side runs).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Minutes of each of the two long runs (default 5; 0.5 with --quick).
+    #[arg(long)]
+    pub minutes: Option<f64>,
+    /// Scale (default 10; 2 with --quick).
+    #[arg(long)]
+    pub scale: Option<u32>,
+    /// An earlier bufpool binary whose c4 sync-on TPS the run is compared with.
+    #[arg(long, value_name = "BIN")]
     pub baseline: Option<PathBuf>,
 }
 
@@ -116,24 +119,11 @@ fn process_cpu_s() -> f64 {
     (ticks(11) + ticks(12)) / hz.max(1.0)
 }
 
+/// One TPC-B run in this process.
 struct Run {
     label: String,
     result: RunResult,
     cpu_us_per_txn: f64,
-}
-
-pub(crate) fn bench_args(
-    dir: &Path,
-    clients: u32,
-    seconds: u64,
-    sets: Vec<(String, String)>,
-    label: &str,
-) -> BenchArgs {
-    BenchArgs {
-        threads: if clients >= 2 { 2 } else { 1 },
-        label: Some(label.to_string()),
-        ..BenchArgs::tpcb(dir, clients, seconds, sets)
-    }
 }
 
 /// Sizes of the four tables' main forks, bytes, by table name (empty if the directory
@@ -167,245 +157,328 @@ fn table_sizes(dir: &Path) -> Vec<(String, u64)> {
     .collect()
 }
 
-pub fn run(o: &TpcbExpOptions) -> Result<Report> {
-    std::fs::create_dir_all(&o.parent_dir)
-        .with_context(|| format!("creating {}", o.parent_dir.display()))?;
-    let out_dir = std::path::absolute(o.parent_dir.join("tpcb"))?;
-    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("tpcb-")
-        .tempdir_in(&o.parent_dir)?;
-    let root = std::path::absolute(scratch.path())?;
-    let template = root.join("template");
-    progress(format!("tpcb: loading a scale-{} template", o.scale));
-    let base: Vec<(String, String)> = [
-        ("shared_buffers", "64MB"),
-        ("checkpoint_timeout", "30s"),
-        ("log_checkpoints", "off"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    crate::commands::init(&template, o.scale, 100, &[], &base)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut notes = Vec::new();
-    let mut runs: Vec<Run> = Vec::new();
-    let mut sizes = serde_json::Map::new();
-    let mut size_rows: Vec<Vec<String>> = Vec::new();
+/// The flags resolved: what this run of the experiment does.
+#[derive(Debug, Clone)]
+struct Settings {
+    /// Length of the two long runs.
+    seconds: u64,
+    /// Length of the side runs (c1/c4 latency, SQLite, baseline).
+    side_seconds: u64,
+    scale: u32,
+    /// An earlier bufpool binary to measure c4 sync-on TPS against.
+    baseline: Option<PathBuf>,
+}
 
-    let mut one =
-        |label: &str, clients: u32, seconds: u64, extra: &[(&str, &str)]| -> Result<usize> {
-            let dir = root.join("run");
-            remove_db(&dir);
-            copy_db(&template, &dir)?;
-            let mut sets = base.clone();
-            sets.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-            let args = bench_args(&dir, clients, seconds, sets, label);
-            progress(format!("tpcb: {label}: {clients} clients, {seconds} s"));
-            let cpu0 = process_cpu_s();
-            let out = run_bench(&args, stop.clone()).with_context(|| label.to_string())?;
-            let cpu = process_cpu_s() - cpu0;
-            let r = out.result;
-            let cpu_us = if r.transactions > 0 {
-                cpu * 1e6 / r.transactions as f64
-            } else {
-                0.0
-            };
-            progress(format!(
-                "tpcb: {label}: {:.0} tps, {cpu_us:.0} us CPU per transaction",
-                r.tps
-            ));
-            let path = out_dir.join(format!("{}.json", label.replace(' ', "-")));
-            std::fs::write(&path, serde_json::to_string_pretty(&r)?)
-                .with_context(|| format!("writing {}", path.display()))?;
-            if seconds >= 20 && (label.starts_with("c4 sync")) {
-                let s = table_sizes(&dir);
-                let mut row = vec![label.to_string()];
-                for (name, bytes) in &s {
-                    row.push(format!("{:.1}", *bytes as f64 / 1048576.0));
-                    sizes.insert(format!("{label}: {name}"), (*bytes).into());
-                }
-                if size_rows.is_empty() {
-                    let mut h = vec!["table MB after".to_string()];
-                    h.extend(s.iter().map(|(n, _)| n.clone()));
-                    size_rows.push(h);
-                }
-                size_rows.push(row);
-            }
-            remove_db(&dir);
-            runs.push(Run {
-                label: label.to_string(),
-                result: r,
-                cpu_us_per_txn: cpu_us,
-            });
-            Ok(runs.len() - 1)
-        };
-
-    let on = one("c4 sync on", 4, o.seconds, &[("synchronous_commit", "on")])?;
-    let off = one(
-        "c4 sync off",
-        4,
-        o.seconds,
-        &[("synchronous_commit", "off")],
-    )?;
-    let quiet = [
-        ("synchronous_commit", "on"),
-        ("checkpoint_timeout", "1h"),
-        ("max_wal_size", "64GB"),
-    ];
-    let c1 = one("c1 no checkpoint", 1, o.side_seconds, &quiet)?;
-    let c4 = one("c4 no checkpoint", 4, o.side_seconds, &quiet)?;
-    // The device's floor under those two figures, measured right after them: one thread
-    // writing 8 KiB and calling fdatasync in a loop, its per-second maximum latency.
-    progress(format!(
-        "tpcb: raw fdatasync loop, {} s (per-second maximum latency)",
-        o.side_seconds
-    ));
-    let (raw_rate, raw_maxes) =
-        super::wal::raw_fdatasync_per_second_max(&root, Duration::from_secs(o.side_seconds))?;
-    let raw_maxlat = median(&raw_maxes);
-    progress(format!(
-        "tpcb: raw fdatasync: {raw_rate:.0}/s, per-second max latency p50 {raw_maxlat:.1} ms"
-    ));
-
-    // SQLite, WAL mode, synchronous NORMAL, same cache.
-    let sqlite_dir = root.join("sqlite");
-    std::fs::create_dir_all(&sqlite_dir)?;
-    progress(format!("tpcb: loading SQLite at scale {}", o.scale));
-    crate::compare::sqlite::load(&sqlite_dir, o.scale)?;
-    progress(format!(
-        "tpcb: SQLite NORMAL: 4 clients, {} s",
-        o.side_seconds
-    ));
-    let sq = crate::compare::sqlite::run(
-        &crate::compare::sqlite::SqliteOptions {
-            dir: sqlite_dir.clone(),
-            clients: 4,
-            jobs: 2,
-            duration: Duration::from_secs(o.side_seconds),
-            sync: false,
-            cache_bytes: 64 << 20,
-            seed: 0x5eed,
-            log_prefix: None,
-        },
-        &stop,
-    )?;
-    let _ = std::fs::remove_dir_all(&sqlite_dir);
-    progress(format!("tpcb: SQLite NORMAL: {:.0} tps", sq.result.tps));
-
-    let fsync_rate = super::wal::raw_fdatasync_per_s(&root, Duration::from_secs(2))?;
-
-    // The baseline binary, on a fresh copy, c4 sync on, as run `c4`.
-    let mut baseline_tps = None;
-    if let Some(bin) = &o.baseline {
-        // Its own load (same scale), by the baseline itself: an older binary may refuse a
-        // bufpool.conf that names knobs it does not have.
-        let dir = root.join("baseline");
-        remove_db(&dir);
-        progress(format!(
-            "tpcb: baseline {}: loading scale {}",
-            bin.display(),
-            o.scale
-        ));
-        let status = std::process::Command::new(bin)
-            .arg("init")
-            .arg("-D")
-            .arg(&dir)
-            .args(["-s", &o.scale.to_string()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .with_context(|| format!("running {}", bin.display()))?;
-        anyhow::ensure!(status.success(), "{} init failed: {status}", bin.display());
-        let out = root.join("baseline.json");
-        progress(format!(
-            "tpcb: baseline {}: 4 clients, {} s",
-            bin.display(),
-            o.side_seconds
-        ));
-        let mut cmd = std::process::Command::new(bin);
-        cmd.arg("bench")
-            .arg("-D")
-            .arg(&dir)
-            .args(["-c", "4", "-j", "2", "-T"]);
-        cmd.arg(o.side_seconds.to_string()).arg("--out").arg(&out);
-        for (k, v) in base.iter().chain(
-            quiet
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<Vec<_>>()
-                .iter(),
-        ) {
-            cmd.arg("--set").arg(format!("{k}={v}"));
-        }
-        let status = cmd
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .with_context(|| format!("running {}", bin.display()))?;
-        anyhow::ensure!(status.success(), "{} bench failed: {status}", bin.display());
-        let r: RunResult = serde_json::from_slice(&std::fs::read(&out)?)
-            .with_context(|| format!("reading {}", out.display()))?;
-        progress(format!("tpcb: baseline: {:.0} tps", r.tps));
-        baseline_tps = Some(r.tps);
-        remove_db(&dir);
-    } else {
-        notes.push(
-            "no --baseline binary: c4_sync_on_vs_baseline (the issue's 2x target) not measured"
-                .into(),
+impl Settings {
+    fn new(a: &Args, c: &Common) -> Result<Settings> {
+        let quick = c.short();
+        let minutes = a.minutes.unwrap_or(if quick { 0.5 } else { 5.0 });
+        anyhow::ensure!(
+            minutes > 0.0 && minutes <= 1440.0,
+            "--minutes must be within (0, 1440], got {minutes}"
         );
+        Ok(Settings {
+            seconds: ((minutes * 60.0).round() as u64).max(3),
+            side_seconds: if quick { 10 } else { 60 },
+            scale: a.scale.unwrap_or(if quick { 2 } else { 10 }),
+            baseline: a.baseline.clone(),
+        })
     }
-    remove_db(&template);
-    scratch.close()?;
-    notes.push(format!(
+}
+
+/// The knobs of every run (the issue's settings).
+const BASE: &[(&str, &str)] = &[
+    ("shared_buffers", "64MB"),
+    ("checkpoint_timeout", "30s"),
+    ("log_checkpoints", "off"),
+];
+
+/// The knobs of runs 3 (and the baseline's) on top of [`BASE`]: no checkpoint due.
+const QUIET: &[(&str, &str)] = &[
+    ("synchronous_commit", "on"),
+    ("checkpoint_timeout", "1h"),
+    ("max_wal_size", "64GB"),
+];
+
+/// Knob settings, name and value.
+type Knobs = &'static [(&'static str, &'static str)];
+
+/// The runs in this process, in order: runs 1, 2 and 3 of the module doc (label,
+/// clients, knobs over [`BASE`]).
+const RUNS: [(&str, u32, Knobs); 4] = [
+    ("c4 sync on", 4, &[("synchronous_commit", "on")]),
+    ("c4 sync off", 4, &[("synchronous_commit", "off")]),
+    ("c1 no checkpoint", 1, QUIET),
+    ("c4 no checkpoint", 4, QUIET),
+];
+/// Indexes into [`RUNS`].
+const ON: usize = 0;
+const OFF: usize = 1;
+const C1: usize = 2;
+const C4: usize = 3;
+
+/// A TPC-B run with the experiment's `-j` (2 from 2 clients).
+pub(crate) fn bench_options(
+    clients: u32,
+    seconds: u64,
+    label: &str,
+    stop: Arc<AtomicBool>,
+) -> BenchOptions {
+    BenchOptions {
+        threads: if clients >= 2 { 2 } else { 1 },
+        ..BenchOptions::tpcb(clients, seconds, label, stop)
+    }
+}
+
+/// Sizes of the four tables' main forks, bytes, by table name.
+type TableSizes = Vec<(String, u64)>;
+
+/// Everything measured, for the targets and the report.
+struct Measured {
+    runs: Vec<Run>,
+    /// Table sizes after the long runs: (label, [(table, bytes)]).
+    sizes: Vec<(String, TableSizes)>,
+    /// The raw fdatasync loop right after run 3: its rate and per-second maxima.
+    raw_rate: f64,
+    raw_maxes: Vec<f64>,
+    sqlite: crate::compare::sqlite::SqliteRun,
+    /// Raw fdatasync per second (2 s), the commit limit's basis.
+    fsync_rate: f64,
+    baseline_tps: Option<f64>,
+}
+
+/// Runs the experiment: runs 1 to 6 of the module doc.
+pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
+    let o = Settings::new(a, &r.common)?;
+    let out_dir = r.out_dir()?;
+    let template = r.template(o.scale, false, &knobs(BASE))?;
+    let (mut runs, mut sizes) = (Vec::new(), Vec::new());
+    for (label, clients, extra) in RUNS {
+        let seconds = if runs.len() < 2 {
+            o.seconds
+        } else {
+            o.side_seconds
+        };
+        let (run, size) = measure(r, &template, &out_dir, (label, clients, seconds), extra)?;
+        runs.push(run);
+        sizes.extend(size.map(|s| (label.to_string(), s)));
+    }
+    let (raw_rate, raw_maxes) = raw_floor(r, o.side_seconds)?;
+    let sqlite = sqlite_normal(r, &o)?;
+    let fsync_rate = super::wal::raw_fdatasync_per_s(r.data_root()?, Duration::from_secs(2))?;
+    let baseline_tps = match &o.baseline {
+        Some(bin) => Some(baseline(r, &o, bin)?),
+        None => {
+            r.notes.push(
+                "no --baseline binary: c4_sync_on_vs_baseline (the issue's 2x target) not measured"
+                    .into(),
+            );
+            None
+        }
+    };
+    remove_db(&template.dir);
+    let m = Measured {
+        runs,
+        sizes,
+        raw_rate,
+        raw_maxes,
+        sqlite,
+        fsync_rate,
+        baseline_tps,
+    };
+    r.notes.push(format!(
         "the device's own floor under maxlat_p50_ms_c1/_c4: one thread's write + fdatasync \
          loop, right after those runs, had a per-second maximum latency p50 of \
-         {raw_maxlat:.1} ms ({raw_rate:.0} syncs/s)"
+         {:.1} ms ({raw_rate:.0} syncs/s)",
+        median(&m.raw_maxes)
     ));
+    Ok(report(r, &o, &m, &out_dir))
+}
 
-    let w = window_s(o.seconds);
-    let (on_first, on_last, on_ratio) = last_vs_first(&runs[on].result, w);
-    let (off_first, off_last, off_ratio) = last_vs_first(&runs[off].result, w);
-    let ml1 = median(&maxlat_outside_checkpoints(&runs[c1].result));
-    let ml4 = median(&maxlat_outside_checkpoints(&runs[c4].result));
+/// One TPC-B run (`label`, clients, seconds) on a fresh copy, knobs `extra` over
+/// [`BASE`]; its `RunResult` saved to the run files. With it, the table sizes after a
+/// long c4 run.
+fn measure(
+    r: &Runner,
+    template: &Template,
+    out_dir: &Path,
+    (label, clients, seconds): (&str, u32, u64),
+    extra: &[(&str, &str)],
+) -> Result<(Run, Option<TableSizes>)> {
+    let dir = r.fresh_copy(template, "run")?;
+    let mut sets = knobs(BASE);
+    sets.extend(knobs(extra));
+    r.progress(format!("{label}: {clients} clients, {seconds} s"));
+    let cpu0 = process_cpu_s();
+    let opts = bench_options(clients, seconds, label, r.stop());
+    let out = run_tpcb(&dir, &sets, opts).with_context(|| label.to_string())?;
+    let cpu = process_cpu_s() - cpu0;
+    let result = out.result;
+    let cpu_us = if result.transactions > 0 {
+        cpu * 1e6 / result.transactions as f64
+    } else {
+        0.0
+    };
+    r.progress(format!(
+        "{label}: {:.0} tps, {cpu_us:.0} us CPU per transaction",
+        result.tps
+    ));
+    let path = out_dir.join(format!("{}.json", label.replace(' ', "-")));
+    std::fs::write(&path, serde_json::to_string_pretty(&result)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    let size = (seconds >= 20 && label.starts_with("c4 sync")).then(|| table_sizes(&dir));
+    remove_db(&dir);
+    let run = Run {
+        label: label.to_string(),
+        result,
+        cpu_us_per_txn: cpu_us,
+    };
+    Ok((run, size))
+}
+
+/// The device's floor under run 3's latency figures, measured right after them: one
+/// thread writing 8 KiB and calling fdatasync in a loop, its per-second maximum latency.
+fn raw_floor(r: &Runner, seconds: u64) -> Result<(f64, Vec<f64>)> {
+    r.progress(format!(
+        "raw fdatasync loop, {seconds} s (per-second maximum latency)"
+    ));
+    let (rate, maxes) =
+        super::wal::raw_fdatasync_per_second_max(r.data_root()?, Duration::from_secs(seconds))?;
+    r.progress(format!(
+        "raw fdatasync: {rate:.0}/s, per-second max latency p50 {:.1} ms",
+        median(&maxes)
+    ));
+    Ok((rate, maxes))
+}
+
+/// Run 4: SQLite, WAL mode, synchronous NORMAL, same cache, c4.
+fn sqlite_normal(r: &Runner, o: &Settings) -> Result<crate::compare::sqlite::SqliteRun> {
+    let dir = r.data_root()?.join("sqlite");
+    std::fs::create_dir_all(&dir)?;
+    r.progress(format!("loading SQLite at scale {}", o.scale));
+    crate::compare::sqlite::load(&dir, o.scale)?;
+    r.progress(format!("SQLite NORMAL: 4 clients, {} s", o.side_seconds));
+    let options = crate::compare::sqlite::SqliteOptions {
+        dir: dir.clone(),
+        clients: 4,
+        jobs: 2,
+        duration: Duration::from_secs(o.side_seconds),
+        sync: false,
+        cache_bytes: 64 << 20,
+        seed: 0x5eed,
+        log_prefix: None,
+    };
+    let sq = crate::compare::sqlite::run(&options, &r.stop())?;
+    let _ = std::fs::remove_dir_all(&dir);
+    r.progress(format!("SQLite NORMAL: {:.0} tps", sq.result.tps));
+    Ok(sq)
+}
+
+/// Runs `bin` (quietly), failing with its status unless it succeeds.
+fn run_quietly(bin: &Path, cmd: &mut std::process::Command, what: &str) -> Result<()> {
+    let status = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("running {}", bin.display()))?;
+    anyhow::ensure!(
+        status.success(),
+        "{} {what} failed: {status}",
+        bin.display()
+    );
+    Ok(())
+}
+
+/// Run 6: the baseline binary's TPS, on a database of its own load (same scale: an
+/// older binary may refuse a bufpool.conf that names knobs it does not have), c4 sync
+/// on, no checkpoint due, as run `c4`.
+fn baseline(r: &Runner, o: &Settings, bin: &Path) -> Result<f64> {
+    let dir = r.data_root()?.join("baseline");
+    remove_db(&dir);
+    r.progress(format!(
+        "baseline {}: loading scale {}",
+        bin.display(),
+        o.scale
+    ));
+    let mut init = std::process::Command::new(bin);
+    init.arg("init").arg("-D").arg(&dir);
+    run_quietly(bin, init.args(["-s", &o.scale.to_string()]), "init")?;
+    let out = r.data_root()?.join("baseline.json");
+    r.progress(format!(
+        "baseline {}: 4 clients, {} s",
+        bin.display(),
+        o.side_seconds
+    ));
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg("bench")
+        .arg("-D")
+        .arg(&dir)
+        .args(["-c", "4", "-j", "2", "-T"]);
+    cmd.arg(o.side_seconds.to_string()).arg("--out").arg(&out);
+    for (k, v) in BASE.iter().chain(QUIET) {
+        cmd.arg("--set").arg(format!("{k}={v}"));
+    }
+    run_quietly(bin, &mut cmd, "bench")?;
+    let b: RunResult = serde_json::from_slice(&std::fs::read(&out)?)
+        .with_context(|| format!("reading {}", out.display()))?;
+    r.progress(format!("baseline: {:.0} tps", b.tps));
+    remove_db(&dir);
+    Ok(b.tps)
+}
+
+/// The targets of issue 14 from what was measured (window `w` seconds).
+fn targets(m: &Measured, w: u64) -> Vec<Ratio> {
+    let result = |i: usize| &m.runs[i].result;
+    let ml = |i: usize| median(&maxlat_outside_checkpoints(result(i)));
     let mut ratios = vec![
         Ratio::new(
             "last_vs_first_minute_sync_on",
-            &[on_ratio],
+            &[last_vs_first(result(ON), w).2],
             Goal::AtLeast,
             0.9,
         ),
         Ratio::new(
             "last_vs_first_minute_sync_off",
-            &[off_ratio],
+            &[last_vs_first(result(OFF), w).2],
             Goal::AtLeast,
             0.9,
         ),
-        Ratio::new("maxlat_p50_ms_c1", &[ml1], Goal::AtMost, 5.0),
-        Ratio::new("maxlat_p50_ms_c4", &[ml4], Goal::AtMost, 5.0),
+        Ratio::new("maxlat_p50_ms_c1", &[ml(C1)], Goal::AtMost, 5.0),
+        Ratio::new("maxlat_p50_ms_c4", &[ml(C4)], Goal::AtMost, 5.0),
         Ratio::new(
             "sync_off_vs_sqlite_normal",
-            &[runs[off].result.tps / sq.result.tps.max(1.0)],
+            &[result(OFF).tps / m.sqlite.result.tps.max(1.0)],
             Goal::AtLeast,
             1.0,
         ),
         Ratio::new(
             "tpcb_vs_limit",
-            &[runs[on].result.tps / (4.0 * fsync_rate).max(1.0)],
+            &[result(ON).tps / (4.0 * m.fsync_rate).max(1.0)],
             Goal::AtLeast,
             0.0,
         ),
     ];
-    if let Some(b) = baseline_tps {
+    if let Some(b) = m.baseline_tps {
         ratios.push(Ratio::new(
             "c4_sync_on_vs_baseline",
-            &[runs[c4].result.tps / b.max(1.0)],
+            &[result(C4).tps / b.max(1.0)],
             Goal::AtLeast,
             2.0,
         ));
     }
+    ratios
+}
 
-    let mut cells: Vec<Vec<String>> = vec![[
+/// A table row of text cells: `first`, then `rest`, each "-" if None.
+fn cells(first: String, rest: [Option<String>; 7]) -> Vec<String> {
+    std::iter::once(first)
+        .chain(rest.into_iter().map(|c| c.unwrap_or_else(|| "-".into())))
+        .collect()
+}
+
+/// Table 1: every run, SQLite, the raw loop and the baseline.
+fn runs_table(o: &Settings, m: &Measured, w: u64) -> String {
+    let mut rows: Vec<Vec<String>> = vec![[
         "run",
         "tps",
         "first window tps",
@@ -418,122 +491,114 @@ pub fn run(o: &TpcbExpOptions) -> Result<Report> {
     .iter()
     .map(|s| s.to_string())
     .collect()];
-    for (i, r) in runs.iter().enumerate() {
-        let (first, last, ratio) = if i == on {
-            (on_first, on_last, on_ratio)
-        } else if i == off {
-            (off_first, off_last, off_ratio)
-        } else {
-            (0.0, 0.0, 0.0)
+    for (i, r) in m.runs.iter().enumerate() {
+        let (first, last, ratio) = match i {
+            ON | OFF => last_vs_first(&r.result, w),
+            _ => (0.0, 0.0, 0.0),
         };
-        let fmt = |v: f64, p: usize| {
-            if v > 0.0 {
-                format!("{v:.p$}")
-            } else {
-                "-".into()
-            }
-        };
-        cells.push(vec![
+        let fmt = |v: f64, p: usize| (v > 0.0).then(|| format!("{v:.p$}"));
+        rows.push(cells(
             r.label.clone(),
-            format!("{:.0}", r.result.tps),
-            fmt(first, 0),
-            fmt(last, 0),
-            fmt(ratio, 3),
-            format!("{:.1}", median(&maxlat_outside_checkpoints(&r.result))),
-            format!("{:.0}", r.cpu_us_per_txn),
-            r.result.checkpoints.len().to_string(),
-        ]);
-    }
-    cells.push(vec![
-        "SQLite NORMAL c4".into(),
-        format!("{:.0}", sq.result.tps),
-        "-".into(),
-        "-".into(),
-        "-".into(),
-        format!(
-            "{:.1}",
-            median(
-                &sq.result
-                    .series
-                    .iter()
-                    .map(|s| s.lat_max_ms)
-                    .collect::<Vec<_>>()
-            )
-        ),
-        "-".into(),
-        "-".into(),
-    ]);
-    cells.push(vec![
-        "raw write + fdatasync, 1 thread".into(),
-        format!("{raw_rate:.0}"),
-        "-".into(),
-        "-".into(),
-        "-".into(),
-        format!("{raw_maxlat:.1}"),
-        "-".into(),
-        "-".into(),
-    ]);
-    if let Some(b) = baseline_tps {
-        cells.push(vec![
-            format!(
-                "baseline c4 no checkpoint ({})",
-                o.baseline.as_ref().unwrap().display()
-            ),
-            format!("{b:.0}"),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-        ]);
-    }
-    let mut t1 = format!(
-        "TPC-B, scale {}, pool 64 MB, checkpoint_timeout 30 s (runs without a checkpoint: 1 h), {} s long runs, {} s side runs, windows of {w} s, raw fdatasync {fsync_rate:.0}/s, device: local disk, buffered\n",
-        o.scale, o.seconds, o.side_seconds
-    );
-    t1.push_str(&layout(&cells, 1));
-    let mut tables = vec![t1];
-    if !size_rows.is_empty() {
-        tables.push(format!(
-            "Table sizes after the long runs (MB)\n{}",
-            layout(&size_rows, 1)
+            [
+                Some(format!("{:.0}", r.result.tps)),
+                fmt(first, 0),
+                fmt(last, 0),
+                fmt(ratio, 3),
+                Some(format!(
+                    "{:.1}",
+                    median(&maxlat_outside_checkpoints(&r.result))
+                )),
+                Some(format!("{:.0}", r.cpu_us_per_txn)),
+                Some(r.result.checkpoints.len().to_string()),
+            ],
         ));
     }
+    let sq = &m.sqlite.result;
+    let sq_maxlat = median(&sq.series.iter().map(|s| s.lat_max_ms).collect::<Vec<_>>());
+    let only = |tps: f64, maxlat: Option<f64>| {
+        [
+            Some(format!("{tps:.0}")),
+            None,
+            None,
+            None,
+            maxlat.map(|v| format!("{v:.1}")),
+            None,
+            None,
+        ]
+    };
+    rows.push(cells(
+        "SQLite NORMAL c4".into(),
+        only(sq.tps, Some(sq_maxlat)),
+    ));
+    let raw = median(&m.raw_maxes);
+    rows.push(cells(
+        "raw write + fdatasync, 1 thread".into(),
+        only(m.raw_rate, Some(raw)),
+    ));
+    if let (Some(b), Some(bin)) = (m.baseline_tps, &o.baseline) {
+        let label = format!("baseline c4 no checkpoint ({})", bin.display());
+        rows.push(cells(label, only(b, None)));
+    }
+    format!(
+        "TPC-B, scale {}, pool 64 MB, checkpoint_timeout 30 s (runs without a checkpoint: 1 h), {} s long runs, {} s side runs, windows of {w} s, raw fdatasync {:.0}/s, device: local disk, buffered\n{}",
+        o.scale, o.seconds, o.side_seconds, m.fsync_rate, layout(&rows, 1)
+    )
+}
 
-    let run = RunInfo::new(&o.command);
-    let mut metadata = run.metadata("tpcb", &o.command);
-    metadata.insert(
-        "runs".into(),
-        runs.iter()
-            .map(|r| {
-                json!({"label": r.label, "tps": r.result.tps, "transactions": r.result.transactions,
-                       "cpu_us_per_txn": r.cpu_us_per_txn, "checkpoints": r.result.checkpoints.len(),
-                       "per_second_max_latency_p50_ms_outside_checkpoints": median(&maxlat_outside_checkpoints(&r.result))})
-            })
-            .collect::<Vec<_>>()
-            .into(),
-    );
+/// The table of table sizes after the long runs (None if none were taken).
+fn sizes_table(m: &Measured) -> Option<String> {
+    let (_, first) = m.sizes.first()?;
+    let mut rows = vec![std::iter::once("table MB after".to_string())
+        .chain(first.iter().map(|(n, _)| n.clone()))
+        .collect::<Vec<_>>()];
+    for (label, s) in &m.sizes {
+        let mb = s
+            .iter()
+            .map(|(_, b)| format!("{:.1}", *b as f64 / 1048576.0));
+        rows.push(std::iter::once(label.clone()).chain(mb).collect());
+    }
+    Some(format!(
+        "Table sizes after the long runs (MB)\n{}",
+        layout(&rows, 1)
+    ))
+}
+
+/// The report: the tables, the targets, the metadata.
+fn report(r: &Runner, o: &Settings, m: &Measured, out_dir: &Path) -> Report {
+    let w = window_s(o.seconds);
+    let mut metadata = r.metadata();
+    let runs = m.runs.iter().map(|r| {
+        json!({"label": r.label, "tps": r.result.tps, "transactions": r.result.transactions,
+               "cpu_us_per_txn": r.cpu_us_per_txn, "checkpoints": r.result.checkpoints.len(),
+               "per_second_max_latency_p50_ms_outside_checkpoints": median(&maxlat_outside_checkpoints(&r.result))})
+    });
+    metadata.insert("runs".into(), runs.collect::<Vec<_>>().into());
     metadata.insert(
         "cpu_us_per_txn_sync_on".into(),
-        runs[on].cpu_us_per_txn.into(),
+        m.runs[ON].cpu_us_per_txn.into(),
     );
     metadata.insert(
         "cpu_us_per_txn_sync_off".into(),
-        runs[off].cpu_us_per_txn.into(),
+        m.runs[OFF].cpu_us_per_txn.into(),
     );
-    metadata.insert("sqlite_normal_tps".into(), sq.result.tps.into());
-    metadata.insert("sqlite_version".into(), sq.version.clone().into());
-    metadata.insert("raw_fdatasync_per_s".into(), fsync_rate.into());
-    metadata.insert(
-        "raw_fdatasync_per_second_max_p50_ms".into(),
-        raw_maxlat.into(),
-    );
+    metadata.insert("sqlite_normal_tps".into(), m.sqlite.result.tps.into());
+    metadata.insert("sqlite_version".into(), m.sqlite.version.clone().into());
+    metadata.insert("raw_fdatasync_per_s".into(), m.fsync_rate.into());
+    let raw_p50 = median(&m.raw_maxes);
+    metadata.insert("raw_fdatasync_per_second_max_p50_ms".into(), raw_p50.into());
     metadata.insert(
         "raw_fdatasync_per_second_max_ms".into(),
-        raw_maxes.clone().into(),
+        m.raw_maxes.clone().into(),
     );
-    metadata.insert("baseline_tps".into(), baseline_tps.into());
+    metadata.insert("baseline_tps".into(), m.baseline_tps.into());
+    let sizes: serde_json::Map<String, serde_json::Value> = m
+        .sizes
+        .iter()
+        .flat_map(|(label, s)| {
+            s.iter()
+                .map(move |(n, b)| (format!("{label}: {n}"), (*b).into()))
+        })
+        .collect();
     metadata.insert("table_bytes".into(), sizes.into());
     metadata.insert("run_files".into(), out_dir.display().to_string().into());
     metadata.insert(
@@ -541,17 +606,16 @@ pub fn run(o: &TpcbExpOptions) -> Result<Report> {
         json!({"scale": o.scale, "seconds": o.seconds, "side_seconds": o.side_seconds,
                "window_s": w, "shared_buffers": "64MB", "checkpoint_timeout": "30s"}),
     );
-    Ok(Report {
-        header: format!(
-            "{} | profile {} | {} cores | device local disk, buffered",
-            run.command, run.profile, run.cores
-        ),
+    Report {
+        header: r.header("device local disk, buffered"),
         figures: Vec::new(),
-        ratios,
+        ratios: targets(m, w),
         metadata,
-        notes,
-        tables,
-    })
+        notes: Vec::new(),
+        tables: std::iter::once(runs_table(o, m, w))
+            .chain(sizes_table(m))
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -599,6 +663,60 @@ mod tests {
         assert_eq!(last_vs_first(&result(&[1.0; 4], &[0.0; 4], &[]), 3).2, 0.0);
         assert_eq!(window_s(300), 60);
         assert_eq!(window_s(30), 10);
+    }
+
+    /// The targets read the right runs: decay of runs 1 and 2, latency of run 3's two,
+    /// TPS against SQLite, the limit and the baseline (only when there is one).
+    #[test]
+    fn targets_take_each_figure_from_its_run() {
+        let decay = [1.0, 100.0, 100.0, 100.0, 90.0, 90.0, 90.0];
+        let run = |label: &str, tps: f64, maxlat: f64| {
+            let mut result = result(&decay, &[maxlat; 7], &[]);
+            result.tps = tps;
+            Run {
+                label: label.into(),
+                result,
+                cpu_us_per_txn: 1.0,
+            }
+        };
+        let mut sqlite = RunResult::example("sqlite", 1);
+        sqlite.tps = 50.0;
+        let mut m = Measured {
+            runs: vec![
+                run("on", 400.0, 9.0),
+                run("off", 100.0, 9.0),
+                run("c1", 10.0, 2.0),
+                run("c4", 300.0, 6.0),
+            ],
+            sizes: Vec::new(),
+            raw_rate: 100.0,
+            raw_maxes: vec![1.0],
+            sqlite: crate::compare::sqlite::SqliteRun {
+                result: sqlite,
+                version: "3".into(),
+                busy_waits: 0,
+                busy_wait_s: 0.0,
+            },
+            fsync_rate: 200.0,
+            baseline_tps: None,
+        };
+        let t = targets(&m, 3);
+        let got: Vec<(&str, f64)> = t.iter().map(|r| (r.name, r.median)).collect();
+        assert_eq!(
+            got,
+            [
+                ("last_vs_first_minute_sync_on", 0.9),
+                ("last_vs_first_minute_sync_off", 0.9),
+                ("maxlat_p50_ms_c1", 2.0),
+                ("maxlat_p50_ms_c4", 6.0),
+                ("sync_off_vs_sqlite_normal", 2.0),
+                ("tpcb_vs_limit", 0.5),
+            ]
+        );
+        assert!(!t[3].pass && t[2].pass);
+        m.baseline_tps = Some(100.0);
+        let t = targets(&m, 3);
+        assert_eq!((t[6].name, t[6].median), ("c4_sync_on_vs_baseline", 3.0));
     }
 
     #[test]

@@ -109,6 +109,37 @@ pub struct BenchOptions {
 }
 
 impl BenchOptions {
+    /// A plain TPC-B run of `clients` clients (one thread, pgbench's `-j 1`) for
+    /// `seconds`: no rate, log, progress or side work; the knobs in effect are filled in
+    /// by the run (`commands::run_tpcb`). Callers change what they need with struct
+    /// update syntax.
+    pub fn tpcb(clients: u32, seconds: u64, label: &str, stop: Arc<AtomicBool>) -> Self {
+        BenchOptions {
+            clients,
+            threads: 1,
+            duration: Some(Duration::from_secs(seconds)),
+            transactions: None,
+            rate: None,
+            latency_limit_ms: None,
+            progress_s: None,
+            aggregate_interval: None,
+            transaction_log: false,
+            log_prefix: "pgbench_log".into(),
+            log_dir: std::env::current_dir().unwrap_or_default(),
+            mode: Mode::TpcbLike,
+            seed: 0x5eed,
+            label: label.to_string(),
+            stop,
+            config: Default::default(),
+            abort_fraction: 0.0,
+            ack_log: None,
+            rate_profile: None,
+            batch: None,
+            side: None,
+            vacuum_every_s: None,
+        }
+    }
+
     /// The target rate at `t` seconds into the run, over all clients, if there is one.
     pub fn target_rate(&self, t: f64) -> Option<f64> {
         match &self.rate_profile {

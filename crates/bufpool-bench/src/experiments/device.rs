@@ -1,0 +1,218 @@
+//! Where an experiment's data lives: the device (the local disk, or a throttled one
+//! brought up by scripts/slow-device.sh for the run and taken down after) and copies of
+//! data directories on it.
+//!
+//! Owns: [`SlowDevice`] (up, settle, down on drop), and folder helpers:
+//! [`copy_db`] (tablespace links followed), [`remove_db`], [`dir_bytes`].
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use super::progress;
+
+/// scripts/slow-device.sh: `$BUFPOOL_SLOW_DEVICE`, else under the current directory,
+/// else in the source tree this binary was built from.
+fn slow_device_script() -> PathBuf {
+    crate::commands::project_script("slow-device.sh", "BUFPOOL_SLOW_DEVICE")
+}
+
+/// A throttled device brought up for the experiment and taken down when dropped.
+pub struct SlowDevice {
+    pub mount: PathBuf,
+    pub status: String,
+    /// The profile it was brought up with.
+    pub profile: String,
+}
+
+impl SlowDevice {
+    /// The device an experiment runs on: `local`, or the profile `name` of
+    /// scripts/slow-device.sh mounted under `scratch` when possible (else the local disk,
+    /// with a note saying why). Returns the device (None: local) and its description.
+    pub fn choose(
+        experiment: &str,
+        name: &str,
+        scratch: &Path,
+        notes: &mut Vec<String>,
+    ) -> Result<(Option<SlowDevice>, String)> {
+        if name == "local" {
+            return Ok((None, "local disk (not throttled)".to_string()));
+        }
+        let mount = std::path::absolute(scratch.join("slow"))?;
+        progress(format!(
+            "{experiment}: bringing up the slow device ({name})"
+        ));
+        Ok(match SlowDevice::up(name, &mount)? {
+            Ok(d) => {
+                let desc = format!("scripts/slow-device.sh profile {name} ({})", d.status);
+                (Some(d), desc)
+            }
+            Err(why) => {
+                notes.push(format!(
+                    "the slow device ({name}) is unavailable ({why}): ran on the local disk"
+                ));
+                (None, "local disk (not throttled)".to_string())
+            }
+        })
+    }
+
+    /// Ok(Err(reason)) when the script says it cannot work here (exit 3).
+    pub fn up(profile: &str, mount: &Path) -> Result<std::result::Result<SlowDevice, String>> {
+        let script = slow_device_script();
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(["up", "--profile", profile, "--fresh", "--mount"])
+            .arg(mount)
+            .output()
+            .with_context(|| format!("running {}", script.display()))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(3) {
+            let why = stderr
+                .lines()
+                .find_map(|l| l.strip_prefix("skip: "))
+                .unwrap_or("unavailable")
+                .to_string();
+            return Ok(Err(why));
+        }
+        if !out.status.success() {
+            bail!("{} up failed: {}", script.display(), stderr.trim());
+        }
+        let status = Command::new("bash")
+            .arg(&script)
+            .arg("status")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        Ok(Ok(SlowDevice {
+            mount: mount.to_path_buf(),
+            status,
+            profile: profile.to_string(),
+        }))
+    }
+
+    /// Writes every dirty page of the device's file system out with the throttle lifted,
+    /// then throttles again: a database copied onto the device just before a run would
+    /// otherwise still be going to disk (at the throttled rate, for tens of seconds)
+    /// while the run measures, and its writeback would count against the run.
+    pub fn settle(&self) -> Result<()> {
+        let script = slow_device_script();
+        let set = |profile: &str| -> Result<()> {
+            let out = Command::new("bash")
+                .arg(&script)
+                .args(["set-profile", profile])
+                .output()
+                .with_context(|| format!("running {}", script.display()))?;
+            if !out.status.success() {
+                bail!(
+                    "{} set-profile {profile} failed: {}",
+                    script.display(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+            Ok(())
+        };
+        set("ssd-nvme")?;
+        let synced = Command::new("sync")
+            .arg("-f")
+            .arg(&self.mount)
+            .status()
+            .context("running sync -f");
+        set(&self.profile)?;
+        if !synced?.success() {
+            bail!("sync -f {} failed", self.mount.display());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SlowDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(slow_device_script())
+            .args(["down", "--mount"])
+            .arg(&self.mount)
+            .status();
+    }
+}
+
+/// The bytes of every file under `p` (0 for what cannot be read).
+pub fn dir_bytes(p: &Path) -> u64 {
+    std::fs::read_dir(p)
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Copies a data directory; a symbolic link (a tablespace, `<dir>/base/<id>`) is
+/// replaced by a link to a copy of its location at `<to>-ts<id>`.
+pub fn copy_db(from: &Path, to: &Path) -> Result<()> {
+    fn walk(from: &Path, to: &Path, root_to: &Path) -> Result<()> {
+        std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+        for e in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
+            let e = e?;
+            let (src, dst) = (e.path(), to.join(e.file_name()));
+            let ft = e.file_type()?;
+            if ft.is_symlink() {
+                let target = from.join(std::fs::read_link(&src)?);
+                let name = e.file_name().to_string_lossy().into_owned();
+                let loc =
+                    std::path::absolute(PathBuf::from(format!("{}-ts{name}", root_to.display())))?;
+                let _ = std::fs::remove_dir_all(&loc);
+                walk(&target, &loc, root_to)?;
+                std::os::unix::fs::symlink(&loc, &dst)
+                    .with_context(|| format!("linking {} to {}", dst.display(), loc.display()))?;
+            } else if ft.is_dir() {
+                walk(&src, &dst, root_to)?;
+            } else {
+                std::fs::copy(&src, &dst)
+                    .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
+            }
+        }
+        Ok(())
+    }
+    walk(from, to, to)
+}
+
+/// Removes a copy made by [`copy_db`] (the directory and its tablespace locations).
+pub fn remove_db(dir: &Path) {
+    for id in 1..=2 {
+        let _ = std::fs::remove_dir_all(format!("{}-ts{id}", dir.display()));
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_follow_tablespace_links() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("src");
+        let loc = d.path().join("elsewhere");
+        std::fs::create_dir_all(src.join("base/0")).unwrap();
+        std::fs::create_dir_all(&loc).unwrap();
+        std::fs::write(src.join("base/0/1"), b"x").unwrap();
+        std::fs::write(loc.join("2"), b"y").unwrap();
+        std::os::unix::fs::symlink(&loc, src.join("base/1")).unwrap();
+        let dst = d.path().join("dst");
+        copy_db(&src, &dst).unwrap();
+        assert_eq!(std::fs::read(dst.join("base/0/1")).unwrap(), b"x");
+        assert_eq!(std::fs::read(dst.join("base/1/2")).unwrap(), b"y");
+        let target = std::fs::read_link(dst.join("base/1")).unwrap();
+        assert_eq!(
+            target,
+            std::path::absolute(d.path().join("dst-ts1")).unwrap()
+        );
+        remove_db(&dst);
+        assert!(!dst.exists() && !d.path().join("dst-ts1").exists() && loc.join("2").exists());
+    }
+}
