@@ -333,9 +333,12 @@ fn with_crc_line(body: &[u8]) -> Vec<u8> {
 pub fn control(data: &[u8]) {
     let mut inp = Input(data);
     let sel = inp.u8();
+    // A control file the engine writes has its redo point at or before its checkpoint
+    // record (reading one that does not is corruption).
+    let (a, b) = (inp.u64(), inp.u64());
     let given = Control {
-        checkpoint: Lsn(inp.u64()),
-        redo: Lsn(inp.u64()),
+        checkpoint: Lsn(a.max(b)),
+        redo: Lsn(a.min(b)),
         incarnation: inp.u32(),
         next_xid: inp.u32(),
         next_multi: inp.u32(),

@@ -163,6 +163,13 @@ struct Slice {
 impl Slice {
     /// Progress as a fixed-point fraction (the heap's key).
     fn progress(&self, start: usize) -> u64 {
+        debug_assert!(
+            start <= self.next && self.next <= self.end && self.end - start == self.total,
+            "slice [{start}, {}) of {} entries has its cursor at {}",
+            self.end,
+            self.total,
+            self.next
+        );
         (((self.next - start) as u64) << 32) / self.total.max(1) as u64
     }
 }
@@ -197,6 +204,11 @@ impl Scheduler {
             ));
             start = end;
         }
+        debug_assert_eq!(
+            slices.iter().map(|(_, s)| s.total).sum::<usize>(),
+            entries.len(),
+            "the tablespace slices do not cover the snapshot exactly"
+        );
         let heap = (0..slices.len()).map(|i| Reverse((0, i))).collect();
         Scheduler { slices, heap }
     }
@@ -214,6 +226,11 @@ impl Scheduler {
             }
             b += 1;
         }
+        debug_assert!(
+            a < b && b <= s.end && b - a <= max,
+            "run [{a}, {b}) is empty, longer than {max} or past its slice's end {}",
+            s.end
+        );
         s.next = b;
         if s.next < s.end {
             let key = s.progress(*start);
@@ -257,27 +274,15 @@ impl BufferPool {
         pacer: &dyn CheckpointPacer,
     ) -> BufferResult<CheckpointWriteReport> {
         let mut entries = self.ckpt.entries.lock();
-        entries.clear();
-        for d in self.descs.iter() {
-            // Only a write clears DIRTY, and a write started after the caller's redo point
-            // put every earlier change on storage: skipping a clean buffer without its
-            // header lock is safe.
-            if d.load_state() & DIRTY == 0 {
-                continue;
-            }
-            let s = d.lock_header();
-            if s & (DIRTY | VALID | TAG_VALID) == DIRTY | VALID | TAG_VALID {
-                entries.push(CkptEntry {
-                    tag: d.tag(),
-                    id: d.id,
-                });
-                d.unlock_header(s | CHECKPOINT_NEEDED);
-            } else {
-                d.unlock_header(s);
-            }
-        }
+        self.mark_for_checkpoint(&mut entries);
         if opts.sort {
             entries.sort_unstable_by_key(|e| (e.tag, e.id));
+            debug_assert!(
+                entries
+                    .windows(2)
+                    .all(|w| (w[0].tag, w[0].id) < (w[1].tag, w[1].id)),
+                "the checkpoint's snapshot is not sorted by (tag, buffer)"
+            );
         }
         let entries: &[CkptEntry] = &entries;
         let scheduler = Scheduler::new(entries, opts.sort);
@@ -339,6 +344,15 @@ impl BufferPool {
         if let Some(e) = shared.first_error.lock().take() {
             return Err(e);
         }
+        // Each marked entry was written, found done (skipped), or left by a cancelled run.
+        debug_assert!(
+            shared.written.load(Ordering::Relaxed) + shared.skipped.load(Ordering::Relaxed)
+                <= entries.len() as u64,
+            "written {} + skipped {} exceed the {} marked buffers",
+            shared.written.load(Ordering::Relaxed),
+            shared.skipped.load(Ordering::Relaxed),
+            entries.len()
+        );
         Ok(CheckpointWriteReport {
             marked: entries.len() as u64,
             written: shared.written.load(Ordering::Relaxed),
@@ -348,6 +362,38 @@ impl BufferPool {
             tablespaces: tablespaces.len() as u64,
             nbuffers: self.descs.len() as u64,
         })
+    }
+
+    /// The snapshot: every dirty, valid, mapped buffer marked CHECKPOINT_NEEDED and
+    /// listed in `entries` (cleared first).
+    fn mark_for_checkpoint(&self, entries: &mut Vec<CkptEntry>) {
+        entries.clear();
+        let capacity = entries.capacity();
+        for d in self.descs.iter() {
+            // Only a write clears DIRTY, and a write started after the caller's redo point
+            // put every earlier change on storage: skipping a clean buffer without its
+            // header lock is safe.
+            if d.load_state() & DIRTY == 0 {
+                continue;
+            }
+            let s = d.lock_header();
+            if s & (DIRTY | VALID | TAG_VALID) == DIRTY | VALID | TAG_VALID {
+                entries.push(CkptEntry {
+                    tag: d.tag(),
+                    id: d.id,
+                });
+                d.unlock_header(s | CHECKPOINT_NEEDED);
+            } else {
+                d.unlock_header(s);
+            }
+        }
+        // Preallocated for every buffer, each marked at most once: the snapshot never
+        // allocates, so a checkpoint never fails for memory.
+        debug_assert!(
+            entries.len() <= self.descs.len() && entries.capacity() == capacity,
+            "the snapshot of {} entries outgrew its {capacity} preallocated ones",
+            entries.len()
+        );
     }
 
     /// One writer: takes runs until none is left, the checkpoint failed or was cancelled.
@@ -452,6 +498,13 @@ impl BufferPool {
             d.unlock_header(s);
             return None;
         }
+        // As in start_io: the claimer's pin keeps the buffer's page under its write.
+        debug_assert!(
+            refcount(s) >= 1 && s & TAG_VALID != 0,
+            "checkpoint write claimed on an unpinned or untagged buffer {}: {}",
+            d.id,
+            describe(s)
+        );
         d.unlock_header((s | IO_IN_PROGRESS) & !JUST_DIRTIED);
         Some(true)
     }
@@ -470,8 +523,32 @@ impl BufferPool {
         }
         let ps = self.page_size;
         let n = run.len();
+        // One vectored write puts page i at block first + i: a gap or another fork in the
+        // run would write pages over the wrong blocks.
+        assert!(
+            n <= MAX_COMBINE_PAGES
+                && n * ps <= scratch.as_slice().len()
+                && run.windows(2).all(|w| {
+                    w[1].tag.rel == w[0].tag.rel
+                        && w[1].tag.fork == w[0].tag.fork
+                        && w[1].tag.block == w[0].tag.block.wrapping_add(1)
+                }),
+            "checkpoint run of {n} pages from {} is not consecutive blocks of one fork",
+            run[0].tag
+        );
         let mut max_lsn = Lsn(0);
         for (i, c) in run.iter().enumerate() {
+            debug_assert!(
+                {
+                    let d = &self.descs[c.id as usize];
+                    let s = d.load_state();
+                    s & (IO_IN_PROGRESS | VALID) == (IO_IN_PROGRESS | VALID) && d.tag_is(&c.tag)
+                },
+                "run member buffer {} ({}) is not a claimed write of that page: {:?}",
+                c.id,
+                c.tag,
+                self.descs[c.id as usize]
+            );
             let copy = &mut scratch.as_mut_slice()[i * ps..(i + 1) * ps];
             // SAFETY: pinned and content-locked shared by this run; the frame does not
             // change while the shared slice lives (only for this copy).

@@ -39,6 +39,11 @@ pub struct AllPinned;
 
 impl Clock {
     pub fn new(nbuffers: usize) -> Self {
+        // The hand is taken modulo nbuffers, and ids are u32.
+        assert!(
+            nbuffers > 0 && nbuffers <= u32::MAX as usize,
+            "a clock over {nbuffers} buffers"
+        );
         // Popped from the end: hand out buffer 0 first.
         let free: Vec<u32> = (0..nbuffers as u32).rev().collect();
         Self {
@@ -52,6 +57,11 @@ impl Clock {
 
     /// Returns a buffer to the free list (after invalidation).
     pub fn push_free(&self, id: u32) {
+        debug_assert!(
+            u64::from(id) < self.nbuffers,
+            "freeing buffer {id} of a pool of {}",
+            self.nbuffers
+        );
         let mut f = self.free.lock();
         f.push(id);
         self.free_len.store(f.len(), Ordering::Release);
@@ -95,6 +105,11 @@ impl Clock {
     /// Finds a victim and returns it pinned (refcount includes the caller's pin) with its
     /// state after pinning.
     pub fn victim(&self, descs: &[BufferDesc]) -> Result<(u32, u64), AllPinned> {
+        debug_assert_eq!(
+            descs.len() as u64,
+            self.nbuffers,
+            "the sweep's descriptors are not the pool's"
+        );
         // SeqCst (the same `lock xadd` on x86 as Relaxed): the allocation must be ordered
         // before the caller's check of the bgwriter's hibernation flag.
         self.count_allocation();

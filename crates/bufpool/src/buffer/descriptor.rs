@@ -73,7 +73,14 @@ impl BufferDesc {
 
     /// Sets the tag; the caller holds the header lock and the only pin.
     pub(super) fn set_tag(&self, tag: &BufferTag) {
-        debug_assert!(self.state.load(Ordering::Relaxed) & LOCKED != 0);
+        let s = self.state.load(Ordering::Relaxed);
+        debug_assert!(s & LOCKED != 0, "set_tag without the header lock: {self:?}");
+        debug_assert!(
+            refcount(s) == 1,
+            "set_tag on buffer {} with {} pins (the retagger's must be the only one)",
+            self.id,
+            refcount(s)
+        );
         self.tag0.store(tag.word0(), Ordering::Release);
         self.tag1.store(tag.word1(), Ordering::Release);
     }
@@ -116,6 +123,20 @@ impl BufferDesc {
             self.state.load(Ordering::Relaxed) & LOCKED != 0,
             "header not locked"
         );
+        // The state word's invariants (state.rs), checked at every store of the whole word.
+        debug_assert!(
+            state & DIRTY == 0 || state & VALID != 0,
+            "buffer {} left dirty but not valid: {}",
+            self.id,
+            describe(state)
+        );
+        debug_assert!(
+            usage(state) <= USAGE_COUNT_MAX
+                && state & (DIRTY | BGWRITER_CLEANED) != DIRTY | BGWRITER_CLEANED,
+            "buffer {} left with usage over {USAGE_COUNT_MAX} or cleaned while dirty: {}",
+            self.id,
+            describe(state)
+        );
         self.state.store(state & !LOCKED, Ordering::Release);
     }
 
@@ -139,6 +160,12 @@ impl BufferDesc {
             if old & LOCKED != 0 {
                 old = self.wait_unlocked();
             }
+            // A refcount carried into the usage bits would corrupt the state word.
+            debug_assert!(
+                refcount(old) < REFCOUNT_MASK,
+                "refcount overflow pinning buffer {}",
+                self.id
+            );
             let new = next(old);
             match self
                 .state

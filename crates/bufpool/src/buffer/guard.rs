@@ -10,7 +10,7 @@
 
 use std::ops::{Deref, DerefMut};
 
-use super::state::DIRTY;
+use super::state::{DIRTY, VALID};
 use super::{BufferPool, BufferResult};
 use crate::page;
 use crate::types::{BufferTag, Lsn};
@@ -46,6 +46,10 @@ impl<'a> BufferRef<'a> {
         if !d.content_lock.try_lock_shared() {
             waits::timed(Wait::ContentLock, || d.content_lock.lock_shared());
         }
+        debug_assert!(
+            d.load_state() & VALID != 0,
+            "page bytes of a buffer that is not VALID: {d:?}"
+        );
         // SAFETY: we hold the pin (self) and now the content lock shared; the slice lives in
         // the guard, which releases the lock only when dropped, after the last use.
         let page = unsafe { self.pool.page_slice(self.id) };
@@ -59,6 +63,10 @@ impl<'a> BufferRef<'a> {
         if !d.content_lock.try_lock_exclusive() {
             waits::timed(Wait::ContentLock, || d.content_lock.lock_exclusive());
         }
+        debug_assert!(
+            d.load_state() & VALID != 0,
+            "page bytes of a buffer that is not VALID: {d:?}"
+        );
         PageWriteGuard {
             buf: self,
             dirtied: false,
@@ -181,6 +189,13 @@ impl DerefMut for PageWriteGuard<'_> {
         if !self.dirtied {
             self.mark_dirty();
         }
+        // No write can clear DIRTY while this guard holds the exclusive lock (a write takes
+        // the content lock before claiming the I/O), so a change made now reaches storage.
+        debug_assert!(
+            self.buf.pool.descs[self.buf.id as usize].load_state() & DIRTY != 0,
+            "a page borrowed mutably is not dirty: {:?}",
+            self.buf.pool.descs[self.buf.id as usize]
+        );
         // SAFETY: this guard holds the content lock exclusively and the pin (through
         // `buf`), so no other reference to the frame exists, and `&mut self` makes this one
         // unique among the guard's own borrows.

@@ -30,6 +30,11 @@ impl IoWait {
 
     /// Blocks until `desc` has no I/O in progress.
     pub fn wait(&self, desc: &BufferDesc) {
+        // A waiter pins the buffer first, so the I/O it waits for is on its own page.
+        debug_assert!(
+            super::state::refcount(desc.load_state()) >= 1,
+            "waiting for I/O on unpinned {desc:?}"
+        );
         let (m, cv) = &self.stripes[desc.id as usize % STRIPES];
         let mut g = m.lock();
         while desc.load_state() & IO_IN_PROGRESS != 0 {

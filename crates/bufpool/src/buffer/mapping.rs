@@ -38,7 +38,15 @@ pub struct Mapping {
 impl Mapping {
     /// A table for `nbuffers` buffers with `partitions` (a power of two) lock partitions.
     pub fn new(nbuffers: usize, partitions: usize) -> Self {
-        assert!(partitions.is_power_of_two());
+        assert!(
+            partitions.is_power_of_two(),
+            "{partitions} mapping partitions is not a power of two"
+        );
+        // Buffer ids are u32 with NIL as the chain's end: no buffer may be numbered NIL.
+        assert!(
+            nbuffers < NIL as usize,
+            "{nbuffers} buffers leave no id for the end of a chain"
+        );
         let nbuckets = (2 * nbuffers).next_power_of_two().max(partitions);
         Self {
             buckets: (0..nbuckets).map(|_| AtomicU32::new(NIL)).collect(),
@@ -102,6 +110,12 @@ impl Mapping {
         while id != NIL {
             let d = &descs[id as usize];
             if d.tag_is(tag) {
+                // Under the partition lock a chained buffer is mapped (its retag or drop
+                // finishes before the lock is released).
+                debug_assert!(
+                    d.load_state() & super::state::TAG_VALID != 0,
+                    "buffer {id} is on the chain of {tag} without TAG_VALID: {d:?}"
+                );
                 return Some(id);
             }
             id = d.hash_next.load(Ordering::Acquire);
@@ -112,6 +126,20 @@ impl Mapping {
     /// Links buffer `id` (already tagged) into its chain; the caller holds the partition
     /// lock exclusively and has checked the tag is absent.
     pub fn insert_locked(&self, descs: &[BufferDesc], id: u32, hash: u64) {
+        #[cfg(debug_assertions)]
+        {
+            let tag = descs[id as usize].tag();
+            debug_assert_eq!(
+                self.bucket(tag.hash64()),
+                self.bucket(hash),
+                "buffer {id} ({tag}) linked into another tag's chain"
+            );
+            debug_assert!(
+                self.lookup_locked(descs, &tag, hash).is_none(),
+                "{tag} would be mapped twice (buffer {id} and {:?})",
+                self.lookup_locked(descs, &tag, hash)
+            );
+        }
         let head = &self.buckets[self.bucket(hash)];
         descs[id as usize]
             .hash_next
@@ -122,6 +150,11 @@ impl Mapping {
     /// Unlinks buffer `id` from the chain of `hash`; the caller holds the partition lock
     /// exclusively. Returns false if it was not there (a bug in the caller).
     pub fn remove_locked(&self, descs: &[BufferDesc], id: u32, hash: u64) -> bool {
+        debug_assert_eq!(
+            self.bucket(descs[id as usize].tag().hash64()),
+            self.bucket(hash),
+            "unlinking buffer {id} from a chain its tag does not hash to"
+        );
         let head = &self.buckets[self.bucket(hash)];
         let next = descs[id as usize].hash_next.load(Ordering::Relaxed);
         if head.load(Ordering::Relaxed) == id {

@@ -287,6 +287,12 @@ impl BufferPool {
     ) -> BufferResult<Self> {
         let page_size = smgr.block_size();
         opts.validate(page_size)?;
+        // The write path's per-thread scratch holds MAX_PAGE_SIZE bytes and checksums are
+        // stamped per page: a page size the directory accepted must fit both.
+        debug_assert!(
+            page_size.is_power_of_two() && page_size <= MAX_PAGE_SIZE,
+            "page size {page_size} is not a power of two up to {MAX_PAGE_SIZE}"
+        );
         let nbuffers = opts.nbuffers;
         let arena = PageArena::new(nbuffers, page_size, opts.huge_pages).map_err(|source| {
             BufferError::Memory {
@@ -354,6 +360,11 @@ impl BufferPool {
     /// lives, and no `&mut` to the same frame exists meanwhile.
     #[inline]
     unsafe fn page_slice(&self, id: u32) -> &[u8] {
+        debug_assert!(
+            (id as usize) < self.descs.len(),
+            "buffer {id} past the pool's {} frames",
+            self.descs.len()
+        );
         // SAFETY: buffer ids are below the pool's size, the arena's number of frames, so
         // frame(id) points at page_size bytes inside it; aliasing is excluded by the
         // caller's content lock per this function's contract.
@@ -368,6 +379,11 @@ impl BufferPool {
     #[inline]
     #[allow(clippy::mut_from_ref)]
     unsafe fn page_slice_mut(&self, id: u32) -> &mut [u8] {
+        debug_assert!(
+            (id as usize) < self.descs.len(),
+            "buffer {id} past the pool's {} frames",
+            self.descs.len()
+        );
         // SAFETY: in bounds as above; uniqueness from the exclusive content lock.
         unsafe { std::slice::from_raw_parts_mut(self.arena.frame_unchecked(id), self.page_size) }
     }
@@ -519,6 +535,12 @@ impl BufferPool {
             .as_ref()
             .map_or(IoContext::Normal, |r| r.kind().context());
         let first = self.smgr.extend_zeroed(rel, fork, n as u32, context)?;
+        // The storage manager refuses an extension past the largest block number, so the
+        // block numbers below cannot wrap.
+        debug_assert!(
+            u64::from(first) + n as u64 <= u64::from(crate::types::MAX_BLOCK_NUMBER),
+            "extension of {n} pages from block {first} passes the largest block number"
+        );
         let mut out = Vec::with_capacity(n);
         for i in 0..n as BlockNumber {
             let tag = BufferTag::new(rel, fork, first + i);
@@ -606,6 +628,12 @@ impl BufferPool {
                 return Ok(Claim::Mapped(existing));
             }
             let s = vd.lock_header();
+            // Our pin kept the tag: only the holder of the only pin retags (see state.rs).
+            debug_assert!(
+                vd.tag_is(&old_tag),
+                "victim {victim} was retagged from {old_tag} under our pin: {}",
+                describe(s)
+            );
             if refcount(s) != 1 || s & DIRTY != 0 || s & IO_IN_PROGRESS != 0 {
                 // Pinned or dirtied by someone who found it under its old tag: try another.
                 vd.unlock_header(s);
@@ -651,6 +679,12 @@ impl BufferPool {
         if d.load_state() & VALID == 0 && self.start_io(d, Io::Read) {
             return self.do_load_io(id, tag, context, fill);
         }
+        // start_io said no read is needed: the page is VALID, and our pin keeps it and
+        // its tag (a BufferRef is handed out only for a VALID buffer).
+        debug_assert!(
+            d.load_state() & VALID != 0 && d.tag_is(&tag),
+            "handing out buffer {id} for {tag} that is not VALID or holds another page: {d:?}"
+        );
         self.smgr.stats().count(context, IoOp::Hit, 1);
         Ok(BufferRef { pool: self, id })
     }
@@ -701,6 +735,14 @@ impl BufferPool {
             "terminate_io without I/O: {}",
             describe(s)
         );
+        // The I/O's owner holds a pin until the I/O ends, so the buffer cannot have been
+        // retagged under it.
+        debug_assert!(
+            refcount(s) >= 1,
+            "ending {io:?} I/O on unpinned buffer {}: {}",
+            d.id,
+            describe(s)
+        );
         let mut new = s & !IO_IN_PROGRESS;
         if !ok {
             new |= IO_ERROR;
@@ -735,6 +777,13 @@ impl BufferPool {
         fill: Fill,
     ) -> BufferResult<BufferRef<'_>> {
         let d = &self.descs[id as usize];
+        debug_assert!(
+            {
+                let s = d.load_state();
+                s & IO_IN_PROGRESS != 0 && s & VALID == 0 && refcount(s) >= 1 && d.tag_is(&tag)
+            },
+            "loading {tag} into buffer {id} without owning its read: {d:?}"
+        );
         // Uncontended: no BufferRef to a !VALID buffer exists, so nobody holds this lock.
         d.content_lock.lock_exclusive();
         // SAFETY: pinned by us, content lock held exclusively (just taken), slice dropped
@@ -822,6 +871,11 @@ impl BufferPool {
             .map_err(BufferError::from)
         })();
         WRITE_SCRATCH.set(Some(scratch));
+        // The pin held for the whole write kept the page the write was for.
+        debug_assert!(
+            d.tag_is(&tag),
+            "buffer {id} was retagged during its write of {tag}: {d:?}"
+        );
         std::mem::forget(claim);
         self.terminate_io(d, Io::Write, result.is_ok());
         if forced {
@@ -846,7 +900,22 @@ impl BufferPool {
         copy: &mut [u8],
         after_copy: impl FnOnce(),
     ) -> BufferResult<bool> {
-        let tag = self.descs[id as usize].tag();
+        let d = &self.descs[id as usize];
+        let tag = d.tag();
+        debug_assert_eq!(
+            copy.len(),
+            self.page_size,
+            "write copy of {tag} is not one page"
+        );
+        // The caller claimed the write (start_io), which it does only for a DIRTY, VALID
+        // page it pins: never write a frame whose read has not completed.
+        debug_assert!(
+            {
+                let s = d.load_state();
+                s & (IO_IN_PROGRESS | VALID) == (IO_IN_PROGRESS | VALID) && refcount(s) >= 1
+            },
+            "writing buffer {id} ({tag}) without a claimed write of a valid page: {d:?}"
+        );
         // SAFETY: the caller holds the pin and the content lock, so the frame is not being
         // changed; the shared slice lives only for this copy.
         copy.copy_from_slice(unsafe { self.page_slice(id) });
@@ -962,7 +1031,7 @@ impl BufferPool {
                     continue;
                 }
                 let removed = self.mapping.remove_locked(&self.descs, id, hash);
-                debug_assert!(removed);
+                debug_assert!(removed, "buffer {id} ({tag}) was not on its mapping chain");
                 d.unlock_header(0);
                 drop(_p);
                 self.clock.push_free(id);
@@ -1113,6 +1182,11 @@ pub(super) fn verify_read(
     tag: &BufferTag,
     wal: &dyn WalFlush,
 ) -> BufferResult<()> {
+    debug_assert_eq!(
+        frame.len(),
+        smgr.block_size(),
+        "verifying {tag} from a frame that is not one page"
+    );
     let corrupt = |problem| BufferError::Corrupt {
         tag: *tag,
         path: smgr.segment_path(tag.rel, tag.fork, tag.block / smgr.segment_blocks()),

@@ -22,6 +22,18 @@ pub const DEFAULT_MAPPING_PARTITIONS: usize = 128;
 /// Most mapping partitions allowed.
 pub const MAX_MAPPING_PARTITIONS: usize = 1 << 16;
 
+// Buffer ids are u32 and u32::MAX ends a mapping chain; the default partition count is
+// one `validate` accepts.
+const _: () = assert!(
+    MIN_BUFFERS <= MAX_BUFFERS && MAX_BUFFERS < u32::MAX as u64,
+    "buffer ids must fit a u32 with u32::MAX reserved"
+);
+const _: () = assert!(
+    DEFAULT_MAPPING_PARTITIONS.is_power_of_two()
+        && DEFAULT_MAPPING_PARTITIONS <= MAX_MAPPING_PARTITIONS,
+    "the default buffer_mapping_partitions is out of its range"
+);
+
 /// How to build a pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolOptions {
@@ -159,6 +171,17 @@ impl BgwriterStrategy {
         ["lru", "dirty-chain", "mini-checkpoint", "victim-queue"][self as usize]
     }
 }
+
+// Every bgwriter default passes `BgwriterOptions::validate`, and the automatic
+// maxpages' clamp has a floor below its ceiling.
+const _: () = assert!(
+    MIN_BGWRITER_DELAY_MS <= DEFAULT_BGWRITER_DELAY_MS
+        && DEFAULT_BGWRITER_DELAY_MS <= MAX_BGWRITER_DELAY_MS
+        && DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS <= MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS
+        && DEFAULT_BGWRITER_FLUSH_AFTER_BYTES <= MAX_BGWRITER_FLUSH_AFTER_BYTES
+        && BGWRITER_LRU_MAXPAGES_FLOOR <= MAX_BGWRITER_LRU_MAXPAGES,
+    "a bgwriter default lies outside its knob's range"
+);
 
 /// How the bgwriter keeps several writes in flight (`bgwriter_io_method`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

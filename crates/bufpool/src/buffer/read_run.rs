@@ -220,6 +220,16 @@ impl RunIo {
     /// from the file at `path`, or an error that kept it from being issued at all.
     fn complete(&self, path: &Path, result: Result<usize, SmgrError>) {
         let ps = self.page_size;
+        // A read moves at most what it asked for: one page per claimed buffer.
+        debug_assert!(
+            result
+                .as_ref()
+                .ok()
+                .is_none_or(|&got| got <= self.ids.len() * ps),
+            "a read of {} pages from block {} returned {result:?} bytes",
+            self.ids.len(),
+            self.first
+        );
         if let Ok(got) = result {
             self.smgr.stats().count_timed(
                 self.context,
@@ -410,6 +420,10 @@ impl BufferPool {
         method: IoMethod,
     ) -> BufferResult<ReadRun<'_>> {
         debug_assert!(nblocks >= 1, "an empty read run");
+        debug_assert!(
+            u64::from(first) + nblocks as u64 <= u64::from(crate::types::MAX_BLOCK_NUMBER) + 1,
+            "a read run of {nblocks} blocks from {first} passes the largest block number"
+        );
         let context = ring
             .as_ref()
             .map_or(IoContext::Normal, |r| r.kind().context());
@@ -475,6 +489,17 @@ impl BufferPool {
         match self.claim(tag, hash, context, ring)? {
             Claim::Mapped(id) => Ok(found(id)),
             Claim::Retagged(id) => {
+                // The claim leaves only TAG_VALID, IO_IN_PROGRESS and our pin (module doc).
+                debug_assert!(
+                    {
+                        let s = self.descs[id as usize].load_state();
+                        s & (IO_IN_PROGRESS | TAG_VALID) == (IO_IN_PROGRESS | TAG_VALID)
+                            && s & (VALID | DIRTY) == 0
+                            && refcount(s) >= 1
+                    },
+                    "claimed buffer {id} for {tag} is not a pinned, in-progress, empty frame: {:?}",
+                    self.descs[id as usize]
+                );
                 // No content lock: IO_IN_PROGRESS guards the frame (module doc).
                 Ok(Slot::Claimed {
                     id,
@@ -619,6 +644,14 @@ impl<'a> ReadRun<'a> {
         let tag = BufferTag::new(self.rel, self.fork, self.next_block);
         self.next_block += 1;
         let pool = self.pool;
+        // The run's pin has kept each slot's buffer on its block since the run started.
+        debug_assert!(
+            {
+                let (Slot::Ready(id) | Slot::Elsewhere(id) | Slot::Claimed { id, .. }) = slot;
+                pool.descs[id as usize].tag_is(&tag)
+            },
+            "slot {slot:?} of the run no longer holds {tag}"
+        );
         Some(match slot {
             Slot::Ready(id) => Ok(BufferRef { pool, id }),
             Slot::Elsewhere(id) => pool.finish_load(id, tag, self.context, Fill::Read),

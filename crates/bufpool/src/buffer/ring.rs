@@ -101,6 +101,16 @@ pub const RING_POOL_DIVISOR: usize = 8;
 /// quiet laps, yet one quiet lap does not undo all of the growth.
 pub const RING_SHRINK_DIVISOR: usize = 4;
 
+// Every default ring size, and the growing ring's start, is one a ring knob accepts.
+const _: () = assert!(
+    MIN_RING_BYTES <= RING_START_BYTES
+        && MIN_RING_BYTES <= DEFAULT_BULKREAD_RING_BYTES
+        && MIN_RING_BYTES <= DEFAULT_VACUUM_RING_BYTES
+        && DEFAULT_BULKWRITE_RING_BYTES <= MAX_RING_BYTES
+        && RING_START_BYTES <= DEFAULT_VACUUM_RING_BYTES,
+    "a default ring size lies outside the ring knobs' range"
+);
+
 /// Which operation a ring serves; fixes its I/O context and its reuse rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RingKind {
@@ -253,6 +263,7 @@ impl RingShared {
             .zip(now.to_array())
             .enumerate()
         {
+            debug_assert!(n >= b, "ring counter {i} went down from {b} to {n}");
             if n != b {
                 row[i].fetch_add(n - b, Relaxed);
             }
@@ -420,7 +431,11 @@ impl Ring {
     fn shrink(&mut self) {
         let len = self.slots.len();
         let k = ((len - self.start) / RING_SHRINK_DIVISOR).max(1);
-        debug_assert!(k <= len - self.start);
+        debug_assert!(
+            k <= len - self.start,
+            "shrinking {k} slots of {len} would go below the start {}",
+            self.start
+        );
         let after = self.current + 1;
         let tail = k.min(len - after);
         self.slots.drain(after..after + tail);
@@ -430,6 +445,11 @@ impl Ring {
             self.current -= head;
         }
         self.stats.shrinks += 1;
+        debug_assert_eq!(
+            self.slots.len(),
+            len - k,
+            "a shrink by {k} removed another count"
+        );
         crate::invariants::debug_check(|| self.check_invariants());
     }
 
@@ -493,6 +513,7 @@ impl BufferPool {
         let Some(ring) = ring else {
             return self.take_victim();
         };
+
         ring.check_invariants().unwrap();
         let before = ring.stats;
         ring.from_ring = false;
@@ -576,6 +597,10 @@ impl BufferPool {
         ring: Option<&mut Ring>,
     ) -> BufferResult<bool> {
         let d = &self.descs[id as usize];
+        debug_assert!(
+            refcount(d.load_state()) >= 1,
+            "writing victim {id} without its pin: {d:?}"
+        );
         if !d.content_lock.try_lock_shared() {
             return Ok(false);
         }
@@ -604,6 +629,10 @@ impl BufferPool {
         old: u64,
         context: IoContext,
     ) {
+        debug_assert!(
+            self.descs[id as usize].tag_is(&tag),
+            "victim {id} does not hold {tag}, the page it was retagged to"
+        );
         let from_ring = ring.as_ref().is_some_and(|r| r.from_ring);
         if old & (TAG_VALID | VALID) == (TAG_VALID | VALID) {
             let op = if from_ring {
@@ -618,6 +647,14 @@ impl BufferPool {
                 // Per ring only: the pool-wide reuses are pg_stat_io's (striped) count.
                 ring.stats.reuses += 1;
             }
+            // The victim came from the current slot (a reuse) or was placed in it (a clock
+            // take), and nothing moved the cursor since.
+            debug_assert!(
+                ring.slots[ring.current].is_some_and(|s| s.id == id),
+                "victim {id} is not in the ring's current slot {}: {:?}",
+                ring.current,
+                ring.slots[ring.current]
+            );
             if let Some(slot) = ring.slots[ring.current].as_mut().filter(|s| s.id == id) {
                 slot.tag = tag;
             }

@@ -78,6 +78,13 @@ fn render(meta: &Meta) -> String {
 }
 
 pub(super) fn write_meta(vfs: &dyn Vfs, dir: &Path, meta: &Meta) -> SmgrResult<()> {
+    // Fixed for the directory's life: only a layout of whole pages per segment is written.
+    debug_assert!(
+        meta.block_size.is_power_of_two() && meta.segment_size % meta.block_size as u64 == 0,
+        "layout block_size={} segment_size={} is not whole power-of-two pages per segment",
+        meta.block_size,
+        meta.segment_size
+    );
     crate::vfs::write_atomic(vfs, &dir.join(META_FILE), render(meta).as_bytes())
         .map_err(SmgrError::Io)
 }

@@ -261,6 +261,16 @@ impl Smgr {
                 .map_err(file_err("fsync of directory", dir))?;
             meta
         };
+        // The layout every offset computation relies on: whole pages per segment.
+        debug_assert!(
+            meta.block_size > 0
+                && meta.segment_size % meta.block_size as u64 == 0
+                && meta.segment_size / meta.block_size as u64 >= 1
+                && meta.segment_size / meta.block_size as u64 <= u64::from(u32::MAX),
+            "segment size {} is not a whole number (1 to 2^32 - 1) of {}-byte pages",
+            meta.segment_size,
+            meta.block_size
+        );
         Ok(Smgr {
             vfs,
             dir: dir.to_path_buf(),
@@ -545,11 +555,22 @@ impl Smgr {
         let total = u32::try_from(total)
             .unwrap_or(MAX_BLOCK_NUMBER)
             .min(MAX_BLOCK_NUMBER);
+        // Counting opened every segment up to the last one with pages: extension relies
+        // on it to tell a leftover segment past the end (`open_segments`).
+        debug_assert!(
+            f.segments.read().len() as u64 >= u64::from(total.div_ceil(self.segment_blocks)),
+            "{rel} {fork:?} counted {total} blocks with only {} segments open",
+            f.segments.read().len()
+        );
         f.nblocks.store(total, Ordering::Release);
         Ok(total)
     }
 
     fn locate(&self, block: BlockNumber) -> (u32, u64) {
+        debug_assert!(
+            block <= MAX_BLOCK_NUMBER,
+            "block {block} is not a valid block number"
+        );
         let segno = block / self.segment_blocks;
         let off = u64::from(block % self.segment_blocks) * self.block_size as u64;
         (segno, off)
@@ -557,7 +578,11 @@ impl Smgr {
 
     /// Reads one page.
     pub fn read(&self, tag: &BufferTag, buf: &mut [u8], context: IoContext) -> SmgrResult<()> {
-        debug_assert_eq!(buf.len(), self.block_size);
+        debug_assert_eq!(
+            buf.len(),
+            self.block_size,
+            "reading {tag} into a buffer that is not one page"
+        );
         let f = self.fork(tag.rel, tag.fork);
         let (segno, off) = self.locate(tag.block);
         let file = self
@@ -624,6 +649,13 @@ impl Smgr {
         bufs: &mut [&mut [u8]],
         context: IoContext,
     ) -> SmgrResult<()> {
+        debug_assert!(
+            bufs.iter().all(|b| b.len() == self.block_size)
+                && u64::from(first) + bufs.len() as u64 <= u64::from(MAX_BLOCK_NUMBER) + 1,
+            "reading {} pages from block {first}: a buffer is not one page, or the run passes \
+             the largest block number",
+            bufs.len()
+        );
         let f = self.fork(rel, fork);
         let mut done = 0usize;
         while done < bufs.len() {
@@ -717,7 +749,26 @@ impl Smgr {
         context: IoContext,
         kind: WriteKind,
     ) -> SmgrResult<()> {
+        // Page i goes to block first + i at a computed offset: a buffer of another length
+        // would shift every later page onto the wrong block.
+        assert!(
+            bufs.iter().all(|b| b.len() == self.block_size),
+            "writing {} pages from block {first} of {rel}: not every buffer is one {}-byte page",
+            bufs.len(),
+            self.block_size
+        );
+        debug_assert!(
+            u64::from(first) + bufs.len() as u64 <= u64::from(MAX_BLOCK_NUMBER) + 1,
+            "writing {} pages from block {first} passes the largest block number",
+            bufs.len()
+        );
         let f = self.fork(rel, fork);
+        // An extension writes at the fork's end, which its extend lock keeps still.
+        debug_assert!(
+            kind != WriteKind::Extend || f.nblocks.load(Ordering::Acquire) == first,
+            "extending {rel} {fork:?} at block {first}, not at its end {}",
+            f.nblocks.load(Ordering::Acquire)
+        );
         let mut done = 0usize;
         while done < bufs.len() {
             let block = first + done as u32;
@@ -915,6 +966,16 @@ impl Smgr {
         last: u64,
         grown: SmgrResult<()>,
     ) -> SmgrResult<BlockNumber> {
+        debug_assert!(
+            u64::from(first) <= last && last <= u64::from(MAX_BLOCK_NUMBER),
+            "extension from block {first} to {last} is backwards or past the largest block"
+        );
+        // The extend lock, held since the size was read, kept anyone else from changing it.
+        debug_assert_eq!(
+            f.nblocks.load(Ordering::Acquire),
+            first,
+            "the size of {rel} {fork:?} changed under its extend lock"
+        );
         match grown {
             Ok(()) => {
                 f.nblocks.store(last as u32, Ordering::Release);
@@ -939,6 +1000,10 @@ impl Smgr {
         n: u32,
         context: IoContext,
     ) -> SmgrResult<()> {
+        debug_assert!(
+            u64::from(first) + u64::from(n) <= u64::from(MAX_BLOCK_NUMBER) + 1,
+            "writeback of {n} pages from block {first} passes the largest block number"
+        );
         let f = self.fork(rel, fork);
         let mut done = 0u32;
         while done < n {
@@ -994,6 +1059,17 @@ impl Smgr {
                     .map_err(file_err("truncating", file.path()))?;
             }
         }
+        // Left: at least the segments up to the one holding the new last page (segment 0
+        // always). More only if a failed extension left a handle past the old end.
+        debug_assert!(
+            segs.len() as u32
+                >= if keep_blocks == 0 {
+                    keep_seg.max(1)
+                } else {
+                    keep_seg + 1
+                },
+            "truncating {rel} {fork:?} to {nblocks} blocks dropped a segment it keeps"
+        );
         self.sync_queue.forget(rel, fork, segs.len() as u32);
         for segno in 0..segs.len() as u32 {
             // Even with O_DSYNC: a length change is not a write, only fsync makes it durable.

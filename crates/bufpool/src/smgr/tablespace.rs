@@ -149,34 +149,7 @@ impl Smgr {
             .into());
         }
         self.create_location(id, location)?;
-        let entries = self
-            .vfs
-            .list_dir(location)
-            .map_err(io_err("listing the location", location))?;
-        if !entries.is_empty() {
-            let mut named = entries.clone();
-            named.sort();
-            named.truncate(ENTRIES_NAMED_MAX);
-            return Err(invalid(
-                location,
-                format!(
-                    "the location must be empty, but holds {} {} ({}{})",
-                    entries.len(),
-                    if entries.len() == 1 {
-                        "entry"
-                    } else {
-                        "entries"
-                    },
-                    named.join(", "),
-                    if entries.len() > named.len() {
-                        ", ..."
-                    } else {
-                        ""
-                    }
-                ),
-            )
-            .into());
-        }
+        self.check_location_empty(id, location)?;
         self.vfs
             .symlink(location, &link)
             .map_err(io_err("creating the link", &link))?;
@@ -186,6 +159,46 @@ impl Smgr {
             io_err("fsync of", &base)(source)
         })?;
         Ok(())
+    }
+
+    /// Fails unless `location` (a directory) holds no entry; the error names the first
+    /// few entries it holds.
+    fn check_location_empty(&self, id: u32, location: &Path) -> SmgrResult<()> {
+        let entries = self
+            .vfs
+            .list_dir(location)
+            .map_err(|source| TablespaceError::Io {
+                id,
+                op: "listing the location",
+                path: location.to_path_buf(),
+                source,
+            })?;
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut named = entries.clone();
+        named.sort();
+        named.truncate(ENTRIES_NAMED_MAX);
+        let noun = if entries.len() == 1 {
+            "entry"
+        } else {
+            "entries"
+        };
+        let more = if entries.len() > named.len() {
+            ", ..."
+        } else {
+            ""
+        };
+        Err(TablespaceError::Invalid {
+            id,
+            path: location.to_path_buf(),
+            problem: format!(
+                "the location must be empty, but holds {} {noun} ({}{more})",
+                entries.len(),
+                named.join(", "),
+            ),
+        }
+        .into())
     }
 
     /// Creates `location` and its missing parents, fsyncing the parent of each directory
@@ -256,7 +269,10 @@ impl Smgr {
             }
         }
         out.sort_unstable_by_key(|&(id, _)| id);
-        debug_assert!(out.iter().all(|&(id, _)| id != DEFAULT_TABLESPACE));
+        debug_assert!(
+            out.iter().all(|&(id, _)| id != DEFAULT_TABLESPACE),
+            "the default tablespace is listed as a link: {out:?}"
+        );
         Ok(out)
     }
 }

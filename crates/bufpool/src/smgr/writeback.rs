@@ -39,6 +39,14 @@ impl WritebackContext {
         if self.limit == 0 {
             return Ok(0);
         }
+        // Issued at `limit`, so the list preallocated for `limit` tags never grows.
+        debug_assert!(
+            self.pending.len() < self.limit && self.pending.capacity() >= self.limit,
+            "writeback context holds {} of {} tags (capacity {})",
+            self.pending.len(),
+            self.limit,
+            self.pending.capacity()
+        );
         self.pending.push(tag);
         if self.pending.len() >= self.limit {
             return self.issue(smgr, context);
@@ -68,6 +76,10 @@ impl WritebackContext {
 /// Runs of consecutive blocks of one fork in sorted `tags` (duplicates fold into their
 /// run): (first tag, block count).
 fn merge_runs(tags: &[BufferTag]) -> impl Iterator<Item = (BufferTag, u32)> + '_ {
+    debug_assert!(
+        tags.windows(2).all(|w| w[0] <= w[1]),
+        "merging writeback runs of unsorted tags"
+    );
     let mut i = 0;
     std::iter::from_fn(move || {
         let first = *tags.get(i)?;

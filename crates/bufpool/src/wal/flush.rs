@@ -115,7 +115,10 @@ pub(super) struct SyncPlace<'a>(&'a Wal);
 
 impl Drop for SyncPlace<'_> {
     fn drop(&mut self) {
-        self.0.syncs.lock().in_flight -= 1;
+        let mut pipe = self.0.syncs.lock();
+        debug_assert!(pipe.in_flight > 0, "giving back a sync place nobody held");
+        pipe.in_flight -= 1;
+        drop(pipe);
         self.0.syncs_cv.notify_all();
     }
 }
@@ -207,7 +210,14 @@ impl Wal {
             }
             // Woken to lead (or the leader found others leading): try again.
         }
-        self.lead_flush()
+        let led = self.lead_flush();
+        // The leader's batch took everything inserted, which includes `lsn`.
+        debug_assert!(
+            led.is_err() || self.progress.flushed.load(Ordering::Acquire) >= lsn.0,
+            "a flush to {lsn} returned with the log durable only to {}",
+            self.flushed()
+        );
+        led
     }
 
     /// Gives up the write role after a batch ending at `upto`, handing it to one waiter
@@ -232,6 +242,11 @@ impl Wal {
             std::thread::sleep(self.commit_delay);
         }
         let from = self.progress.written.load(Ordering::Relaxed);
+        debug_assert_eq!(
+            from % WAL_BLOCK,
+            0,
+            "the log was written up to mid-block {from}"
+        );
         let mut upto = self.pad_insertions();
         if let Err(e) = self.write_out(upto) {
             self.abandon_write_role();
@@ -247,6 +262,12 @@ impl Wal {
                 pipe = self.syncs_cv.wait(pipe);
             }
             pipe.in_flight += 1;
+            debug_assert!(
+                pipe.in_flight <= self.syncs_in_flight,
+                "{} leaders in the sync pipeline of {} places",
+                pipe.in_flight,
+                self.syncs_in_flight
+            );
             pipe.in_flight > 1
         };
         let _place = SyncPlace(self);
@@ -267,26 +288,10 @@ impl Wal {
         self.release_write_role(upto);
         self.check_failed()?;
         if upto > from {
-            let c = &self.counters;
-            let start = self.epoch.elapsed().as_nanos() as u64;
-            // The gap since the previous sync ended, if this leader was already queued
-            // for its place then (its write came first): the pipeline's handoff.
-            let last = c.last_sync_end.load(Ordering::Relaxed);
-            if last >= sync_wait_start && start >= last {
-                c.sync_gap_ns.fetch_add(start - last, Ordering::Relaxed);
-                c.sync_gaps.fetch_add(1, Ordering::Relaxed);
-            }
-            if overlapping {
-                c.overlapped_syncs.fetch_add(1, Ordering::Relaxed);
-            }
             // Without the pipeline's lock: syncs of several leaders may run at once. A
             // sync's return says nothing about an earlier batch still being synced (it
             // may sit in another segment), hence the in-order publication below.
-            self.sync_range(from, upto)?;
-            let end = self.epoch.elapsed().as_nanos() as u64;
-            c.sync_ns.fetch_add(end - start, Ordering::Relaxed);
-            c.last_sync_end.fetch_max(end, Ordering::Relaxed);
-            c.syncs.fetch_add(1, Ordering::Relaxed);
+            self.timed_sync(from, upto, sync_wait_start, overlapping)?;
         }
         // Publish in write order: the batch before this one ends at `from`; its leader
         // took its place before this one and publishes, or fails (latched) and gives its
@@ -315,6 +320,34 @@ impl Wal {
             }
         }
         crate::invariants::debug_check(|| self.check_invariants());
+        Ok(())
+    }
+
+    /// Syncs the batch `[from, upto)` and counts it: its time, and the gap since the
+    /// previous sync ended if this leader was already queued for its place then (queued
+    /// since `queued_at`; its write came first): the pipeline's handoff.
+    fn timed_sync(
+        &self,
+        from: u64,
+        upto: u64,
+        queued_at: u64,
+        overlapping: bool,
+    ) -> Result<(), WalError> {
+        let c = &self.counters;
+        let start = self.epoch.elapsed().as_nanos() as u64;
+        let last = c.last_sync_end.load(Ordering::Relaxed);
+        if last >= queued_at && start >= last {
+            c.sync_gap_ns.fetch_add(start - last, Ordering::Relaxed);
+            c.sync_gaps.fetch_add(1, Ordering::Relaxed);
+        }
+        if overlapping {
+            c.overlapped_syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        self.sync_range(from, upto)?;
+        let end = self.epoch.elapsed().as_nanos() as u64;
+        c.sync_ns.fetch_add(end - start, Ordering::Relaxed);
+        c.last_sync_end.fetch_max(end, Ordering::Relaxed);
+        c.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -408,6 +441,11 @@ impl Wal {
         {
             self.kick_wal_writer();
         }
+        debug_assert_eq!(
+            self.progress.written.load(Ordering::Relaxed),
+            upto,
+            "write_out stopped short of {upto}"
+        );
         Ok(())
     }
 
@@ -437,6 +475,10 @@ impl Wal {
     /// Syncs the segments that log bytes `[from, upto)` went to. The caller holds a place
     /// in the sync pipeline (not its lock: other leaders may sync meanwhile).
     pub(super) fn sync_range(&self, from: u64, upto: u64) -> Result<(), WalError> {
+        debug_assert!(
+            from < upto && upto <= self.progress.written.load(Ordering::Acquire),
+            "syncing [{from}, {upto}), which is empty or not all written"
+        );
         if self.sync_method == SyncMethod::OpenDatasync {
             return Ok(()); // every write was durable when it returned
         }

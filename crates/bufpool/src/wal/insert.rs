@@ -138,7 +138,19 @@ impl Wal {
                 }
             };
             let flushed = Lsn(self.progress.flushed.load(Ordering::Acquire));
+            debug_assert!(
+                flushed.0 <= start,
+                "reserved {} below the durable end {flushed}",
+                Lsn(start)
+            );
             let bytes = rec.stamp(Lsn(start), flushed);
+            // The reservation was made for the sealed length: the stamped record must fill
+            // it but for the alignment padding, or it overruns the next record.
+            debug_assert!(
+                bytes.len() as u64 <= alen && alen - (bytes.len() as u64) < record::ALIGN,
+                "record of {} bytes in a reservation of {alen}",
+                bytes.len()
+            );
             let pad = [0u8; record::ALIGN as usize];
             // SAFETY: [start, start + alen) was reserved by this thread (`reserve`), which
             // kept it at least one lap ahead of unwritten buffer bytes.

@@ -174,6 +174,13 @@ impl Wal {
         )?;
         let start = round_up(end.0, WAL_BLOCK);
         let buffer = LogBuffer::new(opts.buffers as usize);
+        // The ring's lap bound (`reserved - written <= ring - 4 KiB`) and the flush's
+        // padding work in whole blocks, with room for a record past the margin.
+        debug_assert!(
+            buffer.len() % WAL_BLOCK == 0 && buffer.len() >= 2 * WAL_BLOCK,
+            "wal_buffers of {} bytes is not at least two whole {WAL_BLOCK}-byte blocks",
+            buffer.len()
+        );
         let writer_kick = match opts.writer_flush_after {
             0 => 0,
             n => n.min(buffer.len() / 4).max(WAL_BLOCK),
@@ -362,6 +369,16 @@ impl Wal {
         // reserving, so each record either is below the new redo point or saw it.
         let _all: Vec<_> = self.slots.iter().map(|s| s.lock.lock()).collect();
         let redo = self.pos.load(Ordering::Acquire);
+        // The insert position only grows, so each redo point is at or past the last one,
+        // and at or past everything durable.
+        debug_assert!(
+            redo >= self.redo_hint.load(Ordering::Acquire)
+                && redo >= self.progress.flushed.load(Ordering::Acquire),
+            "new redo point {} is below the previous one {} or the durable end {}",
+            Lsn(redo),
+            self.redo(),
+            self.flushed()
+        );
         self.redo_hint.store(redo, Ordering::Release);
         Lsn(redo)
     }

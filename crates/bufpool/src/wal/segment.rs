@@ -129,6 +129,13 @@ impl Segments {
         dsync: bool,
         recycle_max: usize,
     ) -> Result<Self, WalError> {
+        // Flushes pad to whole blocks and a write never crosses a segment: a segment holds
+        // whole blocks.
+        debug_assert!(
+            size > 0 && size % super::WAL_BLOCK == 0,
+            "WAL segment size {size} is not a whole number of {}-byte blocks",
+            super::WAL_BLOCK
+        );
         vfs.create_dir_all(&dir).map_err(io("creating", &dir))?;
         Ok(Self {
             vfs,
@@ -347,6 +354,11 @@ impl Segments {
                 unlink.push(recyclable.remove(0));
             }
         }
+        // Unlinking is forever: only segments released before this redo point may go.
+        assert!(
+            unlink.iter().all(|&s| s < segno),
+            "unlinking WAL segments {unlink:?}, not all before the redo segment {segno:016X}"
+        );
         let mut removed = 0;
         for s in unlink {
             let p = self.path(s);

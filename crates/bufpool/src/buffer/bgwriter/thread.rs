@@ -3,6 +3,13 @@
 
 use super::*;
 
+// A shortened nap is never zero (a busy pool must not spin the bgwriter) and never
+// longer than the shortest `bgwriter_delay`, which would make it no shortening.
+const _: () = assert!(
+    MIN_NAP_MS > 0 && MIN_NAP_MS <= crate::buffer::MIN_BGWRITER_DELAY_MS,
+    "MIN_NAP_MS must lie in 1..=MIN_BGWRITER_DELAY_MS"
+);
+
 /// The bgwriter thread's helpers, as the rounds see them.
 pub(super) type Crew = WriterCrew<WriteDone>;
 

@@ -73,6 +73,13 @@ impl BufferPool {
                 break;
             }
         }
+        debug_assert!(
+            report.victims_queued <= want && report.buffers_written <= self.bgwriter.maxpages,
+            "round queued {} of {want} victims and wrote {} pages (cap {})",
+            report.victims_queued,
+            report.buffers_written,
+            self.bgwriter.maxpages
+        );
         report
     }
 
@@ -101,6 +108,13 @@ impl BufferPool {
             }
         }
         let r = self.clock.victim(&self.descs);
+        debug_assert!(
+            r.is_err()
+                || r.is_ok_and(|(id, s)| {
+                    (id as usize) < self.descs.len() && refcount(s) >= 1 && s & LOCKED == 0
+                }),
+            "the sweep's victim {r:?} is not a pinned, unlocked buffer of the pool"
+        );
         self.bgwriter.note_allocation();
         if let Ok((_, s)) = r {
             if s & DIRTY != 0 {

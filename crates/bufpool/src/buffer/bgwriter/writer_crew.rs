@@ -80,6 +80,14 @@ impl<T: Send> WriterCrew<T> {
             seen = g.generation;
             g.joined += 1;
             g.busy += 1;
+            debug_assert!(
+                g.joined <= g.want && g.busy <= self.helpers + 1,
+                "helper joined as {} of {} allowed, {} busy with {} helpers",
+                g.joined,
+                g.want,
+                g.busy,
+                self.helpers
+            );
             g = self.drain(g, &f, stop);
             g.busy -= 1;
             if g.busy == 0 {
@@ -138,6 +146,14 @@ impl<T: Send> WriterCrew<T> {
             g = self.done.wait(g);
         }
         g.want = 0;
+        // No thread is inside the job: every item taken has its result in.
+        debug_assert!(
+            g.results.len() == g.next && g.next <= g.items.len(),
+            "{} results for {} items taken of {}",
+            g.results.len(),
+            g.next,
+            g.items.len()
+        );
         std::mem::take(&mut g.results)
     }
 

@@ -126,6 +126,10 @@ impl WriteSource for UringBatch<'_> {
 
     fn done(&mut self, n: usize, (result, took): PageWriteResult) {
         let (id, target, done) = &mut self.in_kernel[n];
+        debug_assert!(
+            !*done,
+            "page {n} (buffer {id}) of the ring reported done twice"
+        );
         *done = true;
         self.out
             .push(self.pool.finish_ring_write(*id, target, result, took));
@@ -214,6 +218,10 @@ impl BufferPool {
     /// the pin; the round drops it afterwards.
     pub(super) fn write_pinned(&self, id: u32) -> WriteDone {
         let d = &self.descs[id as usize];
+        debug_assert!(
+            refcount(d.load_state()) >= 1,
+            "the bgwriter writes buffer {id} without the round's pin: {d:?}"
+        );
         if !d.content_lock.try_lock_shared() {
             // Someone holds it exclusively right now: in use, not reusable.
             return WriteDone::Busy;
@@ -302,6 +310,12 @@ impl BufferPool {
         } else {
             state.batch_ms += (ms - state.batch_ms) / SMOOTHING_SAMPLES;
         }
+        debug_assert!(
+            results.len() <= batch.len(),
+            "{} write outcomes for a batch of {}",
+            results.len(),
+            batch.len()
+        );
         let skipped = batch.len() - results.len();
         report.buffers_written = report.buffers_written.saturating_sub(skipped as u64);
         if skipped > 0 {
@@ -355,6 +369,14 @@ impl BufferPool {
             .smgr
             .page_target(&d.tag())
             .map_err(|e| WriteDone::Failed(BufferError::from(e)))?;
+        // The ring writes one page at this offset: a misaligned one would tear two blocks.
+        assert!(
+            target.offset % self.page_size as u64 == 0,
+            "page target of {} at offset {} is not aligned to the page size {}",
+            d.tag(),
+            target.offset,
+            self.page_size
+        );
         std::mem::forget(claim);
         Ok(target)
     }
@@ -454,6 +476,11 @@ impl BufferPool {
     pub(super) fn mark_cleaned(&self, id: u32) {
         let d = &self.descs[id as usize];
         let s = d.lock_header();
+        debug_assert!(
+            refcount(s) >= 1,
+            "marking buffer {id} cleaned without the writer's pin: {}",
+            describe(s)
+        );
         let s = if s & DIRTY == 0 {
             s | BGWRITER_CLEANED
         } else {
