@@ -108,53 +108,51 @@ impl RoundState {
 /// of pace is followed within a few rounds.
 pub(super) const HAND_SPEED_SAMPLES: f64 = 4.0;
 
-impl BufferPool {
+impl<'a> Round<'a> {
     /// Step 1 of a round: reads the hand and the allocation count, updates the smoothed
     /// allocation rate and density, and returns (recent allocations, upcoming estimate
     /// before the minimum-progress floor).
-    pub(super) fn bgwriter_estimate(
-        &self,
-        state: &mut RoundState,
-        report: &mut RoundReport,
-    ) -> (u64, f64) {
-        let hand = self.clock.hand();
-        let allocations = self.clock.allocations();
-        report.allocations_seen = allocations;
+    pub(super) fn estimate(&mut self) -> (u64, f64) {
+        let hand = self.pool.clock.hand();
+        let allocations = self.pool.clock.allocations();
+        self.report.allocations_seen = allocations;
         // Counted from the pool's creation for the first round (allocations made during
         // recovery are demand too), from the previous round after that.
-        let recent = allocations.wrapping_sub(state.prev_allocations);
+        let recent = allocations.wrapping_sub(self.state.prev_allocations);
         let now = Instant::now();
-        if state.saved {
-            let hand_moved = hand.wrapping_sub(state.prev_hand);
+        if self.state.saved {
+            let hand_moved = hand.wrapping_sub(self.state.prev_hand);
             if recent > 0 && hand_moved > 0 {
                 let sample = hand_moved as f64 / recent as f64;
-                state.smoothed_density += (sample - state.smoothed_density) / SMOOTHING_SAMPLES;
+                self.state.smoothed_density +=
+                    (sample - self.state.smoothed_density) / SMOOTHING_SAMPLES;
             }
-            if let Some(at) = state.prev_hand_at {
+            if let Some(at) = self.state.prev_hand_at {
                 let ms = now.duration_since(at).as_secs_f64() * 1e3;
                 if ms > 0.0 {
                     // A short average both ways: a lead too short wastes writes (the hand
                     // passes them pinned), one too long leaves buffers to the backends.
                     let sample = hand_moved as f64 / ms;
-                    state.hand_speed += (sample - state.hand_speed) / HAND_SPEED_SAMPLES;
+                    self.state.hand_speed += (sample - self.state.hand_speed) / HAND_SPEED_SAMPLES;
                 }
             }
         }
-        state.prev_hand_at = Some(now);
-        state.prev_hand = hand;
-        state.prev_allocations = allocations;
-        state.saved = true;
+        self.state.prev_hand_at = Some(now);
+        self.state.prev_hand = hand;
+        self.state.prev_allocations = allocations;
+        self.state.saved = true;
         let recent_f = recent as f64;
-        if recent_f > state.smoothed_allocations {
-            state.smoothed_allocations = recent_f; // fast attack
+        if recent_f > self.state.smoothed_allocations {
+            self.state.smoothed_allocations = recent_f; // fast attack
         } else {
-            state.smoothed_allocations +=
-                (recent_f - state.smoothed_allocations) / SMOOTHING_SAMPLES; // slow decay
+            self.state.smoothed_allocations +=
+                (recent_f - self.state.smoothed_allocations) / SMOOTHING_SAMPLES;
+            // slow decay
         }
-        report.recent_allocations = recent;
+        self.report.recent_allocations = recent;
         (
             hand,
-            state.smoothed_allocations * self.bgwriter.options.lru_multiplier(),
+            self.state.smoothed_allocations * self.pool.bgwriter.options.lru_multiplier(),
         )
     }
 }

@@ -2,24 +2,24 @@
 
 use super::*;
 
-impl BufferPool {
+impl<'a> Round<'a> {
     /// Simon Riggs' second activity: a bounded all-scan that writes unpinned dirty buffers
     /// at any usage count.
-    pub(super) fn mini_checkpoint(&self, state: &mut RoundState, report: &mut RoundReport) {
-        let nbuffers = self.descs.len() as u64;
+    pub(super) fn mini_checkpoint(&mut self) {
+        let nbuffers = self.pool.descs.len() as u64;
         let to_scan = nbuffers.div_ceil(MINI_CHECKPOINT_SCAN_DIVISOR);
-        let max_writes = (self.bgwriter.maxpages / 4).max(1);
+        let max_writes = (self.pool.bgwriter.maxpages / 4).max(1);
         for _ in 0..to_scan {
-            if self.bgwriter.stop.load(Ordering::Relaxed) {
-                report.stopped = true;
+            if self.pool.bgwriter.stop.load(Ordering::Relaxed) {
+                self.report.stopped = true;
                 return;
             }
-            let id = (state.all_scan_next % nbuffers) as u32;
-            state.all_scan_next += 1;
-            report.buffers_scanned += 1;
-            if let Visited::Written = self.sync_one_buffer(state, id, false, report) {
-                report.mini_checkpoint_written += 1;
-                if report.mini_checkpoint_written >= max_writes {
+            let id = (self.state.all_scan_next % nbuffers) as u32;
+            self.state.all_scan_next += 1;
+            self.report.buffers_scanned += 1;
+            if let Visited::Written = self.sync_one(id, false) {
+                self.report.mini_checkpoint_written += 1;
+                if self.report.mini_checkpoint_written >= max_writes {
                     return;
                 }
             }

@@ -404,6 +404,37 @@ impl Drop for BgwriterHandle {
     }
 }
 
+/// One round of the background writer (steps 1 to 4 above): the pool, the round state it
+/// holds for the round (under `Bgwriter::round`), the report it fills, and the helpers
+/// that keep its writes in flight. Each step is a method of it (`estimate.rs`, `scan.rs`,
+/// `writes.rs`, `mini_checkpoint.rs`, `victims.rs`); the writes of single buffers it
+/// calls stay on the pool.
+pub(super) struct Round<'a> {
+    pool: &'a BufferPool,
+    state: &'a mut RoundState,
+    report: RoundReport,
+    crew: Option<&'a Crew>,
+}
+
+impl Round<'_> {
+    /// The round of the configured strategy.
+    fn run(&mut self) {
+        self.uring_ready();
+        match self.pool.bgwriter.options.strategy {
+            BgwriterStrategy::VictimQueue => self.victim_queue(),
+            strategy => {
+                self.lru(strategy == BgwriterStrategy::DirtyChain);
+                if strategy == BgwriterStrategy::MiniCheckpoint
+                    && !self.report.stopped
+                    && self.state.round_number % MINI_CHECKPOINT_EVERY_ROUNDS == 0
+                {
+                    self.mini_checkpoint();
+                }
+            }
+        }
+    }
+}
+
 impl BufferPool {
     /// Starts the bgwriter thread (named `bufpool-bgwriter`). Returns None if one is
     /// already running for this pool. The thread stops when the handle is dropped.
@@ -492,21 +523,14 @@ impl BufferPool {
         let start = Instant::now();
         let previous = set_thread_writer(IoWriter::Bgwriter);
         let mut state = self.bgwriter.round.lock();
-        self.bgwriter_uring_ready(&mut state);
-        let mut report = match self.bgwriter.options.strategy {
-            BgwriterStrategy::VictimQueue => self.victim_queue_round(&mut state),
-            strategy => {
-                let dirty_only = strategy == BgwriterStrategy::DirtyChain;
-                let mut r = self.lru_round(&mut state, dirty_only, crew);
-                if strategy == BgwriterStrategy::MiniCheckpoint
-                    && !r.stopped
-                    && state.round_number % MINI_CHECKPOINT_EVERY_ROUNDS == 0
-                {
-                    self.mini_checkpoint(&mut state, &mut r);
-                }
-                r
-            }
+        let mut round = Round {
+            pool: self,
+            state: &mut state,
+            report: RoundReport::default(),
+            crew,
         };
+        round.run();
+        let mut report = round.report;
         state.round_number += 1;
         // A hint; a failure is not a lost write (the checkpoint's fsync reports those).
         let _ = state.writeback.issue(&self.smgr, IoContext::Normal);

@@ -185,7 +185,7 @@ impl BufferPool {
         (self.bgwriter.options.writers * BATCH_PER_WRITER).min((self.descs.len() / 16).max(1))
     }
 
-    /// The first half of [`Self::sync_one_buffer`]: whether buffer `id` is reusable, and
+    /// The first half of [`Round::sync_one`]: whether buffer `id` is reusable, and
     /// if it is dirty, the buffer pinned (without usage credit) for a write.
     pub(super) fn pin_for_write(&self, id: u32, lru: bool) -> Result<BufferRef<'_>, Visited> {
         let d = &self.descs[id as usize];
@@ -239,93 +239,6 @@ impl BufferPool {
             }
             Ok(false) => WriteDone::Clean,
             Err(e) => WriteDone::Failed(e),
-        }
-    }
-
-    /// Counts a write's outcome in the round (writeback hint, errors and their hook).
-    pub(super) fn account_write(
-        &self,
-        state: &mut RoundState,
-        report: &mut RoundReport,
-        done: WriteDone,
-    ) -> Visited {
-        match done {
-            WriteDone::Written(tag) => {
-                let _ = state.writeback.add(&self.smgr, tag, IoContext::Normal);
-                Visited::Written
-            }
-            WriteDone::Clean => Visited::Reusable,
-            WriteDone::Busy => Visited::NotReusable,
-            WriteDone::Failed(e) => {
-                report.write_errors += 1;
-                let hook = self.bgwriter.error_hook.lock().clone();
-                if let Some(h) = hook {
-                    h(&e);
-                }
-                Visited::Failed
-            }
-        }
-    }
-
-    /// Writes the pinned buffers of `batch` on `bgwriter_writers` threads at once (so the
-    /// round keeps that many writes in flight), then counts what happened: buffers that
-    /// turned out clean, busy or failed were counted as written by [`Self::visit_lru`]
-    /// and are taken off `buffers_written` again. Empties `batch`, dropping the pins.
-    pub(super) fn write_batch(
-        &self,
-        state: &mut RoundState,
-        batch: &mut Vec<BufferRef<'_>>,
-        report: &mut RoundReport,
-        crew: Option<&Crew>,
-    ) {
-        self.bgwriter
-            .cursor
-            .store(state.next_to_clean, Ordering::Relaxed);
-        if batch.is_empty() {
-            return;
-        }
-        let writers = self.bgwriter.options.writers.min(batch.len());
-        let stop = &self.bgwriter.stop;
-        let started = Instant::now();
-        // O_DSYNC writes (`set_bgwriter_durable_writes`) take the one-page path.
-        let durable = self.bgwriter_durable.load(Ordering::Relaxed);
-        let results = if !durable && self.bgwriter_uring_ready(state) {
-            let UringSetup::Ready(ring) = &mut state.uring else {
-                unreachable!("the ring is ready")
-            };
-            let ids: Vec<u32> = batch.iter().map(|b| b.id).collect();
-            self.write_on_ring(&ids, ring, writers)
-        } else {
-            match crew {
-                Some(crew) => {
-                    let ids: Vec<u32> = batch.iter().map(|b| b.id).collect();
-                    crew.run(&ids, writers - 1, |id| self.write_pinned(id), stop)
-                }
-                None => self.write_on_scoped_threads(batch, writers),
-            }
-        };
-        let ms = started.elapsed().as_secs_f64() * 1e3;
-        if state.batch_ms == 0.0 {
-            state.batch_ms = ms;
-        } else {
-            state.batch_ms += (ms - state.batch_ms) / SMOOTHING_SAMPLES;
-        }
-        debug_assert!(
-            results.len() <= batch.len(),
-            "{} write outcomes for a batch of {}",
-            results.len(),
-            batch.len()
-        );
-        let skipped = batch.len() - results.len();
-        report.buffers_written = report.buffers_written.saturating_sub(skipped as u64);
-        if skipped > 0 {
-            report.stopped = true;
-        }
-        batch.clear();
-        for done in results {
-            if !matches!(self.account_write(state, report, done), Visited::Written) {
-                report.buffers_written = report.buffers_written.saturating_sub(1);
-            }
         }
     }
 
@@ -487,5 +400,94 @@ impl BufferPool {
             s
         };
         d.unlock_header(s);
+    }
+}
+
+impl<'a> Round<'a> {
+    /// Whether batches go through the bgwriter's io_uring (set up at the first ask; see
+    /// [`BufferPool::bgwriter_uring_ready`]).
+    pub(super) fn uring_ready(&mut self) -> bool {
+        self.pool.bgwriter_uring_ready(self.state)
+    }
+
+    /// Counts a write's outcome in the round (writeback hint, errors and their hook).
+    pub(super) fn account(&mut self, done: WriteDone) -> Visited {
+        match done {
+            WriteDone::Written(tag) => {
+                let _ = self
+                    .state
+                    .writeback
+                    .add(&self.pool.smgr, tag, IoContext::Normal);
+                Visited::Written
+            }
+            WriteDone::Clean => Visited::Reusable,
+            WriteDone::Busy => Visited::NotReusable,
+            WriteDone::Failed(e) => {
+                self.report.write_errors += 1;
+                let hook = self.pool.bgwriter.error_hook.lock().clone();
+                if let Some(h) = hook {
+                    h(&e);
+                }
+                Visited::Failed
+            }
+        }
+    }
+
+    /// Writes the pinned buffers of `batch` on `bgwriter_writers` threads at once (so the
+    /// round keeps that many writes in flight), then counts what happened: buffers that
+    /// turned out clean, busy or failed were counted as written by [`Self::visit`]
+    /// and are taken off `buffers_written` again. Empties `batch`, dropping the pins.
+    pub(super) fn write_batch(&mut self, batch: &mut Vec<BufferRef<'a>>) {
+        self.pool
+            .bgwriter
+            .cursor
+            .store(self.state.next_to_clean, Ordering::Relaxed);
+        if batch.is_empty() {
+            return;
+        }
+        let writers = self.pool.bgwriter.options.writers.min(batch.len());
+        let stop = &self.pool.bgwriter.stop;
+        let started = Instant::now();
+        // O_DSYNC writes (`set_bgwriter_durable_writes`) take the one-page path.
+        let durable = self.pool.bgwriter_durable.load(Ordering::Relaxed);
+        let results = if !durable && self.uring_ready() {
+            let UringSetup::Ready(ring) = &mut self.state.uring else {
+                unreachable!("the ring is ready")
+            };
+            let ids: Vec<u32> = batch.iter().map(|b| b.id).collect();
+            self.pool.write_on_ring(&ids, ring, writers)
+        } else {
+            match self.crew {
+                Some(crew) => {
+                    let ids: Vec<u32> = batch.iter().map(|b| b.id).collect();
+                    let pool = self.pool;
+                    crew.run(&ids, writers - 1, |id| pool.write_pinned(id), stop)
+                }
+                None => self.pool.write_on_scoped_threads(batch, writers),
+            }
+        };
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        if self.state.batch_ms == 0.0 {
+            self.state.batch_ms = ms;
+        } else {
+            self.state.batch_ms += (ms - self.state.batch_ms) / SMOOTHING_SAMPLES;
+        }
+        debug_assert!(
+            results.len() <= batch.len(),
+            "{} write outcomes for a batch of {}",
+            results.len(),
+            batch.len()
+        );
+        let skipped = batch.len() - results.len();
+        self.report.buffers_written = self.report.buffers_written.saturating_sub(skipped as u64);
+        if skipped > 0 {
+            self.report.stopped = true;
+        }
+        batch.clear();
+        for done in results {
+            if !matches!(self.account(done), Visited::Written) {
+                self.report.buffers_written = self.report.buffers_written.saturating_sub(1);
+            }
+        }
     }
 }
