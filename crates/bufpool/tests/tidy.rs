@@ -14,9 +14,8 @@ const LIB_LIMIT: usize = 100;
 const BENCH_LIMIT: usize = 150;
 
 /// (file under `crates/`, function, its length in lines when listed).
-const LONGER_THAN_THE_LIMIT: &[(&str, &str, usize)] = &[
-    ("bufpool/src/smgr/tablespace.rs", "create_tablespace", 109),
-];
+const LONGER_THAN_THE_LIMIT: &[(&str, &str, usize)] =
+    &[("bufpool/src/smgr/tablespace.rs", "create_tablespace", 109)];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
