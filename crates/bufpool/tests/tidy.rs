@@ -1,5 +1,7 @@
-//! Length as a habit: no library function over 100 lines, no bench function over 150
-//! (tests excluded). The functions that were longer when this check came in are listed
+//! Length as a habit: no library function over 100 lines, no bench function over 150,
+//! and none of an experiment (`bufpool-bench/src/experiments/`) over 70, where a function
+//! is one step (a phase, one configuration's measurement, a table) and the experiment
+//! reads as their list (tests excluded). The functions that were longer when this check came in are listed
 //! with their length: each may shrink but not grow, and one that drops under the limit
 //! must leave the list (the check says so), so the list only ever gets shorter.
 //!
@@ -12,10 +14,12 @@ use std::path::{Path, PathBuf};
 
 const LIB_LIMIT: usize = 100;
 const BENCH_LIMIT: usize = 150;
+const EXPERIMENT_LIMIT: usize = 70;
+/// The folder whose functions are held to [`EXPERIMENT_LIMIT`].
+const EXPERIMENTS: &str = "bufpool-bench/src/experiments/";
 
 /// (file under `crates/`, function, its length in lines when listed).
-const LONGER_THAN_THE_LIMIT: &[(&str, &str, usize)] =
-    &[("bufpool-bench/src/experiments/pool.rs", "hit_phase", 260)];
+const LONGER_THAN_THE_LIMIT: &[(&str, &str, usize)] = &[];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
@@ -104,6 +108,11 @@ fn no_function_grows_past_its_limit() {
                 .to_string_lossy()
                 .into_owned();
             let text = std::fs::read_to_string(&f).unwrap();
+            let limit = if rel.starts_with(EXPERIMENTS) {
+                EXPERIMENT_LIMIT
+            } else {
+                limit
+            };
             // Several functions of one name in a file (methods of different types) count
             // as their longest.
             let mut longest: std::collections::BTreeMap<String, usize> = Default::default();

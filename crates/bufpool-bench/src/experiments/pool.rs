@@ -31,14 +31,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, ensure, Context, Result};
 use bufpool::page::PAGE_HEADER_SIZE;
-use bufpool::{BufferPool, BufferTag, Config, ForkNumber, IoOp, RealVfs, RelFileId, Vfs};
+use bufpool::{
+    BufferPool, BufferRef, BufferTag, Config, ForkNumber, IoOp, RealVfs, RelFileId, Vfs,
+};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde_json::{json, Map};
+use serde_json::{json, Map, Value};
 
 use super::mutex_pool::MutexPool;
 use super::runner::Runner;
-use super::{progress, sattolo_cycle, summarize, Goal, Report, Samples};
+use super::{progress, sattolo_cycle, summarize, Figure, Goal, Ratio, Report, Summary};
 
 /// Offset of the next block number (u64 LE) in every page.
 const NEXT_BLOCK_OFF: usize = PAGE_HEADER_SIZE;
@@ -93,132 +95,172 @@ pub struct Args {
 
 /// Runs the experiment: the hit phase, then the miss phase, in the runner's scratch folder.
 pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
-    let opts = PoolOptions {
-        repeats: r.common.repeats as usize,
-        pool_size: a.pool_size.clone(),
-        plan: Plan::for_profile(),
-    };
-    run_with(&opts, r)
+    run_with(a, &Plan::for_profile(), r)
 }
 
-/// Options of `bufpool experiment pool`.
-#[derive(Debug, Clone)]
-pub struct PoolOptions {
-    pub repeats: usize,
-    /// `shared_buffers` of the hit-phase pool.
-    pub pool_size: String,
-    pub plan: Plan,
-}
-
-/// Runs the experiment as `opts` says.
-fn run_with(opts: &PoolOptions, r: &Runner) -> Result<Report> {
+/// Runs the experiment with the work sizes of `plan`.
+fn run_with(a: &Args, plan: &Plan, r: &Runner) -> Result<Report> {
+    let repeats = r.common.repeats as usize;
     ensure!(
-        opts.repeats >= 3,
+        repeats >= 3,
         "--repeats must be at least 3 (got {})",
-        opts.repeats
+        repeats
     );
     r.progress(format!("scratch directory {}", r.scratch().display()));
+    let hit = hit_phase(a, plan, repeats, &r.scratch().join("hit"))?;
+    let miss = miss_phase(plan, repeats, &r.scratch().join("miss"))?;
+    Ok(report(a, plan, r, &hit, &miss))
+}
 
-    let mut samples = Samples::default();
-    let mut meta = Map::new();
-    let hit = hit_phase(opts, &r.scratch().join("hit"), &mut samples)?;
-    let miss = miss_phase(opts, &r.scratch().join("miss"), &mut samples)?;
-    meta.extend(r.metadata());
-    meta.insert("repeats".into(), opts.repeats.into());
-    meta.insert("pool_size_bytes".into(), hit.size_bytes.into());
-    meta.insert("page_size".into(), hit.page_size.into());
-    meta.insert("nbuffers".into(), hit.nbuffers.into());
-    meta.insert("huge_pages".into(), hit.huge_pages.clone().into());
-    meta.insert(
-        "hit_pool".into(),
-        json!({
-            "shared_buffers": opts.pool_size,
-            "size_bytes": hit.size_bytes,
-            "page_size": hit.page_size,
-            "nbuffers": hit.nbuffers,
-            "relation_pages": hit.relation_pages,
-            "huge_pages": hit.huge_pages,
-            "load_seconds": hit.load_seconds,
-        }),
-    );
-    meta.insert(
-        "miss_pool".into(),
-        json!({
-            "shared_buffers": opts.plan.miss_pool_size,
-            "size_bytes": miss.size_bytes,
-            "page_size": miss.page_size,
-            "nbuffers": miss.nbuffers,
-            "relation_pages": miss.relation_pages,
-            "relation_file": miss.file.display().to_string(),
-            "huge_pages": miss.huge_pages,
-        }),
-    );
-    meta.insert(
-        "threads".into(),
-        json!({
-            "hot_hit_ns": 1, "hashmap_get_ns": 1, "random_hit_ns": 1, "raw_random_ns": 1,
-            "raw_plain_ns": 1, "random_hit_2t_ns": THREADS, "mutex_pool_2t_ns": THREADS,
-            "raw_random_2t_ns": THREADS, "raw_scale_2t": [1, THREADS],
-            "scale_2t": [1, THREADS], "mutex_pool_ratio_2t": THREADS, "miss_ns": 1, "pread_ns": 1, "pread_cold_ns": 1, "verify_ns": 1,
-        }),
-    );
-    meta.insert(
-        "work_per_repetition".into(),
-        json!({
-            "hot_ops": opts.plan.hot_ops,
-            "hot_set_pages": HOT_SET,
-            "chain_steps_per_thread": opts.plan.chain_steps,
-            "miss_steps": opts.plan.miss_steps,
-        }),
-    );
-    let miss_fraction = summarize(samples.get("miss_fraction"));
-    meta.insert(
-        "checks".into(),
-        json!({
-            "hit_phase_reads": hit.reads,
-            "hit_phase_evictions": hit.evictions,
-            "miss_fraction": miss_fraction,
-            "hit_fraction": {
-                "median": 1.0 - miss_fraction.median,
-                "min": 1.0 - miss_fraction.max,
-                "max": 1.0 - miss_fraction.min,
-            },
-            "miss_ns_is": "total time / steps; every step reads a block evicted since its last read (miss_fraction = reads / steps)",
-        }),
-    );
-    meta.insert(
-        "ratio_method".into(),
-        "each repetition measures a figure and its baseline back to back; ratios are taken per \
-         repetition, then median/min/max; verdicts use the median"
-            .into(),
-    );
+/// One repetition of the hot set: ns per hit through the pool, per HashMap lookup.
+#[derive(Debug, Clone, Copy)]
+struct HotRep {
+    hit_ns: f64,
+    map_ns: f64,
+}
 
-    let fig = |name, unit| samples.figure(name, unit);
-    let figures = vec![
-        fig("hot_hit_ns", "ns"),
-        fig("hashmap_get_ns", "ns"),
-        fig("random_hit_ns", "ns"),
-        fig("raw_random_ns", "ns"),
-        fig("raw_plain_ns", "ns"),
-        fig("random_hit_2t_ns", "ns"),
-        fig("mutex_pool_2t_ns", "ns"),
-        fig("raw_random_2t_ns", "ns"),
-        fig("raw_scale_2t", "x"),
-        fig("miss_ns", "ns"),
-        fig("pread_ns", "ns"),
-        fig("pread_cold_ns", "ns"),
-        fig("verify_ns", "ns"),
-        fig("miss_vs_floor", "x"),
-    ];
-    let ratio = |name, goal, target| samples.ratio(name, goal, target);
-    let ratios = vec![
-        ratio("hot_vs_hashmap", Goal::AtMost, 3.0),
-        ratio("hit_vs_raw", Goal::AtMost, 2.0),
-        ratio("scale_2t", Goal::AtLeast, 1.8),
-        ratio("mutex_pool_ratio_2t", Goal::AtLeast, 2.0),
-        ratio("miss_vs_pread", Goal::AtMost, 1.3),
-    ];
+/// One repetition of the random chain, `steps` steps per thread: the time through the
+/// pool, the arena by buffer id and plain memory (1 thread), and through the pool, the
+/// arena and the mutex pool (2 threads).
+#[derive(Debug, Clone, Copy)]
+struct ChainRep {
+    steps: usize,
+    pool: Duration,
+    raw: Duration,
+    plain: Duration,
+    pool_2t: Duration,
+    raw_2t: Duration,
+    mutex_2t: Duration,
+}
 
+impl ChainRep {
+    fn random_hit_ns(&self) -> f64 {
+        ns_per(self.pool, self.steps)
+    }
+
+    fn raw_random_ns(&self) -> f64 {
+        ns_per(self.raw, self.steps)
+    }
+
+    /// Throughput with 2 threads over 1: (THREADS * steps / pool_2t) / (steps / pool).
+    fn scale_2t(&self) -> f64 {
+        THREADS as f64 * self.pool.as_secs_f64() / self.pool_2t.as_secs_f64()
+    }
+
+    /// The same for the bare memory chain: how it scales on this machine.
+    fn raw_scale_2t(&self) -> f64 {
+        THREADS as f64 * self.raw.as_secs_f64() / self.raw_2t.as_secs_f64()
+    }
+
+    /// 2-thread throughput of the pool over the mutex pool's.
+    fn mutex_pool_ratio_2t(&self) -> f64 {
+        self.mutex_2t.as_secs_f64() / self.pool_2t.as_secs_f64()
+    }
+}
+
+/// One repetition of the miss phase: ns per read through the pool, with `pread`, with
+/// `pread` into rotating frames, of a checksum check; and the share of reads that missed.
+#[derive(Debug, Clone, Copy)]
+struct MissRep {
+    miss_ns: f64,
+    pread_ns: f64,
+    pread_cold_ns: f64,
+    verify_ns: f64,
+    miss_fraction: f64,
+}
+
+impl MissRep {
+    /// The part of a miss the pool itself adds: over a cold pread plus a checksum check.
+    fn miss_vs_floor(&self) -> f64 {
+        self.miss_ns / (self.pread_cold_ns + self.verify_ns)
+    }
+}
+
+/// The five targets, each the median of its per-repetition ratios (a figure and its
+/// baseline measured back to back).
+fn targets(hot: &[HotRep], chain: &[ChainRep], miss: &[MissRep]) -> Vec<Ratio> {
+    fn per<T>(rows: &[T], f: impl Fn(&T) -> f64) -> Vec<f64> {
+        rows.iter().map(f).collect()
+    }
+    vec![
+        Ratio::new(
+            "hot_vs_hashmap",
+            &per(hot, |h| h.hit_ns / h.map_ns),
+            Goal::AtMost,
+            3.0,
+        ),
+        Ratio::new(
+            "hit_vs_raw",
+            &per(chain, |c| c.random_hit_ns() / c.raw_random_ns()),
+            Goal::AtMost,
+            2.0,
+        ),
+        Ratio::new(
+            "scale_2t",
+            &per(chain, ChainRep::scale_2t),
+            Goal::AtLeast,
+            1.8,
+        ),
+        Ratio::new(
+            "mutex_pool_ratio_2t",
+            &per(chain, ChainRep::mutex_pool_ratio_2t),
+            Goal::AtLeast,
+            2.0,
+        ),
+        Ratio::new(
+            "miss_vs_pread",
+            &per(miss, |m| m.miss_ns / m.pread_ns),
+            Goal::AtMost,
+            1.3,
+        ),
+    ]
+}
+
+/// Every figure of the report over the repetitions, by name, in the report's order.
+fn figures(hit: &HitPhase, miss: &MissPhase) -> Vec<Figure> {
+    fn fig<T>(name: &'static str, unit: &'static str, rows: &[T], f: impl Fn(&T) -> f64) -> Figure {
+        Figure {
+            name,
+            unit,
+            summary: summarize(&rows.iter().map(f).collect::<Vec<f64>>()),
+        }
+    }
+    let (h, c, m) = (&hit.hot, &hit.chain, &miss.reps);
+    let t = THREADS;
+    vec![
+        fig("hot_hit_ns", "ns", h, |r| r.hit_ns),
+        fig("hashmap_get_ns", "ns", h, |r| r.map_ns),
+        fig("random_hit_ns", "ns", c, ChainRep::random_hit_ns),
+        fig("raw_random_ns", "ns", c, ChainRep::raw_random_ns),
+        fig("raw_plain_ns", "ns", c, |r| ns_per(r.plain, r.steps)),
+        fig("random_hit_2t_ns", "ns", c, |r| {
+            ns_per(r.pool_2t, t * r.steps)
+        }),
+        fig("mutex_pool_2t_ns", "ns", c, |r| {
+            ns_per(r.mutex_2t, t * r.steps)
+        }),
+        fig("raw_random_2t_ns", "ns", c, |r| {
+            ns_per(r.raw_2t, t * r.steps)
+        }),
+        fig("raw_scale_2t", "x", c, ChainRep::raw_scale_2t),
+        fig("miss_ns", "ns", m, |r| r.miss_ns),
+        fig("pread_ns", "ns", m, |r| r.pread_ns),
+        fig("pread_cold_ns", "ns", m, |r| r.pread_cold_ns),
+        fig("verify_ns", "ns", m, |r| r.verify_ns),
+        fig("miss_vs_floor", "x", m, MissRep::miss_vs_floor),
+    ]
+}
+
+/// The report: header, figures, targets, notes and metadata.
+fn report(a: &Args, plan: &Plan, r: &Runner, hit: &HitPhase, miss: &MissPhase) -> Report {
+    let repeats = hit.hot.len();
+    let miss_fraction = summarize(
+        &miss
+            .reps
+            .iter()
+            .map(|m| m.miss_fraction)
+            .collect::<Vec<_>>(),
+    );
     let mut notes = vec![
         "pread_cold_ns: pread into as many rotating aligned frames as the miss pool has; \
          verify_ns: checksum check of one page; miss_vs_floor = miss_ns / (pread_cold_ns + \
@@ -243,15 +285,100 @@ fn run_with(opts: &PoolOptions, r: &Runner) -> Result<Report> {
         hit.nbuffers,
         hit.page_size,
         hit.huge_pages,
-        opts.repeats
+        repeats
     ));
-    Ok(Report {
+    Report {
         header,
-        figures,
-        ratios,
-        metadata: meta,
+        figures: figures(hit, miss),
+        ratios: targets(&hit.hot, &hit.chain, &miss.reps),
+        metadata: metadata(a, plan, r, hit, miss, miss_fraction),
         notes,
         tables: Vec::new(),
+    }
+}
+
+/// The report's fields beside the figures: sizes of both pools, threads and work per
+/// figure, and the checks that the hit phase hit and the miss phase missed.
+fn metadata(
+    a: &Args,
+    plan: &Plan,
+    r: &Runner,
+    hit: &HitPhase,
+    miss: &MissPhase,
+    miss_fraction: Summary,
+) -> Map<String, Value> {
+    let mut meta = r.metadata();
+    meta.insert("repeats".into(), hit.hot.len().into());
+    meta.insert("pool_size_bytes".into(), hit.size_bytes.into());
+    meta.insert("page_size".into(), hit.page_size.into());
+    meta.insert("nbuffers".into(), hit.nbuffers.into());
+    meta.insert("huge_pages".into(), hit.huge_pages.clone().into());
+    meta.insert(
+        "hit_pool".into(),
+        json!({
+            "shared_buffers": a.pool_size,
+            "size_bytes": hit.size_bytes,
+            "page_size": hit.page_size,
+            "nbuffers": hit.nbuffers,
+            "relation_pages": hit.relation_pages,
+            "huge_pages": hit.huge_pages,
+            "load_seconds": hit.load_seconds,
+        }),
+    );
+    meta.insert(
+        "miss_pool".into(),
+        json!({
+            "shared_buffers": plan.miss_pool_size,
+            "size_bytes": miss.size_bytes,
+            "page_size": miss.page_size,
+            "nbuffers": miss.nbuffers,
+            "relation_pages": miss.relation_pages,
+            "relation_file": miss.file.display().to_string(),
+            "huge_pages": miss.huge_pages,
+        }),
+    );
+    meta.insert("threads".into(), threads_per_figure());
+    meta.insert(
+        "work_per_repetition".into(),
+        json!({
+            "hot_ops": plan.hot_ops,
+            "hot_set_pages": HOT_SET,
+            "chain_steps_per_thread": plan.chain_steps,
+            "miss_steps": plan.miss_steps,
+        }),
+    );
+    meta.insert("checks".into(), checks(hit, miss_fraction));
+    meta.insert(
+        "ratio_method".into(),
+        "each repetition measures a figure and its baseline back to back; ratios are taken per \
+         repetition, then median/min/max; verdicts use the median"
+            .into(),
+    );
+    meta
+}
+
+/// The threads of each figure and ratio (`[1, 2]`: a ratio of 2 threads over 1).
+fn threads_per_figure() -> Value {
+    json!({
+        "hot_hit_ns": 1, "hashmap_get_ns": 1, "random_hit_ns": 1, "raw_random_ns": 1,
+        "raw_plain_ns": 1, "random_hit_2t_ns": THREADS, "mutex_pool_2t_ns": THREADS,
+        "raw_random_2t_ns": THREADS, "raw_scale_2t": [1, THREADS],
+        "scale_2t": [1, THREADS], "mutex_pool_ratio_2t": THREADS, "miss_ns": 1, "pread_ns": 1, "pread_cold_ns": 1, "verify_ns": 1,
+    })
+}
+
+/// The checks: the hit phase neither read nor evicted, the miss phase missed.
+fn checks(hit: &HitPhase, miss_fraction: Summary) -> Value {
+    json!({
+        "hit_phase_reads": hit.reads,
+        "hit_phase_evictions": hit.evictions,
+        "miss_fraction": miss_fraction,
+        "hit_fraction": {
+            "median": 1.0 - miss_fraction.median,
+            "min": 1.0 - miss_fraction.max,
+            "max": 1.0 - miss_fraction.min,
+        },
+        "miss_ns_is": "total time / steps; every step reads a block evicted since its last read (miss_fraction = reads / steps)",
     })
 }
 
@@ -264,6 +391,8 @@ struct HitPhase {
     load_seconds: f64,
     reads: u64,
     evictions: u64,
+    hot: Vec<HotRep>,
+    chain: Vec<ChainRep>,
 }
 
 struct MissPhase {
@@ -273,6 +402,7 @@ struct MissPhase {
     relation_pages: usize,
     huge_pages: String,
     file: PathBuf,
+    reps: Vec<MissRep>,
 }
 
 fn open_pool(dir: &Path, shared_buffers: &str) -> Result<BufferPool> {
@@ -284,33 +414,74 @@ fn open_pool(dir: &Path, shared_buffers: &str) -> Result<BufferPool> {
         .with_context(|| format!("opening a pool in {}", dir.display()))
 }
 
-fn hit_phase(opts: &PoolOptions, dir: &Path, samples: &mut Samples) -> Result<HitPhase> {
-    let plan = &opts.plan;
-    let pool = open_pool(dir, &opts.pool_size)?;
-    let nbuffers = pool.nbuffers();
-    let page_size = pool.page_size();
+/// Phase 1: the hot set and the random chain, on a pool holding the whole relation.
+fn hit_phase(a: &Args, plan: &Plan, repeats: usize, dir: &Path) -> Result<HitPhase> {
+    let pool = open_pool(dir, &a.pool_size)?;
+    let (nbuffers, page_size) = (pool.nbuffers(), pool.page_size());
     ensure!(
         nbuffers >= 2 * HOT_SET + HEADROOM,
         "--pool-size {} gives {nbuffers} buffers; need at least {}",
-        opts.pool_size,
+        a.pool_size,
         2 * HOT_SET + HEADROOM
     );
     let npages = nbuffers - HEADROOM;
-    let rel = HIT_REL;
-    pool.create_relation(rel, ForkNumber::Main)?;
+    pool.create_relation(HIT_REL, ForkNumber::Main)?;
     let mut rng = SmallRng::seed_from_u64(0x0062_7566_706f_6f6c);
     let next = sattolo_cycle(npages, &mut rng);
+    let (pins, ids, load_seconds) = load_chain(&pool, &next)?;
 
-    // Load: every page pinned and kept pinned for the phase, so buffer ids stay put.
+    // From here on nobody writes any page of this pool until it is dropped.
+    let stats_before = pool.stats();
+    let hot = hot_set(&pool, &pins, plan, repeats)?;
+    let chain = Chain::new(&pool, pins, ids, &next);
+    chain.warm_up(plan.chain_steps / 10)?;
+    let mut reps = Vec::with_capacity(repeats);
+    for rep in 0..repeats {
+        let pos = rng.random_range(0..npages);
+        reps.push(chain.measure(pos, plan.chain_steps, (rep, repeats))?);
+    }
+    let during = pool.stats().since(&stats_before);
+    let (reads, evictions) = (during.total(IoOp::Read), during.total(IoOp::Eviction));
+    if reads != 0 || evictions != 0 {
+        progress(format!(
+            "pool: WARNING: {reads} reads and {evictions} evictions during the hit phase"
+        ));
+    }
+    let huge_pages = pool.huge_pages().name().to_string();
+    drop(chain);
+    progress("pool: hit phase done; dropping the pool");
+    Ok(HitPhase {
+        size_bytes: (nbuffers * page_size) as u64,
+        page_size,
+        nbuffers,
+        relation_pages: npages,
+        huge_pages,
+        load_seconds,
+        reads,
+        evictions,
+        hot,
+        chain: reps,
+    })
+}
+
+/// Loads the relation: page `i` stores `next[i]` and the buffer id of page `next[i]`.
+/// Every page stays pinned (the returned pins), so buffer ids stay put. Returns the pins,
+/// the buffer id of every page and the load's seconds.
+fn load_chain<'p>(
+    pool: &'p BufferPool,
+    next: &[u32],
+) -> Result<(Vec<BufferRef<'p>>, Vec<u32>, f64)> {
+    let npages = next.len();
     progress(format!(
-        "pool: loading {npages} pages ({}) into a pool of {nbuffers} buffers",
-        format_bytes((npages * page_size) as u64)
+        "pool: loading {npages} pages ({}) into a pool of {} buffers",
+        format_bytes((npages * pool.page_size()) as u64),
+        pool.nbuffers()
     ));
     let load_start = Instant::now();
     let before_load = pool.stats();
     let mut pins = Vec::with_capacity(npages);
     for (i, &nb) in next.iter().enumerate() {
-        let buf = pool.extend(rel, ForkNumber::Main)?;
+        let buf = pool.extend(HIT_REL, ForkNumber::Main)?;
         ensure!(
             buf.tag().block as usize == i,
             "extend returned block {} for page {i}",
@@ -339,13 +510,18 @@ fn hit_phase(opts: &PoolOptions, dir: &Path, samples: &mut Samples) -> Result<Hi
     );
     let load_seconds = load_start.elapsed().as_secs_f64();
     progress(format!("pool: loaded in {load_seconds:.1} s"));
+    Ok((pins, ids, load_seconds))
+}
 
-    // From here on nobody writes any page of this pool until it is dropped.
-    let stats_before = pool.stats();
-
-    // Hot set: 64 pages, pool vs HashMap over copies of the same pages.
+/// The hot set: 64 pages, pool vs HashMap over copies of the same pages, per repetition.
+fn hot_set(
+    pool: &BufferPool,
+    pins: &[BufferRef<'_>],
+    plan: &Plan,
+    repeats: usize,
+) -> Result<Vec<HotRep>> {
     let hot_tags: Vec<BufferTag> = (0..HOT_SET as u32)
-        .map(|b| BufferTag::new(rel, ForkNumber::Main, b))
+        .map(|b| BufferTag::new(HIT_REL, ForkNumber::Main, b))
         .collect();
     let hot_pages: Vec<Box<[u8]>> = pins[..HOT_SET]
         .iter()
@@ -354,208 +530,274 @@ fn hit_phase(opts: &PoolOptions, dir: &Path, samples: &mut Samples) -> Result<Hi
     let hot_map: HashMap<BufferTag, usize> =
         hot_tags.iter().enumerate().map(|(i, t)| (*t, i)).collect();
     ensure!(
-        hot_loop_pool(&pool, &hot_tags, HOT_SET)?.1
+        hot_loop_pool(pool, &hot_tags, HOT_SET)?.1
             == hot_loop_map(&hot_map, &hot_pages, &hot_tags, HOT_SET).1,
         "hot set: pool and HashMap read different values"
     );
-    hot_loop_pool(&pool, &hot_tags, plan.hot_ops / 10)?;
+    hot_loop_pool(pool, &hot_tags, plan.hot_ops / 10)?;
     hot_loop_map(&hot_map, &hot_pages, &hot_tags, plan.hot_ops / 10);
-    for rep in 0..opts.repeats {
+    let mut reps = Vec::with_capacity(repeats);
+    for rep in 0..repeats {
         progress(format!(
             "pool: rep {}/{} hot_hit_ns, hashmap_get_ns ({} ops each)",
             rep + 1,
-            opts.repeats,
+            repeats,
             plan.hot_ops
         ));
-        let (hit, _) = hot_loop_pool(&pool, &hot_tags, plan.hot_ops)?;
-        let (map, _) = hot_loop_map(&hot_map, &hot_pages, &hot_tags, plan.hot_ops);
-        samples.push("hot_hit_ns", hit);
-        samples.push("hashmap_get_ns", map);
-        samples.push("hot_vs_hashmap", hit / map);
+        let (hit_ns, _) = hot_loop_pool(pool, &hot_tags, plan.hot_ops)?;
+        let (map_ns, _) = hot_loop_map(&hot_map, &hot_pages, &hot_tags, plan.hot_ops);
+        reps.push(HotRep { hit_ns, map_ns });
     }
-    drop((hot_pages, hot_map));
+    Ok(reps)
+}
 
-    // The chain's order, to start threads half a cycle apart.
-    let mut order = Vec::with_capacity(npages);
-    let mut cur = 0u32;
-    for _ in 0..npages {
-        order.push(cur);
-        cur = next[cur as usize];
-    }
+/// The random chain and its three baselines: the relation's pages pinned in the pool, the
+/// arena's frames, the same frames in plain heap memory, and a [`MutexPool`] over the arena.
+struct Chain<'p> {
+    pool: &'p BufferPool,
+    /// The buffer id of every page.
+    ids: Vec<u32>,
+    /// The pages in the chain's order, to start threads half a cycle apart.
+    order: Vec<u32>,
+    /// Plain heap memory laid out like the arena (same stride, same frame ids), 8-aligned.
+    plain: Vec<u64>,
+    arena: *const u8,
+    /// Declared before `pins`, so dropped while every page is still pinned.
+    mutex_pool: MutexPool,
+    /// Every page of the relation, pinned: no frame changes page while the chain lives.
+    pins: Vec<BufferRef<'p>>,
+}
 
-    // Plain heap memory laid out like the arena (same stride, same frame ids), 8-aligned.
-    let mut plain = vec![0u64; nbuffers * page_size / 8];
-    for (i, &id) in ids.iter().enumerate() {
-        plain[(id as usize * page_size + NEXT_ID_OFF) / 8] =
-            u64::from(ids[next[i] as usize]).to_le();
-    }
-    let arena = pool.arena_base();
-
-    // SAFETY: the arena (nbuffers frames of page_size bytes at `arena`) lives as long as
-    // `pool`, which outlives `mutex_pool` (declared later, dropped first); nothing writes a
-    // page of this pool from here on (the load is done; the pool only reads).
-    let mutex_pool = unsafe {
-        MutexPool::new(
-            arena,
-            page_size,
-            nbuffers,
-            ids.iter()
-                .enumerate()
-                .map(|(b, &id)| (BufferTag::new(rel, ForkNumber::Main, b as u32), id as usize)),
-        )
-    };
-
-    // Warm up every path once (page tables, TLB, caches) without measuring.
-    let warm = plan.chain_steps / 10;
-    let start_block = order[0];
-    pool_chain(&pool, rel, start_block, warm)?;
-    // SAFETY: see `raw_chain_arena` below; same region, same invariants.
-    unsafe {
-        raw_chain(
-            arena,
-            page_size,
-            NEXT_ID_OFF,
-            ids[start_block as usize] as usize,
-            warm,
-        )
-    };
-    // SAFETY: `plain` holds nbuffers frames of page_size bytes; every frame on the chain
-    // stores the id of another frame < nbuffers (written just above); nothing writes it now.
-    unsafe {
-        raw_chain(
-            plain.as_ptr().cast(),
-            page_size,
-            NEXT_ID_OFF,
-            ids[start_block as usize] as usize,
-            warm,
-        )
-    };
-    mutex_chain(&mutex_pool, rel, start_block, warm)?;
-
-    let steps = plan.chain_steps;
-    for rep in 0..opts.repeats {
-        let pos = rng.random_range(0..npages);
-        let start = order[pos];
-        let start_id = ids[start as usize] as usize;
-        let starts: Vec<u32> = (0..THREADS)
-            .map(|t| order[(pos + t * npages / THREADS) % npages])
-            .collect();
-        let tag = |name: &str| {
-            format!(
-                "pool: rep {}/{} {name} ({steps} steps)",
-                rep + 1,
-                opts.repeats
+impl<'p> Chain<'p> {
+    fn new(pool: &'p BufferPool, pins: Vec<BufferRef<'p>>, ids: Vec<u32>, next: &[u32]) -> Self {
+        let (nbuffers, page_size) = (pool.nbuffers(), pool.page_size());
+        let mut order = Vec::with_capacity(next.len());
+        let mut cur = 0u32;
+        for _ in 0..next.len() {
+            order.push(cur);
+            cur = next[cur as usize];
+        }
+        let mut plain = vec![0u64; nbuffers * page_size / 8];
+        for (i, &id) in ids.iter().enumerate() {
+            plain[(id as usize * page_size + NEXT_ID_OFF) / 8] =
+                u64::from(ids[next[i] as usize]).to_le();
+        }
+        let arena = pool.arena_base();
+        // SAFETY: the arena (nbuffers frames of page_size bytes at `arena`) lives as long as
+        // `pool`, which the chain borrows and so outlives `mutex_pool`; nothing writes a
+        // page of this pool from here on (the load is done; the pool only reads).
+        let mutex_pool = unsafe {
+            MutexPool::new(
+                arena,
+                page_size,
+                nbuffers,
+                ids.iter().enumerate().map(|(b, &id)| {
+                    (
+                        BufferTag::new(HIT_REL, ForkNumber::Main, b as u32),
+                        id as usize,
+                    )
+                }),
             )
         };
+        Chain {
+            pool,
+            ids,
+            order,
+            plain,
+            arena,
+            mutex_pool,
+            pins,
+        }
+    }
 
-        progress(tag("random_hit_ns"));
-        let t = Instant::now();
-        black_box(pool_chain(&pool, rel, start, steps)?);
-        let t1 = t.elapsed();
+    /// The buffer id of the page at block `block`.
+    fn id(&self, block: u32) -> usize {
+        self.ids[block as usize] as usize
+    }
 
-        progress(tag("raw_random_ns"));
-        let t = Instant::now();
+    /// Follows the chain through the arena from frame `start_id`.
+    fn arena_chain(&self, start_id: usize, steps: usize) -> usize {
+        debug_assert_eq!(self.pins.len(), self.ids.len());
         // SAFETY: `arena` addresses nbuffers frames of page_size bytes that live as long
         // as `pool`; every page of the chain is pinned (`pins`), so it keeps its frame, and
         // stores at NEXT_ID_OFF the buffer id of the next page (written during the load from
         // `buffer_id()`, so < nbuffers); nothing writes the pages during the phase.
-        let end = unsafe { raw_chain(arena, page_size, NEXT_ID_OFF, start_id, steps) };
-        let t_raw = t.elapsed();
-        black_box(end);
-
-        progress(tag("raw_plain_ns"));
-        let t = Instant::now();
-        // SAFETY: as for the warm-up above: `plain` is nbuffers frames of page_size bytes,
-        // each chain frame holds a frame id < nbuffers, and nothing writes it meanwhile.
-        let end_plain = unsafe {
+        unsafe {
             raw_chain(
-                plain.as_ptr().cast(),
-                page_size,
+                self.arena,
+                self.pool.page_size(),
                 NEXT_ID_OFF,
                 start_id,
                 steps,
             )
-        };
-        let t_plain = t.elapsed();
+        }
+    }
+
+    /// Follows the chain through the plain copy from frame `start_id`.
+    fn plain_chain(&self, start_id: usize, steps: usize) -> usize {
+        // SAFETY: `plain` holds nbuffers frames of page_size bytes; every frame on the chain
+        // stores the id of another frame < nbuffers (written in `new`); nothing writes it now.
+        unsafe {
+            raw_chain(
+                self.plain.as_ptr().cast(),
+                self.pool.page_size(),
+                NEXT_ID_OFF,
+                start_id,
+                steps,
+            )
+        }
+    }
+
+    /// Walks every path once (page tables, TLB, caches) without measuring.
+    fn warm_up(&self, steps: usize) -> Result<()> {
+        let start_block = self.order[0];
+        pool_chain(self.pool, HIT_REL, start_block, steps)?;
+        self.arena_chain(self.id(start_block), steps);
+        self.plain_chain(self.id(start_block), steps);
+        mutex_chain(&self.mutex_pool, HIT_REL, start_block, steps)?;
+        Ok(())
+    }
+
+    /// One repetition from chain position `pos` (the second thread half a cycle on).
+    fn measure(
+        &self,
+        pos: usize,
+        steps: usize,
+        (rep, repeats): (usize, usize),
+    ) -> Result<ChainRep> {
+        let npages = self.order.len();
+        let start = self.order[pos];
+        let starts: Vec<u32> = (0..THREADS)
+            .map(|t| self.order[(pos + t * npages / THREADS) % npages])
+            .collect();
+        let tag = |name: &str| format!("pool: rep {}/{repeats} {name} ({steps} steps)", rep + 1);
+
+        progress(tag("random_hit_ns"));
+        let t = Instant::now();
+        black_box(pool_chain(self.pool, HIT_REL, start, steps)?);
+        let pool = t.elapsed();
+
+        progress(tag("raw_random_ns"));
+        let t = Instant::now();
+        let end = self.arena_chain(self.id(start), steps);
+        let raw = t.elapsed();
+        black_box(end);
+
+        progress(tag("raw_plain_ns"));
+        let t = Instant::now();
+        let end_plain = self.plain_chain(self.id(start), steps);
+        let plain = t.elapsed();
         black_box(end_plain);
         ensure!(end == end_plain, "arena and plain chains diverged");
+        let (pool_2t, raw_2t, mutex_2t) = self.two_threads(&starts, steps, &tag)?;
+        Ok(ChainRep {
+            steps,
+            pool,
+            raw,
+            plain,
+            pool_2t,
+            raw_2t,
+            mutex_2t,
+        })
+    }
 
+    /// The chain with [`THREADS`] threads from `starts`: wall time through the pool, the
+    /// arena and the mutex pool.
+    fn two_threads(
+        &self,
+        starts: &[u32],
+        steps: usize,
+        tag: &dyn Fn(&str) -> String,
+    ) -> Result<(Duration, Duration, Duration)> {
+        let pool = self.pool;
         progress(tag(&format!("random_hit_2t_ns, {THREADS} threads")));
         let t2 = run_threads(THREADS, |i| {
-            pool_chain(&pool, rel, starts[i], steps).map(drop)
+            pool_chain(pool, HIT_REL, starts[i], steps).map(drop)
         })?;
 
         progress(tag(&format!("raw_random_2t_ns, {THREADS} threads")));
-        let start_ids: Vec<usize> = starts.iter().map(|&b| ids[b as usize] as usize).collect();
-        let arena_addr = arena as usize; // raw pointers are not Sync; the address is
+        let start_ids: Vec<usize> = starts.iter().map(|&b| self.id(b)).collect();
+        // Raw pointers are not Sync; the address is.
+        let (arena_addr, page_size) = (self.arena as usize, pool.page_size());
         let tr = run_threads(THREADS, |i| {
             let base = arena_addr as *const u8;
-            // SAFETY: as for `raw_random_ns` above: pinned pages, ids < nbuffers, no writers.
+            // SAFETY: as in `arena_chain`: pinned pages, ids < nbuffers, no writers.
             black_box(unsafe { raw_chain(base, page_size, NEXT_ID_OFF, start_ids[i], steps) });
             Ok(())
         })?;
 
         progress(tag(&format!("mutex_pool_2t_ns, {THREADS} threads")));
+        let mutex_pool = &self.mutex_pool;
         let tm = run_threads(THREADS, |i| {
-            mutex_chain(&mutex_pool, rel, starts[i], steps).map(drop)
+            mutex_chain(mutex_pool, HIT_REL, starts[i], steps).map(drop)
         })?;
         ensure!(mutex_pool.pinned() == 0, "mutex pool leaked pins");
+        Ok((t2, tr, tm))
+    }
+}
 
-        let hit_ns = ns_per(t1, steps);
-        let raw_ns = ns_per(t_raw, steps);
-        samples.push("random_hit_ns", hit_ns);
-        samples.push("raw_random_ns", raw_ns);
-        samples.push("raw_plain_ns", ns_per(t_plain, steps));
-        samples.push("hit_vs_raw", hit_ns / raw_ns);
-        samples.push("random_hit_2t_ns", ns_per(t2, THREADS * steps));
-        samples.push("mutex_pool_2t_ns", ns_per(tm, THREADS * steps));
-        samples.push("raw_random_2t_ns", ns_per(tr, THREADS * steps));
-        // Context for scale_2t: how the bare memory chain scales on this machine.
-        samples.push(
-            "raw_scale_2t",
-            THREADS as f64 * t_raw.as_secs_f64() / tr.as_secs_f64(),
-        );
-        // Throughput ratios: (THREADS * steps / t2) / (steps / t1), and pool / mutex pool.
-        samples.push(
-            "scale_2t",
-            THREADS as f64 * t1.as_secs_f64() / t2.as_secs_f64(),
-        );
-        samples.push("mutex_pool_ratio_2t", tm.as_secs_f64() / t2.as_secs_f64());
-    }
-    let during = pool.stats().since(&stats_before);
-    let (reads, evictions) = (during.total(IoOp::Read), during.total(IoOp::Eviction));
-    if reads != 0 || evictions != 0 {
+/// Phase 2: random reads of a relation 4x the pool, every one a miss, against `pread`.
+fn miss_phase(plan: &Plan, repeats: usize, dir: &Path) -> Result<MissPhase> {
+    let pool = open_pool(dir, &plan.miss_pool_size)?;
+    let (nbuffers, page_size) = (pool.nbuffers(), pool.page_size());
+    let npages = nbuffers * plan.miss_factor;
+    let file = write_relation(&pool, npages)?;
+    // Bring the whole file into the OS page cache.
+    let mut f =
+        std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
+    let mut chunk = vec![0u8; 1 << 20];
+    while f.read(&mut chunk)? > 0 {}
+    drop(chunk);
+
+    let mut walk = MissWalk::new(npages);
+    let warm = walk.next(npages);
+    miss_loop(&pool, MISS_REL, &warm)?;
+    pread_loop(&f, page_size, &warm)?;
+    pread_cold_loop(&f, page_size, nbuffers, &warm)?;
+    let samples = checksummed_samples(&f, page_size)?;
+    let mut reps = Vec::with_capacity(repeats);
+    for rep in 0..repeats {
+        let seq = walk.next(plan.miss_steps);
         progress(format!(
-            "pool: WARNING: {reads} reads and {evictions} evictions during the hit phase"
+            "pool: rep {}/{} miss_ns, pread_ns ({} reads each)",
+            rep + 1,
+            repeats,
+            seq.len()
         ));
+        let before = pool.stats();
+        let t_miss = miss_loop(&pool, MISS_REL, &seq)?;
+        let reads = pool.stats().since(&before).total(IoOp::Read);
+        let t_pread = pread_loop(&f, page_size, &seq)?;
+        let t_cold = pread_cold_loop(&f, page_size, nbuffers, &seq)?;
+        let t_verify = verify_loop(&samples.1, &samples.0, seq.len())?;
+        reps.push(MissRep {
+            miss_ns: ns_per(t_miss, seq.len()),
+            pread_ns: ns_per(t_pread, seq.len()),
+            pread_cold_ns: ns_per(t_cold, seq.len()),
+            verify_ns: ns_per(t_verify, seq.len()),
+            miss_fraction: reads as f64 / seq.len() as f64,
+        });
     }
-    let huge_pages = pool.huge_pages().name().to_string();
-    drop(mutex_pool);
-    drop(pins);
-    progress("pool: hit phase done; dropping the pool");
-    Ok(HitPhase {
+    Ok(MissPhase {
         size_bytes: (nbuffers * page_size) as u64,
         page_size,
         nbuffers,
         relation_pages: npages,
-        huge_pages,
-        load_seconds,
-        reads,
-        evictions,
+        huge_pages: pool.huge_pages().name().to_string(),
+        file,
+        reps,
     })
 }
 
-fn miss_phase(opts: &PoolOptions, dir: &Path, samples: &mut Samples) -> Result<MissPhase> {
-    let plan = &opts.plan;
-    let pool = open_pool(dir, &plan.miss_pool_size)?;
-    let nbuffers = pool.nbuffers();
-    let page_size = pool.page_size();
-    let npages = nbuffers * plan.miss_factor;
-    let rel = MISS_REL;
+/// Writes `npages` pages of the miss relation through `pool` and flushes them; returns
+/// its one segment file.
+fn write_relation(pool: &BufferPool, npages: usize) -> Result<PathBuf> {
+    let (rel, page_size) = (MISS_REL, pool.page_size());
     pool.create_relation(rel, ForkNumber::Main)?;
     progress(format!(
-        "pool: miss phase: writing {npages} pages ({}) through a pool of {nbuffers} buffers",
-        format_bytes((npages * page_size) as u64)
+        "pool: miss phase: writing {npages} pages ({}) through a pool of {} buffers",
+        format_bytes((npages * page_size) as u64),
+        pool.nbuffers()
     ));
     for i in 0..npages {
         let buf = pool.extend(rel, ForkNumber::Main)?;
@@ -574,37 +816,45 @@ fn miss_phase(opts: &PoolOptions, dir: &Path, samples: &mut Samples) -> Result<M
         file.display(),
         npages * page_size
     );
-    // Bring the whole file into the OS page cache.
-    let mut f =
-        std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
-    let mut chunk = vec![0u8; 1 << 20];
-    while f.read(&mut chunk)? > 0 {}
-    drop(chunk);
+    Ok(file)
+}
 
-    // Every step must miss: walk one random permutation of all blocks cyclically. The pool
-    // holds a quarter of them, so a block comes round again only after every other block
-    // was read since, and has always been evicted by then.
-    let mut rng = SmallRng::seed_from_u64(0x6d69_7373);
-    let mut perm: Vec<u32> = (0..npages as u32).collect();
-    for i in (1..perm.len()).rev() {
-        perm.swap(i, rng.random_range(0..=i));
+/// The miss phase's order of reads. Every step must miss: one random permutation of all
+/// blocks, walked cyclically. The pool holds a quarter of them, so a block comes round
+/// again only after every other block was read since, and has always been evicted by then.
+struct MissWalk {
+    perm: Vec<u32>,
+    cursor: usize,
+}
+
+impl MissWalk {
+    fn new(npages: usize) -> Self {
+        let mut rng = SmallRng::seed_from_u64(0x6d69_7373);
+        let mut perm: Vec<u32> = (0..npages as u32).collect();
+        for i in (1..perm.len()).rev() {
+            perm.swap(i, rng.random_range(0..=i));
+        }
+        MissWalk { perm, cursor: 0 }
     }
-    let mut cursor = 0usize;
-    let mut blocks = |n: usize| -> Vec<u32> {
+
+    /// The next `n` blocks of the walk.
+    fn next(&mut self, n: usize) -> Vec<u32> {
         (0..n)
             .map(|_| {
-                cursor = (cursor + 1) % perm.len();
-                perm[cursor]
+                self.cursor = (self.cursor + 1) % self.perm.len();
+                self.perm[self.cursor]
             })
             .collect()
-    };
-    let warm = blocks(npages);
-    miss_loop(&pool, rel, &warm)?;
-    pread_loop(&f, page_size, &warm)?;
-    pread_cold_loop(&f, page_size, nbuffers, &warm)?;
-    // Checksummed copies of a few pages, for the verification baseline.
+    }
+}
+
+/// Checksummed copies of the first 64 pages of `f`, for the verification baseline.
+fn checksummed_samples(
+    f: &std::fs::File,
+    page_size: usize,
+) -> Result<(Vec<BufferTag>, Vec<Vec<u8>>)> {
     let sample_tags: Vec<BufferTag> = (0..64u32)
-        .map(|b| BufferTag::new(rel, ForkNumber::Main, b))
+        .map(|b| BufferTag::new(MISS_REL, ForkNumber::Main, b))
         .collect();
     let mut sample_pages = Vec::new();
     for t in &sample_tags {
@@ -612,40 +862,7 @@ fn miss_phase(opts: &PoolOptions, dir: &Path, samples: &mut Samples) -> Result<M
         f.read_exact_at(&mut p, u64::from(t.block) * page_size as u64)?;
         sample_pages.push(p);
     }
-    for rep in 0..opts.repeats {
-        let seq = blocks(plan.miss_steps);
-        progress(format!(
-            "pool: rep {}/{} miss_ns, pread_ns ({} reads each)",
-            rep + 1,
-            opts.repeats,
-            seq.len()
-        ));
-        let before = pool.stats();
-        let t_miss = miss_loop(&pool, rel, &seq)?;
-        let reads = pool.stats().since(&before).total(IoOp::Read);
-        let t_pread = pread_loop(&f, page_size, &seq)?;
-        let t_cold = pread_cold_loop(&f, page_size, nbuffers, &seq)?;
-        let t_verify = verify_loop(&sample_pages, &sample_tags, seq.len())?;
-        let miss_ns = ns_per(t_miss, seq.len());
-        let pread_ns = ns_per(t_pread, seq.len());
-        let pread_cold_ns = ns_per(t_cold, seq.len());
-        let verify_ns = ns_per(t_verify, seq.len());
-        samples.push("miss_ns", miss_ns);
-        samples.push("pread_ns", pread_ns);
-        samples.push("pread_cold_ns", pread_cold_ns);
-        samples.push("verify_ns", verify_ns);
-        samples.push("miss_vs_floor", miss_ns / (pread_cold_ns + verify_ns));
-        samples.push("miss_vs_pread", miss_ns / pread_ns);
-        samples.push("miss_fraction", reads as f64 / seq.len() as f64);
-    }
-    Ok(MissPhase {
-        size_bytes: (nbuffers * page_size) as u64,
-        page_size,
-        nbuffers,
-        relation_pages: npages,
-        huge_pages: pool.huge_pages().name().to_string(),
-        file,
-    })
+    Ok((sample_tags, sample_pages))
 }
 
 /// `ops` hits cycling over `tags` (length a power of two): pin, shared lock, read a u64,
@@ -858,6 +1075,75 @@ fn format_bytes(b: u64) -> String {
 mod tests {
     use super::*;
 
+    fn ms(v: f64) -> Duration {
+        Duration::from_secs_f64(v / 1e3)
+    }
+
+    /// Three repetitions with these ratios: hot over HashMap; (hit over raw, scale with 2
+    /// threads, mutex pool over pool) of the chain; miss over pread.
+    fn reps(
+        hot: [f64; 3],
+        chain: [(f64, f64, f64); 3],
+        miss: [f64; 3],
+    ) -> (Vec<HotRep>, Vec<ChainRep>, Vec<MissRep>) {
+        let hot = hot.map(|r| HotRep {
+            hit_ns: 10.0 * r,
+            map_ns: 10.0,
+        });
+        let chain = chain.map(|(hit, scale, mutex)| ChainRep {
+            steps: 1000,
+            pool: ms(100.0 * hit),
+            raw: ms(100.0),
+            plain: ms(90.0),
+            pool_2t: ms(2.0 * 100.0 * hit / scale),
+            raw_2t: ms(100.0),
+            mutex_2t: ms(mutex * 2.0 * 100.0 * hit / scale),
+        });
+        let miss = miss.map(|r| MissRep {
+            miss_ns: 1000.0 * r,
+            pread_ns: 1000.0,
+            pread_cold_ns: 800.0,
+            verify_ns: 100.0,
+            miss_fraction: 1.0,
+        });
+        (hot.to_vec(), chain.to_vec(), miss.to_vec())
+    }
+
+    #[test]
+    fn targets_are_medians_of_per_repetition_ratios() {
+        let (hot, chain, miss) = reps(
+            [2.5, 2.0, 2.9],
+            [(1.5, 1.9, 2.5), (1.0, 2.0, 3.0), (1.9, 1.5, 2.1)],
+            [1.2, 1.1, 1.25],
+        );
+        let t = targets(&hot, &chain, &miss);
+        let names: Vec<&str> = t.iter().map(|r| r.name).collect();
+        assert_eq!(
+            names,
+            [
+                "hot_vs_hashmap",
+                "hit_vs_raw",
+                "scale_2t",
+                "mutex_pool_ratio_2t",
+                "miss_vs_pread"
+            ]
+        );
+        for (r, m) in t.iter().zip([2.5, 1.5, 1.9, 2.5, 1.2]) {
+            assert!((r.median - m).abs() < 1e-6 && r.pass, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn a_median_just_past_its_target_misses() {
+        let (hot, chain, miss) = reps(
+            [3.01, 2.0, 3.1],
+            [(2.01, 1.79, 1.99), (1.0, 2.0, 3.0), (2.2, 1.5, 1.5)],
+            [1.31, 1.1, 1.4],
+        );
+        let t = targets(&hot, &chain, &miss);
+        assert!(t.iter().all(|r| !r.pass), "{t:?}");
+    }
+
     #[test]
     fn raw_chain_follows_a_cycle_over_plain_memory() {
         let (n, stride) = (50usize, 64usize);
@@ -884,16 +1170,15 @@ mod tests {
     #[test]
     fn tiny_experiment_runs_end_to_end() {
         let parent = tempfile::tempdir().unwrap();
-        let opts = PoolOptions {
-            repeats: 3,
+        let args = Args {
             pool_size: "2MB".into(),
-            plan: Plan {
-                hot_ops: 2_000,
-                chain_steps: 2_000,
-                miss_steps: 500,
-                miss_pool_size: "1MB".into(),
-                miss_factor: 4,
-            },
+        };
+        let plan = Plan {
+            hot_ops: 2_000,
+            chain_steps: 2_000,
+            miss_steps: 500,
+            miss_pool_size: "1MB".into(),
+            miss_factor: 4,
         };
         let common = super::super::runner::Common {
             json: true,
@@ -903,7 +1188,8 @@ mod tests {
         };
         let command = vec!["bufpool".into(), "experiment".into(), "pool".into()];
         let report =
-            super::super::runner::run("pool", common, command, |r| run_with(&opts, r)).unwrap();
+            super::super::runner::run("pool", common, command, |r| run_with(&args, &plan, r))
+                .unwrap();
         let json = report.to_json();
         for name in [
             "hot_hit_ns",

@@ -33,10 +33,9 @@ use bufpool::{
 };
 use bufpool::{Ring, RingKind};
 
-use super::runner::Runner;
-use super::{layout, progress, summarize, Goal, Ratio, Report, Samples};
+use super::runner::{Common, Runner};
+use super::{layout, progress, summarize, Goal, Ratio, Report, Summary};
 
-/// What `bufpool experiment scans` was asked for.
 /// `bufpool experiment scans` flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
@@ -48,14 +47,6 @@ pub struct Args {
     /// the tables are 0.1, 1.2, 4 and 10 pools.
     #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
     pub scan_pool_mb: Option<u64>,
-}
-
-#[derive(Debug, Clone)]
-pub struct ScanExpOptions {
-    pub repeats: usize,
-    /// The pool of every run, in MiB.
-    pub pool_mb: u64,
-    pub quick: bool,
 }
 
 const HOT: RelFileId = RelFileId::new(0, 31_001);
@@ -270,70 +261,96 @@ fn fmt_summary(v: &[f64], digits: usize) -> [String; 3] {
     [s.median, s.min, s.max].map(|x| format!("{x:.digits$}"))
 }
 
+/// What the targets are taken from, section by section.
+#[derive(Debug, Default)]
+struct Outcomes {
+    /// The hot set's hit ratio after a scan of `big` through a ring, per repeat.
+    hot_after_ring: Vec<f64>,
+    /// VACUUM of one dead row per page, per ring configuration: medians of forced WAL
+    /// flushes and of seconds.
+    vacuum_dead: Vec<(RingConf, f64, f64)>,
+    /// Pages read from storage per page of `sync`, per repeat: one scan alone, and two
+    /// synchronized scans.
+    sync_one: Vec<f64>,
+    sync_two: Vec<f64>,
+    /// MB/s of the best O_DIRECT scan (median) and of the device's sequential reads.
+    best_direct_mb_s: Option<f64>,
+    device_mb_s: f64,
+}
+
+/// The five targets of issue 15 (each left out if its section measured nothing):
+/// the hot set's hit ratio after a ring scan; the growing vacuum ring's forced WAL flushes
+/// over the 256 kB ring's and its time over the best fixed ring's; two synchronized scans'
+/// reads over one scan's (per repeat, over the one scan's median); the best O_DIRECT scan
+/// over the device.
+fn targets(o: &Outcomes) -> Vec<Ratio> {
+    let mut out = Vec::new();
+    let mut push = |name, values: Vec<f64>, goal, target| {
+        if !values.is_empty() {
+            out.push(Ratio::new(name, &values, goal, target));
+        }
+    };
+    let hot = o.hot_after_ring.clone();
+    push("hot_set_hit_ratio_after_scan", hot, Goal::AtLeast, 0.99);
+    let dead = |c: RingConf| o.vacuum_dead.iter().find(|v| v.0 == c).map(|v| (v.1, v.2));
+    let growing = dead(RingConf::Growing(16 << 20));
+    let fixed256 = dead(RingConf::Fixed(256 << 10));
+    let best_fixed = (o.vacuum_dead.iter())
+        .filter(|v| matches!(v.0, RingConf::Fixed(_)))
+        .map(|v| v.2)
+        .fold(f64::INFINITY, f64::min);
+    if let (Some(g), Some(f)) = (growing, fixed256) {
+        push(
+            "growing_ring_flushes_vs_256k",
+            vec![g.0 / f.0.max(1.0)],
+            Goal::AtMost,
+            0.1,
+        );
+        let t = vec![g.1 / best_fixed.max(1e-9)];
+        push("growing_ring_time_vs_best_fixed", t, Goal::AtMost, 1.0);
+    }
+    if !o.sync_one.is_empty() {
+        let base = summarize(&o.sync_one).median.max(1e-9);
+        let two = o.sync_two.iter().map(|r| r / base).collect();
+        push("syncscan_2_reads_vs_one", two, Goal::AtMost, 1.2);
+    }
+    let direct = o.best_direct_mb_s.map(|b| b / o.device_mb_s.max(1e-9));
+    push(
+        "odirect_scan_vs_device",
+        direct.into_iter().collect(),
+        Goal::AtLeast,
+        0.9,
+    );
+    out
+}
+
 /// Runs the experiment on `--device` (smaller with `--quick` and in a debug build).
 pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
-    let quick = r.common.short();
-    let o = &ScanExpOptions {
-        repeats: r.common.repeats_unless_quick(),
-        pool_mb: a.scan_pool_mb.unwrap_or(if cfg!(debug_assertions) {
-            2
-        } else if quick {
-            8
-        } else {
-            64
-        }),
-        quick,
-    };
+    let c = r.common.clone();
+    let pool_mb = a.scan_pool_mb.unwrap_or(if cfg!(debug_assertions) {
+        2
+    } else if c.short() {
+        8
+    } else {
+        64
+    });
     r.use_device(&a.device)?;
     r.set_io("buffered and O_DIRECT (see each table)");
     let mut notes = Vec::new();
-    let bed = load(r.data_root()?, o.pool_mb)?;
-    let mut samples = Samples::default();
-    let mut tables = Vec::new();
+    let bed = load(r.data_root()?, pool_mb)?;
+    let mut out = Outcomes::default();
     let mut meta = serde_json::Map::new();
-
-    tables.push(ring_sweep(&bed, o, &mut meta)?);
-    tables.push(hot_set(&bed, o, &mut samples, &mut meta)?);
-    tables.push(vacuum_rings(&bed, o, &mut samples, &mut meta)?);
-    tables.push(sync_scans(&bed, o, &mut samples, &mut meta)?);
-    tables.push(cache_trail(&bed, o, &mut meta)?);
-    tables.push(strategy_rules(&bed, &mut meta)?);
-    tables.push(readahead(&bed, o, &mut samples, &mut meta, &mut notes)?);
-
-    let ratios = vec![
-        Ratio::new(
-            "hot_set_hit_ratio_after_scan",
-            samples.get("hot_set_hit_ratio_after_scan"),
-            Goal::AtLeast,
-            0.99,
-        ),
-        Ratio::new(
-            "growing_ring_flushes_vs_256k",
-            samples.get("growing_ring_flushes_vs_256k"),
-            Goal::AtMost,
-            0.1,
-        ),
-        Ratio::new(
-            "growing_ring_time_vs_best_fixed",
-            samples.get("growing_ring_time_vs_best_fixed"),
-            Goal::AtMost,
-            1.0,
-        ),
-        Ratio::new(
-            "syncscan_2_reads_vs_one",
-            samples.get("syncscan_2_reads_vs_one"),
-            Goal::AtMost,
-            1.2,
-        ),
-        Ratio::new(
-            "odirect_scan_vs_device",
-            samples.get("odirect_scan_vs_device"),
-            Goal::AtLeast,
-            0.9,
-        ),
+    let tables = vec![
+        ring_sweep(&bed, &c, &mut meta)?,
+        hot_set(&bed, &c, &mut out, &mut meta)?,
+        vacuum_rings(&bed, &c, &mut out, &mut meta)?,
+        sync_scans(&bed, &c, &mut out, &mut meta)?,
+        cache_trail(&bed, &c, &mut meta)?,
+        strategy_rules(&bed, &mut meta)?,
+        readahead(&bed, &c, &mut out, &mut meta, &mut notes)?,
     ];
     let mut metadata = r.metadata();
-    metadata.insert("pool_mb".into(), o.pool_mb.into());
+    metadata.insert("pool_mb".into(), pool_mb.into());
     metadata.insert(
         "tables".into(),
         serde_json::Value::Object(
@@ -347,7 +364,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     Ok(Report {
         header: format!(
             "experiment scans: pool {} MB, tables hot {} / trail {} / sync {} / big {} pages, device {}",
-            o.pool_mb,
+            pool_mb,
             bed.pages(HOT),
             bed.pages(TRAIL),
             bed.pages(SYNC),
@@ -355,7 +372,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
             r.device_desc()
         ),
         figures: Vec::new(),
-        ratios,
+        ratios: targets(&out),
         metadata,
         notes,
         tables,
@@ -365,7 +382,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
 /// Section 1: seconds per scan of `big` for each ring size and no ring.
 fn ring_sweep(
     bed: &Bed,
-    o: &ScanExpOptions,
+    c: &Common,
     meta: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<String> {
     let e = bed.open(&[])?;
@@ -395,7 +412,7 @@ fn ring_sweep(
         };
         let mut secs = Vec::new();
         let mut reads = 0;
-        for _ in 0..o.repeats {
+        for _ in 0..c.repeats_unless_quick() {
             let r = scan(&e, BIG, &opts)?;
             secs.push(r.secs);
             reads = r.io.reads;
@@ -430,8 +447,8 @@ fn ring_sweep(
 /// Section 2: the hot set's hit ratio after a scan of `big`, ring on and off.
 fn hot_set(
     bed: &Bed,
-    o: &ScanExpOptions,
-    samples: &mut Samples,
+    c: &Common,
+    out: &mut Outcomes,
     meta: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<String> {
     let mut cells = vec![
@@ -442,7 +459,7 @@ fn hot_set(
     let mut json = serde_json::Map::new();
     for ring in [true, false] {
         let mut ratios = Vec::new();
-        for _ in 0..o.repeats {
+        for _ in 0..c.repeats_unless_quick() {
             let e = bed.open(&[])?;
             warm_hot(&e)?;
             scan(&e, BIG, &plain_opts(ring))?;
@@ -451,9 +468,7 @@ fn hot_set(
             e.shutdown()?;
         }
         if ring {
-            for r in &ratios {
-                samples.push("hot_set_hit_ratio_after_scan", *r);
-            }
+            out.hot_after_ring = ratios.clone();
         }
         let label = if ring {
             "through a 256 kB ring"
@@ -486,8 +501,17 @@ fn hot_set(
     ))
 }
 
+/// Section 3's ring configurations, in the order they run.
+const RING_CONFS: [RingConf; 5] = [
+    RingConf::None,
+    RingConf::Fixed(256 << 10),
+    RingConf::Fixed(2 << 20),
+    RingConf::Fixed(16 << 20),
+    RingConf::Growing(16 << 20),
+];
+
 /// A ring configuration of section 3.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RingConf {
     None,
     Fixed(usize),
@@ -533,26 +557,53 @@ fn forced_flushes(e: &Engine) -> u64 {
     .sum()
 }
 
+/// A workload of section 3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RingWork {
+    /// VACUUM of `vac` after one committed delete per page.
+    VacuumDead,
+    /// VACUUM of `trail`, which has nothing to clean.
+    VacuumClean,
+    /// A bulk load of a pool's worth of rows into a new relation.
+    BulkLoad,
+}
+
+impl RingWork {
+    const ALL: [RingWork; 3] = [
+        RingWork::VacuumDead,
+        RingWork::VacuumClean,
+        RingWork::BulkLoad,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            RingWork::VacuumDead => "vacuum, 1 dead row per page",
+            RingWork::VacuumClean => "vacuum, clean table",
+            RingWork::BulkLoad => "bulk load",
+        }
+    }
+}
+
+/// Section 3's rounds so far: deletes of `vac` (the slot deleted next) and bulk loads
+/// (the relation loaded next).
+#[derive(Debug, Default)]
+struct RingRounds {
+    delete: u16,
+    load: u32,
+}
+
 /// Section 3: forced WAL flushes and seconds of VACUUM (one dead row per page, and a
 /// clean table) and of a bulk load, per ring configuration.
 fn vacuum_rings(
     bed: &Bed,
-    o: &ScanExpOptions,
-    samples: &mut Samples,
+    c: &Common,
+    out: &mut Outcomes,
     meta: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<String> {
-    let confs = [
-        RingConf::None,
-        RingConf::Fixed(256 << 10),
-        RingConf::Fixed(2 << 20),
-        RingConf::Fixed(16 << 20),
-        RingConf::Growing(16 << 20),
-    ];
-    let vac_pages = bed.pages(VAC);
+    let repeats = c.repeats_unless_quick();
     // At least 5 repeats (unless --quick): the time target compares medians a few percent
     // apart.
-    let vac_repeats = if o.quick { o.repeats } else { o.repeats.max(5) };
-    let load_rows = bed.pool_pages() * ROWS_PER_8K_PAGE;
+    let vac_repeats = if c.short() { repeats } else { repeats.max(5) };
     let mut cells = vec![[
         "workload",
         "ring",
@@ -565,118 +616,127 @@ fn vacuum_rings(
     .map(String::from)
     .to_vec()];
     let mut json = Vec::new();
-    // Per workload and configuration: (flushes, seconds) medians, for the targets.
-    let mut med: std::collections::HashMap<(&str, String), (f64, f64)> = Default::default();
-    let mut round = 0u16;
-    let mut load_no = 0u32;
-    for workload in [
-        "vacuum, 1 dead row per page",
-        "vacuum, clean table",
-        "bulk load",
-    ] {
-        for conf in confs {
-            let (mut flushes, mut secs, mut end_len) = (Vec::new(), Vec::new(), 0usize);
-            for _ in 0..vac_repeats {
-                if workload.starts_with("vacuum, 1") {
-                    // One committed delete per page, then everything clean and durable.
-                    round += 1;
-                    let e = bed.open(&[])?;
-                    let heap = Heap::open(&e, VAC);
-                    let x = e.begin_xid()?;
-                    for block in 0..vac_pages {
-                        heap.delete(x, Tid { block, slot: round })?;
-                    }
-                    e.commit_transaction(x)?;
-                    e.checkpoint()?;
-                    e.shutdown()?;
-                }
-                let e = bed.open(&[])?;
-                let kind = if workload.starts_with("bulk") {
-                    RingKind::BulkWrite
-                } else {
-                    RingKind::Vacuum
-                };
-                let mut ring = conf.ring(kind, &e);
-                let before = forced_flushes(&e);
-                let start = Instant::now();
-                if workload.starts_with("bulk") {
-                    load_no += 1;
-                    let rel = RelFileId::new(0, LOAD_BASE + load_no);
-                    let heap = Heap::create(&e, rel)?.with_fillfactor(90)?;
-                    let x = e.begin_xid()?;
-                    heap.bulk_load_with(
-                        x,
-                        true,
-                        (0..load_rows).map(row),
-                        |_| {},
-                        &mut |_| {},
-                        ring.as_mut(),
-                    )?;
-                    e.commit_transaction(x)?;
-                    secs.push(start.elapsed().as_secs_f64());
-                    flushes.push((forced_flushes(&e) - before) as f64);
-                    e.pool().drop_relation(rel)?;
-                } else {
-                    let rel = if workload.contains("clean") {
-                        TRAIL
-                    } else {
-                        VAC
-                    };
-                    Heap::open(&e, rel).vacuum_with(false, ring.as_mut())?;
-                    secs.push(start.elapsed().as_secs_f64());
-                    flushes.push((forced_flushes(&e) - before) as f64);
-                }
-                end_len = ring.as_ref().map_or(0, |r| r.len());
-                drop(ring);
-                e.shutdown()?;
-            }
+    let mut rounds = RingRounds::default();
+    for work in RingWork::ALL {
+        for conf in RING_CONFS {
+            let (flushes, secs, end_len) = ring_runs(bed, work, conf, vac_repeats, &mut rounds)?;
             let (f, t) = (summarize(&flushes).median, summarize(&secs).median);
+            let (workload, ring) = (work.name(), conf.label());
             progress(format!(
-                "scans: {workload}, {}: {f:.0} forced WAL flushes, {t:.3} s",
-                conf.label()
+                "scans: {workload}, {ring}: {f:.0} forced WAL flushes, {t:.3} s"
             ));
-            med.insert((workload, conf.label()), (f, t));
-            let s = fmt_summary(&flushes, 0);
+            if work == RingWork::VacuumDead {
+                out.vacuum_dead.push((conf, f, t));
+            }
+            let [s0, s1, s2] = fmt_summary(&flushes, 0);
+            let end = (end_len > 0).then(|| format!("{end_len} buffers"));
+            let end = end.unwrap_or_else(|| "-".into());
             cells.push(vec![
-                workload.to_string(),
-                conf.label(),
-                s[0].clone(),
-                s[1].clone(),
-                s[2].clone(),
+                workload.into(),
+                ring.clone(),
+                s0,
+                s1,
+                s2,
                 format!("{t:.3}"),
-                if end_len > 0 {
-                    format!("{end_len} buffers")
-                } else {
-                    "-".into()
-                },
+                end,
             ]);
             json.push(serde_json::json!({
-                "workload": workload, "ring": conf.label(),
+                "workload": workload, "ring": ring,
                 "forced_wal_flushes": summarize(&flushes), "seconds": summarize(&secs),
                 "ring_buffers_at_end": end_len,
             }));
         }
     }
-    let dead = "vacuum, 1 dead row per page";
-    let growing = med[&(dead, RingConf::Growing(16 << 20).label())];
-    let fixed256 = med[&(dead, RingConf::Fixed(256 << 10).label())];
-    let best_fixed = [256 << 10, 2 << 20, 16 << 20]
-        .iter()
-        .map(|&b| med[&(dead, RingConf::Fixed(b).label())].1)
-        .fold(f64::INFINITY, f64::min);
-    samples.push(
-        "growing_ring_flushes_vs_256k",
-        growing.0 / fixed256.0.max(1.0),
-    );
-    samples.push(
-        "growing_ring_time_vs_best_fixed",
-        growing.1 / best_fixed.max(1e-9),
-    );
     meta.insert("vacuum_rings".into(), json.into());
     Ok(format!(
-        "Vacuum and bulk-write rings: vac ({vac_pages} pages, 2 pools), trail (clean), bulk load of {load_rows} rows (1 pool); wal_buffers = pool/32\n{}",
+        "Vacuum and bulk-write rings: vac ({} pages, 2 pools), trail (clean), bulk load of {} rows (1 pool); wal_buffers = pool/32\n{}",
+        bed.pages(VAC),
+        bed.pool_pages() * ROWS_PER_8K_PAGE,
         layout(&cells, 2)
     ))
+}
+
+/// `repeats` runs of [`ring_run`]: forced WAL flushes and seconds of each, and the ring's
+/// buffers at the end of the last.
+fn ring_runs(
+    bed: &Bed,
+    work: RingWork,
+    conf: RingConf,
+    repeats: usize,
+    rounds: &mut RingRounds,
+) -> Result<(Vec<f64>, Vec<f64>, usize)> {
+    let (mut flushes, mut secs, mut end_len) = (Vec::new(), Vec::new(), 0usize);
+    for _ in 0..repeats {
+        let (f, s, len) = ring_run(bed, work, conf, rounds)?;
+        flushes.push(f);
+        secs.push(s);
+        end_len = len;
+    }
+    Ok((flushes, secs, end_len))
+}
+
+/// One run of `work` through the ring `conf`: (forced WAL flushes, seconds, buffers in the
+/// ring at the end).
+fn ring_run(
+    bed: &Bed,
+    work: RingWork,
+    conf: RingConf,
+    rounds: &mut RingRounds,
+) -> Result<(f64, f64, usize)> {
+    if work == RingWork::VacuumDead {
+        rounds.delete += 1;
+        delete_one_row_per_page(bed, rounds.delete)?;
+    }
+    let e = bed.open(&[])?;
+    let kind = if work == RingWork::BulkLoad {
+        RingKind::BulkWrite
+    } else {
+        RingKind::Vacuum
+    };
+    let mut ring = conf.ring(kind, &e);
+    let before = forced_flushes(&e);
+    let start = Instant::now();
+    let loaded = if work == RingWork::BulkLoad {
+        rounds.load += 1;
+        let rel = RelFileId::new(0, LOAD_BASE + rounds.load);
+        let heap = Heap::create(&e, rel)?.with_fillfactor(90)?;
+        let x = e.begin_xid()?;
+        let rows = (0..bed.pool_pages() * ROWS_PER_8K_PAGE).map(row);
+        heap.bulk_load_with(x, true, rows, |_| {}, &mut |_| {}, ring.as_mut())?;
+        e.commit_transaction(x)?;
+        Some(rel)
+    } else {
+        let rel = if work == RingWork::VacuumClean {
+            TRAIL
+        } else {
+            VAC
+        };
+        Heap::open(&e, rel).vacuum_with(false, ring.as_mut())?;
+        None
+    };
+    let secs = start.elapsed().as_secs_f64();
+    let flushes = (forced_flushes(&e) - before) as f64;
+    if let Some(rel) = loaded {
+        e.pool().drop_relation(rel)?;
+    }
+    let end_len = ring.as_ref().map_or(0, |r| r.len());
+    drop(ring);
+    e.shutdown()?;
+    Ok((flushes, secs, end_len))
+}
+
+/// One committed delete per page of `vac` (slot `slot`), then everything clean and durable.
+fn delete_one_row_per_page(bed: &Bed, slot: u16) -> Result<()> {
+    let e = bed.open(&[])?;
+    let heap = Heap::open(&e, VAC);
+    let x = e.begin_xid()?;
+    for block in 0..bed.pages(VAC) {
+        heap.delete(x, Tid { block, slot })?;
+    }
+    e.commit_transaction(x)?;
+    e.checkpoint()?;
+    e.shutdown()?;
+    Ok(())
 }
 
 /// Section 4: how far (in percent of the table) the leader is ahead of the next scan.
@@ -685,8 +745,8 @@ const STAGGER_PERCENT: u64 = 5;
 /// Section 4: staggered concurrent scans of `sync`: pages read per page of the table.
 fn sync_scans(
     bed: &Bed,
-    o: &ScanExpOptions,
-    samples: &mut Samples,
+    c: &Common,
+    out: &mut Outcomes,
     meta: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<String> {
     let pages = bed.pages(SYNC);
@@ -707,106 +767,96 @@ fn sync_scans(
     .map(String::from)
     .to_vec()];
     let mut json = Vec::new();
-    let mut one = Vec::new();
-    for n in [1usize, 2, 4] {
-        for sync in [true, false] {
-            if n == 1 && !sync {
-                continue;
-            }
-            let mut ratios = Vec::new();
-            let mut secs = Vec::new();
-            for _ in 0..o.repeats {
-                // O_DIRECT: the table is read from the device, not the OS cache, as in the
-                // seed (a hit must be cheaper than a read for a follower to catch up).
-                let e = bed.open(&[
-                    ("synchronize_seqscans", if sync { "on" } else { "off" }),
-                    ("io_direct", "on"),
-                ])?;
-                let before = e.pool().stats();
-                let start = Instant::now();
-                // Scan k starts when scan 0 has passed k × 5% of the table (STAGGER): a
-                // synchronized follower then shares everything but the part the leader read
-                // before it started, so the ideal is 1 + 5% for two scans, 1 + 30% for four.
-                let leader = Arc::new((Mutex::new(0u64), Condvar::new()));
-                std::thread::scope(|s| -> Result<()> {
-                    let mut handles = Vec::new();
-                    for k in 0..n {
-                        let (e, leader) = (&e, leader.clone());
-                        handles.push(s.spawn(move || -> Result<ScanRun> {
-                            if k > 0 {
-                                let need = total * k as u64 * STAGGER_PERCENT / 100;
-                                let (m, cv) = &*leader;
-                                let mut g = m.lock().unwrap();
-                                while *g < need {
-                                    g = cv.wait(g).unwrap();
-                                }
-                            }
-                            scan_watch(e, SYNC, &SeqScanOptions::default(), |t| {
-                                if k == 0 && t % 256 == 0 {
-                                    let (m, cv) = &*leader;
-                                    *m.lock().unwrap() = t;
-                                    cv.notify_all();
-                                }
-                            })
-                        }));
-                    }
-                    let mut first = true;
-                    for h in handles {
-                        let r = h.join().expect("scan thread")?;
-                        if first {
-                            // The leader is done: release any follower still waiting.
-                            let (m, cv) = &*leader;
-                            *m.lock().unwrap() = u64::MAX;
-                            cv.notify_all();
-                            first = false;
-                        }
-                        anyhow::ensure!(
-                            r.tuples == total,
-                            "a synchronized scan returned {} rows, not {total}",
-                            r.tuples
-                        );
-                    }
-                    Ok(())
-                })?;
-                secs.push(start.elapsed().as_secs_f64());
-                let io = IoCounts::of(&e.pool().stats().since(&before));
-                ratios.push(io.reads as f64 / f64::from(pages));
-                e.shutdown()?;
-            }
-            if n == 1 {
-                one = ratios.clone();
-            }
-            if n == 2 && sync {
-                let base = summarize(&one).median.max(1e-9);
-                for r in &ratios {
-                    samples.push("syncscan_2_reads_vs_one", r / base);
-                }
-            }
-            progress(format!(
-                "scans: {n} concurrent scans, sync {}: {:.2} pages read per table page",
-                if sync { "on" } else { "off" },
-                summarize(&ratios).median
-            ));
-            let s = fmt_summary(&ratios, 2);
-            cells.push(vec![
-                n.to_string(),
-                if sync { "on" } else { "off" }.to_string(),
-                s[0].clone(),
-                s[1].clone(),
-                s[2].clone(),
-                format!("{:.3}", summarize(&secs).median),
-            ]);
-            json.push(serde_json::json!({
-                "scans": n, "synchronized": sync,
-                "reads_per_page": summarize(&ratios), "seconds": summarize(&secs),
-            }));
+    for (n, sync) in [(1usize, true), (2, true), (2, false), (4, true), (4, false)] {
+        let (mut ratios, mut secs) = (Vec::new(), Vec::new());
+        for _ in 0..c.repeats_unless_quick() {
+            let (s, reads) = staggered_scans(bed, n, sync, total)?;
+            secs.push(s);
+            ratios.push(reads as f64 / f64::from(pages));
         }
+        match (n, sync) {
+            (1, _) => out.sync_one = ratios.clone(),
+            (2, true) => out.sync_two = ratios.clone(),
+            _ => {}
+        }
+        let on = if sync { "on" } else { "off" };
+        progress(format!(
+            "scans: {n} concurrent scans, sync {on}: {:.2} pages read per table page",
+            summarize(&ratios).median
+        ));
+        let [s0, s1, s2] = fmt_summary(&ratios, 2);
+        let s = format!("{:.3}", summarize(&secs).median);
+        cells.push(vec![n.to_string(), on.to_string(), s0, s1, s2, s]);
+        json.push(serde_json::json!({
+            "scans": n, "synchronized": sync,
+            "reads_per_page": summarize(&ratios), "seconds": summarize(&secs),
+        }));
     }
     meta.insert("sync_scans".into(), json.into());
     Ok(format!(
         "Synchronized scans: concurrent scans of sync ({pages} pages, 4 pools, O_DIRECT), each through its ring, scan k starting when the first has passed k × {STAGGER_PERCENT}% of the table (ideal with sync: 1.05 for 2, 1.30 for 4)\n{}",
         layout(&cells, 2)
     ))
+}
+
+/// One repeat of section 4: `n` scans of `sync` (`total` rows) on a fresh pool, scan k
+/// starting when scan 0 has passed k × 5% of the table: a synchronized follower then
+/// shares everything but the part the leader read before it started, so the ideal is 1 +
+/// 5% for two scans, 1 + 30% for four. Returns (seconds, pages read from storage).
+fn staggered_scans(bed: &Bed, n: usize, sync: bool, total: u64) -> Result<(f64, u64)> {
+    // O_DIRECT: the table is read from the device, not the OS cache, as in the seed (a hit
+    // must be cheaper than a read for a follower to catch up).
+    let e = bed.open(&[
+        ("synchronize_seqscans", if sync { "on" } else { "off" }),
+        ("io_direct", "on"),
+    ])?;
+    let before = e.pool().stats();
+    let start = Instant::now();
+    // Rows the leader has passed (u64::MAX once it is done).
+    let leader = Arc::new((Mutex::new(0u64), Condvar::new()));
+    let set = |v: u64| {
+        let (m, cv) = &*leader;
+        *m.lock().unwrap() = v;
+        cv.notify_all();
+    };
+    std::thread::scope(|s| -> Result<()> {
+        let mut handles = Vec::new();
+        for k in 0..n {
+            let (e, leader, set) = (&e, leader.clone(), &set);
+            handles.push(s.spawn(move || -> Result<ScanRun> {
+                if k > 0 {
+                    let need = total * k as u64 * STAGGER_PERCENT / 100;
+                    let (m, cv) = &*leader;
+                    let mut g = m.lock().unwrap();
+                    while *g < need {
+                        g = cv.wait(g).unwrap();
+                    }
+                }
+                scan_watch(e, SYNC, &SeqScanOptions::default(), |t| {
+                    if k == 0 && t % 256 == 0 {
+                        set(t);
+                    }
+                })
+            }));
+        }
+        for (k, h) in handles.into_iter().enumerate() {
+            let r = h.join().expect("scan thread")?;
+            if k == 0 {
+                // The leader is done: release any follower still waiting.
+                set(u64::MAX);
+            }
+            anyhow::ensure!(
+                r.tuples == total,
+                "a synchronized scan returned {} rows, not {total}",
+                r.tuples
+            );
+        }
+        Ok(())
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    let reads = IoCounts::of(&e.pool().stats().since(&before)).reads;
+    e.shutdown()?;
+    Ok((secs, reads))
 }
 
 /// Section 6: the two scan-plan rules side by side (seed 003 step 3 against PostgreSQL's
@@ -882,7 +932,7 @@ fn strategy_rules(
 /// Section 5: the second scan of `trail` (1.2 pools, seed003 rule), 3A on and off.
 fn cache_trail(
     bed: &Bed,
-    o: &ScanExpOptions,
+    c: &Common,
     meta: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<String> {
     let mut cells = vec![[
@@ -899,7 +949,7 @@ fn cache_trail(
     for trail in [false, true] {
         let on = if trail { "on" } else { "off" };
         let (mut ratios, mut secs, mut trail_pages) = (Vec::new(), Vec::new(), 0u64);
-        for _ in 0..o.repeats {
+        for _ in 0..c.repeats_unless_quick() {
             let e = bed.open(&[("seqscan_strategy", "seed003"), ("seqscan_cache_trail", on)])?;
             scan(&e, TRAIL, &SeqScanOptions::default())?;
             let (r, hits, s) = scan_measured(&e, TRAIL)?;
@@ -990,16 +1040,9 @@ fn device_rate(bed: &Bed, rel: RelFileId, chunk: usize, readers: usize) -> Resul
     })?;
     Ok(bytes as f64 / start.elapsed().as_secs_f64().max(1e-9) / 1e6)
 }
-/// Section 7: scan MB/s per io_combine_limit, io_method and buffered/O_DIRECT.
-fn readahead(
-    bed: &Bed,
-    o: &ScanExpOptions,
-    samples: &mut Samples,
-    meta: &mut serde_json::Map<String, serde_json::Value>,
-    notes: &mut Vec<String>,
-) -> Result<String> {
-    // The device's rate: the best of 256 KiB and 1 MiB reads, one at a time or four in
-    // flight (median over the repeats of each).
+/// The device's sequential O_DIRECT rate over `sync`: reads of 256 KiB and 1 MiB, one at
+/// a time or four in flight, each the median over the repeats, with its label.
+fn device_rates(bed: &Bed, c: &Common) -> Result<Vec<(String, Summary)>> {
     let mut device = Vec::new();
     for (chunk, readers) in [
         (256usize << 10, 1usize),
@@ -1008,7 +1051,7 @@ fn readahead(
         (1 << 20, 4),
     ] {
         let mut v = Vec::new();
-        for _ in 0..o.repeats {
+        for _ in 0..c.repeats_unless_quick() {
             v.push(device_rate(bed, SYNC, chunk, readers)?);
         }
         let label = format!("{} KiB x{readers}", chunk >> 10);
@@ -1018,24 +1061,20 @@ fn readahead(
         ));
         device.push((label, summarize(&v)));
     }
-    let (dev_label, dev) =
-        device
-            .iter()
-            .map(|(l, s)| (l.clone(), s.median))
-            .fold(
-                (String::new(), 0.0f64),
-                |a, b| if b.1 > a.1 { b } else { a },
-            );
-    let dev_all = device
-        .iter()
-        .map(|(l, s)| format!("{l} {:.0}", s.median))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let combines: &[&str] = if o.quick {
-        &["8kB", "128kB"]
-    } else {
-        &["8kB", "128kB", "256kB", "1MB"]
-    };
+    Ok(device)
+}
+
+/// Section 7: scan MB/s per io_combine_limit, io_method and buffered/O_DIRECT.
+fn readahead(
+    bed: &Bed,
+    c: &Common,
+    out: &mut Outcomes,
+    meta: &mut serde_json::Map<String, serde_json::Value>,
+    notes: &mut Vec<String>,
+) -> Result<String> {
+    // The device's rate: the best of its sequential reads (median over the repeats of each).
+    let device = device_rates(bed, c)?;
+    let (dev_label, dev, dev_all) = device_summary(&device);
     let mut cells = vec![[
         "io",
         "io_method",
@@ -1049,64 +1088,165 @@ fn readahead(
     .to_vec()];
     let mut json = Vec::new();
     let mut best_direct: Option<(f64, String)> = None;
-    for direct in [false, true] {
-        for method in ["sync", "worker", "io_uring"] {
-            for combine in combines {
-                let sets = [
-                    ("io_direct", if direct { "on" } else { "off" }),
-                    ("io_method", method),
-                    ("io_combine_limit", combine),
-                ];
-                let mut rates = Vec::new();
-                for _ in 0..o.repeats {
-                    let e = bed.open(&sets)?;
-                    let r = scan(&e, SYNC, &plain_opts(true))?;
-                    rates.push(mb_per_s(r.pages, bed.page_size, r.secs));
-                    e.shutdown()?;
-                }
-                let med = summarize(&rates).median;
-                let io = if direct { "O_DIRECT" } else { "buffered" };
-                progress(format!("scans: {io} {method} {combine}: {med:.0} MB/s"));
-                if direct && best_direct.as_ref().is_none_or(|b| med > b.0) {
-                    best_direct = Some((med, format!("{method}, {combine}")));
-                }
-                let s = fmt_summary(&rates, 0);
-                cells.push(vec![
-                    io.to_string(),
-                    method.to_string(),
-                    combine.to_string(),
-                    s[0].clone(),
-                    s[1].clone(),
-                    s[2].clone(),
-                    format!("{:.2}", med / dev.max(1e-9)),
-                ]);
-                json.push(serde_json::json!({
-                    "io": io, "io_method": method, "io_combine_limit": combine,
-                    "mb_per_s": summarize(&rates),
-                }));
-            }
+    for (direct, method, combine) in readahead_configs(c.short()) {
+        let rates = readahead_rates(bed, c, direct, method, combine)?;
+        let med = summarize(&rates).median;
+        let io = if direct { "O_DIRECT" } else { "buffered" };
+        progress(format!("scans: {io} {method} {combine}: {med:.0} MB/s"));
+        if direct && best_direct.as_ref().is_none_or(|b| med > b.0) {
+            best_direct = Some((med, format!("{method}, {combine}")));
         }
+        let [s0, s1, s2] = fmt_summary(&rates, 0);
+        let vs = format!("{:.2}", med / dev.max(1e-9));
+        cells.push(vec![
+            io.into(),
+            method.into(),
+            combine.into(),
+            s0,
+            s1,
+            s2,
+            vs,
+        ]);
+        json.push(serde_json::json!({
+            "io": io, "io_method": method, "io_combine_limit": combine,
+            "mb_per_s": summarize(&rates),
+        }));
     }
+    out.device_mb_s = dev;
     if let Some((best, which)) = best_direct {
-        samples.push("odirect_scan_vs_device", best / dev.max(1e-9));
+        out.best_direct_mb_s = Some(best);
         notes.push(format!(
             "odirect_scan_vs_device: the best O_DIRECT scan ({which}, {best:.0} MB/s) over the device's \
              sequential O_DIRECT rate ({dev:.0} MB/s, the best of {dev_all}: {dev_label}), same files, same run"
         ));
     }
-    meta.insert(
-        "device_mb_per_s".into(),
-        serde_json::Value::Object(
-            device
-                .iter()
-                .map(|(l, s)| Ok((l.clone(), serde_json::to_value(s)?)))
-                .collect::<Result<_>>()?,
-        ),
-    );
+    let rates = device
+        .iter()
+        .map(|(l, s)| Ok((l.clone(), serde_json::to_value(s)?)));
+    let rates = rates.collect::<Result<serde_json::Map<_, _>>>()?;
+    meta.insert("device_mb_per_s".into(), rates.into());
     meta.insert("readahead".into(), json.into());
     Ok(format!(
         "Readahead: ring scan of sync ({} pages) from block 0; device O_DIRECT sequential reads (MB/s, reads of size x in flight): {dev_all}\n{}",
         bed.pages(SYNC),
         layout(&cells, 3)
     ))
+}
+
+/// The best of the device's rates (median MB/s) with its label ("" and 0 if none), and
+/// every rate as "label MB/s", comma-separated.
+fn device_summary(device: &[(String, Summary)]) -> (String, f64, String) {
+    let (label, best) =
+        device
+            .iter()
+            .map(|(l, s)| (l.clone(), s.median))
+            .fold(
+                (String::new(), 0.0f64),
+                |a, b| if b.1 > a.1 { b } else { a },
+            );
+    let all = device
+        .iter()
+        .map(|(l, s)| format!("{l} {:.0}", s.median))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (label, best, all)
+}
+
+/// Section 7's configurations in order: (O_DIRECT, io_method, io_combine_limit), buffered
+/// first (two combine limits with `--quick`, four otherwise).
+fn readahead_configs(quick: bool) -> Vec<(bool, &'static str, &'static str)> {
+    let combines: &[&'static str] = if quick {
+        &["8kB", "128kB"]
+    } else {
+        &["8kB", "128kB", "256kB", "1MB"]
+    };
+    let mut configs = Vec::new();
+    for direct in [false, true] {
+        for method in ["sync", "worker", "io_uring"] {
+            for &combine in combines {
+                configs.push((direct, method, combine));
+            }
+        }
+    }
+    configs
+}
+
+/// MB/s of a ring scan of `sync` on a fresh pool with these I/O settings, per repeat.
+fn readahead_rates(
+    bed: &Bed,
+    c: &Common,
+    direct: bool,
+    method: &str,
+    combine: &str,
+) -> Result<Vec<f64>> {
+    let sets = [
+        ("io_direct", if direct { "on" } else { "off" }),
+        ("io_method", method),
+        ("io_combine_limit", combine),
+    ];
+    let mut rates = Vec::new();
+    for _ in 0..c.repeats_unless_quick() {
+        let e = bed.open(&sets)?;
+        let r = scan(&e, SYNC, &plain_opts(true))?;
+        rates.push(mb_per_s(r.pages, bed.page_size, r.secs));
+        e.shutdown()?;
+    }
+    Ok(rates)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Outcomes that meet every target: the growing ring flushes 1/20 of the 256 kB ring's
+    /// and is as fast as the best fixed ring, two synchronized scans read 1.1x one scan's
+    /// pages, the best O_DIRECT scan reaches 0.95 of the device.
+    fn passing() -> Outcomes {
+        Outcomes {
+            hot_after_ring: vec![1.0, 0.99, 0.5],
+            vacuum_dead: vec![
+                (RingConf::None, 0.0, 3.0),
+                (RingConf::Fixed(256 << 10), 200.0, 1.2),
+                (RingConf::Fixed(2 << 20), 20.0, 1.0),
+                (RingConf::Fixed(16 << 20), 2.0, 1.1),
+                (RingConf::Growing(16 << 20), 10.0, 1.0),
+            ],
+            sync_one: vec![1.0, 2.0, 1.0],
+            sync_two: vec![1.1, 1.0, 1.5],
+            best_direct_mb_s: Some(950.0),
+            device_mb_s: 1000.0,
+        }
+    }
+
+    #[test]
+    fn targets_come_from_each_section() {
+        let t = targets(&passing());
+        let got: Vec<(&str, f64, bool)> = t.iter().map(|r| (r.name, r.median, r.pass)).collect();
+        assert_eq!(
+            got,
+            [
+                ("hot_set_hit_ratio_after_scan", 0.99, true),
+                ("growing_ring_flushes_vs_256k", 0.05, true),
+                ("growing_ring_time_vs_best_fixed", 1.0, true),
+                ("syncscan_2_reads_vs_one", 1.1, true),
+                ("odirect_scan_vs_device", 0.95, true),
+            ]
+        );
+    }
+
+    #[test]
+    fn just_past_each_target_misses() {
+        let mut o = passing();
+        o.hot_after_ring[1] = 0.989;
+        o.vacuum_dead[4] = (RingConf::Growing(16 << 20), 20.1, 1.01);
+        o.sync_two[0] = 1.21;
+        o.best_direct_mb_s = Some(899.0);
+        let t = targets(&o);
+        assert_eq!(t.len(), 5);
+        assert!(t.iter().all(|r| !r.pass), "{t:?}");
+        // A section that measured nothing gives no target.
+        o.sync_one.clear();
+        o.best_direct_mb_s = None;
+        assert_eq!(targets(&o).len(), 3);
+    }
 }

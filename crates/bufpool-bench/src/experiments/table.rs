@@ -11,6 +11,7 @@
 //!   column; `memscan_tuples_per_s`: summing the same column from a `Vec` of structs;
 //!   `seqscan_vs_memscan` = theirs ÷ ours.
 
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,7 +25,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::runner::Runner;
-use super::{progress, Goal, Report, Samples};
+use super::{progress, summarize, Figure, Goal, Ratio, Report};
 
 const INDEX: RelFileId = RelFileId::new(0, 700);
 const TABLE: RelFileId = RelFileId::new(0, 701);
@@ -37,27 +38,18 @@ pub struct Args {
     pub pool_size: String,
 }
 
-/// Runs the experiment in the runner's scratch folder (smaller in a debug build).
-pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
-    let debug = cfg!(debug_assertions);
-    let opts = TableExpOptions {
-        repeats: r.common.repeats as usize,
-        keys: if debug { 50_000 } else { 1_000_000 },
-        lookups: if debug { 100_000 } else { 2_000_000 },
-        pool_size: a.pool_size.clone(),
-    };
-    run_with(&opts, r)
-}
-
-#[derive(Debug, Clone)]
-pub struct TableExpOptions {
-    pub repeats: usize,
-    /// Keys in the index and rows in the table.
-    pub keys: u64,
-    /// Lookups per thread per measurement.
-    pub lookups: usize,
-    pub pool_size: String,
-}
+/// Keys in the index and rows in the table (fewer in a debug build).
+const KEYS: u64 = if cfg!(debug_assertions) {
+    50_000
+} else {
+    1_000_000
+};
+/// Lookups per thread per measurement (fewer in a debug build).
+const LOOKUPS: usize = if cfg!(debug_assertions) {
+    100_000
+} else {
+    2_000_000
+};
 
 /// A pgbench_accounts-like row: aid, abalance, 84 bytes of filler.
 #[derive(Clone)]
@@ -108,40 +100,105 @@ fn lookups_per_s(tree: &BTree<'_>, keys: &[i64], threads: usize) -> Result<(f64,
     Ok(((keys.len() * threads) as f64 / elapsed, found))
 }
 
-/// Runs the experiment as `opts` says.
-fn run_with(opts: &TableExpOptions, runner: &Runner) -> Result<Report> {
-    ensure!(opts.repeats >= 3, "--repeats must be at least 3");
-    let mut c = Config::default();
-    c.set("shared_buffers", &opts.pool_size)?;
-    c.set("synchronous_commit", "off")?;
-    let e = Engine::open(Arc::new(RealVfs::new()), runner.scratch(), &c, true)
-        .with_context(|| format!("opening {}", runner.scratch().display()))?;
-    let n = opts.keys;
+/// One repetition's measurements.
+#[derive(Debug, Clone, Copy)]
+struct Rep {
+    lookups_per_s_1t: f64,
+    lookups_per_s_2t: f64,
+    btreemap_lookup_ns: f64,
+    seqscan_tuples_per_s: f64,
+    memscan_tuples_per_s: f64,
+}
 
+impl Rep {
+    fn btree_lookup_ns(&self) -> f64 {
+        1e9 / self.lookups_per_s_1t
+    }
+}
+
+/// What the repetitions measure against: the tree, the heap and their in-memory twins.
+struct Bed<'e> {
+    e: &'e Engine,
+    tree: BTree<'e>,
+    map: BTreeMap<i64, u64>,
+    /// The lookup sequence (the same for the tree and the map).
+    keys: Vec<i64>,
+    heap: Heap<'e>,
+    accounts: Vec<Account>,
+    /// The sum of every row's balance.
+    expected: i64,
+    build_s: f64,
+    load_s: f64,
+}
+
+/// Runs the experiment in the runner's scratch folder (smaller in a debug build).
+pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
+    let repeats = r.common.repeats as usize;
+    ensure!(repeats >= 3, "--repeats must be at least 3");
+    let mut c = Config::default();
+    c.set("shared_buffers", &a.pool_size)?;
+    c.set("synchronous_commit", "off")?;
+    let e = Engine::open(Arc::new(RealVfs::new()), r.scratch(), &c, true)
+        .with_context(|| format!("opening {}", r.scratch().display()))?;
+    let (tree, build_s) = build_index(&e)?;
+    let bed = load_heap(&e, tree, build_s)?;
+    let mut reps = Vec::with_capacity(repeats);
+    for rep in 0..repeats {
+        progress(format!("table: rep {}/{repeats}", rep + 1));
+        reps.push(measure(&bed)?);
+    }
+    let stats = bed.tree.check()?;
+    let (build_s, load_s) = (bed.build_s, bed.load_s);
+    drop(bed);
+    drop(e);
+    let mut report = report(a, r, &reps, repeats);
+    report
+        .metadata
+        .insert("btree_levels".into(), stats.levels.into());
+    report
+        .metadata
+        .insert("btree_pages".into(), stats.pages.into());
+    report
+        .metadata
+        .insert("btree_build_s".into(), build_s.into());
+    report.metadata.insert("heap_load_s".into(), load_s.into());
+    report.notes.push(format!(
+        "B+tree: {} levels, {} pages, built in {build_s:.2} s; heap of {KEYS} rows loaded in {load_s:.2} s",
+        stats.levels, stats.pages
+    ));
+    Ok(report)
+}
+
+/// A B+tree of [`KEYS`] keys, bulk built; with its build time in seconds.
+fn build_index(e: &Engine) -> Result<(BTree<'_>, f64)> {
+    let n = KEYS;
     progress(format!("table: building a B+tree of {n} keys"));
     let t0 = Instant::now();
     let tree = BTree::bulk_build(
-        &e,
+        e,
         INDEX,
         true,
         (0..n as i64).map(|k| (k, k as u64 * 7)),
         90,
         &mut |_| {},
     )?;
-    let build_s = t0.elapsed().as_secs_f64();
-    let mut map = std::collections::BTreeMap::new();
-    for k in 0..n as i64 {
-        map.insert(k, k as u64 * 7);
-    }
+    Ok((tree, t0.elapsed().as_secs_f64()))
+}
+
+/// The map and lookup keys beside `tree` (every index page warmed into the pool), then a
+/// committed heap of [`KEYS`] rows, scanned once to set its hint bits.
+fn load_heap<'e>(e: &'e Engine, tree: BTree<'e>, build_s: f64) -> Result<Bed<'e>> {
+    let n = KEYS;
+    let map: BTreeMap<i64, u64> = (0..n as i64).map(|k| (k, k as u64 * 7)).collect();
     let mut rng = SmallRng::seed_from_u64(42);
-    let keys: Vec<i64> = (0..opts.lookups)
+    let keys: Vec<i64> = (0..LOOKUPS)
         .map(|_| rng.random_range(0..n as i64))
         .collect();
     // Warm: every index page into the pool.
     lookups_per_s(&tree, &keys, 1)?;
 
     progress(format!("table: loading a heap of {n} rows"));
-    let heap = Heap::create(&e, TABLE)?;
+    let heap = Heap::create(e, TABLE)?;
     let x = e.begin_xid()?;
     let t0 = Instant::now();
     heap.bulk_load(x, false, (0..n).map(row), |_| {}, &mut |_| {})?;
@@ -155,99 +212,171 @@ fn run_with(opts: &TableExpOptions, runner: &Runner) -> Result<Report> {
         })
         .collect();
     let expected: i64 = accounts.iter().map(|a| a.abalance).sum();
-    let scan_sum = |heap: &Heap<'_>| -> Result<(i64, u64)> {
-        let snap = e.txns().snapshot(INVALID_XID);
-        let (mut sum, mut rows) = (0i64, 0u64);
-        heap.scan(&snap, |_, d| {
-            sum += i64::from_le_bytes(d[8..16].try_into().expect("8 bytes"));
-            rows += 1;
-        })?;
-        Ok((sum, rows))
-    };
     // First scan: sets hint bits (the commit log is consulted once per row here).
-    let (s, r) = scan_sum(&heap)?;
+    let (s, r) = scan_sum(e, &heap)?;
     ensure!(s == expected && r == n, "scan saw {r} rows summing to {s}");
+    Ok(Bed {
+        e,
+        tree,
+        map,
+        keys,
+        heap,
+        accounts,
+        expected,
+        build_s,
+        load_s,
+    })
+}
 
-    let mut samples = Samples::default();
-    let mut push = |k: &'static str, v: f64| samples.push(k, v);
-    for rep in 0..opts.repeats {
-        progress(format!("table: rep {}/{}", rep + 1, opts.repeats));
-        let (r1, found) = lookups_per_s(&tree, &keys, 1)?;
-        ensure!(found == keys.len() as u64, "lookups found {found} keys");
-        let (r2, _) = lookups_per_s(&tree, &keys, 2)?;
-        let start = Instant::now();
-        let mut found = 0u64;
-        for k in &keys {
-            if map.contains_key(black_box(k)) {
-                found += 1;
-            }
-        }
-        let map_ns = start.elapsed().as_nanos() as f64 / keys.len() as f64;
-        ensure!(found == keys.len() as u64);
-        let ours_ns = 1e9 / r1;
-        push("btree_lookup_ns", ours_ns);
-        push("btreemap_lookup_ns", map_ns);
-        push("lookup_vs_btreemap", ours_ns / map_ns);
-        push("btree_lookups_per_s_1t", r1);
-        push("btree_lookups_per_s_2t", r2);
-        push("btree_scale_2t", r2 / r1);
+/// The heap scanned with visibility checks: (sum of the balances, rows).
+fn scan_sum(e: &Engine, heap: &Heap<'_>) -> Result<(i64, u64)> {
+    let snap = e.txns().snapshot(INVALID_XID);
+    let (mut sum, mut rows) = (0i64, 0u64);
+    heap.scan(&snap, |_, d| {
+        sum += i64::from_le_bytes(d[8..16].try_into().expect("8 bytes"));
+        rows += 1;
+    })?;
+    Ok((sum, rows))
+}
 
-        let start = Instant::now();
-        let (s, r) = scan_sum(&heap)?;
-        let scan_rate = r as f64 / start.elapsed().as_secs_f64();
-        ensure!(s == expected, "scan sum {s} != {expected}");
-        let start = Instant::now();
-        let mut sum = 0i64;
-        for a in black_box(&accounts) {
-            sum += a.abalance;
-            black_box(a.aid);
+/// One repetition: lookups with 1 and 2 threads, the map's, the heap scan and the Vec's.
+fn measure(bed: &Bed<'_>) -> Result<Rep> {
+    let keys = &bed.keys;
+    let (r1, found) = lookups_per_s(&bed.tree, keys, 1)?;
+    ensure!(found == keys.len() as u64, "lookups found {found} keys");
+    let (r2, _) = lookups_per_s(&bed.tree, keys, 2)?;
+    let start = Instant::now();
+    let mut found = 0u64;
+    for k in keys {
+        if bed.map.contains_key(black_box(k)) {
+            found += 1;
         }
-        let mem_rate = n as f64 / start.elapsed().as_secs_f64();
-        ensure!(black_box(sum) == expected);
-        push("seqscan_tuples_per_s", scan_rate);
-        push("memscan_tuples_per_s", mem_rate);
-        push("seqscan_vs_memscan", mem_rate / scan_rate);
     }
-    let stats = tree.check()?;
-    drop(e);
+    let map_ns = start.elapsed().as_nanos() as f64 / keys.len() as f64;
+    ensure!(found == keys.len() as u64);
 
-    let fig = |name, unit| samples.figure(name, unit);
+    let start = Instant::now();
+    let (s, r) = scan_sum(bed.e, &bed.heap)?;
+    let scan_rate = r as f64 / start.elapsed().as_secs_f64();
+    ensure!(s == bed.expected, "scan sum {s} != {}", bed.expected);
+    let start = Instant::now();
+    let mut sum = 0i64;
+    for a in black_box(&bed.accounts) {
+        sum += a.abalance;
+        black_box(a.aid);
+    }
+    let mem_rate = KEYS as f64 / start.elapsed().as_secs_f64();
+    ensure!(black_box(sum) == bed.expected);
+    Ok(Rep {
+        lookups_per_s_1t: r1,
+        lookups_per_s_2t: r2,
+        btreemap_lookup_ns: map_ns,
+        seqscan_tuples_per_s: scan_rate,
+        memscan_tuples_per_s: mem_rate,
+    })
+}
+
+/// The three targets, each the median of its per-repetition ratios: B+tree lookup ns over
+/// the BTreeMap's, lookups/s with 2 threads over 1, the Vec's tuples/s over the heap's.
+fn targets(reps: &[Rep]) -> Vec<Ratio> {
+    let per = |f: &dyn Fn(&Rep) -> f64| reps.iter().map(f).collect::<Vec<f64>>();
+    vec![
+        Ratio::new(
+            "lookup_vs_btreemap",
+            &per(&|r| r.btree_lookup_ns() / r.btreemap_lookup_ns),
+            Goal::AtMost,
+            2.0,
+        ),
+        Ratio::new(
+            "btree_scale_2t",
+            &per(&|r| r.lookups_per_s_2t / r.lookups_per_s_1t),
+            Goal::AtLeast,
+            1.8,
+        ),
+        Ratio::new(
+            "seqscan_vs_memscan",
+            &per(&|r| r.memscan_tuples_per_s / r.seqscan_tuples_per_s),
+            Goal::AtMost,
+            5.0,
+        ),
+    ]
+}
+
+/// The report: figures over the repetitions, the targets, sizes (the B+tree's shape and
+/// the load times are the caller's).
+fn report(a: &Args, runner: &Runner, reps: &[Rep], repeats: usize) -> Report {
+    let figure = |name, unit, f: &dyn Fn(&Rep) -> f64| Figure {
+        name,
+        unit,
+        summary: summarize(&reps.iter().map(f).collect::<Vec<f64>>()),
+    };
     let figures = vec![
-        fig("btree_lookup_ns", "ns"),
-        fig("btreemap_lookup_ns", "ns"),
-        fig("btree_lookups_per_s_1t", "/s"),
-        fig("btree_lookups_per_s_2t", "/s"),
-        fig("seqscan_tuples_per_s", "/s"),
-        fig("memscan_tuples_per_s", "/s"),
-    ];
-    let ratio = |name, goal, target| samples.ratio(name, goal, target);
-    let ratios = vec![
-        ratio("lookup_vs_btreemap", Goal::AtMost, 2.0),
-        ratio("btree_scale_2t", Goal::AtLeast, 1.8),
-        ratio("seqscan_vs_memscan", Goal::AtMost, 5.0),
+        figure("btree_lookup_ns", "ns", &|r| r.btree_lookup_ns()),
+        figure("btreemap_lookup_ns", "ns", &|r| r.btreemap_lookup_ns),
+        figure("btree_lookups_per_s_1t", "/s", &|r| r.lookups_per_s_1t),
+        figure("btree_lookups_per_s_2t", "/s", &|r| r.lookups_per_s_2t),
+        figure("seqscan_tuples_per_s", "/s", &|r| r.seqscan_tuples_per_s),
+        figure("memscan_tuples_per_s", "/s", &|r| r.memscan_tuples_per_s),
     ];
     let mut metadata = runner.metadata();
-    metadata.insert("repeats".into(), opts.repeats.into());
-    metadata.insert("keys".into(), n.into());
-    metadata.insert("lookups_per_thread".into(), opts.lookups.into());
-    metadata.insert("pool_size".into(), opts.pool_size.clone().into());
-    metadata.insert("btree_levels".into(), stats.levels.into());
-    metadata.insert("btree_pages".into(), stats.pages.into());
-    metadata.insert("btree_build_s".into(), build_s.into());
-    metadata.insert("heap_load_s".into(), load_s.into());
+    metadata.insert("repeats".into(), repeats.into());
+    metadata.insert("keys".into(), KEYS.into());
+    metadata.insert("lookups_per_thread".into(), LOOKUPS.into());
+    metadata.insert("pool_size".into(), a.pool_size.clone().into());
     let header = runner.header(&format!(
-        "{n} keys, {} lookups a thread | repeats {}",
-        opts.lookups, opts.repeats
+        "{KEYS} keys, {LOOKUPS} lookups a thread | repeats {repeats}"
     ));
-    Ok(Report {
+    Report {
         header,
         figures,
-        ratios,
+        ratios: targets(reps),
         metadata,
         tables: Vec::new(),
-        notes: vec![format!(
-            "B+tree: {} levels, {} pages, built in {build_s:.2} s; heap of {n} rows loaded in {load_s:.2} s",
-            stats.levels, stats.pages
-        )],
-    })
+        notes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rep(btree_ns: f64, map_ns: f64, scale: f64, scan: f64, mem: f64) -> Rep {
+        Rep {
+            lookups_per_s_1t: 1e9 / btree_ns,
+            lookups_per_s_2t: scale * 1e9 / btree_ns,
+            btreemap_lookup_ns: map_ns,
+            seqscan_tuples_per_s: scan,
+            memscan_tuples_per_s: mem,
+        }
+    }
+
+    #[test]
+    fn targets_are_medians_of_per_repetition_ratios() {
+        let reps = [
+            rep(100.0, 50.0, 1.9, 100.0, 400.0),
+            rep(90.0, 50.0, 1.7, 100.0, 600.0),
+            rep(110.0, 50.0, 1.85, 100.0, 450.0),
+        ];
+        let t = targets(&reps);
+        let names: Vec<&str> = t.iter().map(|r| r.name).collect();
+        assert_eq!(
+            names,
+            ["lookup_vs_btreemap", "btree_scale_2t", "seqscan_vs_memscan"]
+        );
+        assert!((t[0].median - 2.0).abs() < 1e-9 && t[0].pass, "2.0 <= 2.0");
+        assert!((t[1].median - 1.85).abs() < 1e-9 && t[1].pass);
+        assert!((t[2].median - 4.5).abs() < 1e-9 && t[2].pass);
+        // Just past each target: every verdict turns.
+        let reps = reps.map(|r| Rep {
+            btreemap_lookup_ns: r.btreemap_lookup_ns * 0.99,
+            lookups_per_s_2t: r.lookups_per_s_2t * 0.97,
+            memscan_tuples_per_s: r.memscan_tuples_per_s * 1.2,
+            ..r
+        });
+        assert!(
+            targets(&reps).iter().all(|r| !r.pass),
+            "{:?}",
+            targets(&reps)
+        );
+    }
 }
