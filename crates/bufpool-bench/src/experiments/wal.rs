@@ -57,7 +57,7 @@ pub struct Args {}
 /// Runs the experiment in the runner's scratch folder (shorter in a debug build).
 pub fn run(_: &Args, r: &mut Runner) -> Result<Report> {
     let debug = cfg!(debug_assertions);
-    let opts = WalExpOptions {
+    let opts = Plan {
         repeats: r.common.repeats as usize,
         duration: std::time::Duration::from_millis(if debug { 200 } else { 1500 }),
         redo_bytes: if debug { 4 << 20 } else { 128 << 20 },
@@ -67,8 +67,9 @@ pub fn run(_: &Args, r: &mut Runner) -> Result<Report> {
     run_with(&opts, r)
 }
 
+/// The sizes of one run (shorter in a debug build), like `pool`'s `Plan`.
 #[derive(Debug, Clone)]
-pub struct WalExpOptions {
+pub struct Plan {
     pub repeats: usize,
     /// How long each throughput measurement runs.
     pub duration: Duration,
@@ -344,13 +345,13 @@ const COMMIT_RUNS: [(&str, u32, bool); 6] = [
 ];
 
 /// "rep i/n", for progress lines.
-fn rep_tag(rep: usize, opts: &WalExpOptions) -> String {
+fn rep_tag(rep: usize, opts: &Plan) -> String {
     format!("rep {}/{}", rep + 1, opts.repeats)
 }
 
 /// Runs the experiment as `opts` says: `repeats` rounds of raw fdatasync, TPC-B, commit
 /// rates and inserts, then `repeats` redo measurements.
-fn run_with(opts: &WalExpOptions, r: &Runner) -> Result<Report> {
+fn run_with(opts: &Plan, r: &Runner) -> Result<Report> {
     ensure!(opts.repeats >= 3, "--repeats must be at least 3");
     let mut samples = Samples::default();
     let engines = Engines::open(r.scratch())?;
@@ -382,7 +383,7 @@ fn run_with(opts: &WalExpOptions, r: &Runner) -> Result<Report> {
 
 /// The TPC-B template for `tpcb_vs_limit` (c4, synchronous commit on), loaded once; a
 /// fresh copy per repetition. Its path and knobs.
-fn tpcb_template(r: &Runner, opts: &WalExpOptions) -> Result<(PathBuf, Vec<(String, String)>)> {
+fn tpcb_template(r: &Runner, opts: &Plan) -> Result<(PathBuf, Vec<(String, String)>)> {
     let template = std::path::absolute(r.scratch().join("tpcb-template"))?;
     let sets: Vec<(String, String)> = [
         ("shared_buffers", "64MB"),
@@ -405,7 +406,7 @@ fn tpcb_template(r: &Runner, opts: &WalExpOptions) -> Result<(PathBuf, Vec<(Stri
 /// raw rate.
 fn limits(
     r: &Runner,
-    opts: &WalExpOptions,
+    opts: &Plan,
     rep: usize,
     (template, sets): (&Path, &[(String, String)]),
     samples: &mut Samples,
@@ -434,7 +435,7 @@ fn limits(
 /// gain over `rate`.
 fn overlapped(
     engines: &Engines,
-    opts: &WalExpOptions,
+    opts: &Plan,
     rep: usize,
     (name, threads, rate): (&str, u32, f64),
     samples: &mut Samples,
@@ -466,7 +467,7 @@ fn overlapped(
 /// same run with `commit_delay`.
 fn sync_16t(
     engines: &Engines,
-    opts: &WalExpOptions,
+    opts: &Plan,
     rep: usize,
     (rate, raw, before, after): (f64, f64, WalStats, WalStats),
     samples: &mut Samples,
@@ -505,12 +506,7 @@ fn sync_16t(
 }
 
 /// Insert throughput on 1 and 2 threads, and the raw append baselines.
-fn inserts(
-    engines: &Engines,
-    opts: &WalExpOptions,
-    rep: usize,
-    samples: &mut Samples,
-) -> Result<()> {
+fn inserts(engines: &Engines, opts: &Plan, rep: usize, samples: &mut Samples) -> Result<()> {
     progress(format!("wal: {}: insert throughput", rep_tag(rep, opts)));
     // 2 x 800k records of 136 bytes: 218 MB, within the 256 MiB ring.
     let per_thread = 800_000;
@@ -535,7 +531,7 @@ fn inserts(
 /// recover; `repeats` times. What each recovery did, by repetition.
 fn redo(
     runner: &Runner,
-    opts: &WalExpOptions,
+    opts: &Plan,
     samples: &mut Samples,
 ) -> Result<Map<String, serde_json::Value>> {
     let redo_dir = runner.scratch().join("redo");
@@ -628,7 +624,7 @@ fn targets(samples: &Samples) -> Vec<Ratio> {
 /// The report: figures, targets, metadata and notes.
 fn report(
     r: &Runner,
-    opts: &WalExpOptions,
+    opts: &Plan,
     samples: &Samples,
     counts: &Counts,
     redo_info: Map<String, serde_json::Value>,

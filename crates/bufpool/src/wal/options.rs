@@ -35,12 +35,12 @@ pub struct WalOptions {
     /// How many segments released by checkpoints are kept to be renamed into new ones
     /// (instead of creating and zero-filling a file); the rest are unlinked. 0 keeps none.
     pub recycle_segments: usize,
-    /// Segments past the current one that [`Wal::prepare_ahead`] keeps ready.
+    /// Segments past the current one that [`Wal::prepare_ahead`](super::Wal::prepare_ahead) keeps ready.
     pub prepare_segments: u64,
     /// PostgreSQL's commit_delay, in microseconds: a flush leader waits this long before
     /// taking its batch when at least `commit_siblings` other threads are flushing. 0: off.
     pub commit_delay_us: u64,
-    /// PostgreSQL's commit_siblings, counted as other threads inside [`Wal::flush`].
+    /// PostgreSQL's commit_siblings, counted as other threads inside [`Wal::flush`](super::Wal::flush).
     pub commit_siblings: u64,
     /// PostgreSQL's wal_writer_flush_after, bytes: an insert that leaves this much log
     /// unwritten (or a quarter of the ring, if less) wakes the WAL writer to write
