@@ -35,7 +35,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use super::device::remove_db;
-use super::runner::{knobs, schedule, Common, Runner, Template};
+use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Template};
 use super::{layout, progress, summarize, Goal, Ratio, Report};
 use crate::commands::run_tpcb;
 use crate::tpcb::burst::{Batch, RateProfile};
@@ -51,10 +51,8 @@ const STEADY_OF_MAX: f64 = 0.7;
 /// rounds, one run of each configuration).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Where the data goes: `local`, or a scripts/slow-device.sh profile (ssd-nvme,
-    /// ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a note).
-    #[arg(long, default_value = "ssd-sata")]
-    pub device: String,
+    #[command(flatten)]
+    pub device: DeviceArg,
     /// io_direct for the TPC-B runs (default on: a write costs device time).
     #[arg(long, value_parser = ["on", "off"])]
     pub io_direct: Option<String>,

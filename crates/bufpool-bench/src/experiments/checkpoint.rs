@@ -51,7 +51,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::device::remove_db;
-use super::runner::{knobs, schedule, ts_dirs, Common, Runner, Template};
+use super::runner::{knobs, schedule, ts_dirs, Common, DeviceArg, Runner, Template};
 use super::{layout, Goal, Ratio, Report};
 use crate::commands::{load_config, run_tpcb};
 use crate::report::model::RunResult;
@@ -64,10 +64,8 @@ use bufpool::{Engine, RealVfs, Vfs};
 /// triggered by a 32 MB max_wal_size, one run of each configuration).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Where the data goes: `local`, or a scripts/slow-device.sh profile (ssd-nvme,
-    /// ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a note).
-    #[arg(long, default_value = "ssd-sata")]
-    pub device: String,
+    #[command(flatten)]
+    pub device: DeviceArg,
     /// io_direct for the TPC-B runs (default off: writeback hints and the final fsync
     /// act on the page cache).
     #[arg(long, value_parser = ["on", "off"])]

@@ -26,6 +26,15 @@ use super::{progress, Report, RunInfo};
 const LOCAL_DISK: &str = "local disk (not throttled)";
 
 /// Flags every experiment takes (before or after its name).
+/// `--device`, for the experiments whose data can go on a throttled device.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DeviceArg {
+    /// Where the data goes: `local`, or a scripts/slow-device.sh profile (ssd-nvme,
+    /// ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a note).
+    #[arg(long, default_value = "ssd-sata")]
+    pub device: String,
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct Common {
     /// Print one JSON object instead of a table.
@@ -143,7 +152,8 @@ impl Runner {
 
     /// Puts the data on `profile` (`local`, or a scripts/slow-device.sh profile mounted
     /// under the scratch folder; the local disk with a note when that cannot be had).
-    pub fn use_device(&mut self, profile: &str) -> Result<()> {
+    pub fn use_device(&mut self, arg: &DeviceArg) -> Result<()> {
+        let profile = arg.device.as_str();
         let (device, desc) =
             SlowDevice::choose(self.name, profile, self.scratch.path(), &mut self.notes)?;
         if let Some(d) = &device {
@@ -333,7 +343,10 @@ mod tests {
             quick: true,
         };
         let mut r = Runner::new("t", common, vec!["bufpool".into()]).unwrap();
-        r.use_device("local").unwrap();
+        r.use_device(&DeviceArg {
+            device: "local".into(),
+        })
+        .unwrap();
         let root = r.data_root().unwrap().to_path_buf();
         assert!(root.starts_with(std::path::absolute(r.scratch()).unwrap()));
         let m = r.metadata();

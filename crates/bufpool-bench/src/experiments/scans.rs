@@ -33,16 +33,14 @@ use bufpool::{
 };
 use bufpool::{Ring, RingKind};
 
-use super::runner::{Common, Runner};
+use super::runner::{Common, DeviceArg, Runner};
 use super::{layout, progress, summarize, Goal, Ratio, Report, Summary};
 
 /// `bufpool experiment scans` flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Where the data goes: `local`, or a scripts/slow-device.sh profile (ssd-nvme,
-    /// ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a note).
-    #[arg(long, default_value = "ssd-sata")]
-    pub device: String,
+    #[command(flatten)]
+    pub device: DeviceArg,
     /// The pool of every run in MiB (default 64; 8 with --quick; 2 in a debug build);
     /// the tables are 0.1, 1.2, 4 and 10 pools.
     #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
