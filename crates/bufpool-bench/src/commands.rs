@@ -364,39 +364,105 @@ impl QueryMode {
     }
 }
 
-#[derive(Debug, Clone)]
+/// `bufpool bench`'s arguments, pgbench's flags by pgbench's names; experiments build one
+/// with [`BenchArgs::tpcb`] and struct update syntax.
+#[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    pub dir: PathBuf,
-    /// `-M`: printed, no effect.
-    pub protocol: QueryMode,
+    /// Number of clients (concurrent sessions, one thread each).
+    #[arg(short = 'c', long = "client", default_value_t = 1)]
     pub clients: u32,
+    /// Number of threads: clients are grouped for the per-thread log files.
+    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
     pub threads: u32,
+    /// Duration in seconds.
+    #[arg(short = 'T', long = "time")]
     pub time: Option<u64>,
+    /// Transactions per client (default 10 when -T is not given).
+    #[arg(short = 't', long = "transactions")]
     pub transactions: Option<u64>,
+    /// Target rate, transactions per second (Poisson schedule; latency from schedule).
+    #[arg(short = 'R', long = "rate")]
     pub rate: Option<f64>,
+    /// Latency limit in ms: count later ones; with -R, skip those that start too late.
+    #[arg(short = 'L', long = "latency-limit")]
     pub latency_limit: Option<f64>,
+    /// Progress report every N seconds.
+    #[arg(short = 'P', long = "progress")]
     pub progress: Option<u32>,
+    /// pgbench's query protocol (simple, extended, prepared). Accepted for pgbench's
+    /// command lines and has no effect: an embedded engine parses no SQL (the summary's
+    /// "query mode" line says so).
+    #[arg(short = 'M', long = "protocol", value_enum, default_value = "simple")]
+    pub protocol: QueryMode,
+    /// Write pgbench's aggregate log (one file per thread).
+    #[arg(short = 'l', long = "log")]
     pub log: bool,
+    /// Seconds per aggregate-log line.
+    #[arg(long = "aggregate-interval")]
     pub aggregate_interval: Option<u32>,
+    /// Log file name prefix.
+    #[arg(long = "log-prefix", default_value = "pgbench_log")]
     pub log_prefix: String,
+    /// Built-in script.
+    #[arg(
+        short = 'b',
+        long = "builtin",
+        value_name = "BUILTIN",
+        value_enum,
+        default_value = "tpcb-like"
+    )]
     pub mode: Mode,
-    pub seed: u64,
-    pub sets: Vec<(String, String)>,
-    pub json: bool,
-    pub label: Option<String>,
-    pub out: Option<PathBuf>,
-    pub abort_fraction: f64,
-    pub ack_log: Option<PathBuf>,
-    /// `--rate-profile` as typed (parsed in `run_bench`).
-    pub rate_profile: Option<String>,
-    /// `--batch-every` seconds and `--batch-rows`.
-    pub batch_every: Option<u64>,
-    pub batch_rows: Option<u64>,
-    /// `--side-script`, `--side-pause-ms`.
+    /// A second script run by one thread beside the clients, as seed 002's second pgbench
+    /// instance: savepoint-overflow (70 nested savepoints, pause, commit) or long-running
+    /// (one insert, pause, commit). Its transactions are reported apart (`side_script`).
+    #[arg(long = "side-script", value_enum)]
     pub side_script: Option<tpcb::side::SideScript>,
+    /// The side script's pause before its commit, ms (default: 1000 for
+    /// savepoint-overflow, 10000 for long-running, the seed's pg_sleep).
+    #[arg(long = "side-pause-ms")]
     pub side_pause_ms: Option<u64>,
-    /// `--vacuum-every` seconds.
+    /// Random seed (a number; default: fixed).
+    #[arg(long = "random-seed", default_value_t = 0x5eed)]
+    pub seed: u64,
+    /// Machine-readable summary on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Legend label in reports.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Saves the whole run (per-second series included) for `bufpool report`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Rolls back this fraction of transactions after their work (testing aid).
+    #[arg(long, default_value_t = 0.0, hide = true)]
+    pub abort_fraction: f64,
+    /// Appends one line per committed transaction (tid bid aid delta mtime) as soon as its
+    /// commit returns, written to the OS before the client goes on: a line means
+    /// acknowledged. For crash tests (`check --acked`, scripts/crash-loop.sh).
+    #[arg(long = "ack-log", value_name = "FILE")]
+    pub ack_log: Option<PathBuf>,
+    /// Bursty target rate instead of -R: a sine wave with random spikes, e.g.
+    /// period=60s,low=500,high=3000,spike=0.05[,spike-factor=3] (transactions/s over all
+    /// clients; a spike second runs at spike-factor times the wave).
+    #[arg(long = "rate-profile", value_name = "SPEC")]
+    pub rate_profile: Option<String>,
+    /// Every SECS seconds, a batch transaction updates --batch-rows accounts spread over the
+    /// table (a large write, in the per-second charts).
+    #[arg(long = "batch-every", value_name = "SECS")]
+    pub batch_every: Option<u64>,
+    /// Rows per batch (with --batch-every).
+    #[arg(long = "batch-rows", value_name = "N")]
+    pub batch_rows: Option<u64>,
+    /// Every SECS seconds (at least 1), a thread beside the clients VACUUMs
+    /// pgbench_branches, pgbench_tellers and pgbench_accounts (for stress runs).
+    #[arg(long = "vacuum-every", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub vacuum_every: Option<u64>,
+    /// Data directory.
+    #[arg(short = 'D', long = "pgdata", default_value = "bufpool-data")]
+    pub dir: PathBuf,
+    /// Overrides a knob for this run (repeatable), e.g. --set shared_buffers=64MB.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::parse_set)]
+    pub sets: Vec<(String, String)>,
 }
 
 impl BenchArgs {

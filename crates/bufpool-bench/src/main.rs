@@ -33,7 +33,7 @@ enum Command {
     /// Creates a pgbench database (like `pgbench -i`): four tables, primary keys, a checkpoint.
     Init(InitArgs),
     /// Runs pgbench's client loop against a database made by `init`.
-    Bench(BenchCli),
+    Bench(commands::BenchArgs),
     /// Verifies a database: TPC-B balances, every page's checksum, keys against heaps.
     Check(CheckArgs),
     /// Prints every knob with its value, default, unit, source and description.
@@ -228,95 +228,6 @@ struct InitArgs {
 }
 
 #[derive(Debug, clap::Args)]
-struct BenchCli {
-    /// Number of clients (concurrent sessions, one thread each).
-    #[arg(short = 'c', long = "client", default_value_t = 1)]
-    clients: u32,
-    /// Number of threads: clients are grouped for the per-thread log files.
-    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
-    threads: u32,
-    /// Duration in seconds.
-    #[arg(short = 'T', long = "time")]
-    time: Option<u64>,
-    /// Transactions per client (default 10 when -T is not given).
-    #[arg(short = 't', long = "transactions")]
-    transactions: Option<u64>,
-    /// Target rate, transactions per second (Poisson schedule; latency from schedule).
-    #[arg(short = 'R', long = "rate")]
-    rate: Option<f64>,
-    /// Latency limit in ms: count later ones; with -R, skip those that start too late.
-    #[arg(short = 'L', long = "latency-limit")]
-    latency_limit: Option<f64>,
-    /// Progress report every N seconds.
-    #[arg(short = 'P', long = "progress")]
-    progress: Option<u32>,
-    /// pgbench's query protocol (simple, extended, prepared). Accepted for pgbench's
-    /// command lines and has no effect: an embedded engine parses no SQL (the summary's
-    /// "query mode" line says so).
-    #[arg(short = 'M', long = "protocol", value_enum, default_value = "simple")]
-    protocol: commands::QueryMode,
-    /// Write pgbench's aggregate log (one file per thread).
-    #[arg(short = 'l', long = "log")]
-    log: bool,
-    /// Seconds per aggregate-log line.
-    #[arg(long = "aggregate-interval")]
-    aggregate_interval: Option<u32>,
-    /// Log file name prefix.
-    #[arg(long = "log-prefix", default_value = "pgbench_log")]
-    log_prefix: String,
-    /// Built-in script.
-    #[arg(short = 'b', long = "builtin", value_enum, default_value = "tpcb-like")]
-    builtin: tpcb::run::Mode,
-    /// A second script run by one thread beside the clients, as seed 002's second pgbench
-    /// instance: savepoint-overflow (70 nested savepoints, pause, commit) or long-running
-    /// (one insert, pause, commit). Its transactions are reported apart (`side_script`).
-    #[arg(long = "side-script", value_enum)]
-    side_script: Option<tpcb::side::SideScript>,
-    /// The side script's pause before its commit, ms (default: 1000 for
-    /// savepoint-overflow, 10000 for long-running, the seed's pg_sleep).
-    #[arg(long = "side-pause-ms")]
-    side_pause_ms: Option<u64>,
-    /// Random seed (a number; default: fixed).
-    #[arg(long = "random-seed", default_value_t = 0x5eed)]
-    seed: u64,
-    /// Machine-readable summary on stdout.
-    #[arg(long)]
-    json: bool,
-    /// Legend label in reports.
-    #[arg(long)]
-    label: Option<String>,
-    /// Saves the whole run (per-second series included) for `bufpool report`.
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
-    /// Rolls back this fraction of transactions after their work (testing aid).
-    #[arg(long, default_value_t = 0.0, hide = true)]
-    abort_fraction: f64,
-    /// Appends one line per committed transaction (tid bid aid delta mtime) as soon as its
-    /// commit returns, written to the OS before the client goes on: a line means
-    /// acknowledged. For crash tests (`check --acked`, scripts/crash-loop.sh).
-    #[arg(long = "ack-log", value_name = "FILE")]
-    ack_log: Option<PathBuf>,
-    /// Bursty target rate instead of -R: a sine wave with random spikes, e.g.
-    /// period=60s,low=500,high=3000,spike=0.05[,spike-factor=3] (transactions/s over all
-    /// clients; a spike second runs at spike-factor times the wave).
-    #[arg(long = "rate-profile", value_name = "SPEC")]
-    rate_profile: Option<String>,
-    /// Every SECS seconds, a batch transaction updates --batch-rows accounts spread over the
-    /// table (a large write, in the per-second charts).
-    #[arg(long = "batch-every", value_name = "SECS")]
-    batch_every: Option<u64>,
-    /// Rows per batch (with --batch-every).
-    #[arg(long = "batch-rows", value_name = "N")]
-    batch_rows: Option<u64>,
-    /// Every SECS seconds (at least 1), a thread beside the clients VACUUMs
-    /// pgbench_branches, pgbench_tellers and pgbench_accounts (for stress runs).
-    #[arg(long = "vacuum-every", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
-    vacuum_every: Option<u64>,
-    #[command(flatten)]
-    dir: DirArgs,
-}
-
-#[derive(Debug, clap::Args)]
 struct ReportArgs {
     /// Run files written by `bench --out`.
     #[arg(required = true)]
@@ -361,34 +272,7 @@ fn main() -> Result<()> {
             &a.tablespaces,
             &a.dir.sets,
         ),
-        Some(Command::Bench(b)) => commands::bench(&commands::BenchArgs {
-            dir: b.dir.dir,
-            clients: b.clients,
-            threads: b.threads,
-            time: b.time,
-            transactions: b.transactions,
-            rate: b.rate,
-            latency_limit: b.latency_limit,
-            progress: b.progress,
-            protocol: b.protocol,
-            log: b.log,
-            aggregate_interval: b.aggregate_interval,
-            log_prefix: b.log_prefix,
-            mode: b.builtin,
-            seed: b.seed,
-            sets: b.dir.sets,
-            json: b.json,
-            label: b.label,
-            out: b.out,
-            abort_fraction: b.abort_fraction,
-            ack_log: b.ack_log,
-            rate_profile: b.rate_profile,
-            batch_every: b.batch_every,
-            batch_rows: b.batch_rows,
-            vacuum_every: b.vacuum_every,
-            side_script: b.side_script,
-            side_pause_ms: b.side_pause_ms,
-        }),
+        Some(Command::Bench(b)) => commands::bench(&b),
         Some(Command::Check(c)) => {
             match commands::check(&c.dir.dir, &c.dir.sets, &c.acked, c.accounts_only) {
                 Ok(true) => Ok(()),
