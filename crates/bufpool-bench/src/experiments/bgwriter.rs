@@ -4,11 +4,15 @@
 //! Table 1, TPC-B: one run per configuration and workload, all in this process, each on a
 //! fresh copy of one template database (pool a quarter of the data, 8 clients,
 //! synchronous_commit off so that buffer writes, not WAL flushes, are what the clients
-//! wait on; checkpoint_timeout 1 h so no checkpoint runs inside the measured minute: the
-//! bgwriter and the backends are the only writers). Configurations: bgwriter off; the
-//! default; PostgreSQL 15's defaults (lru_maxpages 100, multiplier 2.0, delay 200 ms);
-//! seed 004's setting (delay 10 ms, lru_maxpages 1000); the three alternatives of seed
-//! 000 (dirty-chain, mini-checkpoint, victim-queue). Workloads: max (clients as fast as
+//! wait on; `--checkpoint-timeout` 1 h by default so no checkpoint runs inside the measured
+//! minute: the bgwriter and the backends are the only writers; 30 s puts checkpoints in).
+//! Configurations: bgwriter off; the default; `pg15-defaults`, PostgreSQL 15's settings
+//! (lru_maxpages 100, multiplier 2.0, delay 200 ms) on our bgwriter, which still naps
+//! adaptively, keeps its lead and 16 writes in flight; `pg15-faithful`, those settings
+//! with PostgreSQL's behaviour (fixed nap, no lead, one write at a time); `seed000-bg2`,
+//! seed 000's bg2.patch (a 2% search window from the clock hand each round,
+//! `bgwriter_lru_percent`); seed 004's setting (delay 10 ms, lru_maxpages 1000); the three
+//! alternatives of seed 000 (dirty-chain, mini-checkpoint, victim-queue). Workloads: max (clients as fast as
 //! they go; `off` and `default` only: it measures the most each can do, and sets the
 //! others' rates), steady (a Poisson arrival rate, `-R`, of [`STEADY_OF_MAX`] times the
 //! max runs' median with the bgwriter off: the same work for every configuration, so
@@ -66,6 +70,11 @@ pub struct Args {
     /// Seconds per TPC-B run (default 60, 10 with --quick).
     #[arg(long)]
     pub seconds: Option<u64>,
+    /// checkpoint_timeout of the TPC-B runs: 1h keeps checkpoints out of the measured
+    /// runs (the bgwriter and the backends are the only writers); 30s puts them in, to
+    /// ask seed 000's question whether LRU cleaning smooths checkpoints.
+    #[arg(long, default_value = "1h")]
+    pub checkpoint_timeout: String,
 }
 
 /// The flags resolved: what this run of the experiment does.
@@ -82,6 +91,8 @@ struct Settings {
     rounds: usize,
     /// Only these configurations of table 1 (empty: all), `off` always included.
     only: Vec<String>,
+    /// checkpoint_timeout of the TPC-B runs.
+    checkpoint_timeout: String,
     /// Runs of `off` and `default` per workload (interleaved, so drift hits both alike);
     /// the targets are medians over the pairs. The other configurations run once.
     repeats: usize,
@@ -106,6 +117,7 @@ impl Settings {
             rounds: if quick { 10 } else { 30 },
             only: a.bgw_configs.clone(),
             repeats: if quick { 1 } else { c.repeats as usize },
+            checkpoint_timeout: a.checkpoint_timeout.clone(),
         })
     }
 
@@ -154,6 +166,34 @@ fn configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
         ("writers-1", vec![("bgwriter_writers", "1")]),
         // The 16 writes on 16 threads instead of one io_uring (the default before).
         ("threads", vec![("bgwriter_io_method", "threads")]),
+        // PostgreSQL 15's bgwriter as it behaves, not only its settings: a fixed nap, no
+        // lead, one write at a time (its writeback hints every 512 kB are our default).
+        (
+            "pg15-faithful",
+            vec![
+                ("bgwriter_lru_maxpages", "100"),
+                ("bgwriter_lru_multiplier", "2.0"),
+                ("bgwriter_delay", "200ms"),
+                ("bgwriter_adaptive_nap", "off"),
+                ("bgwriter_lead", "off"),
+                ("bgwriter_writers", "1"),
+            ],
+        ),
+        // Seed 000's bg2.patch (Simon Riggs, 2004-12): every round searches 2% of the
+        // pool from the LRU end (our clock hand) and writes its dirty buffers, at most 100,
+        // every 200 ms; one write at a time, no writeback hints (2004 had none).
+        (
+            "seed000-bg2",
+            vec![
+                ("bgwriter_lru_percent", "2"),
+                ("bgwriter_lru_maxpages", "100"),
+                ("bgwriter_delay", "200ms"),
+                ("bgwriter_adaptive_nap", "off"),
+                ("bgwriter_lead", "off"),
+                ("bgwriter_writers", "1"),
+                ("bgwriter_flush_after", "0"),
+            ],
+        ),
     ]
 }
 
@@ -181,6 +221,10 @@ struct Row {
     /// What the slow (over 10 ms) transactions waited for, as the bench summary says it.
     slow_waits: String,
     waits: serde_json::Value,
+    /// Checkpoints that ended in the run, their summed sync seconds and longest fsync.
+    checkpoints: usize,
+    checkpoint_sync_s: f64,
+    longest_sync_s: f64,
 }
 
 impl Row {
@@ -218,6 +262,13 @@ impl Row {
                 .as_ref()
                 .and_then(|w| serde_json::to_value(w).ok())
                 .unwrap_or(serde_json::Value::Null),
+            checkpoints: r.checkpoints.len(),
+            checkpoint_sync_s: r.checkpoints.iter().map(|c| c.sync_s).sum(),
+            longest_sync_s: r
+                .checkpoints
+                .iter()
+                .map(|c| c.longest_sync_s)
+                .fold(0.0, f64::max),
         }
     }
 
@@ -235,6 +286,7 @@ impl Row {
             format!("{:.0}", self.bgw_writes_per_s),
             self.wasted.to_string(),
             self.maxwritten.to_string(),
+            format!("{} / {:.2}", self.checkpoints, self.checkpoint_sync_s),
         ]
     }
 
@@ -249,6 +301,8 @@ impl Row {
             "maxwritten_clean": self.maxwritten, "backend_writes": self.backend_writes,
             "bgwriter_writes": self.bgwriter_writes, "bgwriter": self.why,
             "rate": self.rate, "waits": self.waits,
+            "checkpoints": self.checkpoints, "checkpoint_sync_s": self.checkpoint_sync_s,
+            "longest_sync_s": self.longest_sync_s,
         })
     }
 }
@@ -283,7 +337,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
                 format!("{}MB", template.quarter_pool_mb()).as_str(),
             ),
             ("synchronous_commit", "off"),
-            ("checkpoint_timeout", "1h"),
+            ("checkpoint_timeout", o.checkpoint_timeout.as_str()),
             ("io_direct", on_off),
         ]),
     };
@@ -511,7 +565,7 @@ fn report(r: &mut Runner, bed: &Bed, rows: &[Row], round_rows: &[RoundRow]) -> R
         "settings".into(),
         json!({"scale": o.scale, "clients": o.clients, "seconds": o.seconds, "pool_mb": pool_mb,
                "repeats": o.repeats.max(1), "steady_rate_of_max": STEADY_OF_MAX,
-               "synchronous_commit": "off", "checkpoint_timeout": "1h"}),
+               "synchronous_commit": "off", "checkpoint_timeout": o.checkpoint_timeout}),
     );
     Report {
         header: r.header(&r.device_line()),
@@ -552,6 +606,7 @@ fn runs_table(r: &Runner, bed: &Bed, rows: &[Row]) -> String {
         "bgw writes/s",
         "wasted",
         "maxwritten",
+        "ckpts / sync s",
     ];
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     cells.extend(rows.iter().map(Row::cells));
@@ -767,6 +822,9 @@ mod tests {
             rate: None,
             slow_waits: String::new(),
             waits: serde_json::Value::Null,
+            checkpoints: 0,
+            checkpoint_sync_s: 0.0,
+            longest_sync_s: 0.0,
         }
     }
 
@@ -827,6 +885,7 @@ mod tests {
             rounds: 1,
             only: vec!["dirty-chain".into()],
             repeats: 1,
+            checkpoint_timeout: "1h".into(),
         };
         assert!(o.runs("off", "max") && !o.runs("default", "steady"));
         assert!(o.runs("dirty-chain", "steady") && !o.runs("dirty-chain", "max"));

@@ -226,7 +226,21 @@ pub struct BgwriterOptions {
     pub writers: usize,
     /// How those writes are kept in flight (`bgwriter_io_method`).
     pub io: BgwriterIo,
+    /// Nap shorter than `bgwriter_delay` when the clock hand would reach the cursor
+    /// sooner (`bgwriter_adaptive_nap`); off: always `bgwriter_delay`, as PostgreSQL.
+    pub adaptive_nap: bool,
+    /// Keep the cursor the hand's speed × one write's time ahead of the hand
+    /// (`bgwriter_lead`); off: clean from wherever the cursor is, as PostgreSQL.
+    pub lead: bool,
+    /// PostgreSQL 8.1's `bgwriter_lru_percent`, in thousandths of a percent: each round
+    /// searches this share of the pool from the clock hand and writes the dirty reusable
+    /// buffers it finds (up to the write cap), with no estimate of demand and no cursor
+    /// kept between rounds. 0 (the default): the estimator decides how far to scan.
+    pub lru_percent_thousandths: u64,
 }
+
+/// Largest `bgwriter_lru_percent`: the whole pool, in thousandths of a percent.
+pub const MAX_BGWRITER_LRU_PERCENT_THOUSANDTHS: u64 = 100_000;
 
 /// Default `bgwriter_writers`: 16 writes in flight, PostgreSQL 18's
 /// effective_io_concurrency. On the ssd-sata profile with O_DIRECT (TPC-B, 8 clients, 30 s
@@ -246,6 +260,9 @@ impl Default for BgwriterOptions {
             flush_after_bytes: DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
             writers: DEFAULT_BGWRITER_WRITERS,
             io: BgwriterIo::IoUring,
+            adaptive_nap: true,
+            lead: true,
+            lru_percent_thousandths: 0,
         }
     }
 }
@@ -294,6 +311,13 @@ impl BgwriterOptions {
                 "bgwriter_flush_after",
                 format_size(self.flush_after_bytes),
                 "0 to 2MB",
+            ));
+        }
+        if self.lru_percent_thousandths > MAX_BGWRITER_LRU_PERCENT_THOUSANDTHS {
+            return Err(ConfigError::new(
+                "bgwriter_lru_percent",
+                self.lru_percent_thousandths as f64 / 1000.0,
+                "0.0 to 100.0",
             ));
         }
         Ok(())

@@ -839,6 +839,37 @@ pub static KNOBS: &[Knob] = &[
         )
     },
     row(
+        "bgwriter_adaptive_nap",
+        Unit::Bool,
+        "on",
+        "nap less than bgwriter_delay when the clock hand would reach the cleaned buffers \
+         sooner (off: always bgwriter_delay, as PostgreSQL)",
+        |c, v| c.bgwriter_adaptive_nap = flag(v),
+        |c| Value::Bool(c.bgwriter_adaptive_nap),
+    ),
+    row(
+        "bgwriter_lead",
+        Unit::Bool,
+        "on",
+        "start cleaning where the clock hand cannot arrive before the writes end (off: at \
+         the cursor, as PostgreSQL)",
+        |c, v| c.bgwriter_lead = flag(v),
+        |c| Value::Bool(c.bgwriter_lead),
+    ),
+    Knob {
+        min: 0,
+        max: MAX_BGWRITER_LRU_PERCENT_THOUSANDTHS,
+        ..row(
+            "bgwriter_lru_percent",
+            Unit::Decimal,
+            "0",
+            "PostgreSQL 8.1's search window: each round scans this percent of the pool from \
+             the clock hand, no demand estimate (0: the estimator decides)",
+            |c, v| c.bgwriter_lru_percent_thousandths = int(v),
+            |c| Value::Int(c.bgwriter_lru_percent_thousandths),
+        )
+    },
+    row(
         "synchronize_seqscans",
         Unit::Bool,
         "on",

@@ -50,6 +50,9 @@ impl Config {
             flush_after_bytes: self.bgwriter_flush_after,
             writers: self.bgwriter_writers,
             io: self.bgwriter_io_method,
+            adaptive_nap: self.bgwriter_adaptive_nap,
+            lead: self.bgwriter_lead,
+            lru_percent_thousandths: self.bgwriter_lru_percent_thousandths,
         }
     }
 

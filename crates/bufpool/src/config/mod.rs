@@ -17,9 +17,9 @@ use std::time::Duration;
 use crate::buffer::{
     shared_buffers_error, BgwriterOptions, CheckpointWriteOptions, PoolConfig, PoolOptions,
     WritebackScope, MAX_BGWRITER_DELAY_MS, MAX_BGWRITER_FLUSH_AFTER_BYTES,
-    MAX_BGWRITER_LRU_MAXPAGES, MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BUFFERS,
-    MAX_COMBINE_PAGES, MAX_MAPPING_PARTITIONS, MAX_RING_BYTES, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
-    MIN_RING_BYTES,
+    MAX_BGWRITER_LRU_MAXPAGES, MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
+    MAX_BGWRITER_LRU_PERCENT_THOUSANDTHS, MAX_BUFFERS, MAX_COMBINE_PAGES, MAX_MAPPING_PARTITIONS,
+    MAX_RING_BYTES, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS, MIN_RING_BYTES,
 };
 use crate::page::{DEFAULT_PAGE_SIZE, PAGE_SIZES};
 use crate::scan::{ReadStreamOptions, ScanOptions};
@@ -182,6 +182,12 @@ pub struct Config {
     pub bgwriter_writers: usize,
     /// How the bgwriter keeps them in flight.
     pub bgwriter_io_method: BgwriterIo,
+    /// Naps shortened when the clock hand nears the bgwriter's cursor.
+    pub bgwriter_adaptive_nap: bool,
+    /// The cursor kept ahead of the hand by what the hand passes during one write.
+    pub bgwriter_lead: bool,
+    /// bgwriter_lru_percent in thousandths (1.0 is 1000); 0: the estimator.
+    pub bgwriter_lru_percent_thousandths: u64,
     pub synchronize_seqscans: bool,
     pub seqscan_strategy: SeqscanStrategy,
     /// seqscan_sync_threshold in thousandths of the pool.

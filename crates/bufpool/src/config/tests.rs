@@ -509,6 +509,9 @@ fn bgwriter_knobs_parse_and_reach_the_pool_options() {
     assert_eq!(c.get("bgwriter_io_method").unwrap(), "io_uring");
     c.set("bgwriter_writers", "4").unwrap();
     c.set("bgwriter_io_method", "threads").unwrap();
+    c.set("bgwriter_adaptive_nap", "off").unwrap();
+    c.set("bgwriter_lead", "off").unwrap();
+    c.set("bgwriter_lru_percent", "2").unwrap();
     assert_eq!(c.get("bgwriter_lru_multiplier").unwrap(), "1.25");
     let o = c.pool_options(8192).unwrap().bgwriter;
     assert_eq!(
@@ -522,6 +525,9 @@ fn bgwriter_knobs_parse_and_reach_the_pool_options() {
             flush_after_bytes: 0,
             writers: 4,
             io: BgwriterIo::Threads,
+            adaptive_nap: false,
+            lead: false,
+            lru_percent_thousandths: 2000,
         }
     );
     assert_eq!(

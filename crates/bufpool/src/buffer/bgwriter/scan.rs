@@ -110,37 +110,13 @@ impl<'a> Round<'a> {
             self.state.saved = false;
             return;
         }
-        // Step 2: the cursor. Behind (or level with) the hand: restart there.
-        // Buffers between the hand and the cursor were examined in this lap.
-        let examined = if self.state.next_to_clean > hand {
-            (self.state.next_to_clean - hand).min(nbuffers)
+        let scan = if self.pool.bgwriter.options.lru_percent_thousandths > 0 {
+            self.window(hand, nbuffers)
         } else {
-            if self.state.next_to_clean < hand && self.state.round_number > 0 {
-                self.pool
-                    .bgwriter
-                    .counters
-                    .rounds_lapped
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-            self.state.next_to_clean = hand;
-            0
+            self.horizon(hand, nbuffers, upcoming_raw)
         };
-        // Too close to the hand to be cleaned in time: start further on.
-        let skipped = self.state.keep_lead(hand, nbuffers);
-        self.report.buffers_skipped += skipped;
+        let reusable_ahead = scan.reusable;
         let density = self.state.smoothed_density.max(1.0);
-        let reusable_ahead = (examined as f64 / density) as u64;
-        // Step 3: minimum progress.
-        let min_scan =
-            (nbuffers * self.pool.bgwriter.options.delay_ms).div_ceil(SCAN_WHOLE_POOL_MS);
-        let upcoming = (upcoming_raw as u64).max(min_scan + reusable_ahead);
-        self.report.upcoming_estimate = upcoming;
-        let scan = LruScan {
-            to_scan: nbuffers.saturating_sub(examined + skipped),
-            reusable: reusable_ahead,
-            upcoming,
-            nbuffers,
-        };
         if dirty_only {
             self.dirty_chain(scan, density);
             return;
@@ -167,6 +143,70 @@ impl<'a> Round<'a> {
         self.finish_scan(reusable, reusable_ahead);
     }
 
+    /// Steps 2 and 3 with the estimator: from the cursor (restarted at the hand when
+    /// behind it), until the buffers reusable ahead of the hand reach the upcoming demand
+    /// or the minimum progress, whichever is more.
+    fn horizon(&mut self, hand: u64, nbuffers: u64, upcoming_raw: f64) -> LruScan {
+        // Step 2: the cursor. Behind (or level with) the hand: restart there.
+        // Buffers between the hand and the cursor were examined in this lap.
+        let examined = if self.state.next_to_clean > hand {
+            (self.state.next_to_clean - hand).min(nbuffers)
+        } else {
+            if self.state.next_to_clean < hand && self.state.round_number > 0 {
+                self.pool
+                    .bgwriter
+                    .counters
+                    .rounds_lapped
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            self.state.next_to_clean = hand;
+            0
+        };
+        // Too close to the hand to be cleaned in time: start further on.
+        let skipped = self.keep_lead(hand, nbuffers);
+        let density = self.state.smoothed_density.max(1.0);
+        let reusable_ahead = (examined as f64 / density) as u64;
+        // Step 3: minimum progress.
+        let min_scan =
+            (nbuffers * self.pool.bgwriter.options.delay_ms).div_ceil(SCAN_WHOLE_POOL_MS);
+        let upcoming = (upcoming_raw as u64).max(min_scan + reusable_ahead);
+        self.report.upcoming_estimate = upcoming;
+        LruScan {
+            to_scan: nbuffers.saturating_sub(examined + skipped),
+            reusable: reusable_ahead,
+            upcoming,
+            nbuffers,
+        }
+    }
+
+    /// Steps 2 and 3 with `bgwriter_lru_percent` (PostgreSQL 8.1's bgwriter, seed 000's
+    /// bg2.patch): a window of that share of the pool from the clock hand, every round,
+    /// whatever the demand; nothing is carried from the last round.
+    fn window(&mut self, hand: u64, nbuffers: u64) -> LruScan {
+        self.state.next_to_clean = hand;
+        let skipped = self.keep_lead(hand, nbuffers);
+        let percent = self.pool.bgwriter.options.lru_percent_thousandths;
+        let window = (nbuffers * percent).div_ceil(100_000).clamp(1, nbuffers);
+        self.report.upcoming_estimate = window;
+        LruScan {
+            to_scan: window.saturating_sub(skipped),
+            reusable: 0,
+            upcoming: u64::MAX,
+            nbuffers,
+        }
+    }
+
+    /// [`RoundState::keep_lead`] where `bgwriter_lead` is on (counted as skipped);
+    /// nothing where it is off.
+    fn keep_lead(&mut self, hand: u64, nbuffers: u64) -> u64 {
+        if !self.pool.bgwriter.options.lead {
+            return 0;
+        }
+        let skipped = self.state.keep_lead(hand, nbuffers);
+        self.report.buffers_skipped += skipped;
+        skipped
+    }
+
     /// One step of an LRU scan, the same for every write path: the next buffer to visit
     /// (the cursor moves past it), or None where the scan stops: `lru_maxpages` pages
     /// written, the lap done, enough reusable buffers ahead, or a stop asked for. With
@@ -186,8 +226,7 @@ impl<'a> Round<'a> {
             return None;
         }
         if check_lead && self.report.buffers_scanned % LEAD_CHECK_EVERY == 0 {
-            let skipped = self.state.keep_lead(self.pool.clock.hand(), scan.nbuffers);
-            self.report.buffers_skipped += skipped;
+            let skipped = self.keep_lead(self.pool.clock.hand(), scan.nbuffers);
             scan.to_scan = scan.to_scan.saturating_sub(skipped);
             self.pool
                 .bgwriter

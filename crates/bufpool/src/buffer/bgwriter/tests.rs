@@ -98,6 +98,69 @@ fn the_nap_shortens_when_the_hand_would_overtake_the_cursor() {
     assert!((80..=100).contains(&nap), "{nap}");
 }
 
+/// Proves: with `bgwriter_adaptive_nap = off` the nap is always `bgwriter_delay`, where
+/// the adaptive nap would be its floor. How: the set-up above that gave [`MIN_NAP_MS`].
+#[test]
+fn a_fixed_nap_is_always_the_delay() {
+    let mut c = config(64, "lru");
+    c.set("bgwriter_adaptive_nap", "off").unwrap();
+    let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
+    dirty_pool(&pool);
+    for _ in 0..1100 {
+        drop(pool.extend(REL, ForkNumber::Main).unwrap());
+    }
+    let hand = pool.clock.hand();
+    pool.bgwriter.round.lock().next_to_clean = hand + 100;
+    let mut last = (
+        hand.wrapping_sub(1000),
+        Instant::now() - Duration::from_millis(100),
+    );
+    assert_eq!(pool.bgwriter_nap_ms(&mut last), 200);
+}
+
+/// Proves: `bgwriter_lru_percent` (PostgreSQL 8.1's window) scans that share of the pool
+/// from the hand in every round, writing each dirty reusable buffer in it, and starts
+/// again at the hand the next round (the estimator would go on from its cursor); with
+/// the lead on, the buffers the hand would reach during a write are skipped first, and
+/// with `bgwriter_lead = off` none are. How: a dirty pool of 200 buffers, a 10% window,
+/// one write at a time, and a lead of 5 buffers set in the round state.
+#[test]
+fn the_percent_window_scans_its_share_from_the_hand_each_round() {
+    let window = |lead: &str| {
+        let mut c = config(200, "lru");
+        c.set("bgwriter_lru_percent", "10").unwrap();
+        c.set("bgwriter_writers", "1").unwrap();
+        c.set("bgwriter_lead", lead).unwrap();
+        let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
+        dirty_pool(&pool);
+        {
+            let mut st = pool.bgwriter.round.lock();
+            st.hand_speed = 1.0;
+            st.batch_ms = 5.0;
+        }
+        let hand = pool.clock.hand();
+        let r1 = pool.bgwriter_round();
+        let first = (hand..hand + 30)
+            .filter(|b| !dirty(&pool, (b % 200) as usize))
+            .count();
+        let r2 = pool.bgwriter_round();
+        (r1, r2, first, pool.usage_summary().dirty)
+    };
+    let (r1, r2, cleaned, dirty_left) = window("off");
+    assert_eq!(r1.buffers_scanned, 20, "{r1:?}");
+    assert_eq!(r1.buffers_written, 20, "{r1:?}");
+    assert_eq!(r1.buffers_skipped, 0, "{r1:?}");
+    assert_eq!(cleaned, 20);
+    // The same window again: clean now, nothing to write, nothing new reached.
+    assert_eq!(r2.buffers_scanned, 20, "{r2:?}");
+    assert_eq!(r2.buffers_written, 0, "{r2:?}");
+    assert_eq!(dirty_left, 180);
+    let (r1, _, _, _) = window("on");
+    assert_eq!(r1.buffers_skipped, 5, "{r1:?}");
+    assert_eq!(r1.buffers_scanned, 15, "{r1:?}");
+    assert_eq!(r1.buffers_written, 15, "{r1:?}");
+}
+
 /// Proves: the LRU round writes only unpinned usage-0 buffers, and counts each write
 /// as the bgwriter's. How: a dirty pool where some buffers are pinned by the test and
 /// some have usage credit; one round with a target beyond the pool.

@@ -94,7 +94,8 @@ impl BufferPool {
     /// reach the end of what the bgwriter has looked at (its cursor) sooner; then half the
     /// time the lead lasts, at least [`MIN_NAP_MS`]. So a busy pool gets rounds as often
     /// as its hand needs them, each still bounded by `bgwriter_lru_maxpages`, and a quiet
-    /// one the full delay; `bgwriter_delay` is the longest nap, not a fixed one.
+    /// one the full delay; `bgwriter_delay` is the longest nap, not a fixed one. With
+    /// `bgwriter_adaptive_nap = off`, always `bgwriter_delay` (PostgreSQL's fixed nap).
     pub(super) fn bgwriter_nap_ms(&self, last: &mut (u64, Instant)) -> u64 {
         let delay = self.bgwriter.options.delay_ms;
         let hand = self.clock.hand();
@@ -102,7 +103,7 @@ impl BufferPool {
         let moved = hand.saturating_sub(last.0) as f64;
         let ms = now.duration_since(last.1).as_secs_f64() * 1e3;
         *last = (hand, now);
-        if moved <= 0.0 || ms <= 0.0 {
+        if !self.bgwriter.options.adaptive_nap || moved <= 0.0 || ms <= 0.0 {
             return delay;
         }
         let cursor = self.bgwriter.round.lock().next_to_clean;
