@@ -163,6 +163,7 @@ pub fn init(
     scale: u32,
     fillfactor: u8,
     tablespaces: &[PathBuf],
+    waldir: Option<&Path>,
     sets: &[(String, String)],
 ) -> Result<()> {
     if !(10..=100).contains(&fillfactor) {
@@ -182,9 +183,26 @@ pub fn init(
     }
     c.validate().map_err(knob_error)?;
     let locations = tablespace_locations(dir, tablespaces)?;
+    let waldir = waldir
+        .map(|w| outside_data_dir(dir, w, "--waldir"))
+        .transpose()?;
+    if let Some(w) = &waldir {
+        // Checked before anything is removed or made (the library checks again): a
+        // directory with files that are not this database's old log is refused.
+        let old = bufpool::wal_directory(&RealVfs::new(), dir).ok().flatten();
+        let held = std::fs::read_dir(w).map(|d| d.count()).unwrap_or(0);
+        if held > 0 && old.as_deref() != Some(w.as_path()) {
+            return Err(KnobError(format!(
+                "invalid value for --waldir: {} is not empty",
+                w.display()
+            ))
+            .into());
+        }
+    }
     if dir.join("bufpool.meta").exists() {
         eprintln!("dropping old tables...");
         empty_old_tablespaces(dir)?;
+        empty_old_wal_directory(dir)?;
         std::fs::remove_dir_all(dir)
             .with_context(|| format!("removing the old database in {}", dir.display()))?;
     } else if dir.exists() && std::fs::read_dir(dir)?.next().is_some() {
@@ -194,6 +212,11 @@ pub fn init(
         );
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    if let Some(w) = &waldir {
+        let data = std::path::absolute(dir)?;
+        bufpool::create_wal_directory(&RealVfs::new(), &data, w)?;
+        eprintln!("WAL directory: {}", w.display());
+    }
     write_config_file(dir, &c)?;
     let engine = open_engine(dir, &c, true)?;
     let mut ids = Vec::new();
@@ -269,24 +292,60 @@ pub fn init(
 /// (a directory, empty or new) when it creates each.
 fn tablespace_locations(dir: &Path, tablespaces: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let bad = |problem: String| KnobError(format!("invalid value for --tablespaces: {problem}"));
-    let data = std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
     let mut out: Vec<PathBuf> = Vec::new();
     for t in tablespaces {
-        let location = std::path::absolute(t).map_err(|e| bad(format!("{}: {e}", t.display())))?;
-        if location.starts_with(&data) {
-            return Err(bad(format!(
-                "{} is inside the data directory {}",
-                location.display(),
-                data.display()
-            ))
-            .into());
-        }
+        let location = outside_data_dir(dir, t, "--tablespaces")?;
         if out.contains(&location) {
             return Err(bad(format!("{} is given twice", location.display())).into());
         }
         out.push(location);
     }
     Ok(out)
+}
+
+/// `location` made absolute, refused (naming `flag`) when it lies inside the data
+/// directory `dir`.
+fn outside_data_dir(dir: &Path, location: &Path, flag: &str) -> Result<PathBuf> {
+    let bad = |problem: String| KnobError(format!("invalid value for {flag}: {problem}"));
+    let data = std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
+    let location =
+        std::path::absolute(location).map_err(|e| bad(format!("{}: {e}", location.display())))?;
+    if location.starts_with(&data) {
+        return Err(bad(format!(
+            "{} is inside the data directory {}",
+            location.display(),
+            data.display()
+        ))
+        .into());
+    }
+    Ok(location)
+}
+
+/// Re-running init where the old database had its WAL elsewhere: removes the old log's
+/// segment files (16 hex digits) from that directory, which removing the data directory
+/// leaves behind (it removes the link, not what it leads to), so the new log can go there.
+fn empty_old_wal_directory(dir: &Path) -> Result<()> {
+    let Some(location) = bufpool::wal_directory(&RealVfs::new(), dir)? else {
+        return Ok(());
+    };
+    let files = match std::fs::read_dir(&location) {
+        Ok(files) => files,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("listing {}", location.display())),
+    };
+    eprintln!("emptying the old WAL directory {}...", location.display());
+    for f in files {
+        let f = f.with_context(|| format!("listing {}", location.display()))?;
+        let name = f.file_name().to_string_lossy().into_owned();
+        if f.file_type()?.is_file()
+            && name.len() == 16
+            && name.bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            std::fs::remove_file(f.path())
+                .with_context(|| format!("removing {}", f.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether `name` is a relation file's: `<number>[_fsm|_vm|_init][.<segment>]`.
@@ -896,7 +955,7 @@ pub fn main_job(seconds: u64) -> Result<()> {
             "main job: initializing a scale-10 TPC-B database in {}",
             dir.display()
         );
-        init(&dir, 10, 100, &[], &sets)?;
+        init(&dir, 10, 100, &[], None, &sets)?;
     } else {
         eprintln!("main job: using the database in {}", dir.display());
     }

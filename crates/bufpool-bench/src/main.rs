@@ -223,6 +223,12 @@ struct InitArgs {
     /// directory. Re-running init empties the old tablespaces of their relation files.
     #[arg(long, value_name = "DIR1,DIR2,...", value_delimiter = ',')]
     tablespaces: Vec<PathBuf>,
+    /// Puts the write-ahead log in DIR (another device) instead of <pgdata>/wal, like
+    /// initdb --waldir: DIR must be empty or new and outside the data directory;
+    /// <pgdata>/wal becomes a link to it. Re-running init empties the old WAL directory
+    /// of its segment files.
+    #[arg(long, value_name = "DIR")]
+    waldir: Option<PathBuf>,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -270,6 +276,7 @@ fn main() -> Result<()> {
             a.scale,
             a.fillfactor,
             &a.tablespaces,
+            a.waldir.as_deref(),
             &a.dir.sets,
         ),
         Some(Command::Bench(b)) => commands::bench(&b),

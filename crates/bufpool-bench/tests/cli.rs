@@ -337,6 +337,59 @@ fn init_with_tablespaces_places_tables_and_bench_and_check_run() {
     check_passes(cwd);
 }
 
+/// `init --waldir DIR` links `db/wal` to DIR and the log's segments are made there; a bench and `check` run; a second init
+/// onto the same DIR empties the old log first; a DIR holding other files is refused
+/// before anything is made.
+#[test]
+fn init_with_waldir_puts_the_log_there_and_reinit_reuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let devices = tempfile::tempdir().unwrap();
+    let waldir = devices.path().join("pg_wal");
+    let w = waldir.display().to_string();
+    let args = [
+        "init",
+        "-s",
+        "1",
+        "-D",
+        "db",
+        "--set",
+        "shared_buffers=16MB",
+        "--waldir",
+        &w,
+    ];
+    let segments = || {
+        std::fs::read_dir(&waldir)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().len() == 16)
+            .count()
+    };
+    ok(cwd, &args);
+    assert_eq!(std::fs::read_link(cwd.join("db/wal")).unwrap(), waldir);
+    assert!(segments() > 0);
+    let out = ok(cwd, &["bench", "-D", "db", "-c", "2", "-T", "2", "--json"]);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(j["transactions"].as_u64().unwrap() > 0, "{j}");
+    check_passes(cwd);
+    let o = bufpool(cwd, &args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("emptying the old WAL directory"), "{err}");
+    check_passes(cwd);
+    let other = devices.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), b"x").unwrap();
+    let o2 = other.display().to_string();
+    let o = bufpool(cwd, &["init", "-s", "1", "-D", "db2", "--waldir", &o2]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--waldir") && err.contains("not empty"),
+        "{err}"
+    );
+    assert!(!cwd.join("db2").exists());
+}
+
 #[test]
 fn abort_storm_leaves_the_database_consistent() {
     let dir = tempfile::tempdir().unwrap();

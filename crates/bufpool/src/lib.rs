@@ -81,7 +81,7 @@ pub use buffer::{
     RingStats, WalFlush,
 };
 pub use config::{Config, ConfigError, HugePages, PoolSize};
-pub use engine::{Engine, EngineError, RecoveryReport};
+pub use engine::{create_wal_directory, wal_directory, Engine, EngineError, RecoveryReport};
 pub use index::IndexError;
 pub use scan::{BlockSource, ReadStream, ReadStreamOptions, ReadStreamStats};
 pub use smgr::{Smgr, SmgrError, SmgrOptions};

@@ -73,6 +73,8 @@ const STEPS: u32 = 300;
 /// After the first engine error of a life, steps run before the life ends in a crash.
 const STEPS_AFTER_ERROR: u32 = 12;
 const DIR: &str = "/db";
+/// Where half the worlds keep their log (see `World::wal_elsewhere`).
+const WAL_ELSEWHERE: &str = "/walvol/wal";
 
 /// splitmix64, the seed's one source of choices.
 struct Rng(u64);
@@ -288,6 +290,10 @@ struct Txn {
 struct World {
     mode: Mode,
     rng: Rng,
+    /// The log in a directory of its own (`create_wal_directory`, `<DIR>/wal` a link to
+    /// [`WAL_ELSEWHERE`]): half the seeds, decided from the seed alone so the random
+    /// stream of every world stays as it was.
+    wal_elsewhere: bool,
     vfs: SimVfs,
     /// Per client, the last transfer acknowledged durable: every later state must hold it.
     acked: [u64; CLIENTS],
@@ -332,6 +338,7 @@ impl World {
         World {
             mode,
             rng: Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x5151),
+            wal_elsewhere: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 63 == 1,
             vfs: SimVfs::new(),
             acked: [0; CLIENTS],
             stats: Stats::default(),
@@ -366,6 +373,11 @@ impl World {
     /// Creates the database (no faults): accounts, sequence and shared rows, both indexes.
     fn create(&mut self) -> Result<(), Stop> {
         let knobs = Knobs::draw(&mut self.rng);
+        if self.wal_elsewhere {
+            bufpool::create_wal_directory(&self.vfs, Path::new(DIR), Path::new(WAL_ELSEWHERE))
+                .map_err(engine("create_wal_directory"))?;
+            self.note(format!("the log in {WAL_ELSEWHERE}"));
+        }
         let vfs: Arc<dyn Vfs> = Arc::new(self.vfs.clone());
         let e = self.open(&vfs, &knobs, true)?;
         let acc = Heap::create(&e, ACC).map_err(engine("create"))?;

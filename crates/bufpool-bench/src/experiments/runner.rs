@@ -220,7 +220,7 @@ impl Runner {
         let dir = self.data_root()?.join("template");
         self.progress(format!("loading a scale-{scale} template"));
         let ts = ts_dirs(&dir, tablespaces);
-        crate::commands::init(&dir, scale, 100, &ts, sets)?;
+        crate::commands::init(&dir, scale, 100, &ts, None, sets)?;
         let bytes = dir_bytes(&dir) + ts.iter().map(|d| dir_bytes(d)).sum::<u64>();
         Ok(Template { dir, bytes })
     }

@@ -32,12 +32,14 @@
 mod checkpointer;
 pub mod recovery;
 mod transaction;
+mod waldir;
 
 pub use checkpointer::{
     CheckpointReason, CheckpointSummary, CheckpointerOptions, CheckpointerStats,
 };
 pub use recovery::RecoveryReport;
 pub use transaction::Transaction;
+pub use waldir::{create_wal_directory, wal_directory};
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -97,6 +99,9 @@ pub enum EngineError {
         lsn: Lsn,
         reason: String,
     },
+    /// A WAL directory that cannot be made or is not there: the path and the reason.
+    #[error("WAL directory {path}: {problem}")]
+    WalDirectory { path: PathBuf, problem: String },
 }
 
 impl EngineError {
@@ -327,6 +332,7 @@ impl Engine {
         let hook = Arc::new(WalHook::default());
         let pool = Arc::new(BufferPool::new(Arc::new(smgr), config, hook.clone())?);
         let opts = config.wal_options();
+        waldir::check_wal_directory(&*vfs, dir)?;
         let (has_control, has_log) = what_the_directory_holds(&*vfs, dir)?;
         let slrus = config.slru_set(pool.nbuffers());
         let clog = Clog::open_with(vfs.clone(), dir, pool.page_size(), slrus.transaction())?;

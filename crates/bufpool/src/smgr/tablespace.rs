@@ -204,38 +204,16 @@ impl Smgr {
     /// Creates `location` and its missing parents, fsyncing the parent of each directory
     /// created (top down), so their names are durable before the link points at them.
     fn create_location(&self, id: u32, location: &Path) -> SmgrResult<()> {
-        let io_err = |op: &'static str, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| TablespaceError::Io {
-                id,
-                op,
-                path,
-                source,
-            }
-        };
-        let mut missing = Vec::new();
-        for dir in location.ancestors() {
-            if self
-                .vfs
-                .exists(dir)
-                .map_err(io_err("checking the location", dir))?
-            {
-                break;
-            }
-            missing.push(dir);
-        }
-        if missing.is_empty() {
-            return Ok(());
-        }
-        self.vfs
-            .create_dir_all(location)
-            .map_err(io_err("creating the location", location))?;
-        for dir in missing.iter().rev() {
-            let parent = dir.parent().unwrap_or(Path::new("/"));
-            self.vfs
-                .sync_dir(parent)
-                .map_err(io_err("fsync of the location's parent", parent))?;
-        }
+        crate::vfs::create_dir_durably(&*self.vfs, location).map_err(|e| TablespaceError::Io {
+            id,
+            op: match e.op {
+                "checking" => "checking the location",
+                "creating" => "creating the location",
+                _ => "fsync of the location's parent",
+            },
+            path: e.path,
+            source: e.source,
+        })?;
         Ok(())
     }
 

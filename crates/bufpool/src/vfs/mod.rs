@@ -230,6 +230,32 @@ pub fn write_atomic(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> Result<(), IoEr
     Ok(())
 }
 
+/// Creates `dir` and its missing parents so that their names survive a power cut: after
+/// creating them, fsyncs the parent of each directory created, top down. Returns how many
+/// directories it created (0: `dir` existed).
+pub fn create_dir_durably(vfs: &dyn Vfs, dir: &Path) -> Result<usize, IoError> {
+    let err = IoError::with;
+    let mut missing = Vec::new();
+    for d in dir.ancestors() {
+        if d.as_os_str().is_empty() || vfs.exists(d).map_err(err("checking", d))? {
+            break;
+        }
+        missing.push(d);
+    }
+    if missing.is_empty() {
+        return Ok(0);
+    }
+    vfs.create_dir_all(dir).map_err(err("creating", dir))?;
+    for d in missing.iter().rev() {
+        let parent = match d.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        vfs.sync_dir(parent).map_err(err("fsync of", parent))?;
+    }
+    Ok(missing.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
