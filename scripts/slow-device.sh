@@ -15,6 +15,12 @@
 #   scripts/slow-device.sh status [--json]
 #   scripts/slow-device.sh profiles
 #
+#   Every command but `profiles` takes --name NAME (letters, digits, '-'): several devices
+#   can be up at once, one per name, each with its own state, backing file
+#   (/var/tmp/bufpool-slow-device-NAME.img by default) and throttle rules; e.g. the data
+#   on one and the write-ahead log on another (`bufpool init --waldir`). Without --name,
+#   the unnamed device, as before.
+#
 #   up        Creates FILE (sparse; default /var/tmp/bufpool-slow-device.img, --size 4G),
 #             makes ext4 on it (label bufpool-slow; inode tables and journal initialised
 #             at mkfs, so no ext4lazyinit thread spends the throttled budget later),
@@ -25,7 +31,7 @@
 #             already holds ext4 it is reused as is (e.g. a database loaded once, kept
 #             with down --keep); --fresh re-creates it. Already up at DIR: only re-applies
 #             a profile (--profile, else the current one). Up at another DIR: exit 2 (one
-#             device at a time). A stale state (loop detached, unmounted) is cleaned up
+#             device per --name). A stale state (loop detached, unmounted) is cleaned up
 #             first, keeping FILE. Prints the status line.
 #   set-profile  New limits on the device that is up; nothing else changes.
 #   down      Removes the throttle rules first (so flushing dirty pages is not slowed),
@@ -46,7 +52,8 @@
 #             `state=broken reason=... <the other keys>`, exit 1. --json: the same keys as
 #             one JSON object, numbers unquoted.
 #   profiles  Lists the profiles (name, read/write MB/s, read/write IOPS, note).
-# State: /run/bufpool-slow-device/state (key=value lines), lock /run/bufpool-slow-device/lock.
+# State: /run/bufpool-slow-device/state[-NAME] (key=value lines), lock
+# /run/bufpool-slow-device/lock (one for all names: commands run one at a time).
 #
 # Profiles (MB = 10^6 bytes; the same limits for reads and writes):
 #   ssd-nvme  3000 MB/s, 500000 IOPS  not reachable here: a baseline with the same loop +
@@ -342,7 +349,7 @@ cmd_up() {
       print_status 0
       return 0
     elif [ "${S[mount]}" != "$mnt" ] && print_status 0 >/dev/null; then
-      echo "$prog: already up at ${S[mount]} (${S[device]}); run '$0 down' first (one device at a time)" >&2
+      echo "$prog: already up at ${S[mount]} (${S[device]}); run '$0 down${NAME:+ --name $NAME}' first (one device per --name)" >&2
       exit 2
     else
       log "stale state ($(print_status 0 | sed 's/ profile=.*//' || true)); cleaning it up first"
@@ -546,6 +553,20 @@ cmd_down() {
 # ---- main -------------------------------------------------------------------------------
 [ $# -ge 1 ] || usage "missing command"
 CMD=$1; shift
+NAME=''
+REST=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = --name ]; then
+    [ $# -ge 2 ] || usage "--name needs a value"
+    NAME=$2; shift 2
+    case "$NAME" in ''|*[!A-Za-z0-9-]*) usage "--name: letters, digits and '-' only: '$NAME'" ;; esac
+  else
+    REST+=("$1"); shift
+  fi
+done
+set -- ${REST[@]+"${REST[@]}"}
+STATE="$STATE_DIR/state${NAME:+-$NAME}"
+DEFAULT_BACKING="/var/tmp/bufpool-slow-device${NAME:+-$NAME}.img"
 DEFERRED=0 MOUNT_ARG='' PROFILE_ARG='' SIZE_ARG='' BACKING_ARG='' MOUNT_OPTS='' FRESH=0 NO_DIO=0 KEEP=0 FORCE=0
 declare -A O=() # limit overrides
 if [ "$CMD" = set-profile ] && [ $# -ge 1 ] && [ "${1#-}" = "$1" ]; then PROFILE_ARG=$1; shift; fi

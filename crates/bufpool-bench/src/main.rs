@@ -8,6 +8,7 @@ mod compare;
 mod experiments;
 mod maintenance;
 mod report;
+mod seeds;
 mod tpcb;
 
 use std::path::PathBuf;
@@ -30,6 +31,9 @@ struct Cli {
 enum Command {
     /// Runs one experiment and prints its figures (median, min, max over repetitions).
     Experiment(experiments::ExperimentCli),
+    /// Reruns each seed thread's experiment in the thread's set-up and puts its published
+    /// figures beside ours (bufpool-seeds/index.html, seeds.json).
+    Seeds(seeds::Args),
     /// Creates a pgbench database (like `pgbench -i`): four tables, primary keys, a checkpoint.
     Init(InitArgs),
     /// Runs pgbench's client loop against a database made by `init`.
@@ -271,6 +275,7 @@ fn main() -> Result<()> {
     }
     let r = match cli.command {
         Some(Command::Experiment(args)) => experiments::run(args, command),
+        Some(Command::Seeds(a)) => seeds::run(&a),
         Some(Command::Init(a)) => commands::init(
             &a.dir.dir,
             a.scale,

@@ -12,7 +12,10 @@
 //! (a) 2007: unsorted, one page per write, no writeback hints, fsync at the end;
 //! (b) sorted and combined (io_combine_limit 128 kB); (c) (b) plus writeback hints every
 //! 256 kB, one context per tablespace; (d) (c) with one shared context; (e) (c) with the
-//! data files opened O_DSYNC; (f) (c) with 4 checkpoint writers. Every configuration runs
+//! data files opened O_DSYNC; (f) (c) with 4 checkpoint writers; (g) seed 001's 8.2.1
+//! baseline (as (a) but not spread: checkpoint_completion_target 0); (h) (g) with O_DSYNC,
+//! the thread's O_SYNC patch. `--wal-device` puts the log on a device of its own, as the
+//! thread's runs had it. Every configuration runs
 //! twice: unthrottled, then throttled with `-R` at 60% of (c)'s unthrottled TPS (seed
 //! 004's throttled run).
 //!
@@ -84,12 +87,15 @@ pub struct Args {
     /// directories on the same device).
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub tablespaces: String,
-    /// Which configurations to run (letters a to f).
-    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d", "e", "f"])]
+    /// Which configurations to run (letters a to h; default a to f).
+    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d", "e", "f", "g", "h"])]
     pub configs: Vec<String>,
     /// synchronous_commit of the TPC-B runs.
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub sync: String,
+    /// The throttled runs (at 60% of (c)'s TPS) after the unthrottled ones.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub throttled: String,
     /// The bulk table (load + CHECKPOINT, update of every account, CHECKPOINT).
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub bulk: String,
@@ -118,6 +124,8 @@ struct Settings {
     repeats: usize,
     /// Run the bulk table.
     bulk: bool,
+    /// Run the throttled pass.
+    throttled: bool,
     /// Knobs set for every run after the base settings (`--set`); a configuration's own
     /// knobs still win.
     extra: Vec<(String, String)>,
@@ -131,11 +139,17 @@ impl Settings {
             .iter()
             .find(|l| !all.iter().any(|c| c.letter == *l))
         {
-            bail!("unknown configuration {l:?} in --configs (allowed: a, b, c, d, e, f)");
+            bail!("unknown configuration {l:?} in --configs (allowed: a to h)");
         }
         let chosen = all
             .into_iter()
-            .filter(|c| a.configs.is_empty() || a.configs.iter().any(|l| l == c.letter))
+            .filter(|c| {
+                if a.configs.is_empty() {
+                    by_default(c)
+                } else {
+                    a.configs.iter().any(|l| l == c.letter)
+                }
+            })
             .collect();
         for (k, v) in &a.set {
             bufpool::Config::default()
@@ -153,6 +167,7 @@ impl Settings {
             chosen,
             repeats: c.repeats_unless_quick(),
             bulk: a.bulk == "on",
+            throttled: a.throttled == "on",
             extra: a.set.clone(),
         })
     }
@@ -178,7 +193,13 @@ impl CkptConfig {
     }
 }
 
-/// The six configurations of issue 13. Every knob the experiment varies is set in every
+/// Whether a configuration runs without `--configs`: issue 13's six do; seed 001's
+/// baselines, (g) and (h), run when named (`bufpool seeds 001` names them).
+fn by_default(c: &CkptConfig) -> bool {
+    !matches!(c.letter, "g" | "h")
+}
+
+/// The configurations: issue 13's six and seed 001's two baselines. Every knob the experiment varies is set in every
 /// configuration, so none inherits a default that might change.
 pub fn configs() -> Vec<CkptConfig> {
     let c = |letter, label, over: &[(&'static str, &'static str)]| {
@@ -189,6 +210,7 @@ pub fn configs() -> Vec<CkptConfig> {
             ("checkpoint_writeback_context", "tablespace"),
             ("checkpoint_sync_method", "fsync"),
             ("checkpoint_writers", "1"),
+            ("checkpoint_completion_target", "0.9"),
         ];
         for (k, v) in over {
             knobs
@@ -230,6 +252,33 @@ pub fn configs() -> Vec<CkptConfig> {
             &[("checkpoint_sync_method", "open_datasync")],
         ),
         c("f", "(f) 4 writers", &[("checkpoint_writers", "4")]),
+        // Seed 001's baseline as the thread ran it: PostgreSQL 8.2.1's checkpoint, before
+        // load distribution: every dirty page at once, unsorted, page by page, fsync at
+        // the end.
+        c(
+            "g",
+            "(g) 8.2.1",
+            &[
+                ("checkpoint_sort", "off"),
+                ("io_combine_limit", "8kB"),
+                ("checkpoint_flush_after", "0"),
+                ("checkpoint_completion_target", "0"),
+            ],
+        ),
+        // Seed 001's O_SYNC patch exactly: (g) with the data files opened O_DSYNC for the
+        // checkpoint's and the bgwriter's writes (unsorted single-page writes through
+        // O_SYNC), nothing else changed.
+        c(
+            "h",
+            "(h) 8.2.1 O_SYNC",
+            &[
+                ("checkpoint_sort", "off"),
+                ("io_combine_limit", "8kB"),
+                ("checkpoint_flush_after", "0"),
+                ("checkpoint_completion_target", "0"),
+                ("checkpoint_sync_method", "open_datasync"),
+            ],
+        ),
     ]
 }
 
@@ -482,16 +531,25 @@ impl Knobs {
 }
 
 /// The bulk figures of one configuration on a fresh database at `dir`.
-/// `sets` go to `init` (and its bufpool.conf), `wal` only to the reopened engine.
+/// `sets` go to `init` (and its bufpool.conf), `wal` only to the reopened engine;
+/// `waldir`: the log's own directory (`--wal-device`), None: in the data directory.
 fn bulk(
     dir: &Path,
+    waldir: Option<&Path>,
     o: &Settings,
     sets: &[(String, String)],
     wal: &[(String, String)],
 ) -> Result<Bulk> {
     remove_db(dir);
     let t = Instant::now();
-    crate::commands::init(dir, o.scale, 100, &ts_dirs(dir, o.tablespaces), None, sets)?;
+    crate::commands::init(
+        dir,
+        o.scale,
+        100,
+        &ts_dirs(dir, o.tablespaces),
+        waldir,
+        sets,
+    )?;
     let load_s = t.elapsed().as_secs_f64();
     let (c, _) = load_config(dir, wal)?;
     let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
@@ -549,7 +607,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     };
     let mut rows: Vec<Row> = Vec::new();
     let mut rate: Option<f64> = None;
-    for throttled in [false, true] {
+    for throttled in [false, true].into_iter().filter(|t| !t || o.throttled) {
         if throttled {
             rate = Some(throttled_rate(&rows, &mut r.notes));
         }
@@ -564,7 +622,8 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
             cfg.label
         ));
         let dir = r.data_root()?.join(format!("bulk-{}", cfg.letter));
-        let b = bulk(&dir, &o, &knobs.with(cfg), &knobs.wal)
+        let waldir = r.waldir(&format!("bulk-{}", cfg.letter));
+        let b = bulk(&dir, waldir.as_deref(), &o, &knobs.with(cfg), &knobs.wal)
             .with_context(|| format!("bulk {}", cfg.label))?;
         bulk_rows.push((cfg.label, b));
     }
@@ -862,7 +921,7 @@ mod tests {
     /// (a) and (c) repeat, alternated; the others run once, in the first round.
     #[test]
     fn the_schedule_repeats_a_and_c_only() {
-        let all = configs();
+        let all: Vec<CkptConfig> = configs().into_iter().filter(by_default).collect();
         let order: Vec<String> = schedule(&all, 3, repeated)
             .into_iter()
             .map(|(c, i)| format!("{}{}", c.letter, i))
@@ -910,7 +969,8 @@ mod tests {
     #[test]
     fn configurations_are_the_issues() {
         let c = configs();
-        assert_eq!(c.len(), 6);
+        assert_eq!(c.len(), 8);
+        assert_eq!(c.iter().filter(|c| by_default(c)).count(), 6);
         let knob = |l: &str, k: &str| {
             c.iter()
                 .find(|x| x.letter == l)
@@ -928,6 +988,17 @@ mod tests {
         assert_eq!(knob("d", "checkpoint_writeback_context"), "shared");
         assert_eq!(knob("e", "checkpoint_sync_method"), "open_datasync");
         assert_eq!(knob("f", "checkpoint_writers"), "4");
+        // Seed 001's 8.2.1: not spread, unsorted, page by page, no hints, fsync; (h) the
+        // same through O_DSYNC.
+        for l in ["g", "h"] {
+            assert_eq!(knob(l, "checkpoint_completion_target"), "0");
+            assert_eq!(knob(l, "checkpoint_sort"), "off");
+            assert_eq!(knob(l, "io_combine_limit"), "8kB");
+            assert_eq!(knob(l, "checkpoint_flush_after"), "0");
+        }
+        assert_eq!(knob("g", "checkpoint_sync_method"), "fsync");
+        assert_eq!(knob("h", "checkpoint_sync_method"), "open_datasync");
+        assert_eq!(knob("a", "checkpoint_completion_target"), "0.9");
         // Every configuration's knobs are valid.
         for cfg in &c {
             let mut conf = bufpool::Config::default();

@@ -20,6 +20,8 @@ fn slow_device_script() -> PathBuf {
 
 /// A throttled device brought up for the experiment and taken down when dropped.
 pub struct SlowDevice {
+    /// The script's `--name` (None: its unnamed device).
+    pub name: Option<String>,
     pub mount: PathBuf,
     pub status: String,
     /// The profile it was brought up with.
@@ -30,8 +32,11 @@ impl SlowDevice {
     /// The device an experiment runs on: `local`, or the profile `name` of
     /// scripts/slow-device.sh mounted under `scratch` when possible (else the local disk,
     /// with a note saying why). Returns the device (None: local) and its description.
+    /// `role`: None for the data's device, Some(name) for another one at the same time
+    /// (the script's `--name`, e.g. "wal").
     pub fn choose(
         experiment: &str,
+        role: Option<&str>,
         name: &str,
         scratch: &Path,
         notes: &mut Vec<String>,
@@ -39,18 +44,22 @@ impl SlowDevice {
         if name == "local" {
             return Ok((None, "local disk (not throttled)".to_string()));
         }
-        let mount = std::path::absolute(scratch.join("slow"))?;
+        let mount = std::path::absolute(scratch.join(match role {
+            None => "slow".to_string(),
+            Some(r) => format!("slow-{r}"),
+        }))?;
+        let what = role.map_or(String::new(), |r| format!(" for the {r}"));
         progress(format!(
-            "{experiment}: bringing up the slow device ({name})"
+            "{experiment}: bringing up the slow device{what} ({name})"
         ));
-        Ok(match SlowDevice::up(name, &mount)? {
+        Ok(match SlowDevice::up(name, role, &mount)? {
             Ok(d) => {
                 let desc = format!("scripts/slow-device.sh profile {name} ({})", d.status);
                 (Some(d), desc)
             }
             Err(why) => {
                 notes.push(format!(
-                    "the slow device ({name}) is unavailable ({why}): ran on the local disk"
+                    "the slow device{what} ({name}) is unavailable ({why}): ran on the local disk"
                 ));
                 (None, "local disk (not throttled)".to_string())
             }
@@ -58,11 +67,18 @@ impl SlowDevice {
     }
 
     /// Ok(Err(reason)) when the script says it cannot work here (exit 3).
-    pub fn up(profile: &str, mount: &Path) -> Result<std::result::Result<SlowDevice, String>> {
+    pub fn up(
+        profile: &str,
+        name: Option<&str>,
+        mount: &Path,
+    ) -> Result<std::result::Result<SlowDevice, String>> {
         let script = slow_device_script();
+        let named: Vec<&str> = name.map_or(Vec::new(), |n| vec!["--name", n]);
         let out = Command::new("bash")
             .arg(&script)
-            .args(["up", "--profile", profile, "--fresh", "--mount"])
+            .args(["up", "--profile", profile, "--fresh"])
+            .args(&named)
+            .arg("--mount")
             .arg(mount)
             .output()
             .with_context(|| format!("running {}", script.display()))?;
@@ -81,10 +97,12 @@ impl SlowDevice {
         let status = Command::new("bash")
             .arg(&script)
             .arg("status")
+            .args(&named)
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default();
         Ok(Ok(SlowDevice {
+            name: name.map(str::to_string),
             mount: mount.to_path_buf(),
             status,
             profile: profile.to_string(),
@@ -97,10 +115,15 @@ impl SlowDevice {
     /// while the run measures, and its writeback would count against the run.
     pub fn settle(&self) -> Result<()> {
         let script = slow_device_script();
+        let named: Vec<&str> = self
+            .name
+            .as_deref()
+            .map_or(Vec::new(), |n| vec!["--name", n]);
         let set = |profile: &str| -> Result<()> {
             let out = Command::new("bash")
                 .arg(&script)
                 .args(["set-profile", profile])
+                .args(&named)
                 .output()
                 .with_context(|| format!("running {}", script.display()))?;
             if !out.status.success() {
@@ -128,9 +151,15 @@ impl SlowDevice {
 
 impl Drop for SlowDevice {
     fn drop(&mut self) {
+        let named: Vec<&str> = self
+            .name
+            .as_deref()
+            .map_or(Vec::new(), |n| vec!["--name", n]);
         let _ = Command::new("bash")
             .arg(slow_device_script())
-            .args(["down", "--mount"])
+            .arg("down")
+            .args(&named)
+            .arg("--mount")
             .arg(&self.mount)
             .status();
     }
@@ -151,10 +180,11 @@ pub fn dir_bytes(p: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Copies a data directory; a symbolic link (a tablespace, `<dir>/base/<id>`) is
-/// replaced by a link to a copy of its location at `<to>-ts<id>`.
-pub fn copy_db(from: &Path, to: &Path) -> Result<()> {
-    fn walk(from: &Path, to: &Path, root_to: &Path) -> Result<()> {
+/// Copies a data directory; a symbolic link (a tablespace, `<dir>/base/<id>`, or the WAL
+/// directory, `<dir>/wal`) is replaced by a link to a copy of its location at
+/// `<to>-ts<id>` (`<to>-tswal`), or for the log at `wal_to` when given (its own device).
+pub fn copy_db(from: &Path, to: &Path, wal_to: Option<&Path>) -> Result<()> {
+    fn walk(from: &Path, to: &Path, root_to: &Path, wal_to: Option<&Path>) -> Result<()> {
         std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
         for e in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
             let e = e?;
@@ -163,14 +193,20 @@ pub fn copy_db(from: &Path, to: &Path) -> Result<()> {
             if ft.is_symlink() {
                 let target = from.join(std::fs::read_link(&src)?);
                 let name = e.file_name().to_string_lossy().into_owned();
-                let loc =
-                    std::path::absolute(PathBuf::from(format!("{}-ts{name}", root_to.display())))?;
+                let loc = match wal_to {
+                    // `wal_to` is given at the top level only, where `wal` is the log's link.
+                    Some(w) if name == "wal" => std::path::absolute(w)?,
+                    _ => std::path::absolute(PathBuf::from(format!(
+                        "{}-ts{name}",
+                        root_to.display()
+                    )))?,
+                };
                 let _ = std::fs::remove_dir_all(&loc);
-                walk(&target, &loc, root_to)?;
+                walk(&target, &loc, root_to, None)?;
                 std::os::unix::fs::symlink(&loc, &dst)
                     .with_context(|| format!("linking {} to {}", dst.display(), loc.display()))?;
             } else if ft.is_dir() {
-                walk(&src, &dst, root_to)?;
+                walk(&src, &dst, root_to, None)?;
             } else {
                 std::fs::copy(&src, &dst)
                     .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
@@ -178,12 +214,16 @@ pub fn copy_db(from: &Path, to: &Path) -> Result<()> {
         }
         Ok(())
     }
-    walk(from, to, to)
+    walk(from, to, to, wal_to)
 }
 
-/// Removes a copy made by [`copy_db`] (the directory and its tablespace locations).
+/// Removes a copy made by [`copy_db`] (the directory, its tablespace locations and its
+/// log's, wherever its `wal` link leads).
 pub fn remove_db(dir: &Path) {
-    for id in 1..=2 {
+    if let Ok(target) = std::fs::read_link(dir.join("wal")) {
+        let _ = std::fs::remove_dir_all(dir.join(target));
+    }
+    for id in ["1", "2", "wal"] {
         let _ = std::fs::remove_dir_all(format!("{}-ts{id}", dir.display()));
     }
     let _ = std::fs::remove_dir_all(dir);
@@ -204,7 +244,7 @@ mod tests {
         std::fs::write(loc.join("2"), b"y").unwrap();
         std::os::unix::fs::symlink(&loc, src.join("base/1")).unwrap();
         let dst = d.path().join("dst");
-        copy_db(&src, &dst).unwrap();
+        copy_db(&src, &dst, None).unwrap();
         assert_eq!(std::fs::read(dst.join("base/0/1")).unwrap(), b"x");
         assert_eq!(std::fs::read(dst.join("base/1/2")).unwrap(), b"y");
         let target = std::fs::read_link(dst.join("base/1")).unwrap();
@@ -214,5 +254,34 @@ mod tests {
         );
         remove_db(&dst);
         assert!(!dst.exists() && !d.path().join("dst-ts1").exists() && loc.join("2").exists());
+    }
+
+    /// The log's link (`<dir>/wal`) is copied to `wal_to` when given (the log's own
+    /// device), else beside the copy; `remove_db` removes the log wherever it went.
+    #[test]
+    fn copies_put_the_log_where_asked_and_removal_follows_it() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("src");
+        let log = d.path().join("log");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::create_dir_all(&log).unwrap();
+        std::fs::write(log.join("0000000000000001"), b"w").unwrap();
+        std::os::unix::fs::symlink(&log, src.join("wal")).unwrap();
+        let wal_to = d.path().join("waldev/run-wal");
+        let dst = d.path().join("dst");
+        copy_db(&src, &dst, Some(&wal_to)).unwrap();
+        assert_eq!(std::fs::read_link(dst.join("wal")).unwrap(), wal_to);
+        assert_eq!(
+            std::fs::read(wal_to.join("0000000000000001")).unwrap(),
+            b"w"
+        );
+        remove_db(&dst);
+        assert!(!dst.exists() && !wal_to.exists() && log.join("0000000000000001").exists());
+        let beside = d.path().join("beside");
+        copy_db(&src, &beside, None).unwrap();
+        let tswal = d.path().join("beside-tswal");
+        assert_eq!(std::fs::read_link(beside.join("wal")).unwrap(), tswal);
+        remove_db(&beside);
+        assert!(!tswal.exists());
     }
 }

@@ -72,8 +72,20 @@ pub enum Which {
 /// Runs the chosen experiment and prints its report (a table, or JSON with `--json`).
 pub fn run(cli: ExperimentCli, command: Vec<String>) -> Result<()> {
     let json = cli.common.json;
+    let report = report_of(cli, command)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        print!("{}", report.to_table());
+    }
+    Ok(())
+}
+
+/// Runs the chosen experiment and returns its report (`bufpool seeds` reads the JSON of
+/// the experiments it runs).
+pub fn report_of(cli: ExperimentCli, command: Vec<String>) -> Result<Report> {
     let c = cli.common;
-    let report = match cli.which {
+    Ok(match cli.which {
         Which::Pool(a) => {
             runner::run("pool", c, command, |r| pool::run(&a, r)).context("experiment pool")?
         }
@@ -96,13 +108,7 @@ pub fn run(cli: ExperimentCli, command: Vec<String>) -> Result<()> {
         Which::Slru(a) => {
             runner::run("slru", c, command, |r| slru::run(&a, r)).context("experiment slru")?
         }
-    };
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
-    } else {
-        print!("{}", report.to_table());
-    }
-    Ok(())
+    })
 }
 
 /// Median, min and max of one figure over the repetitions.

@@ -33,6 +33,11 @@ pub struct DeviceArg {
     /// ssd-sata, hdd, hdd-2007, slow10; root only, else the local disk with a note).
     #[arg(long, default_value = "ssd-sata")]
     pub device: String,
+    /// Where the write-ahead log goes: `shared` (in the data directory, on `--device`),
+    /// `local` (the local disk, not throttled), or a scripts/slow-device.sh profile (a
+    /// second throttled device: the log on its own device, as the seed threads ran).
+    #[arg(long, default_value = "shared")]
+    pub wal_device: String,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -117,6 +122,11 @@ pub struct Runner {
     scratch: tempfile::TempDir,
     device: Option<SlowDevice>,
     device_desc: String,
+    /// The log's own device (`--wal-device`), brought up like `device`.
+    wal_device: Option<SlowDevice>,
+    /// Where copies put their log when it has a device of its own; None: shared.
+    wal_root: Option<PathBuf>,
+    wal_desc: String,
     io: String,
     data_root: PathBuf,
     /// Lines printed under the report's table.
@@ -143,6 +153,9 @@ impl Runner {
             scratch,
             device: None,
             device_desc: LOCAL_DISK.to_string(),
+            wal_device: None,
+            wal_root: None,
+            wal_desc: "shared".to_string(),
             io: "buffered".to_string(),
             data_root,
             notes: Vec::new(),
@@ -154,13 +167,41 @@ impl Runner {
     /// under the scratch folder; the local disk with a note when that cannot be had).
     pub fn use_device(&mut self, arg: &DeviceArg) -> Result<()> {
         let profile = arg.device.as_str();
-        let (device, desc) =
-            SlowDevice::choose(self.name, profile, self.scratch.path(), &mut self.notes)?;
+        let (device, desc) = SlowDevice::choose(
+            self.name,
+            None,
+            profile,
+            self.scratch.path(),
+            &mut self.notes,
+        )?;
         if let Some(d) = &device {
             self.data_root = std::path::absolute(d.mount.join("bufpool"))?;
         }
         (self.device, self.device_desc) = (device, desc);
+        if arg.wal_device != "shared" {
+            let (wal, desc) = SlowDevice::choose(
+                self.name,
+                Some("wal"),
+                &arg.wal_device,
+                self.scratch.path(),
+                &mut self.notes,
+            )?;
+            let root = match &wal {
+                Some(d) => d.mount.join("bufpool-wal"),
+                None => self.scratch.path().join("wal"),
+            };
+            self.wal_root = Some(std::path::absolute(root)?);
+            (self.wal_device, self.wal_desc) = (wal, desc);
+        }
         Ok(())
+    }
+
+    /// Where the data directory `name` keeps its log: on the log's own device when
+    /// `--wal-device` gave one (for `commands::init`'s `waldir`), else None (shared).
+    pub fn waldir(&self, name: &str) -> Option<PathBuf> {
+        self.wal_root
+            .as_ref()
+            .map(|r| r.join(format!("{name}-wal")))
     }
 
     /// How the runs do their I/O, for the header and `device.io` ("buffered" unless set).
@@ -171,6 +212,7 @@ impl Runner {
     /// Takes the device down (the runs on it are done); the scratch folder stays.
     pub fn release_device(&mut self) {
         self.device = None;
+        self.wal_device = None;
     }
 
     pub fn scratch(&self) -> &Path {
@@ -220,7 +262,8 @@ impl Runner {
         let dir = self.data_root()?.join("template");
         self.progress(format!("loading a scale-{scale} template"));
         let ts = ts_dirs(&dir, tablespaces);
-        crate::commands::init(&dir, scale, 100, &ts, None, sets)?;
+        let waldir = self.waldir("template");
+        crate::commands::init(&dir, scale, 100, &ts, waldir.as_deref(), sets)?;
         let bytes = dir_bytes(&dir) + ts.iter().map(|d| dir_bytes(d)).sum::<u64>();
         Ok(Template { dir, bytes })
     }
@@ -230,8 +273,8 @@ impl Runner {
     pub fn fresh_copy(&self, template: &Template, name: &str) -> Result<PathBuf> {
         let dir = self.data_root()?.join(name);
         remove_db(&dir);
-        copy_db(&template.dir, &dir)?;
-        if let Some(d) = &self.device {
+        copy_db(&template.dir, &dir, self.waldir(name).as_deref())?;
+        for d in self.device.iter().chain(&self.wal_device) {
             d.settle()?;
         }
         Ok(dir)
@@ -246,9 +289,16 @@ impl Runner {
         )
     }
 
-    /// The header's usual ending: the device and its I/O.
+    /// The header's usual ending: the device and its I/O (and the log's device when it
+    /// has its own).
     pub fn device_line(&self) -> String {
-        format!("device {}, {}", self.device_desc, self.io)
+        match &self.wal_root {
+            None => format!("device {}, {}", self.device_desc, self.io),
+            Some(_) => format!(
+                "device {}, {}; WAL on {}",
+                self.device_desc, self.io, self.wal_desc
+            ),
+        }
     }
 
     /// The metadata every report carries (see [`RunInfo::metadata`]), `device` as run.
@@ -256,7 +306,7 @@ impl Runner {
         let mut m = RunInfo::new(&self.command).metadata(self.name, &self.command);
         m.insert(
             "device".into(),
-            json!({"profile": self.device_desc, "io": self.io}),
+            json!({"profile": self.device_desc, "io": self.io, "wal": self.wal_desc}),
         );
         m
     }
@@ -265,6 +315,7 @@ impl Runner {
     /// runner's notes after `report`'s own.
     pub fn finish(self, mut report: Report) -> Result<Report> {
         drop(self.device);
+        drop(self.wal_device);
         let path = self.scratch.path().to_path_buf();
         self.scratch
             .close()
@@ -345,6 +396,7 @@ mod tests {
         let mut r = Runner::new("t", common, vec!["bufpool".into()]).unwrap();
         r.use_device(&DeviceArg {
             device: "local".into(),
+            wal_device: "shared".into(),
         })
         .unwrap();
         let root = r.data_root().unwrap().to_path_buf();

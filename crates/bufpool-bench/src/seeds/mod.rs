@@ -1,0 +1,456 @@
+//! `bufpool seeds`: each seed thread's own experiment rerun in the thread's set-up, and its
+//! published figures beside ours, one section per seed.
+//!
+//! Owns: the threads' figures (`figures.toml`, data with the message each comes from,
+//! embedded), the plan of each seed (`plans.rs`: which experiments run with which flags,
+//! and which of their figures answer which of the thread's), the comparison of shapes, and
+//! the page (`bufpool-seeds/index.html`) and JSON (`bufpool-seeds/seeds.json`, or stdout
+//! with `--json`).
+//! Built on the experiments: a plan runs `bufpool experiment NAME ...` in this process
+//! (their runner, device and report), never a copy of them; each row names the command
+//! that produced it.
+//! A row compares a change the thread measured (its "after" over its "before", e.g. O_SYNC
+//! over fsync) with the same change here: `seed_figure` and `our_figure` are the two
+//! ratios, and `shape_matches` says whether both go the same way (each is lower, about the
+//! same, or higher, with [`SAME_BAND`] around 1).
+
+mod plans;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::experiments;
+
+/// A ratio within this factor of 1 (0.9 to 1.11) counts as "about the same".
+pub const SAME_BAND: f64 = 0.9;
+
+/// `bufpool seeds` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Seeds to run (000, 001, 002, 003, 004; default all).
+    #[arg(value_parser = ["000", "001", "002", "003", "004"])]
+    pub seeds: Vec<String>,
+    /// The short version of every experiment (about 10 minutes for all seeds).
+    #[arg(long)]
+    pub quick: bool,
+    /// Print one JSON object on stdout (the page and seeds.json are written too).
+    #[arg(long)]
+    pub json: bool,
+    /// The slow-device profile for the seeds whose threads measured a disk (000, 001,
+    /// 004): scripts/slow-device.sh's names, or `local`. Default hdd-2007 (slow10 with
+    /// --quick). Without root the runs fall back to the local disk and say so.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Where the page, seeds.json and the experiments' scratch folders go.
+    #[arg(long, default_value = "bufpool-seeds")]
+    pub out: PathBuf,
+}
+
+/// The threads' figures (`figures.toml`).
+#[derive(Debug, Deserialize)]
+pub struct Figures {
+    pub seed: Vec<Seed>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Seed {
+    pub id: String,
+    pub title: String,
+    pub year: u32,
+    pub shape: String,
+    pub message: Vec<Message>,
+    pub figure: Vec<Figure>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Message {
+    pub key: String,
+    pub author: String,
+    pub date: String,
+    pub message_id: String,
+    pub setup: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Figure {
+    pub key: String,
+    pub message: String,
+    pub table: String,
+    pub row: String,
+    pub metric: String,
+    pub value: f64,
+    pub unit: String,
+    pub quote: String,
+}
+
+/// The embedded figures, parsed.
+pub fn figures() -> Result<Figures> {
+    toml::from_str(include_str!("figures.toml")).context("parsing seeds/figures.toml")
+}
+
+impl Seed {
+    fn figure(&self, key: &str) -> Result<&Figure> {
+        self.figure
+            .iter()
+            .find(|f| f.key == key)
+            .with_context(|| format!("seed {}: no figure {key} in figures.toml", self.id))
+    }
+
+    fn message(&self, key: &str) -> Option<&Message> {
+        self.message.iter().find(|m| m.key == key)
+    }
+}
+
+/// Which way a change went: lower, about the same, or higher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Lower,
+    Same,
+    Higher,
+}
+
+impl Shape {
+    pub fn of(ratio: f64) -> Shape {
+        if ratio < SAME_BAND {
+            Shape::Lower
+        } else if ratio > 1.0 / SAME_BAND {
+            Shape::Higher
+        } else {
+            Shape::Same
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Shape::Lower => "lower",
+            Shape::Same => "about the same",
+            Shape::Higher => "higher",
+        }
+    }
+}
+
+/// One row of a seed's table.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub seed: String,
+    pub question: String,
+    /// The thread's set-up (its message's) and ours, in one line each.
+    pub setup: String,
+    pub seed_figure: f64,
+    pub seed_detail: Value,
+    /// None: not measured here (see `skipped`).
+    pub our_figure: Option<f64>,
+    pub our_detail: Value,
+    pub skipped: Option<String>,
+}
+
+impl Row {
+    pub fn shape_matches(&self) -> Option<bool> {
+        self.our_figure
+            .map(|o| Shape::of(o) == Shape::of(self.seed_figure))
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "seed": self.seed, "question": self.question, "setup": self.setup,
+            "seed_figure": self.seed_figure, "our_figure": self.our_figure,
+            "ratio": self.our_figure.map(|o| o / self.seed_figure),
+            "shape_matches": self.shape_matches(),
+            "seed_shape": Shape::of(self.seed_figure).word(),
+            "our_shape": self.our_figure.map(|o| Shape::of(o).word()),
+            "seed_detail": self.seed_detail, "our_detail": self.our_detail,
+            "skipped": self.skipped,
+        })
+    }
+}
+
+/// Runs the chosen seeds' plans and writes the page and JSON.
+pub fn run(a: &Args) -> Result<()> {
+    let figs = figures()?;
+    let chosen: Vec<&Seed> = figs
+        .seed
+        .iter()
+        .filter(|s| a.seeds.is_empty() || a.seeds.contains(&s.id))
+        .collect();
+    if chosen.is_empty() {
+        bail!("no seed chosen");
+    }
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let device = a
+        .device
+        .clone()
+        .unwrap_or_else(|| if a.quick { "slow10" } else { "hdd-2007" }.to_string());
+    let mut sections = Vec::new();
+    for seed in chosen {
+        experiments::progress(format!("seeds: {} {}", seed.id, seed.title));
+        let plan = plans::plan(&seed.id, a.quick, &device, &a.out)?;
+        let mut reports = Vec::new();
+        for argv in &plan.runs {
+            experiments::progress(format!("seeds: {}: {}", seed.id, argv.join(" ")));
+            reports.push(run_experiment(argv)?);
+        }
+        let rows = plan
+            .compares
+            .iter()
+            .map(|c| c.row(seed, &reports, &plan))
+            .collect::<Result<Vec<_>>>()?;
+        sections.push((seed, plan, reports, rows));
+    }
+    let doc = document(&sections, a.quick, &device);
+    let text = serde_json::to_string_pretty(&doc)?;
+    std::fs::write(a.out.join("seeds.json"), &text)?;
+    std::fs::write(a.out.join("index.html"), page(&sections, &doc))?;
+    if a.json {
+        println!("{text}");
+    } else {
+        print!("{}", table(&sections));
+        println!("page: {}", a.out.join("index.html").display());
+    }
+    Ok(())
+}
+
+/// Parses `argv` (`bufpool experiment ...`) and runs it here, returning its JSON.
+fn run_experiment(argv: &[String]) -> Result<Value> {
+    #[derive(clap::Parser)]
+    struct One {
+        #[command(subcommand)]
+        cmd: Sub,
+    }
+    #[derive(clap::Subcommand)]
+    enum Sub {
+        Experiment(experiments::ExperimentCli),
+    }
+    let one = <One as clap::Parser>::try_parse_from(argv)
+        .with_context(|| format!("the plan's command {}", argv.join(" ")))?;
+    let Sub::Experiment(cli) = one.cmd;
+    Ok(experiments::report_of(cli, argv.to_vec())?.to_json())
+}
+
+type Section<'a> = (&'a Seed, plans::Plan, Vec<Value>, Vec<Row>);
+
+/// The JSON of the whole run: per seed, its rows and the commands that made them.
+fn document(sections: &[Section], quick: bool, device: &str) -> Value {
+    let argv: Vec<String> = std::env::args().collect();
+    let meta = experiments::RunInfo::new(&argv).metadata("seeds", &argv);
+    let seeds: Vec<Value> = sections
+        .iter()
+        .map(|(seed, plan, reports, rows)| {
+            let devices: Vec<Value> = reports.iter().map(|r| r["device"].clone()).collect();
+            json!({
+                "id": seed.id, "title": seed.title, "year": seed.year, "shape": seed.shape,
+                "commands": plan.runs.iter().map(|a| a.join(" ")).collect::<Vec<_>>(),
+                "devices": devices,
+                "rows": rows.iter().map(Row::json).collect::<Vec<_>>(),
+                "matched": rows.iter().filter(|r| r.shape_matches() == Some(true)).count(),
+                "measured": rows.iter().filter(|r| r.our_figure.is_some()).count(),
+            })
+        })
+        .collect();
+    json!({
+        "quick": quick, "device": device,
+        "machine": meta["machine"], "cores": meta["cores"], "profile": meta["profile"],
+        "command": meta["command"], "seeds": seeds,
+    })
+}
+
+fn fmt(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn verdict(r: &Row) -> String {
+    match (r.shape_matches(), &r.skipped) {
+        (Some(true), _) => "same shape".into(),
+        (Some(false), _) => "differs".into(),
+        (None, Some(why)) => format!("not run: {why}"),
+        (None, None) => "not run".into(),
+    }
+}
+
+/// The terminal table: per seed, each row's question, the two ratios and the verdict.
+fn table(sections: &[Section]) -> String {
+    let mut out = String::new();
+    for (seed, _, _, rows) in sections {
+        let _ = writeln!(
+            out,
+            "seed {} ({}, {}): {}",
+            seed.id, seed.title, seed.year, seed.shape
+        );
+        let mut cells = vec![["question", "thread", "ours", "shape"]
+            .map(String::from)
+            .to_vec()];
+        for r in rows {
+            cells.push(vec![
+                r.question.clone(),
+                fmt(r.seed_figure),
+                r.our_figure.map_or("-".into(), fmt),
+                verdict(r),
+            ]);
+        }
+        out.push_str(&experiments::layout(&cells, 2));
+        out.push('\n');
+    }
+    out
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The page: one section per seed with the thread's shape, the commands, the rows (the
+/// thread's figures with their quotes, ours, the verdict), and the machine.
+fn page(sections: &[Section], doc: &Value) -> String {
+    let mut h = String::from(
+        "<!doctype html><meta charset=utf-8><title>bufpool: the seed threads' experiments</title>\
+         <style>body{font:14px system-ui;max-width:72em;margin:2em auto}table{border-collapse:collapse}\
+         td,th{border:1px solid #ccc;padding:.3em .5em;vertical-align:top}.q{color:#555;font-size:90%}\
+         .ok{color:#060}.no{color:#a00}</style>",
+    );
+    let _ =
+        write!(
+        h,
+        "<h1>The seed threads' experiments, rerun</h1><p>Machine: {} ({} cores), {} build, device \
+         profile {}{}. A row compares the change a thread measured (its after over its before) \
+         with the same change here; the shape matches when both are lower, about the same \
+         (within {:.0}%), or higher.</p>",
+        esc(doc["machine"]["cpu"].as_str().unwrap_or("")),
+        doc["cores"],
+        esc(doc["profile"].as_str().unwrap_or("")),
+        esc(doc["device"].as_str().unwrap_or("")),
+        if doc["quick"].as_bool() == Some(true) { ", quick runs" } else { "" },
+        (1.0 - SAME_BAND) * 100.0
+    );
+    for (seed, plan, reports, rows) in sections {
+        let _ = write!(
+            h,
+            "<h2>Seed {}: {} ({})</h2><p><b>The thread:</b> {}</p><p>Commands:</p><ul>",
+            seed.id,
+            esc(&seed.title),
+            seed.year,
+            esc(&seed.shape)
+        );
+        for (argv, rep) in plan.runs.iter().zip(reports) {
+            let _ = write!(
+                h,
+                "<li><code>{}</code> <span class=q>(device: {})</span></li>",
+                esc(&argv.join(" ")),
+                esc(&rep["device"].to_string())
+            );
+        }
+        h.push_str(
+            "</ul><table><tr><th>question</th><th>set-up</th><th>the thread</th><th>ours</th>\
+             <th>shape</th></tr>",
+        );
+        for r in rows {
+            let class = match r.shape_matches() {
+                Some(true) => "ok",
+                Some(false) => "no",
+                None => "",
+            };
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td class=q>{}</td><td>{}<div class=q>{}</div></td><td>{}<div class=q>{}</div></td><td class={class}>{}</td></tr>",
+                esc(&r.question),
+                esc(&r.setup),
+                fmt(r.seed_figure),
+                esc(&r.seed_detail.to_string()),
+                r.our_figure.map_or("-".into(), fmt),
+                esc(&r.our_detail.to_string()),
+                esc(&verdict(r))
+            );
+        }
+        h.push_str("</table>");
+    }
+    h
+}
+
+/// Figures of a seed by key, as `{key: value}` with the message's author and date.
+fn cite(seed: &Seed, keys: &[&str]) -> Result<Value> {
+    let mut m = BTreeMap::new();
+    for k in keys {
+        let f = seed.figure(k)?;
+        let (from, id) = seed
+            .message(&f.message)
+            .map(|m| (format!("{} {}", m.author, m.date), m.message_id.clone()))
+            .unwrap_or_default();
+        m.insert(
+            k.to_string(),
+            json!({"value": f.value, "unit": f.unit, "table": f.table, "row": f.row,
+                   "metric": f.metric, "quote": f.quote, "from": from, "message_id": id}),
+        );
+    }
+    Ok(serde_json::to_value(m)?)
+}
+
+/// Where a plan's experiments keep their scratch folders.
+fn scratch(out: &Path) -> String {
+    out.join("runs").display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The embedded figures parse, every figure names a message of its seed, keys are
+    /// unique within a seed, and every plan's comparisons name figures that exist.
+    #[test]
+    fn the_figures_parse_and_every_plan_names_real_figures() {
+        let f = figures().unwrap();
+        let ids: Vec<&str> = f.seed.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["000", "001", "002", "003", "004"]);
+        for s in &f.seed {
+            let mut keys: Vec<&str> = s.figure.iter().map(|f| f.key.as_str()).collect();
+            keys.sort_unstable();
+            let n = keys.len();
+            keys.dedup();
+            assert_eq!(keys.len(), n, "seed {}: duplicate figure keys", s.id);
+            for fig in &s.figure {
+                assert!(s.message(&fig.message).is_some(), "{}: {}", s.id, fig.key);
+            }
+            for quick in [true, false] {
+                let plan = plans::plan(&s.id, quick, "slow10", Path::new("/tmp/x")).unwrap();
+                assert!(!plan.compares.is_empty(), "seed {}", s.id);
+                for c in &plan.compares {
+                    for k in c.seed_keys() {
+                        s.figure(k).unwrap();
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shapes_compare_by_direction_with_a_band_around_one() {
+        assert_eq!(Shape::of(0.05), Shape::Lower);
+        assert_eq!(Shape::of(0.95), Shape::Same);
+        assert_eq!(Shape::of(1.05), Shape::Same);
+        assert_eq!(Shape::of(1.2), Shape::Higher);
+        let row = |seed: f64, ours: Option<f64>| Row {
+            seed: "001".into(),
+            question: String::new(),
+            setup: String::new(),
+            seed_figure: seed,
+            seed_detail: Value::Null,
+            our_figure: ours,
+            our_detail: Value::Null,
+            skipped: None,
+        };
+        assert_eq!(row(0.057, Some(0.3)).shape_matches(), Some(true));
+        assert_eq!(row(0.057, Some(0.95)).shape_matches(), Some(false));
+        assert_eq!(row(1.036, Some(1.5)).shape_matches(), Some(false));
+        assert_eq!(row(1.036, None).shape_matches(), None);
+    }
+}
