@@ -193,6 +193,15 @@ impl CkptConfig {
     }
 }
 
+/// PostgreSQL 8.2.1's checkpoint (seed 001's "before"): not spread, unsorted, one page a
+/// write, no writeback hints.
+const PG_821: [(&str, &str); 4] = [
+    ("checkpoint_sort", "off"),
+    ("io_combine_limit", "8kB"),
+    ("checkpoint_flush_after", "0"),
+    ("checkpoint_completion_target", "0"),
+];
+
 /// Whether a configuration runs without `--configs`: issue 13's six do; seed 001's
 /// baselines, (g) and (h), run when named (`bufpool seeds 001` names them).
 fn by_default(c: &CkptConfig) -> bool {
@@ -202,6 +211,8 @@ fn by_default(c: &CkptConfig) -> bool {
 /// The configurations: issue 13's six and seed 001's two baselines. Every knob the experiment varies is set in every
 /// configuration, so none inherits a default that might change.
 pub fn configs() -> Vec<CkptConfig> {
+    let mut pg_821_o_sync = PG_821.to_vec();
+    pg_821_o_sync.push(("checkpoint_sync_method", "open_datasync"));
     let c = |letter, label, over: &[(&'static str, &'static str)]| {
         let mut knobs = vec![
             ("checkpoint_sort", "on"),
@@ -255,30 +266,10 @@ pub fn configs() -> Vec<CkptConfig> {
         // Seed 001's baseline as the thread ran it: PostgreSQL 8.2.1's checkpoint, before
         // load distribution: every dirty page at once, unsorted, page by page, fsync at
         // the end.
-        c(
-            "g",
-            "(g) 8.2.1",
-            &[
-                ("checkpoint_sort", "off"),
-                ("io_combine_limit", "8kB"),
-                ("checkpoint_flush_after", "0"),
-                ("checkpoint_completion_target", "0"),
-            ],
-        ),
+        c("g", "(g) 8.2.1", &PG_821),
         // Seed 001's O_SYNC patch exactly: (g) with the data files opened O_DSYNC for the
-        // checkpoint's and the bgwriter's writes (unsorted single-page writes through
-        // O_SYNC), nothing else changed.
-        c(
-            "h",
-            "(h) 8.2.1 O_SYNC",
-            &[
-                ("checkpoint_sort", "off"),
-                ("io_combine_limit", "8kB"),
-                ("checkpoint_flush_after", "0"),
-                ("checkpoint_completion_target", "0"),
-                ("checkpoint_sync_method", "open_datasync"),
-            ],
-        ),
+        // checkpoint's and the bgwriter's writes, nothing else changed.
+        c("h", "(h) 8.2.1 O_SYNC", &pg_821_o_sync),
     ]
 }
 
