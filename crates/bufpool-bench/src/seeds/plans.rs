@@ -160,14 +160,23 @@ impl Ours {
                 field,
                 ..
             } => {
-                let of = |l: &str| {
+                let of = |l: &str, field: &str| {
                     pick(
                         &r["runs"],
                         &|x| x["config"] == l && x["throttled"] == *throttled,
                         field,
                     )
                 };
-                (of(after), of(before))
+                // The threads asked what checkpoints do: runs without one cannot answer.
+                for l in [after, before] {
+                    if of(l, "checkpoints").unwrap_or(0.0) < 1.0 {
+                        return Err(format!(
+                            "no checkpoint ran inside ({l})'s measured run: it cannot show \
+                             what a checkpoint does"
+                        ));
+                    }
+                }
+                (of(after, field), of(before, field))
             }
             Ours::Bulk {
                 after,
@@ -193,6 +202,23 @@ impl Ours {
                         "seconds/median",
                     )
                 };
+                let largest = r["ring_sweep"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|x| x["ring_buffers"].as_u64())
+                    .max()
+                    .unwrap_or(0);
+                if let Some(k) = [*after, *before]
+                    .into_iter()
+                    .flatten()
+                    .find(|&k| k > largest)
+                {
+                    return Err(format!(
+                        "the sweep's largest ring is {largest} buffers (an eighth of its pool), \
+                         not {k}"
+                    ));
+                }
                 (of(*after), of(*before))
             }
             Ours::Slru {
@@ -322,7 +348,8 @@ fn seed000(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> 
 }
 
 fn seed001(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> Plan {
-    let (scale, seconds) = if quick { ("2", "8") } else { ("50", "60") };
+    // Quick runs still last past one 30 s checkpoint: the thread's question is about it.
+    let (scale, seconds) = if quick { ("2", "40") } else { ("50", "100") };
     let run = |clients: &str, bulk: &str| {
         with(&[
             "checkpoint",
@@ -507,6 +534,7 @@ fn seed003(with: impl Fn(&[&str]) -> Vec<String>) -> Plan {
 
 fn seed004(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> Plan {
     let clients = if quick { "8" } else { "32" };
+    let seconds = if quick { "40" } else { "300" };
     let ck = |throttled, field| Ours::Ckpt {
         report: 0,
         after: "c",
@@ -521,6 +549,8 @@ fn seed004(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> 
             "a,c",
             "--clients",
             clients,
+            "--seconds",
+            seconds,
             "--bulk",
             "off",
             "--device",
