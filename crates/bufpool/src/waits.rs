@@ -34,10 +34,17 @@ pub enum Wait {
     /// Waiting for the WAL to be written and synced: a synchronous commit, or a full WAL
     /// ring (IO/WALSync).
     WalFlush = 7,
+    /// An SLRU bank's lock (or the central lock of `slru_design = banks`) held by another
+    /// thread (LWLock/XactSLRU, SubtransSLRU, MultiXactOffsetSLRU, ...).
+    SlruLock = 8,
+    /// An SLRU page's I/O: this thread reading or writing one, or waiting for another
+    /// thread's read or write of the slot it wants (IO/SLRURead, IO/SLRUWrite and
+    /// LWLock/XactBuffer, MultiXactOffsetBuffer, ...).
+    SlruIo = 9,
 }
 
 /// How many kinds there are.
-pub const KINDS: usize = 8;
+pub const KINDS: usize = 10;
 
 impl Wait {
     pub const ALL: [Wait; KINDS] = [
@@ -49,6 +56,8 @@ impl Wait {
         Wait::DataRead,
         Wait::DataWrite,
         Wait::WalFlush,
+        Wait::SlruLock,
+        Wait::SlruIo,
     ];
 
     /// Its name in reports and JSON.
@@ -62,6 +71,8 @@ impl Wait {
             "data_read",
             "data_write",
             "wal_flush",
+            "slru_lock",
+            "slru_io",
         ][self as usize]
     }
 }

@@ -244,6 +244,9 @@ pub struct Exp1Row {
     pub subtrans_lookups_per_txn: f64,
     /// Side-script transactions, summed over the repeats.
     pub side_transactions: u64,
+    /// Waits for SLRU locks and SLRU I/O, µs per client transaction (median).
+    pub slru_lock_us_per_txn: f64,
+    pub slru_io_us_per_txn: f64,
     /// More clients than cores (+1 for the side script): the run measures a queue.
     pub oversubscribed: bool,
 }
@@ -265,6 +268,14 @@ struct RunOut {
     transactions: u64,
     side: u64,
     slru: Vec<crate::report::model::SlruCounts>,
+    /// The clients' waits for SLRU locks and SLRU I/O, µs per client transaction
+    /// (PostgreSQL's *SLRU and *Buffer wait events, timed instead of sampled).
+    slru_waits_us: (f64, f64),
+}
+
+/// The median of `f` over `runs`.
+fn median_of(runs: &[RunOut], f: impl Fn(&RunOut) -> f64) -> f64 {
+    summarize(&runs.iter().map(f).collect::<Vec<_>>()).median
 }
 
 impl RunOut {
@@ -342,6 +353,13 @@ fn run_cells(
                 tps: r.tps,
                 transactions: r.transactions,
                 side: r.side_script.map_or(0, |s| s.transactions),
+                slru_waits_us: r.waits.as_ref().map_or((0.0, 0.0), |w| {
+                    let per = |k: &str| {
+                        w.all.waits_ms.get(k).copied().unwrap_or(0.0) * 1e3
+                            / r.transactions.max(1) as f64
+                    };
+                    (per("slru_lock"), per("slru_io"))
+                }),
                 slru: r.slru,
             });
         }
@@ -374,6 +392,8 @@ pub fn exp1(r: &Runner, o: &TpcbRuns, cores: usize) -> Result<Vec<Exp1Row>> {
             )
             .median,
             side_transactions: runs.iter().map(|r| r.side).sum(),
+            slru_lock_us_per_txn: median_of(&runs, |r| r.slru_waits_us.0),
+            slru_io_us_per_txn: median_of(&runs, |r| r.slru_waits_us.1),
             oversubscribed: clients as usize + 1 > cores,
         })
         .collect())
@@ -391,6 +411,9 @@ pub struct Exp2Row {
     /// ... and page reads (misses: a victim chosen, the page read), per transaction.
     pub multixact_reads_per_txn: f64,
     pub side_transactions: u64,
+    /// Waits for SLRU locks and SLRU I/O, µs per client transaction (median).
+    pub slru_lock_us_per_txn: f64,
+    pub slru_io_us_per_txn: f64,
     pub oversubscribed: bool,
 }
 
@@ -426,6 +449,8 @@ pub fn exp2(
                 multixact_reads_per_txn: summarize(&per.iter().map(|p| p.1).collect::<Vec<_>>())
                     .median,
                 side_transactions: runs.iter().map(|r| r.side).sum(),
+                slru_lock_us_per_txn: median_of(&runs, |r| r.slru_waits_us.0),
+                slru_io_us_per_txn: median_of(&runs, |r| r.slru_waits_us.1),
                 oversubscribed: clients as usize + 1 > cores,
             }
         })
@@ -764,18 +789,21 @@ fn micro_table(rows: &[MicroRow]) -> String {
 
 fn exp1_table(rows: &[Exp1Row]) -> String {
     let mut t = format!(
-        "exp 1 (TPC-B + savepoint-overflow side script)\n{:>8}  {:<15}  {:>26}  {:>17}  {:>5}\n",
-        "clients", "design", "tps median (min..max)", "subtrans hits/txn", "side"
+        "exp 1 (TPC-B + savepoint-overflow side script)\n{:>8}  {:<15}  {:>26}  {:>17}  {:>5}  {:>15}  {:>13}\n",
+        "clients", "design", "tps median (min..max)", "subtrans hits/txn", "side",
+        "slru lock us/txn", "slru io us/txn"
     );
     for r in rows {
         t.push_str(&format!(
-            "{:>7}{}  {:<15}  {:>26}  {:>17.2}  {:>5}\n",
+            "{:>7}{}  {:<15}  {:>26}  {:>17.2}  {:>5}  {:>15.1}  {:>13.1}\n",
             r.clients,
             if r.oversubscribed { "*" } else { " " },
             r.design,
             format!("{:.0} ({:.0}..{:.0})", r.tps.median, r.tps.min, r.tps.max),
             r.subtrans_lookups_per_txn,
-            r.side_transactions
+            r.side_transactions,
+            r.slru_lock_us_per_txn,
+            r.slru_io_us_per_txn
         ));
     }
     t
@@ -783,19 +811,22 @@ fn exp1_table(rows: &[Exp1Row]) -> String {
 
 fn exp2_table(rows: &[Exp2Row]) -> String {
     let mut t = format!(
-        "exp 2 (-b multixact + long-running side script)\n{:>8}  {:<15}  {:>26}  {:>13}  {:>14}  {:>5}\n",
-        "clients", "design", "tps median (min..max)", "mx hits/txn", "mx reads/txn", "side"
+        "exp 2 (-b multixact + long-running side script)\n{:>8}  {:<15}  {:>26}  {:>13}  {:>14}  {:>5}  {:>15}  {:>13}\n",
+        "clients", "design", "tps median (min..max)", "mx hits/txn", "mx reads/txn", "side",
+        "slru lock us/txn", "slru io us/txn"
     );
     for r in rows {
         t.push_str(&format!(
-            "{:>7}{}  {:<15}  {:>26}  {:>13.2}  {:>14.3}  {:>5}\n",
+            "{:>7}{}  {:<15}  {:>26}  {:>13.2}  {:>14.3}  {:>5}  {:>15.1}  {:>13.1}\n",
             r.clients,
             if r.oversubscribed { "*" } else { " " },
             r.design,
             format!("{:.0} ({:.0}..{:.0})", r.tps.median, r.tps.min, r.tps.max),
             r.multixact_hits_per_txn,
             r.multixact_reads_per_txn,
-            r.side_transactions
+            r.side_transactions,
+            r.slru_lock_us_per_txn,
+            r.slru_io_us_per_txn
         ));
     }
     t
@@ -820,6 +851,8 @@ mod tests {
             tps: tps(t),
             subtrans_lookups_per_txn: 0.0,
             side_transactions: 0,
+            slru_lock_us_per_txn: 0.0,
+            slru_io_us_per_txn: 0.0,
             oversubscribed: false,
         }
     }
@@ -832,6 +865,8 @@ mod tests {
             multixact_hits_per_txn: 0.0,
             multixact_reads_per_txn: 0.0,
             side_transactions: 0,
+            slru_lock_us_per_txn: 0.0,
+            slru_io_us_per_txn: 0.0,
             oversubscribed: false,
         }
     }

@@ -66,6 +66,10 @@ use crate::sync::{
     Arc, AtomicU64, MutexGuard, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 use crate::vfs::{IoError, Vfs};
+use crate::waits::{
+    lock_timed, timed,
+    Wait::{SlruIo, SlruLock},
+};
 
 use bank::{Bank, BankInner, Victim};
 pub use bank::{PageState, BANK_SIZE};
@@ -416,19 +420,31 @@ impl Slru {
         }
     }
 
+    /// The bank's lock held shared (and the central lock, in its design); a lock another
+    /// thread holds is waited for as [`Wait::SlruLock`].
     fn shared(&self, b: usize) -> Shared<'_> {
-        let central = (self.design == SlruDesign::Banks).then(|| self.central.read());
+        let central = (self.design == SlruDesign::Banks)
+            .then(|| lock_timed(SlruLock, || self.central.try_read(), || self.central.read()));
+        let l = &self.banks[b].lock;
         Shared {
             _central: central,
-            bank: self.banks[b].lock.read(),
+            bank: lock_timed(SlruLock, || l.try_read(), || l.read()),
         }
     }
 
+    /// As [`Self::shared`], exclusively.
     fn exclusive(&self, b: usize) -> Excl<'_> {
-        let central = (self.design == SlruDesign::Banks).then(|| self.central.write());
+        let central = (self.design == SlruDesign::Banks).then(|| {
+            lock_timed(
+                SlruLock,
+                || self.central.try_write(),
+                || self.central.write(),
+            )
+        });
+        let l = &self.banks[b].lock;
         Excl {
             _central: central,
-            bank: self.banks[b].lock.write(),
+            bank: lock_timed(SlruLock, || l.try_write(), || l.write()),
         }
     }
 
@@ -436,7 +452,7 @@ impl Slru {
     /// Bank lock held exclusively at entry and exit; let go in between.
     fn wait_io<'a>(&'a self, b: usize, s: usize, g: Excl<'a>) -> Excl<'a> {
         drop(g);
-        drop(self.banks[b].io[s].lock());
+        timed(SlruIo, || drop(self.banks[b].io[s].lock()));
         self.exclusive(b)
     }
 
@@ -471,7 +487,7 @@ impl Slru {
         let mut pages = [(pageno, g.bank.page(s, ps).to_vec())];
         let io = self.banks[b].io[s].lock();
         drop(g);
-        let r = self.write_out(&mut pages);
+        let r = timed(SlruIo, || self.write_out(&mut pages));
         let mut g = self.exclusive(b);
         g.bank.slots[s].state = PageState::Valid;
         if r.is_err() {
@@ -540,7 +556,7 @@ impl Slru {
             let io = bank.io[s].lock();
             drop(g);
             let mut page = vec![0u8; ps];
-            let r = self.files.read_page(pageno, &mut page);
+            let r = timed(SlruIo, || self.files.read_page(pageno, &mut page));
             let mut g = self.exclusive(b);
             match r {
                 Ok(read) => {
@@ -634,7 +650,7 @@ impl Slru {
                     }
                 }
             }
-            let r = self.write_out(&mut pages);
+            let r = timed(SlruIo, || self.write_out(&mut pages));
             for (b, s, io) in mine {
                 let mut g = self.exclusive(b);
                 g.bank.slots[s].state = PageState::Valid;
@@ -738,6 +754,39 @@ mod tests {
             vfs.contents(&s.segment_path(2)).is_some(),
             "70 pages span 3 segments"
         );
+    }
+
+    /// Proves: an SLRU page read from storage, and the write of a dirty victim, are booked
+    /// as `slru_io` waits of the thread that did them; a resident page costs no wait.
+    /// How: this thread's wait totals before and after each step.
+    #[test]
+    fn slru_io_is_booked_to_the_reading_thread() {
+        use crate::waits::{current, Wait};
+        let vfs = MemVfs::new();
+        let s = slru(&vfs, 3);
+        for p in 0..6u64 {
+            s.zero_page(p).unwrap();
+        }
+        s.flush().unwrap();
+        let before = current();
+        s.read(5, |b| b[0]).unwrap();
+        let hit = current().since(&before);
+        assert_eq!(hit.count[Wait::SlruIo as usize], 0, "{hit:?}");
+        assert_eq!(hit.count[Wait::SlruLock as usize], 0, "{hit:?}");
+        // Page 0 was evicted: reading it back is a read from storage.
+        let before = current();
+        s.read(0, |b| b[0]).unwrap();
+        let miss = current().since(&before);
+        assert!(miss.count[Wait::SlruIo as usize] >= 1, "{miss:?}");
+        // Dirty victims: each eviction writes one out.
+        let before = current();
+        for p in 6..12u64 {
+            s.zero_page(p).unwrap();
+        }
+        let writes = current().since(&before);
+        assert!(writes.count[Wait::SlruIo as usize] >= 3, "{writes:?}");
+        assert_eq!(Wait::SlruIo.name(), "slru_io");
+        assert_eq!(Wait::SlruLock.name(), "slru_lock");
     }
 
     /// A write barrier's failure reaches the writer typed: its OS error survives
