@@ -410,6 +410,8 @@ mod tests {
             "slru --quick --threads 2 --json --dir /tmp/x",
             "slru --micro-only --json",
             "slru --skip-exp1 --json",
+            "checkpoint --configs g,h --wal-device slow10 --throttled off --bulk on",
+            "bgwriter --checkpoint-timeout 30s --bgw-configs seed000-bg2,pg15-faithful --wal-device local",
         ] {
             let argv = ["bufpool", "experiment"]
                 .into_iter()
@@ -418,5 +420,16 @@ mod tests {
                 panic!("{line}: {e}");
             }
         }
+        let seeds = [
+            "bufpool", "seeds", "001", "004", "--quick", "--json", "--device", "slow10",
+        ];
+        match Cli::try_parse_from(seeds.iter().chain(&["--out", "/tmp/x"])) {
+            Ok(Cli {
+                command: Some(Command::Seeds(a)),
+                ..
+            }) => assert!(a.quick && a.json && a.seeds == ["001", "004"]),
+            other => panic!("bufpool seeds: {other:?}"),
+        }
+        assert!(Cli::try_parse_from(["bufpool", "seeds", "005"]).is_err());
     }
 }

@@ -497,7 +497,14 @@ fn seed003(with: impl Fn(&[&str]) -> Vec<String>) -> Plan {
         before,
     };
     Plan {
-        runs: vec![with(&["scans", "--device", "local"])],
+        // A 64 MiB pool in every mode, so the sweep reaches 1,024 buffers (an eighth).
+        runs: vec![with(&[
+            "scans",
+            "--device",
+            "local",
+            "--scan-pool-mb",
+            "64",
+        ])],
         compares: vec![
             Compare {
                 question: "ring-size sweep: 1 buffer over 16 buffers",
@@ -526,8 +533,8 @@ fn seed003(with: impl Fn(&[&str]) -> Vec<String>) -> Plan {
             },
         ],
         setup: "the scans experiment's ring-size sweep: count-style scans of a table of 10 \
-                pools, OS cache warm, buffered, local disk; stream look-ahead capped at the \
-                ring size minus one"
+                pools (64 MiB pool, 8 KiB pages), OS cache warm, buffered, local disk; stream \
+                look-ahead capped at the ring size minus one"
             .into(),
     }
 }
