@@ -410,7 +410,7 @@ mod tests {
             "slru --quick --threads 2 --json --dir /tmp/x",
             "slru --micro-only --json",
             "slru --skip-exp1 --json",
-            "checkpoint --configs g,h --wal-device slow10 --throttled off --bulk on",
+            "checkpoint --configs g,h --wal-device slow10 --throttled off --bulk on --ts-devices hdd",
             "bgwriter --checkpoint-timeout 30s --bgw-configs seed000-bg2,pg15-faithful --wal-device local",
         ] {
             let argv = ["bufpool", "experiment"]

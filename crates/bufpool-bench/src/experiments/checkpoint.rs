@@ -8,7 +8,8 @@
 //! scripts/slow-device.sh, default ssd-sata, or `local`), buffered data files by default
 //! (`--io-direct off`: writeback hints and the final fsync act on the page cache; with
 //! O_DIRECT they have nothing to do), `pgbench_accounts` on one tablespace and history/branches on another
-//! (`--tablespaces on`, both on the same device). Configurations (`--configs`):
+//! (`--tablespaces on`, both on the data's device; `--ts-devices PROFILE` puts each on a
+//! throttled device of its own). Configurations (`--configs`):
 //! (a) 2007: unsorted, one page per write, no writeback hints, fsync at the end;
 //! (b) sorted and combined (io_combine_limit 128 kB); (c) (b) plus writeback hints every
 //! 256 kB, one context per tablespace; (d) (c) with one shared context; (e) (c) with the
@@ -54,7 +55,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::device::remove_db;
-use super::runner::{knobs, schedule, ts_dirs, Common, DeviceArg, Runner, Template};
+use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Template};
 use super::{layout, Goal, Ratio, Report};
 use crate::commands::{load_config, run_tpcb};
 use crate::report::model::RunResult;
@@ -84,7 +85,7 @@ pub struct Args {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub clients: u32,
     /// pgbench_accounts on one tablespace, history and branches on another (two
-    /// directories on the same device).
+    /// directories on the data's device, or each on its own with `--ts-devices`).
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub tablespaces: String,
     /// Which configurations to run (letters a to h; default a to f).
@@ -526,6 +527,7 @@ impl Knobs {
 /// `waldir`: the log's own directory (`--wal-device`), None: in the data directory.
 fn bulk(
     dir: &Path,
+    ts: &[PathBuf],
     waldir: Option<&Path>,
     o: &Settings,
     sets: &[(String, String)],
@@ -533,14 +535,7 @@ fn bulk(
 ) -> Result<Bulk> {
     remove_db(dir);
     let t = Instant::now();
-    crate::commands::init(
-        dir,
-        o.scale,
-        100,
-        &ts_dirs(dir, o.tablespaces),
-        waldir,
-        sets,
-    )?;
+    crate::commands::init(dir, o.scale, 100, ts, waldir, sets)?;
     let load_s = t.elapsed().as_secs_f64();
     let (c, _) = load_config(dir, wal)?;
     let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
@@ -613,9 +608,17 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
             cfg.label
         ));
         let dir = r.data_root()?.join(format!("bulk-{}", cfg.letter));
-        let waldir = r.waldir(&format!("bulk-{}", cfg.letter));
-        let b = bulk(&dir, waldir.as_deref(), &o, &knobs.with(cfg), &knobs.wal)
-            .with_context(|| format!("bulk {}", cfg.label))?;
+        let name = format!("bulk-{}", cfg.letter);
+        let ts = r.ts_dirs(&name, o.tablespaces)?;
+        let b = bulk(
+            &dir,
+            &ts,
+            r.waldir(&name).as_deref(),
+            &o,
+            &knobs.with(cfg),
+            &knobs.wal,
+        )
+        .with_context(|| format!("bulk {}", cfg.label))?;
         bulk_rows.push((cfg.label, b));
     }
     remove_db(&template.dir);

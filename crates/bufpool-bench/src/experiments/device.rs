@@ -180,33 +180,54 @@ pub fn dir_bytes(p: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// Where a copy's linked directories go (the log's, `<dir>/wal`, and tablespace `id`'s,
+/// `<dir>/base/<id>`, at `ts[id - 1]`); what is not given goes beside the copy, at
+/// `<to>-tswal` and `<to>-ts<id>`.
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    pub wal: Option<PathBuf>,
+    pub ts: Vec<PathBuf>,
+}
+
+impl Places {
+    /// The copy's location for link `name` found in `dir` of the original (`parent`:
+    /// the data directory itself, or its `base`).
+    fn of(&self, name: &str, in_base: bool, root_to: &Path) -> Result<PathBuf> {
+        let given = match (name, in_base) {
+            ("wal", false) => self.wal.clone(),
+            (id, true) => id
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| self.ts.get(i.checked_sub(1)?).cloned()),
+            _ => None,
+        };
+        let beside = || PathBuf::from(format!("{}-ts{name}", root_to.display()));
+        Ok(std::path::absolute(given.unwrap_or_else(beside))?)
+    }
+}
+
 /// Copies a data directory; a symbolic link (a tablespace, `<dir>/base/<id>`, or the WAL
-/// directory, `<dir>/wal`) is replaced by a link to a copy of its location at
-/// `<to>-ts<id>` (`<to>-tswal`), or for the log at `wal_to` when given (its own device).
-pub fn copy_db(from: &Path, to: &Path, wal_to: Option<&Path>) -> Result<()> {
-    fn walk(from: &Path, to: &Path, root_to: &Path, wal_to: Option<&Path>) -> Result<()> {
+/// directory, `<dir>/wal`) is replaced by a link to a copy of its location, placed by
+/// `places`.
+pub fn copy_db(from: &Path, to: &Path, places: &Places) -> Result<()> {
+    fn walk(from: &Path, to: &Path, root: Option<(&Path, &Places)>, in_base: bool) -> Result<()> {
         std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
         for e in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
             let e = e?;
             let (src, dst) = (e.path(), to.join(e.file_name()));
             let ft = e.file_type()?;
-            if ft.is_symlink() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let (true, Some((root_to, places))) = (ft.is_symlink(), root) {
                 let target = from.join(std::fs::read_link(&src)?);
-                let name = e.file_name().to_string_lossy().into_owned();
-                let loc = match wal_to {
-                    // `wal_to` is given at the top level only, where `wal` is the log's link.
-                    Some(w) if name == "wal" => std::path::absolute(w)?,
-                    _ => std::path::absolute(PathBuf::from(format!(
-                        "{}-ts{name}",
-                        root_to.display()
-                    )))?,
-                };
+                let loc = places.of(&name, in_base, root_to)?;
                 let _ = std::fs::remove_dir_all(&loc);
-                walk(&target, &loc, root_to, None)?;
+                walk(&target, &loc, None, false)?;
                 std::os::unix::fs::symlink(&loc, &dst)
                     .with_context(|| format!("linking {} to {}", dst.display(), loc.display()))?;
             } else if ft.is_dir() {
-                walk(&src, &dst, root_to, None)?;
+                // Links matter in the data directory and its `base` only.
+                let below = root.filter(|_| !in_base && name == "base");
+                walk(&src, &dst, below, below.is_some())?;
             } else {
                 std::fs::copy(&src, &dst)
                     .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
@@ -214,14 +235,20 @@ pub fn copy_db(from: &Path, to: &Path, wal_to: Option<&Path>) -> Result<()> {
         }
         Ok(())
     }
-    walk(from, to, to, wal_to)
+    walk(from, to, Some((to, places)), false)
 }
 
-/// Removes a copy made by [`copy_db`] (the directory, its tablespace locations and its
-/// log's, wherever its `wal` link leads).
+/// Removes a copy made by [`copy_db`]: the directory, and the log's and tablespaces'
+/// locations wherever its links lead (and the old `<dir>-ts*` places beside it).
 pub fn remove_db(dir: &Path) {
-    if let Ok(target) = std::fs::read_link(dir.join("wal")) {
-        let _ = std::fs::remove_dir_all(dir.join(target));
+    let mut links = vec![dir.join("wal")];
+    if let Ok(it) = std::fs::read_dir(dir.join("base")) {
+        links.extend(it.filter_map(|e| e.ok()).map(|e| e.path()));
+    }
+    for link in links {
+        if let Ok(target) = std::fs::read_link(&link) {
+            let _ = std::fs::remove_dir_all(link.parent().unwrap_or(dir).join(target));
+        }
     }
     for id in ["1", "2", "wal"] {
         let _ = std::fs::remove_dir_all(format!("{}-ts{id}", dir.display()));
@@ -244,7 +271,7 @@ mod tests {
         std::fs::write(loc.join("2"), b"y").unwrap();
         std::os::unix::fs::symlink(&loc, src.join("base/1")).unwrap();
         let dst = d.path().join("dst");
-        copy_db(&src, &dst, None).unwrap();
+        copy_db(&src, &dst, &Places::default()).unwrap();
         assert_eq!(std::fs::read(dst.join("base/0/1")).unwrap(), b"x");
         assert_eq!(std::fs::read(dst.join("base/1/2")).unwrap(), b"y");
         let target = std::fs::read_link(dst.join("base/1")).unwrap();
@@ -256,8 +283,9 @@ mod tests {
         assert!(!dst.exists() && !d.path().join("dst-ts1").exists() && loc.join("2").exists());
     }
 
-    /// The log's link (`<dir>/wal`) is copied to `wal_to` when given (the log's own
-    /// device), else beside the copy; `remove_db` removes the log wherever it went.
+    /// The log's link (`<dir>/wal`) and a tablespace's (`<dir>/base/1`) are copied where
+    /// `Places` says (their own devices), else beside the copy; `remove_db` removes them
+    /// wherever they went, never the originals.
     #[test]
     fn copies_put_the_log_where_asked_and_removal_follows_it() {
         let d = tempfile::tempdir().unwrap();
@@ -267,18 +295,31 @@ mod tests {
         std::fs::create_dir_all(&log).unwrap();
         std::fs::write(log.join("0000000000000001"), b"w").unwrap();
         std::os::unix::fs::symlink(&log, src.join("wal")).unwrap();
+        let ts = d.path().join("ts");
+        std::fs::create_dir_all(src.join("base")).unwrap();
+        std::fs::create_dir_all(&ts).unwrap();
+        std::fs::write(ts.join("16384"), b"t").unwrap();
+        std::os::unix::fs::symlink(&ts, src.join("base/1")).unwrap();
         let wal_to = d.path().join("waldev/run-wal");
+        let ts_to = d.path().join("tsdev/run-ts1");
         let dst = d.path().join("dst");
-        copy_db(&src, &dst, Some(&wal_to)).unwrap();
+        let places = Places {
+            wal: Some(wal_to.clone()),
+            ts: vec![ts_to.clone()],
+        };
+        copy_db(&src, &dst, &places).unwrap();
         assert_eq!(std::fs::read_link(dst.join("wal")).unwrap(), wal_to);
         assert_eq!(
             std::fs::read(wal_to.join("0000000000000001")).unwrap(),
             b"w"
         );
+        assert_eq!(std::fs::read_link(dst.join("base/1")).unwrap(), ts_to);
+        assert_eq!(std::fs::read(ts_to.join("16384")).unwrap(), b"t");
         remove_db(&dst);
-        assert!(!dst.exists() && !wal_to.exists() && log.join("0000000000000001").exists());
+        assert!(!dst.exists() && !wal_to.exists() && !ts_to.exists());
+        assert!(log.join("0000000000000001").exists() && ts.join("16384").exists());
         let beside = d.path().join("beside");
-        copy_db(&src, &beside, None).unwrap();
+        copy_db(&src, &beside, &Places::default()).unwrap();
         let tswal = d.path().join("beside-tswal");
         assert_eq!(std::fs::read_link(beside.join("wal")).unwrap(), tswal);
         remove_db(&beside);

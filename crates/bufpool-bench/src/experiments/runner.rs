@@ -19,7 +19,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 
-use super::device::{copy_db, dir_bytes, remove_db, SlowDevice};
+use super::device::{copy_db, dir_bytes, remove_db, Places, SlowDevice};
 use super::{progress, Report, RunInfo};
 
 /// What the device is when none was brought up (also `RunInfo::metadata`'s default).
@@ -38,6 +38,20 @@ pub struct DeviceArg {
     /// second throttled device: the log on its own device, as the seed threads ran).
     #[arg(long, default_value = "shared")]
     pub wal_device: String,
+    /// Where the two tablespaces of the experiments that make them go: `shared` (beside
+    /// the data, on `--device`), `local`, or a profile: two more throttled devices, one
+    /// per tablespace (seed 004's question: one writeback context per device or shared).
+    #[arg(long, default_value = "shared")]
+    pub ts_devices: String,
+}
+
+/// A device beside the data's: the log's (`wal`) or a tablespace's (`ts1`, `ts2`).
+struct Other {
+    role: &'static str,
+    /// None: the local disk (a folder in the scratch directory).
+    device: Option<SlowDevice>,
+    root: PathBuf,
+    desc: String,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -122,11 +136,8 @@ pub struct Runner {
     scratch: tempfile::TempDir,
     device: Option<SlowDevice>,
     device_desc: String,
-    /// The log's own device (`--wal-device`), brought up like `device`.
-    wal_device: Option<SlowDevice>,
-    /// Where copies put their log when it has a device of its own; None: shared.
-    wal_root: Option<PathBuf>,
-    wal_desc: String,
+    /// The log's and the tablespaces' own devices (`--wal-device`, `--ts-devices`).
+    others: Vec<Other>,
     io: String,
     data_root: PathBuf,
     /// Lines printed under the report's table.
@@ -153,9 +164,7 @@ impl Runner {
             scratch,
             device: None,
             device_desc: LOCAL_DISK.to_string(),
-            wal_device: None,
-            wal_root: None,
-            wal_desc: "shared".to_string(),
+            others: Vec::new(),
             io: "buffered".to_string(),
             data_root,
             notes: Vec::new(),
@@ -178,30 +187,71 @@ impl Runner {
             self.data_root = std::path::absolute(d.mount.join("bufpool"))?;
         }
         (self.device, self.device_desc) = (device, desc);
+        let mut roles: Vec<(&'static str, &str)> = Vec::new();
         if arg.wal_device != "shared" {
-            let (wal, desc) = SlowDevice::choose(
+            roles.push(("wal", &arg.wal_device));
+        }
+        if arg.ts_devices != "shared" {
+            roles.extend([("ts1", arg.ts_devices.as_str()), ("ts2", &arg.ts_devices)]);
+        }
+        for (role, profile) in roles {
+            let (device, desc) = SlowDevice::choose(
                 self.name,
-                Some("wal"),
-                &arg.wal_device,
+                Some(role),
+                profile,
                 self.scratch.path(),
                 &mut self.notes,
             )?;
-            let root = match &wal {
-                Some(d) => d.mount.join("bufpool-wal"),
-                None => self.scratch.path().join("wal"),
+            let root = match &device {
+                Some(d) => d.mount.join(format!("bufpool-{role}")),
+                None => self.scratch.path().join(role),
             };
-            self.wal_root = Some(std::path::absolute(root)?);
-            (self.wal_device, self.wal_desc) = (wal, desc);
+            let root = std::path::absolute(root)?;
+            self.others.push(Other {
+                role,
+                device,
+                root,
+                desc,
+            });
         }
         Ok(())
+    }
+
+    fn other(&self, role: &str) -> Option<&Other> {
+        self.others.iter().find(|o| o.role == role)
     }
 
     /// Where the data directory `name` keeps its log: on the log's own device when
     /// `--wal-device` gave one (for `commands::init`'s `waldir`), else None (shared).
     pub fn waldir(&self, name: &str) -> Option<PathBuf> {
-        self.wal_root
-            .as_ref()
-            .map(|r| r.join(format!("{name}-wal")))
+        self.other("wal")
+            .map(|o| o.root.join(format!("{name}-wal")))
+    }
+
+    /// The two tablespace locations of the data directory `name` (none unless `on`): on
+    /// their own devices with `--ts-devices`, else beside it on the data's device.
+    pub fn ts_dirs(&self, name: &str, on: bool) -> Result<Vec<PathBuf>> {
+        let beside = ts_dirs(&self.data_root()?.join(name), on);
+        Ok((1..=2)
+            .zip(beside)
+            .map(|(id, b)| {
+                self.other(&format!("ts{id}"))
+                    .map_or(b, |o| o.root.join(format!("{name}-ts{id}")))
+            })
+            .collect())
+    }
+
+    /// Where a copy named `name` puts its linked directories ([`copy_db`]).
+    fn places(&self, name: &str) -> Result<Places> {
+        let ts = if self.other("ts1").is_some() {
+            self.ts_dirs(name, true)?
+        } else {
+            Vec::new()
+        };
+        Ok(Places {
+            wal: self.waldir(name),
+            ts,
+        })
     }
 
     /// How the runs do their I/O, for the header and `device.io` ("buffered" unless set).
@@ -212,7 +262,7 @@ impl Runner {
     /// Takes the device down (the runs on it are done); the scratch folder stays.
     pub fn release_device(&mut self) {
         self.device = None;
-        self.wal_device = None;
+        self.others.clear();
     }
 
     pub fn scratch(&self) -> &Path {
@@ -261,7 +311,7 @@ impl Runner {
     ) -> Result<Template> {
         let dir = self.data_root()?.join("template");
         self.progress(format!("loading a scale-{scale} template"));
-        let ts = ts_dirs(&dir, tablespaces);
+        let ts = self.ts_dirs("template", tablespaces)?;
         let waldir = self.waldir("template");
         crate::commands::init(&dir, scale, 100, &ts, waldir.as_deref(), sets)?;
         let bytes = dir_bytes(&dir) + ts.iter().map(|d| dir_bytes(d)).sum::<u64>();
@@ -273,8 +323,9 @@ impl Runner {
     pub fn fresh_copy(&self, template: &Template, name: &str) -> Result<PathBuf> {
         let dir = self.data_root()?.join(name);
         remove_db(&dir);
-        copy_db(&template.dir, &dir, self.waldir(name).as_deref())?;
-        for d in self.device.iter().chain(&self.wal_device) {
+        copy_db(&template.dir, &dir, &self.places(name)?)?;
+        let others = self.others.iter().filter_map(|o| o.device.as_ref());
+        for d in self.device.iter().chain(others) {
             d.settle()?;
         }
         Ok(dir)
@@ -292,13 +343,11 @@ impl Runner {
     /// The header's usual ending: the device and its I/O (and the log's device when it
     /// has its own).
     pub fn device_line(&self) -> String {
-        match &self.wal_root {
-            None => format!("device {}, {}", self.device_desc, self.io),
-            Some(_) => format!(
-                "device {}, {}; WAL on {}",
-                self.device_desc, self.io, self.wal_desc
-            ),
+        let mut line = format!("device {}, {}", self.device_desc, self.io);
+        for o in &self.others {
+            line.push_str(&format!("; {} on {}", o.role, o.desc));
         }
+        line
     }
 
     /// The metadata every report carries (see [`RunInfo::metadata`]), `device` as run.
@@ -306,7 +355,9 @@ impl Runner {
         let mut m = RunInfo::new(&self.command).metadata(self.name, &self.command);
         m.insert(
             "device".into(),
-            json!({"profile": self.device_desc, "io": self.io, "wal": self.wal_desc}),
+            json!({"profile": self.device_desc, "io": self.io,
+                   "wal": self.other("wal").map_or("shared", |o| &o.desc),
+                   "tablespaces": self.other("ts1").map_or("shared", |o| &o.desc)}),
         );
         m
     }
@@ -315,7 +366,7 @@ impl Runner {
     /// runner's notes after `report`'s own.
     pub fn finish(self, mut report: Report) -> Result<Report> {
         drop(self.device);
-        drop(self.wal_device);
+        drop(self.others);
         let path = self.scratch.path().to_path_buf();
         self.scratch
             .close()
@@ -397,6 +448,7 @@ mod tests {
         r.use_device(&DeviceArg {
             device: "local".into(),
             wal_device: "shared".into(),
+            ts_devices: "shared".into(),
         })
         .unwrap();
         let root = r.data_root().unwrap().to_path_buf();

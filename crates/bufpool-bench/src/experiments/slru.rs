@@ -328,7 +328,7 @@ fn run_cells(
             let (clients, design) = (cell.0, cell.1);
             let dir = root.join("run");
             remove_db(&dir);
-            copy_db(&template, &dir, None)?;
+            copy_db(&template, &dir, &Default::default())?;
             let mut sets = base.clone();
             sets.push(("slru_design".into(), design.name().into()));
             let label = format!("c{clients} {}", design.name());

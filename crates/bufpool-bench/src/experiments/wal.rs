@@ -421,7 +421,7 @@ fn limits(
     ));
     let run_dir = std::path::absolute(r.scratch().join("tpcb-run"))?;
     super::device::remove_db(&run_dir);
-    super::device::copy_db(template, &run_dir, None)?;
+    super::device::copy_db(template, &run_dir, &Default::default())?;
     let stop = Arc::new(AtomicBool::new(false));
     let bench = super::tpcb::bench_options(4, opts.tpcb_seconds, "c4 sync on", stop);
     let out = crate::commands::run_tpcb(&run_dir, sets, bench)?;
