@@ -262,7 +262,11 @@ impl Runner {
     /// Takes the device down (the runs on it are done); the scratch folder stays.
     pub fn release_device(&mut self) {
         self.device = None;
-        self.others.clear();
+        // The log's and tablespaces' devices go down too; what they were stays for the
+        // report's header and `device`.
+        for o in &mut self.others {
+            o.device = None;
+        }
     }
 
     pub fn scratch(&self) -> &Path {
@@ -468,5 +472,48 @@ mod tests {
         let report = r.finish(report).unwrap();
         assert_eq!(report.notes, ["runner", "own"]);
         assert!(!root.exists());
+    }
+
+    /// `--wal-device` and `--ts-devices` give a copy its log and tablespaces elsewhere
+    /// (here the local disk: folders in the scratch directory), and the report still
+    /// names them after the devices are released (the report is made after).
+    #[test]
+    fn the_log_and_tablespaces_go_where_asked_and_the_report_says_so() {
+        let parent = tempfile::tempdir().unwrap();
+        let common = Common {
+            json: true,
+            repeats: 3,
+            dir: Some(parent.path().to_path_buf()),
+            quick: true,
+        };
+        let mut r = Runner::new("t", common, vec!["bufpool".into()]).unwrap();
+        r.use_device(&DeviceArg {
+            device: "local".into(),
+            wal_device: "local".into(),
+            ts_devices: "local".into(),
+        })
+        .unwrap();
+        let scratch = std::path::absolute(r.scratch()).unwrap();
+        assert_eq!(r.waldir("run"), Some(scratch.join("wal/run-wal")));
+        assert_eq!(
+            r.ts_dirs("run", true).unwrap(),
+            [scratch.join("ts1/run-ts1"), scratch.join("ts2/run-ts2")]
+        );
+        assert!(r.ts_dirs("run", false).unwrap().is_empty());
+        r.release_device();
+        let m = r.metadata();
+        assert_eq!(m["device"]["wal"], LOCAL_DISK);
+        assert_eq!(m["device"]["tablespaces"], LOCAL_DISK);
+        assert!(r.device_line().contains("wal on local disk"));
+        let mut shared = Runner::new("t", r.common.clone(), vec!["bufpool".into()]).unwrap();
+        shared
+            .use_device(&DeviceArg {
+                device: "local".into(),
+                wal_device: "shared".into(),
+                ts_devices: "shared".into(),
+            })
+            .unwrap();
+        assert_eq!(shared.waldir("run"), None);
+        assert_eq!(shared.metadata()["device"]["wal"], "shared");
     }
 }
