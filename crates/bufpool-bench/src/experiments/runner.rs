@@ -439,22 +439,29 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_runner_keeps_its_data_in_the_scratch_folder_and_removes_it() {
-        let parent = tempfile::tempdir().unwrap();
+    /// A quick runner with its scratch folder under `parent`, on the local disk, its log
+    /// and tablespaces on `others` (`shared` or `local`).
+    fn runner_in(parent: &Path, others: &str) -> Runner {
         let common = Common {
             json: true,
             repeats: 3,
-            dir: Some(parent.path().to_path_buf()),
+            dir: Some(parent.to_path_buf()),
             quick: true,
         };
         let mut r = Runner::new("t", common, vec!["bufpool".into()]).unwrap();
         r.use_device(&DeviceArg {
             device: "local".into(),
-            wal_device: "shared".into(),
-            ts_devices: "shared".into(),
+            wal_device: others.into(),
+            ts_devices: others.into(),
         })
         .unwrap();
+        r
+    }
+
+    #[test]
+    fn the_runner_keeps_its_data_in_the_scratch_folder_and_removes_it() {
+        let parent = tempfile::tempdir().unwrap();
+        let mut r = runner_in(parent.path(), "shared");
         let root = r.data_root().unwrap().to_path_buf();
         assert!(root.starts_with(std::path::absolute(r.scratch()).unwrap()));
         let m = r.metadata();
@@ -480,19 +487,7 @@ mod tests {
     #[test]
     fn the_log_and_tablespaces_go_where_asked_and_the_report_says_so() {
         let parent = tempfile::tempdir().unwrap();
-        let common = Common {
-            json: true,
-            repeats: 3,
-            dir: Some(parent.path().to_path_buf()),
-            quick: true,
-        };
-        let mut r = Runner::new("t", common, vec!["bufpool".into()]).unwrap();
-        r.use_device(&DeviceArg {
-            device: "local".into(),
-            wal_device: "local".into(),
-            ts_devices: "local".into(),
-        })
-        .unwrap();
+        let mut r = runner_in(parent.path(), "local");
         let scratch = std::path::absolute(r.scratch()).unwrap();
         assert_eq!(r.waldir("run"), Some(scratch.join("wal/run-wal")));
         assert_eq!(
@@ -505,14 +500,7 @@ mod tests {
         assert_eq!(m["device"]["wal"], LOCAL_DISK);
         assert_eq!(m["device"]["tablespaces"], LOCAL_DISK);
         assert!(r.device_line().contains("wal on local disk"));
-        let mut shared = Runner::new("t", r.common.clone(), vec!["bufpool".into()]).unwrap();
-        shared
-            .use_device(&DeviceArg {
-                device: "local".into(),
-                wal_device: "shared".into(),
-                ts_devices: "shared".into(),
-            })
-            .unwrap();
+        let shared = runner_in(parent.path(), "shared");
         assert_eq!(shared.waldir("run"), None);
         assert_eq!(shared.metadata()["device"]["wal"], "shared");
     }
