@@ -655,6 +655,7 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
             )
         }),
         vacuum_every_s: a.vacuum_every,
+        autovacuum: None,
     };
     run_tpcb(&a.dir, &a.sets, opts)
 }
@@ -691,10 +692,31 @@ pub(crate) fn run_tpcb(
         );
     }
     opts.config = knob_values(&c);
+    opts.autovacuum = c
+        .autovacuum
+        .then(|| bufpool::table::AutovacuumOptions::from_config(&c));
     let out = tpcb::run::run(&db, &opts)?;
     drop(db);
     engine.shutdown()?;
     Ok(out)
+}
+
+/// The autovacuum line and the tables' dead versions and sizes, when autovacuum ran.
+fn print_autovacuum(t: &crate::report::model::TableCounts) {
+    let Some(av) = &t.autovacuum else {
+        return;
+    };
+    println!(
+        "autovacuum: {} rounds, {} vacuums ({} pages, {} dead versions removed, {:.1} s \
+         vacuuming of which {:.1} s in {} cost naps)",
+        av.rounds, av.vacuums, av.pages, av.removed, av.vacuum_s, av.cost_nap_s, av.cost_naps
+    );
+    for r in &t.tables {
+        println!(
+            "  {}: {} autovacuums, n_live_tup {}, n_dead_tup {}, {} -> {} pages",
+            r.relname, r.autovacuum_count, r.n_live_tup, r.n_dead_tup, r.pages_start, r.pages_end
+        );
+    }
 }
 
 fn print_summary(a: &BenchArgs, o: &RunOutcome) {
@@ -785,6 +807,9 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
             "vacuum side thread: {} passes, {} dead versions removed",
             o.vacuums.passes, o.vacuums.removed
         );
+    }
+    if let Some(t) = &r.tables {
+        print_autovacuum(t);
     }
     if a.rate.is_some() || a.rate_profile.is_some() {
         println!(

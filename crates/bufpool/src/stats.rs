@@ -9,6 +9,11 @@
 //! These counters are statistics, not synchronization, so they use `std` atomics directly
 //! rather than the `crate::sync` facade (model tests do not assert on them).
 //! Locks: a global mutex guards slot assignment, taken once per thread lifetime.
+//!
+//! Also here: per-relation row counters ([`RelCounters`], pg_stat_user_tables' `n_tup_*`,
+//! `n_live_tup`, `n_dead_tup` and vacuum columns) in a [`RelStats`] table the engine owns.
+//! A heap handle keeps its relation's counters (an `Arc`) from open, so counting a change is
+//! one relaxed atomic add; the table's mutex is taken only to open a handle or list them.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -281,6 +286,131 @@ impl IoStatsSnapshot {
     }
 }
 
+/// One relation's row counters (pg_stat_user_tables). Counted when a change is made,
+/// not at commit: an update leaves one dead version whether it commits (the old one) or
+/// aborts (the new one); an aborted insert or delete is miscounted by one row, as
+/// PostgreSQL's estimates are also approximate.
+#[derive(Debug, Default)]
+pub struct RelCounters {
+    /// Rows inserted, updated and deleted (`n_tup_ins`, `n_tup_upd`, `n_tup_del`).
+    pub inserted: AtomicU64,
+    pub updated: AtomicU64,
+    pub deleted: AtomicU64,
+    /// Estimated live rows (`n_live_tup`): set by VACUUM's count, moved by inserts and
+    /// deletes since. 0 until the first VACUUM of this process (counters are not kept
+    /// across restarts).
+    pub live: AtomicU64,
+    /// Estimated dead versions (`n_dead_tup`): one per update or delete, less what pruning
+    /// and VACUUM removed.
+    pub dead: AtomicU64,
+    /// VACUUMs and autovacuums finished (`vacuum_count`, `autovacuum_count`).
+    pub vacuums: AtomicU64,
+    pub autovacuums: AtomicU64,
+    /// When the last VACUUM and autovacuum finished, milliseconds since the Unix epoch (0:
+    /// never).
+    pub last_vacuum_ms: AtomicU64,
+    pub last_autovacuum_ms: AtomicU64,
+}
+
+impl RelCounters {
+    /// Counts an insert.
+    pub fn count_insert(&self) {
+        self.inserted.fetch_add(1, Relaxed);
+        self.live.fetch_add(1, Relaxed);
+    }
+
+    /// Counts an update (one version more, dead or soon dead).
+    pub fn count_update(&self) {
+        self.updated.fetch_add(1, Relaxed);
+        self.dead.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a delete.
+    pub fn count_delete(&self) {
+        self.deleted.fetch_add(1, Relaxed);
+        self.dead.fetch_add(1, Relaxed);
+        sub_saturating(&self.live, 1);
+    }
+
+    /// Counts dead versions that pruning or VACUUM removed.
+    pub fn count_removed(&self, n: u64) {
+        if n > 0 {
+            sub_saturating(&self.dead, n);
+        }
+    }
+
+    /// Records a finished VACUUM that found `live` rows (`auto`: run by autovacuum).
+    pub fn count_vacuum(&self, live: u64, auto: bool) {
+        self.live.store(live, Relaxed);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        if auto {
+            self.autovacuums.fetch_add(1, Relaxed);
+            self.last_autovacuum_ms.store(now, Relaxed);
+        } else {
+            self.vacuums.fetch_add(1, Relaxed);
+            self.last_vacuum_ms.store(now, Relaxed);
+        }
+    }
+
+    /// A copy of the counters.
+    pub fn snapshot(&self) -> RelCountersSnapshot {
+        RelCountersSnapshot {
+            inserted: self.inserted.load(Relaxed),
+            updated: self.updated.load(Relaxed),
+            deleted: self.deleted.load(Relaxed),
+            live: self.live.load(Relaxed),
+            dead: self.dead.load(Relaxed),
+            vacuums: self.vacuums.load(Relaxed),
+            autovacuums: self.autovacuums.load(Relaxed),
+            last_vacuum_ms: self.last_vacuum_ms.load(Relaxed),
+            last_autovacuum_ms: self.last_autovacuum_ms.load(Relaxed),
+        }
+    }
+}
+
+/// `a -= n`, stopping at 0 (estimates may be low after a restart).
+fn sub_saturating(a: &AtomicU64, n: u64) {
+    let _ = a.fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_sub(n)));
+}
+
+/// A copy of one relation's [`RelCounters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RelCountersSnapshot {
+    pub inserted: u64,
+    pub updated: u64,
+    pub deleted: u64,
+    pub live: u64,
+    pub dead: u64,
+    pub vacuums: u64,
+    pub autovacuums: u64,
+    pub last_vacuum_ms: u64,
+    pub last_autovacuum_ms: u64,
+}
+
+/// Every relation's [`RelCounters`], by relation (created on first use).
+#[derive(Debug, Default)]
+pub struct RelStats {
+    rels: Mutex<std::collections::HashMap<crate::types::RelFileId, std::sync::Arc<RelCounters>>>,
+}
+
+impl RelStats {
+    /// The counters of `rel` (new ones on first use).
+    pub fn of(&self, rel: crate::types::RelFileId) -> std::sync::Arc<RelCounters> {
+        let mut rels = self.rels.lock().unwrap_or_else(|e| e.into_inner());
+        rels.entry(rel).or_default().clone()
+    }
+
+    /// A copy of every relation's counters.
+    pub fn snapshot(&self) -> Vec<(crate::types::RelFileId, RelCountersSnapshot)> {
+        let rels = self.rels.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<_> = rels.iter().map(|(r, c)| (*r, c.snapshot())).collect();
+        v.sort_by_key(|(r, _)| *r);
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,5 +474,28 @@ mod tests {
             stats.snapshot().total(IoOp::Write),
             100 * (EXCLUSIVE_STRIPES as u64 + 8)
         );
+    }
+
+    #[test]
+    fn relation_counters_estimate_live_and_dead_rows() {
+        let t = RelStats::default();
+        let rel = crate::types::RelFileId::new(0, 7);
+        let c = t.of(rel);
+        for _ in 0..10 {
+            c.count_insert();
+        }
+        c.count_update();
+        c.count_update();
+        c.count_delete();
+        let s = t.of(rel).snapshot();
+        assert_eq!((s.inserted, s.updated, s.deleted), (10, 2, 1));
+        assert_eq!((s.live, s.dead), (9, 3));
+        c.count_removed(5);
+        assert_eq!(c.snapshot().dead, 0, "removal stops at zero");
+        c.count_vacuum(42, true);
+        let s = c.snapshot();
+        assert_eq!((s.live, s.autovacuums, s.vacuums), (42, 1, 0));
+        assert!(s.last_autovacuum_ms > 0 && s.last_vacuum_ms == 0);
+        assert_eq!(t.snapshot(), vec![(rel, s)]);
     }
 }

@@ -253,6 +253,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         wal: None,
         slru: Vec::new(),
         side_script: None,
+        tables: None,
         waits: None,
     };
     let backend_write_share = result.backend_write_share();

@@ -247,6 +247,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         wal: None,
         slru: Vec::new(),
         side_script: None,
+        tables: None,
         waits: None,
     };
     Ok(SqliteRun {

@@ -52,6 +52,51 @@ pub struct RunResult {
     /// What the clients' transactions waited for (bufpool runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waits: Option<WaitProfile>,
+    /// Per-table row counters at the end and what autovacuum did (bufpool runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<TableCounts>,
+}
+
+/// pg_stat_user_tables for the run's tables, and the autovacuum launcher's counters
+/// (`autovacuum` is absent when the knob was off).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TableCounts {
+    /// One row per table, by its name.
+    pub tables: Vec<TableRow>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autovacuum: Option<AutovacuumCounts>,
+}
+
+/// One table's row in pg_stat_user_tables (as of the run's end; counted since the
+/// directory was opened), with its size.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TableRow {
+    pub relname: String,
+    pub n_tup_ins: u64,
+    pub n_tup_upd: u64,
+    pub n_tup_del: u64,
+    pub n_live_tup: u64,
+    pub n_dead_tup: u64,
+    pub vacuum_count: u64,
+    pub autovacuum_count: u64,
+    /// Pages in the main fork at the run's start and end.
+    pub pages_start: u64,
+    pub pages_end: u64,
+}
+
+/// What the autovacuum launcher did during the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AutovacuumCounts {
+    pub rounds: u64,
+    pub vacuums: u64,
+    pub pages: u64,
+    pub removed: u64,
+    pub cost_naps: u64,
+    pub cost_nap_s: f64,
+    /// Time spent vacuuming, naps included.
+    pub vacuum_s: f64,
+    /// When each VACUUM started and ended, seconds from the run's start, and its table.
+    pub spans: Vec<(f64, f64, String)>,
 }
 
 /// What the clients' committed transactions waited for: all of them, those that took over
@@ -468,6 +513,7 @@ impl RunResult {
             wal: None,
             slru: Vec::new(),
             side_script: None,
+            tables: None,
             waits: None,
         }
     }

@@ -11,6 +11,7 @@
 //! tablespaces given, largest first ([`BY_SIZE`]), each primary key with its table.
 
 pub(crate) mod aggregate_log;
+mod autovacuum;
 mod batch;
 pub mod burst;
 mod client;
@@ -401,12 +402,20 @@ impl<'e> Db<'e> {
             scale > 0,
             "pgbench_branches is empty: run `bufpool init` again"
         );
+        // pgbench's table sizes are known from the scale: autovacuum's threshold starts
+        // from them (PostgreSQL's catalog would remember them).
+        let sized = |name: &str, rows: u64| -> Result<Heap<'e>> {
+            let h = heap(name)?;
+            h.seed_live_estimate(rows);
+            Ok(h)
+        };
+        let s = u64::from(scale);
         Ok(Db {
             engine,
             scale,
-            accounts: heap("pgbench_accounts")?,
-            branches: heap("pgbench_branches")?,
-            tellers: heap("pgbench_tellers")?,
+            accounts: sized("pgbench_accounts", s * ACCOUNTS_PER_SCALE)?,
+            branches: sized("pgbench_branches", s)?,
+            tellers: sized("pgbench_tellers", s * TELLERS_PER_SCALE)?,
             history: heap("pgbench_history")?,
             test: match c.table(TEST_TABLE) {
                 Some(_) => Some(heap(TEST_TABLE)?),

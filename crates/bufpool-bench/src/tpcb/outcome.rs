@@ -96,6 +96,7 @@ impl Merged {
             wal: None,
             slru: Vec::new(),
             side_script: None,
+            tables: None,
             waits: Some(self.waits),
         };
         RunOutcome {

@@ -106,6 +106,9 @@ pub struct BenchOptions {
     pub side: Option<(SideScript, Duration)>,
     /// `--vacuum-every`: VACUUM the hot tables and accounts every this many seconds.
     pub vacuum_every_s: Option<u64>,
+    /// The autovacuum launcher's settings, when the `autovacuum` knob is on (filled in
+    /// by the run from the knobs, as `config` is).
+    pub autovacuum: Option<bufpool::table::AutovacuumOptions>,
 }
 
 impl BenchOptions {
@@ -137,6 +140,7 @@ impl BenchOptions {
             batch: None,
             side: None,
             vacuum_every_s: None,
+            autovacuum: None,
         }
     }
 
@@ -187,7 +191,9 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0);
     let wall_start = wall_start_us / 1_000_000;
-    let (clients, samples, batches, side, vacuums) = std::thread::scope(|s| {
+    let pages_start = super::autovacuum::sizes(db);
+    let av = opts.autovacuum.map(bufpool::table::Autovacuum::new);
+    let (clients, samples, batches, side, vacuums, av_stats) = std::thread::scope(|s| {
         let monitor =
             s.spawn(|| Monitor::new(pool, &before, start, opts.progress_s, &live, &done).run());
         let done_ref = &done;
@@ -200,6 +206,9 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         let vacuums = opts
             .vacuum_every_s
             .map(|every| s.spawn(move || super::vacuum::run(db, every, start, done_ref)));
+        let launcher = av
+            .as_ref()
+            .map(|a| s.spawn(|| super::autovacuum::run(db, a)));
         let mut handles = Vec::new();
         for id in 0..opts.clients.max(1) {
             let client = Client::new(id, db, opts, start, &live);
@@ -210,12 +219,17 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             .map(|h| h.join().expect("client thread"))
             .collect();
         done.store(true, Ordering::Relaxed);
+        if let Some(a) = &av {
+            a.stop();
+        }
+        let av_stats = launcher.map(|h| h.join().expect("autovacuum thread"));
         let samples = monitor.join().expect("monitor thread");
         let batches = batches.map(|b| b.join().expect("batch thread"));
         let side = side.map(|h| h.join().expect("side-script thread"));
         let vacuums = vacuums.map(|h| h.join().expect("vacuum thread"));
-        (clients, samples, batches, side, vacuums)
+        (clients, samples, batches, side, vacuums, av_stats)
     });
+    let av_stats = av_stats.transpose()?;
     let side = side.transpose()?;
     let vacuums = vacuums.transpose()?.unwrap_or_default();
     let elapsed = start.elapsed().as_secs_f64();
@@ -267,6 +281,12 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         ),
     ];
     out.result.side_script = side;
+    out.result.tables = Some(super::autovacuum::counts(
+        db,
+        start,
+        &pages_start,
+        av_stats.as_ref(),
+    ));
     for sec in &mut out.result.series {
         sec.target_tps = opts.target_rate(f64::from(sec.t) + 0.5);
         sec.batch_rows = batches

@@ -70,6 +70,7 @@ impl<'a> BufferRef<'a> {
         PageWriteGuard {
             buf: self,
             dirtied: false,
+            dirtied_clean: false,
         }
     }
 
@@ -81,6 +82,7 @@ impl<'a> BufferRef<'a> {
         d.content_lock.try_lock_exclusive().then(|| PageWriteGuard {
             buf: self,
             dirtied: false,
+            dirtied_clean: false,
         })
     }
 
@@ -139,6 +141,8 @@ impl Drop for PageReadGuard<'_> {
 pub struct PageWriteGuard<'b> {
     buf: &'b BufferRef<'b>,
     dirtied: bool,
+    /// This guard found the buffer clean and made it dirty (VACUUM's cost accounting).
+    dirtied_clean: bool,
 }
 
 impl PageWriteGuard<'_> {
@@ -161,8 +165,15 @@ impl PageWriteGuard<'_> {
         if before & DIRTY == 0 {
             // Clean before (the dirty map needs the bit), and perhaps cleaned in vain.
             self.buf.pool.bgwriter.note_dirty(self.buf.id, before);
+            self.dirtied_clean = true;
         }
         self.dirtied = true;
+    }
+
+    /// Whether this guard found the buffer clean and dirtied it (PostgreSQL charges VACUUM
+    /// for such pages: `vacuum_cost_page_dirty`).
+    pub fn dirtied_clean_page(&self) -> bool {
+        self.dirtied_clean
     }
 
     /// Writes the page out now if dirty, keeping the exclusive lock. The next change

@@ -117,6 +117,18 @@ impl ConfigBuilder {
         vacuum_buffer_usage_limit: u64 => |c, v| c.vacuum_buffer_usage_limit = v;
         /// Whether vacuum and bulk-write rings grow and shrink.
         ring_growth: bool => |c, v| c.ring_growth = v;
+        /// Whether `bufpool bench` runs the autovacuum launcher.
+        autovacuum: bool => |c, v| c.autovacuum = v;
+        /// Time between the launcher's looks at the tables.
+        autovacuum_naptime: Duration => |c, v| c.autovacuum_naptime_ms = millis(v);
+        autovacuum_vacuum_threshold: u64 => |c, v| c.autovacuum_vacuum_threshold = v;
+        /// A share of the live rows, rounded to thousandths.
+        autovacuum_vacuum_scale_factor: f64 => |c, v| {
+            c.autovacuum_vacuum_scale_factor_thousandths = (v * 1000.0).round().clamp(0.0, u64::MAX as f64) as u64
+        };
+        autovacuum_vacuum_cost_limit: u64 => |c, v| c.autovacuum_vacuum_cost_limit = v;
+        /// Rounded down to milliseconds.
+        autovacuum_vacuum_cost_delay: Duration => |c, v| c.autovacuum_vacuum_cost_delay_ms = millis(v);
     }
 
     /// The config, if every knob is valid; else the first bad one.

@@ -70,6 +70,8 @@ pub const MAX_COMMIT_DELAY_US: u64 = 100_000;
 pub const MAX_COMMIT_SIBLINGS: u64 = 1000;
 /// Largest wal_syncs_in_flight: past a few, each leader's batch only gets smaller.
 pub const MAX_WAL_SYNCS_IN_FLIGHT: u64 = 8;
+/// Largest autovacuum_naptime: PostgreSQL's 2,147,483 s (about 24 days).
+pub const MAX_AUTOVACUUM_NAPTIME_MS: u64 = 2_147_483_000;
 /// Largest wal_writer_flush_after (PostgreSQL's bound is larger; past wal_buffers' own
 /// largest size it would never trigger before the ring is full).
 pub const MAX_WAL_WRITER_FLUSH_AFTER: u64 = 1 << 30;
@@ -983,6 +985,78 @@ pub static KNOBS: &[Knob] = &[
         |c, v| c.ring_growth = flag(v),
         |c| Value::Bool(c.ring_growth),
     ),
+    row(
+        "autovacuum",
+        Unit::Bool,
+        "off",
+        "run the autovacuum launcher beside the clients (bufpool bench; embedders run \
+         table::Autovacuum on a thread of their own)",
+        |c, v| c.autovacuum = flag(v),
+        |c| Value::Bool(c.autovacuum),
+    ),
+    Knob {
+        min: 1_000,
+        max: MAX_AUTOVACUUM_NAPTIME_MS,
+        ..row(
+            "autovacuum_naptime",
+            Unit::S,
+            "1min",
+            "time between the autovacuum launcher's looks at the tables (1s to 24d)",
+            |c, v| c.autovacuum_naptime_ms = int(v),
+            |c| Value::Int(c.autovacuum_naptime_ms),
+        )
+    },
+    Knob {
+        min: 0,
+        max: i32::MAX as u64,
+        ..row(
+            "autovacuum_vacuum_threshold",
+            Unit::Count,
+            "50",
+            "dead versions that, beyond the scale factor's share, make a table due for \
+             autovacuum",
+            |c, v| c.autovacuum_vacuum_threshold = int(v),
+            |c| Value::Int(c.autovacuum_vacuum_threshold),
+        )
+    },
+    Knob {
+        min: 0,
+        max: 100_000,
+        ..row(
+            "autovacuum_vacuum_scale_factor",
+            Unit::Decimal,
+            "0.2",
+            "share of a table's live rows that, dead, make it due for autovacuum (0 to 100)",
+            |c, v| c.autovacuum_vacuum_scale_factor_thousandths = int(v),
+            |c| Value::Int(c.autovacuum_vacuum_scale_factor_thousandths),
+        )
+    },
+    Knob {
+        min: 1,
+        max: 10_000,
+        ..row(
+            "autovacuum_vacuum_cost_limit",
+            Unit::Count,
+            "200",
+            "cost an autovacuum spends before it naps (page hit 1, read 2, dirtied 20: \
+             PostgreSQL's vacuum_cost_page_* defaults)",
+            |c, v| c.autovacuum_vacuum_cost_limit = int(v),
+            |c| Value::Int(c.autovacuum_vacuum_cost_limit),
+        )
+    },
+    Knob {
+        min: 0,
+        max: 100,
+        ..row(
+            "autovacuum_vacuum_cost_delay",
+            Unit::Ms,
+            "2ms",
+            "an autovacuum's nap each time it has spent the cost limit (0: no pacing; \
+             at most 100ms)",
+            |c, v| c.autovacuum_vacuum_cost_delay_ms = int(v),
+            |c| Value::Int(c.autovacuum_vacuum_cost_delay_ms),
+        )
+    },
 ];
 
 /// The `seqscan_strategy` words, in table order.

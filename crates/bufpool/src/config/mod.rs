@@ -203,6 +203,14 @@ pub struct Config {
     pub vacuum_buffer_usage_limit: u64,
     /// Vacuum and bulk-write rings grow and shrink (on) or keep their size (off).
     pub ring_growth: bool,
+    /// Whether `bufpool bench` runs the autovacuum launcher.
+    pub autovacuum: bool,
+    pub autovacuum_naptime_ms: u64,
+    pub autovacuum_vacuum_threshold: u64,
+    /// autovacuum_vacuum_scale_factor in thousandths (0.2 is 200).
+    pub autovacuum_vacuum_scale_factor_thousandths: u64,
+    pub autovacuum_vacuum_cost_limit: u64,
+    pub autovacuum_vacuum_cost_delay_ms: u64,
 }
 }
 

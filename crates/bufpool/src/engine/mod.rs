@@ -278,6 +278,8 @@ pub struct Engine {
     released_commits: std::sync::atomic::AtomicU64,
     /// How many times pruning freed heap roots (see `Heap::roots_freed`).
     heap_roots_freed: std::sync::atomic::AtomicU64,
+    /// Row counters per relation (pg_stat_user_tables), kept by the heaps above.
+    rel_stats: crate::stats::RelStats,
     full_page_writes: bool,
     /// `wal_compression = lz4`.
     wal_compression: bool,
@@ -433,6 +435,7 @@ impl Engine {
             early_lock_release: config.early_lock_release,
             released_commits: std::sync::atomic::AtomicU64::new(0),
             heap_roots_freed: std::sync::atomic::AtomicU64::new(0),
+            rel_stats: Default::default(),
             full_page_writes: config.full_page_writes,
             wal_compression: config.wal_compression,
             ckpt,
@@ -669,6 +672,12 @@ impl Engine {
     }
 
     /// The count of heap root frees, shared by every heap handle (see `Heap::roots_freed`).
+    /// Row counters per relation (pg_stat_user_tables: rows inserted, updated, deleted,
+    /// live and dead estimates, vacuums), kept by every heap handle of this engine.
+    pub fn rel_stats(&self) -> &crate::stats::RelStats {
+        &self.rel_stats
+    }
+
     pub(crate) fn heap_roots_freed(&self) -> &std::sync::atomic::AtomicU64 {
         &self.heap_roots_freed
     }

@@ -48,7 +48,10 @@ mod visibility;
 
 pub use scan::{ScanReport, SeqScanOptions};
 pub use update::RowLockMode;
-pub use vacuum::VacuumReport;
+pub use vacuum::{
+    VacuumCost, VacuumOptions, VacuumReport, VACUUM_COST_PAGE_DIRTY, VACUUM_COST_PAGE_HIT,
+    VACUUM_COST_PAGE_MISS,
+};
 use visibility::{Hints, Vis};
 
 use super::fsm::Fsm;
@@ -57,6 +60,7 @@ use crate::config::ConfigError;
 use crate::engine::{Engine, HookPoint};
 use crate::page::PAGE_HEADER_SIZE;
 use crate::page_delta::BeforeImage;
+use crate::stats::RelCounters;
 use crate::sync::{AtomicU32, Ordering};
 use crate::table::HeapError;
 use crate::txn::{Snapshot, Xid, FROZEN_XID, INVALID_XID};
@@ -166,6 +170,8 @@ pub struct Heap<'e> {
     fsm: Fsm,
     fillfactor: u8,
     hint: AtomicU32,
+    /// This relation's row counters (the engine's [`crate::stats::RelStats`]).
+    counters: std::sync::Arc<RelCounters>,
 }
 
 impl<'e> Heap<'e> {
@@ -189,6 +195,7 @@ impl<'e> Heap<'e> {
             fsm: Fsm::new(rel, pool.page_size()),
             fillfactor: DEFAULT_FILLFACTOR,
             hint: AtomicU32::new(0),
+            counters: engine.rel_stats().of(rel),
         }
     }
 
@@ -201,6 +208,24 @@ impl<'e> Heap<'e> {
         }
         self.fillfactor = fillfactor;
         Ok(self)
+    }
+
+    /// Sets the live-row estimate to `rows` if nothing has yet (no VACUUM since open):
+    /// PostgreSQL keeps its estimate (reltuples) in the catalog across restarts; here the
+    /// caller that knows the table's size says it, or autovacuum's threshold starts from
+    /// the rows inserted since open.
+    pub fn seed_live_estimate(&self, rows: u64) {
+        let s = self.counters.snapshot();
+        if s.vacuums + s.autovacuums == 0 && s.live == 0 {
+            self.counters
+                .live
+                .store(rows, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// This relation's row counters now (pg_stat_user_tables' row).
+    pub fn row_stats(&self) -> crate::stats::RelCountersSnapshot {
+        self.counters.snapshot()
     }
 
     pub fn rel(&self) -> RelFileId {
@@ -316,6 +341,7 @@ impl<'e> Heap<'e> {
                     .expect("checked that it fits");
                 let free = HeapPage(&g).free_space();
                 drop(g);
+                self.counters.count_insert();
                 self.fsm.set(pool, block, free)?;
                 self.hint.store(block, Ordering::Relaxed);
                 return Ok(Tid { block, slot });
@@ -414,6 +440,7 @@ impl<'e> Heap<'e> {
                         placed(Tid { block, slot });
                         rows.next();
                         count += 1;
+                        self.counters.count_insert();
                         if count % 65_536 == 0 {
                             progress(count);
                         }

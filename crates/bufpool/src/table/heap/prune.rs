@@ -351,7 +351,9 @@ impl Heap<'_> {
         }
         let free = HeapPage(g).free_space();
         self.fsm.set(self.engine.pool(), block, free)?;
-        Ok(plan.map_or(0, |p| p.0.removed))
+        let removed = plan.map_or(0, |p| p.0.removed);
+        self.counters.count_removed(removed);
+        Ok(removed)
     }
 
     /// Plans pruning the page under `g` (see the module doc) and sets what the commit log
@@ -396,6 +398,11 @@ impl Heap<'_> {
 }
 
 impl PrunePlan {
+    /// How many dead versions the plan removes.
+    pub(super) fn removed(&self) -> u64 {
+        self.0.removed
+    }
+
     /// Applies the plan to the page: dead versions leaving the page cut to their header,
     /// the new line pointer states, then the page compacted.
     pub(super) fn apply(&self, p: &mut HeapPageMut<'_>) {

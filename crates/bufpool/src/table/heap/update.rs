@@ -287,6 +287,11 @@ impl Heap<'_> {
         let mut span = Span::default();
         let r = self.modify_walk(xid, tid, want, false, f, &mut span)?;
         if r.is_some() {
+            match want {
+                Want::Update => self.counters.count_update(),
+                Want::Delete => self.counters.count_delete(),
+                Want::Lock(_) => {}
+            }
             self.compress(&span)?;
         }
         Ok(r)
@@ -727,6 +732,9 @@ impl Heap<'_> {
                 p.set_header(tid.slot, &old);
                 Some(Tid { block, slot })
             })?;
+            if let Some(plan) = &prune {
+                self.counters.count_removed(plan.removed());
+            }
             let free = HeapPage(&g).free_space();
             if let Some(new_tid) = placed {
                 drop(g);

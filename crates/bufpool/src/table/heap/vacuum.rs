@@ -27,11 +27,13 @@ use super::page::{
 };
 use super::Heap;
 use crate::buffer::{PageWriteGuard, Ring, RingKind};
-use crate::scan::ReadStream;
+use crate::scan::{ReadStream, ReadStreamStats};
 use crate::sync::Ordering;
 use crate::table::HeapError;
 use crate::txn::{ClogError, MultiId, XidStatus, FROZEN_XID, INVALID_XID};
 use crate::types::ForkNumber;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 /// What VACUUM did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,6 +46,50 @@ pub struct VacuumReport {
     pub multis_replaced: u64,
     /// The relation's multixact bound afterwards: no tuple names an older multixact.
     pub multi_bound: u32,
+    /// Tuples left that no committed update or delete replaced: the relation's live-row
+    /// estimate afterwards. Versions a snapshot may still
+    /// see and the stubs of rows that moved to another page are not counted.
+    pub live_tuples: u64,
+    /// Pages found in the pool, read from storage, and found clean and dirtied (the cost
+    /// accounting's three kinds).
+    pub pages_hit: u64,
+    pub pages_read: u64,
+    pub pages_dirtied: u64,
+    /// Naps the cost limit imposed, and their total length.
+    pub cost_naps: u64,
+    pub cost_nap_time: Duration,
+    /// The pass stopped early when asked to ([`VacuumOptions::interrupt`]); pages it did
+    /// not reach are as they were.
+    pub interrupted: bool,
+}
+
+/// PostgreSQL's `vacuum_cost_page_hit`, `_miss` (its default since 14) and `_dirty`.
+pub const VACUUM_COST_PAGE_HIT: u64 = 1;
+pub const VACUUM_COST_PAGE_MISS: u64 = 2;
+pub const VACUUM_COST_PAGE_DIRTY: u64 = 20;
+
+/// Cost-based pacing (PostgreSQL's vacuum_cost_limit and _delay): each page costs
+/// [`VACUUM_COST_PAGE_HIT`] found in the pool or [`VACUUM_COST_PAGE_MISS`] read, plus
+/// [`VACUUM_COST_PAGE_DIRTY`] if the pass dirtied it; when the balance reaches `limit`
+/// the pass naps `delay` (holding no page) and starts a new balance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VacuumCost {
+    pub limit: u64,
+    pub delay: Duration,
+}
+
+/// How a VACUUM runs ([`Heap::vacuum_with_options`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VacuumOptions<'a> {
+    /// Cut off empty pages at the end (see [`Heap::vacuum`]).
+    pub truncate: bool,
+    /// Pace by cost (None: full speed, as a manual VACUUM with PostgreSQL's default
+    /// vacuum_cost_delay of 0).
+    pub cost: Option<VacuumCost>,
+    /// Counted as an autovacuum (`autovacuum_count`) rather than a VACUUM.
+    pub autovacuum: bool,
+    /// Checked between pages: when set, the pass stops (no truncation, not counted).
+    pub interrupt: Option<&'a AtomicBool>,
 }
 
 /// What a VACUUM pass learned of the multixacts in its relation.
@@ -62,8 +108,13 @@ impl Heap<'_> {
     /// Runs through a vacuum ring sized by the pool's `vacuum_buffer_usage_limit` (see
     /// [`Heap::vacuum_with`]).
     pub fn vacuum(&self, truncate: bool) -> Result<VacuumReport, HeapError> {
-        let mut ring = self.engine.pool().ring(RingKind::Vacuum);
-        self.vacuum_with(truncate, ring.as_mut())
+        self.vacuum_with(truncate, self.vacuum_ring().as_mut())
+    }
+
+    /// A new vacuum ring of this heap's pool (`vacuum_buffer_usage_limit`; None: 0, no
+    /// ring).
+    pub fn vacuum_ring(&self) -> Option<Ring> {
+        self.engine.pool().ring(RingKind::Vacuum)
     }
 
     /// [`Heap::vacuum`] reading the heap's pages through the caller's `ring` (`None`: the
@@ -71,6 +122,19 @@ impl Heap<'_> {
     pub fn vacuum_with(
         &self,
         truncate: bool,
+        ring: Option<&mut Ring>,
+    ) -> Result<VacuumReport, HeapError> {
+        let opts = VacuumOptions {
+            truncate,
+            ..VacuumOptions::default()
+        };
+        self.vacuum_with_options(&opts, ring)
+    }
+
+    /// [`Heap::vacuum_with`] with pacing, interruption and how it is counted (`opts`).
+    pub fn vacuum_with_options(
+        &self,
+        opts: &VacuumOptions<'_>,
         ring: Option<&mut Ring>,
     ) -> Result<VacuumReport, HeapError> {
         let pool = self.engine.pool();
@@ -91,12 +155,21 @@ impl Heap<'_> {
         let mut last_nonempty = None;
         // Read ahead, pinning no more than the ring starts with (its own look-ahead must
         // not push its members out: PostgreSQL's pin limit for a strategy).
-        let mut opts = *self.engine.read_stream_options();
+        let mut stream_opts = *self.engine.read_stream_options();
         if let Some(r) = ring.as_deref() {
-            opts.max_pins = Some(r.start_len().saturating_sub(1).max(1));
+            stream_opts.max_pins = Some(r.start_len().saturating_sub(1).max(1));
         }
-        let stream = ReadStream::range(pool, self.rel, ForkNumber::Main, 0..n, ring, &opts);
-        for buf in stream {
+        let mut stream =
+            ReadStream::range(pool, self.rel, ForkNumber::Main, 0..n, ring, &stream_opts);
+        let mut pacer = CostPacer::new(opts.cost);
+        while let Some(buf) = stream.next() {
+            if opts
+                .interrupt
+                .is_some_and(|i| i.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                report.interrupted = true;
+                break;
+            }
             let buf = buf?;
             let block = buf.tag().block;
             let mut g = buf.write();
@@ -106,20 +179,97 @@ impl Heap<'_> {
             if (1..=page.slots()).any(|s| page.item(s) != ItemId::Unused) {
                 last_nonempty = Some(block);
             }
+            report.live_tuples += self.live_tuples(page)?;
+            let dirtied = g.dirtied_clean_page();
+            drop(g);
+            drop(buf);
+            report.pages_dirtied += u64::from(dirtied);
+            pacer.page(stream.stats(), dirtied, &mut report);
         }
+        report.pages_hit = stream.stats().blocks_hit;
+        report.pages_read = stream.stats().blocks_read;
+        drop(stream);
         self.hint.store(0, Ordering::Relaxed);
         report.multis_replaced = sweep.replaced;
+        if report.interrupted {
+            return Ok(report);
+        }
         report.multi_bound = sweep.kept.map_or(cutoff, |k| k.min(cutoff));
         multis.set_rel_bound(self.rel, report.multi_bound);
         let keep = last_nonempty.map_or(0, |b| b + 1);
-        if truncate && keep < n {
+        if opts.truncate && keep < n {
             pool.flush_relation(self.rel)?;
             pool.truncate_relation(self.rel, ForkNumber::Main, keep)?;
             self.fsm.truncate(pool, keep)?;
             report.truncated_pages = n - keep;
             self.engine.checkpoint()?;
         }
+        self.counters
+            .count_vacuum(report.live_tuples, opts.autovacuum);
         Ok(report)
+    }
+}
+
+impl Heap<'_> {
+    /// The tuples on `page` that no committed update or delete replaced: by the hint bits,
+    /// else by the commit log (a multixact xmax counts as live).
+    fn live_tuples(&self, page: HeapPage<'_>) -> Result<u64, HeapError> {
+        let mut n = 0;
+        for (h, _) in (1..=page.slots()).filter_map(|s| page.tuple(s)) {
+            let live = if h.xmax == INVALID_XID
+                || h.infomask & (XMAX_INVALID | XMAX_LOCK_ONLY | XMAX_IS_MULTI) != 0
+            {
+                true
+            } else if h.infomask & XMAX_COMMITTED != 0 {
+                false
+            } else {
+                self.engine.txns().status(h.xmax)? != XidStatus::Committed
+            };
+            n += u64::from(live);
+        }
+        Ok(n)
+    }
+}
+
+/// The cost balance of one VACUUM pass (see [`VacuumCost`]).
+struct CostPacer {
+    cost: Option<VacuumCost>,
+    balance: u64,
+    /// The stream's hit and read counts already charged.
+    hit: u64,
+    read: u64,
+}
+
+impl CostPacer {
+    fn new(cost: Option<VacuumCost>) -> Self {
+        CostPacer {
+            cost,
+            balance: 0,
+            hit: 0,
+            read: 0,
+        }
+    }
+
+    /// Charges the pages the stream found or read since the last call (reads ahead are
+    /// charged when made) and one page dirtied if `dirtied`; naps when the limit is
+    /// reached. Called with no page pinned or locked by the pass.
+    fn page(&mut self, s: &ReadStreamStats, dirtied: bool, report: &mut VacuumReport) {
+        let Some(cost) = self.cost else {
+            return;
+        };
+        self.balance += (s.blocks_hit - self.hit) * VACUUM_COST_PAGE_HIT
+            + (s.blocks_read - self.read) * VACUUM_COST_PAGE_MISS
+            + u64::from(dirtied) * VACUUM_COST_PAGE_DIRTY;
+        (self.hit, self.read) = (s.blocks_hit, s.blocks_read);
+        if self.balance >= cost.limit {
+            // Pacing by design (PostgreSQL's vacuum_delay_point), not a wait for another
+            // thread.
+            let t = Instant::now();
+            std::thread::sleep(cost.delay);
+            report.cost_naps += 1;
+            report.cost_nap_time += t.elapsed();
+            self.balance = 0;
+        }
     }
 }
 
