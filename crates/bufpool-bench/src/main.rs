@@ -412,6 +412,7 @@ mod tests {
             "slru --skip-exp1 --json",
             "checkpoint --configs g,h --wal-device slow10 --throttled off --bulk on --ts-devices hdd",
             "bgwriter --checkpoint-timeout 30s --bgw-configs seed000-bg2,pg15-faithful --wal-device local",
+            "bgwriter --sweep-clients 1,2,4,8 --sweep-configs seed000-bg2",
         ] {
             let argv = ["bufpool", "experiment"]
                 .into_iter()

@@ -1129,3 +1129,96 @@ fn multixact_builtin_runs_beside_the_long_running_side_script() {
         "{text}"
     );
 }
+
+/// Proves: `autovacuum = on` runs the launcher beside the clients (with threshold and
+/// scale factor 0, a table with any dead version is due; pruning may have removed them all
+/// from a hot table at one look, but not from the accounts, whose pages are rarely
+/// revisited; the balances still check), its counters and each VACUUM's span reach
+/// `--out`, and every run reports pg_stat_user_tables' rows for the four tables.
+#[test]
+fn autovacuum_runs_beside_the_clients_and_reports_its_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    let out = ok(
+        cwd,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "2",
+            "-T",
+            "4",
+            "--set",
+            "autovacuum=on",
+            "--set",
+            "autovacuum_naptime=1s",
+            "--set",
+            "autovacuum_vacuum_threshold=0",
+            "--set",
+            "autovacuum_vacuum_scale_factor=0",
+            "--out",
+            "run.json",
+        ],
+    );
+    assert!(out.contains("autovacuum: "), "{out}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join("run.json")).unwrap()).unwrap();
+    let t = &run["tables"];
+    let av = &t["autovacuum"];
+    let vacuums = av["vacuums"].as_u64().unwrap();
+    assert!(vacuums >= 1 && av["rounds"].as_u64().unwrap() >= 2, "{av}");
+    let rows = t["tables"].as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["relname"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "pgbench_branches",
+            "pgbench_tellers",
+            "pgbench_accounts",
+            "pgbench_history"
+        ]
+    );
+    let counted: u64 = rows
+        .iter()
+        .map(|r| r["autovacuum_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, vacuums, "{t}");
+    assert!(
+        rows[2]["autovacuum_count"].as_u64().unwrap() >= 1,
+        "accounts: {t}"
+    );
+    let spans = av["spans"].as_array().unwrap();
+    assert_eq!(spans.len() as u64, vacuums);
+    let duration = run["duration_s"].as_f64().unwrap();
+    for s in spans {
+        let (a, b) = (s[0].as_f64().unwrap(), s[1].as_f64().unwrap());
+        assert!(0.9 <= a && a <= b && b <= duration + 1.0, "{s}");
+    }
+    let txns = run["transactions"].as_u64().unwrap();
+    assert!(rows[2]["n_tup_upd"].as_u64().unwrap() >= txns, "{t}");
+    assert!(rows[3]["n_tup_ins"].as_u64().unwrap() >= txns, "{t}");
+    // VACUUM's count, taken while the clients move rows (an estimate, as PostgreSQL's).
+    let live = rows[2]["n_live_tup"].as_u64().unwrap();
+    assert!(
+        (99_900..=100_100).contains(&live),
+        "scale 1's accounts: {live}"
+    );
+    check_passes(cwd);
+
+    // Off (the default): the tables' rows, no launcher.
+    ok(
+        cwd,
+        &[
+            "bench", "-D", "db", "-c", "1", "-T", "1", "--out", "off.json",
+        ],
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join("off.json")).unwrap()).unwrap();
+    assert!(run["tables"]["autovacuum"].is_null(), "{}", run["tables"]);
+    assert_eq!(run["tables"]["tables"].as_array().unwrap().len(), 4);
+}

@@ -75,7 +75,24 @@ pub struct Args {
     /// ask seed 000's question whether LRU cleaning smooths checkpoints.
     #[arg(long, default_value = "1h")]
     pub checkpoint_timeout: String,
+    /// Seed 000's client sweep: the max workload again at each of these client counts
+    /// (1, 2, 4, 8, 16 or 32), for `off` and the `--sweep-configs`; rows `max-c<N>`.
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub sweep_clients: Vec<u32>,
+    /// The configurations of the client sweep besides `off` (default: `default`).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub sweep_configs: Vec<String>,
 }
+
+/// The client sweep's counts and their workload names.
+const SWEEP: [(u32, &str); 6] = [
+    (1, "max-c1"),
+    (2, "max-c2"),
+    (4, "max-c4"),
+    (8, "max-c8"),
+    (16, "max-c16"),
+    (32, "max-c32"),
+];
 
 /// The flags resolved: what this run of the experiment does.
 #[derive(Debug, Clone)]
@@ -96,17 +113,31 @@ struct Settings {
     /// Runs of `off` and `default` per workload (interleaved, so drift hits both alike);
     /// the targets are medians over the pairs. The other configurations run once.
     repeats: usize,
+    /// The client sweep: counts with their workload names, and its configurations.
+    sweep: Vec<(u32, &'static str)>,
+    sweep_configs: Vec<String>,
 }
 
 impl Settings {
     fn new(a: &Args, c: &Common) -> Result<Settings> {
         let names: Vec<&str> = configs().iter().map(|(n, _)| *n).collect();
-        if let Some(bad) = a.bgw_configs.iter().find(|c| !names.contains(&c.as_str())) {
-            bail!(
-                "--bgw-configs: no configuration {bad:?} (one of: {})",
-                names.join(", ")
-            );
+        for (flag, list) in [
+            ("--bgw-configs", &a.bgw_configs),
+            ("--sweep-configs", &a.sweep_configs),
+        ] {
+            if let Some(bad) = list.iter().find(|c| !names.contains(&c.as_str())) {
+                bail!(
+                    "{flag}: no configuration {bad:?} (one of: {})",
+                    names.join(", ")
+                );
+            }
         }
+        let sweep = a
+            .sweep_clients
+            .iter()
+            .map(|n| SWEEP.iter().copied().find(|s| s.0 == *n))
+            .collect::<Option<Vec<_>>>()
+            .context("--sweep-clients: each count one of 1, 2, 4, 8, 16, 32")?;
         let quick = c.short();
         Ok(Settings {
             seconds: a.seconds.unwrap_or(if quick { 10 } else { 60 }),
@@ -118,7 +149,18 @@ impl Settings {
             only: a.bgw_configs.clone(),
             repeats: if quick { 1 } else { c.repeats as usize },
             checkpoint_timeout: a.checkpoint_timeout.clone(),
+            sweep,
+            sweep_configs: if a.sweep_configs.is_empty() {
+                vec!["default".into()]
+            } else {
+                a.sweep_configs.clone()
+            },
         })
+    }
+
+    /// Whether configuration `name` runs in the client sweep.
+    fn sweeps(&self, name: &str) -> bool {
+        name == "off" || self.sweep_configs.iter().any(|c| c == name)
     }
 
     /// Whether configuration `name` runs in `workload`: `off` always (the baseline), the
@@ -202,6 +244,7 @@ fn configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
 struct Row {
     config: &'static str,
     workload: &'static str,
+    clients: u32,
     repeat: usize,
     tps: f64,
     backend_share: f64,
@@ -234,6 +277,7 @@ impl Row {
         Row {
             config,
             workload,
+            clients: r.clients,
             repeat,
             tps: r.tps,
             backend_share: r.backend_write_share().unwrap_or(0.0),
@@ -293,6 +337,7 @@ impl Row {
     fn json(&self) -> serde_json::Value {
         json!({
             "config": self.config, "workload": self.workload, "repeat": self.repeat,
+            "clients": self.clients,
             "tps": self.tps,
             "backend_write_share": self.backend_share, "latency_p99_ms": self.lat_p99,
             "latency_max_ms": self.lat_max, "per_second_max_latency_p99_ms": self.maxlat_p99,
@@ -349,6 +394,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         for ((name, cfg_knobs), repeat) in schedule(&chosen, o.repeats, |(n, _)| paired(n)) {
             let run = Run {
                 workload,
+                clients: o.clients,
                 name,
                 knobs: cfg_knobs,
                 repeat,
@@ -357,6 +403,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
             rows.push(measure(r, &bed, &run)?);
         }
     }
+    rows.extend(client_sweep(r, &bed, max_off_tps(&rows))?);
     r.release_device();
     // Table 2: round cost by pool size.
     let mut round_rows = Vec::new();
@@ -385,9 +432,30 @@ fn max_off_tps(rows: &[Row]) -> f64 {
     }
 }
 
+/// Seed 000's client sweep: the max workload at each `--sweep-clients` count, `off` and
+/// the sweep's configurations, once each.
+fn client_sweep(r: &Runner, bed: &Bed, max_off_tps: f64) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for &(clients, workload) in &bed.o.sweep {
+        for (name, cfg_knobs) in configs().iter().filter(|(n, _)| bed.o.sweeps(n)) {
+            let run = Run {
+                workload,
+                clients,
+                name,
+                knobs: cfg_knobs,
+                repeat: 0,
+                max_off_tps,
+            };
+            rows.push(measure(r, bed, &run)?);
+        }
+    }
+    Ok(rows)
+}
+
 /// One TPC-B run of table 1.
 struct Run<'a> {
     workload: &'static str,
+    clients: u32,
     name: &'static str,
     knobs: &'a [(&'static str, &'static str)],
     repeat: usize,
@@ -431,14 +499,14 @@ fn measure(r: &Runner, bed: &Bed, run: &Run) -> Result<Row> {
     let dir = r.fresh_copy(bed.template, &format!("{workload}-{name}"))?;
     let mut sets = bed.base.clone();
     sets.extend(knobs(run.knobs));
-    let opts = BenchOptions::tpcb(o.clients, o.seconds, name, r.stop());
+    let opts = BenchOptions::tpcb(run.clients, o.seconds, name, r.stop());
     let opts = workload_options(o, run, opts);
     let rate = opts.rate;
     let of = if paired(name) { o.repeats.max(1) } else { 1 };
     r.progress(format!(
         "{workload} / {name} (run {} of {of}): {} clients, {} s",
         run.repeat + 1,
-        o.clients,
+        run.clients,
         o.seconds
     ));
     let out = run_tpcb(&dir, &sets, opts).with_context(|| format!("{workload} / {name}"))?;
@@ -806,6 +874,7 @@ mod tests {
         Row {
             config,
             workload,
+            clients: 8,
             repeat,
             tps,
             backend_share: if config == "off" { 1.0 } else { 0.01 },
@@ -886,10 +955,41 @@ mod tests {
             only: vec!["dirty-chain".into()],
             repeats: 1,
             checkpoint_timeout: "1h".into(),
+            sweep: vec![SWEEP[0]],
+            sweep_configs: vec!["seed000-bg2".into()],
         };
         assert!(o.runs("off", "max") && !o.runs("default", "steady"));
         assert!(o.runs("dirty-chain", "steady") && !o.runs("dirty-chain", "max"));
         o.only.clear();
         assert!(o.runs("default", "max") && o.runs("threads", "bursty"));
+        assert!(o.sweeps("off") && o.sweeps("seed000-bg2") && !o.sweeps("default"));
+    }
+
+    #[test]
+    fn the_client_sweep_takes_the_listed_counts_and_refuses_others() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: Args,
+        }
+        let common = |quick| Common {
+            json: false,
+            repeats: 3,
+            dir: None,
+            quick,
+        };
+        let parse = |s: &str| {
+            Cli::try_parse_from(["x"].into_iter().chain(s.split(' ')))
+                .unwrap()
+                .a
+        };
+        let o = Settings::new(&parse("--sweep-clients 1,8"), &common(true)).unwrap();
+        assert_eq!(o.sweep, vec![(1, "max-c1"), (8, "max-c8")]);
+        assert_eq!(o.sweep_configs, vec!["default".to_string()]);
+        let err = Settings::new(&parse("--sweep-clients 3"), &common(true)).unwrap_err();
+        assert!(err.to_string().contains("--sweep-clients"), "{err}");
+        let err = Settings::new(&parse("--sweep-configs nope"), &common(true)).unwrap_err();
+        assert!(err.to_string().contains("--sweep-configs"), "{err}");
     }
 }

@@ -7,7 +7,9 @@
 //! and `vac` (2 pools, for VACUUM).
 //! Sections, each a table in the report:
 //! 1. Ring-size sweep (seed 003, Heikki's table): seconds per count-style scan of `big`
-//!    (in the OS cache: buffered files) with rings of 1, 2, 4, … buffers and no ring.
+//!    (in the OS cache: buffered files) with rings of 1, 2, 4, … buffers and no ring, with
+//!    the default read streams and again reading one block at a time with no look-ahead
+//!    (as PostgreSQL 8.3 did, so the ring's size alone decides what the scan holds).
 //! 2. Hot-set survival: `hot` read three times, then `big` scanned with and without a
 //!    ring, then `hot` again: its hit ratio.
 //! 3. Vacuum and bulk write: forced WAL flushes and seconds per ring configuration.
@@ -377,33 +379,25 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     })
 }
 
-/// Section 1: seconds per scan of `big` for each ring size and no ring.
-fn ring_sweep(
+/// How PostgreSQL 8.3 read a table, in Heikki's ring-size test: one block per read, no
+/// look-ahead (the OS read ahead for it), so the pages a scan holds do not depend on its
+/// ring's size.
+const ONE_BLOCK: [(&str, &str); 2] = [
+    ("effective_io_concurrency", "0"),
+    ("io_combine_limit", "8kB"),
+];
+
+/// One pass of the ring-size sweep on an engine opened with `sets`: per ring size (None:
+/// no ring), the seconds of each scan and the reads of the last.
+fn sweep_pass(
     bed: &Bed,
     c: &Common,
-    meta: &mut serde_json::Map<String, serde_json::Value>,
-) -> Result<String> {
-    let e = bed.open(&[])?;
-    progress("scans: ring-size sweep (warming the OS cache)");
-    scan(&e, BIG, &plain_opts(true))?;
-    let cap = (bed.pool_pages() / 8).max(1);
-    let mut sizes: Vec<Option<u64>> = std::iter::successors(Some(1u64), |k| Some(k * 2))
-        .take_while(|&k| k <= cap.min(1024))
-        .map(Some)
-        .collect();
-    sizes.push(None);
-    let mut cells = vec![[
-        "ring (buffers)",
-        "s/scan median",
-        "min",
-        "max",
-        "MB/s",
-        "reads",
-    ]
-    .map(String::from)
-    .to_vec()];
-    let mut json = Vec::new();
-    for size in sizes {
+    sizes: &[Option<u64>],
+    sets: &[(&str, &str)],
+) -> Result<Vec<(Vec<f64>, u64)>> {
+    let e = bed.open(sets)?;
+    let mut out = Vec::new();
+    for &size in sizes {
         let opts = SeqScanOptions {
             plan: Some(plain(size.is_some())),
             ring_bytes: size.map(|k| (k as usize) * bed.page_size),
@@ -416,26 +410,74 @@ fn ring_sweep(
             reads = r.io.reads;
         }
         let label = size.map_or("no ring".to_string(), |k| k.to_string());
+        let how = if sets.is_empty() {
+            ""
+        } else {
+            ", one block at a time"
+        };
         progress(format!(
-            "scans: ring {label}: {:.3} s",
+            "scans: ring {label}{how}: {:.3} s",
             summarize(&secs).median
         ));
-        let s = fmt_summary(&secs, 3);
-        let med = summarize(&secs).median;
-        cells.push(vec![
-            label.clone(),
-            s[0].clone(),
-            s[1].clone(),
-            s[2].clone(),
-            format!("{:.0}", mb_per_s(bed.pages(BIG), bed.page_size, med)),
-            reads.to_string(),
-        ]);
-        json.push(serde_json::json!({"ring_buffers": size, "seconds": summarize(&secs)}));
+        out.push((secs, reads));
     }
     e.shutdown()?;
+    Ok(out)
+}
+
+/// Section 1: seconds per scan of `big` for each ring size and no ring, with the default
+/// read streams (look-ahead capped at the ring size minus one) and reading one block at a
+/// time ([`ONE_BLOCK`]).
+fn ring_sweep(
+    bed: &Bed,
+    c: &Common,
+    meta: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<String> {
+    let e = bed.open(&[])?;
+    progress("scans: ring-size sweep (warming the OS cache)");
+    scan(&e, BIG, &plain_opts(true))?;
+    e.shutdown()?;
+    let cap = (bed.pool_pages() / 8).max(1);
+    let mut sizes: Vec<Option<u64>> = std::iter::successors(Some(1u64), |k| Some(k * 2))
+        .take_while(|&k| k <= cap.min(1024))
+        .map(Some)
+        .collect();
+    sizes.push(None);
+    let streams = sweep_pass(bed, c, &sizes, &[])?;
+    let one_block = sweep_pass(bed, c, &sizes, &ONE_BLOCK)?;
+    let head = [
+        "ring (buffers)",
+        "s/scan median",
+        "min",
+        "max",
+        "MB/s",
+        "reads",
+    ];
+    let mut cells = vec![head.map(String::from).to_vec()];
+    cells[0].extend(["one block: s/scan", "min", "max"].map(String::from));
+    let mut json = Vec::new();
+    for ((size, (secs, reads)), (secs1, _)) in sizes.iter().zip(&streams).zip(&one_block) {
+        let med = summarize(secs).median;
+        let mut row = vec![size.map_or("no ring".to_string(), |k| k.to_string())];
+        row.extend(fmt_summary(secs, 3));
+        row.push(format!(
+            "{:.0}",
+            mb_per_s(bed.pages(BIG), bed.page_size, med)
+        ));
+        row.push(reads.to_string());
+        row.extend(fmt_summary(secs1, 3));
+        cells.push(row);
+        json.push(serde_json::json!({
+            "ring_buffers": size,
+            "seconds": summarize(secs),
+            "seconds_one_block": summarize(secs1),
+        }));
+    }
     meta.insert("ring_sweep".into(), json.into());
     Ok(format!(
-        "Ring-size sweep: count-style scan of big ({} pages, {:.1} pools, OS cache warm, buffered)\n{}",
+        "Ring-size sweep: count-style scan of big ({} pages, {:.1} pools, OS cache warm, \
+         buffered); default read streams (look-ahead at most the ring size minus one) and \
+         one block at a time (no look-ahead, as PostgreSQL 8.3 read)\n{}",
         bed.pages(BIG),
         f64::from(bed.pages(BIG)) / bed.pool_pages() as f64,
         layout(&cells, 1)

@@ -1,7 +1,7 @@
 //! Each seed's plan: the experiments that rerun the thread's set-up here (as `bufpool
 //! experiment` command lines, run in this process), and which of their figures answer
-//! which of the thread's. Where this project's experiment cannot ask the thread's question
-//! yet, the row says so (`Ours::NotHere`) instead of standing in a different figure.
+//! which of the thread's. Where our run cannot answer (its experiment did not run, or a
+//! figure it needs is missing), the row says why instead of standing in another figure.
 
 use std::path::Path;
 
@@ -46,12 +46,14 @@ pub enum Ours {
         before: &'static str,
         field: &'static str,
     },
-    /// `experiment scans`'s `ring_sweep`: seconds per scan with ring `after` over ring
-    /// `before` (None: no ring).
+    /// `experiment scans`'s `ring_sweep`: seconds per scan (`field`: with the default
+    /// read streams or one block at a time) with ring `after` over ring `before` (None: no
+    /// ring).
     Ring {
         report: usize,
         after: Option<u64>,
         before: Option<u64>,
+        field: &'static str,
     },
     /// `experiment slru`'s `exp1`/`exp2` rows: TPS of design `after` over `before` at the
     /// top client count.
@@ -69,8 +71,6 @@ pub enum Ours {
         before: &'static str,
         field: &'static str,
     },
-    /// Not measured here yet: why.
-    NotHere(&'static str),
 }
 
 impl Compare {
@@ -126,7 +126,6 @@ impl Ours {
             | Ours::Ring { report, .. }
             | Ours::Slru { report, .. }
             | Ours::Bgw { report, .. } => *report,
-            Ours::NotHere(_) => return None,
         };
         reports.get(i)
     }
@@ -138,9 +137,6 @@ impl Ours {
 
     /// Our (after, before), or why there is none.
     fn measure(&self, reports: &[Value]) -> std::result::Result<(f64, f64), String> {
-        if let Ours::NotHere(why) = self {
-            return Err(why.to_string());
-        }
         let r = self.report(reports).ok_or("its experiment did not run")?;
         let pick = |rows: &Value, f: &dyn Fn(&Value) -> bool, field: &str| {
             let mut v: Vec<f64> = rows
@@ -194,12 +190,17 @@ impl Ours {
                 };
                 (of(after), of(before))
             }
-            Ours::Ring { after, before, .. } => {
+            Ours::Ring {
+                after,
+                before,
+                field,
+                ..
+            } => {
                 let of = |k: Option<u64>| {
                     pick(
                         &r["ring_sweep"],
                         &|x| x["ring_buffers"].as_u64() == k,
-                        "seconds/median",
+                        field,
                     )
                 };
                 let largest = r["ring_sweep"]
@@ -256,7 +257,6 @@ impl Ours {
                 };
                 (of(after), of(before))
             }
-            Ours::NotHere(_) => unreachable!(),
         };
         match pair {
             (Some(a), Some(b)) if b > 0.0 => Ok((a, b)),
@@ -298,6 +298,26 @@ pub fn plan(id: &str, quick: bool, device: &str, out: &Path) -> Result<Plan> {
 
 fn seed000(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> Plan {
     let seconds = if quick { "10" } else { "120" };
+    let sweep = |clients: u32, after, before, workload| Compare {
+        question: match clients {
+            1 => {
+                "pgbench tps, 1 client, 8.0.0RC1 with the 2% window over 7.4.6 (no bgwriter); \
+                  ours: max-rate TPC-B, seed000-bg2 over off"
+            }
+            2 => "pgbench tps, 2 clients, the same",
+            4 => "pgbench tps, 4 clients, the same",
+            _ => "pgbench tps, 8 clients, the same",
+        },
+        after,
+        before,
+        ours: Ours::Bgw {
+            report: 0,
+            workload,
+            after: "seed000-bg2",
+            before: "off",
+            field: "tps",
+        },
+    };
     Plan {
         runs: vec![with(&[
             "bgwriter",
@@ -311,6 +331,10 @@ fn seed000(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> 
             seconds,
             "--round-pools",
             "64MB",
+            "--sweep-clients",
+            "1,2,4,8",
+            "--sweep-configs",
+            "seed000-bg2",
         ])],
         compares: vec![
             Compare {
@@ -327,21 +351,16 @@ fn seed000(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> 
                     field: "latency_max_ms",
                 },
             },
-            Compare {
-                question: "pgbench tps, 8 clients, 8.0.0RC1 with the 2% window over 7.4.6 (no \
-                           bgwriter); ours: max-rate TPC-B, seed000-bg2 over off",
-                after: "pg800rc1_patched_tps_c8",
-                before: "pg746_tps_c8",
-                ours: Ours::NotHere(
-                    "the bgwriter experiment's max-rate workload runs only off and default; its \
-                     client sweep (1/2/4/8) is not built",
-                ),
-            },
+            sweep(1, "pg800rc1_patched_tps_c1", "pg746_tps_c1", "max-c1"),
+            sweep(2, "pg800rc1_patched_tps_c2", "pg746_tps_c2", "max-c2"),
+            sweep(4, "pg800rc1_patched_tps_c4", "pg746_tps_c4", "max-c4"),
+            sweep(8, "pg800rc1_patched_tps_c8", "pg746_tps_c8", "max-c8"),
         ],
         setup: format!(
             "TPC-B scale {}, 8 clients, pool a quarter of the data, synchronous_commit off, \
              checkpoint_timeout 30 s, device {device}; bgwriter off, default, PostgreSQL 15's \
-             behaviour and bg2.patch's 2% window",
+             behaviour and bg2.patch's 2% window; the max-rate rows again at 1, 2, 4 and 8 \
+             clients (off and bg2.patch's window)",
             if quick { 5 } else { 10 }
         ),
     }
@@ -491,10 +510,12 @@ fn seed002(with: impl Fn(&[&str]) -> Vec<String>) -> Plan {
 }
 
 fn seed003(with: impl Fn(&[&str]) -> Vec<String>) -> Plan {
+    // The thread's server read one block at a time (8.3 had no read streams).
     let ring = |after, before| Ours::Ring {
         report: 0,
         after,
         before,
+        field: "seconds_one_block/median",
     };
     Plan {
         // A 64 MiB pool in every mode, so the sweep reaches 1,024 buffers (an eighth).
@@ -533,8 +554,10 @@ fn seed003(with: impl Fn(&[&str]) -> Vec<String>) -> Plan {
             },
         ],
         setup: "the scans experiment's ring-size sweep: count-style scans of a table of 10 \
-                pools (64 MiB pool, 8 KiB pages), OS cache warm, buffered, local disk; stream \
-                look-ahead capped at the ring size minus one"
+                pools (64 MiB pool, 8 KiB pages), OS cache warm, buffered, local disk, read \
+                one block at a time with no look-ahead as PostgreSQL 8.3 read \
+                (effective_io_concurrency 0, io_combine_limit 8kB; the experiment's table \
+                also has the default read streams)"
             .into(),
     }
 }
