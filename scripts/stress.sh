@@ -5,8 +5,10 @@
 # every client updates the same row in every transaction; measured on the vanished-row
 # defect, 16 clients for 6 s with synchronous commit off hit it in 4 runs of 6 at scale 1,
 # none at scale 2) with a 16 MB pool, a checkpoint every second or
-# two (max_wal_size = two 16 MB segments), a VACUUM thread beside the clients
-# (--vacuum-every 1) and --ack-log. Rounds rotate through
+# two (max_wal_size = two 16 MB segments), VACUUM beside the clients (four rounds in
+# eight a thread vacuuming every second, --vacuum-every 1; the others the autovacuum
+# launcher, looking every second with threshold and scale factor 0, paced by its cost
+# limit) and --ack-log. Rounds rotate through
 #   synchronous_commit on / off (off: the rate, and so the races, are 3-4x higher),
 #   4, 8 and 16 clients,
 #   TPC-B alone (the highest rate), TPC-B with seed 002's savepoint-overflow side script
@@ -94,10 +96,17 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
     d=dbm; only=(--accounts-only)
   fi
   kill_round=$(( ((round - 1) / 6) % 2 ))
+  if [ $(( ((round - 1) / 4) % 2 )) -eq 0 ]; then
+    vac=(--vacuum-every 1)
+  else
+    vac=(--set autovacuum=on --set autovacuum_naptime=1s --set autovacuum_vacuum_threshold=0
+         --set autovacuum_vacuum_scale_factor=0)
+    what="$what+autovacuum"
+  fi
   set +e
   "$bin" bench -D "$d" -c "$c" -j 2 -T "$round_s" --random-seed "$round" \
     --set shared_buffers=16MB --set synchronous_commit="$sync" --set max_wal_size=32MB --set min_wal_size=32MB \
-    --vacuum-every 1 --ack-log "ack-$d.$round" ${script[@]:+"${script[@]}"} > "bench.$round" 2>&1 &
+    "${vac[@]}" --ack-log "ack-$d.$round" ${script[@]:+"${script[@]}"} > "bench.$round" 2>&1 &
   pid=$!
   killed=0
   if [ "$kill_round" = 1 ]; then

@@ -4,7 +4,8 @@
 //! wraps) returns every visible tuple exactly once, also while other scans of the table run
 //! at the same time and move the shared position under it; the cache trail (seed 003's
 //! 3A) finds the pages a previous scan left in the pool and still returns every tuple once;
-//! the knobs reach each scan's plan. How: a bulk-loaded table of known rows larger than the
+//! the knobs reach each scan's plan; with `seqscan_sync_pacing` every concurrent ring
+//! scan joins and leaves its table's group, and still returns every tuple once. How: a bulk-loaded table of known rows larger than the
 //! pool, scans compared as sorted multisets against the loaded rows.
 
 use std::path::Path;
@@ -122,32 +123,46 @@ fn a_synchronized_scan_starts_where_the_last_ended_and_returns_every_row_once() 
 
 #[test]
 fn concurrent_synchronized_scans_each_return_every_row_once() {
-    let vfs = MemVfs::new();
-    let e = open(&vfs, &[]);
-    let heap = load(&e);
-    let mut starts = Vec::new();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..4)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut starts = Vec::new();
-                    for _ in 0..5 {
-                        let (ids, r) = scan(&e, &heap, &SeqScanOptions::default());
-                        assert_every_row_once(ids);
-                        starts.push(r.start);
-                    }
-                    starts
+    for pacing in ["off", "on"] {
+        let vfs = MemVfs::new();
+        let e = open(&vfs, &[("seqscan_sync_pacing", pacing)]);
+        let heap = load(&e);
+        let mut starts = Vec::new();
+        let mut paced = 0;
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut runs = Vec::new();
+                        for _ in 0..5 {
+                            let (ids, r) = scan(&e, &heap, &SeqScanOptions::default());
+                            assert_every_row_once(ids);
+                            runs.push(r);
+                        }
+                        runs
+                    })
                 })
-            })
-            .collect();
-        for h in handles {
-            starts.extend(h.join().unwrap());
-        }
-    });
-    assert!(
-        starts.iter().any(|&s| s != 0),
-        "later scans start where others are: {starts:?}"
-    );
+                .collect();
+            for h in handles {
+                for r in h.join().unwrap() {
+                    starts.push(r.start);
+                    paced += usize::from(r.paced);
+                }
+            }
+        });
+        assert!(
+            starts.iter().any(|&s| s != 0),
+            "later scans start where others are: {starts:?}"
+        );
+        // Paced, every ring scan joins its table's group (4 scans: never full).
+        assert_eq!(
+            paced,
+            if pacing == "on" { 20 } else { 0 },
+            "pacing {pacing}"
+        );
+        let groups = e.scan_positions().group_members(REL, ForkNumber::Main);
+        assert_eq!(groups, 0, "every scan left its group");
+    }
 }
 
 #[test]

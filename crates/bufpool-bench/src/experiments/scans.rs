@@ -13,8 +13,9 @@
 //! 2. Hot-set survival: `hot` read three times, then `big` scanned with and without a
 //!    ring, then `hot` again: its hit ratio.
 //! 3. Vacuum and bulk write: forced WAL flushes and seconds per ring configuration.
-//! 4. Synchronized scans: 1, 2 and 4 staggered concurrent scans of `sync` (O_DIRECT), on
-//!    and off: pages read from storage per page of the table.
+//! 4. Synchronized scans: 1, 2 and 4 staggered concurrent scans of `sync` (O_DIRECT), on,
+//!    off, and on with `seqscan_sync_pacing` (the front scan waits for the last): pages
+//!    read from storage per page of the table.
 //! 5. The cache trail: `trail` scanned twice (seed003 rule): the second scan's hit ratio
 //!    and time, 3A on and off.
 //! 6. The scan-plan rules (`quarter`, `seed003`, `seed003` + 3A) on tables of 1.2, 4 and
@@ -782,6 +783,24 @@ fn delete_one_row_per_page(bed: &Bed, slot: u16) -> Result<()> {
 /// Section 4: how far (in percent of the table) the leader is ahead of the next scan.
 const STAGGER_PERCENT: u64 = 5;
 
+/// Section 4's modes: `synchronize_seqscans` off, on, and on with `seqscan_sync_pacing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sync {
+    Off,
+    On,
+    Paced,
+}
+
+impl Sync {
+    fn name(self) -> &'static str {
+        match self {
+            Sync::Off => "off",
+            Sync::On => "on",
+            Sync::Paced => "on + pacing",
+        }
+    }
+}
+
 /// Section 4: staggered concurrent scans of `sync`: pages read per page of the table.
 fn sync_scans(
     bed: &Bed,
@@ -807,7 +826,16 @@ fn sync_scans(
     .map(String::from)
     .to_vec()];
     let mut json = Vec::new();
-    for (n, sync) in [(1usize, true), (2, true), (2, false), (4, true), (4, false)] {
+    let modes = [
+        (1usize, Sync::On),
+        (2, Sync::On),
+        (2, Sync::Off),
+        (2, Sync::Paced),
+    ];
+    let modes = modes
+        .into_iter()
+        .chain([(4, Sync::On), (4, Sync::Off), (4, Sync::Paced)]);
+    for (n, sync) in modes {
         let (mut ratios, mut secs) = (Vec::new(), Vec::new());
         for _ in 0..c.repeats_unless_quick() {
             let (s, reads) = staggered_scans(bed, n, sync, total)?;
@@ -816,10 +844,10 @@ fn sync_scans(
         }
         match (n, sync) {
             (1, _) => out.sync_one = ratios.clone(),
-            (2, true) => out.sync_two = ratios.clone(),
+            (2, Sync::On) => out.sync_two = ratios.clone(),
             _ => {}
         }
-        let on = if sync { "on" } else { "off" };
+        let on = sync.name();
         progress(format!(
             "scans: {n} concurrent scans, sync {on}: {:.2} pages read per table page",
             summarize(&ratios).median
@@ -828,7 +856,7 @@ fn sync_scans(
         let s = format!("{:.3}", summarize(&secs).median);
         cells.push(vec![n.to_string(), on.to_string(), s0, s1, s2, s]);
         json.push(serde_json::json!({
-            "scans": n, "synchronized": sync,
+            "scans": n, "synchronized": sync != Sync::Off, "paced": sync == Sync::Paced,
             "reads_per_page": summarize(&ratios), "seconds": summarize(&secs),
         }));
     }
@@ -843,11 +871,18 @@ fn sync_scans(
 /// starting when scan 0 has passed k × 5% of the table: a synchronized follower then
 /// shares everything but the part the leader read before it started, so the ideal is 1 +
 /// 5% for two scans, 1 + 30% for four. Returns (seconds, pages read from storage).
-fn staggered_scans(bed: &Bed, n: usize, sync: bool, total: u64) -> Result<(f64, u64)> {
+fn staggered_scans(bed: &Bed, n: usize, sync: Sync, total: u64) -> Result<(f64, u64)> {
     // O_DIRECT: the table is read from the device, not the OS cache, as in the seed (a hit
     // must be cheaper than a read for a follower to catch up).
     let e = bed.open(&[
-        ("synchronize_seqscans", if sync { "on" } else { "off" }),
+        (
+            "synchronize_seqscans",
+            if sync == Sync::Off { "off" } else { "on" },
+        ),
+        (
+            "seqscan_sync_pacing",
+            if sync == Sync::Paced { "on" } else { "off" },
+        ),
         ("io_direct", "on"),
     ])?;
     let before = e.pool().stats();

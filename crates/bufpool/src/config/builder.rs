@@ -109,6 +109,8 @@ impl ConfigBuilder {
             c.seqscan_ring_threshold_thousandths = (v * 1000.0).round().clamp(0.0, u64::MAX as f64) as u64
         };
         seqscan_cache_trail: bool => |c, v| c.seqscan_cache_trail = v;
+        /// Synchronized ring scans of one table wait for each other.
+        seqscan_sync_pacing: bool => |c, v| c.seqscan_sync_pacing = v;
         /// Bytes of a bulk-read ring; 0 is no ring.
         bulkread_ring_size: u64 => |c, v| c.bulkread_ring_size = v;
         /// Bytes of a bulk-write ring (its cap when growing); 0 is no ring.

@@ -925,6 +925,15 @@ pub static KNOBS: &[Knob] = &[
         |c, v| c.seqscan_cache_trail = flag(v),
         |c| Value::Bool(c.seqscan_cache_trail),
     ),
+    row(
+        "seqscan_sync_pacing",
+        Unit::Bool,
+        "off",
+        "synchronized scans through rings stay together: the front one waits (at most 50 ms \
+         at a time) while it is more than half a ring ahead of its table's last scan",
+        |c, v| c.seqscan_sync_pacing = flag(v),
+        |c| Value::Bool(c.seqscan_sync_pacing),
+    ),
     Knob {
         min: 0,
         max: MAX_RING_BYTES,

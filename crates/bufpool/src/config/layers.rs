@@ -112,6 +112,7 @@ impl Config {
             sync_threshold_thousandths: self.seqscan_sync_threshold_thousandths,
             ring_threshold_thousandths: self.seqscan_ring_threshold_thousandths,
             cache_trail: self.seqscan_cache_trail,
+            sync_pacing: self.seqscan_sync_pacing,
         }
     }
 

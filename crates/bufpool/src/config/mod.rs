@@ -195,6 +195,8 @@ pub struct Config {
     /// seqscan_ring_threshold in thousandths of the pool.
     pub seqscan_ring_threshold_thousandths: u64,
     pub seqscan_cache_trail: bool,
+    /// Synchronized ring scans of one table wait for each other (see the knob).
+    pub seqscan_sync_pacing: bool,
     /// Bytes of a bulk-read ring (0: no ring).
     pub bulkread_ring_size: u64,
     /// Bytes of a bulk-write ring, its cap when growing (0: no ring).

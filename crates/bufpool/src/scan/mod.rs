@@ -24,7 +24,7 @@ pub mod read_stream;
 pub mod syncscan;
 
 pub use read_stream::{BlockSource, ReadStream, ReadStreamOptions, ReadStreamStats};
-pub use syncscan::ScanPositions;
+pub use syncscan::{GroupMember, ScanPositions, GROUP_WAIT_MAX};
 
 use crate::types::BlockNumber;
 
@@ -50,6 +50,9 @@ pub struct ScanOptions {
     pub ring_threshold_thousandths: u64,
     /// `seqscan_cache_trail`: step 3A (see the module doc).
     pub cache_trail: bool,
+    /// `seqscan_sync_pacing`: synchronized scans through rings join their table's group
+    /// and the front one waits for the last (see `syncscan.rs`).
+    pub sync_pacing: bool,
 }
 
 impl Default for ScanOptions {
@@ -60,6 +63,7 @@ impl Default for ScanOptions {
             sync_threshold_thousandths: 100,
             ring_threshold_thousandths: 5_000,
             cache_trail: false,
+            sync_pacing: false,
         }
     }
 }

@@ -17,8 +17,24 @@
 //! waits for it (once per scan); [`ScanPositions::report`] only tries it: a scan that
 //! finds it busy skips this report (the next one comes [`REPORT_INTERVAL_BYTES`] later),
 //! so scans never queue behind each other here.
+//!
+//! **Groups** (`seqscan_sync_pacing`, off by default as in PostgreSQL): scans of one table
+//! that read through rings share its pages only while they stay within a ring of each
+//! other; once the first runs further ahead, the others find its pages gone and read them
+//! again. A paced scan joins its table's group ([`ScanPositions::join`], at most
+//! [`GROUP_MEMBERS`] scans per table, [`SYNC_SCAN_ENTRIES`] tables) and tells it where it
+//! is every few pages ([`GroupMember::advance`]). The group's front scan (no other member
+//! is ahead of it by less than half the table) that is more than `max_lead` pages ahead
+//! of its last member waits, holding no page lock, until that gap is at most half of
+//! `max_lead`, that member leaves, or [`GROUP_WAIT_MAX`] passes (a member whose consumer
+//! stalls slows the front by at most that much per check). Only the front waits, so no
+//! cycle of waiting scans can form, and a member that advances or leaves wakes the
+//! waiters. The groups have their own mutex and condition variable, taken once per check,
+//! never with the list's.
 
-use crate::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::sync::{Condvar, Mutex};
 use crate::types::{BlockNumber, ForkNumber, RelFileId};
 
 /// Positions kept (PostgreSQL's SYNC_SCAN_NELEM: enough for the large scans one system
@@ -30,11 +46,33 @@ pub const SYNC_SCAN_ENTRIES: usize = 20;
 /// pages of the leader (the OS's readahead window), rarely enough that the lock is cold.
 pub const REPORT_INTERVAL_BYTES: usize = 128 * 1024;
 
+/// Most scans of one relation fork in a group; more run unpaced.
+pub const GROUP_MEMBERS: usize = 8;
+
+/// Longest a front scan waits at one check for its group's last member.
+pub const GROUP_WAIT_MAX: Duration = Duration::from_millis(50);
+
 /// Which relation fork an entry is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Key {
     rel: RelFileId,
     fork: ForkNumber,
+}
+
+/// The paced scans of one relation fork: where each member is (None: a free slot).
+#[derive(Debug, Clone, Copy)]
+struct Group {
+    key: Key,
+    nblocks: BlockNumber,
+    members: [Option<BlockNumber>; GROUP_MEMBERS],
+    /// Members waiting for another to advance.
+    waiting: u32,
+}
+
+impl Group {
+    fn is_empty(&self) -> bool {
+        self.members.iter().all(Option::is_none)
+    }
 }
 
 /// The shared table of scan positions (see the module doc).
@@ -43,6 +81,10 @@ pub struct ScanPositions {
     /// Most recently used first; `len() <= capacity` always.
     list: Mutex<Vec<(Key, BlockNumber)>>,
     capacity: usize,
+    /// The groups of paced scans: a fixed array (None: free), allocated once.
+    groups: Mutex<Vec<Option<Group>>>,
+    /// Signalled when a group member advances or leaves while another waits.
+    moved: Condvar,
 }
 
 impl Default for ScanPositions {
@@ -58,7 +100,55 @@ impl ScanPositions {
         ScanPositions {
             list: Mutex::new(Vec::with_capacity(capacity)),
             capacity,
+            groups: Mutex::new(vec![None; capacity]),
+            moved: Condvar::new(),
         }
+    }
+
+    /// Joins the group of paced scans of `rel`'s `fork` (made if new), at `block` of a
+    /// relation of `nblocks` (at least 1). None when the group has [`GROUP_MEMBERS`]
+    /// members or every group slot is taken: the scan then runs unpaced.
+    pub fn join(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        nblocks: BlockNumber,
+        block: BlockNumber,
+    ) -> Option<GroupMember<'_>> {
+        let key = Key { rel, fork };
+        let mut groups = self.groups.lock();
+        let g = match groups.iter().position(|g| g.is_some_and(|g| g.key == key)) {
+            Some(g) => g,
+            None => {
+                let free = groups.iter().position(Option::is_none)?;
+                groups[free] = Some(Group {
+                    key,
+                    nblocks: nblocks.max(1),
+                    members: [None; GROUP_MEMBERS],
+                    waiting: 0,
+                });
+                free
+            }
+        };
+        let group = groups[g].as_mut().expect("found or made above");
+        let slot = group.members.iter().position(Option::is_none)?;
+        group.members[slot] = Some(block % group.nblocks);
+        Some(GroupMember {
+            positions: self,
+            group: g,
+            slot,
+        })
+    }
+
+    /// Members of the group of `rel`'s `fork` now (for tests and reports).
+    pub fn group_members(&self, rel: RelFileId, fork: ForkNumber) -> usize {
+        let key = Key { rel, fork };
+        let groups = self.groups.lock();
+        groups
+            .iter()
+            .flatten()
+            .find(|g| g.key == key)
+            .map_or(0, |g| g.members.iter().flatten().count())
     }
 
     /// Where a large scan of `rel`'s `fork`, now `nblocks` long, should start: the last
@@ -125,6 +215,96 @@ impl ScanPositions {
     }
 }
 
+/// A scan's place in its table's group (see the module doc); leaves it when dropped.
+#[derive(Debug)]
+pub struct GroupMember<'a> {
+    positions: &'a ScanPositions,
+    group: usize,
+    slot: usize,
+}
+
+impl GroupMember<'_> {
+    /// Records that this scan is at `block`; if it is its group's front and more than
+    /// `max_lead` pages ahead of the last member, waits (at most `max_wait`; scans use
+    /// [`GROUP_WAIT_MAX`]) until that gap is at most `max_lead / 2` or that member leaves.
+    /// Call it holding no page lock. Returns how long it waited.
+    pub fn advance(
+        &self,
+        block: BlockNumber,
+        max_lead: BlockNumber,
+        max_wait: Duration,
+    ) -> Duration {
+        let p = self.positions;
+        let mut groups = p.groups.lock();
+        let g = groups[self.group]
+            .as_mut()
+            .expect("a member's group exists");
+        g.members[self.slot] = Some(block % g.nblocks);
+        if g.waiting > 0 {
+            p.moved.notify_all();
+        }
+        let mut lead = front_lead(g, self.slot);
+        if lead.is_none_or(|l| l <= max_lead) {
+            return Duration::ZERO;
+        }
+        let start = Instant::now();
+        let deadline = start + max_wait;
+        while lead.is_some_and(|l| l > max_lead / 2) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            groups[self.group].as_mut().expect("still a member").waiting += 1;
+            groups = p.moved.wait_for(groups, left).0;
+            let g = groups[self.group].as_mut().expect("still a member");
+            g.waiting -= 1;
+            lead = front_lead(g, self.slot);
+        }
+        start.elapsed()
+    }
+}
+
+impl Drop for GroupMember<'_> {
+    fn drop(&mut self) {
+        let p = self.positions;
+        let mut groups = p.groups.lock();
+        let entry = &mut groups[self.group];
+        let g = entry.as_mut().expect("a member's group exists");
+        g.members[self.slot] = None;
+        let waiting = g.waiting > 0;
+        if g.is_empty() {
+            *entry = None;
+        }
+        if waiting {
+            p.moved.notify_all();
+        }
+    }
+}
+
+/// How far member `me` of `g` is ahead of the group's last member (0 alone), if it is the
+/// front: no other member is ahead of it by less than half the table (positions wrap at
+/// the relation's end, as the scans do). Every group has at most one front unless members
+/// share a block, and a front only waits for members that do not wait.
+fn front_lead(g: &Group, me: usize) -> Option<BlockNumber> {
+    let n = g.nblocks;
+    let at = g.members[me].expect("a member has a position");
+    let mut lead = 0;
+    for (i, other) in g.members.iter().enumerate() {
+        let Some(o) = *other else { continue };
+        if i == me {
+            continue;
+        }
+        let behind = (at + n - o) % n;
+        // `o` is ahead of `me` by less than half the table; exactly half apart, the lower
+        // slot counts as ahead, so two such scans never both wait for each other.
+        if behind > n / 2 || (2 * behind == n && i < me) {
+            return None;
+        }
+        lead = lead.max(behind);
+    }
+    Some(lead)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +356,90 @@ mod tests {
         drop(held);
         assert!(p.report(A, MAIN, 7));
         assert_eq!(p.position(A, MAIN), Some(7));
+    }
+
+    #[test]
+    fn only_the_front_of_a_group_has_a_lead() {
+        let p = ScanPositions::default();
+        let a = p.join(A, MAIN, 1000, 100).unwrap();
+        let b = p.join(A, MAIN, 1000, 40).unwrap();
+        let c = p.join(A, MAIN, 1000, 70).unwrap();
+        assert_eq!(p.group_members(A, MAIN), 3);
+        let lead = |m: &GroupMember<'_>| {
+            let groups = p.groups.lock();
+            front_lead(groups[m.group].as_ref().unwrap(), m.slot)
+        };
+        assert_eq!(lead(&a), Some(60), "a is the front, 60 pages ahead of b");
+        assert_eq!((lead(&b), lead(&c)), (None, None));
+        // Past the end a wraps to block 5: b (40) and c (70) are now ahead of it, and c is
+        // the front, 65 pages ahead of a.
+        assert_eq!(a.advance(1005, 2000, GROUP_WAIT_MAX), Duration::ZERO);
+        assert_eq!((lead(&a), lead(&b)), (None, None));
+        assert_eq!(lead(&c), Some(65));
+        drop((a, b, c));
+        assert_eq!(p.group_members(A, MAIN), 0);
+        assert!(
+            p.groups.lock().iter().all(Option::is_none),
+            "an empty group is freed"
+        );
+    }
+
+    #[test]
+    fn groups_are_bounded_and_per_relation() {
+        let p = ScanPositions::new(1);
+        let members: Vec<_> = (0..GROUP_MEMBERS)
+            .map(|i| p.join(A, MAIN, 100, i as u32).unwrap())
+            .collect();
+        assert!(p.join(A, MAIN, 100, 0).is_none(), "the group is full");
+        assert!(p.join(B, MAIN, 100, 0).is_none(), "no group slot left");
+        drop(members);
+        assert!(p.join(B, MAIN, 100, 0).is_some());
+        assert_eq!(p.groups.lock().capacity(), 1, "never reallocated");
+    }
+
+    /// The front waits for the last member and goes on when it catches up; a member's
+    /// leaving releases it too. The waits here may last a minute, so a lost wake-up shows
+    /// as a wait that long, not as a hang.
+    #[test]
+    fn the_front_waits_until_the_last_member_catches_up() {
+        let long = Duration::from_secs(60);
+        let p = ScanPositions::default();
+        let front = p.join(A, MAIN, 1000, 100).unwrap();
+        let last = p.join(A, MAIN, 1000, 10).unwrap();
+        assert_eq!(
+            front.advance(100, 200, long),
+            Duration::ZERO,
+            "within its lead"
+        );
+        let waiting = || p.groups.lock().iter().flatten().any(|g| g.waiting > 0);
+        std::thread::scope(|s| {
+            let h = s.spawn(|| front.advance(120, 50, long));
+            // Once the front waits, the last member catches up in two steps: 60 pages
+            // behind (still more than half the lead), then 20.
+            while !waiting() {
+                std::thread::yield_now();
+            }
+            assert_eq!(last.advance(60, 50, long), Duration::ZERO, "not the front");
+            assert!(waiting(), "60 behind: the front still waits");
+            last.advance(100, 50, long);
+            assert!(h.join().unwrap() < long, "woken when the gap closed");
+        });
+        // The last member falls back; the front would wait, but the member leaves.
+        last.advance(0, 50, long);
+        std::thread::scope(|s| {
+            let h = s.spawn(|| front.advance(200, 50, long));
+            while !waiting() {
+                std::thread::yield_now();
+            }
+            drop(last);
+            assert!(h.join().unwrap() < long, "woken when the member left");
+        });
+        // Alone in its group, a scan never waits; a timed-out wait returns.
+        assert_eq!(front.advance(900, 1, long), Duration::ZERO);
+        let other = p.join(A, MAIN, 1000, 900).unwrap();
+        let waited = front.advance(950, 10, Duration::from_millis(1));
+        assert!(waited >= Duration::from_millis(1), "{waited:?}");
+        drop(other);
     }
 
     #[test]

@@ -20,13 +20,13 @@
 //! flag and counters) is never held across a VACUUM or a nap; naps wait on `wake`.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::heap::{Heap, VacuumCost, VacuumOptions, VacuumReport};
 use super::HeapError;
 use crate::config::Config;
 use crate::stats::RelCountersSnapshot;
+use crate::sync::{Condvar, Mutex, MutexGuard};
 
 /// The launcher's settings (from the knob table).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -148,8 +148,8 @@ impl Autovacuum {
         &self.opts
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock()
     }
 
     /// What the launcher has done so far.
@@ -168,11 +168,15 @@ impl Autovacuum {
     /// Waits until at least `rounds` looks have finished (or `timeout`); returns whether
     /// they have.
     pub fn wait_for_rounds(&self, rounds: u64, timeout: Duration) -> bool {
-        let st = self.state();
-        let (st, _) = self
-            .wake
-            .wait_timeout_while(st, timeout, |s| s.stats.rounds < rounds && !s.stop)
-            .unwrap_or_else(|e| e.into_inner());
+        let deadline = Instant::now() + timeout;
+        let mut st = self.state();
+        while st.stats.rounds < rounds && !st.stop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            st = self.wake.wait_for(st, left).0;
+        }
         st.stats.rounds >= rounds
     }
 
@@ -232,11 +236,16 @@ impl Autovacuum {
     /// until [`Autovacuum::stop`]; stops at the first failed VACUUM. Returns the counters.
     pub fn run(&self, heaps: &[(&str, &Heap<'_>)]) -> Result<AutovacuumStats, AutovacuumError> {
         loop {
-            let st = self.state();
-            let (st, _) = self
-                .wake
-                .wait_timeout_while(st, self.opts.naptime, |s| !s.stop)
-                .unwrap_or_else(|e| e.into_inner());
+            // A nap of naptime (woken early only by a stop; other wake-ups nap on).
+            let deadline = Instant::now() + self.opts.naptime;
+            let mut st = self.state();
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if st.stop || left.is_zero() {
+                    break;
+                }
+                st = self.wake.wait_for(st, left).0;
+            }
             if st.stop {
                 return Ok(st.stats.clone());
             }

@@ -12,7 +12,10 @@
 //!
 //! A synchronized scan reports its position every 128 kB of pages (a try-lock: a busy
 //! table skips the report) and, at the end, the last block it read, so the next scan of the
-//! table starts where this one left the cache warmest.
+//! table starts where this one left the cache warmest. With `seqscan_sync_pacing`, one
+//! through a ring also joins its table's group and, every eighth of its ring, tells it
+//! where it is after releasing the page, waiting there if it is the group's front and
+//! more than half a ring ahead (see `scan/syncscan.rs`).
 //!
 //! Locks: one page's shared lock at a time (hint bits are set afterwards with a try-lock).
 
@@ -20,7 +23,7 @@ use super::page::{HeapPage, HEAP_ONLY};
 use super::visibility::{Hints, Vis};
 use super::{chain_roots, Heap, Tid};
 use crate::buffer::{BufferRef, Ring, RingKind};
-use crate::scan::{self, BlockSource, ReadStream, ScanPlan, ScanPositions};
+use crate::scan::{self, BlockSource, ReadStream, ScanPlan, ScanPositions, GROUP_WAIT_MAX};
 use crate::stats::IoContext;
 use crate::table::HeapError;
 use crate::txn::Snapshot;
@@ -50,6 +53,10 @@ pub struct ScanReport {
     pub trail_pages: BlockNumber,
     /// Visible tuples passed to the callback.
     pub tuples: u64,
+    /// Whether the scan joined its table's group of paced scans (`seqscan_sync_pacing`),
+    /// and how long it waited for the group's last member.
+    pub paced: bool,
+    pub group_wait: std::time::Duration,
 }
 
 impl Heap<'_> {
@@ -94,6 +101,8 @@ impl Heap<'_> {
             start,
             trail_pages: 0,
             tuples: 0,
+            paced: false,
+            group_wait: std::time::Duration::ZERO,
         };
         let mut page = PageScan {
             heap: self,
@@ -122,6 +131,14 @@ impl Heap<'_> {
         if let Some(r) = ring.as_ref() {
             stream_opts.max_pins = Some(r.capacity().saturating_sub(1).max(1));
         }
+        // Paced: the group's front keeps within half a ring of its last member, checked
+        // every eighth of a ring (at most every report interval).
+        let pace = ring.as_ref().filter(|_| plan.synchronized && n > 0);
+        let pace = pace.filter(|_| self.engine.scan_options().sync_pacing);
+        let max_lead = pace.map_or(0, |r| (r.capacity() / 2).max(1) as BlockNumber);
+        let check = (max_lead / 4).clamp(1, interval);
+        let group = pace.and_then(|_| positions.join(self.rel, ForkNumber::Main, n, start));
+        report.paced = group.is_some();
         let mut blocks = (start..n).chain(0..trail_end);
         let stream = ReadStream::new(
             pool,
@@ -138,7 +155,11 @@ impl Heap<'_> {
                 positions.report(self.rel, ForkNumber::Main, block);
             }
             page.scan(&buf, block, &mut f)?;
+            if let Some(g) = group.as_ref().filter(|_| block % check == 0) {
+                report.group_wait += g.advance(block, max_lead, GROUP_WAIT_MAX);
+            }
         }
+        drop(group);
         if plan.synchronized && n > 0 {
             let last = if trail_end > 0 { trail_end - 1 } else { n - 1 };
             positions.report(self.rel, ForkNumber::Main, last);

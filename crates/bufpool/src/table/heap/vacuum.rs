@@ -88,7 +88,9 @@ pub struct VacuumOptions<'a> {
     pub cost: Option<VacuumCost>,
     /// Counted as an autovacuum (`autovacuum_count`) rather than a VACUUM.
     pub autovacuum: bool,
-    /// Checked between pages: when set, the pass stops (no truncation, not counted).
+    /// Checked between pages: when set, the pass stops (no truncation, not counted). A
+    /// `std` flag, not `crate::sync`'s: a request read with a relaxed load, which no model
+    /// test explores (as the statistics counters).
     pub interrupt: Option<&'a AtomicBool>,
 }
 
@@ -252,7 +254,8 @@ impl CostPacer {
 
     /// Charges the pages the stream found or read since the last call (reads ahead are
     /// charged when made) and one page dirtied if `dirtied`; naps when the limit is
-    /// reached. Called with no page pinned or locked by the pass.
+    /// reached. Called with no page locked (the stream's look-ahead keeps its pins, on the
+    /// pass's own ring members).
     fn page(&mut self, s: &ReadStreamStats, dirtied: bool, report: &mut VacuumReport) {
         let Some(cost) = self.cost else {
             return;
