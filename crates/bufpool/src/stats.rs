@@ -288,8 +288,8 @@ impl IoStatsSnapshot {
 
 /// One relation's row counters (pg_stat_user_tables). Counted when a change is made,
 /// not at commit: an update leaves one dead version whether it commits (the old one) or
-/// aborts (the new one); an aborted insert or delete is miscounted by one row, as
-/// PostgreSQL's estimates are also approximate.
+/// aborts (the new one); each aborted insert or delete is miscounted by one row until the
+/// next VACUUM, which sets both estimates from what it found.
 #[derive(Debug, Default)]
 pub struct RelCounters {
     /// Rows inserted, updated and deleted (`n_tup_ins`, `n_tup_upd`, `n_tup_del`).
@@ -300,8 +300,8 @@ pub struct RelCounters {
     /// deletes since. 0 until the first VACUUM of this process (counters are not kept
     /// across restarts).
     pub live: AtomicU64,
-    /// Estimated dead versions (`n_dead_tup`): one per update or delete, less what pruning
-    /// and VACUUM removed.
+    /// Estimated dead versions (`n_dead_tup`): set by VACUUM to the dead versions it had
+    /// to keep, then one per update or delete, less what pruning removed.
     pub dead: AtomicU64,
     /// VACUUMs and autovacuums finished (`vacuum_count`, `autovacuum_count`).
     pub vacuums: AtomicU64,
@@ -339,9 +339,12 @@ impl RelCounters {
         }
     }
 
-    /// Records a finished VACUUM that found `live` rows (`auto`: run by autovacuum).
-    pub fn count_vacuum(&self, live: u64, auto: bool) {
+    /// Records a finished VACUUM that found `live` rows and had to keep `dead` versions
+    /// (`auto`: run by autovacuum): both estimates start again from its counts, as
+    /// PostgreSQL's do, so errors from aborted changes do not pile up.
+    pub fn count_vacuum(&self, live: u64, dead: u64, auto: bool) {
         self.live.store(live, Relaxed);
+        self.dead.store(dead, Relaxed);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
@@ -492,9 +495,10 @@ mod tests {
         assert_eq!((s.live, s.dead), (9, 3));
         c.count_removed(5);
         assert_eq!(c.snapshot().dead, 0, "removal stops at zero");
-        c.count_vacuum(42, true);
+        c.count_update();
+        c.count_vacuum(42, 3, true);
         let s = c.snapshot();
-        assert_eq!((s.live, s.autovacuums, s.vacuums), (42, 1, 0));
+        assert_eq!((s.live, s.dead, s.autovacuums, s.vacuums), (42, 3, 1, 0));
         assert!(s.last_autovacuum_ms > 0 && s.last_vacuum_ms == 0);
         assert_eq!(t.snapshot(), vec![(rel, s)]);
     }

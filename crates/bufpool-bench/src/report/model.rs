@@ -88,14 +88,18 @@ pub struct TableRow {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AutovacuumCounts {
     pub rounds: u64,
+    /// VACUUMs finished, and those the end of the run interrupted.
     pub vacuums: u64,
+    #[serde(default)]
+    pub interrupted: u64,
     pub pages: u64,
     pub removed: u64,
     pub cost_naps: u64,
     pub cost_nap_s: f64,
     /// Time spent vacuuming, naps included.
     pub vacuum_s: f64,
-    /// When each VACUUM started and ended, seconds from the run's start, and its table.
+    /// When each finished VACUUM started and ended, seconds from the run's start, and its
+    /// table.
     pub spans: Vec<(f64, f64, String)>,
 }
 

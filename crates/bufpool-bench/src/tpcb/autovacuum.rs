@@ -71,12 +71,14 @@ pub(super) fn counts(
         autovacuum: av.map(|a| AutovacuumCounts {
             rounds: a.rounds,
             vacuums: a.vacuums,
+            interrupted: a.interrupted,
             pages: a.pages,
             removed: a.removed,
             cost_naps: a.cost_naps,
             cost_nap_s: a.cost_nap_time.as_secs_f64(),
             vacuum_s: a.vacuum_time.as_secs_f64(),
             spans: (a.history.iter())
+                .filter(|r| !r.report.interrupted)
                 .map(|r| (at(r.started), at(r.ended), r.table.clone()))
                 .collect(),
         }),

@@ -169,6 +169,21 @@ pub struct RunOutcome {
     pub vacuums: super::vacuum::VacuumStats,
 }
 
+/// Tells the threads beside the clients that the run is over, when dropped.
+struct Finish<'a> {
+    done: &'a AtomicBool,
+    av: Option<&'a bufpool::table::Autovacuum>,
+}
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(a) = self.av {
+            a.stop();
+        }
+    }
+}
+
 /// Runs the benchmark and returns its result (also writing the aggregate logs).
 pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     if opts.mode == Mode::SavepointOverflow || opts.side.is_some() {
@@ -194,6 +209,12 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let pages_start = super::autovacuum::sizes(db);
     let av = opts.autovacuum.map(bufpool::table::Autovacuum::new);
     let (clients, samples, batches, side, vacuums, av_stats) = std::thread::scope(|s| {
+        // Ends the side threads when the clients are done, or when a client thread's
+        // panic unwinds through here (the scope would otherwise wait for them for ever).
+        let finish = Finish {
+            done: &done,
+            av: av.as_ref(),
+        };
         let monitor =
             s.spawn(|| Monitor::new(pool, &before, start, opts.progress_s, &live, &done).run());
         let done_ref = &done;
@@ -218,10 +239,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             .into_iter()
             .map(|h| h.join().expect("client thread"))
             .collect();
-        done.store(true, Ordering::Relaxed);
-        if let Some(a) = &av {
-            a.stop();
-        }
+        drop(finish);
         let av_stats = launcher.map(|h| h.join().expect("autovacuum thread"));
         let samples = monitor.join().expect("monitor thread");
         let batches = batches.map(|b| b.join().expect("batch thread"));

@@ -671,13 +671,13 @@ impl Engine {
         &self.txns
     }
 
-    /// The count of heap root frees, shared by every heap handle (see `Heap::roots_freed`).
     /// Row counters per relation (pg_stat_user_tables: rows inserted, updated, deleted,
     /// live and dead estimates, vacuums), kept by every heap handle of this engine.
     pub fn rel_stats(&self) -> &crate::stats::RelStats {
         &self.rel_stats
     }
 
+    /// The count of heap root frees, shared by every heap handle (see `Heap::roots_freed`).
     pub(crate) fn heap_roots_freed(&self) -> &std::sync::atomic::AtomicU64 {
         &self.heap_roots_freed
     }

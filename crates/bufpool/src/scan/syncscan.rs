@@ -26,11 +26,13 @@
 //! is every few pages ([`GroupMember::advance`]). The group's front scan (no other member
 //! is ahead of it by less than half the table) that is more than `max_lead` pages ahead
 //! of its last member waits, holding no page lock, until that gap is at most half of
-//! `max_lead`, that member leaves, or [`GROUP_WAIT_MAX`] passes (a member whose consumer
-//! stalls slows the front by at most that much per check). Only the front waits, so no
-//! cycle of waiting scans can form, and a member that advances or leaves wakes the
-//! waiters. The groups have their own mutex and condition variable, taken once per check,
-//! never with the list's.
+//! `max_lead`, that member leaves, or [`GROUP_WAIT_MAX`] passes. Only the front waits, and
+//! only for members that are not fronts, so scans never wait for each other in a cycle;
+//! a member that advances or leaves wakes the waiters. A member that did not move during a
+//! whole wait (its consumer stalls, or waits for the front's own thread, as a scan inside
+//! another scan's callback would) is left out of the lead until it advances again, so it
+//! costs the front one wait, not one per check. The groups have their own mutex and
+//! condition variable, taken once per check, never with the list's.
 
 use std::time::{Duration, Instant};
 
@@ -63,8 +65,13 @@ struct Key {
 #[derive(Debug, Clone, Copy)]
 struct Group {
     key: Key,
+    /// The largest relation size a member started with (positions wrap here).
     nblocks: BlockNumber,
     members: [Option<BlockNumber>; GROUP_MEMBERS],
+    /// Members a front waited for in vain (they did not move during a whole wait: their
+    /// consumer stalls, or waits for the front itself): left out of the lead until they
+    /// advance again.
+    ignored: [bool; GROUP_MEMBERS],
     /// Members waiting for another to advance.
     waiting: u32,
 }
@@ -125,6 +132,7 @@ impl ScanPositions {
                     key,
                     nblocks: nblocks.max(1),
                     members: [None; GROUP_MEMBERS],
+                    ignored: [false; GROUP_MEMBERS],
                     waiting: 0,
                 });
                 free
@@ -132,7 +140,10 @@ impl ScanPositions {
         };
         let group = groups[g].as_mut().expect("found or made above");
         let slot = group.members.iter().position(Option::is_none)?;
+        // A table that grew since the group began: its blocks wrap at the larger size.
+        group.nblocks = group.nblocks.max(nblocks);
         group.members[slot] = Some(block % group.nblocks);
+        group.ignored[slot] = false;
         Some(GroupMember {
             positions: self,
             group: g,
@@ -240,6 +251,7 @@ impl GroupMember<'_> {
             .as_mut()
             .expect("a member's group exists");
         g.members[self.slot] = Some(block % g.nblocks);
+        g.ignored[self.slot] = false;
         if g.waiting > 0 {
             p.moved.notify_all();
         }
@@ -247,11 +259,19 @@ impl GroupMember<'_> {
         if lead.is_none_or(|l| l <= max_lead) {
             return Duration::ZERO;
         }
+        let before = g.members;
         let start = Instant::now();
         let deadline = start + max_wait;
         while lead.is_some_and(|l| l > max_lead / 2) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                // Waited in vain: leave out whoever did not move, until they do.
+                let g = groups[self.group].as_mut().expect("still a member");
+                for i in 0..GROUP_MEMBERS {
+                    if i != self.slot && g.members[i].is_some() && g.members[i] == before[i] {
+                        g.ignored[i] = true;
+                    }
+                }
                 break;
             }
             groups[self.group].as_mut().expect("still a member").waiting += 1;
@@ -271,6 +291,7 @@ impl Drop for GroupMember<'_> {
         let entry = &mut groups[self.group];
         let g = entry.as_mut().expect("a member's group exists");
         g.members[self.slot] = None;
+        g.ignored[self.slot] = false;
         let waiting = g.waiting > 0;
         if g.is_empty() {
             *entry = None;
@@ -291,10 +312,11 @@ fn front_lead(g: &Group, me: usize) -> Option<BlockNumber> {
     let mut lead = 0;
     for (i, other) in g.members.iter().enumerate() {
         let Some(o) = *other else { continue };
-        if i == me {
+        if i == me || g.ignored[i] {
             continue;
         }
-        let behind = (at + n - o) % n;
+        // How far `o` is behind `me` along the wrapping order (no overflow near u32::MAX).
+        let behind = if at >= o { at - o } else { at + (n - o) };
         // `o` is ahead of `me` by less than half the table; exactly half apart, the lower
         // slot counts as ahead, so two such scans never both wait for each other.
         if behind > n / 2 || (2 * behind == n && i < me) {
@@ -385,6 +407,29 @@ mod tests {
     }
 
     #[test]
+    fn a_group_wraps_at_the_largest_size_and_near_the_block_limit() {
+        let p = ScanPositions::default();
+        let a = p.join(A, MAIN, 100, 90).unwrap();
+        let b = p.join(A, MAIN, 150, 120).unwrap();
+        let lead = |m: &GroupMember<'_>| {
+            let groups = p.groups.lock();
+            front_lead(groups[m.group].as_ref().unwrap(), m.slot)
+        };
+        assert_eq!(
+            lead(&b),
+            Some(30),
+            "120 is a block of the grown table, not 20"
+        );
+        drop((a, b));
+        let n = u32::MAX - 1;
+        let a = p.join(B, MAIN, n, n - 1).unwrap();
+        let b = p.join(B, MAIN, n, n - 11).unwrap();
+        assert_eq!((lead(&a), lead(&b)), (Some(10), None));
+        a.advance(3, 1_000, GROUP_WAIT_MAX); // past the end, back at block 3
+        assert_eq!(lead(&a), Some(14), "3 is 14 past n - 11 around the end");
+    }
+
+    #[test]
     fn groups_are_bounded_and_per_relation() {
         let p = ScanPositions::new(1);
         let members: Vec<_> = (0..GROUP_MEMBERS)
@@ -439,6 +484,15 @@ mod tests {
         let other = p.join(A, MAIN, 1000, 900).unwrap();
         let waited = front.advance(950, 10, Duration::from_millis(1));
         assert!(waited >= Duration::from_millis(1), "{waited:?}");
+        // `other` did not move during that wait: left out until it does (a scan inside
+        // the front's own callback would never move), so the front goes on.
+        assert_eq!(front.advance(960, 10, long), Duration::ZERO);
+        other.advance(905, 10, long);
+        let waited = front.advance(970, 10, Duration::from_millis(1));
+        assert!(
+            waited >= Duration::from_millis(1),
+            "counted again once it moved"
+        );
         drop(other);
     }
 

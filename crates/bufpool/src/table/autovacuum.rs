@@ -72,18 +72,20 @@ impl AutovacuumOptions {
 pub struct AutovacuumStats {
     /// Looks at the tables.
     pub rounds: u64,
-    /// VACUUMs run (finished or interrupted by a stop).
+    /// VACUUMs finished (each counted in its table's `autovacuum_count`).
     pub vacuums: u64,
-    /// Over those VACUUMs: pages, dead versions removed, cost naps and their time, and the
-    /// time spent vacuuming (naps included).
+    /// VACUUMs a stop interrupted (not counted above nor in the tables' counters).
+    pub interrupted: u64,
+    /// Over all of them: pages gone through, dead versions removed, cost naps and their
+    /// time, and the time spent vacuuming (naps included).
     pub pages: u64,
     pub removed: u64,
     pub cost_naps: u64,
     pub cost_nap_time: Duration,
     pub vacuum_time: Duration,
-    /// VACUUMs per table, by the names the caller gave.
+    /// Finished VACUUMs per table, by the names the caller gave.
     pub per_table: Vec<(String, u64)>,
-    /// The last [`HISTORY_MAX`] VACUUMs, oldest first.
+    /// The last [`HISTORY_MAX`] VACUUMs (interrupted ones too), oldest first.
     pub history: Vec<AutovacuumRun>,
 }
 
@@ -110,6 +112,8 @@ pub struct AutovacuumError {
 
 struct State {
     stop: bool,
+    /// [`Autovacuum::run`] is in a nap.
+    napping: bool,
     stats: AutovacuumStats,
 }
 
@@ -137,6 +141,7 @@ impl Autovacuum {
             opts,
             state: Mutex::new(State {
                 stop: false,
+                napping: false,
                 stats: AutovacuumStats::default(),
             }),
             wake: Condvar::new(),
@@ -165,6 +170,11 @@ impl Autovacuum {
         self.wake.notify_all();
     }
 
+    /// Whether [`Autovacuum::run`] is napping now (for tests).
+    pub fn napping(&self) -> bool {
+        self.state().napping
+    }
+
     /// Waits until at least `rounds` looks have finished (or `timeout`); returns whether
     /// they have.
     pub fn wait_for_rounds(&self, rounds: u64, timeout: Duration) -> bool {
@@ -181,7 +191,7 @@ impl Autovacuum {
     }
 
     /// One look: VACUUMs every table of `heaps` (name, heap) that is due, in the order
-    /// given. Returns the names it vacuumed.
+    /// given. Returns the names it vacuumed to the end (not those a stop interrupted).
     pub fn round(&self, heaps: &[(&str, &Heap<'_>)]) -> Result<Vec<String>, AutovacuumError> {
         let mut done = Vec::new();
         for &(name, heap) in heaps {
@@ -206,15 +216,19 @@ impl Autovacuum {
                 })?;
             let mut st = self.state();
             let s = &mut st.stats;
-            s.vacuums += 1;
-            s.pages += u64::from(r.pages);
+            s.pages += u64::from(r.pages_scanned);
             s.removed += r.removed;
             s.cost_naps += r.cost_naps;
             s.cost_nap_time += r.cost_nap_time;
             s.vacuum_time += t.elapsed();
-            match s.per_table.iter_mut().find(|(n, _)| n == name) {
-                Some((_, k)) => *k += 1,
-                None => s.per_table.push((name.to_string(), 1)),
+            if r.interrupted {
+                s.interrupted += 1;
+            } else {
+                s.vacuums += 1;
+                match s.per_table.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, k)) => *k += 1,
+                    None => s.per_table.push((name.to_string(), 1)),
+                }
             }
             if s.history.len() == HISTORY_MAX {
                 s.history.remove(0);
@@ -225,7 +239,9 @@ impl Autovacuum {
                 ended: Instant::now(),
                 report: r,
             });
-            done.push(name.to_string());
+            if !r.interrupted {
+                done.push(name.to_string());
+            }
         }
         self.state().stats.rounds += 1;
         self.wake.notify_all();
@@ -239,6 +255,7 @@ impl Autovacuum {
             // A nap of naptime (woken early only by a stop; other wake-ups nap on).
             let deadline = Instant::now() + self.opts.naptime;
             let mut st = self.state();
+            st.napping = true;
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if st.stop || left.is_zero() {
@@ -246,6 +263,7 @@ impl Autovacuum {
                 }
                 st = self.wake.wait_for(st, left).0;
             }
+            st.napping = false;
             if st.stop {
                 return Ok(st.stats.clone());
             }

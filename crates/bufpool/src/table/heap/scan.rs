@@ -14,7 +14,8 @@
 //! table skips the report) and, at the end, the last block it read, so the next scan of the
 //! table starts where this one left the cache warmest. With `seqscan_sync_pacing`, one
 //! through a ring also joins its table's group and, every eighth of its ring, tells it
-//! where it is after releasing the page, waiting there if it is the group's front and
+//! where it is after releasing the page's lock (its pin and the look-ahead's stay),
+//! waiting there if it is the group's front and
 //! more than half a ring ahead (see `scan/syncscan.rs`).
 //!
 //! Locks: one page's shared lock at a time (hint bits are set afterwards with a try-lock).

@@ -24,6 +24,7 @@
 
 use super::page::{
     HeapPage, ItemId, XMAX_COMMITTED, XMAX_EXCL_LOCK, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY,
+    XMIN_COMMITTED,
 };
 use super::Heap;
 use crate::buffer::{PageWriteGuard, Ring, RingKind};
@@ -46,10 +47,16 @@ pub struct VacuumReport {
     pub multis_replaced: u64,
     /// The relation's multixact bound afterwards: no tuple names an older multixact.
     pub multi_bound: u32,
-    /// Tuples left that no committed update or delete replaced: the relation's live-row
-    /// estimate afterwards. Versions a snapshot may still
-    /// see and the stubs of rows that moved to another page are not counted.
+    /// Pages the pass went through (all of them unless interrupted).
+    pub pages_scanned: u32,
+    /// Tuples left whose insert committed and that no committed update or delete replaced:
+    /// the relation's live-row estimate afterwards (`n_live_tup`). An insert still running
+    /// counts as neither live nor dead, a delete still running as live (PostgreSQL's
+    /// rule).
     pub live_tuples: u64,
+    /// Dead versions the pass had to keep (a snapshot may still see them): the dead
+    /// estimate afterwards (`n_dead_tup`).
+    pub dead_kept: u64,
     /// Pages found in the pool, read from storage, and found clean and dirtied (the cost
     /// accounting's three kinds).
     pub pages_hit: u64,
@@ -71,7 +78,9 @@ pub const VACUUM_COST_PAGE_DIRTY: u64 = 20;
 /// Cost-based pacing (PostgreSQL's vacuum_cost_limit and _delay): each page costs
 /// [`VACUUM_COST_PAGE_HIT`] found in the pool or [`VACUUM_COST_PAGE_MISS`] read, plus
 /// [`VACUUM_COST_PAGE_DIRTY`] if the pass dirtied it; when the balance reaches `limit`
-/// the pass naps `delay` (holding no page) and starts a new balance.
+/// the pass naps (holding no page lock; the read stream keeps its pins) `delay` times the
+/// balance over the limit, at most four times `delay`, and starts a new balance
+/// (PostgreSQL's vacuum_delay_point).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VacuumCost {
     pub limit: u64,
@@ -181,7 +190,10 @@ impl Heap<'_> {
             if (1..=page.slots()).any(|s| page.item(s) != ItemId::Unused) {
                 last_nonempty = Some(block);
             }
-            report.live_tuples += self.live_tuples(page)?;
+            let (live, dead) = self.count_tuples(page, block)?;
+            report.live_tuples += live;
+            report.dead_kept += dead;
+            report.pages_scanned += 1;
             let dirtied = g.dirtied_clean_page();
             drop(g);
             drop(buf);
@@ -206,30 +218,39 @@ impl Heap<'_> {
             report.truncated_pages = n - keep;
             self.engine.checkpoint()?;
         }
-        self.counters
-            .count_vacuum(report.live_tuples, opts.autovacuum);
+        (self.counters).count_vacuum(report.live_tuples, report.dead_kept, opts.autovacuum);
         Ok(report)
     }
 }
 
 impl Heap<'_> {
-    /// The tuples on `page` that no committed update or delete replaced: by the hint bits,
-    /// else by the commit log (a multixact xmax counts as live).
-    fn live_tuples(&self, page: HeapPage<'_>) -> Result<u64, HeapError> {
-        let mut n = 0;
-        for (h, _) in (1..=page.slots()).filter_map(|s| page.tuple(s)) {
-            let live = if h.xmax == INVALID_XID
-                || h.infomask & (XMAX_INVALID | XMAX_LOCK_ONLY | XMAX_IS_MULTI) != 0
-            {
-                true
-            } else if h.infomask & XMAX_COMMITTED != 0 {
-                false
-            } else {
-                self.engine.txns().status(h.xmax)? != XidStatus::Committed
-            };
-            n += u64::from(live);
+    /// The live and dead tuples left on `page`, block `block` (see
+    /// [`VacuumReport::live_tuples`] and [`VacuumReport::dead_kept`]): by the hint bits,
+    /// else by the commit log. A multixact xmax counts as not replaced (its updater, if
+    /// any, is left to the next pass). The header-only stub a moved row's root keeps
+    /// (pruning cut it down; it is kept for the indexes) is neither: the row is counted
+    /// where it lives, and a stub is never a version to remove.
+    fn count_tuples(&self, page: HeapPage<'_>, block: u32) -> Result<(u64, u64), HeapError> {
+        let txns = self.engine.txns();
+        let (mut live, mut dead) = (0, 0);
+        for (h, d) in (1..=page.slots()).filter_map(|s| page.tuple(s)) {
+            if d.is_empty() && h.ctid_block != block {
+                continue;
+            }
+            let inserted = h.xmin == FROZEN_XID
+                || h.infomask & XMIN_COMMITTED != 0
+                || txns.status(h.xmin)? == XidStatus::Committed;
+            let replaced = h.xmax != INVALID_XID
+                && h.infomask & (XMAX_INVALID | XMAX_LOCK_ONLY | XMAX_IS_MULTI) == 0
+                && (h.infomask & XMAX_COMMITTED != 0
+                    || txns.status(h.xmax)? == XidStatus::Committed);
+            match (inserted, replaced) {
+                (true, false) => live += 1,
+                (true, true) => dead += 1,
+                _ => {} // an insert running (neither) or aborted (pruning's to remove)
+            }
         }
-        Ok(n)
+        Ok((live, dead))
     }
 }
 
@@ -266,9 +287,11 @@ impl CostPacer {
         (self.hit, self.read) = (s.blocks_hit, s.blocks_read);
         if self.balance >= cost.limit {
             // Pacing by design (PostgreSQL's vacuum_delay_point), not a wait for another
-            // thread.
+            // thread: the delay scaled by how far the balance went past the limit (read-ahead
+            // charges pages in bursts), at most four delays.
             let t = Instant::now();
-            std::thread::sleep(cost.delay);
+            let over = (self.balance as f64 / cost.limit as f64).min(4.0);
+            std::thread::sleep(cost.delay.mul_f64(over));
             report.cost_naps += 1;
             report.cost_nap_time += t.elapsed();
             self.balance = 0;
