@@ -267,10 +267,13 @@ impl GroupMember<'_> {
             if left.is_zero() {
                 // Waited in vain: leave out whoever did not move, until they do.
                 let g = groups[self.group].as_mut().expect("still a member");
-                for i in 0..GROUP_MEMBERS {
-                    if i != self.slot && g.members[i].is_some() && g.members[i] == before[i] {
-                        g.ignored[i] = true;
-                    }
+                let unmoved = g
+                    .members
+                    .iter()
+                    .zip(&before)
+                    .map(|(m, b)| m.is_some() && m == b);
+                for (i, (ignored, unmoved)) in g.ignored.iter_mut().zip(unmoved).enumerate() {
+                    *ignored |= unmoved && i != self.slot;
                 }
                 break;
             }
