@@ -928,7 +928,7 @@ pub static KNOBS: &[Knob] = &[
     row(
         "seqscan_sync_pacing",
         Unit::Bool,
-        "off",
+        "on",
         "synchronized scans through rings stay together: the front one waits (at most 50 ms \
          at a time) while it is more than half a ring ahead of its table's last scan",
         |c, v| c.seqscan_sync_pacing = flag(v),

@@ -63,7 +63,7 @@ impl Default for ScanOptions {
             sync_threshold_thousandths: 100,
             ring_threshold_thousandths: 5_000,
             cache_trail: false,
-            sync_pacing: false,
+            sync_pacing: true,
         }
     }
 }

@@ -18,7 +18,7 @@
 //! finds it busy skips this report (the next one comes [`REPORT_INTERVAL_BYTES`] later),
 //! so scans never queue behind each other here.
 //!
-//! **Groups** (`seqscan_sync_pacing`, off by default as in PostgreSQL): scans of one table
+//! **Groups** (`seqscan_sync_pacing`, on by default; PostgreSQL has none): scans of one table
 //! that read through rings share its pages only while they stay within a ring of each
 //! other; once the first runs further ahead, the others find its pages gone and read them
 //! again. A paced scan joins its table's group ([`ScanPositions::join`], at most
