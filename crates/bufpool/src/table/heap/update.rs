@@ -702,9 +702,9 @@ impl Heap<'_> {
         // (PostgreSQL's HOT update; this version is live, so pruning keeps its slot). The
         // prune and the update are logged as one record: TPC-B prunes an accounts page
         // before nearly every update of it (fillfactor 100: the last update's dead version
-        // holds the room), and a record of its own cost a record and block header more
-        // (issue 14). If the prune does not make room, the record holds the
-        // prune alone (under `xid`, which redo does not look at for a page change).
+        // holds the room), and a record of its own cost a record and block header more.
+        // If the prune does not make room, the record holds the prune alone (under `xid`,
+        // which redo does not look at for a page change).
         let fits = HeapPage(&g).fits(new_data.len());
         let prune = if fits {
             None
@@ -732,9 +732,7 @@ impl Heap<'_> {
                 p.set_header(tid.slot, &old);
                 Some(Tid { block, slot })
             })?;
-            if let Some(plan) = &prune {
-                self.counters.count_removed(plan.removed());
-            }
+            (self.counters).count_removed(prune.as_ref().map_or(0, |p| p.removed()));
             let free = HeapPage(&g).free_space();
             if let Some(new_tid) = placed {
                 drop(g);
