@@ -1202,10 +1202,11 @@ fn autovacuum_runs_beside_the_clients_and_reports_its_tables() {
     let txns = run["transactions"].as_u64().unwrap();
     assert!(rows[2]["n_tup_upd"].as_u64().unwrap() >= txns, "{t}");
     assert!(rows[3]["n_tup_ins"].as_u64().unwrap() >= txns, "{t}");
-    // VACUUM's count, taken while the clients move rows (an estimate, as PostgreSQL's).
+    // VACUUM's count, taken while the clients move rows (an estimate, as PostgreSQL's:
+    // rows whose update commits while the pass is between their two pages are missed).
     let live = rows[2]["n_live_tup"].as_u64().unwrap();
     assert!(
-        (99_900..=100_100).contains(&live),
+        (99_000..=101_000).contains(&live),
         "scale 1's accounts: {live}"
     );
     check_passes(cwd);
