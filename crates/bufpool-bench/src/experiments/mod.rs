@@ -15,6 +15,7 @@ pub mod pool;
 pub mod runner;
 pub mod scans;
 pub mod slru;
+pub mod slru_scaling;
 pub mod table;
 pub mod tpcb;
 pub mod wal;

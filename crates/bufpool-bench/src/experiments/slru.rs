@@ -47,6 +47,8 @@ use crate::tpcb::side::SideScript;
 
 /// The SLRU sizes of the issue, in slots.
 pub const SIZES: [usize; 5] = [16, 64, 256, 1024, 4096];
+/// Experiment 1's subtransaction-log pages (the thread's 32 at slru_buffers_size_scale 4).
+const EXP1_SUBTRANS_BUFFERS: usize = 128;
 /// Page size of the micro benchmark's SLRUs (PostgreSQL's BLCKSZ).
 const PAGE_SIZE: usize = 8192;
 
@@ -242,6 +244,10 @@ pub struct Exp1Row {
     /// Subtransaction-SLRU page hits per client transaction: how often visibility looked
     /// a parent up (the seed's hot path), median over the repeats.
     pub subtrans_lookups_per_txn: f64,
+    /// Updates of each branch row per second (median tps over the scale): how many
+    /// versions of a hot row an overflowed snapshot's horizon keeps (the thread's 128
+    /// clients: 15,957 tps at scale 300, 53 a second).
+    pub branch_updates_per_s: f64,
     /// Side-script transactions, summed over the repeats.
     pub side_transactions: u64,
     /// Waits for SLRU locks and SLRU I/O, µs per client transaction (median).
@@ -251,15 +257,32 @@ pub struct Exp1Row {
     pub oversubscribed: bool,
 }
 
-/// One of the seed's two workloads, as `experiment slru` runs it.
+/// One of the seed's workloads, as `experiment slru` runs it.
 struct Workload {
     name: &'static str,
     mode: crate::tpcb::run::Mode,
-    side: SideScript,
+    side: Option<SideScript>,
     /// The side script's pause (None: its default).
     side_pause_ms: Option<u64>,
     /// Knobs set for every run of it.
     sets: Vec<(String, String)>,
+}
+
+/// One configuration a workload runs in: its label and the knobs that make it.
+struct Variant {
+    label: &'static str,
+    sets: Vec<(String, String)>,
+}
+
+/// A variant per SLRU design (knob `slru_design`).
+fn design_variants(designs: &[SlruDesign]) -> Vec<Variant> {
+    designs
+        .iter()
+        .map(|d| Variant {
+            label: d.name(),
+            sets: vec![("slru_design".into(), d.name().into())],
+        })
+        .collect()
 }
 
 /// What one run left: tps, client transactions, side-script transactions, SLRU counters.
@@ -278,7 +301,36 @@ fn median_of(runs: &[RunOut], f: impl Fn(&RunOut) -> f64) -> f64 {
     summarize(&runs.iter().map(f).collect::<Vec<_>>()).median
 }
 
+impl Workload {
+    /// The side script and its pause (the script's default unless set).
+    fn side_with_pause(&self) -> Option<(SideScript, Duration)> {
+        self.side.map(|side| {
+            let pause = self
+                .side_pause_ms
+                .map_or_else(|| side.default_pause(), Duration::from_millis);
+            (side, pause)
+        })
+    }
+}
+
 impl RunOut {
+    /// What `run_cells` keeps of a run's result.
+    fn of(r: crate::report::model::RunResult) -> RunOut {
+        RunOut {
+            tps: r.tps,
+            transactions: r.transactions,
+            side: r.side_script.map_or(0, |s| s.transactions),
+            slru_waits_us: r.waits.as_ref().map_or((0.0, 0.0), |w| {
+                let per = |k: &str| {
+                    w.all.waits_ms.get(k).copied().unwrap_or(0.0) * 1e3
+                        / r.transactions.max(1) as f64
+                };
+                (per("slru_lock"), per("slru_io"))
+            }),
+            slru: r.slru,
+        }
+    }
+
     /// `blks_hit` and `blks_read` of the SLRUs named `names`, per client transaction.
     fn per_txn(&self, names: &[&str]) -> (f64, f64) {
         let (mut hit, mut read) = (0u64, 0u64);
@@ -293,16 +345,23 @@ impl RunOut {
         let n = self.transactions.max(1) as f64;
         (hit as f64 / n, read as f64 / n)
     }
+
+    /// Transaction ends recorded by a group leader, per client transaction.
+    fn grouped_per_txn(&self) -> f64 {
+        let members: u64 = self.slru.iter().map(|s| s.group_members).sum();
+        members as f64 / self.transactions.max(1) as f64
+    }
 }
 
-/// Runs workload `w` for every client count and design of `o`: a scale-`o.scale`
-/// template copied fresh for every run, each client count and design interleaved within
-/// a repeat (so drift hits all designs alike). Returns (clients, design, runs).
+/// Runs workload `w` for every client count of `o` in every variant: a scale-`o.scale`
+/// template copied fresh for every run, each client count and variant interleaved within
+/// a repeat (so drift hits all variants alike). Returns (clients, variant, runs).
 fn run_cells(
     r: &Runner,
     o: &TpcbRuns,
     w: &Workload,
-) -> Result<Vec<(u32, SlruDesign, Vec<RunOut>)>> {
+    variants: &[Variant],
+) -> Result<Vec<(u32, &'static str, Vec<RunOut>)>> {
     let root = r.data_root()?.join(w.name);
     let template = root.join("template");
     let mut base = knobs(&[
@@ -317,27 +376,24 @@ fn run_cells(
     ));
     crate::commands::init(&template, o.scale, 100, &[], None, &base)?;
     let stop = r.stop();
-    let mut cells: Vec<(u32, SlruDesign, Vec<RunOut>)> = Vec::new();
+    let mut cells: Vec<(u32, usize, Vec<RunOut>)> = Vec::new();
     for &c in &o.clients {
-        for &d in &o.designs {
-            cells.push((c, d, Vec::new()));
+        for v in 0..variants.len() {
+            cells.push((c, v, Vec::new()));
         }
     }
     for rep in 0..o.repeats {
         for cell in cells.iter_mut() {
-            let (clients, design) = (cell.0, cell.1);
+            let (clients, v) = (cell.0, &variants[cell.1]);
             let dir = root.join("run");
             remove_db(&dir);
             copy_db(&template, &dir, &Default::default())?;
             let mut sets = base.clone();
-            sets.push(("slru_design".into(), design.name().into()));
-            let label = format!("c{clients} {}", design.name());
-            let pause = w
-                .side_pause_ms
-                .map_or_else(|| w.side.default_pause(), Duration::from_millis);
+            sets.extend(v.sets.iter().cloned());
+            let label = format!("c{clients} {}", v.label);
             let opts = BenchOptions {
                 mode: w.mode,
-                side: Some((w.side, pause)),
+                side: w.side_with_pause(),
                 ..bench_options(clients, o.seconds, &label, stop.clone())
             };
             progress(format!(
@@ -348,25 +404,15 @@ fn run_cells(
                 o.seconds
             ));
             let out = run_tpcb(&dir, &sets, opts).with_context(|| label.clone())?;
-            let r = out.result;
-            cell.2.push(RunOut {
-                tps: r.tps,
-                transactions: r.transactions,
-                side: r.side_script.map_or(0, |s| s.transactions),
-                slru_waits_us: r.waits.as_ref().map_or((0.0, 0.0), |w| {
-                    let per = |k: &str| {
-                        w.all.waits_ms.get(k).copied().unwrap_or(0.0) * 1e3
-                            / r.transactions.max(1) as f64
-                    };
-                    (per("slru_lock"), per("slru_io"))
-                }),
-                slru: r.slru,
-            });
+            cell.2.push(RunOut::of(out.result));
         }
     }
     remove_db(&root.join("run"));
     remove_db(&template);
-    Ok(cells)
+    Ok(cells
+        .into_iter()
+        .map(|(c, v, runs)| (c, variants[v].label, runs))
+        .collect())
 }
 
 /// Runs experiment 1: TPC-B with the savepoint-overflow side script.
@@ -374,15 +420,21 @@ pub fn exp1(r: &Runner, o: &TpcbRuns, cores: usize) -> Result<Vec<Exp1Row>> {
     let w = Workload {
         name: "exp1",
         mode: crate::tpcb::run::Mode::TpcbLike,
-        side: SideScript::SavepointOverflow,
+        side: Some(SideScript::SavepointOverflow),
         side_pause_ms: None,
-        sets: Vec::new(),
+        // The thread's slru_buffers_size_scale=4 (as in exp 2): 32 x 4 pages, 8 banks.
+        sets: vec![(
+            "subtransaction_buffers".into(),
+            EXP1_SUBTRANS_BUFFERS.to_string(),
+        )],
     };
-    Ok(run_cells(r, o, &w)?
+    Ok(run_cells(r, o, &w, &design_variants(&o.designs))?
         .into_iter()
         .map(|(clients, design, runs)| Exp1Row {
             clients,
-            design: design.name(),
+            design,
+            branch_updates_per_s: summarize(&runs.iter().map(|r| r.tps).collect::<Vec<_>>()).median
+                / f64::from(o.scale.max(1)),
             tps: summarize(&runs.iter().map(|r| r.tps).collect::<Vec<_>>()),
             subtrans_lookups_per_txn: summarize(
                 &runs
@@ -428,7 +480,7 @@ pub fn exp2(
     let w = Workload {
         name: "exp2",
         mode: crate::tpcb::run::Mode::Multixact,
-        side: SideScript::LongRunning,
+        side: Some(SideScript::LongRunning),
         side_pause_ms,
         sets: vec![
             ("multixact_offset_buffers".into(), "64".into()),
@@ -436,13 +488,13 @@ pub fn exp2(
         ],
     };
     const MX: [&str; 2] = ["multixact_offset", "multixact_member"];
-    Ok(run_cells(r, o, &w)?
+    Ok(run_cells(r, o, &w, &design_variants(&o.designs))?
         .into_iter()
         .map(|(clients, design, runs)| {
             let per: Vec<(f64, f64)> = runs.iter().map(|r| r.per_txn(&MX)).collect();
             Exp2Row {
                 clients,
-                design: design.name(),
+                design,
                 tps: summarize(&runs.iter().map(|r| r.tps).collect::<Vec<_>>()),
                 multixact_hits_per_txn: summarize(&per.iter().map(|p| p.0).collect::<Vec<_>>())
                     .median,
@@ -453,6 +505,48 @@ pub fn exp2(
                 slru_io_us_per_txn: median_of(&runs, |r| r.slru_waits_us.1),
                 oversubscribed: clients as usize + 1 > cores,
             }
+        })
+        .collect())
+}
+
+/// One (clients, group update on or off) cell of experiment 3.
+#[derive(Debug, Clone, Serialize)]
+pub struct Exp3Row {
+    pub clients: u32,
+    /// `clog_group_update`: "on" or "off".
+    pub group: &'static str,
+    pub tps: Summary,
+    /// Transaction ends a group leader recorded for them, per client transaction (median).
+    pub grouped_per_txn: f64,
+    /// Waits for SLRU locks, µs per client transaction (median).
+    pub slru_lock_us_per_txn: f64,
+    pub oversubscribed: bool,
+}
+
+/// Runs experiment 3: the commit log's group update (PostgreSQL's
+/// TransactionGroupUpdateXidStatus) on and off, under TPC-B with synchronous commit off
+/// (commit-log updates at the highest rate), no side script, the default SLRU design.
+pub fn exp3(r: &Runner, o: &TpcbRuns, cores: usize) -> Result<Vec<Exp3Row>> {
+    let w = Workload {
+        name: "exp3",
+        mode: crate::tpcb::run::Mode::TpcbLike,
+        side: None,
+        side_pause_ms: None,
+        sets: vec![("synchronous_commit".into(), "off".into())],
+    };
+    let variants = ["on", "off"].map(|v| Variant {
+        label: v,
+        sets: vec![("clog_group_update".into(), v.into())],
+    });
+    Ok(run_cells(r, o, &w, &variants)?
+        .into_iter()
+        .map(|(clients, group, runs)| Exp3Row {
+            clients,
+            group,
+            tps: summarize(&runs.iter().map(|r| r.tps).collect::<Vec<_>>()),
+            grouped_per_txn: median_of(&runs, RunOut::grouped_per_txn),
+            slru_lock_us_per_txn: median_of(&runs, |r| r.slru_waits_us.0),
+            oversubscribed: clients as usize > cores,
         })
         .collect())
 }
@@ -571,27 +665,35 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let threads = a.threads.map_or(info.cores, |t| t as usize);
     let lookups = if c.short() { 2_000 } else { 50_000 };
     let grid = MicroGrid::all(threads, lookups, c.repeats as usize);
-    let rows = micro(&grid)?;
+    let micro_rows = micro(&grid)?;
     let mut s = Sections {
         metadata: r.metadata(),
         notes: vec![format!(
             "{} lookups per thread per repeat, {} repeats; misses read no device (pages not on disk read as zeros): the figure is lookup, victim search, locks and LRU counters; {} cores: thread counts marked * are oversubscribed",
             grid.lookups, grid.repeats, info.cores
         )],
-        tables: vec![micro_table(&rows)],
+        tables: vec![micro_table(&micro_rows)],
     };
     s.metadata
-        .insert("micro".into(), serde_json::to_value(&rows)?);
+        .insert("micro".into(), serde_json::to_value(&micro_rows)?);
     s.metadata.insert("micro_only".into(), a.micro_only.into());
     let exp1_rows = if !a.micro_only && !a.skip_exp1 {
         Some(exp1_section(r, &tpcb_runs(c), info.cores, &mut s)?)
     } else {
         None
     };
+    if let Some(rows) = &exp1_rows {
+        model_section(&micro_rows, rows, &mut s);
+    }
     let exp2_rows = if !a.micro_only {
         // A short run holds the side transaction 0.5 s, so it ends within it.
         let pause = c.short().then_some(500);
         Some(exp2_section(r, &tpcb_runs(c), pause, info.cores, &mut s)?)
+    } else {
+        None
+    };
+    let exp3_rows = if !a.micro_only {
+        Some(exp3_section(r, &tpcb_runs(c), info.cores, &mut s)?)
     } else {
         None
     };
@@ -605,7 +707,12 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
             info.profile, info.cores
         ),
         figures: paired.figures,
-        ratios: targets(exp1_rows.as_deref(), exp2, &paired.per_repeat),
+        ratios: targets(
+            exp1_rows.as_deref(),
+            exp2,
+            exp3_rows.as_deref(),
+            &paired.per_repeat,
+        ),
         metadata: s.metadata,
         notes: s.notes,
         tables: s.tables,
@@ -620,7 +727,7 @@ fn exp1_section(r: &Runner, o: &TpcbRuns, cores: usize, s: &mut Sections) -> Res
         .insert("exp1".into(), serde_json::to_value(&rows)?);
     s.tables.push(exp1_table(&rows));
     s.notes.push(format!(
-        "exp 1: TPC-B scale {}, {} s per run, {} repeats, with --side-script savepoint-overflow (70 nested savepoints, 1 s pause, commit) in one more thread; this machine has {} cores: rows marked * run more threads than cores (oversubscribed: they measure a queue, not parallelism)",
+        "exp 1: TPC-B scale {}, {} s per run, {} repeats, subtransaction_buffers {EXP1_SUBTRANS_BUFFERS}, with --side-script savepoint-overflow (70 nested savepoints, 1 s pause, commit) in one more thread; every UPDATE finds its row through a statement snapshot, so while the side transaction runs, each recent version of a hot row costs a subtransaction-log lookup (the thread at 128 clients: 53 updates a second per branch row); this machine has {} cores: rows marked * run more threads than cores (oversubscribed: they measure a queue, not parallelism)",
         o.scale, o.seconds, o.repeats, cores
     ));
     if exp1_target(&rows).is_none() {
@@ -654,6 +761,93 @@ fn exp2_section(
         s.notes.push("exp2_banked_vs_central_max_threads not measured: exp 2 lacks central or banks_locks_lru at its top client count".into());
     }
     Ok((rows, top))
+}
+
+/// The 64-core model of experiment 1 (see `slru_scaling`): fed with the one-client
+/// transaction time and the lookups per transaction of `banks_locks_lru` at its largest
+/// client count that has cores of its own, the banks the running window of ids spans,
+/// and the line-transfer cost from the micro rows (central, pages that fit, 16 slots).
+fn model_section(micro: &[MicroRow], rows: &[Exp1Row], s: &mut Sections) {
+    use super::slru_scaling as m;
+    let banked = |r: &&Exp1Row| r.design == SlruDesign::BanksLocksLru.name();
+    let (Some(one), Some(top)) = (
+        rows.iter().filter(banked).find(|r| r.clients == 1),
+        rows.iter()
+            .filter(banked)
+            .filter(|r| !r.oversubscribed)
+            .max_by_key(|r| r.clients),
+    ) else {
+        return;
+    };
+    let ns = |threads: usize| {
+        micro
+            .iter()
+            .find(|r| {
+                r.design == SlruDesign::Central.name()
+                    && r.spread == Spread::Fits
+                    && r.slots == 16
+                    && r.threads == threads
+            })
+            .map(|r| r.ns_per_lookup.median)
+    };
+    let measured = ns(1).zip(ns(2)).and_then(|(a, b)| m::transfer_ns(a, b));
+    // The subtransaction log's banks in these runs, and the pages that the ids of one
+    // side-script transaction's lifetime (1 s) fill.
+    let banks = (EXP1_SUBTRANS_BUFFERS / bufpool::slru::BANK_SIZE) as f64;
+    let window_pages = (top.tps.median / m::IDS_PER_PAGE).ceil();
+    let inputs = m::Inputs {
+        txn_us: 1e6 / one.tps.median.max(1e-9),
+        lookups_per_txn: top.subtrans_lookups_per_txn,
+        banks: window_pages.clamp(1.0, banks.max(1.0)),
+    };
+    let clients = [1, 8, 32, 64, 128];
+    let mut predicted = Vec::new();
+    for t in measured.into_iter().chain([m::CROSS_SOCKET_NS]) {
+        predicted.extend(m::predict(&inputs, t, &clients, m::THREAD_CORES));
+    }
+    s.tables
+        .push(m::table("this run's inputs", &inputs, &predicted));
+    let (theirs, fitted) = m::thread_fit(
+        top.subtrans_lookups_per_txn,
+        top.branch_updates_per_s,
+        banks,
+    );
+    let thread_rows = m::predict(&theirs, fitted, &clients, m::THREAD_CORES);
+    s.tables.push(m::table(
+        "the thread's set-up, transfer fitted to its head at 128 clients",
+        &theirs,
+        &thread_rows,
+    ));
+    let at128 = thread_rows.last().map_or(0.0, |r| r.banked_tps);
+    s.notes.push(m::note(
+        &inputs,
+        measured,
+        top.branch_updates_per_s,
+        fitted,
+        at128,
+    ));
+    s.metadata.insert(
+        "exp1_model".into(),
+        serde_json::json!({
+            "inputs": inputs,
+            "measured_transfer_ns": measured,
+            "rows": predicted,
+            "thread": {"inputs": theirs, "fitted_transfer_ns": fitted, "rows": thread_rows},
+        }),
+    );
+}
+
+/// Experiment 3 run, as [`exp1_section`].
+fn exp3_section(r: &Runner, o: &TpcbRuns, cores: usize, s: &mut Sections) -> Result<Vec<Exp3Row>> {
+    let rows = exp3(r, o, cores)?;
+    s.metadata
+        .insert("exp3".into(), serde_json::to_value(&rows)?);
+    s.tables.push(exp3_table(&rows));
+    s.notes.push(format!(
+        "exp 3: TPC-B at scale {}, synchronous_commit off, no side script, {} s per run, {} repeats, clog_group_update on and off; grouped/txn is the share of commits whose status a group leader recorded; {} cores: rows marked * are oversubscribed",
+        o.scale, o.seconds, o.repeats, cores
+    ));
+    Ok(rows)
 }
 
 /// The target's paired measurement and its plain-memory baseline.
@@ -745,17 +939,37 @@ fn exp2_target(rows: &[Exp2Row], top: u32) -> Option<Ratio> {
     ))
 }
 
-/// The issue's targets from what ran: experiment 1's and 2's (each left out when its
-/// experiment did not run or lacks a design), and `lookup_4096_vs_16`, the median of the
+/// Experiment 3's target: the group update costs nothing at the top client count (TPS on
+/// over off; None if either is missing).
+fn exp3_target(rows: &[Exp3Row]) -> Option<Ratio> {
+    let top = rows.iter().map(|r| r.clients).max()?;
+    let tps_of = |group: &str| {
+        rows.iter()
+            .find(|r| r.group == group && r.clients == top)
+            .map(|r| r.tps.median)
+    };
+    let (on, off) = (tps_of("on")?, tps_of("off")?);
+    Some(Ratio::new(
+        "clog_group_vs_off_top_clients",
+        &[on / off.max(1e-9)],
+        Goal::AtLeast,
+        0.95,
+    ))
+}
+
+/// The issue's targets from what ran: experiment 1's, 2's and 3's (each left out when its
+/// experiment did not run or lacks a variant), and `lookup_4096_vs_16`, the median of the
 /// per-repeat ratios of the paired measurement.
 fn targets(
     exp1: Option<&[Exp1Row]>,
     exp2: Option<(&[Exp2Row], u32)>,
+    exp3: Option<&[Exp3Row]>,
     lookup_4096_vs_16: &[f64],
 ) -> Vec<Ratio> {
     let mut ratios = Vec::new();
     ratios.extend(exp1.and_then(exp1_target));
     ratios.extend(exp2.and_then(|(rows, top)| exp2_target(rows, top)));
+    ratios.extend(exp3.and_then(exp3_target));
     ratios.push(Ratio::new(
         "lookup_4096_vs_16",
         lookup_4096_vs_16,
@@ -789,21 +1003,41 @@ fn micro_table(rows: &[MicroRow]) -> String {
 
 fn exp1_table(rows: &[Exp1Row]) -> String {
     let mut t = format!(
-        "exp 1 (TPC-B + savepoint-overflow side script)\n{:>8}  {:<15}  {:>26}  {:>17}  {:>5}  {:>15}  {:>13}\n",
-        "clients", "design", "tps median (min..max)", "subtrans hits/txn", "side",
+        "exp 1 (TPC-B + savepoint-overflow side script)\n{:>8}  {:<15}  {:>26}  {:>17}  {:>14}  {:>5}  {:>15}  {:>13}\n",
+        "clients", "design", "tps median (min..max)", "subtrans hits/txn", "branch upd/s", "side",
         "slru lock us/txn", "slru io us/txn"
     );
     for r in rows {
         t.push_str(&format!(
-            "{:>7}{}  {:<15}  {:>26}  {:>17.2}  {:>5}  {:>15.1}  {:>13.1}\n",
+            "{:>7}{}  {:<15}  {:>26}  {:>17.2}  {:>14.0}  {:>5}  {:>15.1}  {:>13.1}\n",
             r.clients,
             if r.oversubscribed { "*" } else { " " },
             r.design,
             format!("{:.0} ({:.0}..{:.0})", r.tps.median, r.tps.min, r.tps.max),
             r.subtrans_lookups_per_txn,
+            r.branch_updates_per_s,
             r.side_transactions,
             r.slru_lock_us_per_txn,
             r.slru_io_us_per_txn
+        ));
+    }
+    t
+}
+
+fn exp3_table(rows: &[Exp3Row]) -> String {
+    let mut t = format!(
+        "exp 3 (TPC-B, synchronous_commit off: the commit log's group update)\n{:>8}  {:<5}  {:>26}  {:>12}  {:>15}\n",
+        "clients", "group", "tps median (min..max)", "grouped/txn", "slru lock us/txn"
+    );
+    for r in rows {
+        t.push_str(&format!(
+            "{:>7}{}  {:<5}  {:>26}  {:>12.3}  {:>15.2}\n",
+            r.clients,
+            if r.oversubscribed { "*" } else { " " },
+            r.group,
+            format!("{:.0} ({:.0}..{:.0})", r.tps.median, r.tps.min, r.tps.max),
+            r.grouped_per_txn,
+            r.slru_lock_us_per_txn
         ));
     }
     t
@@ -850,6 +1084,7 @@ mod tests {
             design: design.name(),
             tps: tps(t),
             subtrans_lookups_per_txn: 0.0,
+            branch_updates_per_s: 0.0,
             side_transactions: 0,
             slru_lock_us_per_txn: 0.0,
             slru_io_us_per_txn: 0.0,
@@ -871,6 +1106,17 @@ mod tests {
         }
     }
 
+    fn exp3_row(clients: u32, group: &'static str, t: f64) -> Exp3Row {
+        Exp3Row {
+            clients,
+            group,
+            tps: tps(t),
+            grouped_per_txn: 0.0,
+            slru_lock_us_per_txn: 0.0,
+            oversubscribed: false,
+        }
+    }
+
     #[test]
     fn targets_compare_banked_with_central_and_the_two_sizes() {
         use SlruDesign::{Banks, BanksLocksLru, Central};
@@ -885,19 +1131,27 @@ mod tests {
             exp2_row(8, Central, 100.0),
             exp2_row(8, BanksLocksLru, 149.0),
         ];
-        let t = targets(Some(&exp1), Some((&exp2, 8)), &[1.0, 1.4, 1.2]);
+        let exp3 = [
+            exp3_row(2, "on", 50.0),
+            exp3_row(8, "on", 94.0),
+            exp3_row(8, "off", 100.0),
+        ];
+        let t = targets(Some(&exp1), Some((&exp2, 8)), Some(&exp3), &[1.0, 1.4, 1.2]);
         let got: Vec<(&str, f64, bool)> = t.iter().map(|r| (r.name, r.median, r.pass)).collect();
         assert_eq!(
             got,
             [
                 ("banked_vs_central_1_thread", 0.95, true),
                 ("exp2_banked_vs_central_max_threads", 1.49, false),
+                ("clog_group_vs_off_top_clients", 0.94, false),
                 ("lookup_4096_vs_16", 1.2, true),
             ]
         );
+        // Group update off missing at the top client count: no target of exp 3.
+        assert!(exp3_target(&exp3[..2]).is_none());
         // Just under 0.95 at 1 client; 4096 slots over 1.3 in most repeats.
         let exp1 = [exp1[0].clone(), exp1_row(1, BanksLocksLru, 949.0)];
-        let t = targets(Some(&exp1), None, &[1.31, 1.0, 1.4]);
+        let t = targets(Some(&exp1), None, None, &[1.31, 1.0, 1.4]);
         assert_eq!(t.len(), 2, "no exp 2, no target of it");
         assert!(!t[0].pass && !t[1].pass, "{t:?}");
         // A design missing at the counted client count: its target is left out.

@@ -207,6 +207,12 @@ pub struct SlruCounts {
     /// Doublewrite rounds (each: copy, fsync, pages in place, fsync).
     #[serde(default)]
     pub rounds: u64,
+    /// The commit log's group update (`clog_group_update`): groups led, and transaction
+    /// ends recorded by another thread, their leader ("xact" only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub group_leaders: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub group_members: u64,
 }
 
 impl SlruCounts {
@@ -226,6 +232,20 @@ impl SlruCounts {
             flushes: after.flushes - before.flushes,
             truncates: after.truncates - before.truncates,
             rounds: after.rounds - before.rounds,
+            group_leaders: 0,
+            group_members: 0,
+        }
+    }
+
+    /// The commit log's counters between `before` and `after`, its group update's too.
+    pub fn clog_between(
+        before: &bufpool::txn::clog::ClogStats,
+        after: &bufpool::txn::clog::ClogStats,
+    ) -> SlruCounts {
+        SlruCounts {
+            group_leaders: after.group_leaders - before.group_leaders,
+            group_members: after.group_members - before.group_members,
+            ..SlruCounts::between("xact", &before.slru, &after.slru)
         }
     }
 }

@@ -441,7 +441,14 @@ impl<'e> Db<'e> {
         }
     }
 
-    /// `UPDATE <table> SET <col> = <col> + delta WHERE <key> = key`.
+    /// `UPDATE <table> SET <col> = <col> + delta WHERE <key> = key`, as PostgreSQL runs it
+    /// at READ COMMITTED: the statement takes a snapshot, its index scan walks the row's
+    /// chain from the root to the version that snapshot sees (a visibility check per
+    /// version, PostgreSQL's heap_hot_search_buffer: with an overflowed snapshot each
+    /// recent xid costs a subtransaction-log lookup, seed 002's experiment 1), and the
+    /// update then changes the newest version (EvalPlanQual's answer when a concurrent
+    /// update committed after the snapshot). Rows are never deleted here, so a snapshot
+    /// that sees no version is an error.
     #[allow(clippy::too_many_arguments)]
     fn add(
         &self,
@@ -454,6 +461,17 @@ impl<'e> Db<'e> {
         delta: i64,
     ) -> Result<(), bufpool::Error> {
         let root = Self::root(tree, key, "primary key")?;
+        let statement = self.engine.txns().snapshot(x);
+        let vanished = || {
+            bufpool::Error::Index(IndexError::Corrupt {
+                index: "primary key".into(),
+                reason: format!("row {key} vanished"),
+            })
+        };
+        if heap.fetch_with(&statement, root, |_, _| ())?.is_none() {
+            return Err(vanished());
+        }
+        drop(statement);
         let done = heap.update(x, root, |d| {
             let mut r = d.to_vec();
             let v = schema.get_int(d, column);
@@ -461,10 +479,7 @@ impl<'e> Db<'e> {
             r
         })?;
         if done.is_none() {
-            return Err(bufpool::Error::Index(IndexError::Corrupt {
-                index: "primary key".into(),
-                reason: format!("row {key} vanished"),
-            }));
+            return Err(vanished());
         }
         Ok(())
     }

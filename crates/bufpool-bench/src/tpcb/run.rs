@@ -192,7 +192,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let pool = db.engine.pool();
     let before = pool.stats();
     let bgw_before = pool.bgwriter_stats();
-    let clog_before = db.engine.txns().clog().stats();
+    let clog_before = db.engine.txns().clog().clog_stats();
     let subtrans_before = db.engine.txns().subtrans().stats();
     let moff_before = db.engine.txns().multis().offset_stats();
     let mmem_before = db.engine.txns().multis().member_stats();
@@ -278,10 +278,10 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     out.result.bgwriter = Some(bgwriter_counts(pool, &bgw_before));
     out.result.checkpointer = Some(checkpointer_counts(db, &ckpt_before));
     out.result.wal = Some(wal_counts(db, &wal_before, out.result.transactions));
-    let clog_after = db.engine.txns().clog().stats();
+    let clog_after = db.engine.txns().clog().clog_stats();
     let subtrans_after = db.engine.txns().subtrans().stats();
     out.result.slru = vec![
-        crate::report::model::SlruCounts::between("xact", &clog_before, &clog_after),
+        crate::report::model::SlruCounts::clog_between(&clog_before, &clog_after),
         crate::report::model::SlruCounts::between(
             "subtransaction",
             &subtrans_before,

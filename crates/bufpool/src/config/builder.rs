@@ -90,6 +90,7 @@ impl ConfigBuilder {
         multixact_offset_buffers: u64 => |c, v| c.multixact_offset_buffers = v;
         multixact_member_buffers: u64 => |c, v| c.multixact_member_buffers = v;
         slru_design: SlruDesign => |c, v| c.slru_design = v;
+        clog_group_update: bool => |c, v| c.clog_group_update = v;
         /// Rounded to thousandths; negative or NaN becomes 0 (and 10.0 is the maximum).
         bgwriter_lru_multiplier: f64 => |c, v| {
             c.bgwriter_lru_multiplier_thousandths = (v * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32

@@ -347,6 +347,14 @@ pub static KNOBS: &[Knob] = &[
             |c| Value::Word(SLRU_DESIGNS.iter().position(|d| *d == c.slru_design).unwrap()),
         )
     },
+    row(
+        "clog_group_update",
+        Unit::Bool,
+        "on",
+        "a transaction ending while its commit-log page's bank lock is busy joins a group whose leader records every member's status under one lock acquisition (PostgreSQL's group update); off: each waits for the lock itself",
+        |c, v| c.clog_group_update = flag(v),
+        |c| Value::Bool(c.clog_group_update),
+    ),
     Knob {
         min: SLRU_BANK_SIZE,
         max: MAX_TRANSACTION_BUFFERS,

@@ -174,6 +174,9 @@ pub struct Config {
     pub multixact_member_buffers: u64,
     /// How every SLRU is searched and locked.
     pub slru_design: SlruDesign,
+    /// Transaction ends record their commit-log status through a group leader when the
+    /// page's bank lock is busy (see the knob).
+    pub clog_group_update: bool,
     /// bgwriter_lru_multiplier in thousandths (2.0 is 2000).
     pub bgwriter_lru_multiplier_thousandths: u32,
     /// Bytes; 0 disables the writeback hints.

@@ -337,7 +337,8 @@ impl Engine {
         waldir::check_wal_directory(&*vfs, dir)?;
         let (has_control, has_log) = what_the_directory_holds(&*vfs, dir)?;
         let slrus = config.slru_set(pool.nbuffers());
-        let clog = Clog::open_with(vfs.clone(), dir, pool.page_size(), slrus.transaction())?;
+        let clog = Clog::open_with(vfs.clone(), dir, pool.page_size(), slrus.transaction())?
+            .with_group_update(config.clog_group_update);
         let multis = MultiXact::open(
             vfs.clone(),
             dir,

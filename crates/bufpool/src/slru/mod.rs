@@ -607,6 +607,34 @@ impl Slru {
         Ok(f(&mut g.bank.page_mut(s, ps)[..ps - TRAILER_SIZE]))
     }
 
+    /// [`Self::write`] if the page's bank lock (and the central lock of `banks`) is free
+    /// now; None, without waiting, if another thread holds it.
+    pub fn try_write<R>(
+        &self,
+        pageno: u64,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<Option<R>, SlruError> {
+        let b = self.bank_of(pageno);
+        let central = match self.design {
+            SlruDesign::Banks => match self.central.try_write() {
+                Some(c) => Some(c),
+                None => return Ok(None),
+            },
+            SlruDesign::Central | SlruDesign::BanksLocksLru => None,
+        };
+        let Some(bank) = self.banks[b].lock.try_write() else {
+            return Ok(None);
+        };
+        let g = Excl {
+            _central: central,
+            bank,
+        };
+        let ps = self.page_size;
+        let (mut g, s) = self.slot_for(b, g, pageno, false)?;
+        g.bank.slots[s].dirty = true;
+        Ok(Some(f(&mut g.bank.page_mut(s, ps)[..ps - TRAILER_SIZE])))
+    }
+
     /// Makes page `pageno` an all-zero page (dirty), without reading it, and the latest
     /// page (never evicted until a newer one is made).
     pub fn zero_page(&self, pageno: u64) -> Result<(), SlruError> {

@@ -5,13 +5,28 @@
 //! Invariants: a status only moves from InProgress to Committed, Aborted or SubCommitted
 //! (and SubCommitted to Committed or Aborted); `set` refuses anything else. A page is
 //! extended (zeroed: all InProgress) before the first id on it is used.
-//! Locks: those of the SLRU.
+//!
+//! **Group update** (knob `clog_group_update`, on by default; PostgreSQL's
+//! TransactionGroupUpdateXidStatus, seed 002). A transaction ending without
+//! subtransactions records its outcome directly if its page's bank lock is free. If not,
+//! it joins the group of waiting ends: the first to join is the leader, which waits for
+//! the lock, takes the whole group once it holds it, records every member's outcome on
+//! that page under the one lock, then each remaining page's members under that page's
+//! bank lock (the exception the thread describes: a group spanning pages, so banks),
+//! and wakes the members. A member sleeps until its outcome is recorded; one whose page
+//! the leader could not read (an I/O error) records it itself and gets its own error.
+//! Whoever joins after the leader took the group starts the next one. Counted:
+//! `group_leaders` and `group_members` (ends recorded by another thread) in [`ClogStats`].
+//!
+//! Locks: those of the SLRU; the group's queue lock is taken alone or under a bank lock
+//! (the leader taking the group), never the other way round; a member's outcome lock is
+//! taken alone (the leader sets outcomes with no other lock held).
 
 use std::path::Path;
 
 use super::Xid;
 use crate::slru::{Slru, SlruDesign, SlruError, SlruOptions, SlruStats};
-use crate::sync::Arc;
+use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering};
 use crate::vfs::Vfs;
 
 /// Status bits per transaction.
@@ -82,11 +97,53 @@ fn transition_allowed(from: XidStatus, to: XidStatus) -> bool {
         || (from == XidStatus::SubCommitted && to != XidStatus::InProgress)
 }
 
+/// What a group member learns from its leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Pending,
+    Done,
+    /// The transition was refused: the status found.
+    Refused(XidStatus),
+    /// The leader could not get the page: the member records its outcome itself.
+    Retry,
+}
+
+/// One transaction end waiting in a group (PostgreSQL's PGPROC clogGroup* fields).
+#[derive(Debug)]
+struct Member {
+    xid: Xid,
+    status: XidStatus,
+    page: u64,
+    outcome: Mutex<Outcome>,
+    done: Condvar,
+}
+
+/// The group of ends waiting for a leader, and its counters.
+#[derive(Debug, Default)]
+struct Group {
+    /// Waiting members, the leader first; empty when no group is forming.
+    queue: Mutex<Vec<Arc<Member>>>,
+    leaders: AtomicU64,
+    members: AtomicU64,
+}
+
+/// The commit log's counters: its SLRU's, and the group update's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClogStats {
+    pub slru: SlruStats,
+    /// Groups led (each a leader that recorded its group's outcomes).
+    pub group_leaders: u64,
+    /// Transaction ends recorded by another thread, their leader.
+    pub group_members: u64,
+}
+
 /// The commit log.
 #[derive(Debug)]
 pub struct Clog {
     slru: Slru,
     xids_per_page: u64,
+    /// Group update on (`clog_group_update`).
+    group: Option<Group>,
 }
 
 impl Clog {
@@ -117,6 +174,7 @@ impl Clog {
         Ok(Clog {
             slru,
             xids_per_page,
+            group: Some(Group::default()),
         })
     }
 
@@ -131,9 +189,30 @@ impl Clog {
         )
     }
 
+    /// Switches the group update (knob `clog_group_update`; see the module doc).
+    pub fn with_group_update(mut self, on: bool) -> Clog {
+        self.group = on.then(Group::default);
+        self
+    }
+
     /// The SLRU's counters (pg_stat_slru's, plus doublewrite rounds and pages repaired).
     pub fn stats(&self) -> SlruStats {
         self.slru.stats()
+    }
+
+    /// The SLRU's counters and the group update's.
+    pub fn clog_stats(&self) -> ClogStats {
+        let (group_leaders, group_members) = self.group.as_ref().map_or((0, 0), |g| {
+            (
+                g.leaders.load(Ordering::Relaxed),
+                g.members.load(Ordering::Relaxed),
+            )
+        });
+        ClogStats {
+            slru: self.slru.stats(),
+            group_leaders,
+            group_members,
+        }
     }
 
     /// Transaction ids per page.
@@ -150,19 +229,121 @@ impl Clog {
 
     /// Records the outcome of `xid`.
     pub fn set(&self, xid: Xid, status: XidStatus) -> Result<(), ClogError> {
-        let (page, byte, shift) = self.locate(xid);
-        self.slru.write(page, |b| {
-            let from = XidStatus::from_bits(b[byte] >> shift);
-            if !transition_allowed(from, status) {
-                return Err(ClogError::BadTransition {
-                    xid,
-                    from,
-                    to: status,
-                });
+        let page = self.locate(xid).0;
+        self.slru.write(page, |b| self.put(b, xid, status))?
+    }
+
+    /// Sets `status` for `xid` in its page's bytes `b`, if the transition is allowed.
+    fn put(&self, b: &mut [u8], xid: Xid, status: XidStatus) -> Result<(), ClogError> {
+        let (_, byte, shift) = self.locate(xid);
+        let from = XidStatus::from_bits(b[byte] >> shift);
+        if !transition_allowed(from, status) {
+            return Err(ClogError::BadTransition {
+                xid,
+                from,
+                to: status,
+            });
+        }
+        b[byte] = (b[byte] & !(3 << shift)) | ((status as u8) << shift);
+        Ok(())
+    }
+
+    /// Records the outcome of `xid`, a transaction without subtransactions, through the
+    /// group update when its bank lock is busy (see the module doc).
+    fn set_grouped(&self, xid: Xid, status: XidStatus) -> Result<(), ClogError> {
+        let Some(group) = &self.group else {
+            return self.set(xid, status);
+        };
+        let page = self.locate(xid).0;
+        if let Some(r) = self.slru.try_write(page, |b| self.put(b, xid, status))? {
+            return r;
+        }
+        let me = Arc::new(Member {
+            xid,
+            status,
+            page,
+            outcome: Mutex::new(Outcome::Pending),
+            done: Condvar::new(),
+        });
+        let leader = {
+            let mut q = group.queue.lock();
+            q.push(me.clone());
+            q.len() == 1
+        };
+        if leader {
+            self.lead(group, page);
+        }
+        let mut o = me.outcome.lock();
+        while *o == Outcome::Pending {
+            o = me.done.wait(o);
+        }
+        match *o {
+            Outcome::Done => Ok(()),
+            Outcome::Refused(from) => Err(ClogError::BadTransition {
+                xid,
+                from,
+                to: status,
+            }),
+            Outcome::Retry | Outcome::Pending => {
+                drop(o);
+                self.set(xid, status)
             }
-            b[byte] = (b[byte] & !(3 << shift)) | ((status as u8) << shift);
-            Ok(())
-        })?
+        }
+    }
+
+    /// The leader's work: takes the group once it holds `page`'s bank lock, records the
+    /// outcomes of the members on that page, then of each other page's, and wakes them.
+    fn lead(&self, group: &Group, page: u64) {
+        let mut members: Vec<Arc<Member>> = Vec::new();
+        let mut outcomes: Vec<Outcome> = Vec::new();
+        let record = |b: &mut [u8], m: &Member| match self.put(b, m.xid, m.status) {
+            Ok(()) => Outcome::Done,
+            Err(ClogError::BadTransition { from, .. }) => Outcome::Refused(from),
+            Err(_) => Outcome::Retry,
+        };
+        let first = self.slru.write(page, |b| {
+            members = std::mem::take(&mut *group.queue.lock());
+            outcomes = members
+                .iter()
+                .map(|m| {
+                    if m.page == page {
+                        record(b, m)
+                    } else {
+                        Outcome::Pending
+                    }
+                })
+                .collect();
+        });
+        if first.is_err() {
+            // The page could not be had: every member records its own outcome.
+            members = std::mem::take(&mut *group.queue.lock());
+            outcomes = vec![Outcome::Retry; members.len()];
+        }
+        while let Some(i) = outcomes.iter().position(|o| *o == Outcome::Pending) {
+            let other = members[i].page;
+            let done = self.slru.write(other, |b| {
+                for (m, o) in members.iter().zip(outcomes.iter_mut()) {
+                    if m.page == other {
+                        *o = record(b, m);
+                    }
+                }
+            });
+            if done.is_err() {
+                for (m, o) in members.iter().zip(outcomes.iter_mut()) {
+                    if m.page == other {
+                        *o = Outcome::Retry;
+                    }
+                }
+            }
+        }
+        group.leaders.fetch_add(1, Ordering::Relaxed);
+        group
+            .members
+            .fetch_add(members.len().saturating_sub(1) as u64, Ordering::Relaxed);
+        for (m, o) in members.iter().zip(outcomes) {
+            *m.outcome.lock() = o;
+            m.done.notify_one();
+        }
     }
 
     /// Marks `xid` aborted whatever the page holds: for recovery only, for a transaction
@@ -187,7 +368,7 @@ impl Clog {
     /// record is durable (pages go out after the WAL behind them), and replay finishes it.
     pub fn set_tree(&self, top: Xid, subs: &[Xid], status: XidStatus) -> Result<(), ClogError> {
         if subs.is_empty() {
-            return self.set(top, status); // the common case: no list, no allocation
+            return self.set_grouped(top, status); // the common case: no list, no allocation
         }
         let top_page = self.locate(top).0;
         let (mut here, mut elsewhere): (Vec<Xid>, Vec<Xid>) =
@@ -355,6 +536,63 @@ mod tests {
         c.set(20, XidStatus::Committed).unwrap();
         assert!(c.set_tree(19, &[20, 21], XidStatus::Aborted).is_err());
         assert_eq!(c.get(21).unwrap(), XidStatus::InProgress);
+    }
+
+    /// Ends arriving while their page's bank lock is held queue up; the first leads,
+    /// records every member's outcome (on both pages, refusing the one bad transition)
+    /// once the lock is free, and wakes them. Group update off: nobody queues.
+    #[test]
+    fn busy_bank_lock_makes_a_group_with_one_leader() {
+        let c = Clog::open(Arc::new(MemVfs::new()), Path::new("/db"), 4, 4096).unwrap();
+        let per = c.xids_per_page() as Xid;
+        c.extend(0).unwrap();
+        c.extend(per).unwrap();
+        c.set(7, XidStatus::Aborted).unwrap();
+        // (xid, status): page 0 twice, page 1 once, and 7 already aborted.
+        let ends = [
+            (3, XidStatus::Committed),
+            (4, XidStatus::Aborted),
+            (per + 2, XidStatus::Committed),
+            (7, XidStatus::Committed),
+        ];
+        let group = c.group.as_ref().unwrap();
+        let results = std::thread::scope(|s| {
+            let mut handles = Vec::new();
+            c.slru
+                .write(0, |_| {
+                    for (x, st) in ends {
+                        let c = &c;
+                        handles.push(s.spawn(move || c.set_tree(x, &[], st)));
+                    }
+                    // Holding page 0's bank lock (the only bank): every end queues.
+                    while group.queue.lock().len() < ends.len() {
+                        std::thread::yield_now();
+                    }
+                })
+                .unwrap();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        for (i, r) in results.iter().enumerate() {
+            let (x, st) = ends[i];
+            if x == 7 {
+                let e = r.as_ref().unwrap_err().to_string();
+                assert!(e.contains("transaction 7") && e.contains("Aborted"), "{e}");
+                assert_eq!(c.get(7).unwrap(), XidStatus::Aborted);
+            } else {
+                assert!(r.is_ok(), "{x}: {r:?}");
+                assert_eq!(c.get(x).unwrap(), st, "{x}");
+            }
+        }
+        let stats = c.clog_stats();
+        assert_eq!((stats.group_leaders, stats.group_members), (1, 3));
+        // Off: the same ends wait for the lock each and record their own.
+        let c = c.with_group_update(false);
+        c.set_tree(5, &[], XidStatus::Committed).unwrap();
+        assert_eq!(c.get(5).unwrap(), XidStatus::Committed);
+        assert_eq!(c.clog_stats().group_leaders, 0);
     }
 
     #[test]
