@@ -88,8 +88,8 @@ pub struct Args {
     /// directories on the data's device, or each on its own with `--ts-devices`).
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub tablespaces: String,
-    /// Which configurations to run (letters a to h; default a to f).
-    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d", "e", "f", "g", "h"])]
+    /// Which configurations to run (letters a to j; default a to f).
+    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"])]
     pub configs: Vec<String>,
     /// synchronous_commit of the TPC-B runs.
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
@@ -203,40 +203,82 @@ const PG_821: [(&str, &str); 4] = [
     ("checkpoint_completion_target", "0"),
 ];
 
+/// PostgreSQL 9.5's background writer as seed 004's runs set it (bgwriter_delay 10 ms,
+/// bgwriter_lru_maxpages 1000) with PostgreSQL's behaviour: a fixed nap, no lead, one
+/// write at a time, no writeback hints (9.5 had no bgwriter_flush_after).
+const PG_95_BGWRITER: [(&str, &str); 7] = [
+    ("bgwriter_delay", "10ms"),
+    ("bgwriter_lru_maxpages", "1000"),
+    ("bgwriter_lru_multiplier", "2.0"),
+    ("bgwriter_adaptive_nap", "off"),
+    ("bgwriter_lead", "off"),
+    ("bgwriter_writers", "1"),
+    ("bgwriter_flush_after", "0"),
+];
+
+/// Seed 004's checkpointer before the patch (master a298a1e06, 9.5's behaviour): spread
+/// over checkpoint_completion_target 0.5 (its default then), unsorted, one page a write,
+/// no writeback hints, fsync at the end.
+const PG_95: [(&str, &str); 4] = [
+    ("checkpoint_sort", "off"),
+    ("io_combine_limit", "8kB"),
+    ("checkpoint_flush_after", "0"),
+    ("checkpoint_completion_target", "0.5"),
+];
+
+/// The (before, after) pairs the targets compare: issue 13's (a) and (c), and seed 004's
+/// 9.5 and 9.6.
+const PAIRS: [(&str, &str); 2] = [("a", "c"), ("i", "j")];
+
 /// Whether a configuration runs without `--configs`: issue 13's six do; seed 001's
-/// baselines, (g) and (h), run when named (`bufpool seeds 001` names them).
+/// baselines, (g) and (h), and seed 004's, (i) and (j), run when named (`bufpool seeds`
+/// names them).
 fn by_default(c: &CkptConfig) -> bool {
-    !matches!(c.letter, "g" | "h")
+    !matches!(c.letter, "g" | "h" | "i" | "j")
 }
 
-/// The configurations: issue 13's six and seed 001's two baselines. Every knob the experiment varies is set in every
-/// configuration, so none inherits a default that might change.
+/// A configuration: every knob the experiment varies at (c)'s value unless `over` sets
+/// it, then the knobs of `extra`.
+fn config(
+    letter: &'static str,
+    label: &'static str,
+    over: &[(&'static str, &'static str)],
+    extra: &[(&'static str, &'static str)],
+) -> CkptConfig {
+    let mut knobs = vec![
+        ("checkpoint_sort", "on"),
+        ("io_combine_limit", "128kB"),
+        ("checkpoint_flush_after", "256kB"),
+        ("checkpoint_writeback_context", "tablespace"),
+        ("checkpoint_sync_method", "fsync"),
+        ("checkpoint_writers", "1"),
+        ("checkpoint_completion_target", "0.9"),
+    ];
+    for (k, v) in over {
+        knobs
+            .iter_mut()
+            .find(|(n, _)| n == k)
+            .expect("a varied knob")
+            .1 = v;
+    }
+    knobs.extend_from_slice(extra);
+    CkptConfig {
+        letter,
+        label,
+        knobs,
+    }
+}
+
+/// The configurations: issue 13's six, seed 001's two baselines and seed 004's two. Every
+/// knob the experiment varies is set in every configuration, so none inherits a default
+/// that might change.
 pub fn configs() -> Vec<CkptConfig> {
     let mut pg_821_o_sync = PG_821.to_vec();
     pg_821_o_sync.push(("checkpoint_sync_method", "open_datasync"));
-    let c = |letter, label, over: &[(&'static str, &'static str)]| {
-        let mut knobs = vec![
-            ("checkpoint_sort", "on"),
-            ("io_combine_limit", "128kB"),
-            ("checkpoint_flush_after", "256kB"),
-            ("checkpoint_writeback_context", "tablespace"),
-            ("checkpoint_sync_method", "fsync"),
-            ("checkpoint_writers", "1"),
-            ("checkpoint_completion_target", "0.9"),
-        ];
-        for (k, v) in over {
-            knobs
-                .iter_mut()
-                .find(|(n, _)| n == k)
-                .expect("a varied knob")
-                .1 = v;
-        }
-        CkptConfig {
-            letter,
-            label,
-            knobs,
-        }
-    };
+    let c = |letter, label, over: &[(&'static str, &'static str)]| config(letter, label, over, &[]);
+    let mut pg_96_bgwriter = PG_95_BGWRITER.to_vec();
+    pg_96_bgwriter.retain(|(k, _)| *k != "bgwriter_flush_after");
+    pg_96_bgwriter.push(("bgwriter_flush_after", "512kB"));
     vec![
         c(
             "a",
@@ -271,6 +313,20 @@ pub fn configs() -> Vec<CkptConfig> {
         // Seed 001's O_SYNC patch exactly: (g) with the data files opened O_DSYNC for the
         // checkpoint's and the bgwriter's writes, nothing else changed.
         c("h", "(h) 8.2.1 O_SYNC", &pg_821_o_sync),
+        // Seed 004's "master": 9.5's checkpointer and bgwriter as its runs set them.
+        config("i", "(i) 9.5", &PG_95, &PG_95_BGWRITER),
+        // Seed 004's patch (23a27b039, 9.6): sorted writes, still one page a write,
+        // writeback hints every 256 kB per tablespace, and the bgwriter's own every 512
+        // kB, the defaults the thread's runs kept.
+        config(
+            "j",
+            "(j) 9.6 sorted+flush",
+            &[
+                ("io_combine_limit", "8kB"),
+                ("checkpoint_completion_target", "0.5"),
+            ],
+            &pg_96_bgwriter,
+        ),
     ]
 }
 
@@ -364,6 +420,34 @@ impl Row {
 /// latency p99 over (a)'s; unthrottled (c) TPS over (a)'s. With repeats, each is the
 /// median of its per-repeat values, (c)'s repeat `i` paired with (a)'s repeat `i`.
 pub fn targets(rows: &[Row]) -> Vec<Ratio> {
+    let mut out = pair_targets(
+        rows,
+        PAIRS[0],
+        [
+            "throttled_tps_p5_vs_rate",
+            "throttled_maxlat_p99_vs_2007",
+            "tps_vs_2007",
+        ],
+    );
+    out.extend(pair_targets(
+        rows,
+        PAIRS[1],
+        [
+            "throttled_tps_p5_vs_rate_96",
+            "throttled_maxlat_p99_96_vs_95",
+            "tps_96_vs_95",
+        ],
+    ));
+    out
+}
+
+/// [`targets`] of one (before, after) pair, under `names` (p5 over the rate, max latency
+/// p99, tps).
+fn pair_targets(
+    rows: &[Row],
+    (before, after): (&str, &str),
+    names: [&'static str; 3],
+) -> Vec<Ratio> {
     let get = |l: &str, t: bool, i: usize| {
         rows.iter()
             .find(|r| r.letter == l && r.throttled == t && r.repeat == i)
@@ -379,24 +463,24 @@ pub fn targets(rows: &[Row]) -> Vec<Ratio> {
         }
     };
     let paired = |t: bool, f: &dyn Fn(&Row, &Row) -> f64| -> Vec<f64> {
-        of(rows, "c", t)
-            .filter_map(|c| get("a", t, c.repeat).map(|a| f(c, a)))
+        of(rows, after, t)
+            .filter_map(|c| get(before, t, c.repeat).map(|a| f(c, a)))
             .collect()
     };
-    let p5 = of(rows, "c", true)
+    let p5 = of(rows, after, true)
         .filter_map(|c| c.rate.filter(|r| *r > 0.0).map(|rate| c.tps_p5 / rate))
         .collect();
-    push("throttled_tps_p5_vs_rate", p5, Goal::AtLeast, 0.9);
+    push(names[0], p5, Goal::AtLeast, 0.9);
     let lat = paired(true, &|c, a| c.maxlat_p99 / a.maxlat_p99.max(1e-9));
-    push("throttled_maxlat_p99_vs_2007", lat, Goal::AtMost, 0.5);
+    push(names[1], lat, Goal::AtMost, 0.5);
     let tps = paired(false, &|c, a| c.tps / a.tps.max(1e-9));
-    push("tps_vs_2007", tps, Goal::AtLeast, 1.0);
+    push(names[2], tps, Goal::AtLeast, 1.0);
     out
 }
 
 /// The configurations that run `--repeats` times, alternated: the two the targets compare.
 fn repeated(c: &CkptConfig) -> bool {
-    matches!(c.letter, "a" | "c")
+    PAIRS.iter().any(|&(a, b)| c.letter == a || c.letter == b)
 }
 
 /// Table 1 laid out.
@@ -626,26 +710,33 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     Ok(report(r, &bed, &rows, &bulk_rows, rate))
 }
 
-/// The throttled runs' rate: 60% of (c)'s median unthrottled TPS (of its repeats), else
-/// of the first run's (with a note saying so).
+/// The throttled runs' rate: 60% of the median unthrottled TPS (of its repeats) of (c),
+/// else of (j) (seed 004's patched build, whose runs set the thread's 60%), else of the
+/// first run's (with a note saying so).
 fn throttled_rate(rows: &[Row], notes: &mut Vec<String>) -> f64 {
-    let c_tps: Vec<f64> = rows
-        .iter()
-        .filter(|r| r.letter == "c")
-        .map(|r| r.tps)
-        .collect();
-    let (from, tps) = if c_tps.is_empty() {
-        rows.first()
-            .map(|r| (r.label.clone(), r.tps))
-            .unwrap_or_default()
-    } else {
-        ("(c)".to_string(), super::summarize(&c_tps).median)
+    let tps_of = |l: &str| -> Vec<f64> {
+        rows.iter()
+            .filter(|r| r.letter == l)
+            .map(|r| r.tps)
+            .collect()
     };
-    if !from.starts_with("(c)") {
-        notes.push(format!(
-            "(c) did not run: the throttled rate is 60% of {from}'s TPS"
-        ));
-    }
+    let chosen = PAIRS
+        .iter()
+        .map(|&(_, after)| (after, tps_of(after)))
+        .find(|(_, t)| !t.is_empty());
+    let tps = match chosen {
+        Some((_, t)) => super::summarize(&t).median,
+        None => {
+            let (from, tps) = rows
+                .first()
+                .map(|r| (r.label.clone(), r.tps))
+                .unwrap_or_default();
+            notes.push(format!(
+                "neither (c) nor (j) ran: the throttled rate is 60% of {from}'s TPS"
+            ));
+            tps
+        }
+    };
     (0.6 * tps).max(1.0)
 }
 
@@ -879,6 +970,24 @@ mod tests {
         // Without (a), only the rate target remains.
         assert_eq!(targets(&rows[1..2]).len(), 0);
         assert_eq!(targets(&rows[3..]).len(), 1);
+        // Seed 004's pair, (j) over (i), under its own names; (c) over (a) left out.
+        let seed004 = vec![
+            row("i", false, 1000.0, 500.0, 800.0),
+            row("j", false, 900.0, 900.0, 100.0),
+            row("i", true, 100.0, 60.0, 400.0),
+            row("j", true, 100.0, 80.0, 300.0),
+        ];
+        let t = targets(&seed004);
+        let got: Vec<_> = t.iter().map(|r| (r.name, r.pass)).collect();
+        assert_eq!(
+            got,
+            [
+                ("throttled_tps_p5_vs_rate_96", false),
+                ("throttled_maxlat_p99_96_vs_95", false),
+                ("tps_96_vs_95", false)
+            ]
+        );
+        assert!((t[1].median - 0.75).abs() < 1e-9);
     }
 
     /// Repeats pair (c)'s repeat i with (a)'s repeat i and report the median of the
@@ -963,7 +1072,7 @@ mod tests {
     #[test]
     fn configurations_are_the_issues() {
         let c = configs();
-        assert_eq!(c.len(), 8);
+        assert_eq!(c.len(), 10);
         assert_eq!(c.iter().filter(|c| by_default(c)).count(), 6);
         let knob = |l: &str, k: &str| {
             c.iter()
@@ -993,6 +1102,22 @@ mod tests {
         assert_eq!(knob("g", "checkpoint_sync_method"), "fsync");
         assert_eq!(knob("h", "checkpoint_sync_method"), "open_datasync");
         assert_eq!(knob("a", "checkpoint_completion_target"), "0.9");
+        // Seed 004's pair: 9.5 (spread over 0.5, unsorted, no hints anywhere) and 9.6
+        // (sorted, hints every 256 kB, the bgwriter's every 512 kB), both page by page
+        // with 9.5's bgwriter at the thread's 10 ms and 1000 pages.
+        for l in ["i", "j"] {
+            assert_eq!(knob(l, "checkpoint_completion_target"), "0.5");
+            assert_eq!(knob(l, "io_combine_limit"), "8kB");
+            assert_eq!(knob(l, "bgwriter_delay"), "10ms");
+            assert_eq!(knob(l, "bgwriter_lru_maxpages"), "1000");
+            assert_eq!(knob(l, "bgwriter_lead"), "off");
+        }
+        assert_eq!(knob("i", "checkpoint_sort"), "off");
+        assert_eq!(knob("i", "checkpoint_flush_after"), "0");
+        assert_eq!(knob("i", "bgwriter_flush_after"), "0");
+        assert_eq!(knob("j", "checkpoint_sort"), "on");
+        assert_eq!(knob("j", "checkpoint_flush_after"), "256kB");
+        assert_eq!(knob("j", "bgwriter_flush_after"), "512kB");
         // Every configuration's knobs are valid.
         for cfg in &c {
             let mut conf = bufpool::Config::default();

@@ -310,6 +310,23 @@ fn targets(o: &Outcomes) -> Vec<Ratio> {
         let t = vec![g.1 / best_fixed.max(1e-9)];
         push("growing_ring_time_vs_best_fixed", t, Goal::AtMost, 1.0);
     }
+    // The same at VACUUM's default cap (vacuum_buffer_usage_limit 2 MB).
+    if let (Some(g), Some(f)) = (dead(RingConf::Growing(2 << 20)), fixed256) {
+        let flushes = vec![g.0 / f.0.max(1.0)];
+        push(
+            "growing_ring_default_cap_flushes_vs_256k",
+            flushes,
+            Goal::AtMost,
+            0.1,
+        );
+        let t = vec![g.1 / best_fixed.max(1e-9)];
+        push(
+            "growing_ring_default_cap_time_vs_best_fixed",
+            t,
+            Goal::AtMost,
+            1.0,
+        );
+    }
     if !o.sync_one.is_empty() {
         let base = summarize(&o.sync_one).median.max(1e-9);
         let two = o.sync_two.iter().map(|r| r / base).collect();
@@ -542,12 +559,14 @@ fn hot_set(
     ))
 }
 
-/// Section 3's ring configurations, in the order they run.
-const RING_CONFS: [RingConf; 5] = [
+/// Section 3's ring configurations, in the order they run: growing up to VACUUM's
+/// default cap (`vacuum_buffer_usage_limit` 2 MB) and up to 16 MB.
+const RING_CONFS: [RingConf; 6] = [
     RingConf::None,
     RingConf::Fixed(256 << 10),
     RingConf::Fixed(2 << 20),
     RingConf::Fixed(16 << 20),
+    RingConf::Growing(2 << 20),
     RingConf::Growing(16 << 20),
 ];
 
@@ -1274,7 +1293,7 @@ mod tests {
     use super::*;
 
     /// Outcomes that meet every target: the growing ring flushes 1/20 of the 256 kB ring's
-    /// and is as fast as the best fixed ring, two synchronized scans read 1.1x one scan's
+    /// (2/25 at the default cap) and is as fast as the best fixed ring, two synchronized scans read 1.1x one scan's
     /// pages, the best O_DIRECT scan reaches 0.95 of the device.
     fn passing() -> Outcomes {
         Outcomes {
@@ -1284,6 +1303,7 @@ mod tests {
                 (RingConf::Fixed(256 << 10), 200.0, 1.2),
                 (RingConf::Fixed(2 << 20), 20.0, 1.0),
                 (RingConf::Fixed(16 << 20), 2.0, 1.1),
+                (RingConf::Growing(2 << 20), 16.0, 0.9),
                 (RingConf::Growing(16 << 20), 10.0, 1.0),
             ],
             sync_one: vec![1.0, 2.0, 1.0],
@@ -1303,6 +1323,8 @@ mod tests {
                 ("hot_set_hit_ratio_after_scan", 0.99, true),
                 ("growing_ring_flushes_vs_256k", 0.05, true),
                 ("growing_ring_time_vs_best_fixed", 1.0, true),
+                ("growing_ring_default_cap_flushes_vs_256k", 0.08, true),
+                ("growing_ring_default_cap_time_vs_best_fixed", 0.9, true),
                 ("syncscan_2_reads_vs_one", 1.1, true),
                 ("odirect_scan_vs_device", 0.95, true),
             ]
@@ -1313,15 +1335,16 @@ mod tests {
     fn just_past_each_target_misses() {
         let mut o = passing();
         o.hot_after_ring[1] = 0.989;
-        o.vacuum_dead[4] = (RingConf::Growing(16 << 20), 20.1, 1.01);
+        o.vacuum_dead[4] = (RingConf::Growing(2 << 20), 20.1, 1.01);
+        o.vacuum_dead[5] = (RingConf::Growing(16 << 20), 20.1, 1.01);
         o.sync_two[0] = 1.21;
         o.best_direct_mb_s = Some(899.0);
         let t = targets(&o);
-        assert_eq!(t.len(), 5);
+        assert_eq!(t.len(), 7);
         assert!(t.iter().all(|r| !r.pass), "{t:?}");
         // A section that measured nothing gives no target.
         o.sync_one.clear();
         o.best_direct_mb_s = None;
-        assert_eq!(targets(&o).len(), 3);
+        assert_eq!(targets(&o).len(), 5);
     }
 }

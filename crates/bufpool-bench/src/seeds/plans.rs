@@ -567,8 +567,8 @@ fn seed004(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> 
     let seconds = if quick { "40" } else { "300" };
     let ck = |throttled, field| Ours::Ckpt {
         report: 0,
-        after: "c",
-        before: "a",
+        after: "j",
+        before: "i",
         throttled,
         field,
     };
@@ -576,7 +576,7 @@ fn seed004(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> 
         runs: vec![with(&[
             "checkpoint",
             "--configs",
-            "a,c",
+            "i,j",
             "--clients",
             clients,
             "--seconds",
@@ -604,10 +604,12 @@ fn seed004(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> 
             },
         ],
         setup: format!(
-            "TPC-B, {clients} clients, 30 s checkpoints, (a) spread, unsorted, no hints \
-             against (c) sorted, combined, hints per tablespace; unthrottled and at 60% of \
-             (c)'s TPS; data and WAL each on its own {device} device; minutes, not the \
-             thread's 24 hours"
+            "TPC-B, {clients} clients, 30 s checkpoints, (i) 9.5's checkpointer (spread over \
+             0.5, unsorted, page by page, no hints) against (j) the patch (sorted, hints \
+             every 256 kB per tablespace, the bgwriter's every 512 kB), both with 9.5's \
+             bgwriter at the thread's 10 ms and 1,000 pages; unthrottled and at 60% of (j)'s \
+             TPS; data and WAL each on its own {device} device; minutes, not the thread's \
+             24 hours"
         ),
     }
 }
