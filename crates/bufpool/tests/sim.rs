@@ -155,6 +155,7 @@ struct Knobs {
     early_lock_release: bool,
     checkpoint_sort: bool,
     wal_compression: bool,
+    clog_group_update: bool,
 }
 
 impl Knobs {
@@ -165,6 +166,7 @@ impl Knobs {
             early_lock_release: rng.pct(50),
             checkpoint_sort: rng.pct(50),
             wal_compression: rng.pct(30),
+            clog_group_update: rng.pct(50),
         }
     }
 
@@ -183,6 +185,7 @@ impl Knobs {
                 "wal_compression",
                 if self.wal_compression { "lz4" } else { "off" }.into(),
             ),
+            ("clog_group_update", on(self.clog_group_update).into()),
             ("io_method", "sync".into()),
             ("checkpoint_writers", "1".into()),
             ("bgwriter_writers", "1".into()),
