@@ -1223,3 +1223,56 @@ fn autovacuum_runs_beside_the_clients_and_reports_its_tables() {
     assert!(run["tables"]["autovacuum"].is_null(), "{}", run["tables"]);
     assert_eq!(run["tables"]["tables"].as_array().unwrap().len(), 4);
 }
+
+/// `bufpool seeds` without root: a seed whose thread measured a disk (004 here) needs
+/// scripts/slow-device.sh's throttled device, which only root can make, so its rows are
+/// left unmeasured, each saying why, and nothing runs (rather than measuring on another
+/// device than the set-up names). Run as user nobody when the test runs as root.
+#[test]
+fn seeds_without_root_skip_the_slow_device_rows_and_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let root = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        == Some("0");
+    let bin = env!("CARGO_BIN_EXE_bufpool");
+    let args = [
+        "seeds",
+        "004",
+        "--quick",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let mut cmd = if root {
+        use std::os::unix::fs::PermissionsExt;
+        for d in [dir.path(), out.as_path()] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+        c
+    } else {
+        Command::new(bin)
+    };
+    let started = std::time::Instant::now();
+    let o = cmd.args(args).current_dir(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "no experiment should have run"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = doc["seeds"][0]["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for r in rows {
+        assert!(r["our_figure"].is_null(), "{r}");
+        let why = r["skipped"].as_str().unwrap_or_default();
+        assert!(why.contains("needs root") && why.contains("slow10"), "{r}");
+    }
+    assert_eq!(doc["seeds"][0]["measured"], 0);
+}

@@ -189,15 +189,26 @@ pub fn run(a: &Args) -> Result<()> {
     for seed in chosen {
         experiments::progress(format!("seeds: {} {}", seed.id, seed.title));
         let plan = plans::plan(&seed.id, a.quick, &device, &a.out)?;
+        let unavailable = device_unavailable(&plan, &device, effective_uid());
         let mut reports = Vec::new();
-        for argv in &plan.runs {
-            experiments::progress(format!("seeds: {}: {}", seed.id, argv.join(" ")));
-            reports.push(run_experiment(argv)?);
+        if let Some(why) = &unavailable {
+            experiments::progress(format!("seeds: {}: skipped: {why}", seed.id));
+        } else {
+            for argv in &plan.runs {
+                experiments::progress(format!("seeds: {}: {}", seed.id, argv.join(" ")));
+                reports.push(run_experiment(argv)?);
+            }
         }
         let rows = plan
             .compares
             .iter()
-            .map(|c| c.row(seed, &reports, &plan))
+            .map(|c| {
+                let mut row = c.row(seed, &reports, &plan)?;
+                if unavailable.is_some() {
+                    row.skipped.clone_from(&unavailable);
+                }
+                Ok(row)
+            })
             .collect::<Result<Vec<_>>>()?;
         sections.push((seed, plan, reports, rows));
     }
@@ -212,6 +223,32 @@ pub fn run(a: &Args) -> Result<()> {
         println!("page: {}", a.out.join("index.html").display());
     }
     Ok(())
+}
+
+/// This process's effective user id (from /proc/self/status; None if unreadable).
+fn effective_uid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// Why `plan` cannot run in the thread's set-up here: it puts data on the slow device
+/// `device`, which scripts/slow-device.sh can make only as root (`uid` 0). None: it can,
+/// or the plan needs no slow device. Its rows are then left unmeasured, each saying why,
+/// rather than measured on another device than the one the set-up names.
+fn device_unavailable(plan: &plans::Plan, device: &str, uid: Option<u32>) -> Option<String> {
+    let needs = device != "local"
+        && plan
+            .runs
+            .iter()
+            .any(|a| a.windows(2).any(|w| w[0] == "--device" && w[1] == device));
+    (needs && uid != Some(0)).then(|| {
+        format!(
+            "not run: the {device} device needs root (scripts/slow-device.sh makes a \
+             throttled loop device); run as root, or with --device local for the \
+             local disk"
+        )
+    })
 }
 
 /// Parses `argv` (`bufpool experiment ...`) and runs it here, returning its JSON.
@@ -433,6 +470,38 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Without root the seeds whose threads measured a disk are not run on another
+    /// device: they say why. Seeds 002 and 003 need no slow device; `--device local`
+    /// needs no root.
+    #[test]
+    fn slow_device_seeds_without_root_say_why_instead_of_running() {
+        let plan =
+            |id: &str, device: &str| plans::plan(id, true, device, Path::new("/tmp/x")).unwrap();
+        for id in ["000", "001", "004"] {
+            let why = device_unavailable(&plan(id, "slow10"), "slow10", Some(1000)).unwrap();
+            assert!(
+                why.contains("slow10") && why.contains("root"),
+                "{id}: {why}"
+            );
+            assert_eq!(
+                device_unavailable(&plan(id, "slow10"), "slow10", Some(0)),
+                None
+            );
+            assert_eq!(
+                device_unavailable(&plan(id, "local"), "local", Some(1000)),
+                None
+            );
+        }
+        for id in ["002", "003"] {
+            assert_eq!(
+                device_unavailable(&plan(id, "slow10"), "slow10", None),
+                None,
+                "{id}"
+            );
+        }
+        assert!(effective_uid().is_some());
     }
 
     #[test]
