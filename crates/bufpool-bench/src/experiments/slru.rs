@@ -656,6 +656,23 @@ struct Sections {
     tables: Vec<String>,
 }
 
+impl Sections {
+    /// An experiment's rows (its JSON under `key`), its table and its note.
+    fn record<T: Serialize>(
+        &mut self,
+        key: &str,
+        rows: &[T],
+        table: String,
+        note: String,
+    ) -> Result<()> {
+        self.metadata
+            .insert(key.into(), serde_json::to_value(rows)?);
+        self.tables.push(table);
+        self.notes.push(note);
+        Ok(())
+    }
+}
+
 /// Runs the experiment: the micro benchmark's table, then experiments 1 and 2 (their
 /// databases in the runner's scratch folder) unless `--micro-only`, then the paired
 /// measurement of the target `lookup_4096_vs_16`.
@@ -723,13 +740,10 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
 /// be taken).
 fn exp1_section(r: &Runner, o: &TpcbRuns, cores: usize, s: &mut Sections) -> Result<Vec<Exp1Row>> {
     let rows = exp1(r, o, cores)?;
-    s.metadata
-        .insert("exp1".into(), serde_json::to_value(&rows)?);
-    s.tables.push(exp1_table(&rows));
-    s.notes.push(format!(
+    s.record("exp1", &rows, exp1_table(&rows), format!(
         "exp 1: TPC-B scale {}, {} s per run, {} repeats, subtransaction_buffers {EXP1_SUBTRANS_BUFFERS}, with --side-script savepoint-overflow (70 nested savepoints, 1 s pause, commit) in one more thread; every UPDATE finds its row through a statement snapshot, so while the side transaction runs, each recent version of a hot row costs a subtransaction-log lookup (the thread at 128 clients: 53 updates a second per branch row); this machine has {} cores: rows marked * run more threads than cores (oversubscribed: they measure a queue, not parallelism)",
         o.scale, o.seconds, o.repeats, cores
-    ));
+    ))?;
     if exp1_target(&rows).is_none() {
         s.notes.push("banked_vs_central_1_thread not measured: exp 1 lacks 1 client with central and banks_locks_lru".into());
     }
@@ -745,17 +759,14 @@ fn exp2_section(
     s: &mut Sections,
 ) -> Result<(Vec<Exp2Row>, u32)> {
     let rows = exp2(r, o, pause, cores)?;
-    s.metadata
-        .insert("exp2".into(), serde_json::to_value(&rows)?);
-    s.tables.push(exp2_table(&rows));
-    s.notes.push(format!(
+    s.record("exp2", &rows, exp2_table(&rows), format!(
         "exp 2: -b multixact (lock FOR UPDATE, savepoint, update, read, history insert) at scale {}, {} s per run, {} repeats, multixact_offset_buffers 64 and multixact_member_buffers 128, with --side-script long-running (a transaction held open {} ms, then committed, again and again) in one more thread; {} cores: rows marked * are oversubscribed",
         o.scale,
         o.seconds,
         o.repeats,
         pause.unwrap_or(10_000),
         cores
-    ));
+    ))?;
     let top = o.clients.iter().copied().max().unwrap_or(1);
     if exp2_target(&rows, top).is_none() {
         s.notes.push("exp2_banked_vs_central_max_threads not measured: exp 2 lacks central or banks_locks_lru at its top client count".into());
@@ -840,13 +851,10 @@ fn model_section(micro: &[MicroRow], rows: &[Exp1Row], s: &mut Sections) {
 /// Experiment 3 run, as [`exp1_section`].
 fn exp3_section(r: &Runner, o: &TpcbRuns, cores: usize, s: &mut Sections) -> Result<Vec<Exp3Row>> {
     let rows = exp3(r, o, cores)?;
-    s.metadata
-        .insert("exp3".into(), serde_json::to_value(&rows)?);
-    s.tables.push(exp3_table(&rows));
-    s.notes.push(format!(
+    s.record("exp3", &rows, exp3_table(&rows), format!(
         "exp 3: TPC-B at scale {}, synchronous_commit off, no side script, {} s per run, {} repeats, clog_group_update on and off; grouped/txn is the share of commits whose status a group leader recorded; {} cores: rows marked * are oversubscribed",
         o.scale, o.seconds, o.repeats, cores
-    ));
+    ))?;
     Ok(rows)
 }
 

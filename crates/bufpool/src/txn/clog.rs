@@ -235,6 +235,13 @@ impl Clog {
 
     /// Sets `status` for `xid` in its page's bytes `b`, if the transition is allowed.
     fn put(&self, b: &mut [u8], xid: Xid, status: XidStatus) -> Result<(), ClogError> {
+        self.allowed(b, xid, status)?;
+        self.store(b, xid, status);
+        Ok(())
+    }
+
+    /// Whether `xid` may move to `status` from what its page's bytes `b` hold.
+    fn allowed(&self, b: &[u8], xid: Xid, status: XidStatus) -> Result<(), ClogError> {
         let (_, byte, shift) = self.locate(xid);
         let from = XidStatus::from_bits(b[byte] >> shift);
         if !transition_allowed(from, status) {
@@ -244,8 +251,13 @@ impl Clog {
                 to: status,
             });
         }
-        b[byte] = (b[byte] & !(3 << shift)) | ((status as u8) << shift);
         Ok(())
+    }
+
+    /// Writes `status` for `xid` into its page's bytes `b`, unchecked.
+    fn store(&self, b: &mut [u8], xid: Xid, status: XidStatus) {
+        let (_, byte, shift) = self.locate(xid);
+        b[byte] = (b[byte] & !(3 << shift)) | ((status as u8) << shift);
     }
 
     /// Records the outcome of `xid`, a transaction without subtransactions, through the
@@ -352,10 +364,9 @@ impl Clog {
     /// the log has since lost): left so, the changes replay kept would be visible without
     /// those that were lost with the log's tail.
     pub fn forget_outcome(&self, xid: Xid) -> Result<(), ClogError> {
-        let (page, byte, shift) = self.locate(xid);
-        self.slru.write(page, |b| {
-            b[byte] = (b[byte] & !(3 << shift)) | ((XidStatus::Aborted as u8) << shift);
-        })?;
+        let page = self.locate(xid).0;
+        self.slru
+            .write(page, |b| self.store(b, xid, XidStatus::Aborted))?;
         Ok(())
     }
 
@@ -404,21 +415,12 @@ impl Clog {
             let run = &xids[i..j];
             self.slru.write(page, |b| {
                 for &xid in run {
-                    let (_, byte, shift) = self.locate(xid);
-                    let from = XidStatus::from_bits(b[byte] >> shift);
-                    if !transition_allowed(from, status) {
-                        return Err(ClogError::BadTransition {
-                            xid,
-                            from,
-                            to: status,
-                        });
-                    }
+                    self.allowed(b, xid, status)?;
                 }
                 for &xid in run {
-                    let (_, byte, shift) = self.locate(xid);
-                    b[byte] = (b[byte] & !(3 << shift)) | ((status as u8) << shift);
+                    self.store(b, xid, status);
                 }
-                Ok(())
+                Ok::<(), ClogError>(())
             })??;
             i = j;
         }
