@@ -410,6 +410,7 @@ mod tests {
             "slru --quick --threads 2 --json --dir /tmp/x",
             "slru --micro-only --json",
             "slru --skip-exp1 --json",
+            "slru --clients 1,2,8,32,128 --json --dir /tmp/x",
             "checkpoint --configs g,h --wal-device slow10 --throttled off --bulk on --ts-devices hdd",
             "bgwriter --checkpoint-timeout 30s --bgw-configs seed000-bg2,pg15-faithful --wal-device local",
             "bgwriter --sweep-clients 1,2,4,8 --sweep-configs seed000-bg2",

@@ -630,14 +630,21 @@ pub struct Args {
     /// Most lookup threads (default: the machine's cores).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Option<u32>,
+    /// Client counts of experiments 1 to 3 (default 1, 2, 4, ..., 128; 1 and 2 with
+    /// --quick).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub clients: Vec<u32>,
 }
 
-/// The client counts, run length, scale and repeats of experiments 1 and 2 (`--quick`
-/// and debug builds: 1 and 2 clients, 2 s, scale 1, one repeat).
-fn tpcb_runs(c: &Common) -> TpcbRuns {
+/// The client counts, run length, scale and repeats of experiments 1 to 3 (`--quick`
+/// and debug builds: 1 and 2 clients, 2 s, scale 1, one repeat); `clients` (`--clients`)
+/// replaces the client counts.
+fn tpcb_runs(c: &Common, clients: &[u32]) -> TpcbRuns {
     let short = c.short();
     TpcbRuns {
-        clients: if short {
+        clients: if !clients.is_empty() {
+            clients.to_vec()
+        } else if short {
             vec![1, 2]
         } else {
             vec![1, 2, 4, 8, 16, 32, 64, 128]
@@ -695,7 +702,12 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         .insert("micro".into(), serde_json::to_value(&micro_rows)?);
     s.metadata.insert("micro_only".into(), a.micro_only.into());
     let exp1_rows = if !a.micro_only && !a.skip_exp1 {
-        Some(exp1_section(r, &tpcb_runs(c), info.cores, &mut s)?)
+        Some(exp1_section(
+            r,
+            &tpcb_runs(c, &a.clients),
+            info.cores,
+            &mut s,
+        )?)
     } else {
         None
     };
@@ -705,12 +717,23 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let exp2_rows = if !a.micro_only {
         // A short run holds the side transaction 0.5 s, so it ends within it.
         let pause = c.short().then_some(500);
-        Some(exp2_section(r, &tpcb_runs(c), pause, info.cores, &mut s)?)
+        Some(exp2_section(
+            r,
+            &tpcb_runs(c, &a.clients),
+            pause,
+            info.cores,
+            &mut s,
+        )?)
     } else {
         None
     };
     let exp3_rows = if !a.micro_only {
-        Some(exp3_section(r, &tpcb_runs(c), info.cores, &mut s)?)
+        Some(exp3_section(
+            r,
+            &tpcb_runs(c, &a.clients),
+            info.cores,
+            &mut s,
+        )?)
     } else {
         None
     };
