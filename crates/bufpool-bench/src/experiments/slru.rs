@@ -701,13 +701,9 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     s.metadata
         .insert("micro".into(), serde_json::to_value(&micro_rows)?);
     s.metadata.insert("micro_only".into(), a.micro_only.into());
+    let runs = tpcb_runs(c, &a.clients);
     let exp1_rows = if !a.micro_only && !a.skip_exp1 {
-        Some(exp1_section(
-            r,
-            &tpcb_runs(c, &a.clients),
-            info.cores,
-            &mut s,
-        )?)
+        Some(exp1_section(r, &runs, info.cores, &mut s)?)
     } else {
         None
     };
@@ -717,23 +713,12 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let exp2_rows = if !a.micro_only {
         // A short run holds the side transaction 0.5 s, so it ends within it.
         let pause = c.short().then_some(500);
-        Some(exp2_section(
-            r,
-            &tpcb_runs(c, &a.clients),
-            pause,
-            info.cores,
-            &mut s,
-        )?)
+        Some(exp2_section(r, &runs, pause, info.cores, &mut s)?)
     } else {
         None
     };
     let exp3_rows = if !a.micro_only {
-        Some(exp3_section(
-            r,
-            &tpcb_runs(c, &a.clients),
-            info.cores,
-            &mut s,
-        )?)
+        Some(exp3_section(r, &runs, info.cores, &mut s)?)
     } else {
         None
     };
