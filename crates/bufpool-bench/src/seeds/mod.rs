@@ -49,6 +49,11 @@ pub struct Args {
     /// Where the page, seeds.json and the experiments' scratch folders go.
     #[arg(long, default_value = "bufpool-seeds")]
     pub out: PathBuf,
+    /// Reuse the reports an earlier run left in OUT/reports for the same commands (a run
+    /// that was interrupted, or seeds run one at a time and then put on one page); a
+    /// command with no saved report, or a different one, runs.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 /// The threads' figures (`figures.toml`).
@@ -194,9 +199,9 @@ pub fn run(a: &Args) -> Result<()> {
         if let Some(why) = &unavailable {
             experiments::progress(format!("seeds: {}: skipped: {why}", seed.id));
         } else {
-            for argv in &plan.runs {
-                experiments::progress(format!("seeds: {}: {}", seed.id, argv.join(" ")));
-                reports.push(run_experiment(argv)?);
+            for (i, argv) in plan.runs.iter().enumerate() {
+                let saved = a.out.join("reports").join(format!("{}-{i}.json", seed.id));
+                reports.push(saved_or_run(&saved, argv, a.resume, run_experiment)?);
             }
         }
         let rows = plan
@@ -223,6 +228,47 @@ pub fn run(a: &Args) -> Result<()> {
         println!("page: {}", a.out.join("index.html").display());
     }
     Ok(())
+}
+
+/// The report of `argv`: the one saved at `saved` when `resume` is set and it was made by
+/// the same command, else `run`'s, saved there (whole or not at all) before it is used,
+/// so an interrupted run loses at most the experiment it was in. A saved file that does
+/// not parse is an error naming it, never silently run over.
+fn saved_or_run(
+    saved: &Path,
+    argv: &[String],
+    resume: bool,
+    run: impl FnOnce(&[String]) -> Result<Value>,
+) -> Result<Value> {
+    let command = argv.join(" ");
+    if resume && saved.exists() {
+        let text = std::fs::read_to_string(saved)
+            .with_context(|| format!("reading the saved report {}", saved.display()))?;
+        let mut doc: Value = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "the saved report {} is not JSON (remove it to rerun its command)",
+                saved.display()
+            )
+        })?;
+        if doc["argv"] == json!(argv) && doc["report"].is_object() {
+            experiments::progress(format!("seeds: reusing {} for {command}", saved.display()));
+            return Ok(doc["report"].take());
+        }
+        experiments::progress(format!(
+            "seeds: {} was made by another command: running {command}",
+            saved.display()
+        ));
+    } else {
+        experiments::progress(format!("seeds: {command}"));
+    }
+    let report = run(argv)?;
+    let dir = saved.parent().context("a saved report's folder")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let tmp = saved.with_extension("json.tmp");
+    let text = serde_json::to_string(&json!({"argv": argv, "report": report}))?;
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, saved).with_context(|| format!("renaming to {}", saved.display()))?;
+    Ok(report)
 }
 
 /// This process's effective user id (from /proc/self/status; None if unreadable).
@@ -502,6 +548,44 @@ mod tests {
             );
         }
         assert!(effective_uid().is_some());
+    }
+
+    /// A run's reports are saved as they come; with `resume` a saved report of the same
+    /// command is used instead of running it again, one of another command is not, and
+    /// a damaged one is an error naming the file.
+    #[test]
+    fn saved_reports_are_reused_only_for_the_same_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let saved = dir.path().join("reports").join("002-0.json");
+        let argv = |x: &str| vec!["bufpool".to_string(), "experiment".into(), x.into()];
+        let mut runs = 0;
+        let mut run = |a: &[String]| {
+            runs += 1;
+            Ok(json!({"ran": a[2], "n": runs}))
+        };
+        assert_eq!(
+            saved_or_run(&saved, &argv("slru"), true, &mut run).unwrap()["n"],
+            1
+        );
+        assert_eq!(
+            saved_or_run(&saved, &argv("slru"), true, &mut run).unwrap()["n"],
+            1,
+            "resumed: the saved report, nothing run"
+        );
+        assert_eq!(
+            saved_or_run(&saved, &argv("slru"), false, &mut run).unwrap()["n"],
+            2,
+            "not resuming: run again"
+        );
+        let other = saved_or_run(&saved, &argv("scans"), true, &mut run).unwrap();
+        assert_eq!(
+            (other["ran"].as_str(), other["n"].as_i64()),
+            (Some("scans"), Some(3))
+        );
+        std::fs::write(&saved, "{\"argv\": [").unwrap();
+        let err = saved_or_run(&saved, &argv("scans"), true, &mut run).unwrap_err();
+        assert!(format!("{err:#}").contains("002-0.json"), "{err:#}");
+        assert_eq!(runs, 3);
     }
 
     #[test]
