@@ -91,6 +91,40 @@ fn bufpool_and_sqlite_side_by_side_json_report_and_logs() {
     assert_eq!(j["settings"]["sqlite"]["synchronous"], "FULL");
     assert!(j["machine"]["cores"].as_u64().unwrap() >= 1);
     assert!(j["skipped"].as_array().unwrap().is_empty());
+    // Targets from the engines that ran: with synchronous commit on, tps against SQLite
+    // FULL and bufpool's typical second's max latency; PostgreSQL's bytes target is left
+    // out (it did not run), and so is the CPU target (it is judged with commit off).
+    let targets = j["targets"].as_array().unwrap();
+    let names: Vec<&str> = targets
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sync_on_vs_sqlite_full", "maxlat_p50_ms_on"]);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    let tps = |e: &serde_json::Value| e["tps"].as_f64().unwrap();
+    assert!(close(
+        targets[0]["value"].as_f64().unwrap(),
+        tps(&engines[0]) / tps(&engines[1])
+    ));
+    assert_eq!(
+        (&targets[0]["op"], &targets[0]["target"]),
+        (&">=".into(), &2.0.into())
+    );
+    assert!(close(
+        targets[1]["value"].as_f64().unwrap(),
+        engines[0]["per_interval"]["max_latency_p50"]
+            .as_f64()
+            .unwrap()
+    ));
+    for t in targets {
+        let (v, goal) = (t["value"].as_f64().unwrap(), t["target"].as_f64().unwrap());
+        let pass = if t["op"] == ">=" {
+            v >= goal
+        } else {
+            v <= goal
+        };
+        assert_eq!(t["pass"].as_bool(), Some(pass), "{t}");
+    }
 
     // The report overlays both runs under the engines' names.
     let html = std::fs::read_to_string(cwd.join("bufpool-compare/index.html")).unwrap();

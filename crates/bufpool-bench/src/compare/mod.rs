@@ -30,7 +30,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::commands::KnobError;
-use crate::experiments::summarize;
+use crate::experiments::{summarize, Goal, Ratio};
 use crate::report::model::RunResult;
 
 /// The engines `bufpool compare` knows.
@@ -518,7 +518,8 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
             (!rs.is_empty()).then(|| summarize_engine(&rs))
         })
         .collect();
-    let doc = to_json(o, &summaries, &skipped, [sync_before, sync_after]);
+    let targets = targets(o.sync, &runs);
+    let doc = to_json(o, &summaries, &skipped, [sync_before, sync_after], &targets);
     let json_path = o.out_dir.join("compare.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&doc)?)
         .with_context(|| format!("writing {}", json_path.display()))?;
@@ -535,12 +536,116 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
             "{}",
             to_table(o, &summaries, &skipped, [sync_before, sync_after])
         );
+        for t in &targets {
+            println!(
+                "target {}: {:.3} (rounds {:.3}-{:.3}) {} {} {}",
+                t.name,
+                t.median,
+                t.min,
+                t.max,
+                t.goal.symbol(),
+                t.target,
+                if t.pass { "met" } else { "MISSED" }
+            );
+        }
         if let Some(f) = &files {
             println!("report: {}", f.index.display());
         }
         println!("json: {}", json_path.display());
     }
     Ok(())
+}
+
+/// The targets of the race on one machine, from the engines that ran (a target whose
+/// engines did not both run is left out). Each is taken per round (the engines of a round
+/// ran back to back) and judged on the median over rounds:
+/// - bufpool's tps over SQLite's: `sync_off_vs_sqlite_normal` >= 1.3 with synchronous
+///   commit off (SQLite NORMAL), `sync_on_vs_sqlite_full` >= 2.0 with it on (FULL);
+/// - `maxlat_p50_ms_off` / `maxlat_p50_ms_on` <= 5: bufpool's typical second's largest
+///   latency (the median over the run's seconds), ms;
+/// - `device_bytes_per_tx_vs_postgres` <= 1.0: bufpool's device bytes written per
+///   transaction over PostgreSQL's;
+/// - `cpu_per_tx_vs_sqlite` <= 1.0 with synchronous commit off: CPU per transaction.
+fn targets(sync: bool, runs: &[EngineRun]) -> Vec<Ratio> {
+    let of = |engine: EngineKind, round: u32| {
+        runs.iter()
+            .find(|r| r.engine == engine && r.round == round)
+            .map(EngineRun::figures)
+    };
+    let rounds: Vec<u32> = {
+        let mut v: Vec<u32> = runs.iter().map(|r| r.round).collect();
+        v.dedup();
+        v
+    };
+    // Per round, bufpool's figure `key` over `other`'s (or alone, with `other` None).
+    let per_round = |other: Option<EngineKind>, key: &str| -> Vec<f64> {
+        rounds
+            .iter()
+            .filter_map(|&n| {
+                let ours = of(EngineKind::Bufpool, n)?[key];
+                let theirs = match other {
+                    Some(e) => of(e, n)?[key],
+                    None => 1.0,
+                };
+                let v = ours / theirs;
+                v.is_finite().then_some(v)
+            })
+            .collect()
+    };
+    let (sqlite, pg) = (Some(EngineKind::Sqlite), Some(EngineKind::Postgres));
+    let mut wanted = vec![
+        if sync {
+            ("sync_on_vs_sqlite_full", sqlite, "tps", Goal::AtLeast, 2.0)
+        } else {
+            (
+                "sync_off_vs_sqlite_normal",
+                sqlite,
+                "tps",
+                Goal::AtLeast,
+                1.3,
+            )
+        },
+        if sync {
+            (
+                "maxlat_p50_ms_on",
+                None,
+                "max_latency_p50",
+                Goal::AtMost,
+                5.0,
+            )
+        } else {
+            (
+                "maxlat_p50_ms_off",
+                None,
+                "max_latency_p50",
+                Goal::AtMost,
+                5.0,
+            )
+        },
+        (
+            "device_bytes_per_tx_vs_postgres",
+            pg,
+            "write_bytes_per_tx",
+            Goal::AtMost,
+            1.0,
+        ),
+    ];
+    if !sync {
+        wanted.push((
+            "cpu_per_tx_vs_sqlite",
+            sqlite,
+            "cpu_us_per_tx",
+            Goal::AtMost,
+            1.0,
+        ));
+    }
+    wanted
+        .into_iter()
+        .filter_map(|(name, other, key, goal, target)| {
+            let v = per_round(other, key);
+            (!v.is_empty()).then(|| Ratio::new(name, &v, goal, target))
+        })
+        .collect()
 }
 
 /// The shared settings, as the table and the JSON print them.
@@ -584,6 +689,7 @@ fn to_json(
     engines: &[EngineSummary],
     skipped: &[(EngineKind, String)],
     fdatasync: [f64; 2],
+    targets: &[Ratio],
 ) -> serde_json::Value {
     let base = engines.iter().find(|e| e.engine == EngineKind::Bufpool);
     let list: Vec<serde_json::Value> = engines
@@ -644,6 +750,10 @@ fn to_json(
         "device": meta.get("device"),
         "command": info.command,
         "profile": info.profile,
+        "targets": targets.iter().map(|t| json!({
+            "name": t.name, "value": num(t.median), "min": num(t.min), "max": num(t.max),
+            "op": t.goal.symbol(), "target": t.target, "pass": t.pass,
+        })).collect::<Vec<_>>(),
     })
 }
 
