@@ -823,12 +823,38 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     );
     println!("initial connection time = 0.000 ms");
     println!("tps = {:.6} (without initial connection time)", r.tps);
+    if let Some(w) = &r.bytes_written {
+        println!("bytes written per transaction: {}", describe_written(w));
+    }
     if let Some(side) = &r.side_script {
         println!(
             "side script {}: {} transactions, {} savepoints, pause {:.0} ms, longest {:.1} ms",
             side.script, side.transactions, side.subtransactions, side.pause_ms, side.longest_ms
         );
     }
+}
+
+/// One line: each source's bytes per transaction, the devices' after them.
+pub fn describe_written(w: &crate::report::model::WriteBytes) -> String {
+    let b = |v: u64| format!("{:.0}", w.per_tx(v));
+    let device = match w.device {
+        Some(d) => format!("; devices {} ({})", b(d), w.devices.join(", ")),
+        None => "; devices: not known".into(),
+    };
+    format!(
+        "wal {} (full-page images {}, padding {}), checkpointer {}, bgwriter {}, backends {}, \
+         extensions {}, slru {}: engine {} (writeback-hinted {}){device}",
+        b(w.wal),
+        b(w.wal_fpi),
+        b(w.wal_padding),
+        b(w.checkpointer),
+        b(w.bgwriter),
+        b(w.backend),
+        b(w.extend),
+        b(w.slru),
+        b(w.engine_total()),
+        b(w.writeback_hinted),
+    )
 }
 
 /// `bufpool bench`.
@@ -872,6 +898,13 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
         "checkpointer": r.checkpointer,
         "wal": r.wal,
         "slru": r.slru,
+        "bytes_written": r.bytes_written,
+        "bytes_written_per_tx": r.bytes_written.as_ref().map(|w| {
+            w.per_tx_rows()
+                .into_iter()
+                .map(|(k, v)| (k.trim().replace(' ', "_"), serde_json::json!(v)))
+                .collect::<serde_json::Map<_, _>>()
+        }),
         "side_script": r.side_script,
         "config": r.config,
     })

@@ -116,6 +116,51 @@ fn init_bench_json_aggregate_log_check_and_report() {
     }
     assert!(j["checkpoints"].is_array());
     assert_eq!(j["config"]["shared_buffers"], "16MB", "knobs in effect");
+    // Bytes written by source: the log's are whole blocks (records plus the padding that
+    // ends each flush), the pool's are its page writes by writer, and the per-transaction
+    // rows divide them by the run's transactions.
+    let w = &j["bytes_written"];
+    let b = |k: &str| {
+        w[k].as_u64()
+            .unwrap_or_else(|| panic!("bytes_written.{k}: {w}"))
+    };
+    assert_eq!(b("transactions"), j["transactions"].as_u64().unwrap());
+    assert!(b("wal") > 0 && b("wal") % 4096 == 0, "{w}");
+    assert!(
+        b("wal") >= b("wal_fpi") + b("wal_padding") && b("wal_padding") > 0,
+        "{w}"
+    );
+    assert!(b("wal") >= wal["bytes"].as_u64().unwrap(), "{w} {wal}");
+    for (k, pages) in [
+        ("checkpointer", "written_by_checkpointer"),
+        ("bgwriter", "written_by_bgwriter"),
+        ("backend", "written_by_backend"),
+    ] {
+        assert_eq!(
+            b(k),
+            j["buffers"][pages].as_u64().unwrap() * 8192,
+            "{k}: {w}"
+        );
+    }
+    assert!(w["devices"].is_array() && w.get("device").is_some(), "{w}");
+    let per_tx = &j["bytes_written_per_tx"];
+    let total = [
+        "wal",
+        "checkpointer",
+        "bgwriter",
+        "backend",
+        "extend",
+        "slru",
+    ]
+    .iter()
+    .map(|k| b(k))
+    .sum::<u64>();
+    let per = per_tx["engine_total"].as_f64().unwrap();
+    assert!(
+        (per - total as f64 / b("transactions") as f64).abs() < 1e-6,
+        "{per_tx}"
+    );
+    assert!(per_tx["of_which_padding"].is_number(), "{per_tx}");
     let n = j["transactions"].as_u64().unwrap();
     assert!(n > 0 && j["tps"].as_f64().unwrap() > 0.0);
 

@@ -254,6 +254,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         slru: Vec::new(),
         side_script: None,
         tables: None,
+        bytes_written: None,
         waits: None,
     };
     let backend_write_share = result.backend_write_share();

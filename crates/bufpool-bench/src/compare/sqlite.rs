@@ -248,6 +248,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         slru: Vec::new(),
         side_script: None,
         tables: None,
+        bytes_written: None,
         waits: None,
     };
     Ok(SqliteRun {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::charts::{run_colour, Chart};
-use super::model::RunResult;
+use super::model::{RunResult, WriteBytes};
 
 /// Escapes text for HTML element content and quoted attribute values.
 pub fn escape(text: &str) -> String {
@@ -85,6 +85,47 @@ fn slru_cell(r: &RunResult, name: &str) -> String {
         ),
         None => "–".to_string(),
     }
+}
+
+/// A run's bytes written per transaction by one source (`pick`), or "–" for runs
+/// without the counts (other engines, runs saved before).
+fn written(r: &RunResult, pick: fn(&WriteBytes) -> Option<u64>) -> String {
+    match r
+        .bytes_written
+        .as_ref()
+        .and_then(|w| pick(w).map(|v| w.per_tx(v)))
+    {
+        Some(v) => group(v.round() as u64),
+        None => "–".to_string(),
+    }
+}
+
+/// The summary table's group of bytes written per transaction by source.
+fn written_rows() -> (&'static str, Vec<Row>) {
+    (
+        "Bytes written per transaction",
+        vec![
+            ("WAL", |r| written(r, |w| Some(w.wal))),
+            ("  of which full-page images", |r| {
+                written(r, |w| Some(w.wal_fpi))
+            }),
+            ("  of which padding", |r| {
+                written(r, |w| Some(w.wal_padding))
+            }),
+            ("checkpointer", |r| written(r, |w| Some(w.checkpointer))),
+            ("bgwriter", |r| written(r, |w| Some(w.bgwriter))),
+            ("backends", |r| written(r, |w| Some(w.backend))),
+            ("extensions", |r| written(r, |w| Some(w.extend))),
+            ("SLRUs", |r| written(r, |w| Some(w.slru))),
+            ("engine total", |r| written(r, |w| Some(w.engine_total()))),
+            ("  of which writeback-hinted", |r| {
+                written(r, |w| Some(w.writeback_hinted))
+            }),
+            ("the devices (sectors written)", |r| {
+                written(r, |w| w.device)
+            }),
+        ],
+    )
 }
 
 /// The summary table's row groups.
@@ -191,6 +232,7 @@ fn summary_rows() -> Vec<(&'static str, Vec<Row>)> {
                 }),
             ],
         ),
+        written_rows(),
         (
             "SLRUs (pg_stat_slru): hit / read / zeroed / written",
             vec![
@@ -390,6 +432,37 @@ mod tests {
             .find(|l| l.contains(">shared_buffers<"))
             .expect("knob row");
         assert!(!same.contains("differs"), "{same}");
+    }
+
+    /// Bytes written are shown per transaction by source; the devices' row says "–"
+    /// where they were not known, and a run without the counts shows dashes.
+    #[test]
+    fn bytes_written_rows_are_per_transaction() {
+        let mut r = RunResult::example("a", 1);
+        r.bytes_written = Some(WriteBytes {
+            transactions: 1000,
+            wal: 1_228_800,
+            wal_padding: 4_096_000 / 100,
+            bgwriter: 5_120_000,
+            device: None,
+            ..WriteBytes::default()
+        });
+        let html = render_index(&[r, RunResult::example("b", 2)], &[]);
+        let row = |label: &str| {
+            html.lines()
+                .find(|l| l.contains(&format!(">{label}<")))
+                .unwrap_or_else(|| panic!("no row for {label}"))
+                .to_string()
+        };
+        assert!(
+            row("WAL").contains("<td>1,229</td><td>–</td>"),
+            "{}",
+            row("WAL")
+        );
+        assert!(row("  of which padding").contains("<td>41</td>"));
+        assert!(row("bgwriter").contains("<td>5,120</td>"));
+        assert!(row("engine total").contains("<td>6,349</td>"));
+        assert!(row("the devices (sectors written)").contains("<td>–</td><td>–</td>"));
     }
 
     #[test]

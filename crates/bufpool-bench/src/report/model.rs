@@ -55,6 +55,10 @@ pub struct RunResult {
     /// Per-table row counters at the end and what autovacuum did (bufpool runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tables: Option<TableCounts>,
+    /// What the run wrote, in bytes, by source and as the devices saw it (bufpool runs
+    /// only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_written: Option<WriteBytes>,
 }
 
 /// pg_stat_user_tables for the run's tables, and the autovacuum launcher's counters
@@ -181,6 +185,12 @@ pub struct WalCounts {
     pub fpi: u64,
     #[serde(default)]
     pub fpi_bytes: u64,
+    /// Bytes written to log segments, and the padding that ended flushes on a block
+    /// (0 in runs saved before).
+    #[serde(default)]
+    pub write_bytes: u64,
+    #[serde(default)]
+    pub pad_bytes: u64,
     /// Transactions of the run per sync: 1 means no group commit at all.
     pub commits_per_sync: f64,
     /// Mean time of one WAL sync (fdatasync), µs; 0 in runs saved before.
@@ -190,6 +200,75 @@ pub struct WalCounts {
     /// was already queued (the sync pipeline's gap), µs; 0 in runs saved before.
     #[serde(default)]
     pub sync_gap_us: f64,
+}
+
+/// What a run wrote, in bytes, by source (PostgreSQL 18's pg_stat_io counts bytes): what
+/// each writer passed to the OS, and what the block devices under the database wrote.
+/// The sources can add up to more than the devices wrote (the OS cache absorbed a second
+/// write of a page before writing it back) or less (file system metadata, other writers
+/// on the same devices, the OS writing back what was written before the run).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriteBytes {
+    pub transactions: u64,
+    /// Log segment writes (pg_stat_io's WAL `write_bytes`): records, of which full-page
+    /// images, and the padding that ends each flush on a block.
+    pub wal: u64,
+    pub wal_fpi: u64,
+    pub wal_padding: u64,
+    /// Pool pages written by the checkpointer, the background writer and backends
+    /// (evicting dirty victims), and pages added to relations (extensions).
+    pub checkpointer: u64,
+    pub bgwriter: u64,
+    pub backend: u64,
+    pub extend: u64,
+    /// SLRU pages (commit log, subtransactions, multixacts).
+    pub slru: u64,
+    /// Of the pool's page writes, those whose writer then asked the kernel to write them
+    /// back at once (writeback hints): not left in the OS cache, where a later write of
+    /// the same page would replace them before they reach the device.
+    pub writeback_hinted: u64,
+    /// Sectors the block devices under the data directory, its log and its tablespaces
+    /// wrote between a syncfs before the first transaction and one after the last (each
+    /// device once; other writers to them count too; what the pool still holds dirty at
+    /// the end does not). None where /sys does not say.
+    pub device: Option<u64>,
+    /// The devices counted ("major:minor").
+    pub devices: Vec<String>,
+}
+
+impl WriteBytes {
+    /// Everything the engine passed to the OS.
+    pub fn engine_total(&self) -> u64 {
+        self.wal + self.checkpointer + self.bgwriter + self.backend + self.extend + self.slru
+    }
+
+    /// `bytes` per transaction of the run.
+    pub fn per_tx(&self, bytes: u64) -> f64 {
+        bytes as f64 / self.transactions.max(1) as f64
+    }
+
+    /// Each source's bytes per transaction, by name, in the order the tables print them.
+    pub fn per_tx_rows(&self) -> Vec<(&'static str, f64)> {
+        let mut rows = vec![
+            ("wal", self.per_tx(self.wal)),
+            ("  of which full-page images", self.per_tx(self.wal_fpi)),
+            ("  of which padding", self.per_tx(self.wal_padding)),
+            ("checkpointer", self.per_tx(self.checkpointer)),
+            ("bgwriter", self.per_tx(self.bgwriter)),
+            ("backends", self.per_tx(self.backend)),
+            ("extensions", self.per_tx(self.extend)),
+            ("slru", self.per_tx(self.slru)),
+            ("engine total", self.per_tx(self.engine_total())),
+            (
+                "  of which writeback-hinted",
+                self.per_tx(self.writeback_hinted),
+            ),
+        ];
+        if let Some(d) = self.device {
+            rows.push(("device", self.per_tx(d)));
+        }
+        rows
+    }
 }
 
 /// One SLRU over a run: pg_stat_slru's counters, plus the doublewrite rounds.
@@ -538,6 +617,7 @@ impl RunResult {
             slru: Vec::new(),
             side_script: None,
             tables: None,
+            bytes_written: None,
             waits: None,
         }
     }

@@ -22,6 +22,7 @@ pub mod side;
 pub(crate) mod stats;
 pub mod vacuum;
 pub(crate) mod waits;
+mod written;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -97,6 +97,7 @@ impl Merged {
             slru: Vec::new(),
             side_script: None,
             tables: None,
+            bytes_written: None,
             waits: Some(self.waits),
         };
         RunOutcome {

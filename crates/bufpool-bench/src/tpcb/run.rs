@@ -198,6 +198,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let mmem_before = db.engine.txns().multis().member_stats();
     let ckpt_before = db.engine.checkpointer_stats();
     let wal_before = db.engine.wal().stats();
+    let devices = super::written::Devices::start(pool.smgr());
     let live = Live::default();
     let done = AtomicBool::new(false);
     let start = Instant::now();
@@ -298,6 +299,15 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             &db.engine.txns().multis().member_stats(),
         ),
     ];
+    let wal = out.result.wal.as_ref().expect("set above");
+    out.result.bytes_written = Some(super::written::bytes_written(
+        pool.page_size(),
+        (&before, &after),
+        wal,
+        &out.result.slru,
+        out.result.transactions,
+        &devices,
+    ));
     out.result.side_script = side;
     out.result.tables = Some(super::autovacuum::counts(
         db,
@@ -377,6 +387,8 @@ fn wal_counts(
         overlapped_syncs: a.overlapped_syncs - before.overlapped_syncs,
         fpi: a.images - before.images,
         fpi_bytes: a.image_bytes - before.image_bytes,
+        write_bytes: a.write_bytes - before.write_bytes,
+        pad_bytes: a.pad_bytes - before.pad_bytes,
         commits_per_sync: transactions as f64 / syncs.max(1) as f64,
         sync_us: (a.sync_ns - before.sync_ns) as f64 / 1e3 / syncs.max(1) as f64,
         sync_gap_us: (a.sync_gap_ns - before.sync_gap_ns) as f64

@@ -375,6 +375,9 @@ impl Wal {
                 // SAFETY: the CAS made [end, padded) ours (no inserter can reserve it), and
                 // the reservation margin of one block keeps the ring lap ahead of it.
                 unsafe { self.buffer.put(end, &pad[..(padded - end) as usize]) };
+                self.counters
+                    .pad_bytes
+                    .fetch_add(padded - end, Ordering::Relaxed);
                 break padded;
             }
         };
@@ -434,6 +437,9 @@ impl Wal {
             // inserter's Acquire load that lets it overwrite these ring bytes.
             self.progress.written.store(pos, Ordering::Release);
         }
+        self.counters
+            .write_bytes
+            .fetch_add(upto - from, Ordering::Relaxed);
         // Entered a new segment (the last byte written before was in an earlier one):
         // the WAL writer prepares the next ones now.
         if upto > from

@@ -94,6 +94,9 @@ struct Counters {
     last_sync_end: AtomicU64,
     /// Leaders that took their place while another leader held one (`WalStats`).
     overlapped_syncs: AtomicU64,
+    /// Bytes written to segment files, and padding inserted to end flushes on a block.
+    write_bytes: AtomicU64,
+    pad_bytes: AtomicU64,
     /// Threads inside `flush`'s slow path now (commit_siblings' count).
     flushers: AtomicU64,
 }
@@ -299,6 +302,8 @@ impl Wal {
             sync_gap_ns: c.sync_gap_ns.load(Ordering::Relaxed),
             sync_gaps: c.sync_gaps.load(Ordering::Relaxed),
             overlapped_syncs: c.overlapped_syncs.load(Ordering::Relaxed),
+            write_bytes: c.write_bytes.load(Ordering::Relaxed),
+            pad_bytes: c.pad_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -485,6 +490,42 @@ mod tests {
         assert_eq!(wal.stats().segments_created_inline, 0);
         assert_eq!(wal.stats().segment_waits_inline, 0);
         assert_eq!(wal.segment_counts().added, 5, "segments 0 to 4");
+    }
+
+    /// Proves: `write_bytes` counts each byte written to the segments once (a flush
+    /// writes from where the last one ended) and `pad_bytes` the padding that ends each
+    /// flush on a block: records plus padding are what was written. How: three commits,
+    /// each flushed alone (each padded), then a flush with nothing new (nothing written).
+    #[test]
+    fn write_bytes_are_the_records_and_the_padding_each_written_once() {
+        let vfs = MemVfs::new();
+        let wal = Wal::open(
+            Arc::new(vfs.clone()),
+            Path::new("/db"),
+            options(1),
+            Lsn(0),
+            Lsn(0),
+            1,
+        )
+        .unwrap();
+        let mut end = Lsn(0);
+        for xid in 1..=3 {
+            (_, end) = wal
+                .insert(RecordBuilder::new(RecordKind::Noop, xid, FLAG_COMMIT, 0))
+                .unwrap();
+            wal.flush(end).unwrap();
+        }
+        let s = wal.stats();
+        assert!(s.pad_bytes > 0 && s.pad_bytes % 8 == 0, "{s:?}");
+        assert_eq!(s.write_bytes, s.bytes + s.pad_bytes, "{s:?}");
+        assert_eq!(s.write_bytes % WAL_BLOCK, 0, "every flush ends on a block");
+        assert_eq!(
+            s.write_bytes,
+            wal.flushed().0,
+            "written from the start, once"
+        );
+        wal.flush(end).unwrap();
+        assert_eq!(wal.stats().write_bytes, s.write_bytes);
     }
 
     /// Proves: inserts wake the WAL writer to write the log once per

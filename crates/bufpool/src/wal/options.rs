@@ -116,4 +116,12 @@ pub struct WalStats {
     /// Syncs started while another leader held a place in the pipeline (its sync running,
     /// or its batch not yet published); only with `syncs_in_flight` above 1.
     pub overlapped_syncs: u64,
+    /// Bytes written to segment files (PostgreSQL 18's pg_stat_io WAL `write_bytes`):
+    /// the records, the padding below, and nothing twice (a flush writes from where the
+    /// last one ended).
+    pub write_bytes: u64,
+    /// Padding a flush put after the last record to end on a [`super::WAL_BLOCK`]
+    /// boundary (PostgreSQL instead rewrites the partial page on the next flush): at
+    /// high commit rates with few commits per flush, a large share of `write_bytes`.
+    pub pad_bytes: u64,
 }

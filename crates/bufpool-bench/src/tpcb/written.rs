@@ -1,0 +1,102 @@
+//! What a run wrote, in bytes (`RunResult::bytes_written`): by source from the engine's
+//! counters, and as the block devices under the database saw it.
+//!
+//! Owns: the devices of a database (its data directory, its log's directory and its
+//! tablespaces' locations, each device once) and their written sectors before and after
+//! the run (after a syncfs of each, so what the OS cache held is counted where it was
+//! written); the sum of the sources.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use bufpool::smgr::Smgr;
+use bufpool::stats::{IoOp, IoStatsSnapshot, IoWriter};
+
+use crate::report::model::{SlruCounts, WalCounts, WriteBytes};
+
+/// The devices of a database and what each had written when the run started.
+pub(super) struct Devices {
+    /// (device number, a path on it, sectors written so far × 512) for each device.
+    devs: Vec<(u64, PathBuf, Option<u64>)>,
+}
+
+impl Devices {
+    /// Flushes each device under `smgr`'s data directory (log and tablespaces included)
+    /// and reads what it has written so far.
+    pub(super) fn start(smgr: &Smgr) -> Devices {
+        let dir = smgr.dir().to_path_buf();
+        let mut paths = vec![dir.join("wal"), dir.clone()];
+        paths.extend(
+            smgr.tablespaces()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(_, p)| p),
+        );
+        let mut devs: Vec<(u64, PathBuf, Option<u64>)> = Vec::new();
+        for p in paths {
+            // Follows links: the log's and the tablespaces' devices are their targets'.
+            let Ok(m) = std::fs::metadata(&p) else {
+                continue;
+            };
+            if devs.iter().all(|(d, _, _)| *d != m.dev()) {
+                let now = crate::compare::process::device_written(&p);
+                devs.push((m.dev(), p, now));
+            }
+        }
+        Devices { devs }
+    }
+
+    /// Bytes written by the devices since [`Devices::start`] (None if any cannot say),
+    /// and their names.
+    pub(super) fn since(&self) -> (Option<u64>, Vec<String>) {
+        let mut total = Some(0u64);
+        for (_, p, before) in &self.devs {
+            let now = crate::compare::process::device_written(p);
+            total = match (total, before, now) {
+                (Some(t), Some(b), Some(n)) => Some(t + n.saturating_sub(*b)),
+                _ => None,
+            };
+        }
+        let names = self
+            .devs
+            .iter()
+            .map(|(d, _, _)| format!("{}:{}", libc::major(*d), libc::minor(*d)))
+            .collect();
+        (total, names)
+    }
+}
+
+/// Pool pages `w` wrote between two snapshots of the counters, over all I/O contexts.
+fn pages(before: &IoStatsSnapshot, after: &IoStatsSnapshot, w: IoWriter) -> u64 {
+    after.by_writer(w, IoOp::Write) - before.by_writer(w, IoOp::Write)
+}
+
+/// The run's bytes by source: the pool's page writes between `before` and `after`
+/// (pages of `page_size` bytes), the log's and the SLRUs' counters over the run, and the
+/// devices' count.
+pub(super) fn bytes_written(
+    page_size: usize,
+    (before, after): (&IoStatsSnapshot, &IoStatsSnapshot),
+    wal: &WalCounts,
+    slru: &[SlruCounts],
+    transactions: u64,
+    devices: &Devices,
+) -> WriteBytes {
+    let page = page_size as u64;
+    let op = |o: IoOp| after.total(o) - before.total(o);
+    let (device, devices) = devices.since();
+    WriteBytes {
+        transactions,
+        wal: wal.write_bytes,
+        wal_fpi: wal.fpi_bytes,
+        wal_padding: wal.pad_bytes,
+        checkpointer: pages(before, after, IoWriter::Checkpointer) * page,
+        bgwriter: pages(before, after, IoWriter::Bgwriter) * page,
+        backend: pages(before, after, IoWriter::Backend) * page,
+        extend: op(IoOp::Extend) * page,
+        slru: slru.iter().map(|s| s.blks_written).sum::<u64>() * page,
+        writeback_hinted: op(IoOp::Writeback) * page,
+        device,
+        devices,
+    }
+}
