@@ -50,8 +50,9 @@ pub struct Args {
     #[arg(long, default_value = "bufpool-seeds")]
     pub out: PathBuf,
     /// Reuse the reports an earlier run left in OUT/reports for the same commands (a run
-    /// that was interrupted, or seeds run one at a time and then put on one page); a
-    /// command with no saved report, or a different one, runs.
+    /// that was interrupted, or seeds run one at a time and then put on one page; the
+    /// scratch folder may differ); a command with no saved report, or a different one,
+    /// runs.
     #[arg(long)]
     pub resume: bool,
 }
@@ -250,7 +251,9 @@ fn saved_or_run(
                 saved.display()
             )
         })?;
-        if doc["argv"] == json!(argv) && doc["report"].is_object() {
+        let saved_argv: Vec<String> =
+            serde_json::from_value(doc["argv"].take()).unwrap_or_default();
+        if same_command(&saved_argv, argv) && doc["report"].is_object() {
             experiments::progress(format!("seeds: reusing {} for {command}", saved.display()));
             return Ok(doc["report"].take());
         }
@@ -269,6 +272,22 @@ fn saved_or_run(
     std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, saved).with_context(|| format!("renaming to {}", saved.display()))?;
     Ok(report)
+}
+
+/// Whether two plan command lines run the same experiment: equal but for the scratch
+/// folder (`--dir`), which holds the experiment's databases and changes nothing it
+/// measures (so saved reports can move with their page).
+fn same_command(a: &[String], b: &[String]) -> bool {
+    let key = |v: &[String]| -> Vec<String> {
+        let mut out = v.to_vec();
+        for i in 1..out.len() {
+            if out[i - 1] == "--dir" {
+                out[i].clear();
+            }
+        }
+        out
+    };
+    key(a) == key(b)
 }
 
 /// This process's effective user id (from /proc/self/status; None if unreadable).
@@ -577,15 +596,26 @@ mod tests {
             2,
             "not resuming: run again"
         );
+        // Another scratch folder is the same command: the saved report is used.
+        let moved = |x: &str| {
+            let mut a = argv(x);
+            a.extend(["--dir".to_string(), "/elsewhere".to_string()]);
+            a
+        };
+        let first = saved_or_run(&saved, &moved("slru"), false, &mut run).unwrap();
+        assert_eq!(first["n"], 3);
+        let mut back = argv("slru");
+        back.extend(["--dir".to_string(), "/moved/runs".to_string()]);
+        assert_eq!(saved_or_run(&saved, &back, true, &mut run).unwrap()["n"], 3);
         let other = saved_or_run(&saved, &argv("scans"), true, &mut run).unwrap();
         assert_eq!(
             (other["ran"].as_str(), other["n"].as_i64()),
-            (Some("scans"), Some(3))
+            (Some("scans"), Some(4))
         );
         std::fs::write(&saved, "{\"argv\": [").unwrap();
         let err = saved_or_run(&saved, &argv("scans"), true, &mut run).unwrap_err();
         assert!(format!("{err:#}").contains("002-0.json"), "{err:#}");
-        assert_eq!(runs, 3);
+        assert_eq!(runs, 4);
     }
 
     #[test]
