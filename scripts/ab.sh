@@ -48,6 +48,7 @@ case "$runs" in
 esac
 ab_dir=${AB_DIR:-$repo/target/ab}
 mkdir -p "$ab_dir/bin"
+ab_dir=$(cd "$ab_dir" && pwd) # absolute: the runs start in folders of their own
 
 # Builds REV (or the work tree) once; prints the binary's path.
 build() {
