@@ -10,7 +10,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use bufpool::smgr::Smgr;
-use bufpool::stats::{IoOp, IoStatsSnapshot, IoWriter};
+use bufpool::stats::{IoOp, IoStatsSnapshot};
 
 use crate::report::model::{SlruCounts, WalCounts, WriteBytes};
 
@@ -66,11 +66,6 @@ impl Devices {
     }
 }
 
-/// Pool pages `w` wrote between two snapshots of the counters, over all I/O contexts.
-fn pages(before: &IoStatsSnapshot, after: &IoStatsSnapshot, w: IoWriter) -> u64 {
-    after.by_writer(w, IoOp::Write) - before.by_writer(w, IoOp::Write)
-}
-
 /// The run's bytes by source: the pool's page writes between `before` and `after`
 /// (pages of `page_size` bytes), the log's and the SLRUs' counters over the run, and the
 /// devices' count.
@@ -85,14 +80,15 @@ pub(super) fn bytes_written(
     let page = page_size as u64;
     let op = |o: IoOp| after.total(o) - before.total(o);
     let (device, devices) = devices.since();
+    let pages = super::stats::Writes::between(before, after);
     WriteBytes {
         transactions,
         wal: wal.write_bytes,
         wal_fpi: wal.fpi_bytes,
         wal_padding: wal.pad_bytes,
-        checkpointer: pages(before, after, IoWriter::Checkpointer) * page,
-        bgwriter: pages(before, after, IoWriter::Bgwriter) * page,
-        backend: pages(before, after, IoWriter::Backend) * page,
+        checkpointer: pages.checkpointer * page,
+        bgwriter: pages.bgwriter * page,
+        backend: pages.backend * page,
         extend: op(IoOp::Extend) * page,
         slru: slru.iter().map(|s| s.blks_written).sum::<u64>() * page,
         writeback_hinted: op(IoOp::Writeback) * page,
