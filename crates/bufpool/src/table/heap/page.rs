@@ -74,6 +74,7 @@ pub enum ItemId {
 }
 
 impl ItemId {
+    #[inline]
     fn decode(w: u32) -> ItemId {
         let offset = (w & 0x7FFF) as u16;
         let flags = ((w >> 15) & 3) as u8;
@@ -111,6 +112,7 @@ pub struct TupleHeader {
 }
 
 impl TupleHeader {
+    #[inline]
     fn read(b: &[u8]) -> TupleHeader {
         let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4"));
         TupleHeader {
@@ -136,6 +138,7 @@ pub fn tuple_space(data_len: usize) -> usize {
     (TUPLE_HEADER_SIZE + data_len).next_multiple_of(TUPLE_ALIGN)
 }
 
+#[inline]
 fn get_u16(p: &[u8], o: usize) -> usize {
     u16::from_le_bytes([p[o], p[o + 1]]) as usize
 }
@@ -145,9 +148,11 @@ fn get_u16(p: &[u8], o: usize) -> usize {
 pub struct HeapPage<'a>(pub &'a [u8]);
 
 impl<'a> HeapPage<'a> {
+    #[inline]
     fn lower(&self) -> usize {
         page::lower(self.0) as usize
     }
+    #[inline]
     fn upper(&self) -> usize {
         let u = page::upper(self.0) as usize;
         if u == 0 {
@@ -158,6 +163,7 @@ impl<'a> HeapPage<'a> {
     }
 
     /// Number of line pointers (slots 1..=n).
+    #[inline]
     pub fn slots(&self) -> u16 {
         if page::is_new(self.0) {
             return 0;
@@ -166,6 +172,7 @@ impl<'a> HeapPage<'a> {
     }
 
     /// The line pointer of `slot` (1-based).
+    #[inline]
     pub fn item(&self, slot: u16) -> ItemId {
         if slot == 0 || slot > self.slots() {
             return ItemId::Unused;
@@ -175,6 +182,7 @@ impl<'a> HeapPage<'a> {
     }
 
     /// Header and data of the tuple at `slot`, if it holds one.
+    #[inline]
     pub fn tuple(&self, slot: u16) -> Option<(TupleHeader, &'a [u8])> {
         match self.item(slot) {
             ItemId::Normal { offset, len } => {
@@ -209,16 +217,25 @@ impl<'a> HeapPage<'a> {
     /// Whether a tuple of `data_len` bytes fits and leaves at least `reserve` bytes free
     /// (fillfactor: inserts leave room for updates to stay on the page).
     pub fn fits_leaving(&self, data_len: usize, reserve: usize) -> bool {
-        let lp = if self.first_unused().is_some() {
-            0
-        } else {
-            ITEM_ID_SIZE
-        };
-        self.free_space() >= tuple_space(data_len) + lp + reserve
+        let (free, need) = (self.free_space(), tuple_space(data_len) + reserve);
+        // The line pointer array is searched only when its answer decides: a page with
+        // room for a new line pointer too, or without room for the tuple alone, needs no
+        // search (updates of full pages ask this before and after every prune).
+        if free >= need + ITEM_ID_SIZE {
+            return true;
+        }
+        free >= need && self.first_unused().is_some()
     }
 
+    /// The first unused line pointer: one pass over the raw array, flags only.
     fn first_unused(&self) -> Option<u16> {
-        (1..=self.slots()).find(|&s| self.item(s) == ItemId::Unused)
+        if page::is_new(self.0) {
+            return None;
+        }
+        self.0[PAGE_HEADER_SIZE..self.lower()]
+            .chunks_exact(ITEM_ID_SIZE)
+            .position(|w| (w[1] >> 7) | ((w[2] & 1) << 1) == LP_UNUSED)
+            .map(|i| i as u16 + 1)
     }
 
     /// Checks the layout invariants; returns what is wrong.
@@ -655,6 +672,27 @@ mod tests {
     }
 
     #[test]
+    fn first_unused_reads_only_the_flags() {
+        let mut buf = vec![0u8; 8192];
+        let mut p = HeapPageMut::new(&mut buf);
+        for _ in 0..6 {
+            p.insert(0, 3, &[7u8; 40]).unwrap();
+        }
+        p.set_item_state(2, ItemId::Dead);
+        p.set_item_state(3, ItemId::Redirect { to: 5 });
+        assert_eq!(p.view().first_unused(), None);
+        p.set_item_state(4, ItemId::Unused);
+        assert_eq!(p.view().first_unused(), Some(4));
+        // A full page still fits a tuple into the unused slot's line pointer.
+        let free = p.view().free_space();
+        assert_eq!(free % TUPLE_ALIGN, 0);
+        let len = free - TUPLE_HEADER_SIZE;
+        assert!(p.view().fits(len) && tuple_space(len) + ITEM_ID_SIZE > free);
+        assert_eq!(p.insert(0, 3, &vec![1u8; len]), Some(4));
+        assert!(HeapPage(&[0u8; 8192]).first_unused().is_none());
+    }
+
+    #[test]
     fn pages_fill_exactly_and_refuse_more() {
         for size in crate::page::PAGE_SIZES {
             let mut buf = vec![0u8; size];
@@ -834,6 +872,14 @@ mod tests {
                 }
                 let delta = p.into_delta();
                 crate::page_delta::assert_covered(&before, &buf, delta.ranges());
+                // The raw search and the fast path of `fits` agree with the line pointers.
+                let v = HeapPage(&buf);
+                let unused = (1..=v.slots()).find(|&s| v.item(s) == ItemId::Unused);
+                prop_assert_eq!(v.first_unused(), unused);
+                for len in [0, 100, 1000, 8000] {
+                    let lp = if unused.is_some() { 0 } else { ITEM_ID_SIZE };
+                    prop_assert_eq!(v.fits(len), v.free_space() >= tuple_space(len) + lp);
+                }
                 if let Err(e) = HeapPage(&buf).check() {
                     prop_assert!(false, "{}", e);
                 }
