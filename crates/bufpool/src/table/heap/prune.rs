@@ -96,12 +96,20 @@ impl Plan {
             visited: vec![false; page.slots() as usize + 1],
             ..Plan::default()
         };
+        // One buffer for every chain's dead prefix (a page has up to hundreds of chains).
+        let mut members = Vec::new();
         for root in 1..=page.slots() {
             let Some(start) = plan.chain_start(page, root, vacuum) else {
                 continue;
             };
-            let (end, members) =
-                walk_dead_prefix(page, block, root, start, &mut plan.visited, dead)?;
+            let end = walk_dead_prefix(
+                page,
+                block,
+                (root, start),
+                &mut plan.visited,
+                &mut members,
+                dead,
+            )?;
             let orphan = orphans.iter().find(|o| o.root == root);
             if orphan.is_some_and(|o| is_orphan(page, o, &end)) {
                 plan.items.push((root, ItemId::Unused));
@@ -199,6 +207,17 @@ impl Plan {
     where
         D: FnMut(u16, &TupleHeader) -> Result<bool, HeapError>,
     {
+        // Most pages have no such version (every chain's versions were visited): the
+        // chains' roots are worked out only when one is there.
+        let unvisited_heap_only = (1..=page.slots()).any(|slot| {
+            !self.visited[slot as usize]
+                && page
+                    .tuple(slot)
+                    .is_some_and(|(h, _)| h.infomask & HEAP_ONLY != 0)
+        });
+        if !unvisited_heap_only {
+            return Ok(());
+        }
         let mut roots = Vec::new();
         chain_roots(page, block, &mut roots);
         for slot in 1..=page.slots() {
@@ -240,19 +259,20 @@ fn is_orphan(page: HeapPage<'_>, o: &Orphan, end: &ChainEnd) -> bool {
 
 /// Walks the chain from `root` (whose first version is at `start`: the root itself or its
 /// redirect's target) on page `page` (block `block`) through its dead prefix, marking each
-/// version in `visited`. Returns how the chain ends and the dead prefix, in chain order.
+/// version in `visited`. Returns how the chain ends; `members` is left holding the dead
+/// prefix, in chain order.
 fn walk_dead_prefix<D>(
     page: HeapPage<'_>,
     block: u32,
-    root: u16,
-    start: u16,
+    (root, start): (u16, u16),
     visited: &mut [bool],
+    members: &mut Vec<u16>,
     dead: &mut D,
-) -> Result<(ChainEnd, Vec<u16>), HeapError>
+) -> Result<ChainEnd, HeapError>
 where
     D: FnMut(u16, &TupleHeader) -> Result<bool, HeapError>,
 {
-    let mut members = Vec::new();
+    members.clear();
     let mut cur = start;
     let mut prev_xmax = INVALID_XID;
     let end = loop {
@@ -294,7 +314,7 @@ where
         };
         cur = h.ctid_slot;
     };
-    Ok((end, members))
+    Ok(end)
 }
 
 impl Heap<'_> {
