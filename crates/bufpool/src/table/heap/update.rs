@@ -788,6 +788,8 @@ impl Heap<'_> {
             let free = HeapPage(&cg).free_space();
             drop(cg);
             self.fsm.set(pool, candidate, free)?;
+            // The next search starts where there was room (PostgreSQL's target block).
+            self.hint.store(candidate, Ordering::Relaxed);
             return Ok(Tid {
                 block: candidate,
                 slot,
@@ -802,6 +804,7 @@ impl Heap<'_> {
         let free = HeapPage(&ng).free_space();
         drop(ng);
         self.fsm.set(pool, nblock, free)?;
+        self.hint.store(nblock, Ordering::Relaxed);
         Ok(Tid {
             block: nblock,
             slot,
