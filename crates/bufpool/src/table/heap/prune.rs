@@ -29,6 +29,7 @@
 
 use super::page::{
     HeapPage, HeapPageMut, ItemId, TupleHeader, HEAP_ONLY, UPDATED, XMAX_INVALID, XMAX_IS_MULTI,
+    XMAX_LOCK_ONLY, XMIN_COMMITTED, XMIN_INVALID,
 };
 use super::{chain_roots, is_chain_root, Heap, Hints};
 use crate::buffer::PageWriteGuard;
@@ -99,6 +100,11 @@ impl Plan {
         // One buffer for every chain's dead prefix (a page has up to hundreds of chains).
         let mut members = Vec::new();
         for root in 1..=page.slots() {
+            if let Some(live) = live_chain(page, root).filter(|&l| !plan.visited[l as usize]) {
+                // Nothing to plan: the chain is one live version (most slots of a page).
+                plan.visited[live as usize] = true;
+                continue;
+            }
             let Some(start) = plan.chain_start(page, root, vacuum) else {
                 continue;
             };
@@ -233,6 +239,26 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// The slot of the one version of the chain from slot `root`, if that version is surely
+/// live: its creator committed (a hint bit says so) and nobody replaced or deleted it
+/// (only, at most, locked it); the chain is the root's own version, or the heap-only
+/// version its redirect points at. Such a version is dead to nobody, so
+/// [`walk_dead_prefix`] would stop at it as `Live` without asking the commit log, and
+/// settling the chain would at most restate the redirect: planning has nothing to do.
+fn live_chain(page: HeapPage<'_>, root: u16) -> Option<u16> {
+    let (slot, heap_only) = match page.item(root) {
+        ItemId::Normal { .. } => (root, 0),
+        ItemId::Redirect { to } => (to, HEAP_ONLY),
+        _ => return None,
+    };
+    let (h, _) = page.tuple(slot)?;
+    let m = h.infomask;
+    (m & (HEAP_ONLY | XMIN_INVALID) == heap_only
+        && m & XMIN_COMMITTED != 0
+        && m & (XMAX_INVALID | XMAX_LOCK_ONLY) != 0)
+        .then_some(slot)
 }
 
 /// Whether the chain from `o.root`, which ends as `end` after its dead prefix, is the
@@ -461,6 +487,52 @@ mod tests {
             p.set_item_state(slot, item);
         }
         p.compact();
+    }
+
+    #[test]
+    fn committed_roots_nobody_replaced_are_not_asked_about() {
+        let buf = page(&[
+            // Live by its hint bits alone: committed, never replaced (or only locked).
+            version(1, 10, 0, None, XMIN_COMMITTED | XMAX_INVALID),
+            version(2, 10, 12, None, XMIN_COMMITTED | XMAX_LOCK_ONLY),
+            // Replaced: its chain is walked, and the commit log decides.
+            version(3, 10, 11, Some((BLOCK, 4)), XMIN_COMMITTED | UPDATED),
+            version(4, 11, 0, None, XMAX_INVALID | HEAP_ONLY),
+            // No hint bit yet: asked.
+            version(5, 13, 0, None, XMAX_INVALID),
+        ]);
+        let mut asked = Vec::new();
+        let mut dead = |slot: u16, _: &TupleHeader| {
+            asked.push(slot);
+            Ok(slot == 3)
+        };
+        let p = Plan::make(HeapPage(&buf), BLOCK, false, &[], &mut dead).unwrap();
+        assert_eq!(asked, vec![3, 4, 5]);
+        assert_eq!(p.items, vec![(3, ItemId::Redirect { to: 4 })]);
+        assert_eq!(p.removed, 1);
+        // After the prune, 3 redirects to 4, which is not asked about once it is hinted
+        // committed: then the plan does not restate the redirect, so it is empty.
+        let mut buf = buf;
+        apply(&mut buf, &p);
+        let mut h4 = HeapPage(&buf).tuple(4).unwrap().0;
+        let mut asked = Vec::new();
+        let mut dead = |slot: u16, _: &TupleHeader| {
+            asked.push(slot);
+            Ok(false)
+        };
+        let again = Plan::make(HeapPage(&buf), BLOCK, false, &[], &mut dead).unwrap();
+        // Unhinted, 4 is asked about and the walk restates the redirect (no byte changes).
+        let restated = vec![(3, ItemId::Redirect { to: 4 })];
+        assert_eq!((asked, again.items), (vec![4, 5], restated));
+        h4.infomask |= XMIN_COMMITTED;
+        HeapPageMut::new(&mut buf).set_header(4, &h4);
+        let mut asked = Vec::new();
+        let mut dead = |slot: u16, _: &TupleHeader| {
+            asked.push(slot);
+            Ok(false)
+        };
+        let again = Plan::make(HeapPage(&buf), BLOCK, false, &[], &mut dead).unwrap();
+        assert_eq!((asked, again.items), (vec![5], vec![]));
     }
 
     #[test]
