@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 
 use super::monitor::Live;
 use super::run::{BenchOptions, Mode};
-use super::stats::{latency_histogram, slot_at, Slot};
+use super::stats::{latency_histogram, note_running, slot_at, Slot};
 use super::waits::{ClientWaits, Mark, ThreadSched};
 use super::{Db, ACCOUNTS_PER_SCALE, TELLERS_PER_SCALE};
 
@@ -274,6 +274,9 @@ impl<'a, 'e> Client<'a, 'e> {
             Some(_) => began.duration_since(sched).as_secs_f64() * 1e6,
             None => 0.0,
         };
+        // Seconds it was still running at the end of: their maximum latency counts it.
+        let since = |t: Instant| t.saturating_duration_since(self.start).as_secs_f64() * 1e6;
+        note_running(&mut out.seconds, since(sched), since(end));
         let sec = end.duration_since(self.start).as_secs() as usize;
         let slot = slot_at(&mut out.seconds, sec);
         if let Done::Committed(_) = done {

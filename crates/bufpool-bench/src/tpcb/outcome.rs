@@ -134,7 +134,7 @@ pub(crate) fn series(secs: &[Slot], samples: &[Writes], elapsed: f64) -> Vec<Sec
                 transactions: s.n,
                 tps: s.n as f64,
                 lat_avg_ms: avg_ms(s.sum, s.n),
-                lat_max_ms: s.max / 1000.0,
+                lat_max_ms: s.max_with_stalled() / 1000.0,
                 lat_stddev_ms: s.stddev() / 1000.0,
                 written_backend: w.backend,
                 written_bgwriter: w.bgwriter,

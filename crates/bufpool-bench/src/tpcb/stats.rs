@@ -23,6 +23,10 @@ pub(crate) struct Slot {
     pub(crate) failed: u64,
     /// Those of them that failed on a deadlock (the aggregate log's deadlock_failures).
     pub(crate) deadlocks: u64,
+    /// The longest any transaction still running at the end of this second had been
+    /// running by then (its latency so far, µs): a second in which the clients stall
+    /// completes nothing, and `max` alone would record no latency for it.
+    pub(crate) stalled: f64,
 }
 
 impl Slot {
@@ -68,6 +72,14 @@ impl Slot {
         self.skipped += o.skipped;
         self.failed += o.failed;
         self.deadlocks += o.deadlocks;
+        self.stalled = self.stalled.max(o.stalled);
+    }
+
+    /// The second's maximum latency, µs: of the transactions that ended in it, and of
+    /// those still running at its end ([`Slot::stalled`]).
+    pub(crate) fn max_with_stalled(&self) -> f64 {
+        let ended = if self.n > 0 { self.max } else { 0.0 };
+        ended.max(self.stalled)
     }
 
     /// Latency standard deviation, µs.
@@ -77,6 +89,19 @@ impl Slot {
         }
         let mean = self.sum / self.n as f64;
         (self.sum2 / self.n as f64 - mean * mean).max(0.0).sqrt()
+    }
+}
+
+/// Records, in the seconds of `secs` (counted from the run's start) that a transaction
+/// scheduled at `from_us` and ended at `end_us` (µs since the start) spanned before the one
+/// it ended in, how long it had been running at each one's end.
+pub(crate) fn note_running(secs: &mut Vec<Slot>, from_us: f64, end_us: f64) {
+    let first = (from_us.max(0.0) / 1e6) as usize;
+    let last = (end_us.max(0.0) / 1e6) as usize;
+    for sec in first..last {
+        let age = (sec + 1) as f64 * 1e6 - from_us;
+        let slot = slot_at(secs, sec);
+        slot.stalled = slot.stalled.max(age);
     }
 }
 
@@ -132,5 +157,38 @@ impl Writes {
             bgwriter: self.bgwriter - earlier.bgwriter,
             checkpointer: self.checkpointer - earlier.checkpointer,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A transaction that runs from 0.5 s to 3.2 s stalls seconds 0, 1 and 2 (none of
+    /// which completes it): each records how long it had been running at its end, and the
+    /// second it ended in records its latency as before.
+    #[test]
+    fn a_stalled_second_records_the_running_transactions_age() {
+        let mut secs: Vec<Slot> = Vec::new();
+        let (from, end) = (0.5e6, 3.2e6);
+        note_running(&mut secs, from, end);
+        slot_at(&mut secs, 3).add(end - from, 0.0);
+        let max: Vec<f64> = secs.iter().map(|s| s.max_with_stalled() / 1e6).collect();
+        assert_eq!(max.len(), 4);
+        for (got, want) in max.iter().zip([0.5, 1.5, 2.5, 2.7]) {
+            assert!((got - want).abs() < 1e-9, "{max:?}");
+        }
+        assert_eq!(secs[1].n, 0, "a stalled second completes nothing");
+        // A transaction inside one second touches no other.
+        let mut one: Vec<Slot> = Vec::new();
+        note_running(&mut one, 1.1e6, 1.9e6);
+        assert!(one.iter().all(|s| s.stalled == 0.0));
+        // Merged, the longer stall wins.
+        let mut a = secs[2];
+        a.merge(&Slot {
+            stalled: 9e6,
+            ..Slot::default()
+        });
+        assert_eq!(a.max_with_stalled(), 9e6);
     }
 }
