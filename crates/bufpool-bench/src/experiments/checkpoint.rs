@@ -18,7 +18,8 @@
 //! the thread's O_SYNC patch. `--wal-device` puts the log on a device of its own, as the
 //! thread's runs had it. Every configuration runs
 //! twice: unthrottled, then throttled with `-R` at 60% of (c)'s unthrottled TPS (seed
-//! 004's throttled run).
+//! 004's throttled run); `--rate TPS` runs each only throttled, at that rate (for devices
+//! that cannot absorb 60% of an unthrottled run's writes).
 //!
 //! Repeats: (a) and (c), the two the targets compare, run `--repeats` times (default 3),
 //! alternated (a, c, a, c, ...) so that a drift of the shared machine falls on both; each
@@ -26,7 +27,9 @@
 //! throttled rate is 60% of (c)'s median unthrottled TPS. The other configurations run
 //! once (the "one run"), `--quick` runs everything once. On a device-bound run
 //! (a) and (c) reach the same TPS within a percent or two, so one pair cannot tell
-//! `tps_vs_2007` from noise.
+//! `tps_vs_2007` from noise. With the tablespaces on devices of their own (`--ts-devices`),
+//! (d) repeats too, and the figures `shared_vs_per_ts_*` give (d) over (c) (one writeback
+//! context shared against one per tablespace, seed 004's question), repeat by repeat.
 //!
 //! Latency best / worst / 10th-worst (seed 001's yardstick) come from pgbench's
 //! per-transaction log: each run writes it into its own directory (`-l`, an absolute log
@@ -56,7 +59,7 @@ use serde_json::json;
 
 use super::device::remove_db;
 use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Template};
-use super::{layout, Goal, Ratio, Report};
+use super::{layout, Figure, Goal, Ratio, Report};
 use crate::commands::{load_config, run_tpcb};
 use crate::report::model::RunResult;
 use crate::tpcb::aggregate_log::log_file_name;
@@ -97,6 +100,12 @@ pub struct Args {
     /// The throttled runs (at 60% of (c)'s TPS) after the unthrottled ones.
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub throttled: String,
+    /// Run every configuration at this rate only (pgbench's `-R`, transactions per
+    /// second), with no unthrottled pass: for devices that cannot absorb 60% of an
+    /// unthrottled run's writes (tablespaces each on a 10 MB/s device with the log
+    /// elsewhere, where no checkpoint would ever finish).
+    #[arg(long, value_name = "TPS", value_parser = parse_rate)]
+    pub rate: Option<f64>,
     /// The bulk table (load + CHECKPOINT, update of every account, CHECKPOINT).
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub bulk: String,
@@ -127,6 +136,11 @@ struct Settings {
     bulk: bool,
     /// Run the throttled pass.
     throttled: bool,
+    /// `--rate`: only throttled runs, at this rate.
+    rate: Option<f64>,
+    /// The tablespaces are on devices of their own (`--ts-devices`): (d) repeats beside
+    /// (c), the pair that answers seed 004's question.
+    ts_devices: bool,
     /// Knobs set for every run after the base settings (`--set`); a configuration's own
     /// knobs still win.
     extra: Vec<(String, String)>,
@@ -168,7 +182,9 @@ impl Settings {
             chosen,
             repeats: c.repeats_unless_quick(),
             bulk: a.bulk == "on",
-            throttled: a.throttled == "on",
+            throttled: a.throttled == "on" || a.rate.is_some(),
+            rate: a.rate,
+            ts_devices: a.tablespaces == "on" && a.device.ts_devices != "shared",
             extra: a.set.clone(),
         })
     }
@@ -478,9 +494,56 @@ fn pair_targets(
     out
 }
 
-/// The configurations that run `--repeats` times, alternated: the two the targets compare.
-fn repeated(c: &CkptConfig) -> bool {
-    PAIRS.iter().any(|&(a, b)| c.letter == a || c.letter == b)
+/// Seed 004's question, one writeback context per tablespace or one shared, as (d)'s
+/// figures over (c)'s, repeat paired with repeat (the throttled runs where they ran, else
+/// the unthrottled): per-second max latency p99, per-second TPS p5, checkpoint sync time.
+/// Empty unless both ran.
+fn shared_vs_per_ts(rows: &[Row]) -> Vec<Figure> {
+    let throttled = rows.iter().any(|r| r.letter == "d" && r.throttled);
+    let pairs: Vec<(&Row, &Row)> = rows
+        .iter()
+        .filter(|d| d.letter == "d" && d.throttled == throttled)
+        .filter_map(|d| {
+            rows.iter()
+                .find(|c| c.letter == "c" && c.throttled == throttled && c.repeat == d.repeat)
+                .map(|c| (d, c))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return Vec::new();
+    }
+    let figure = |name, f: &dyn Fn(&Row) -> f64| Figure {
+        name,
+        unit: "x",
+        summary: super::summarize(
+            &pairs
+                .iter()
+                .map(|(d, c)| f(d) / f(c).max(1e-9))
+                .collect::<Vec<_>>(),
+        ),
+    };
+    vec![
+        figure("shared_vs_per_ts_maxlat_p99", &|r| r.maxlat_p99),
+        figure("shared_vs_per_ts_tps_p5", &|r| r.tps_p5),
+        figure("shared_vs_per_ts_sync_s", &|r| r.sync_s),
+    ]
+}
+
+/// The configurations that run `--repeats` times, alternated: the two the targets compare,
+/// and (d) when the tablespaces have devices of their own (`ts_devices`), to set against
+/// (c).
+fn repeated(c: &CkptConfig, ts_devices: bool) -> bool {
+    PAIRS.iter().any(|&(a, b)| c.letter == a || c.letter == b) || (ts_devices && c.letter == "d")
+}
+
+/// `--rate`: a positive number of transactions per second.
+fn parse_rate(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a rate: a number of transactions per second above 0"
+        )),
+    }
 }
 
 /// Table 1 laid out.
@@ -677,11 +740,21 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     };
     let mut rows: Vec<Row> = Vec::new();
     let mut rate: Option<f64> = None;
-    for throttled in [false, true].into_iter().filter(|t| !t || o.throttled) {
-        if throttled {
-            rate = Some(throttled_rate(&rows, &mut r.notes));
+    let passes = [false, true].into_iter().filter(|t| {
+        if o.rate.is_some() {
+            *t
+        } else {
+            !t || o.throttled
         }
-        for (cfg, repeat) in schedule(&o.chosen, o.repeats, repeated) {
+    });
+    for throttled in passes {
+        if throttled {
+            rate = Some(
+                o.rate
+                    .unwrap_or_else(|| throttled_rate(&rows, &mut r.notes)),
+            );
+        }
+        for (cfg, repeat) in schedule(&o.chosen, o.repeats, |c| repeated(c, o.ts_devices)) {
             rows.push(measure(r, &bed, cfg, repeat, rate)?);
         }
     }
@@ -895,7 +968,7 @@ fn report(
     metadata.insert("settings".into(), settings_json(bed));
     Report {
         header: r.header(&r.device_line()),
-        figures: Vec::new(),
+        figures: shared_vs_per_ts(rows),
         ratios: targets(rows),
         metadata,
         notes: Vec::new(),
@@ -1023,9 +1096,33 @@ mod tests {
 
     /// (a) and (c) repeat, alternated; the others run once, in the first round.
     #[test]
+    fn shared_vs_per_ts_pairs_d_with_c_repeat_by_repeat() {
+        assert!(shared_vs_per_ts(&[row("c", true, 100.0, 90.0, 50.0)]).is_empty());
+        let mut rows = vec![
+            row("c", false, 100.0, 90.0, 50.0),
+            row("d", false, 100.0, 90.0, 500.0),
+            row("c", true, 100.0, 90.0, 50.0),
+            row("d", true, 100.0, 45.0, 100.0),
+        ];
+        let mut again = row("c", true, 100.0, 90.0, 100.0);
+        again.repeat = 1;
+        rows.push(again);
+        let mut again = row("d", true, 100.0, 90.0, 100.0);
+        again.repeat = 1;
+        rows.push(again);
+        let f = shared_vs_per_ts(&rows);
+        let get = |n: &str| f.iter().find(|x| x.name == n).unwrap().summary;
+        // Throttled rows only: ratios 2.0 and 1.0 (repeat 0, repeat 1), not the
+        // unthrottled 10.
+        assert_eq!(get("shared_vs_per_ts_maxlat_p99").max, 2.0);
+        assert_eq!(get("shared_vs_per_ts_maxlat_p99").min, 1.0);
+        assert_eq!(get("shared_vs_per_ts_tps_p5").min, 0.5);
+    }
+
+    #[test]
     fn the_schedule_repeats_a_and_c_only() {
         let all: Vec<CkptConfig> = configs().into_iter().filter(by_default).collect();
-        let order: Vec<String> = schedule(&all, 3, repeated)
+        let order: Vec<String> = schedule(&all, 3, |c| repeated(c, false))
             .into_iter()
             .map(|(c, i)| format!("{}{}", c.letter, i))
             .collect();
@@ -1034,14 +1131,23 @@ mod tests {
             ["a0", "b0", "c0", "d0", "e0", "f0", "a1", "c1", "a2", "c2"]
         );
         assert_eq!(
-            schedule(&all[1..2], 3, repeated).len(),
+            schedule(&all[1..2], 3, |c| repeated(c, false)).len(),
             1,
             "(b) alone runs once"
         );
         assert_eq!(
-            schedule(&all, 0, repeated).len(),
+            schedule(&all, 0, |c| repeated(c, false)).len(),
             6,
             "no repeats still runs each once"
+        );
+        let with_ts: Vec<String> = schedule(&all, 2, |c| repeated(c, true))
+            .into_iter()
+            .map(|(c, i)| format!("{}{}", c.letter, i))
+            .collect();
+        assert_eq!(
+            with_ts,
+            ["a0", "b0", "c0", "d0", "e0", "f0", "a1", "c1", "d1"],
+            "tablespaces on devices of their own: (d) repeats beside (c)"
         );
     }
 
