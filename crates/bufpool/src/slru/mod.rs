@@ -35,12 +35,15 @@
 //! a torn doublewrite copy means the in-place pages were not touched yet. See
 //! docs/ARCHITECTURE.md (SLRU) for why per-sector checksums or zeroing from the WAL would
 //! not be enough.
+//! One SLRU is exempt: the subtransaction log's pages matter only while the engine runs
+//! (its owner drops them when it opens it), so [`Slru::not_durable`] writes its pages in
+//! place only, with no copy and no fsync (PostgreSQL never fsyncs pg_subtrans either).
 //!
 //! Invariants: a page number is in at most one slot, of its bank; a dirty page is written
 //! before its slot is reused; replacement takes the least recently used slot of the bank
 //! that is not in I/O and does not hold the latest page; no page is written before the
-//! owner's write barrier (if set) returned Ok; no page is written in place unless its
-//! current image is durable in the doublewrite file, and the doublewrite file is not
+//! owner's write barrier (if set) returned Ok; no page of a durable SLRU is written in
+//! place unless its current image is durable in the doublewrite file, and the doublewrite file is not
 //! overwritten before the previous round's pages are durable in place; `flush` returns
 //! only once every page dirty at its start is durable (it waits for writes other threads
 //! have in progress). A failed fsync (of a segment, the doublewrite file or the directory)
@@ -400,6 +403,15 @@ impl Slru {
 
     pub fn segment_path(&self, segno: u64) -> PathBuf {
         self.files.segment_path(segno)
+    }
+
+    /// Makes this SLRU write its pages in place only, without the doublewrite copy or any
+    /// fsync, at evictions and flushes alike: for an owner that discards the pages when it
+    /// opens the SLRU (the subtransaction log: PostgreSQL's pg_subtrans is never fsynced
+    /// either). Call before sharing the SLRU.
+    pub fn not_durable(mut self) -> Slru {
+        self.files.not_durable();
+        self
     }
 
     /// Path of the doublewrite file.

@@ -5,7 +5,7 @@
 //! `<dir>/doublewrite`, the first latched failure, and the counters of what reaches disk
 //! (pages written, rounds, pages repaired).
 //! Invariants: no page is written in place unless its image is durable in the doublewrite
-//! file, and the doublewrite file is not overwritten before the previous round's pages are
+//! file (files made `not_durable` write in place only, and never fsync), and the doublewrite file is not overwritten before the previous round's pages are
 //! durable in place (rounds are serialized by the round lock); once a failure is latched,
 //! every later round fails with it.
 //! Locks, in order: `round` (one doublewrite round at a time; held across its I/O), then
@@ -54,6 +54,10 @@ pub(super) struct Segments {
     files: Mutex<BTreeMap<u64, Arc<dyn VfsFile>>>,
     /// The first failed fsync or in-place write; once set, every round and flush reports it.
     latched: Mutex<Option<IoError>>,
+    /// Pages are written through doublewrite rounds and fsynced (true), or in place only,
+    /// without a copy or an fsync (false: an SLRU whose pages the owner discards at open,
+    /// the subtransaction log).
+    durable: bool,
     pub counters: FileCounters,
 }
 
@@ -74,6 +78,7 @@ impl Segments {
             round: Mutex::new(None),
             files: Mutex::new(BTreeMap::new()),
             latched: Mutex::new(None),
+            durable: true,
             counters: FileCounters::default(),
         })
     }
@@ -237,15 +242,46 @@ impl Segments {
         Ok(true)
     }
 
+    /// Makes every later write go in place only: no doublewrite copy, no fsync, nothing
+    /// latched (for an SLRU whose owner discards its pages when it opens it).
+    pub fn not_durable(&mut self) {
+        self.durable = false;
+    }
+
     /// Writes `pages` (page number, image with room for the trailer) durably in
-    /// doublewrite rounds (see the module doc of `slru`). The caller ran the write barrier.
-    /// Takes `round` for each round.
+    /// doublewrite rounds (see the module doc of `slru`), or in place only if the files
+    /// are not durable. The caller ran the write barrier. Takes `round` for each round.
     pub fn write_pages(&self, pages: &mut [(u64, Vec<u8>)]) -> Result<(), SlruError> {
         self.check_latched()?;
+        if !self.durable {
+            return self.write_scratch(pages);
+        }
         for round in pages.chunks_mut(self.max_round()) {
             self.write_round(round)?;
         }
         Ok(())
+    }
+
+    /// Seals `pages` with their checksums and writes them in place, without a copy or an
+    /// fsync. A failure is reported, not latched: the caller keeps the pages dirty, and
+    /// nothing durable depends on them.
+    fn write_scratch(&self, pages: &mut [(u64, Vec<u8>)]) -> Result<(), SlruError> {
+        for (pageno, page) in pages.iter_mut() {
+            self.seal(*pageno, page);
+            self.write_in_place(&[*pageno], page, false)?;
+        }
+        self.counters
+            .writes
+            .fetch_add(pages.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Stores the checksum of `page` in its trailer (the rest of the trailer zero).
+    fn seal(&self, pageno: u64, page: &mut [u8]) {
+        let ps = self.page_size;
+        let crc = self.checksum(pageno, page);
+        page[ps - TRAILER_SIZE..ps - TRAILER_SIZE + 4].copy_from_slice(&crc.to_le_bytes());
+        page[ps - 4..].fill(0);
     }
 
     /// One doublewrite round. Takes and releases `round`.
@@ -257,9 +293,7 @@ impl Segments {
         let mut buf = vec![0u8; (pages.len() + 1) * ps];
         let mut entries = Vec::with_capacity(pages.len());
         for (i, (pageno, page)) in pages.iter_mut().enumerate() {
-            let crc = self.checksum(*pageno, page);
-            page[ps - TRAILER_SIZE..ps - TRAILER_SIZE + 4].copy_from_slice(&crc.to_le_bytes());
-            page[ps - 4..].fill(0);
+            self.seal(*pageno, page);
             buf[(i + 1) * ps..(i + 2) * ps].copy_from_slice(page);
             entries.push((*pageno, crc32c::crc32c(page)));
         }
@@ -286,7 +320,7 @@ impl Segments {
         // (3) In place. From here on a failure is latched: the pages may be half written,
         // and only a reopen (repairing from the copy) may write them again.
         let pagenos: Vec<u64> = pages.iter().map(|p| p.0).collect();
-        if let Err(e) = self.write_in_place(&pagenos, &buf[ps..]) {
+        if let Err(e) = self.write_in_place(&pagenos, &buf[ps..], true) {
             return Err(self.latch(e));
         }
         self.counters
@@ -322,9 +356,9 @@ impl Segments {
         Ok(f)
     }
 
-    /// Writes `images` (one page each) in place as pages `pagenos` and fsyncs their
-    /// segments.
-    fn write_in_place(&self, pagenos: &[u64], images: &[u8]) -> Result<(), IoError> {
+    /// Writes `images` (one page each) in place as pages `pagenos` and, with `sync`,
+    /// fsyncs their segments.
+    fn write_in_place(&self, pagenos: &[u64], images: &[u8], sync: bool) -> Result<(), IoError> {
         let ps = self.page_size;
         let mut segments = BTreeSet::new();
         for (&pageno, image) in pagenos.iter().zip(images.chunks(ps)) {
@@ -345,7 +379,7 @@ impl Segments {
             }
             segments.insert(segno);
         }
-        for segno in segments {
+        for segno in segments.into_iter().filter(|_| sync) {
             let f = self.file(segno, false)?.expect("written above");
             f.sync_data().map_err(IoError::with("fsync of", f.path()))?;
         }
@@ -386,7 +420,7 @@ impl Segments {
             return Ok(0);
         }
         let pagenos: Vec<u64> = entries.iter().map(|e| e.0).collect();
-        self.write_in_place(&pagenos, &images)?;
+        self.write_in_place(&pagenos, &images, true)?;
         let header = self.dw_header(&entries, true);
         let n = dw
             .write_at(&header, 0)
