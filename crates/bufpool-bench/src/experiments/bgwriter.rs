@@ -9,8 +9,8 @@
 //! Configurations: bgwriter off; the default; `pg15-defaults`, PostgreSQL 15's settings
 //! (lru_maxpages 100, multiplier 2.0, delay 200 ms) on our bgwriter, which still naps
 //! adaptively, keeps its lead and 16 writes in flight; `pg15-faithful`, those settings
-//! with PostgreSQL's behaviour (fixed nap, no lead, one write at a time); `seed000-bg2`,
-//! seed 000's bg2.patch (a 2% search window from the clock hand each round,
+//! with PostgreSQL's behaviour (fixed nap, no lead, one write at a time, every write
+//! hinted); `seed000-bg2`, seed 000's bg2.patch (a 2% search window from the clock hand each round,
 //! `bgwriter_lru_percent`); seed 004's setting (delay 10 ms, lru_maxpages 1000); the three
 //! alternatives of seed 000 (dirty-chain, mini-checkpoint, victim-queue). Workloads: max (clients as fast as
 //! they go; `off` and `default` only: it measures the most each can do, and sets the
@@ -209,7 +209,8 @@ fn configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
         // The 16 writes on 16 threads instead of one io_uring (the default before).
         ("threads", vec![("bgwriter_io_method", "threads")]),
         // PostgreSQL 15's bgwriter as it behaves, not only its settings: a fixed nap, no
-        // lead, one write at a time (its writeback hints every 512 kB are our default).
+        // lead, one write at a time, a writeback hint for every write (every 512 kB, our
+        // default size, but also for blocks hinted since the last checkpoint).
         (
             "pg15-faithful",
             vec![
@@ -219,6 +220,7 @@ fn configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
                 ("bgwriter_adaptive_nap", "off"),
                 ("bgwriter_lead", "off"),
                 ("bgwriter_writers", "1"),
+                ("bgwriter_flush_once", "off"),
             ],
         ),
         // Seed 000's bg2.patch (Simon Riggs, 2004-12): every round searches 2% of the

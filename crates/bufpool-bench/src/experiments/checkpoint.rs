@@ -295,6 +295,7 @@ pub fn configs() -> Vec<CkptConfig> {
     let mut pg_96_bgwriter = PG_95_BGWRITER.to_vec();
     pg_96_bgwriter.retain(|(k, _)| *k != "bgwriter_flush_after");
     pg_96_bgwriter.push(("bgwriter_flush_after", "512kB"));
+    pg_96_bgwriter.push(("bgwriter_flush_once", "off"));
     vec![
         c(
             "a",

@@ -357,6 +357,10 @@ pub struct BgwriterCounts {
     /// Buffers rounds jumped over to keep their lead over the hand.
     #[serde(default)]
     pub buffers_skipped: u64,
+    /// Bgwriter writes left unhinted because their block was hinted since the data files'
+    /// last sync (`bgwriter_flush_once`).
+    #[serde(default)]
+    pub hints_repeated_skipped: u64,
     /// Mean and longest round, µs.
     pub round_us_mean: f64,
     pub round_us_max: f64,

@@ -220,6 +220,9 @@ pub struct BgwriterOptions {
     /// Ask the OS to start writeback after this many bytes written (`bgwriter_flush_after`);
     /// 0 disables the hints.
     pub flush_after_bytes: u64,
+    /// Hint each block at most once between two complete syncs of the data files
+    /// (`bgwriter_flush_once`); off: every write, as PostgreSQL.
+    pub flush_once: bool,
     /// Writes a round keeps in flight (`bgwriter_writers`), through one io_uring or on as
     /// many threads (`io`): one synchronous write at a time caps the bgwriter at one device
     /// latency per page.
@@ -258,6 +261,7 @@ impl Default for BgwriterOptions {
             lru_maxpages: None,
             lru_multiplier_thousandths: DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
             flush_after_bytes: DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
+            flush_once: true,
             writers: DEFAULT_BGWRITER_WRITERS,
             io: BgwriterIo::IoUring,
             adaptive_nap: true,

@@ -97,6 +97,7 @@ impl ConfigBuilder {
         };
         /// Bytes; 0 disables the writeback hints.
         bgwriter_flush_after: u64 => |c, v| c.bgwriter_flush_after = v;
+        bgwriter_flush_once: bool => |c, v| c.bgwriter_flush_once = v;
         bgwriter_writers: usize => |c, v| c.bgwriter_writers = v;
         bgwriter_io_method: BgwriterIo => |c, v| c.bgwriter_io_method = v;
         synchronize_seqscans: bool => |c, v| c.synchronize_seqscans = v;

@@ -825,6 +825,16 @@ pub static KNOBS: &[Knob] = &[
             |c| Value::Int(c.bgwriter_flush_after),
         )
     },
+    row(
+        "bgwriter_flush_once",
+        Unit::Bool,
+        "on",
+        "hint each block at most once between two checkpoints' fsyncs (a block written \
+         again stays in the OS cache until the fsync) until a checkpoint's fsync takes \
+         500 ms or more; off: every write, as PostgreSQL",
+        |c, v| c.bgwriter_flush_once = flag(v),
+        |c| Value::Bool(c.bgwriter_flush_once),
+    ),
     Knob {
         min: 1,
         max: MAX_BGWRITER_WRITERS,

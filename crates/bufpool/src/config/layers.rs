@@ -48,6 +48,7 @@ impl Config {
             lru_maxpages: self.bgwriter_lru_maxpages,
             lru_multiplier_thousandths: self.bgwriter_lru_multiplier_thousandths,
             flush_after_bytes: self.bgwriter_flush_after,
+            flush_once: self.bgwriter_flush_once,
             writers: self.bgwriter_writers,
             io: self.bgwriter_io_method,
             adaptive_nap: self.bgwriter_adaptive_nap,

@@ -506,6 +506,8 @@ fn bgwriter_knobs_parse_and_reach_the_pool_options() {
     c.set("bgwriter_lru_maxpages", "0").unwrap();
     c.set("bgwriter_lru_multiplier", "1.25").unwrap();
     c.set("bgwriter_flush_after", "0").unwrap();
+    assert_eq!(c.get("bgwriter_flush_once").unwrap(), "on");
+    c.set("bgwriter_flush_once", "off").unwrap();
     assert_eq!(c.get("bgwriter_io_method").unwrap(), "io_uring");
     c.set("bgwriter_writers", "4").unwrap();
     c.set("bgwriter_io_method", "threads").unwrap();
@@ -523,6 +525,7 @@ fn bgwriter_knobs_parse_and_reach_the_pool_options() {
             lru_maxpages: Some(0),
             lru_multiplier_thousandths: 1250,
             flush_after_bytes: 0,
+            flush_once: false,
             writers: 4,
             io: BgwriterIo::Threads,
             adaptive_nap: false,

@@ -43,7 +43,14 @@ use error::file_err;
 pub use error::{SmgrError, SmgrResult};
 pub use fsync::SegmentId;
 pub use tablespace::{TablespaceError, DEFAULT_TABLESPACE};
-pub use writeback::WritebackContext;
+pub use writeback::{HintedOnce, WritebackContext, HINTED_ONCE_MAX_AGE};
+
+/// An fsync of one segment at a checkpoint that takes this long or longer says the device
+/// is not keeping up with the dirty pages the page cache holds for it: the bgwriter then
+/// hints every write again (`bgwriter_flush_once`). On slow10 (10 MB/s) with TPC-B at
+/// scale 20, hinting once per cycle made the longest fsync 0.9-1.4 s (every write: 0.1-0.4
+/// s); on a fast local disk it stays in milliseconds.
+pub const SLOW_SYNC: std::time::Duration = std::time::Duration::from_millis(500);
 
 use std::collections::HashMap;
 use std::io::{IoSlice, IoSliceMut};
@@ -51,7 +58,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::stats::{IoContext, IoOp, IoStats};
-use crate::sync::{Arc, AtomicU32, Mutex, Ordering, RwLock};
+use crate::sync::{Arc, AtomicU32, AtomicU64, Mutex, Ordering, RwLock};
 use crate::types::{BlockNumber, BufferTag, ForkNumber, RelFileId, MAX_BLOCK_NUMBER};
 use crate::vfs::{IoError, OpenOptions, Vfs, VfsFile};
 
@@ -200,6 +207,11 @@ pub struct Smgr {
     dsync: bool,
     forks: RwLock<ForkMap>,
     sync_queue: fsync::SyncQueue,
+    /// Completed `sync_each` calls (every pending file fsynced): writers that remember
+    /// what they hinted since the last one ([`HintedOnce`]) read it.
+    syncs_done: AtomicU64,
+    /// Completed `sync_each` calls whose longest fsync took [`SLOW_SYNC`] or more.
+    slow_syncs: AtomicU64,
     stats: Arc<IoStats>,
     _lock: Arc<dyn VfsFile>,
 }
@@ -280,6 +292,8 @@ impl Smgr {
             dsync: opts.dsync,
             forks: RwLock::new(ForkMap::default()),
             sync_queue: fsync::SyncQueue::default(),
+            syncs_done: AtomicU64::new(0),
+            slow_syncs: AtomicU64::new(0),
             stats: Arc::new(IoStats::new()),
             _lock: lock,
         })
@@ -1163,7 +1177,29 @@ impl Smgr {
         for dir in self.sync_queue.drain_dirs() {
             self.sync_dir(&dir)?;
         }
+        if report.longest >= SLOW_SYNC {
+            self.slow_syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        self.syncs_done.fetch_add(1, Ordering::Release);
         Ok(report)
+    }
+
+    /// How many completed `sync_each` calls had an fsync of [`SLOW_SYNC`] or more: the
+    /// device did not keep up with what the page cache held for it.
+    pub fn slow_syncs(&self) -> u64 {
+        self.slow_syncs.load(Ordering::Relaxed)
+    }
+
+    /// Counts a slow sync as if one had happened (tests of what reacts to one).
+    #[cfg(test)]
+    pub(crate) fn note_slow_sync(&self) {
+        self.slow_syncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many `sync_each` calls have completed: every write before the start of the
+    /// last one counted is on the device.
+    pub fn syncs_done(&self) -> u64 {
+        self.syncs_done.load(Ordering::Acquire)
     }
 }
 

@@ -8,9 +8,76 @@
 //! loop does not allocate). Invariants: `pending.len() < limit` between calls; a limit of
 //! 0 disables the context (nothing is collected). Locks: none; one writer owns a context.
 
+use std::time::{Duration, Instant};
+
 use super::{Smgr, SmgrResult};
 use crate::stats::IoContext;
 use crate::types::BufferTag;
+
+/// The longest a [`HintedOnce`] remembers a block without a complete sync: the kernel's
+/// default dirty expiry (`vm.dirty_expire_centisecs`, 30 s), after which it writes a dirty
+/// page back by itself anyway.
+pub const HINTED_ONCE_MAX_AGE: Duration = Duration::from_secs(30);
+
+/// Which blocks a writer has already hinted since the data files' last complete fsync
+/// ([`Smgr::syncs_done`]), so that it hints each block at most once per checkpoint cycle
+/// (`bgwriter_flush_once`). A hint makes the OS write the page now; a block written again
+/// after its hint is left dirty in the page cache, which absorbs every later write of it
+/// until the checkpoint's fsync writes it once. The first hint already bounded how much
+/// of that block can be pending at the fsync; repeating it for a hot block only writes the
+/// same page to the device again and again.
+///
+/// The bgwriter drops the filter (hints every write) once a checkpoint's fsync was slow
+/// ([`super::SLOW_SYNC`]): the device did not absorb the rewrites left pending.
+///
+/// A bitmap indexed by the tag's hash: a collision makes a block look hinted when it was
+/// not, and it then waits for the fsync or the kernel like an unhinted write (advice
+/// lost, nothing else). Owns its bitmap, allocated once. Locks: none; one writer owns it.
+#[derive(Debug)]
+pub struct HintedOnce {
+    bits: Vec<u64>,
+    mask: u64,
+    /// `Smgr::syncs_done` when the bitmap was last cleared, and when.
+    epoch: u64,
+    since: Option<Instant>,
+}
+
+impl HintedOnce {
+    /// A filter of at least `nbits` bits (a power of two, at least 64).
+    pub fn new(nbits: usize) -> Self {
+        let nbits = nbits.max(64).next_power_of_two();
+        Self {
+            bits: vec![0; nbits / 64],
+            mask: nbits as u64 - 1,
+            epoch: 0,
+            since: None,
+        }
+    }
+
+    /// Forgets every block if the files were synced since the last call (`epoch`, from
+    /// [`Smgr::syncs_done`]) or [`HINTED_ONCE_MAX_AGE`] has passed since the last clearing.
+    /// Call once per batch of writes (a bgwriter round), not per write.
+    pub fn start(&mut self, epoch: u64, now: Instant) {
+        let stale = self
+            .since
+            .is_none_or(|t| now.duration_since(t) >= HINTED_ONCE_MAX_AGE);
+        if epoch != self.epoch || stale {
+            self.bits.fill(0);
+            self.epoch = epoch;
+            self.since = Some(now);
+        }
+    }
+
+    /// Whether `tag` is to be hinted: true the first time it is asked since the last
+    /// clearing (and it is remembered), false after.
+    pub fn first(&mut self, tag: &BufferTag) -> bool {
+        let h = tag.hash64() & self.mask;
+        let (word, bit) = ((h / 64) as usize, 1u64 << (h % 64));
+        let seen = self.bits[word] & bit != 0;
+        self.bits[word] |= bit;
+        !seen
+    }
+}
 
 /// Pending writes of one writer, issued as writeback hints every `limit` blocks.
 #[derive(Debug)]
@@ -101,6 +168,34 @@ fn merge_runs(tags: &[BufferTag]) -> impl Iterator<Item = (BufferTag, u32)> + '_
 mod tests {
     use super::*;
     use crate::types::{ForkNumber, RelFileId};
+
+    /// A block is hinted once until the files are synced (a new epoch) or the age limit
+    /// passes; other blocks are not affected.
+    #[test]
+    fn a_block_is_hinted_once_per_sync_epoch() {
+        let rel = RelFileId::new(0, 1);
+        let t = |block| BufferTag::new(rel, ForkNumber::Main, block);
+        let mut f = HintedOnce::new(1 << 16);
+        let t0 = Instant::now();
+        f.start(0, t0);
+        assert!(f.first(&t(1)));
+        assert!(
+            !f.first(&t(1)),
+            "a second write of block 1 in the same epoch"
+        );
+        assert!(f.first(&t(2)));
+        f.start(0, t0 + Duration::from_secs(1));
+        assert!(!f.first(&t(1)), "same epoch, young: still remembered");
+        f.start(1, t0 + Duration::from_secs(2));
+        assert!(f.first(&t(1)), "the files were synced: hint again");
+        assert!(!f.first(&t(1)));
+        f.start(1, t0 + Duration::from_secs(2) + HINTED_ONCE_MAX_AGE);
+        assert!(f.first(&t(1)), "the kernel's expiry passed: hint again");
+        // Distinct blocks are told apart (4,096 blocks in 65,536 bits: a few collisions).
+        f.start(2, t0 + Duration::from_secs(100));
+        let first = (0..4096).filter(|&b| f.first(&t(b))).count();
+        assert!(first > 3900, "{first} of 4096 blocks hinted");
+    }
 
     #[test]
     fn runs_are_sorted_and_merged_per_fork() {

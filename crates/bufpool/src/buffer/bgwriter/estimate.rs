@@ -20,6 +20,9 @@ pub(super) struct RoundState {
     /// The mini-checkpoint's own cursor (buffer index).
     pub(super) all_scan_next: u64,
     pub(super) writeback: WritebackContext,
+    /// The blocks hinted since the data files' last sync (`bgwriter_flush_once`; None when
+    /// off or when there are no hints).
+    pub(super) hinted: Option<HintedOnce>,
     /// The hand's speed, buffers per ms (smoothed; 0 until measured), and when `prev_hand`
     /// was read.
     pub(super) hand_speed: f64,
@@ -43,6 +46,7 @@ impl RoundState {
             round_number: 0,
             all_scan_next: 0,
             writeback: WritebackContext::new(writeback_pages),
+            hinted: None,
             hand_speed: 0.0,
             prev_hand_at: None,
             batch_ms: 0.0,

@@ -104,7 +104,7 @@ use super::state::*;
 use super::{BgwriterIo, Io};
 use super::{BgwriterOptions, BgwriterStrategy, BufferError, BufferPool, BufferRef};
 use crate::smgr::PageTarget;
-use crate::smgr::WritebackContext;
+use crate::smgr::{HintedOnce, WritebackContext};
 use crate::stats::{set_thread_writer, IoContext, IoOp, IoWriter};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
 use crate::types::BufferTag;
@@ -138,6 +138,11 @@ pub const MINI_CHECKPOINT_SCAN_DIVISOR: u64 = 60;
 /// Victim queue: stale ids an allocation pops (pinned, used or dirtied since queued)
 /// before it gives up on the queue and sweeps; bounds the allocation's extra work.
 pub const VICTIM_QUEUE_POPS_MAX: u32 = 8;
+/// Bits of the `bgwriter_flush_once` filter per buffer of the pool: the blocks a bgwriter
+/// writes between two syncs are mostly those the pool held (and re-read) in that time, so
+/// with 16 bits a buffer fewer than one in 16 of them collide.
+pub const HINTED_BITS_PER_BUFFER: usize = 16;
+
 /// Victim queue: its capacity is the per-round write cap, within these bounds (a buffer id
 /// is 4 bytes and a cell 16, so 64 Ki cells are 1 MiB).
 pub const VICTIM_QUEUE_MIN: usize = 64;
@@ -159,6 +164,9 @@ pub struct RoundReport {
     /// Buffers passed over unexamined because the hand would reach them before a write
     /// of them could end (see `RoundState::min_lead`).
     pub buffers_skipped: u64,
+    /// Writes not hinted to the OS because their block was hinted since the last sync of
+    /// the data files (`bgwriter_flush_once`).
+    pub hints_repeated_skipped: u64,
     /// Reusable buffers found or made by this round's scan.
     pub reusable_found: u64,
     /// Pages written by the LRU scan (or the victim-queue sweep).
@@ -222,6 +230,9 @@ pub struct BgwriterStats {
     pub rounds_lapped: u64,
     /// Buffers rounds jumped over, unexamined, to keep their lead over the hand.
     pub buffers_skipped: u64,
+    /// Writes left unhinted because their block was hinted since the data files' last
+    /// sync (`bgwriter_flush_once`): the page cache absorbs them until the fsync.
+    pub hints_repeated_skipped: u64,
 }
 
 #[derive(Debug, Default)]
@@ -243,6 +254,7 @@ struct Counters {
     dirty_victims_passed: AtomicU64,
     rounds_lapped: AtomicU64,
     buffers_skipped: AtomicU64,
+    hints_repeated_skipped: AtomicU64,
 }
 
 /// The pool's bgwriter part.
@@ -283,10 +295,16 @@ impl Bgwriter {
     pub(super) fn new(options: BgwriterOptions, nbuffers: usize, page_size: usize) -> Self {
         let maxpages = options.lru_maxpages_for(nbuffers);
         let writeback_pages = (options.flush_after_bytes / page_size as u64) as usize;
+        let mut state = RoundState::new(writeback_pages);
+        if options.flush_once && writeback_pages > 0 {
+            state.hinted = Some(HintedOnce::new(
+                nbuffers.saturating_mul(HINTED_BITS_PER_BUFFER),
+            ));
+        }
         Self {
             options,
             maxpages,
-            round: Mutex::new(RoundState::new(writeback_pages)),
+            round: Mutex::new(state),
             cursor: AtomicU64::new(0),
             io_in_effect: AtomicU64::new(IoInEffect::Undecided as u64),
             counters: Counters::default(),
@@ -493,6 +511,7 @@ impl BufferPool {
             dirty_victims_passed: get(&c.dirty_victims_passed),
             rounds_lapped: get(&c.rounds_lapped),
             buffers_skipped: get(&c.buffers_skipped),
+            hints_repeated_skipped: get(&c.hints_repeated_skipped),
         }
     }
 
@@ -523,6 +542,14 @@ impl BufferPool {
         let start = Instant::now();
         let previous = set_thread_writer(IoWriter::Bgwriter);
         let mut state = self.bgwriter.round.lock();
+        if self.smgr.slow_syncs() > 0 {
+            // A checkpoint's fsync was slow: the device does not absorb the rewrites the
+            // page cache holds, so every write is hinted again, from now on.
+            state.hinted = None;
+        }
+        if let Some(h) = &mut state.hinted {
+            h.start(self.smgr.syncs_done(), start);
+        }
         let mut round = Round {
             pool: self,
             state: &mut state,
@@ -553,6 +580,8 @@ impl BufferPool {
             .fetch_add(report.buffers_scanned, Ordering::Relaxed);
         c.buffers_skipped
             .fetch_add(report.buffers_skipped, Ordering::Relaxed);
+        c.hints_repeated_skipped
+            .fetch_add(report.hints_repeated_skipped, Ordering::Relaxed);
         c.buffers_clean.fetch_add(
             report.buffers_written + report.mini_checkpoint_written,
             Ordering::Relaxed,

@@ -671,3 +671,74 @@ fn hibernates_when_idle_and_an_allocation_wakes_it() {
     assert!(pool.bgwriter_stats().hibernations >= 1);
     handle.stop();
 }
+
+/// Proves (`bgwriter_flush_once`): a block the bgwriter writes again before the data files
+/// are synced is not hinted again (the page cache absorbs the rewrite), and after a sync
+/// it is, and after a slow sync every write is; with the knob off, every write is hinted.
+/// How: a 4 kB `bgwriter_flush_after`
+/// (one hint per page), the whole pool dirtied, cleaned, dirtied and cleaned again, then
+/// the files synced and the same once more; hints counted by the pool's I/O statistics.
+#[test]
+fn a_block_is_hinted_once_until_the_files_are_synced() {
+    let redirty = |pool: &BufferPool| {
+        for b in 0..pool.nbuffers() as u32 {
+            let buf = pool
+                .read(crate::BufferTag::new(REL, ForkNumber::Main, b))
+                .unwrap();
+            buf.write()[100] ^= 1;
+        }
+        for d in pool.descs.iter() {
+            set_usage(d, 0);
+        }
+    };
+    let hints = |pool: &BufferPool| pool.stats().by_writer(IoWriter::Bgwriter, IoOp::Writeback);
+    for once in [true, false] {
+        let mut c = config(32, "lru");
+        c.set("bgwriter_flush_after", "4kB").unwrap();
+        // Each round searches the whole pool from the hand (no cursor kept between rounds).
+        c.set("bgwriter_lru_percent", "100").unwrap();
+        c.set("bgwriter_flush_once", if once { "on" } else { "off" })
+            .unwrap();
+        let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
+        dirty_pool(&pool);
+        let r = pool.bgwriter_round();
+        assert_eq!(
+            (r.buffers_written, r.hints_repeated_skipped),
+            (32, 0),
+            "{r:?}"
+        );
+        assert_eq!(hints(&pool), 32);
+        redirty(&pool);
+        let r = pool.bgwriter_round();
+        assert_eq!(r.buffers_written, 32, "{r:?}");
+        let expect = if once { (32, 32) } else { (0, 64) };
+        assert_eq!(
+            (r.hints_repeated_skipped, hints(&pool)),
+            expect,
+            "once={once}"
+        );
+        pool.smgr.sync_each(&mut |_| {}).unwrap();
+        redirty(&pool);
+        let r = pool.bgwriter_round();
+        let expect = if once { (0, 64) } else { (0, 96) };
+        assert_eq!(
+            (r.hints_repeated_skipped, hints(&pool)),
+            expect,
+            "once={once}"
+        );
+        assert_eq!(
+            pool.bgwriter_stats().hints_repeated_skipped,
+            if once { 32 } else { 0 }
+        );
+        // A checkpoint's fsync was slow: from then on every write is hinted again.
+        pool.smgr.note_slow_sync();
+        redirty(&pool);
+        let r = pool.bgwriter_round();
+        let expect = if once { (0, 96) } else { (0, 128) };
+        assert_eq!(
+            (r.hints_repeated_skipped, hints(&pool)),
+            expect,
+            "once={once}"
+        );
+    }
+}

@@ -414,10 +414,12 @@ impl<'a> Round<'a> {
     pub(super) fn account(&mut self, done: WriteDone) -> Visited {
         match done {
             WriteDone::Written(tag) => {
-                let _ = self
-                    .state
-                    .writeback
-                    .add(&self.pool.smgr, tag, IoContext::Normal);
+                let state = &mut *self.state;
+                if state.hinted.as_mut().is_none_or(|h| h.first(&tag)) {
+                    let _ = state.writeback.add(&self.pool.smgr, tag, IoContext::Normal);
+                } else {
+                    self.report.hints_repeated_skipped += 1;
+                }
                 Visited::Written
             }
             WriteDone::Clean => Visited::Reusable,
