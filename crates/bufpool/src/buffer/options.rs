@@ -220,8 +220,9 @@ pub struct BgwriterOptions {
     /// Ask the OS to start writeback after this many bytes written (`bgwriter_flush_after`);
     /// 0 disables the hints.
     pub flush_after_bytes: u64,
-    /// Hint each block at most once between two complete syncs of the data files
-    /// (`bgwriter_flush_once`); off: every write, as PostgreSQL.
+    /// Hint each block at most once between two complete syncs of the data files, on
+    /// tablespaces whose device a probe finds fast (`bgwriter_flush_once`); off: every
+    /// write, as PostgreSQL.
     pub flush_once: bool,
     /// Writes a round keeps in flight (`bgwriter_writers`), through one io_uring or on as
     /// many threads (`io`): one synchronous write at a time caps the bgwriter at one device

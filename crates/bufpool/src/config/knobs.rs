@@ -829,9 +829,10 @@ pub static KNOBS: &[Knob] = &[
         "bgwriter_flush_once",
         Unit::Bool,
         "on",
-        "hint each block at most once between two checkpoints' fsyncs (a block written \
-         again stays in the OS cache until the fsync) until a checkpoint's fsync takes \
-         500 ms or more; off: every write, as PostgreSQL",
+        "on a tablespace whose device a probe finds fast, hint each block at most once \
+         between two checkpoints' fsyncs (a block written again stays in the OS cache \
+         until the fsync) until a fsync there takes 500 ms or more; slow devices and off: \
+         every write, as PostgreSQL",
         |c, v| c.bgwriter_flush_once = flag(v),
         |c| Value::Bool(c.bgwriter_flush_once),
     ),

@@ -36,18 +36,20 @@
 mod dir;
 mod error;
 mod fsync;
+mod probe;
 mod tablespace;
 mod writeback;
 
 use error::file_err;
 pub use error::{SmgrError, SmgrResult};
 pub use fsync::SegmentId;
+pub use probe::{DeviceProbe, FAST_PAGES_PER_SEC, PROBE_FILE, PROBE_PAGES, PROBE_ROUNDS};
 pub use tablespace::{TablespaceError, DEFAULT_TABLESPACE};
-pub use writeback::{HintedOnce, WritebackContext, HINTED_ONCE_MAX_AGE};
+pub use writeback::{Device, HintedOnce, WritebackContext, HINTED_ONCE_MAX_AGE, MAX_DEVICES};
 
 /// An fsync of one segment at a checkpoint that takes this long or longer says the device
 /// is not keeping up with the dirty pages the page cache holds for it: the bgwriter then
-/// hints every write again (`bgwriter_flush_once`). On slow10 (10 MB/s) with TPC-B at
+/// hints every write to that file's tablespace again (`bgwriter_flush_once`). On slow10 (10 MB/s) with TPC-B at
 /// scale 20, hinting once per cycle made the longest fsync 0.9-1.4 s (every write: 0.1-0.4
 /// s); on a fast local disk it stays in milliseconds.
 pub const SLOW_SYNC: std::time::Duration = std::time::Duration::from_millis(500);
@@ -212,6 +214,8 @@ pub struct Smgr {
     syncs_done: AtomicU64,
     /// Completed `sync_each` calls whose longest fsync took [`SLOW_SYNC`] or more.
     slow_syncs: AtomicU64,
+    /// The tablespaces one of whose files took [`SLOW_SYNC`] or more to fsync.
+    slow_tablespaces: Mutex<Vec<u32>>,
     stats: Arc<IoStats>,
     _lock: Arc<dyn VfsFile>,
 }
@@ -294,6 +298,7 @@ impl Smgr {
             sync_queue: fsync::SyncQueue::default(),
             syncs_done: AtomicU64::new(0),
             slow_syncs: AtomicU64::new(0),
+            slow_tablespaces: Mutex::new(Vec::new()),
             stats: Arc::new(IoStats::new()),
             _lock: lock,
         })
@@ -1172,6 +1177,9 @@ impl Smgr {
             report.files += 1;
             report.total += took;
             report.longest = report.longest.max(took);
+            if took >= SLOW_SYNC {
+                self.note_slow_tablespace(seg.rel.tablespace);
+            }
             after_each(took);
         }
         for dir in self.sync_queue.drain_dirs() {
@@ -1190,9 +1198,24 @@ impl Smgr {
         self.slow_syncs.load(Ordering::Relaxed)
     }
 
-    /// Counts a slow sync as if one had happened (tests of what reacts to one).
+    /// Whether a file of `tablespace` has taken [`SLOW_SYNC`] or more to fsync since the
+    /// directory was opened: its device did not absorb what the page cache held for it.
+    pub fn slow_sync_in(&self, tablespace: u32) -> bool {
+        self.slow_tablespaces.lock().contains(&tablespace)
+    }
+
+    fn note_slow_tablespace(&self, tablespace: u32) {
+        let mut slow = self.slow_tablespaces.lock();
+        if !slow.contains(&tablespace) {
+            slow.push(tablespace);
+        }
+    }
+
+    /// Counts a slow sync of a file of `tablespace` as if one had happened (tests of what
+    /// reacts to one).
     #[cfg(test)]
-    pub(crate) fn note_slow_sync(&self) {
+    pub(crate) fn note_slow_sync(&self, tablespace: u32) {
+        self.note_slow_tablespace(tablespace);
         self.slow_syncs.fetch_add(1, Ordering::Relaxed);
     }
 

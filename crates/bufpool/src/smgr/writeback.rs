@@ -27,12 +27,16 @@ pub const HINTED_ONCE_MAX_AGE: Duration = Duration::from_secs(30);
 /// of that block can be pending at the fsync; repeating it for a hot block only writes the
 /// same page to the device again and again.
 ///
-/// The bgwriter drops the filter (hints every write) once a checkpoint's fsync was slow
-/// ([`super::SLOW_SYNC`]): the device did not absorb the rewrites left pending.
+/// Only on a fast device: each tablespace's device is judged apart ([`Device`]). Until
+/// its device is probed ([`Smgr::probe_device`], at the next [`Self::refresh_devices`]),
+/// and for good once it is found slow or a file of it took [`super::SLOW_SYNC`] or more to
+/// fsync, every write to that tablespace is hinted (PostgreSQL's behaviour): a slow device
+/// would turn the rewrites left pending into a long fsync.
 ///
 /// A bitmap indexed by the tag's hash: a collision makes a block look hinted when it was
 /// not, and it then waits for the fsync or the kernel like an unhinted write (advice
-/// lost, nothing else). Owns its bitmap, allocated once. Locks: none; one writer owns it.
+/// lost, nothing else). Owns its bitmap and its table of devices, both allocated once.
+/// Locks: none; one writer owns it.
 #[derive(Debug)]
 pub struct HintedOnce {
     bits: Vec<u64>,
@@ -40,6 +44,23 @@ pub struct HintedOnce {
     /// `Smgr::syncs_done` when the bitmap was last cleared, and when.
     epoch: u64,
     since: Option<Instant>,
+    /// Each tablespace written to so far and what its device is (at most
+    /// [`MAX_DEVICES`]; beyond that a tablespace is hinted every write).
+    devices: Vec<(u32, Device)>,
+}
+
+/// Tablespaces a [`HintedOnce`] judges apart.
+pub const MAX_DEVICES: usize = 32;
+
+/// What a [`HintedOnce`] knows of the device under a tablespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// Written to, not yet probed: every write is hinted.
+    Unprobed,
+    /// Probed fast and no slow fsync since: each block is hinted once per sync.
+    Fast,
+    /// Probed slow, or a file of it was slow to fsync, or the probe failed: every write.
+    Slow,
 }
 
 impl HintedOnce {
@@ -51,6 +72,7 @@ impl HintedOnce {
             mask: nbits as u64 - 1,
             epoch: 0,
             since: None,
+            devices: Vec::with_capacity(MAX_DEVICES),
         }
     }
 
@@ -68,14 +90,64 @@ impl HintedOnce {
         }
     }
 
-    /// Whether `tag` is to be hinted: true the first time it is asked since the last
-    /// clearing (and it is remembered), false after.
+    /// Whether `tag` is to be hinted: on a fast device, true the first time it is asked
+    /// since the last clearing, false after; elsewhere always true. The block is
+    /// remembered either way (a device found fast later knows what was hinted).
     pub fn first(&mut self, tag: &BufferTag) -> bool {
         let h = tag.hash64() & self.mask;
         let (word, bit) = ((h / 64) as usize, 1u64 << (h % 64));
         let seen = self.bits[word] & bit != 0;
         self.bits[word] |= bit;
-        !seen
+        // Asked first: a tablespace is recorded (for its probe) at its first write.
+        let fast = self.device(tag.rel.tablespace) == Device::Fast;
+        !seen || !fast
+    }
+
+    /// What is known of `tablespace`'s device; a tablespace seen for the first time is
+    /// recorded as [`Device::Unprobed`] (while there is room: no allocation).
+    pub fn device(&mut self, tablespace: u32) -> Device {
+        if let Some(&(_, d)) = self.devices.iter().find(|(t, _)| *t == tablespace) {
+            return d;
+        }
+        if self.devices.len() < MAX_DEVICES {
+            self.devices.push((tablespace, Device::Unprobed));
+        }
+        Device::Unprobed
+    }
+
+    /// Probes each tablespace written to since the last call (`probe`: fast or not, or
+    /// None if the probe failed) and marks slow each one `slow_sync` names. Call at the
+    /// start of a batch of writes (a bgwriter round), not per write. Returns the
+    /// tablespaces whose verdict changed, with the new one.
+    pub fn refresh_devices(
+        &mut self,
+        mut probe: impl FnMut(u32) -> Option<bool>,
+        slow_sync: impl Fn(u32) -> bool,
+    ) -> impl Iterator<Item = (u32, Device)> + '_ {
+        let mut changed = 0u64;
+        for (i, (ts, d)) in self.devices.iter_mut().enumerate() {
+            let new = match *d {
+                Device::Unprobed => match probe(*ts) {
+                    Some(true) => Device::Fast,
+                    _ => Device::Slow,
+                },
+                other => other,
+            };
+            let new = if new == Device::Fast && slow_sync(*ts) {
+                Device::Slow
+            } else {
+                new
+            };
+            if new != *d {
+                *d = new;
+                changed |= 1 << i;
+            }
+        }
+        self.devices
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| changed & (1 << i) != 0)
+            .map(|(_, &e)| e)
     }
 }
 
@@ -176,6 +248,8 @@ mod tests {
         let rel = RelFileId::new(0, 1);
         let t = |block| BufferTag::new(rel, ForkNumber::Main, block);
         let mut f = HintedOnce::new(1 << 16);
+        assert_eq!(f.device(rel.tablespace), Device::Unprobed);
+        assert_eq!(f.refresh_devices(|_| Some(true), |_| false).count(), 1);
         let t0 = Instant::now();
         f.start(0, t0);
         assert!(f.first(&t(1)));
@@ -195,6 +269,53 @@ mod tests {
         f.start(2, t0 + Duration::from_secs(100));
         let first = (0..4096).filter(|&b| f.first(&t(b))).count();
         assert!(first > 3900, "{first} of 4096 blocks hinted");
+    }
+
+    /// Each tablespace's device is judged apart: unprobed and slow ones are hinted every
+    /// write, a fast one once; a slow fsync turns a fast device slow for good; a failed
+    /// probe counts as slow; tablespaces beyond [`MAX_DEVICES`] are hinted every write.
+    #[test]
+    fn devices_are_judged_per_tablespace() {
+        let t = |ts, block| BufferTag::new(RelFileId::new(ts, 1), ForkNumber::Main, block);
+        let mut f = HintedOnce::new(1 << 16);
+        f.start(0, Instant::now());
+        for ts in [1, 2, 3] {
+            assert!(f.first(&t(ts, 5)) && f.first(&t(ts, 5)), "unprobed: always");
+        }
+        let mut probed = Vec::new();
+        let changed: Vec<(u32, Device)> = f
+            .refresh_devices(
+                |ts| {
+                    probed.push(ts);
+                    [Some(true), Some(false), None][ts as usize - 1]
+                },
+                |_| false,
+            )
+            .collect();
+        assert_eq!(probed, [1, 2, 3]);
+        let (fast, slow) = (Device::Fast, Device::Slow);
+        assert_eq!(changed, [(1, fast), (2, slow), (3, slow)]);
+        assert!(
+            !f.first(&t(1, 5)),
+            "fast: block 5 was hinted before the probe"
+        );
+        assert!(f.first(&t(2, 5)) && f.first(&t(3, 5)), "slow: every write");
+        // Nothing new to probe; a slow fsync in tablespace 1 turns it slow.
+        let changed: Vec<_> = f
+            .refresh_devices(|_| panic!("probed twice"), |ts| ts == 1)
+            .collect();
+        assert_eq!(changed, [(1, slow)]);
+        assert!(f.first(&t(1, 5)));
+        assert_eq!(f.refresh_devices(|_| Some(true), |_| false).count(), 0);
+        assert_eq!(f.device(1), slow, "slow for good");
+        // A full table: later tablespaces are not remembered, always hinted.
+        for ts in 4..(MAX_DEVICES as u32 + 10) {
+            f.device(ts);
+        }
+        assert_eq!(f.devices.len(), MAX_DEVICES);
+        f.refresh_devices(|_| Some(true), |_| false).count();
+        let beyond = MAX_DEVICES as u32 + 5;
+        assert!(f.first(&t(beyond, 9)) && f.first(&t(beyond, 9)));
     }
 
     #[test]

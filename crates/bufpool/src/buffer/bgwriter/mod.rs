@@ -104,7 +104,7 @@ use super::state::*;
 use super::{BgwriterIo, Io};
 use super::{BgwriterOptions, BgwriterStrategy, BufferError, BufferPool, BufferRef};
 use crate::smgr::PageTarget;
-use crate::smgr::{HintedOnce, WritebackContext};
+use crate::smgr::{Device, HintedOnce, WritebackContext};
 use crate::stats::{set_thread_writer, IoContext, IoOp, IoWriter};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
 use crate::types::BufferTag;
@@ -536,19 +536,46 @@ impl BufferPool {
         self.bgwriter_round_with(None)
     }
 
+    /// `bgwriter_flush_once`, per tablespace: probes the device of each tablespace first
+    /// written to since the last round and turns a device slow after a slow fsync of its
+    /// files (see [`HintedOnce`]), saying so in the log.
+    fn judge_devices(&self, h: &mut HintedOnce) {
+        let smgr = &self.smgr;
+        let probe = |ts: u32| match smgr.probe_device(ts) {
+            Ok(p) => {
+                tracing::info!(
+                    "bgwriter: tablespace {ts}'s device wrote back {:.0} pages/s ({} pages \
+                     per fdatasync, the slowest of {} took {:.1} ms)",
+                    p.pages_per_sec(),
+                    p.pages,
+                    crate::smgr::PROBE_ROUNDS,
+                    p.sync.as_secs_f64() * 1e3
+                );
+                Some(p.is_fast())
+            }
+            Err(e) => {
+                tracing::warn!("bgwriter: probing tablespace {ts}'s device failed: {e}");
+                None
+            }
+        };
+        for (ts, d) in h.refresh_devices(probe, |ts| smgr.slow_sync_in(ts)) {
+            let how = match d {
+                Device::Fast => "each block once between syncs of the data files",
+                _ => "every write",
+            };
+            tracing::info!("bgwriter: tablespace {ts}: writeback hints for {how}");
+        }
+    }
+
     /// [`Self::bgwriter_round`] with the bgwriter thread's helpers (None: a batch starts
     /// its own scoped threads).
     fn bgwriter_round_with(&self, crew: Option<&Crew>) -> RoundReport {
         let start = Instant::now();
         let previous = set_thread_writer(IoWriter::Bgwriter);
         let mut state = self.bgwriter.round.lock();
-        if self.smgr.slow_syncs() > 0 {
-            // A checkpoint's fsync was slow: the device does not absorb the rewrites the
-            // page cache holds, so every write is hinted again, from now on.
-            state.hinted = None;
-        }
         if let Some(h) = &mut state.hinted {
             h.start(self.smgr.syncs_done(), start);
+            self.judge_devices(h);
         }
         let mut round = Round {
             pool: self,

@@ -731,7 +731,7 @@ fn a_block_is_hinted_once_until_the_files_are_synced() {
             if once { 32 } else { 0 }
         );
         // A checkpoint's fsync was slow: from then on every write is hinted again.
-        pool.smgr.note_slow_sync();
+        pool.smgr.note_slow_sync(REL.tablespace);
         redirty(&pool);
         let r = pool.bgwriter_round();
         let expect = if once { (0, 96) } else { (0, 128) };
@@ -740,5 +740,68 @@ fn a_block_is_hinted_once_until_the_files_are_synced() {
             expect,
             "once={once}"
         );
+    }
+}
+
+/// Proves (`bgwriter_flush_once` per device): the device under a tablespace is probed at
+/// the round after its first write; a slow device (the probe's fdatasync held 40 ms: 64
+/// pages in 40 ms is 1,600 pages a second) or a failed probe keeps every write hinted, a
+/// fast one hints each block once; the first round, before any probe, hints every write.
+/// How: the pool dirtied and cleaned twice, hints counted by the pool's I/O statistics.
+#[test]
+fn a_slow_or_unprobed_device_is_hinted_every_write() {
+    enum Probe {
+        Fast,
+        Slow,
+        Fails,
+    }
+    for probe in [Probe::Fast, Probe::Slow, Probe::Fails] {
+        let mut c = config(32, "lru");
+        c.set("bgwriter_flush_after", "4kB").unwrap();
+        c.set("bgwriter_lru_percent", "100").unwrap();
+        c.set("bgwriter_flush_once", "on").unwrap();
+        let slow = matches!(probe, Probe::Slow);
+        let fails = matches!(probe, Probe::Fails);
+        let hook: crate::vfs::CallHook = Arc::new(move |call: &crate::vfs::Call<'_>| {
+            let probing = call.path.ends_with(crate::smgr::PROBE_FILE);
+            if probing && call.op == crate::vfs::FaultOp::Fsync {
+                if fails {
+                    return Some(std::io::Error::from_raw_os_error(libc::EIO));
+                }
+                if slow {
+                    // The device: a 40 ms fdatasync (not a synchronisation wait).
+                    std::thread::sleep(std::time::Duration::from_millis(40));
+                }
+            }
+            None
+        });
+        let vfs = crate::vfs::HookVfs::new(Arc::new(MemVfs::new()), hook);
+        let smgr = crate::smgr::Smgr::open(
+            Arc::new(vfs) as Arc<dyn Vfs>,
+            Path::new("/db"),
+            crate::buffer::PoolConfig::smgr_options(&c, true).unwrap(),
+        )
+        .unwrap();
+        let pool = BufferPool::new(Arc::new(smgr), &c, Arc::new(crate::NoWal)).unwrap();
+        let hints = || pool.stats().by_writer(IoWriter::Bgwriter, IoOp::Writeback);
+        dirty_pool(&pool);
+        let r = pool.bgwriter_round();
+        assert_eq!((r.buffers_written, hints()), (32, 32), "unprobed: {r:?}");
+        for b in 0..pool.nbuffers() as u32 {
+            let buf = pool
+                .read(crate::BufferTag::new(REL, ForkNumber::Main, b))
+                .unwrap();
+            buf.write()[100] ^= 1;
+        }
+        for d in pool.descs.iter() {
+            set_usage(d, 0);
+        }
+        let r = pool.bgwriter_round();
+        assert_eq!(r.buffers_written, 32, "{r:?}");
+        let expect = match probe {
+            Probe::Fast => (32, 32),
+            Probe::Slow | Probe::Fails => (0, 64),
+        };
+        assert_eq!((r.hints_repeated_skipped, hints()), expect);
     }
 }
