@@ -17,12 +17,27 @@
 //! Locks: an fsm page's content lock, shared to search and exclusive to set, one at a time
 //! and never while holding a heap page's lock in a way that waits: callers update entries
 //! after releasing the heap page, or while holding it (heap → fsm is the only order).
-//! `extend_lock` serializes growing the fork.
+//! `extend_lock` serializes growing the fork. The bounds' lock is a leaf: taken under a
+//! content lock (or none) and released before any other lock is taken.
+//!
+//! Bounds (PostgreSQL's tree keeps, in each upper page, the largest entry below it, so a
+//! search descends only where there is room; ours is one flat level): per fsm page, in
+//! memory only, an upper bound of its entries (`bounds`; unknown, i.e. 255, until a search
+//! has read the whole page). A search skips a page whose bound is below what it needs, so
+//! looking for room in a table whose pages are all full (an append-only table such as
+//! pgbench_history, every time its last page fills) reads no fsm page instead of every
+//! one. Why the bound stays an upper bound: `set` raises it while holding the page's
+//! content lock exclusively, and a search lowers it to the page's maximum while holding
+//! the shared lock under which it computed that maximum, so no raise falls between the
+//! two; entries only ever drop without lowering the bound (truncation, a torn page read
+//! back as zeros), which leaves it an upper bound.
 
 use crate::buffer::BufferError;
 use crate::buffer::BufferPool;
 use crate::page::{self, PAGE_HEADER_SIZE};
-use crate::sync::Mutex;
+use std::collections::HashMap;
+
+use crate::sync::{Arc, AtomicU32, Mutex, Ordering, RwLock};
 use crate::types::{BufferTag, ForkNumber, RelFileId};
 
 /// The free-space map of one heap relation.
@@ -30,15 +45,83 @@ pub struct Fsm {
     rel: RelFileId,
     page_size: usize,
     extend_lock: Mutex<()>,
+    /// Per fsm page, an upper bound of its entries, shared by every handle of the
+    /// relation (see the module doc).
+    bounds: Arc<FsmBounds>,
 }
 
+/// Per fsm page of one relation, an upper bound of its entries (in memory only); pages
+/// past the end are unknown (255). Every handle of the relation must use the same one:
+/// a handle that lowered a bound must see another's raise. A relation dropped and made
+/// again under the same id may keep its old bounds: they stay upper bounds (the new map
+/// starts empty), so nothing is skipped wrongly.
+#[derive(Debug, Default)]
+pub struct FsmBounds(RwLock<Vec<AtomicU32>>);
+
+/// The [`FsmBounds`] of every relation of an engine, made on first use.
+#[derive(Debug, Default)]
+pub struct FsmBoundsMap(Mutex<HashMap<RelFileId, Arc<FsmBounds>>>);
+
+impl FsmBoundsMap {
+    /// The bounds of `rel`'s map, shared by every handle that asks.
+    pub fn of(&self, rel: RelFileId) -> Arc<FsmBounds> {
+        self.0.lock().entry(rel).or_default().clone()
+    }
+}
+
+/// The bound of an fsm page no search has read whole yet.
+const UNKNOWN: u32 = 255;
+
 impl Fsm {
+    /// A map handle with bounds of its own: only for a relation no other handle uses
+    /// (tests, tools); a table's handles use [`Fsm::shared`].
     pub fn new(rel: RelFileId, page_size: usize) -> Fsm {
+        Self::shared(rel, page_size, Arc::default())
+    }
+
+    /// A map handle whose bounds every handle of `rel` shares (from the engine's
+    /// [`FsmBoundsMap`]).
+    pub fn shared(rel: RelFileId, page_size: usize, bounds: Arc<FsmBounds>) -> Fsm {
         Fsm {
             rel,
             page_size,
             extend_lock: Mutex::new(()),
+            bounds,
         }
+    }
+
+    /// The upper bound of fsm page `fb`'s entries.
+    fn bound(&self, fb: u32) -> u32 {
+        let bounds = self.bounds.0.read();
+        bounds
+            .get(fb as usize)
+            .map_or(UNKNOWN, |b| b.load(Ordering::Relaxed))
+    }
+
+    /// Raises fsm page `fb`'s bound to at least `v`; the caller holds the page's content
+    /// lock exclusively.
+    fn raise_bound(&self, fb: u32, v: u8) {
+        let bounds = self.bounds.0.read();
+        if let Some(b) = bounds.get(fb as usize) {
+            b.fetch_max(u32::from(v), Ordering::Relaxed);
+        }
+    }
+
+    /// Sets fsm page `fb`'s bound to `max`, the largest of its entries, read under the
+    /// page's shared content lock, which the caller still holds.
+    fn settle_bound(&self, fb: u32, max: u8) {
+        {
+            let bounds = self.bounds.0.read();
+            if let Some(b) = bounds.get(fb as usize) {
+                b.store(u32::from(max), Ordering::Relaxed);
+                return;
+            }
+        }
+        let mut bounds = self.bounds.0.write();
+        while bounds.len() <= fb as usize {
+            bounds.push(AtomicU32::new(UNKNOWN));
+        }
+        bounds[fb as usize].store(u32::from(max), Ordering::Relaxed);
     }
 
     fn per_page(&self) -> u32 {
@@ -102,6 +185,7 @@ impl Fsm {
             page::init(&mut g, 0);
         }
         g[PAGE_HEADER_SIZE + i] = v;
+        self.raise_bound(fb, v);
         Ok(())
     }
 
@@ -138,6 +222,10 @@ impl Fsm {
                     break;
                 }
                 let page_end = ((fb + 1) * per).min(hi);
+                if self.bound(fb) < u32::from(want) {
+                    b = page_end;
+                    continue;
+                }
                 let buf = self.read(pool, fb)?;
                 let g = buf.read();
                 let base = fb * per;
@@ -146,6 +234,9 @@ impl Fsm {
                 if let Some(i) = g[from..to].iter().position(|&v| v >= want) {
                     return Ok(Some(b + i as u32));
                 }
+                // Nothing here: learn the page's largest entry, under the same lock.
+                let max = g[PAGE_HEADER_SIZE..].iter().copied().max().unwrap_or(0);
+                self.settle_bound(fb, max);
                 b = page_end;
             }
         }
@@ -218,6 +309,61 @@ mod tests {
         fsm.truncate(&pool, 11).unwrap();
         assert_eq!(fsm.get(&pool, 10).unwrap(), 31);
         assert_eq!(fsm.get(&pool, 5000).unwrap(), 0);
+    }
+
+    /// Proves (bounds): with every heap page full, a search that finds nothing reads
+    /// each fsm page once, learning its bound, and none after (it read all of them every
+    /// time before); room recorded later is found at once, and a smaller need still finds
+    /// the nearly full pages. Reads counted by the pool's statistics (hits and reads).
+    #[test]
+    fn a_full_map_is_searched_without_reading_its_pages() {
+        use crate::stats::IoOp;
+        let pool = pool();
+        let fsm = Fsm::new(REL, 4096);
+        let n = 3 * 4072; // three fsm pages
+        for b in 0..n {
+            fsm.set(&pool, b, 20).unwrap();
+        }
+        let accesses = || {
+            let s = pool.stats();
+            s.total(IoOp::Hit) + s.total(IoOp::Read)
+        };
+        let before = accesses();
+        assert_eq!(fsm.search(&pool, 400, n - 1, n).unwrap(), None);
+        assert_eq!(accesses() - before, 3, "the first search learns the bounds");
+        let before = accesses();
+        for _ in 0..10 {
+            assert_eq!(fsm.search(&pool, 400, n - 1, n).unwrap(), None);
+        }
+        assert_eq!(accesses() - before, 0, "later searches read no fsm page");
+        fsm.set(&pool, 5000, 1000).unwrap();
+        assert_eq!(fsm.search(&pool, 400, n - 1, n).unwrap(), Some(5000));
+        assert_eq!(fsm.search(&pool, 10, 0, n).unwrap(), Some(0));
+        // Truncation only lowers entries: the bounds stay upper bounds.
+        fsm.truncate(&pool, 4072).unwrap();
+        assert_eq!(fsm.search(&pool, 400, 0, n).unwrap(), None);
+        fsm.set(&pool, 9000, 1000).unwrap();
+        assert_eq!(fsm.search(&pool, 400, 0, n).unwrap(), Some(9000));
+    }
+
+    /// Proves: handles of one relation share its bounds, so room one handle records is
+    /// found by another that had learned the page was full.
+    #[test]
+    fn handles_of_one_relation_share_the_bounds() {
+        let pool = pool();
+        let map = FsmBoundsMap::default();
+        let a = Fsm::shared(REL, 4096, map.of(REL));
+        let b = Fsm::shared(REL, 4096, map.of(REL));
+        for blk in 0..100 {
+            a.set(&pool, blk, 20).unwrap();
+        }
+        assert_eq!(
+            a.search(&pool, 400, 0, 100).unwrap(),
+            None,
+            "a learns: full"
+        );
+        b.set(&pool, 42, 1000).unwrap();
+        assert_eq!(a.search(&pool, 400, 0, 100).unwrap(), Some(42));
     }
 
     #[test]

@@ -192,7 +192,7 @@ impl<'e> Heap<'e> {
         Heap {
             engine,
             rel,
-            fsm: Fsm::new(rel, pool.page_size()),
+            fsm: Fsm::shared(rel, pool.page_size(), engine.fsm_bounds().of(rel)),
             fillfactor: DEFAULT_FILLFACTOR,
             hint: AtomicU32::new(0),
             counters: engine.rel_stats().of(rel),
