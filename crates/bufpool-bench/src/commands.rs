@@ -365,8 +365,9 @@ fn is_relation_file(name: &str) -> bool {
 /// Before `init` replaces a data directory: removes the relation files from the locations
 /// of its tablespaces (the links in `<dir>/base`), which removing the directory leaves
 /// behind (it removes a link, not what it points at), so the same directories can be
-/// given again. Other files stay: a location that also holds something else is never
-/// emptied blindly (and creating a tablespace there then fails: not empty).
+/// given again, and a device probe file a crash left there. Other files stay: a location
+/// that also holds something else is never emptied blindly (and creating a tablespace
+/// there then fails: not empty).
 fn empty_old_tablespaces(dir: &Path) -> Result<()> {
     let base = dir.join("base");
     let Ok(entries) = std::fs::read_dir(&base) else {
@@ -395,7 +396,10 @@ fn empty_old_tablespaces(dir: &Path) -> Result<()> {
         );
         for f in files {
             let f = f.with_context(|| format!("listing {}", location.display()))?;
-            if f.file_type()?.is_file() && is_relation_file(&f.file_name().to_string_lossy()) {
+            let name = f.file_name().to_string_lossy().into_owned();
+            // The bgwriter's device probe file, if a crash left it (`bufpool::smgr`).
+            let probe = name == bufpool::smgr::PROBE_FILE;
+            if f.file_type()?.is_file() && (probe || is_relation_file(&name)) {
                 std::fs::remove_file(f.path())
                     .with_context(|| format!("removing {}", f.path().display()))?;
             }

@@ -831,7 +831,7 @@ pub static KNOBS: &[Knob] = &[
         "on",
         "on a tablespace whose device a probe finds fast, hint each block at most once \
          between two checkpoints' fsyncs (a block written again stays in the OS cache \
-         until the fsync) until a fsync there takes 500 ms or more; slow devices and off: \
+         until the fsync) until an fsync there takes 500 ms or more; slow devices and off: \
          every write, as PostgreSQL",
         |c, v| c.bgwriter_flush_once = flag(v),
         |c| Value::Bool(c.bgwriter_flush_once),

@@ -181,7 +181,8 @@ pub struct Config {
     pub bgwriter_lru_multiplier_thousandths: u32,
     /// Bytes; 0 disables the writeback hints.
     pub bgwriter_flush_after: u64,
-    /// Each block hinted at most once per checkpoint cycle.
+    /// Each block hinted at most once per checkpoint cycle, on tablespaces whose device a
+    /// probe finds fast.
     pub bgwriter_flush_once: bool,
     /// Writes a bgwriter round keeps in flight.
     pub bgwriter_writers: usize,

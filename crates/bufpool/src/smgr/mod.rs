@@ -6,7 +6,9 @@
 //! (`writeback.rs`: sorted, merged sync_file_range hints for a writer's recent writes).
 //! Layout: `<dir>/base/<tablespace>/<relation><fork suffix>[.<segno>]`, PostgreSQL's naming
 //! (a created tablespace's directory is a link to its location: `tablespace.rs`);
-//! fork suffixes `_fsm`, `_vm`, `_init`; segment 0 has no number. Each segment holds
+//! fork suffixes `_fsm`, `_vm`, `_init`; segment 0 has no number. The bgwriter's device
+//! probe writes a scratch file for a moment (`probe.rs`: `<dir>/bufpool_device_probe.tmp`,
+//! or in a created tablespace's location). Each segment holds
 //! `segment_blocks` pages; a fork's size is the full segments plus the last one's pages.
 //! Invariants: this process is the only one with the directory open (flock on
 //! `bufpool.lock`), so the cached fork sizes are exact; every write registers an fsync
@@ -49,9 +51,9 @@ pub use writeback::{Device, HintedOnce, WritebackContext, HINTED_ONCE_MAX_AGE, M
 
 /// An fsync of one segment at a checkpoint that takes this long or longer says the device
 /// is not keeping up with the dirty pages the page cache holds for it: the bgwriter then
-/// hints every write to that file's tablespace again (`bgwriter_flush_once`). On slow10 (10 MB/s) with TPC-B at
-/// scale 20, hinting once per cycle made the longest fsync 0.9-1.4 s (every write: 0.1-0.4
-/// s); on a fast local disk it stays in milliseconds.
+/// hints every write to that file's tablespace again (`bgwriter_flush_once`). On slow10
+/// (10 MB/s) with TPC-B at scale 20, hinting once per cycle made the longest fsync
+/// 0.9-1.4 s (every write: 0.1-0.4 s); on a fast local disk it stays in milliseconds.
 pub const SLOW_SYNC: std::time::Duration = std::time::Duration::from_millis(500);
 
 use std::collections::HashMap;
@@ -212,8 +214,6 @@ pub struct Smgr {
     /// Completed `sync_each` calls (every pending file fsynced): writers that remember
     /// what they hinted since the last one ([`HintedOnce`]) read it.
     syncs_done: AtomicU64,
-    /// Completed `sync_each` calls whose longest fsync took [`SLOW_SYNC`] or more.
-    slow_syncs: AtomicU64,
     /// The tablespaces one of whose files took [`SLOW_SYNC`] or more to fsync.
     slow_tablespaces: Mutex<Vec<u32>>,
     stats: Arc<IoStats>,
@@ -287,7 +287,7 @@ impl Smgr {
             meta.segment_size,
             meta.block_size
         );
-        Ok(Smgr {
+        let smgr = Smgr {
             vfs,
             dir: dir.to_path_buf(),
             block_size: meta.block_size,
@@ -297,11 +297,12 @@ impl Smgr {
             forks: RwLock::new(ForkMap::default()),
             sync_queue: fsync::SyncQueue::default(),
             syncs_done: AtomicU64::new(0),
-            slow_syncs: AtomicU64::new(0),
             slow_tablespaces: Mutex::new(Vec::new()),
             stats: Arc::new(IoStats::new()),
             _lock: lock,
-        })
+        };
+        smgr.remove_probe_leftovers()?;
+        Ok(smgr)
     }
 
     pub fn dir(&self) -> &Path {
@@ -1185,17 +1186,8 @@ impl Smgr {
         for dir in self.sync_queue.drain_dirs() {
             self.sync_dir(&dir)?;
         }
-        if report.longest >= SLOW_SYNC {
-            self.slow_syncs.fetch_add(1, Ordering::Relaxed);
-        }
         self.syncs_done.fetch_add(1, Ordering::Release);
         Ok(report)
-    }
-
-    /// How many completed `sync_each` calls had an fsync of [`SLOW_SYNC`] or more: the
-    /// device did not keep up with what the page cache held for it.
-    pub fn slow_syncs(&self) -> u64 {
-        self.slow_syncs.load(Ordering::Relaxed)
     }
 
     /// Whether a file of `tablespace` has taken [`SLOW_SYNC`] or more to fsync since the
@@ -1216,7 +1208,6 @@ impl Smgr {
     #[cfg(test)]
     pub(crate) fn note_slow_sync(&self, tablespace: u32) {
         self.note_slow_tablespace(tablespace);
-        self.slow_syncs.fetch_add(1, Ordering::Relaxed);
     }
 
     /// How many `sync_each` calls have completed: every write before the start of the

@@ -115,22 +115,27 @@ impl HintedOnce {
         Device::Unprobed
     }
 
-    /// Probes each tablespace written to since the last call (`probe`: fast or not, or
-    /// None if the probe failed) and marks slow each one `slow_sync` names. Call at the
-    /// start of a batch of writes (a bgwriter round), not per write. Returns the
-    /// tablespaces whose verdict changed, with the new one.
+    /// Probes one tablespace written to but not yet probed (`probe`: fast or not, or None
+    /// if the probe failed; one per call, so a batch waits for at most one probe) and
+    /// marks slow each one `slow_sync` names. Call at the start of a batch of writes (a
+    /// bgwriter round), not per write. Returns the tablespaces whose verdict changed,
+    /// with the new one.
     pub fn refresh_devices(
         &mut self,
         mut probe: impl FnMut(u32) -> Option<bool>,
         slow_sync: impl Fn(u32) -> bool,
     ) -> impl Iterator<Item = (u32, Device)> + '_ {
         let mut changed = 0u64;
+        let mut probed = false;
         for (i, (ts, d)) in self.devices.iter_mut().enumerate() {
             let new = match *d {
-                Device::Unprobed => match probe(*ts) {
-                    Some(true) => Device::Fast,
-                    _ => Device::Slow,
-                },
+                Device::Unprobed if !probed => {
+                    probed = true;
+                    match probe(*ts) {
+                        Some(true) => Device::Fast,
+                        _ => Device::Slow,
+                    }
+                }
                 other => other,
             };
             let new = if new == Device::Fast && slow_sync(*ts) {
@@ -283,15 +288,18 @@ mod tests {
             assert!(f.first(&t(ts, 5)) && f.first(&t(ts, 5)), "unprobed: always");
         }
         let mut probed = Vec::new();
-        let changed: Vec<(u32, Device)> = f
-            .refresh_devices(
+        let mut changed: Vec<(u32, Device)> = Vec::new();
+        for _ in 0..3 {
+            let before = probed.len();
+            changed.extend(f.refresh_devices(
                 |ts| {
                     probed.push(ts);
                     [Some(true), Some(false), None][ts as usize - 1]
                 },
                 |_| false,
-            )
-            .collect();
+            ));
+            assert_eq!(probed.len(), before + 1, "one probe per call");
+        }
         assert_eq!(probed, [1, 2, 3]);
         let (fast, slow) = (Device::Fast, Device::Slow);
         assert_eq!(changed, [(1, fast), (2, slow), (3, slow)]);
@@ -313,7 +321,9 @@ mod tests {
             f.device(ts);
         }
         assert_eq!(f.devices.len(), MAX_DEVICES);
-        f.refresh_devices(|_| Some(true), |_| false).count();
+        for _ in 0..MAX_DEVICES {
+            f.refresh_devices(|_| Some(true), |_| false).count();
+        }
         let beyond = MAX_DEVICES as u32 + 5;
         assert!(f.first(&t(beyond, 9)) && f.first(&t(beyond, 9)));
     }

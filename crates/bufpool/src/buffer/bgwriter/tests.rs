@@ -730,7 +730,8 @@ fn a_block_is_hinted_once_until_the_files_are_synced() {
             pool.bgwriter_stats().hints_repeated_skipped,
             if once { 32 } else { 0 }
         );
-        // A checkpoint's fsync was slow: from then on every write is hinted again.
+        // A checkpoint's fsync of a file in REL's tablespace was slow: from then on every
+        // write there is hinted again.
         pool.smgr.note_slow_sync(REL.tablespace);
         redirty(&pool);
         let r = pool.bgwriter_round();
@@ -744,8 +745,8 @@ fn a_block_is_hinted_once_until_the_files_are_synced() {
 }
 
 /// Proves (`bgwriter_flush_once` per device): the device under a tablespace is probed at
-/// the round after its first write; a slow device (the probe's fdatasync held 40 ms: 64
-/// pages in 40 ms is 1,600 pages a second) or a failed probe keeps every write hinted, a
+/// the round after its first write; a slow device (the probe's fdatasync held 250 ms: 64
+/// pages in 250 ms is 256 pages a second) or a failed probe keeps every write hinted, a
 /// fast one hints each block once; the first round, before any probe, hints every write.
 /// How: the pool dirtied and cleaned twice, hints counted by the pool's I/O statistics.
 #[test]
@@ -769,8 +770,8 @@ fn a_slow_or_unprobed_device_is_hinted_every_write() {
                     return Some(std::io::Error::from_raw_os_error(libc::EIO));
                 }
                 if slow {
-                    // The device: a 40 ms fdatasync (not a synchronisation wait).
-                    std::thread::sleep(std::time::Duration::from_millis(40));
+                    // The device: a 250 ms fdatasync (not a synchronisation wait).
+                    std::thread::sleep(std::time::Duration::from_millis(250));
                 }
             }
             None
