@@ -310,7 +310,15 @@ pub struct RelCounters {
     /// never).
     pub last_vacuum_ms: AtomicU64,
     pub last_autovacuum_ms: AtomicU64,
+    /// The relation's free-space map bounds, shared here so that every heap handle of the
+    /// relation uses the same ones (`table::fsm`).
+    pub fsm_bounds: std::sync::Arc<FsmBounds>,
 }
+
+/// Per page of a relation's free-space map, an upper bound of its entries, in memory only
+/// (kept and explained by `table::fsm`; here so that one relation's handles share it).
+#[derive(Debug, Default)]
+pub struct FsmBounds(pub crate::sync::RwLock<Vec<crate::sync::AtomicU32>>);
 
 impl RelCounters {
     /// Counts an insert.

@@ -280,7 +280,6 @@ pub struct Engine {
     heap_roots_freed: std::sync::atomic::AtomicU64,
     /// Row counters per relation (pg_stat_user_tables), kept by the heaps above.
     rel_stats: crate::stats::RelStats,
-    fsm_bounds: crate::table::fsm::FsmBoundsMap,
     full_page_writes: bool,
     /// `wal_compression = lz4`.
     wal_compression: bool,
@@ -438,7 +437,6 @@ impl Engine {
             released_commits: std::sync::atomic::AtomicU64::new(0),
             heap_roots_freed: std::sync::atomic::AtomicU64::new(0),
             rel_stats: Default::default(),
-            fsm_bounds: Default::default(),
             full_page_writes: config.full_page_writes,
             wal_compression: config.wal_compression,
             ckpt,
@@ -678,12 +676,6 @@ impl Engine {
     /// live and dead estimates, vacuums), kept by every heap handle of this engine.
     pub fn rel_stats(&self) -> &crate::stats::RelStats {
         &self.rel_stats
-    }
-
-    /// The free-space maps' bounds per relation, shared by every heap handle (see
-    /// `table::fsm`).
-    pub(crate) fn fsm_bounds(&self) -> &crate::table::fsm::FsmBoundsMap {
-        &self.fsm_bounds
     }
 
     /// The count of heap root frees, shared by every heap handle (see `Heap::roots_freed`).

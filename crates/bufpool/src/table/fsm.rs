@@ -35,9 +35,8 @@
 use crate::buffer::BufferError;
 use crate::buffer::BufferPool;
 use crate::page::{self, PAGE_HEADER_SIZE};
-use std::collections::HashMap;
-
-use crate::sync::{Arc, AtomicU32, Mutex, Ordering, RwLock};
+use crate::stats::FsmBounds;
+use crate::sync::{Arc, AtomicU32, Mutex, Ordering};
 use crate::types::{BufferTag, ForkNumber, RelFileId};
 
 /// The free-space map of one heap relation.
@@ -50,25 +49,6 @@ pub struct Fsm {
     bounds: Arc<FsmBounds>,
 }
 
-/// Per fsm page of one relation, an upper bound of its entries (in memory only); pages
-/// past the end are unknown (255). Every handle of the relation must use the same one:
-/// a handle that lowered a bound must see another's raise. A relation dropped and made
-/// again under the same id may keep its old bounds: they stay upper bounds (the new map
-/// starts empty), so nothing is skipped wrongly.
-#[derive(Debug, Default)]
-pub struct FsmBounds(RwLock<Vec<AtomicU32>>);
-
-/// The [`FsmBounds`] of every relation of an engine, made on first use.
-#[derive(Debug, Default)]
-pub struct FsmBoundsMap(Mutex<HashMap<RelFileId, Arc<FsmBounds>>>);
-
-impl FsmBoundsMap {
-    /// The bounds of `rel`'s map, shared by every handle that asks.
-    pub fn of(&self, rel: RelFileId) -> Arc<FsmBounds> {
-        self.0.lock().entry(rel).or_default().clone()
-    }
-}
-
 /// The bound of an fsm page no search has read whole yet.
 const UNKNOWN: u32 = 255;
 
@@ -79,8 +59,11 @@ impl Fsm {
         Self::shared(rel, page_size, Arc::default())
     }
 
-    /// A map handle whose bounds every handle of `rel` shares (from the engine's
-    /// [`FsmBoundsMap`]).
+    /// A map handle whose bounds every handle of `rel` shares (a heap handle passes its
+    /// relation's, kept with the relation's counters). Every handle of a relation must use
+    /// the same bounds: a handle that lowered a bound must see another's raise. A relation
+    /// dropped and made again under the same id may keep its old bounds: they stay upper
+    /// bounds (the new map starts empty), so nothing is skipped wrongly.
     pub fn shared(rel: RelFileId, page_size: usize, bounds: Arc<FsmBounds>) -> Fsm {
         Fsm {
             rel,
@@ -351,9 +334,9 @@ mod tests {
     #[test]
     fn handles_of_one_relation_share_the_bounds() {
         let pool = pool();
-        let map = FsmBoundsMap::default();
-        let a = Fsm::shared(REL, 4096, map.of(REL));
-        let b = Fsm::shared(REL, 4096, map.of(REL));
+        let shared = Arc::new(FsmBounds::default());
+        let a = Fsm::shared(REL, 4096, shared.clone());
+        let b = Fsm::shared(REL, 4096, shared);
         for blk in 0..100 {
             a.set(&pool, blk, 20).unwrap();
         }

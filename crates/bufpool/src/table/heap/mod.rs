@@ -189,13 +189,14 @@ impl<'e> Heap<'e> {
         if pool.nblocks(rel, ForkNumber::FreeSpace).is_err() {
             let _ = pool.create_relation(rel, ForkNumber::FreeSpace);
         }
+        let counters = engine.rel_stats().of(rel);
         Heap {
             engine,
             rel,
-            fsm: Fsm::shared(rel, pool.page_size(), engine.fsm_bounds().of(rel)),
+            fsm: Fsm::shared(rel, pool.page_size(), counters.fsm_bounds.clone()),
             fillfactor: DEFAULT_FILLFACTOR,
             hint: AtomicU32::new(0),
-            counters: engine.rel_stats().of(rel),
+            counters,
         }
     }
 
