@@ -672,6 +672,20 @@ fn hibernates_when_idle_and_an_allocation_wakes_it() {
     handle.stop();
 }
 
+/// Dirties every page of REL the pool holds again (after a round cleaned them) and makes
+/// every buffer's usage 0, so the next round writes them all.
+fn redirty(pool: &BufferPool) {
+    for b in 0..pool.nbuffers() as u32 {
+        let buf = pool
+            .read(crate::BufferTag::new(REL, ForkNumber::Main, b))
+            .unwrap();
+        buf.write()[100] ^= 1;
+    }
+    for d in pool.descs.iter() {
+        set_usage(d, 0);
+    }
+}
+
 /// Proves (`bgwriter_flush_once`): a block the bgwriter writes again before the data files
 /// are synced is not hinted again (the page cache absorbs the rewrite), and after a sync
 /// it is, and after a slow sync every write is; with the knob off, every write is hinted.
@@ -680,17 +694,6 @@ fn hibernates_when_idle_and_an_allocation_wakes_it() {
 /// the files synced and the same once more; hints counted by the pool's I/O statistics.
 #[test]
 fn a_block_is_hinted_once_until_the_files_are_synced() {
-    let redirty = |pool: &BufferPool| {
-        for b in 0..pool.nbuffers() as u32 {
-            let buf = pool
-                .read(crate::BufferTag::new(REL, ForkNumber::Main, b))
-                .unwrap();
-            buf.write()[100] ^= 1;
-        }
-        for d in pool.descs.iter() {
-            set_usage(d, 0);
-        }
-    };
     let hints = |pool: &BufferPool| pool.stats().by_writer(IoWriter::Bgwriter, IoOp::Writeback);
     for once in [true, false] {
         let mut c = config(32, "lru");
@@ -788,15 +791,7 @@ fn a_slow_or_unprobed_device_is_hinted_every_write() {
         dirty_pool(&pool);
         let r = pool.bgwriter_round();
         assert_eq!((r.buffers_written, hints()), (32, 32), "unprobed: {r:?}");
-        for b in 0..pool.nbuffers() as u32 {
-            let buf = pool
-                .read(crate::BufferTag::new(REL, ForkNumber::Main, b))
-                .unwrap();
-            buf.write()[100] ^= 1;
-        }
-        for d in pool.descs.iter() {
-            set_usage(d, 0);
-        }
+        redirty(&pool);
         let r = pool.bgwriter_round();
         assert_eq!(r.buffers_written, 32, "{r:?}");
         let expect = match probe {
