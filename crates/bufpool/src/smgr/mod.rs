@@ -214,8 +214,12 @@ pub struct Smgr {
     /// Completed `sync_each` calls (every pending file fsynced): writers that remember
     /// what they hinted since the last one ([`HintedOnce`]) read it.
     syncs_done: AtomicU64,
-    /// The tablespaces one of whose files took [`SLOW_SYNC`] or more to fsync.
-    slow_tablespaces: Mutex<Vec<u32>>,
+    /// The tablespaces one of whose files took [`SLOW_SYNC`] or more to fsync, with the
+    /// device each is on (None if the file system cannot tell).
+    slow_tablespaces: Mutex<Vec<(u32, Option<u64>)>>,
+    /// The device probes taken so far, one per device: (device, the tablespace it was
+    /// taken for, what it measured).
+    probes: Mutex<Vec<(u64, u32, DeviceProbe)>>,
     stats: Arc<IoStats>,
     _lock: Arc<dyn VfsFile>,
 }
@@ -298,6 +302,7 @@ impl Smgr {
             sync_queue: fsync::SyncQueue::default(),
             syncs_done: AtomicU64::new(0),
             slow_tablespaces: Mutex::new(Vec::new()),
+            probes: Mutex::new(Vec::new()),
             stats: Arc::new(IoStats::new()),
             _lock: lock,
         };
@@ -1190,16 +1195,50 @@ impl Smgr {
         Ok(report)
     }
 
-    /// Whether a file of `tablespace` has taken [`SLOW_SYNC`] or more to fsync since the
-    /// directory was opened: its device did not absorb what the page cache held for it.
+    /// Whether a file on `tablespace`'s device has taken [`SLOW_SYNC`] or more to fsync
+    /// since the directory was opened: the device did not absorb what the page cache held
+    /// for it. A file of another tablespace on the same device ([`Self::device_of`])
+    /// counts: the two share the device's bandwidth. Stats the tablespace's directory
+    /// once a slow fsync is known (call per batch of writes, not per write).
     pub fn slow_sync_in(&self, tablespace: u32) -> bool {
-        self.slow_tablespaces.lock().contains(&tablespace)
+        {
+            let slow = self.slow_tablespaces.lock();
+            if slow.is_empty() {
+                return false;
+            }
+            if slow.iter().any(|&(ts, _)| ts == tablespace) {
+                return true;
+            }
+        }
+        let Some(dev) = self.device_of(tablespace) else {
+            return false;
+        };
+        let slow = self.slow_tablespaces.lock();
+        slow.iter().any(|&(_, d)| d == Some(dev))
+    }
+
+    /// The device under `tablespace`'s directory ([`crate::vfs::Vfs::device_id`]): None if
+    /// the file system cannot tell or the directory cannot be read.
+    pub fn device_of(&self, tablespace: u32) -> Option<u64> {
+        self.vfs
+            .device_id(&self.tablespace_dir(tablespace))
+            .ok()
+            .flatten()
     }
 
     fn note_slow_tablespace(&self, tablespace: u32) {
+        if self
+            .slow_tablespaces
+            .lock()
+            .iter()
+            .any(|&(ts, _)| ts == tablespace)
+        {
+            return;
+        }
+        let dev = self.device_of(tablespace);
         let mut slow = self.slow_tablespaces.lock();
-        if !slow.contains(&tablespace) {
-            slow.push(tablespace);
+        if !slow.iter().any(|&(ts, _)| ts == tablespace) {
+            slow.push((tablespace, dev));
         }
     }
 

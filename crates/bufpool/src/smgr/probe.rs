@@ -1,10 +1,10 @@
 //! Device probe: how fast the device under a tablespace writes back pages that the page
 //! cache holds for it, measured the way the bgwriter's unhinted rewrites reach it
-//! (scattered pages of an allocated file, one fdatasync). `bgwriter_flush_once` uses it
-//! to decide, per tablespace and before any checkpoint, whether the page cache may keep
-//! rewrites of a block until the fsync (a fast device drains them in milliseconds) or
-//! every write must be hinted (a slow one turns them into a long fsync that stalls the
-//! log sharing it).
+//! (scattered pages of an allocated file, one fdatasync), once per device
+//! ([`Smgr::probe_device_once`]). `bgwriter_flush_once` uses it to decide, per device and
+//! before any checkpoint, whether the page cache may keep rewrites of a block until the
+//! fsync (a fast device drains them in milliseconds) or every write must be hinted (a
+//! slow one turns them into a long fsync that stalls the log sharing it).
 //!
 //! Owns: nothing between calls; a probe makes [`PROBE_FILE`] and unlinks it: for the
 //! default tablespace in the data directory itself (the same file system as `base/0`;
@@ -109,6 +109,25 @@ impl Smgr {
         let probe = result?;
         unlinked?;
         Ok(probe)
+    }
+
+    /// [`Self::probe_device`] once per device: a tablespace on a device probed before
+    /// (the same [`Smgr::device_of`]) gets that probe back, with the tablespace it was
+    /// taken for; tablespaces whose device cannot be told are probed each. A failed probe
+    /// is not remembered.
+    pub fn probe_device_once(&self, tablespace: u32) -> SmgrResult<(DeviceProbe, Option<u32>)> {
+        let dev = self.device_of(tablespace);
+        if let Some(d) = dev {
+            let probes = self.probes.lock();
+            if let Some(&(_, ts, p)) = probes.iter().find(|&&(pd, _, _)| pd == d) {
+                return Ok((p, Some(ts)));
+            }
+        }
+        let p = self.probe_device(tablespace)?;
+        if let Some(d) = dev {
+            self.probes.lock().push((d, tablespace, p));
+        }
+        Ok((p, None))
     }
 
     /// Where the probe of `tablespace` writes.
@@ -231,5 +250,34 @@ mod tests {
         let p = smgr.probe_device(0).unwrap();
         assert_eq!(p.pages, PROBE_PAGES / 2);
         assert!(!dir.path().join(PROBE_FILE).exists());
+    }
+
+    /// Tablespaces on one device share its probe and its slow fsyncs (two directories of
+    /// one file system); where the file system cannot tell devices apart (in memory), each
+    /// tablespace is probed and judged alone.
+    #[test]
+    fn tablespaces_on_one_device_share_its_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let loc = tempfile::tempdir().unwrap();
+        let real = smgr(Arc::new(crate::vfs::RealVfs), dir.path());
+        real.create_tablespace(1, loc.path()).unwrap();
+        assert!(real.device_of(0).is_some());
+        assert_eq!(real.device_of(0), real.device_of(1));
+        let (p0, first) = real.probe_device_once(0).unwrap();
+        assert_eq!(first, None, "the first tablespace of a device is probed");
+        assert_eq!(real.probe_device_once(1).unwrap(), (p0, Some(0)));
+        assert!(!real.slow_sync_in(1));
+        real.note_slow_sync(0);
+        assert!(real.slow_sync_in(0) && real.slow_sync_in(1), "one device");
+
+        let vfs = Arc::new(MemVfs::new());
+        let mem = smgr(vfs.clone(), Path::new("/db"));
+        vfs.create_dir_all(Path::new("/ts1")).unwrap();
+        mem.create_tablespace(1, Path::new("/ts1")).unwrap();
+        assert_eq!(mem.device_of(1), None);
+        assert_eq!(mem.probe_device_once(0).unwrap().1, None);
+        assert_eq!(mem.probe_device_once(1).unwrap().1, None, "probed again");
+        mem.note_slow_sync(0);
+        assert!(mem.slow_sync_in(0) && !mem.slow_sync_in(1), "judged alone");
     }
 }

@@ -27,11 +27,13 @@ pub const HINTED_ONCE_MAX_AGE: Duration = Duration::from_secs(30);
 /// of that block can be pending at the fsync; repeating it for a hot block only writes the
 /// same page to the device again and again.
 ///
-/// Only on a fast device: each tablespace's device is judged apart ([`Device`]). Until
-/// its device is probed ([`Smgr::probe_device`], at the next [`Self::refresh_devices`]),
-/// and for good once it is found slow or a file of it took [`super::SLOW_SYNC`] or more to
-/// fsync, every write to that tablespace is hinted (PostgreSQL's behaviour): a slow device
-/// would turn the rewrites left pending into a long fsync.
+/// Only on a fast device: each tablespace's device is judged ([`Device`]); tablespaces on
+/// one device share its probe and its slow fsyncs ([`Smgr::probe_device_once`],
+/// [`Smgr::slow_sync_in`]). Until its device is probed (at the next
+/// [`Self::refresh_devices`]), and for good once it is found slow or a file on it took
+/// [`super::SLOW_SYNC`] or more to fsync, every write to that tablespace is hinted
+/// (PostgreSQL's behaviour): a slow device would turn the rewrites left pending into a
+/// long fsync.
 ///
 /// A bitmap indexed by the tag's hash: a collision makes a block look hinted when it was
 /// not, and it then waits for the fsync or the kernel like an unhinted write (advice

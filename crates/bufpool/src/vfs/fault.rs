@@ -243,6 +243,10 @@ impl Vfs for FaultVfs {
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         self.hooked.read_link(path)
     }
+
+    fn device_id(&self, path: &Path) -> io::Result<Option<u64>> {
+        self.hooked.device_id(path)
+    }
 }
 
 #[cfg(test)]

@@ -89,6 +89,10 @@ impl Vfs for FencedVfs {
         call("readlink", path, || self.inner.read_link(path))
     }
 
+    fn device_id(&self, path: &Path) -> io::Result<Option<u64>> {
+        call("stat", path, || self.inner.device_id(path))
+    }
+
     fn is_fenced(&self) -> bool {
         true
     }

@@ -156,6 +156,10 @@ impl Vfs for HookVfs {
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         self.inner.read_link(path)
     }
+
+    fn device_id(&self, path: &Path) -> io::Result<Option<u64>> {
+        self.inner.device_id(path)
+    }
 }
 
 #[derive(Clone)]

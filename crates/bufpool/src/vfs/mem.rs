@@ -210,6 +210,11 @@ impl Vfs for MemVfs {
             None => Err(not_found(path)),
         }
     }
+
+    /// One memory, no devices to tell apart.
+    fn device_id(&self, _path: &Path) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 impl VfsFile for MemFile {

@@ -105,6 +105,10 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// The target of the symbolic link `path` (readlink(2)), as it was created; an error
     /// of kind `InvalidInput` (EINVAL) when `path` exists but is not a symbolic link.
     fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
+    /// The device that holds `path` (following links; st_dev on a real file system), or
+    /// None where the file system cannot tell (in memory, simulated): two paths with the
+    /// same `Some` share a device's bandwidth and its fsyncs.
+    fn device_id(&self, path: &Path) -> io::Result<Option<u64>>;
 }
 
 /// Operations on one open file. Offsets are absolute (pread/pwrite style), so one handle is

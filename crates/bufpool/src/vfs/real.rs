@@ -96,6 +96,11 @@ impl Vfs for RealVfs {
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         fs::read_link(path)
     }
+
+    fn device_id(&self, path: &Path) -> io::Result<Option<u64>> {
+        use std::os::unix::fs::MetadataExt as _;
+        Ok(Some(fs::metadata(path)?.dev()))
+    }
 }
 
 impl VfsFile for RealFile {

@@ -936,6 +936,11 @@ impl Vfs for SimVfs {
         }
         Err(not_found(path))
     }
+
+    /// The simulated disk does not say which device a path is on.
+    fn device_id(&self, _path: &Path) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 #[derive(Debug)]

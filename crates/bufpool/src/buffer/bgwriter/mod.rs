@@ -536,13 +536,22 @@ impl BufferPool {
         self.bgwriter_round_with(None)
     }
 
-    /// `bgwriter_flush_once`, per tablespace: probes the device of each tablespace first
-    /// written to since the last round and turns a device slow after a slow fsync of its
-    /// files (see [`HintedOnce`]), saying so in the log.
+    /// `bgwriter_flush_once`, per device: probes the device of each tablespace first
+    /// written to since the last round (once per device: tablespaces on one device share
+    /// its probe) and turns a device slow after a slow fsync of a file on it (see
+    /// [`HintedOnce`]), saying so in the log.
     fn judge_devices(&self, h: &mut HintedOnce) {
         let smgr = &self.smgr;
-        let probe = |ts: u32| match smgr.probe_device(ts) {
-            Ok(p) => {
+        let probe = |ts: u32| match smgr.probe_device_once(ts) {
+            Ok((p, Some(first))) => {
+                tracing::info!(
+                    "bgwriter: tablespace {ts} is on tablespace {first}'s device ({:.0} \
+                     pages/s)",
+                    p.pages_per_sec()
+                );
+                Some(p.is_fast())
+            }
+            Ok((p, None)) => {
                 tracing::info!(
                     "bgwriter: tablespace {ts}'s device wrote back {:.0} pages/s ({} pages \
                      per fdatasync, the slowest of {} took {:.1} ms)",
