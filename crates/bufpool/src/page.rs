@@ -55,7 +55,7 @@ pub fn is_valid_page_size(size: usize) -> bool {
     PAGE_SIZES.contains(&size)
 }
 
-#[inline]
+#[inline(always)]
 fn get_u16(page: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([page[off], page[off + 1]])
 }
@@ -87,10 +87,12 @@ pub fn set_flags(page: &mut [u8], flags: u16) {
     put_u16(page, OFF_FLAGS, flags);
 }
 
+#[inline(always)]
 pub fn lower(page: &[u8]) -> u16 {
     get_u16(page, OFF_LOWER)
 }
 
+#[inline(always)]
 pub fn upper(page: &[u8]) -> u16 {
     get_u16(page, OFF_UPPER)
 }
@@ -100,6 +102,7 @@ pub fn special(page: &[u8]) -> u16 {
 }
 
 /// Whether the page has never been initialized (its layout field is zero).
+#[inline(always)]
 pub fn is_new(page: &[u8]) -> bool {
     get_u16(page, OFF_LAYOUT) == 0
 }

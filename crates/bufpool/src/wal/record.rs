@@ -206,6 +206,9 @@ pub struct MultiCreate {
 const MULTI_HEAD: usize = 16;
 const MULTI_MEMBER: usize = 8;
 
+/// Bytes a [`RecordBuilder`] reserves when it is made.
+const INITIAL_CAPACITY: usize = 256;
+
 /// Builds the body of a record; the header's lsn, flushed and crc are stamped at insert:
 /// [`RecordBuilder::seal`] (before reserving log space: the body's CRC) then
 /// [`RecordBuilder::stamp`] (after: position fields and the cheap rest of the CRC).
@@ -222,7 +225,10 @@ pub struct RecordBuilder {
 
 impl RecordBuilder {
     pub fn new(kind: RecordKind, xid: u32, flags: u8, extra: u64) -> Self {
-        let mut buf = vec![0u8; HEADER_SIZE];
+        // Room for a typical change record (a block header and a few ranges) from the
+        // start: growing from the header's size cost two or three reallocations each.
+        let mut buf = Vec::with_capacity(INITIAL_CAPACITY);
+        buf.resize(HEADER_SIZE, 0);
         buf[24..28].copy_from_slice(&xid.to_le_bytes());
         buf[28] = kind as u8;
         buf[29] = flags;

@@ -311,7 +311,7 @@ impl<'e> Heap<'e> {
     /// (leaving the fillfactor's reserve), else into a new page.
     pub fn insert(&self, xid: Xid, data: &[u8]) -> Result<Tid, HeapError> {
         let pool = self.engine.pool();
-        let max = HeapPage(&vec![0u8; pool.page_size()]).max_tuple_data();
+        let max = HeapPage::max_tuple_data_in(pool.page_size());
         if data.len() > max {
             return Err(HeapError::TupleTooLarge {
                 len: data.len(),
@@ -323,9 +323,9 @@ impl<'e> Heap<'e> {
         loop {
             let n = pool.nblocks(self.rel, ForkNumber::Main)?;
             let hint = self.hint.load(Ordering::Relaxed);
-            let buf = match self.fsm.search(pool, need + reserve, hint, n)? {
-                Some(b) => pool.read(self.tag(b))?,
-                None => pool.extend(self.rel, ForkNumber::Main)?,
+            let (buf, extended) = match self.fsm.search(pool, need + reserve, hint, n)? {
+                Some(b) => (pool.read(self.tag(b))?, false),
+                None => (pool.extend(self.rel, ForkNumber::Main)?, true),
             };
             let block = buf.tag().block;
             let mut g = buf.write();
@@ -343,7 +343,13 @@ impl<'e> Heap<'e> {
                 let free = HeapPage(&g).free_space();
                 drop(g);
                 self.counters.count_insert();
-                self.fsm.set(pool, block, free)?;
+                // A new page enters the map. A page the map offered keeps its entry,
+                // which now promises a tuple's room too much: corrected below by the
+                // insert that finds the page full (PostgreSQL's
+                // RecordAndGetPageWithFreeSpace), one map lookup per insert saved.
+                if extended {
+                    self.fsm.set(pool, block, free)?;
+                }
                 self.hint.store(block, Ordering::Relaxed);
                 return Ok(Tid { block, slot });
             }
@@ -391,7 +397,7 @@ impl<'e> Heap<'e> {
     ) -> Result<u64, HeapError> {
         let pool = self.engine.pool();
         let page_size = pool.page_size();
-        let max = HeapPage(&vec![0u8; page_size]).max_tuple_data();
+        let max = HeapPage::max_tuple_data_in(page_size);
         // No page holds more rows than this (each takes at least an empty tuple and its
         // line pointer), so `rows left / this` pages are surely filled.
         let rows_per_page_max =

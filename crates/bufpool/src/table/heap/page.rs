@@ -74,7 +74,7 @@ pub enum ItemId {
 }
 
 impl ItemId {
-    #[inline]
+    #[inline(always)]
     fn decode(w: u32) -> ItemId {
         let offset = (w & 0x7FFF) as u16;
         let flags = ((w >> 15) & 3) as u8;
@@ -163,7 +163,7 @@ impl<'a> HeapPage<'a> {
     }
 
     /// Number of line pointers (slots 1..=n).
-    #[inline]
+    #[inline(always)]
     pub fn slots(&self) -> u16 {
         if page::is_new(self.0) {
             return 0;
@@ -172,7 +172,7 @@ impl<'a> HeapPage<'a> {
     }
 
     /// The line pointer of `slot` (1-based).
-    #[inline]
+    #[inline(always)]
     pub fn item(&self, slot: u16) -> ItemId {
         if slot == 0 || slot > self.slots() {
             return ItemId::Unused;
@@ -182,7 +182,7 @@ impl<'a> HeapPage<'a> {
     }
 
     /// Header and data of the tuple at `slot`, if it holds one.
-    #[inline]
+    #[inline(always)]
     pub fn tuple(&self, slot: u16) -> Option<(TupleHeader, &'a [u8])> {
         match self.item(slot) {
             ItemId::Normal { offset, len } => {
@@ -205,7 +205,12 @@ impl<'a> HeapPage<'a> {
 
     /// The largest tuple data an empty page of this size holds.
     pub fn max_tuple_data(&self) -> usize {
-        (self.0.len() - PAGE_HEADER_SIZE - ITEM_ID_SIZE) / TUPLE_ALIGN * TUPLE_ALIGN
+        Self::max_tuple_data_in(self.0.len())
+    }
+
+    /// The largest tuple data an empty page of `page_size` bytes holds.
+    pub fn max_tuple_data_in(page_size: usize) -> usize {
+        (page_size - PAGE_HEADER_SIZE - ITEM_ID_SIZE) / TUPLE_ALIGN * TUPLE_ALIGN
             - TUPLE_HEADER_SIZE
     }
 
