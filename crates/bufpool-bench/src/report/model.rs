@@ -408,6 +408,10 @@ pub struct PerInterval {
     pub tps_min: f64,
     pub tps_p5: f64,
     pub tps_p50: f64,
+    /// Median over the seconds of each second's maximum latency (ms): the typical
+    /// second's slowest transaction.
+    #[serde(default)]
+    pub max_latency_p50: f64,
     /// 99th percentile over the seconds of each second's maximum latency (ms).
     pub max_latency_p99: f64,
 }
@@ -601,6 +605,7 @@ impl RunResult {
                 tps_min: tps_sorted[0],
                 tps_p5: tps_sorted[3],
                 tps_p50: tps_sorted[30],
+                max_latency_p50: max_sorted[30],
                 max_latency_p99: max_sorted[59],
             },
             buffers: BufferCounts {

@@ -156,6 +156,7 @@ pub(crate) fn per_interval(series: &[Second]) -> PerInterval {
         tps_min: tps_sorted.first().copied().unwrap_or(0.0),
         tps_p5: pct(&tps_sorted, 0.05),
         tps_p50: pct(&tps_sorted, 0.50),
+        max_latency_p50: pct(&max_sorted, 0.50),
         max_latency_p99: pct(&max_sorted, 0.99),
     }
 }
