@@ -8,7 +8,9 @@
 //! `scripts/postgres-peer.sh` ([`postgres`]), which measures the server's processes
 //! itself. Engines run in turn within a round, rounds repeat the turn (`--rounds`), and
 //! the raw fdatasync rate of the data directory's device is measured before and after,
-//! so drift shows and hits every engine alike.
+//! so drift shows and hits every engine alike. Before the rounds, as many busy threads as
+//! clients measure the scheduler's own floor under the per-second maximum latency
+//! ([`crate::experiments::floor`]).
 //!
 //! Fairness, stated in the table: bufpool and SQLite are embedded (a transaction is a
 //! function call); PostgreSQL is client/server (each statement a round trip through a
@@ -470,6 +472,11 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
         &o.work_dir,
         std::time::Duration::from_secs(1),
     )?;
+    note(format!("the scheduler's floor: {} busy threads", o.clients));
+    let runqueue_ms = crate::experiments::floor::runqueue_per_second_max(
+        o.clients as usize,
+        std::time::Duration::from_secs(3),
+    );
     let mut runs: Vec<EngineRun> = Vec::new();
     'rounds: for round in 1..=o.rounds {
         for &engine in &engines {
@@ -519,7 +526,11 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
         })
         .collect();
     let targets = targets(o.sync, &runs);
-    let doc = to_json(o, &summaries, &skipped, [sync_before, sync_after], &targets);
+    let floors = Floors {
+        fdatasync: [sync_before, sync_after],
+        runqueue_ms,
+    };
+    let doc = to_json(o, &summaries, &skipped, &floors, &targets);
     let json_path = o.out_dir.join("compare.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&doc)?)
         .with_context(|| format!("writing {}", json_path.display()))?;
@@ -532,10 +543,7 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
     if o.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        print!(
-            "{}",
-            to_table(o, &summaries, &skipped, [sync_before, sync_after])
-        );
+        print!("{}", to_table(o, &summaries, &skipped, &floors));
         for t in &targets {
             println!(
                 "target {}: {:.3} (rounds {:.3}-{:.3}) {} {} {}",
@@ -684,11 +692,28 @@ fn num(v: f64) -> serde_json::Value {
     }
 }
 
+/// The machine's own figures around the rounds.
+struct Floors {
+    /// Raw write + fdatasync per second of the data directory, before and after.
+    fdatasync: [f64; 2],
+    /// Each second's longest wait for a CPU of as many busy threads as clients, ms.
+    runqueue_ms: Vec<f64>,
+}
+
+impl Floors {
+    /// The median second's longest wait for a CPU, ms.
+    fn runqueue_p50_ms(&self) -> f64 {
+        let mut v = self.runqueue_ms.clone();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    }
+}
+
 fn to_json(
     o: &CompareOptions,
     engines: &[EngineSummary],
     skipped: &[(EngineKind, String)],
-    fdatasync: [f64; 2],
+    floors: &Floors,
     targets: &[Ratio],
 ) -> serde_json::Value {
     let base = engines.iter().find(|e| e.engine == EngineKind::Bufpool);
@@ -744,7 +769,13 @@ fn to_json(
     json!({
         "engines": list,
         "skipped": skipped.iter().map(|(e, why)| json!({"name": e.name(), "reason": why})).collect::<Vec<_>>(),
-        "fdatasync_per_s": fdatasync,
+        "fdatasync_per_s": floors.fdatasync,
+        "scheduler_floor": {
+            "threads": o.clients,
+            "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
+            "max_gap_ms_per_second": floors.runqueue_ms.iter().map(|&v| num(v)).collect::<Vec<_>>(),
+            "max_gap_p50_ms": num(floors.runqueue_p50_ms()),
+        },
         "settings": settings(o),
         "machine": meta.get("machine"),
         "device": meta.get("device"),
@@ -764,7 +795,7 @@ fn to_table(
     o: &CompareOptions,
     engines: &[EngineSummary],
     skipped: &[(EngineKind, String)],
-    fdatasync: [f64; 2],
+    floors: &Floors,
 ) -> String {
     let mut t = String::new();
     let _ = writeln!(
@@ -870,7 +901,14 @@ fn to_table(
     let _ = writeln!(
         t,
         "raw fdatasync of the data directory: {:.0}/s before, {:.0}/s after",
-        fdatasync[0], fdatasync[1]
+        floors.fdatasync[0], floors.fdatasync[1]
+    );
+    let _ = writeln!(
+        t,
+        "the scheduler's floor: {} busy threads on {} CPUs wait up to {:.1} ms for a CPU in the median second",
+        o.clients,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        floors.runqueue_p50_ms()
     );
     let _ = writeln!(
         t,
