@@ -253,8 +253,7 @@ fn live_chain(page: HeapPage<'_>, root: u16) -> Option<u16> {
         ItemId::Redirect { to } => (to, HEAP_ONLY),
         _ => return None,
     };
-    let (h, _) = page.tuple(slot)?;
-    let m = h.infomask;
+    let m = page.infomask(slot)?;
     (m & (HEAP_ONLY | XMIN_INVALID) == heap_only
         && m & XMIN_COMMITTED != 0
         && m & (XMAX_INVALID | XMAX_LOCK_ONLY) != 0)
