@@ -790,6 +790,10 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
             "waits, over 10 ms: {}",
             crate::tpcb::waits::describe(&w.over_10ms)
         );
+        println!(
+            "waits, each second's slowest: {}",
+            crate::tpcb::waits::describe(&w.each_seconds_slowest)
+        );
     }
     if let Some(p) = &a.rate_profile {
         println!("rate profile: {p}");
@@ -910,6 +914,12 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
                 .collect::<serde_json::Map<_, _>>()
         }),
         "side_script": r.side_script,
+        "waits": r.waits.as_ref().map(|w| serde_json::json!({
+            "all": w.all,
+            "over_5ms": w.over_5ms,
+            "over_10ms": w.over_10ms,
+            "each_seconds_slowest": w.each_seconds_slowest,
+        })),
         "config": r.config,
     })
 }

@@ -117,6 +117,16 @@ pub struct WaitProfile {
     #[serde(default)]
     pub over_5ms: WaitBucket,
     pub over_10ms: WaitBucket,
+    /// Each second's slowest committed transaction together (one per second that
+    /// committed any): what the per-second maximum latency is made of. Absent in runs
+    /// recorded before it existed.
+    #[serde(default)]
+    pub each_seconds_slowest: WaitBucket,
+    /// The per-second trace: second i's slowest committed transaction (by the second it
+    /// ended in) and what it waited for; `transactions` is 0 for a second that committed
+    /// nothing.
+    #[serde(default)]
+    pub slowest_per_second: Vec<WaitBucket>,
 }
 
 /// Sums over a set of transactions, ms. `waits_ms` (by kind: row_lock, content_lock,

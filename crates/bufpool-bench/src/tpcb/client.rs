@@ -175,7 +175,8 @@ impl<'a, 'e> Client<'a, 'e> {
             if let Done::Committed(_) = done {
                 // From its start: what it waited for, not how late it started.
                 let took = end.duration_since(began).as_secs_f64() * 1e6;
-                out.waits.add(took, &mark, &end_mark);
+                let sec = end.duration_since(self.start).as_secs() as usize;
+                out.waits.add(sec, took, &mark, &end_mark);
             }
             last_mark = Some(end_mark);
             if self.opts.transaction_log {

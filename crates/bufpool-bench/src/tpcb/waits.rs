@@ -3,7 +3,9 @@
 //! (`/proc/thread-self/schedstat`: time on a CPU, time runnable but waiting for one), taken
 //! before and after each transaction and summed over all transactions and over those
 //! slower than [`SLOW_US`]. The slow ones say what a stall was made of: a row lock, a
-//! buffer's I/O, the WAL, the run queue, or time on the CPU.
+//! buffer's I/O, the WAL, the run queue, or time on the CPU. Each second's slowest
+//! transaction is kept with its figures (the per-second trace): what the per-second
+//! maximum latency is made of.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -120,19 +122,31 @@ impl Sums {
     }
 }
 
-/// One client's sums: all committed transactions, those over the latency target, and
-/// the slow ones.
+/// One client's sums: all committed transactions, those over the latency target, the
+/// slow ones, and each second's slowest.
 #[derive(Debug, Clone, Default)]
 pub(super) struct ClientWaits {
     all: Sums,
     over_target: Sums,
     slow: Sums,
+    /// By the second a transaction ended in: the slowest one's figures (wall time in
+    /// `wall_ns`; `transactions` 0 until the second has one).
+    per_second: Vec<Sums>,
 }
 
 impl ClientWaits {
-    /// Counts a committed transaction that took `wall_us` between the marks `from`, `to`.
-    pub(super) fn add(&mut self, wall_us: f64, from: &Mark, to: &Mark) {
+    /// Counts a committed transaction that took `wall_us` between the marks `from`, `to`
+    /// and ended in second `sec` of the run.
+    pub(super) fn add(&mut self, sec: usize, wall_us: f64, from: &Mark, to: &Mark) {
         let ns = (wall_us * 1000.0) as u64;
+        if self.per_second.len() <= sec {
+            self.per_second.resize(sec + 1, Sums::default());
+        }
+        let slowest = &mut self.per_second[sec];
+        if slowest.transactions == 0 || ns > slowest.wall_ns {
+            *slowest = Sums::default();
+            slowest.add(ns, from, to);
+        }
         self.all.add(ns, from, to);
         if wall_us > TARGET_US {
             self.over_target.add(ns, from, to);
@@ -146,15 +160,32 @@ impl ClientWaits {
     pub(super) fn profile(clients: impl Iterator<Item = ClientWaits>) -> WaitProfile {
         let (mut all, mut over_target, mut slow) =
             (Sums::default(), Sums::default(), Sums::default());
+        let mut per_second: Vec<Sums> = Vec::new();
         for c in clients {
             all.merge(&c.all);
             over_target.merge(&c.over_target);
             slow.merge(&c.slow);
+            if per_second.len() < c.per_second.len() {
+                per_second.resize(c.per_second.len(), Sums::default());
+            }
+            for (best, theirs) in per_second.iter_mut().zip(&c.per_second) {
+                if theirs.transactions > 0
+                    && (best.transactions == 0 || theirs.wall_ns > best.wall_ns)
+                {
+                    *best = theirs.clone();
+                }
+            }
+        }
+        let mut each = Sums::default();
+        for s in &per_second {
+            each.merge(s);
         }
         WaitProfile {
             all: all.bucket(),
             over_5ms: over_target.bucket(),
             over_10ms: slow.bucket(),
+            each_seconds_slowest: each.bucket(),
+            slowest_per_second: per_second.iter().map(Sums::bucket).collect(),
         }
     }
 }
@@ -243,9 +274,9 @@ mod tests {
             sched: Some((1_000_000, 500_000)),
         };
         let mut c = ClientWaits::default();
-        c.add(12_000.0, &m0, &m1); // slow
-        c.add(6_000.0, &m1, &m1); // over the target, not slow
-        c.add(500.0, &m1, &m1); // fast, no waits
+        c.add(0, 12_000.0, &m0, &m1); // slow
+        c.add(0, 6_000.0, &m1, &m1); // over the target, not slow
+        c.add(0, 500.0, &m1, &m1); // fast, no waits
         let p = ClientWaits::profile(std::iter::once(c));
         assert_eq!(p.all.transactions, 3);
         assert_eq!(p.over_5ms.transactions, 2);
@@ -267,8 +298,42 @@ mod tests {
             waits: w,
             sched: None,
         };
-        c.add(20_000.0, &m, &m);
+        c.add(0, 20_000.0, &m, &m);
         let p = ClientWaits::profile(std::iter::once(c));
         assert_eq!(p.over_10ms.on_cpu_ms, None);
+    }
+
+    #[test]
+    fn each_second_keeps_its_slowest_transaction_over_all_clients() {
+        let quiet = Mark {
+            waits: WaitTimes::default(),
+            sched: Some((0, 0)),
+        };
+        let mut w = WaitTimes::default();
+        w.ns[Wait::ContentLock as usize] = 3_000_000;
+        w.count[Wait::ContentLock as usize] = 1;
+        let locked = Mark {
+            waits: w,
+            sched: Some((1_000_000, 4_000_000)),
+        };
+        // Client a: second 0's slowest is 2 ms; second 2 has a 7 ms one with a lock wait.
+        let mut a = ClientWaits::default();
+        a.add(0, 1_000.0, &quiet, &quiet);
+        a.add(0, 2_000.0, &quiet, &quiet);
+        a.add(0, 1_500.0, &quiet, &quiet);
+        a.add(2, 7_000.0, &quiet, &locked);
+        // Client b: a slower one in second 0; nothing in seconds 1 and 2.
+        let mut b = ClientWaits::default();
+        b.add(0, 3_000.0, &quiet, &quiet);
+        let p = ClientWaits::profile([a, b].into_iter());
+        let walls: Vec<f64> = p.slowest_per_second.iter().map(|s| s.wall_ms).collect();
+        assert_eq!(walls, vec![3.0, 0.0, 7.0]);
+        assert_eq!(p.slowest_per_second[1].transactions, 0);
+        assert_eq!(p.slowest_per_second[2].waits_ms["content_lock"], 3.0);
+        assert_eq!(p.slowest_per_second[2].runqueue_ms, Some(4.0));
+        assert_eq!(p.each_seconds_slowest.transactions, 2);
+        assert!((p.each_seconds_slowest.wall_ms - 10.0).abs() < 1e-9);
+        assert_eq!(p.each_seconds_slowest.waits_ms["content_lock"], 3.0);
+        assert_eq!(p.all.transactions, 5);
     }
 }
