@@ -520,6 +520,10 @@ pub struct BenchArgs {
     /// pgbench_branches, pgbench_tellers and pgbench_accounts (for stress runs).
     #[arg(long = "vacuum-every", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub vacuum_every: Option<u64>,
+    /// Records every buffer request of the run (page, hit or miss, ring, time; 24 bytes
+    /// each) to FILE, for `bufpool trace replay`.
+    #[arg(long = "trace", value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Data directory.
     #[arg(short = 'D', long = "pgdata", default_value = "bufpool-data")]
     pub dir: PathBuf,
@@ -560,6 +564,7 @@ impl BenchArgs {
             side_script: None,
             side_pause_ms: None,
             vacuum_every: None,
+            trace: None,
         }
     }
 }
@@ -661,7 +666,7 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         vacuum_every_s: a.vacuum_every,
         autovacuum: None,
     };
-    run_tpcb(&a.dir, &a.sets, opts)
+    run_tpcb_traced(&a.dir, &a.sets, opts, a.trace.as_deref())
 }
 
 /// Runs `opts` on the database at `dir` with knobs `sets` (over its bufpool.conf): opens
@@ -670,7 +675,17 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
 pub(crate) fn run_tpcb(
     dir: &Path,
     sets: &[(String, String)],
+    opts: BenchOptions,
+) -> Result<RunOutcome> {
+    run_tpcb_traced(dir, sets, opts, None)
+}
+
+/// [`run_tpcb`], recording every buffer request of the run to `trace` if given.
+pub(crate) fn run_tpcb_traced(
+    dir: &Path,
+    sets: &[(String, String)],
     mut opts: BenchOptions,
+    trace: Option<&Path>,
 ) -> Result<RunOutcome> {
     let (c, _) = load_config(dir, sets)?;
     let vfs = RealVfs::new();
@@ -699,7 +714,26 @@ pub(crate) fn run_tpcb(
     opts.autovacuum = c
         .autovacuum
         .then(|| bufpool::table::AutovacuumOptions::from_config(&c));
-    let out = tpcb::run::run(&db, &opts)?;
+    if let Some(path) = trace {
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("creating the trace {}", path.display()))?;
+        engine.pool().start_trace(Box::new(file))?;
+    }
+    let mut out = tpcb::run::run(&db, &opts)?;
+    if let Some(path) = trace {
+        let t = engine
+            .pool()
+            .stop_trace()
+            .with_context(|| format!("writing the trace {}", path.display()))?;
+        eprintln!(
+            "trace: {} requests, {:.1} MB, to {} ({} dropped at the stop)",
+            t.records,
+            t.bytes as f64 / 1e6,
+            path.display(),
+            t.dropped
+        );
+        out.trace = Some(t);
+    }
     drop(db);
     engine.shutdown()?;
     Ok(out)
@@ -914,6 +948,11 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
                 .collect::<serde_json::Map<_, _>>()
         }),
         "side_script": r.side_script,
+        "trace": o.trace.map(|t| serde_json::json!({
+            "records": t.records,
+            "bytes": t.bytes,
+            "dropped": t.dropped,
+        })),
         "waits": r.waits.as_ref().map(|w| serde_json::json!({
             "all": w.all,
             "over_5ms": w.over_5ms,

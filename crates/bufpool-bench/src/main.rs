@@ -10,6 +10,7 @@ mod maintenance;
 mod report;
 mod seeds;
 mod tpcb;
+mod trace;
 
 use std::path::PathBuf;
 
@@ -55,6 +56,8 @@ enum Command {
     /// Runs the same TPC-B on bufpool, PostgreSQL and SQLite, one at a time, and prints one
     /// table and writes one report (./bufpool-compare/index.html).
     Compare(CompareArgs),
+    /// Replays access traces (`bench --trace FILE`) through the replacement policies.
+    Trace(trace::TraceCli),
     /// SQLite's side of `compare` (a child process per phase).
     #[command(hide = true)]
     SqliteTpcb(SqliteTpcbArgs),
@@ -317,6 +320,7 @@ fn main() -> Result<()> {
             command: command.clone(),
         }),
         Some(Command::SqliteTpcb(a)) => sqlite_tpcb(a),
+        Some(Command::Trace(t)) => trace::run(t),
         None => {
             let secs = std::env::var("BUFPOOL_MAIN_SECONDS")
                 .ok()

@@ -41,10 +41,13 @@ pub enum Wait {
     /// thread's read or write of the slot it wants (IO/SLRURead, IO/SLRUWrite and
     /// LWLock/XactBuffer, MultiXactOffsetBuffer, ...).
     SlruIo = 9,
+    /// A replacement policy's miss-path lock held by another thread (`sieve`'s list);
+    /// PostgreSQL's clock sweep has none (8.0's ARC and 2Q waited on BufFreelistLock).
+    ReplacementLock = 10,
 }
 
 /// How many kinds there are.
-pub const KINDS: usize = 10;
+pub const KINDS: usize = 11;
 
 impl Wait {
     pub const ALL: [Wait; KINDS] = [
@@ -58,6 +61,7 @@ impl Wait {
         Wait::WalFlush,
         Wait::SlruLock,
         Wait::SlruIo,
+        Wait::ReplacementLock,
     ];
 
     /// Its name in reports and JSON.
@@ -73,6 +77,7 @@ impl Wait {
             "wal_flush",
             "slru_lock",
             "slru_io",
+            "replacement_lock",
         ][self as usize]
     }
 }

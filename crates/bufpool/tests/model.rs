@@ -14,6 +14,8 @@
 //! its page's contents, and every pin is released; and with one read failing (EIO from the
 //! FaultVfs): whoever's read fails gets the error, the other waits and gets its page or
 //! the error, nobody hangs, and nothing stays pinned or in progress.
+//! The first two also run under `buffer_replacement = sieve`, and SIEVE's list is modelled
+//! against a relation drop (`sieve_list_survives_a_drop`).
 #![cfg(feature = "shuttle")]
 
 use std::path::Path;
@@ -34,8 +36,9 @@ fn put(page: &mut [u8], off: usize, v: u64) {
     page[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }
 
-fn config() -> Config {
+fn config(policy: &str) -> Config {
     let mut c = Config::default();
+    c.set("buffer_replacement", policy).unwrap();
     c.set("shared_buffers", "16").unwrap();
     c.set("block_size", "4kB").unwrap();
     c.set("buffer_mapping_partitions", "4").unwrap();
@@ -61,12 +64,12 @@ fn fill(pool: &BufferPool, rel: RelFileId, n: u32) {
     pool.drop_buffers(rel, None, 0).unwrap();
 }
 
-fn new_pool(vfs: &MemVfs) -> Arc<BufferPool> {
+fn new_pool(vfs: &MemVfs, policy: &str) -> Arc<BufferPool> {
     Arc::new(
         BufferPool::open(
             Arc::new(vfs.clone()) as Arc<dyn Vfs>,
             Path::new("/db"),
-            &config(),
+            &config(policy),
             true,
         )
         .unwrap(),
@@ -74,9 +77,9 @@ fn new_pool(vfs: &MemVfs) -> Arc<BufferPool> {
 }
 
 /// Three threads miss on the same three pages at once: each page is read exactly once.
-fn no_duplicate_reads() {
+fn no_duplicate_reads(policy: &str) {
     let vfs = MemVfs::new();
-    let pool = new_pool(&vfs);
+    let pool = new_pool(&vfs, policy);
     fill(&pool, DATA, 3);
     let before = pool.stats().total(IoOp::Read);
     let threads: Vec<_> = [[0u32, 1, 2], [2, 1, 0], [1, 2, 0]]
@@ -103,11 +106,11 @@ fn no_duplicate_reads() {
 }
 
 /// Two updaters and a flusher on 5 pages competing for 3 free buffers.
-fn pins_hold_and_dirty_is_never_lost() {
+fn pins_hold_and_dirty_is_never_lost(policy: &str) {
     let vfs = MemVfs::new();
     let bumps: Arc<Vec<AtomicU64>> = Arc::new((0..5).map(|_| AtomicU64::new(0)).collect());
     {
-        let pool = new_pool(&vfs);
+        let pool = new_pool(&vfs, policy);
         fill(&pool, FILLER, 13);
         fill(&pool, DATA, 5);
         let held: Vec<_> = (0..13)
@@ -151,7 +154,7 @@ fn pins_hold_and_dirty_is_never_lost() {
         pool.check_invariants().unwrap();
     }
     // A fresh pool over the same storage sees every update.
-    let pool = new_pool(&vfs);
+    let pool = new_pool(&vfs, policy);
     for b in 0..5u32 {
         let buf = pool.read(tag(DATA, b)).unwrap();
         assert_eq!(
@@ -167,7 +170,7 @@ fn pins_hold_and_dirty_is_never_lost() {
 /// is dropped after its first page, with its read perhaps still in flight.
 fn read_run_races_a_reader(drop_early: bool) {
     let vfs = MemVfs::new();
-    let pool = new_pool(&vfs);
+    let pool = new_pool(&vfs, "clock");
     fill(&pool, DATA, 4);
     let before = pool.stats().total(IoOp::Read);
     let runner = {
@@ -215,7 +218,7 @@ fn failed_read_run_wakes_a_reader() {
         BufferPool::open(
             Arc::new(fault.clone()) as Arc<dyn Vfs>,
             Path::new("/db"),
-            &config(),
+            &config("clock"),
             true,
         )
         .unwrap(),
@@ -282,22 +285,82 @@ fn model_read_run_dropped_early_random() {
     shuttle::check_random(|| read_run_races_a_reader(true), 1000);
 }
 
+/// SIEVE's list against a relation drop: two threads miss on DATA's pages (taking
+/// victims from the list, moving them to its head) while a third drops OTHER's buffers
+/// (off the list, onto the free list), which the hand may meet at any point: afterwards
+/// the list holds exactly the buffers that hold a page, each once (`check_invariants`).
+fn sieve_list_survives_a_drop() {
+    const OTHER: RelFileId = RelFileId::new(0, 3);
+    let vfs = MemVfs::new();
+    let pool = new_pool(&vfs, "sieve");
+    fill(&pool, FILLER, 12);
+    fill(&pool, DATA, 4);
+    fill(&pool, OTHER, 3);
+    let held: Vec<_> = (0..12)
+        .map(|b| pool.read(tag(FILLER, b)).unwrap())
+        .collect();
+    for b in 0..3 {
+        drop(pool.read(tag(OTHER, b)).unwrap());
+    }
+    let mut threads = Vec::new();
+    for order in [[0u32, 1, 2, 3], [3, 2, 1, 0]] {
+        let pool = pool.clone();
+        threads.push(shuttle::thread::spawn(move || {
+            for b in order {
+                let buf = pool.read(tag(DATA, b)).unwrap();
+                assert_eq!(get(&buf.read(), BODY), u64::from(b));
+            }
+        }));
+    }
+    {
+        let pool = pool.clone();
+        threads.push(shuttle::thread::spawn(move || {
+            pool.drop_buffers(OTHER, None, 0).unwrap();
+        }));
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    drop(held);
+    pool.check_invariants().unwrap();
+}
+
 #[test]
 fn model_no_duplicate_reads_random() {
-    shuttle::check_random(no_duplicate_reads, 2000);
+    shuttle::check_random(|| no_duplicate_reads("clock"), 2000);
 }
 
 #[test]
 fn model_no_duplicate_reads_pct() {
-    shuttle::check_pct(no_duplicate_reads, 2000, 3);
+    shuttle::check_pct(|| no_duplicate_reads("clock"), 2000, 3);
 }
 
 #[test]
 fn model_pins_and_dirty_flags_random() {
-    shuttle::check_random(pins_hold_and_dirty_is_never_lost, 2000);
+    shuttle::check_random(|| pins_hold_and_dirty_is_never_lost("clock"), 2000);
 }
 
 #[test]
 fn model_pins_and_dirty_flags_pct() {
-    shuttle::check_pct(pins_hold_and_dirty_is_never_lost, 2000, 3);
+    shuttle::check_pct(|| pins_hold_and_dirty_is_never_lost("clock"), 2000, 3);
+}
+
+#[test]
+fn model_sieve_no_duplicate_reads_pct() {
+    shuttle::check_pct(|| no_duplicate_reads("sieve"), 1000, 3);
+}
+
+#[test]
+fn model_sieve_pins_and_dirty_flags_random() {
+    shuttle::check_random(|| pins_hold_and_dirty_is_never_lost("sieve"), 1000);
+}
+
+#[test]
+fn model_sieve_list_survives_a_drop_random() {
+    shuttle::check_random(sieve_list_survives_a_drop, 1000);
+}
+
+#[test]
+fn model_sieve_list_survives_a_drop_pct() {
+    shuttle::check_pct(sieve_list_survives_a_drop, 1000, 3);
 }

@@ -12,6 +12,7 @@ pub mod checkpoint;
 pub mod device;
 pub(crate) mod floor;
 pub mod mutex_pool;
+pub mod policies;
 pub mod pool;
 pub mod runner;
 pub mod scans;
@@ -48,6 +49,11 @@ pub enum Which {
     /// B+tree lookups against std BTreeMap, their 2-thread scaling, and a heap scan with
     /// visibility checks against summing a Vec.
     Table(table::Args),
+    /// Replacement policies (`buffer_replacement`): recorded TPC-B traces (alone, beside a
+    /// scan larger than the pool with rings off and on) replayed through each policy and
+    /// Belady's optimum at a quarter and a tenth of the data, scan resistance, live tps
+    /// and hit-path cost.
+    Policies(policies::Args),
     /// The background writer: TPC-B with it off, on, at PostgreSQL's and seed 004's
     /// settings and with seed 000's alternatives, at full speed, a steady rate and bursty;
     /// what slow transactions waited for; a round's cost at
@@ -97,6 +103,8 @@ pub fn report_of(cli: ExperimentCli, command: Vec<String>) -> Result<Report> {
         Which::Table(a) => {
             runner::run("table", c, command, |r| table::run(&a, r)).context("experiment table")?
         }
+        Which::Policies(a) => runner::run("policies", c, command, |r| policies::run(&a, r))
+            .context("experiment policies")?,
         Which::Bgwriter(a) => runner::run("bgwriter", c, command, |r| bgwriter::run(&a, r))
             .context("experiment bgwriter")?,
         Which::Checkpoint(a) => runner::run("checkpoint", c, command, |r| checkpoint::run(&a, r))

@@ -108,6 +108,7 @@ impl Merged {
             lag_max_ms: total.lag_max / 1000.0,
             batches: Default::default(),
             vacuums: Default::default(),
+            trace: None,
         }
     }
 }

@@ -167,6 +167,8 @@ pub struct RunOutcome {
     pub batches: BatchStats,
     /// What `--vacuum-every` did.
     pub vacuums: super::vacuum::VacuumStats,
+    /// What `--trace` recorded.
+    pub trace: Option<bufpool::buffer::trace::TraceSummary>,
 }
 
 /// Tells the threads beside the clients that the run is over, when dropped.

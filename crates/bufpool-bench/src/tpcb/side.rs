@@ -10,6 +10,10 @@
 //!   subtransaction SLRU.
 //! - `long-running` (experiment 2's longrunning.sql): BEGIN; one INSERT; a pause (10 s);
 //!   COMMIT: holds the oldest running transaction back for 10 s at a time.
+//! - `full-scan` (not seed 002's: replacement experiments): a full scan of
+//!   `pgbench_accounts` (`SELECT count(*)`), then the pause (none by default), again and
+//!   again: a scan larger than the pool beside the clients, through a ring unless
+//!   `bulkread_ring_size = 0`.
 //!
 //! The side thread's transactions are counted apart from the clients' (their tps and
 //! latency are the clients' alone, as pgbench's first instance reports them).
@@ -33,6 +37,8 @@ pub enum SideScript {
     SavepointOverflow,
     #[value(name = "long-running")]
     LongRunning,
+    #[value(name = "full-scan")]
+    FullScan,
 }
 
 impl SideScript {
@@ -40,6 +46,7 @@ impl SideScript {
         match self {
             SideScript::SavepointOverflow => "savepoint-overflow",
             SideScript::LongRunning => "long-running",
+            SideScript::FullScan => "full-scan",
         }
     }
 
@@ -48,6 +55,7 @@ impl SideScript {
         match self {
             SideScript::SavepointOverflow => Duration::from_secs(1),
             SideScript::LongRunning => Duration::from_secs(10),
+            SideScript::FullScan => Duration::ZERO,
         }
     }
 }
@@ -105,6 +113,16 @@ pub fn long_running(
     Ok(())
 }
 
+/// One full scan of `pgbench_accounts` under a fresh snapshot, then the pause. Returns
+/// the rows it saw.
+pub fn full_scan(db: &Db<'_>, wait: Duration, stop: &dyn Fn() -> bool) -> Result<u64> {
+    let snap = db.engine.txns().snapshot(bufpool::txn::INVALID_XID);
+    let mut rows = 0u64;
+    db.accounts.scan(&snap, |_, _| rows += 1)?;
+    pause(wait, stop);
+    Ok(rows)
+}
+
 /// Runs `script` over and over until `done` (the clients finished) or `stop` (Ctrl-C).
 pub fn run(
     db: &Db<'_>,
@@ -127,6 +145,9 @@ pub fn run(
                 out.subtransactions += savepoint_overflow(db, test, SAVEPOINTS, wait, &over)?;
             }
             SideScript::LongRunning => long_running(db, test, wait, &over)?,
+            SideScript::FullScan => {
+                full_scan(db, wait, &over)?;
+            }
         }
         out.transactions += 1;
         out.longest_ms = out.longest_ms.max(began.elapsed().as_secs_f64() * 1e3);

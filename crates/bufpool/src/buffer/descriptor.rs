@@ -24,6 +24,8 @@ pub struct BufferDesc {
     pub(super) hash_next: AtomicU32,
     pub(super) id: u32,
     pub(super) content_lock: RawContentLock,
+    /// The replacement policy's word for this buffer (`policy/`: list links).
+    pub(super) link: AtomicU64,
 }
 
 #[cfg(not(feature = "shuttle"))]
@@ -53,6 +55,7 @@ impl BufferDesc {
             hash_next: AtomicU32::new(NIL),
             id,
             content_lock: RawContentLock::new(),
+            link: AtomicU64::new(0),
         }
     }
 
@@ -198,32 +201,6 @@ impl BufferDesc {
         }
     }
 
-    /// Clock sweep's visit: if unpinned with usage credit left, takes one unit and returns
-    /// `Visit::Decremented`; if unpinned with none, pins it (refcount 0 → 1) and returns
-    /// `Visit::Pinned`; if pinned or header-locked, `Visit::Busy`.
-    #[inline]
-    pub fn sweep_visit(&self) -> Visit {
-        let s = self.state.load(Ordering::Relaxed);
-        if s & LOCKED != 0 || refcount(s) != 0 {
-            return Visit::Busy;
-        }
-        if usage(s) > 0 {
-            // A lost race just means someone pinned it meanwhile: it stays hot.
-            let _ =
-                self.state
-                    .compare_exchange(s, s - USAGE_ONE, Ordering::Relaxed, Ordering::Relaxed);
-            Visit::Decremented
-        } else if self
-            .state
-            .compare_exchange(s, s + REFCOUNT_ONE, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            Visit::Pinned(s + REFCOUNT_ONE)
-        } else {
-            Visit::Busy
-        }
-    }
-
     /// Sets DIRTY and JUST_DIRTIED (clearing BGWRITER_CLEANED); the caller holds a pin and
     /// the exclusive content lock. Returns the state before: DIRTY clear means the dirty
     /// map (if any) needs the bit; BGWRITER_CLEANED set means a bgwriter write was wasted.
@@ -252,13 +229,4 @@ impl BufferDesc {
             }
         }
     }
-}
-
-/// What the clock sweep did at one buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Visit {
-    Busy,
-    Decremented,
-    /// Pinned as a victim; carries the new state.
-    Pinned(u64),
 }

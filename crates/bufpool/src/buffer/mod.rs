@@ -1,7 +1,7 @@
 //! The buffer pool: a fixed set of page frames shared by all threads, caching the pages of
 //! relation files.
 //!
-//! Owns: the descriptors, the page arena, the mapping table, the clock, I/O wait stripes,
+//! Owns: the descriptors, the page arena, the mapping table, replacement (`policy/`), I/O wait stripes,
 //! the one write path (`BufferPool::flush_locked`, which counts the WAL flushes it forces),
 //! the background writer's state (`bgwriter/`; its lock rules are in its `mod.rs`), and the rings'
 //! knobs and counters (`ring.rs`: access strategies, another victim source).
@@ -11,7 +11,7 @@
 //!    tag (a pinned buffer cannot be retagged). VALID → done: one CAS to pin, one to unpin.
 //! 2. Miss: under the shared partition lock, look again (authoritative). Still absent →
 //!    take a victim (`victim_for`: the operation's ring if it has one and a member is
-//!    reusable, see `ring.rs`; else the free list or the clock sweep; pinned), write it
+//!    reusable, see `ring.rs`; else the free list or the replacement policy; pinned), write it
 //!    out if dirty (content lock taken with try-lock, as PostgreSQL does, so a victim locked
 //!    by someone waiting on us cannot deadlock), lock the old and new partitions in index
 //!    order, re-check that nobody loaded the page meanwhile, lock the victim's header and
@@ -44,16 +44,18 @@
 mod arena;
 pub mod bgwriter;
 pub mod checkpoint;
-mod clock;
 mod descriptor;
 mod error;
 mod guard;
 mod io_wait;
 mod mapping;
 mod options;
+mod policy;
 mod read_run;
+pub mod replay;
 pub mod ring;
 pub(crate) mod state;
+pub mod trace;
 
 pub use arena::{HugePageUse, PageArena};
 pub use bgwriter::{BgwriterErrorHook, BgwriterHandle, BgwriterStats, RoundReport};
@@ -73,6 +75,7 @@ pub use options::{
     MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, MAX_BGWRITER_LRU_PERCENT_THOUSANDTHS, MAX_BUFFERS,
     MAX_MAPPING_PARTITIONS, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
+pub use policy::ReplacementPolicy;
 pub use read_run::{ReadRun, ReadRunStats, LOOKAHEAD_PINS_POOL_DIVISOR};
 pub use ring::{
     Ring, RingKind, RingOptions, RingStats, DEFAULT_BULKREAD_RING_BYTES,
@@ -212,6 +215,16 @@ thread_local! {
     static WRITE_SCRATCH: Cell<Option<AlignedBuf>> = const { Cell::new(None) };
 }
 
+/// A trace record's ring flag.
+#[inline]
+fn ring_flag(ring: bool) -> u8 {
+    if ring {
+        trace::RING
+    } else {
+        0
+    }
+}
+
 /// A shared buffer pool over one storage manager.
 pub struct BufferPool {
     /// Shared (`Arc`) with the completions of reads run ahead of use (`read_run.rs`),
@@ -219,7 +232,9 @@ pub struct BufferPool {
     descs: Arc<[BufferDesc]>,
     arena: PageArena,
     mapping: Mapping,
-    clock: clock::Clock,
+    repl: policy::Replacement,
+    /// Access tracing (`trace.rs`): off unless a recording is under way.
+    trace: trace::Tracer,
     io_wait: Arc<io_wait::IoWait>,
     smgr: Arc<Smgr>,
     wal: Arc<dyn WalFlush>,
@@ -304,7 +319,8 @@ impl BufferPool {
             descs: (0..nbuffers as u32).map(BufferDesc::new).collect(),
             arena,
             mapping: Mapping::new(nbuffers, opts.mapping_partitions),
-            clock: clock::Clock::new(nbuffers),
+            repl: policy::Replacement::new(opts.replacement, nbuffers),
+            trace: trace::Tracer::default(),
             io_wait: Arc::new(io_wait::IoWait::new()),
             smgr,
             wal,
@@ -335,11 +351,22 @@ impl BufferPool {
     }
     /// (completed passes, next buffer) of the clock hand.
     pub fn clock_position(&self) -> (u64, u64) {
-        self.clock.position()
+        self.repl.position()
     }
+    /// Starts recording every buffer request to `sink` (see `trace.rs`); one recording
+    /// at a time.
+    pub fn start_trace(&self, sink: trace::TraceSink) -> Result<(), trace::TraceError> {
+        self.trace.start(sink, self.descs.len(), self.page_size)
+    }
+
+    /// Stops the recording and returns its totals.
+    pub fn stop_trace(&self) -> Result<trace::TraceSummary, trace::TraceError> {
+        self.trace.stop()
+    }
+
     /// Buffers handed out by replacement so far (the bgwriter's demand estimate).
     pub fn allocations(&self) -> u64 {
-        self.clock.allocations()
+        self.repl.allocations()
     }
     /// Makes the bgwriter write through O_DSYNC handles (seed 001's O_SYNC bgwriter:
     /// `checkpoint_sync_method = open_datasync`); backends keep buffered writes.
@@ -441,6 +468,10 @@ impl BufferPool {
                 d.pin()
             };
             if s & TAG_VALID != 0 && d.tag_is(&tag) {
+                if self.trace.on() {
+                    self.trace
+                        .record(&tag, trace::HIT | ring_flag(ring.is_some()));
+                }
                 if s & VALID != 0 {
                     self.smgr.stats().count(context, IoOp::Hit, 1);
                     return Ok(BufferRef { pool: self, id });
@@ -456,6 +487,15 @@ impl BufferPool {
     /// and never waits for another thread's read. A hit is counted under `context`.
     /// (The cache trail of seed 003's step 3A walks back over such pages.)
     pub fn read_resident(&self, tag: BufferTag, context: IoContext) -> Option<BufferRef<'_>> {
+        let found = self.resident(tag, context);
+        if self.trace.on() {
+            let hit = if found.is_some() { trace::HIT } else { 0 };
+            self.trace.record(&tag, trace::PROBE | hit);
+        }
+        found
+    }
+
+    fn resident(&self, tag: BufferTag, context: IoContext) -> Option<BufferRef<'_>> {
         let hash = tag.hash64();
         let id = self.mapping.lookup_optimistic(&self.descs, &tag, hash)?;
         let d = &self.descs[id as usize];
@@ -572,6 +612,26 @@ impl BufferPool {
         tag: BufferTag,
         hash: u64,
         context: IoContext,
+        ring: Option<&mut Ring>,
+    ) -> BufferResult<Claim> {
+        let ringed = ring.is_some();
+        let claim = self.claim_untraced(tag, hash, context, ring)?;
+        if self.trace.on() {
+            let hit = if matches!(claim, Claim::Mapped(_)) {
+                trace::HIT
+            } else {
+                0
+            };
+            self.trace.record(&tag, hit | ring_flag(ringed));
+        }
+        Ok(claim)
+    }
+
+    fn claim_untraced(
+        &self,
+        tag: BufferTag,
+        hash: u64,
+        context: IoContext,
         mut ring: Option<&mut Ring>,
     ) -> BufferResult<Claim> {
         let partition = self.mapping.partition_of(hash);
@@ -647,8 +707,11 @@ impl BufferPool {
             }
             vd.set_tag(&tag);
             self.mapping.insert_locked(&self.descs, victim, hash);
-            vd.unlock_header((s & REFCOUNT_MASK) | USAGE_ONE | TAG_VALID | IO_IN_PROGRESS);
+            vd.unlock_header(
+                (s & REFCOUNT_MASK) | self.repl.admit_usage() | TAG_VALID | IO_IN_PROGRESS,
+            );
             drop((_g1, _g2));
+            self.repl.retagged(&*self.descs, victim);
             self.note_retagged(ring, victim, tag, s, context);
             return Ok(Claim::Retagged(victim));
         }
@@ -1032,9 +1095,13 @@ impl BufferPool {
                 }
                 let removed = self.mapping.remove_locked(&self.descs, id, hash);
                 debug_assert!(removed, "buffer {id} ({tag}) was not on its mapping chain");
+                // Off the policy's lists while the header lock keeps its hand away: once
+                // unlocked, a victim search may take the buffer and retag it, and a later
+                // `forget` would drop that page from the lists.
+                self.repl.forget(&*self.descs, id);
                 d.unlock_header(0);
                 drop(_p);
-                self.clock.push_free(id);
+                self.repl.push_free(id);
                 dropped += 1;
                 break;
             }
@@ -1158,6 +1225,9 @@ impl BufferPool {
             if usage(s) > USAGE_COUNT_MAX {
                 problems.push(format!("buffer {} has usage count {}", d.id, usage(s)));
             }
+        }
+        if let Err(e) = self.repl.check_invariants(&*self.descs) {
+            problems.push(format!("{:?} replacement: {e}", self.repl.kind()));
         }
         crate::invariants::Violations(problems).into_result()
     }

@@ -11,6 +11,7 @@ use crate::smgr::SmgrOptions;
 use crate::vfs::aio::{AioOptions, MAX_IO_WORKERS};
 
 pub use super::arena::HugePages;
+use super::policy::ReplacementPolicy;
 use super::ring::{RingOptions, MAX_RING_BYTES, MIN_RING_BYTES};
 
 /// Fewest buffers a pool may have (PostgreSQL's minimum for shared_buffers).
@@ -43,6 +44,8 @@ pub struct PoolOptions {
     pub huge_pages: HugePages,
     /// Lock partitions of the mapping table (`buffer_mapping_partitions`), a power of two.
     pub mapping_partitions: usize,
+    /// Which buffer a miss takes (`buffer_replacement`).
+    pub replacement: ReplacementPolicy,
     /// The background writer (`bgwriter*` knobs).
     pub bgwriter: BgwriterOptions,
     /// Access-strategy rings (`bulkread_ring_size`, `bulkwrite_ring_size`,
@@ -59,6 +62,7 @@ impl PoolOptions {
             nbuffers,
             huge_pages: HugePages::Try,
             mapping_partitions: DEFAULT_MAPPING_PARTITIONS,
+            replacement: ReplacementPolicy::Clock,
             bgwriter: BgwriterOptions::default(),
             rings: RingOptions::default(),
             aio: AioOptions::default(),

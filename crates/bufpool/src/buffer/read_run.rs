@@ -482,6 +482,10 @@ impl BufferPool {
                 d.pin()
             };
             if s & TAG_VALID != 0 && d.tag_is(&tag) {
+                if self.trace.on() {
+                    self.trace
+                        .record(&tag, super::trace::HIT | super::ring_flag(ring.is_some()));
+                }
                 return Ok(found(id));
             }
             d.unpin();

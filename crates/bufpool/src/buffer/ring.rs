@@ -69,7 +69,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use super::clock::AllPinned;
+use super::policy::AllPinned;
 use super::state::*;
 use super::{BufferPool, BufferResult};
 use crate::invariants::Violations;

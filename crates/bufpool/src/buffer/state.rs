@@ -29,7 +29,7 @@
 //!   DIRTY cleared unless JUST_DIRTIED was set again | (failed) IO_ERROR, still DIRTY.
 //! - refcount 0 → (`BufferDesc::pin`) refcount + 1, usage + 1 (capped); → (`unpin`) back.
 //!   Through a ring (`BufferDesc::pin_ring`): refcount + 1, usage 0 → 1 only.
-//! - refcount 0, usage > 0 → (`BufferDesc::sweep_visit`) usage − 1; usage 0 → pinned as a
+//! - refcount 0, usage > 0 → (`sweep_visit`) usage − 1; usage 0 → pinned as a
 //!   victim, written if DIRTY, retagged by `load` only if still refcount 1 and clean.
 //! - mapped, refcount 0 → (`BufferPool::drop_buffers`) free (state word 0, on the free list).
 //! - clean after a bgwriter write → (`bgwriter/writes.rs`, `mark_cleaned`) BGWRITER_CLEANED; cleared
@@ -39,6 +39,8 @@
 //! refcount == 1, the evictor's own pin, checked under the header lock); IO_IN_PROGRESS is
 //! only set by a thread holding a pin; a !VALID buffer is never DIRTY; the usage count
 //! never exceeds `USAGE_COUNT_MAX`; BGWRITER_CLEANED is never set on a DIRTY buffer.
+
+use crate::sync::{AtomicU64, Ordering};
 
 /// One pin.
 pub const REFCOUNT_ONE: u64 = 1;
@@ -95,6 +97,40 @@ pub fn ring_pinned(s: u64) -> u64 {
         s + USAGE_ONE
     } else {
         s
+    }
+}
+
+/// What a sweep did at one buffer ([`sweep_visit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visit {
+    Busy,
+    Decremented,
+    /// Pinned as a victim; carries the new state.
+    Pinned(u64),
+}
+
+/// The clock sweep's visit to the buffer whose state word is `word`: if unpinned with usage
+/// credit left, takes one unit and returns `Visit::Decremented`; if unpinned with none, pins
+/// it (refcount 0 → 1) and returns `Visit::Pinned`; if pinned or header-locked,
+/// `Visit::Busy`. A free function over the word, so a replacement policy runs the same code
+/// on the pool's descriptors and on a trace replay's frames.
+#[inline]
+pub fn sweep_visit(word: &AtomicU64) -> Visit {
+    let s = word.load(Ordering::Relaxed);
+    if s & LOCKED != 0 || refcount(s) != 0 {
+        return Visit::Busy;
+    }
+    if usage(s) > 0 {
+        // A lost race just means someone pinned it meanwhile: it stays hot.
+        let _ = word.compare_exchange(s, s - USAGE_ONE, Ordering::Relaxed, Ordering::Relaxed);
+        Visit::Decremented
+    } else if word
+        .compare_exchange(s, s + REFCOUNT_ONE, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+    {
+        Visit::Pinned(s + REFCOUNT_ONE)
+    } else {
+        Visit::Busy
     }
 }
 

@@ -30,6 +30,7 @@ impl ConfigBuilder {
         block_size: usize => |c, v| c.block_size = v;
         segment_size: u64 => |c, v| c.segment_size = v;
         buffer_mapping_partitions: usize => |c, v| c.buffer_mapping_partitions = v;
+        buffer_replacement: ReplacementPolicy => |c, v| c.buffer_replacement = v;
         huge_pages: HugePages => |c, v| c.huge_pages = v;
         io_direct: bool => |c, v| c.io_direct = v;
         synchronous_commit: bool => |c, v| c.synchronous_commit = v;

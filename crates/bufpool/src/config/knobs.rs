@@ -224,6 +224,7 @@ pub(super) fn word(v: Value) -> usize {
 pub(super) const SLRU_DESIGNS: [SlruDesign; 3] = SlruDesign::ALL;
 /// The rule text of the SLRU size knobs.
 pub(super) const WHOLE_BANKS: &str = "a multiple of 16 (whole SLRU banks)";
+pub(super) const REPLACEMENT_POLICIES: [ReplacementPolicy; 2] = ReplacementPolicy::ALL;
 pub(super) const HUGE_PAGES: [HugePages; 3] = [HugePages::Try, HugePages::On, HugePages::Off];
 pub(super) const BGWRITER_STRATEGIES: [BgwriterStrategy; 4] = BgwriterStrategy::ALL;
 pub(super) const BGWRITER_IOS: [BgwriterIo; 2] = BgwriterIo::ALL;
@@ -299,6 +300,17 @@ pub static KNOBS: &[Knob] = &[
             "lock partitions of the buffer mapping table",
             |c, v| c.buffer_mapping_partitions = int(v) as usize,
             |c| Value::Int(c.buffer_mapping_partitions as u64),
+        )
+    },
+    Knob {
+        words: &["clock", "sieve"],
+        ..row(
+            "buffer_replacement",
+            Unit::Enum,
+            "clock",
+            "which buffer a miss evicts: clock (the sweep over usage counts), sieve (SIEVE)",
+            |c, v| c.buffer_replacement = REPLACEMENT_POLICIES[word(v)],
+            |c| Value::Word(c.buffer_replacement as usize),
         )
     },
     Knob {

@@ -190,6 +190,7 @@ impl PoolConfig for Config {
             nbuffers: c.nbuffers_checked()? as usize,
             huge_pages: self.huge_pages,
             mapping_partitions: self.buffer_mapping_partitions,
+            replacement: self.buffer_replacement,
             bgwriter: self.bgwriter_options(),
             rings: self.ring_options(),
             aio: AioOptions {

@@ -29,7 +29,8 @@ use crate::vfs::aio::{AioOptions, IoMethod, MAX_IO_WORKERS};
 use crate::wal::{SyncMethod, WalOptions, DEFAULT_PREPARE_SEGMENTS};
 
 pub use crate::buffer::{
-    BgwriterIo, BgwriterStrategy, HugePages, RingOptions, DEFAULT_MAPPING_PARTITIONS,
+    BgwriterIo, BgwriterStrategy, HugePages, ReplacementPolicy, RingOptions,
+    DEFAULT_MAPPING_PARTITIONS,
 };
 pub use crate::options::{format_size, parse_bool, parse_ms, parse_size, ConfigError};
 pub use crate::scan::SeqscanStrategy;
@@ -89,6 +90,7 @@ blank! {
     Option<u64> => None, Some(1);
     PoolSize => PoolSize::Bytes(0), PoolSize::Buffers(1);
     HugePages => HugePages::Off, HugePages::On;
+    ReplacementPolicy => ReplacementPolicy::Clock, ReplacementPolicy::Sieve;
     SyncMethod => SyncMethod::Fsync, SyncMethod::OpenDatasync;
     IoMethod => IoMethod::Sync, IoMethod::IoUring;
     BgwriterStrategy => BgwriterStrategy::DirtyChain, BgwriterStrategy::VictimQueue;
@@ -107,6 +109,7 @@ pub struct Config {
     pub block_size: usize,
     pub segment_size: u64,
     pub buffer_mapping_partitions: usize,
+    pub buffer_replacement: ReplacementPolicy,
     pub huge_pages: HugePages,
     pub io_direct: bool,
     pub synchronous_commit: bool,

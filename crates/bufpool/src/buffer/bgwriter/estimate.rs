@@ -117,8 +117,8 @@ impl<'a> Round<'a> {
     /// allocation rate and density, and returns (recent allocations, upcoming estimate
     /// before the minimum-progress floor).
     pub(super) fn estimate(&mut self) -> (u64, f64) {
-        let hand = self.pool.clock.hand();
-        let allocations = self.pool.clock.allocations();
+        let hand = self.pool.repl.hand();
+        let allocations = self.pool.repl.allocations();
         self.report.allocations_seen = allocations;
         // Counted from the pool's creation for the first round (allocations made during
         // recovery are demand too), from the previous round after that.

@@ -492,7 +492,7 @@ impl BufferPool {
         let c = &self.bgwriter.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         BgwriterStats {
-            buffers_alloc: self.clock.allocations(),
+            buffers_alloc: self.repl.allocations(),
             buffers_clean: get(&c.buffers_clean),
             maxwritten_clean: get(&c.maxwritten_clean),
             buffers_backend: self.stats().by_writer(IoWriter::Backend, IoOp::Write),
@@ -599,7 +599,7 @@ impl BufferPool {
         let _ = state.writeback.issue(&self.smgr, IoContext::Normal);
         crate::invariants::debug_check(|| {
             let published = self.bgwriter.cursor.load(Ordering::Relaxed);
-            state.check_invariants(self.clock.hand(), self.descs.len() as u64, published)
+            state.check_invariants(self.repl.hand(), self.descs.len() as u64, published)
         });
         drop(state);
         set_thread_writer(previous);

@@ -226,7 +226,7 @@ impl<'a> Round<'a> {
             return None;
         }
         if check_lead && self.report.buffers_scanned % LEAD_CHECK_EVERY == 0 {
-            let skipped = self.keep_lead(self.pool.clock.hand(), scan.nbuffers);
+            let skipped = self.keep_lead(self.pool.repl.hand(), scan.nbuffers);
             scan.to_scan = scan.to_scan.saturating_sub(skipped);
             self.pool
                 .bgwriter

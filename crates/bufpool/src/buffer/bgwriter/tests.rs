@@ -66,7 +66,7 @@ fn the_nap_shortens_when_the_hand_would_overtake_the_cursor() {
     for _ in 0..1100 {
         drop(pool.extend(REL, ForkNumber::Main).unwrap());
     }
-    let hand = pool.clock.hand();
+    let hand = pool.repl.hand();
     assert!(hand >= 1000, "{hand}");
     // Hand still: the full delay (200 ms).
     let mut last = (hand, Instant::now() - Duration::from_millis(100));
@@ -109,7 +109,7 @@ fn a_fixed_nap_is_always_the_delay() {
     for _ in 0..1100 {
         drop(pool.extend(REL, ForkNumber::Main).unwrap());
     }
-    let hand = pool.clock.hand();
+    let hand = pool.repl.hand();
     pool.bgwriter.round.lock().next_to_clean = hand + 100;
     let mut last = (
         hand.wrapping_sub(1000),
@@ -138,7 +138,7 @@ fn the_percent_window_scans_its_share_from_the_hand_each_round() {
             st.hand_speed = 1.0;
             st.batch_ms = 5.0;
         }
-        let hand = pool.clock.hand();
+        let hand = pool.repl.hand();
         let r1 = pool.bgwriter_round();
         let first = (hand..hand + 30)
             .filter(|b| !dirty(&pool, (b % 200) as usize))

@@ -65,7 +65,7 @@ impl BufferPool {
     pub(super) fn bgwriter_loop(&self, crew: Option<&Crew>) {
         let previous = set_thread_writer(IoWriter::Bgwriter);
         let mut idle_rounds = 0;
-        let mut last = (self.clock.hand(), Instant::now());
+        let mut last = (self.repl.hand(), Instant::now());
         while !self.bgwriter.stop.load(Ordering::SeqCst) {
             let report = self.bgwriter_round_with(crew);
             if report.stopped {
@@ -98,7 +98,7 @@ impl BufferPool {
     /// `bgwriter_adaptive_nap = off`, always `bgwriter_delay` (PostgreSQL's fixed nap).
     pub(super) fn bgwriter_nap_ms(&self, last: &mut (u64, Instant)) -> u64 {
         let delay = self.bgwriter.options.delay_ms;
-        let hand = self.clock.hand();
+        let hand = self.repl.hand();
         let now = Instant::now();
         let moved = hand.saturating_sub(last.0) as f64;
         let ms = now.duration_since(last.1).as_secs_f64() * 1e3;
@@ -138,7 +138,7 @@ impl BufferPool {
         let mut woken = b.latch.lock();
         *woken = false;
         b.hibernating.store(true, Ordering::SeqCst);
-        if self.clock.allocations() != allocations_seen || b.stop.load(Ordering::SeqCst) {
+        if self.repl.allocations() != allocations_seen || b.stop.load(Ordering::SeqCst) {
             b.hibernating.store(false, Ordering::SeqCst);
             return;
         }

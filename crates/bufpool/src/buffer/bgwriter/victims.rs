@@ -9,9 +9,9 @@ impl BufferPool {
     /// idle, else the clock sweep. Wakes a hibernating bgwriter.
     pub(in crate::buffer) fn take_victim(
         &self,
-    ) -> Result<(u32, u64), crate::buffer::clock::AllPinned> {
+    ) -> Result<(u32, u64), crate::buffer::policy::AllPinned> {
         if let Some(queue) = self.bgwriter.victim_queue() {
-            if !self.clock.has_free() {
+            if !self.repl.has_free() {
                 for _ in 0..VICTIM_QUEUE_POPS_MAX {
                     let Some(id) = queue.pop() else { break };
                     let d = &self.descs[id as usize];
@@ -19,7 +19,7 @@ impl BufferPool {
                     if refcount(s) == 0 && usage(s) == 0 && s & (DIRTY | IO_IN_PROGRESS) == 0 {
                         let pinned = (s + REFCOUNT_ONE) & !LOCKED;
                         d.unlock_header(pinned);
-                        self.clock.count_allocation();
+                        self.repl.count_allocation();
                         self.bgwriter.count_victim_popped();
                         self.bgwriter.note_allocation();
                         return Ok((id, pinned));
@@ -28,7 +28,7 @@ impl BufferPool {
                 }
             }
         }
-        let r = self.clock.victim(&self.descs);
+        let r = self.repl.victim(&*self.descs);
         debug_assert!(
             r.is_err()
                 || r.is_ok_and(|(id, s)| {
@@ -39,7 +39,7 @@ impl BufferPool {
         self.bgwriter.note_allocation();
         if let Ok((_, s)) = r {
             if s & DIRTY != 0 {
-                self.bgwriter.note_dirty_victim(self.clock.hand());
+                self.bgwriter.note_dirty_victim(self.repl.hand());
             }
         }
         r
@@ -75,8 +75,7 @@ impl<'a> Round<'a> {
             }
             budget -= 1;
             self.report.buffers_scanned += 1;
-            let (id, visit) = self.pool.clock.sweep_step(&self.pool.descs);
-            let crate::buffer::descriptor::Visit::Pinned(s) = visit else {
+            let Some((id, s)) = self.pool.repl.sweep_step(&*self.pool.descs) else {
                 continue;
             };
             // We hold the sweep's pin on an unpinned usage-0 buffer.

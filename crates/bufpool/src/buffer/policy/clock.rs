@@ -1,0 +1,82 @@
+//! The clock sweep (PostgreSQL 8.1 and later): one hand over the buffer ids; a hit adds
+//! usage credit (up to `USAGE_COUNT_MAX`), the hand takes one unit per visit and evicts the
+//! first unpinned buffer it finds with none.
+//!
+//! Owns: the hand, a monotonically increasing `u64` (buffer = hand mod nbuffers, completed
+//! passes = hand / nbuffers). Invariants: the sweep never takes a pinned buffer and never
+//! spins forever: after [`BUSY_LAPS_MAX`] laps of `nbuffers` consecutive busy buffers
+//! without usage credit to take, yielding the CPU between laps, it reports that every buffer
+//! is pinned. PostgreSQL gives up after one such lap; a single lap can be fooled by
+//! transient pins (another sweep's probe, a flush) that come and go as the hand passes,
+//! which the model test showed on a small pool. Locks: none; the hand is an atomic.
+
+use super::{AllPinned, Frames, BUSY_LAPS_MAX};
+use crate::buffer::state::{sweep_visit, Visit};
+use crate::sync::{yield_now, AtomicU64, Ordering};
+
+/// The hand on a cache line of its own: every miss moves it.
+#[repr(align(64))]
+#[derive(Debug)]
+struct Hand(AtomicU64);
+
+#[derive(Debug)]
+pub(in crate::buffer) struct Clock {
+    hand: Hand,
+    nbuffers: u64,
+}
+
+impl Clock {
+    pub fn new(nbuffers: usize) -> Self {
+        Self {
+            hand: Hand(AtomicU64::new(0)),
+            nbuffers: nbuffers as u64,
+        }
+    }
+
+    /// The hand itself: buffers the sweep has passed since the pool was built.
+    #[inline]
+    pub fn hand(&self) -> u64 {
+        self.hand.0.load(Ordering::Relaxed)
+    }
+
+    /// (completed passes, next buffer) of the hand.
+    pub fn position(&self) -> (u64, u64) {
+        let h = self.hand();
+        (h / self.nbuffers, h % self.nbuffers)
+    }
+
+    /// One step: advances the hand by one buffer and visits it.
+    #[inline]
+    pub fn step<F: Frames + ?Sized>(&self, frames: &F) -> (u32, Visit) {
+        let id = (self.hand.0.fetch_add(1, Ordering::Relaxed) % self.nbuffers) as u32;
+        (id, sweep_visit(frames.state(id)))
+    }
+
+    /// Sweeps until a buffer without usage credit is pinned; returns it with its state
+    /// after pinning.
+    #[inline]
+    pub fn victim<F: Frames + ?Sized>(&self, frames: &F) -> Result<(u32, u64), AllPinned> {
+        let mut busy_left = self.nbuffers;
+        let mut busy_laps = 0;
+        loop {
+            match self.step(frames) {
+                (id, Visit::Pinned(s)) => return Ok((id, s)),
+                (_, Visit::Decremented) => {
+                    busy_left = self.nbuffers;
+                    busy_laps = 0;
+                }
+                (_, Visit::Busy) => {
+                    busy_left -= 1;
+                    if busy_left == 0 {
+                        busy_laps += 1;
+                        if busy_laps == BUSY_LAPS_MAX {
+                            return Err(AllPinned);
+                        }
+                        yield_now();
+                        busy_left = self.nbuffers;
+                    }
+                }
+            }
+        }
+    }
+}

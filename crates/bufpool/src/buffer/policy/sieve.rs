@@ -1,0 +1,257 @@
+//! SIEVE (Zhang et al., NSDI 2024): one list, newest at the head; a hit sets a "visited"
+//! mark; the hand walks from the tail toward the head, clearing marks, and evicts the first
+//! unmarked buffer, which leaves the list; a new page enters at the head. Unlike the clock,
+//! a survivor keeps its place and a new page is examined only when the hand reaches the
+//! head, so pages used once leave quickly ("quick demotion").
+//!
+//! Owns: the list's ends and the hand, behind one mutex; the links live in each buffer's
+//! link word (`Frames::link`: newer id, older id, and a linked bit), changed only under that
+//! mutex. The visited mark is the state word's usage count (> 0), set by the pin's own
+//! compare-and-swap, so a hit takes no lock and calls nothing: this is exact SIEVE, not an
+//! approximation, except that the mark is cleared to 0 from any usage (one pass clears it).
+//! Invariants: a buffer holding a page is linked exactly once (after its first `retagged`),
+//! a free buffer is not; a victim stays linked, in place, until `retagged` moves it to the
+//! head (so a claim that gives its victim up needs no call); `freed` unlinks.
+//! Locks: the list mutex, on the miss path (victim search, admission) with no other lock
+//! held, and in `drop_buffers` (`freed`) under that buffer's partition and header locks.
+//! Under it only the buffers' state words are touched, by compare-and-swap, and a locked
+//! header is passed as busy, never waited for: so the list mutex is a leaf and the order
+//! is deadlock-free. It is the policy's one global lock: `waits` counts its waits
+//! (`replacement_lock`).
+
+use super::{AllPinned, Frames, BUSY_LAPS_MAX};
+use crate::buffer::state::{refcount, usage, LOCKED, REFCOUNT_ONE, TAG_VALID, USAGE_MASK};
+use crate::sync::{yield_now, AtomicU64, Mutex, MutexGuard, Ordering};
+use crate::waits::{timed, Wait};
+
+/// "No buffer" in a link (ids stay below 2^31 - 1, see `options::MAX_BUFFERS`).
+const NIL: u32 = 0x7FFF_FFFF;
+const LINKED: u64 = 1 << 63;
+
+#[inline]
+fn pack(newer: u32, older: u32) -> u64 {
+    LINKED | (u64::from(newer) << 32) | u64::from(older)
+}
+
+#[inline]
+fn newer(w: u64) -> u32 {
+    ((w >> 32) as u32) & NIL
+}
+
+#[inline]
+fn older(w: u64) -> u32 {
+    w as u32 & NIL
+}
+
+#[derive(Debug)]
+struct List {
+    head: u32,
+    tail: u32,
+    hand: u32,
+    len: u64,
+    /// Hand steps since the pool was built (the position the bgwriter scans ahead of).
+    steps: u64,
+}
+
+#[derive(Debug)]
+pub(in crate::buffer) struct Sieve {
+    list: Mutex<List>,
+    /// `List::steps`, readable without the lock.
+    steps: AtomicU64,
+}
+
+/// What one visit of the hand did.
+enum Seen {
+    Busy,
+    Cleared,
+    Pinned(u64),
+}
+
+/// The hand's visit to one buffer: busy if pinned or header-locked; a visited mark is
+/// cleared; an unmarked buffer is pinned (refcount 0 → 1).
+#[inline]
+fn visit(word: &AtomicU64) -> Seen {
+    let s = word.load(Ordering::Relaxed);
+    if s & LOCKED != 0 || refcount(s) != 0 {
+        return Seen::Busy;
+    }
+    if usage(s) > 0 {
+        // A lost race means a pin came in meanwhile: it stays marked.
+        let _ = word.compare_exchange(s, s & !USAGE_MASK, Ordering::Relaxed, Ordering::Relaxed);
+        return Seen::Cleared;
+    }
+    match word.compare_exchange(s, s + REFCOUNT_ONE, Ordering::Acquire, Ordering::Relaxed) {
+        Ok(_) => Seen::Pinned(s + REFCOUNT_ONE),
+        Err(_) => Seen::Busy,
+    }
+}
+
+impl Sieve {
+    pub fn new() -> Self {
+        Self {
+            list: Mutex::new(List {
+                head: NIL,
+                tail: NIL,
+                hand: NIL,
+                len: 0,
+                steps: 0,
+            }),
+            steps: AtomicU64::new(0),
+        }
+    }
+
+    /// The list, its wait counted when another thread holds it.
+    fn lock(&self) -> MutexGuard<'_, List> {
+        match self.list.try_lock() {
+            Some(l) => l,
+            None => timed(Wait::ReplacementLock, || self.list.lock()),
+        }
+    }
+
+    pub fn steps(&self) -> u64 {
+        self.steps.load(Ordering::Relaxed)
+    }
+
+    /// One step of the hand: the buffer it visits and what it did there; `None` on an
+    /// empty list.
+    fn step<F: Frames + ?Sized>(&self, l: &mut List, f: &F) -> Option<(u32, Seen)> {
+        let at = if l.hand == NIL { l.tail } else { l.hand };
+        if at == NIL {
+            return None;
+        }
+        l.steps += 1;
+        let seen = visit(f.state(at));
+        // Toward the head; past it, back to the tail.
+        l.hand = newer(f.link(at).load(Ordering::Relaxed));
+        Some((at, seen))
+    }
+
+    /// Walks the hand to the first unmarked, unpinned buffer and returns it pinned; it
+    /// stays linked until `retagged`.
+    pub fn victim<F: Frames + ?Sized>(&self, f: &F) -> Result<(u32, u64), AllPinned> {
+        for lap in 0..BUSY_LAPS_MAX {
+            if lap > 0 {
+                yield_now();
+            }
+            let mut l = self.lock();
+            // Marks cleared plus a lap of busy buffers: every one was passed busy.
+            let mut busy_left = l.len;
+            while busy_left > 0 {
+                match self.step(&mut l, f) {
+                    None => break,
+                    Some((id, Seen::Pinned(s))) => {
+                        self.steps.store(l.steps, Ordering::Relaxed);
+                        return Ok((id, s));
+                    }
+                    Some((_, Seen::Cleared)) => busy_left = l.len,
+                    Some((_, Seen::Busy)) => busy_left -= 1,
+                }
+            }
+            self.steps.store(l.steps, Ordering::Relaxed);
+        }
+        Err(AllPinned)
+    }
+
+    /// One step of the hand for the bgwriter's victim queue: `Some((id, state))` if it
+    /// pinned a victim there.
+    pub fn step_once<F: Frames + ?Sized>(&self, f: &F) -> Option<(u32, u64)> {
+        let mut l = self.lock();
+        let r = match self.step(&mut l, f) {
+            Some((id, Seen::Pinned(s))) => Some((id, s)),
+            _ => None,
+        };
+        self.steps.store(l.steps, Ordering::Relaxed);
+        r
+    }
+
+    /// Buffer `id` now holds a new page: it moves to the head (linked there if it came
+    /// from the free list).
+    pub fn retagged<F: Frames + ?Sized>(&self, f: &F, id: u32) {
+        let mut l = self.lock();
+        Self::unlink(&mut l, f, id);
+        let w = f.link(id);
+        w.store(pack(NIL, l.head), Ordering::Relaxed);
+        if l.head != NIL {
+            let h = f.link(l.head);
+            let hw = h.load(Ordering::Relaxed);
+            h.store(pack(id, older(hw)), Ordering::Relaxed);
+        } else {
+            l.tail = id;
+        }
+        l.head = id;
+        l.len += 1;
+    }
+
+    /// Buffer `id` holds no page any more (its relation was dropped): off the list.
+    pub fn freed<F: Frames + ?Sized>(&self, f: &F, id: u32) {
+        let mut l = self.lock();
+        Self::unlink(&mut l, f, id);
+    }
+
+    fn unlink<F: Frames + ?Sized>(l: &mut List, f: &F, id: u32) {
+        let w = f.link(id).load(Ordering::Relaxed);
+        if w & LINKED == 0 {
+            return;
+        }
+        let (n, o) = (newer(w), older(w));
+        if n != NIL {
+            let nw = f.link(n).load(Ordering::Relaxed);
+            f.link(n).store(pack(newer(nw), o), Ordering::Relaxed);
+        } else {
+            l.head = o;
+        }
+        if o != NIL {
+            let ow = f.link(o).load(Ordering::Relaxed);
+            f.link(o).store(pack(n, older(ow)), Ordering::Relaxed);
+        } else {
+            l.tail = n;
+        }
+        if l.hand == id {
+            l.hand = n;
+        }
+        f.link(id).store(0, Ordering::Relaxed);
+        l.len -= 1;
+    }
+
+    /// Checks the list against the frames (quiescent): the buffers on it are those that
+    /// hold a page, each once, links agree both ways, and its length is right.
+    pub fn check<F: Frames + ?Sized>(&self, f: &F) -> Result<(), String> {
+        let l = self.list.lock();
+        let mut seen = vec![false; f.len()];
+        let (mut at, mut prev, mut n) = (l.tail, NIL, 0u64);
+        while at != NIL {
+            if std::mem::replace(&mut seen[at as usize], true) {
+                return Err(format!("buffer {at} is on the list twice"));
+            }
+            let w = f.link(at).load(Ordering::Relaxed);
+            if w & LINKED == 0 || older(w) != prev {
+                return Err(format!(
+                    "buffer {at}'s links {w:#x} do not point back to {prev}"
+                ));
+            }
+            (prev, at, n) = (at, newer(w), n + 1);
+        }
+        if prev != l.head || n != l.len {
+            return Err(format!(
+                "walked {n} buffers to {prev}; the list says {} ending at {}",
+                l.len, l.head
+            ));
+        }
+        for id in 0..f.len() as u32 {
+            if !seen[id as usize] && f.link(id).load(Ordering::Relaxed) & LINKED != 0 {
+                return Err(format!(
+                    "buffer {id} is marked linked but is not on the list"
+                ));
+            }
+            let holds_page = f.state(id).load(Ordering::Relaxed) & TAG_VALID != 0;
+            if holds_page != seen[id as usize] {
+                return Err(format!(
+                    "buffer {id} {} a page but is {}on the list",
+                    if holds_page { "holds" } else { "holds no" },
+                    if seen[id as usize] { "" } else { "not " }
+                ));
+            }
+        }
+        Ok(())
+    }
+}
