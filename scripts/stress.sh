@@ -11,6 +11,7 @@
 # limit) and --ack-log. Rounds rotate through
 #   synchronous_commit on / off (off: the rate, and so the races, are 3-4x higher),
 #   4, 8 and 16 clients,
+#   the replacement policy (buffer_replacement clock, sieve, s3fifo; every three rounds),
 #   TPC-B alone (the highest rate), TPC-B with seed 002's savepoint-overflow side script
 #   (70 nested savepoints per transaction), and the multixact script (FOR UPDATE, SAVEPOINT, update: row locks and
 #   multixacts; it changes accounts alone, so it has a database of its own, checked with
@@ -73,6 +74,7 @@ fail() {
 }
 
 clients_cycle=(4 8 16)
+policies=(clock sieve s3fifo)
 deadline=$(awk -v m="$minutes" -v now="$(date +%s)" 'BEGIN { printf "%d", now + m * 60 }')
 start=$(date +%s)
 round=0 kills=0 acked=0 completed=0
@@ -81,6 +83,7 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
   round=$((round + 1))
   if [ "$round" -gt 1 ] && [ $(( (round - 1) % fresh_every )) -eq 0 ]; then fresh; fi
   c=${clients_cycle[$(( (round - 1) % 3 ))]}
+  policy=${policies[$(( ((round - 1) / 3) % 3 ))]}
   # Synchronous commit alternates every round, the script every two rounds, the kill
   # every six.
   if [ $((round % 2)) -eq 1 ]; then sync=off; else sync=on; fi
@@ -106,6 +109,7 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
   set +e
   "$bin" bench -D "$d" -c "$c" -j 2 -T "$round_s" --random-seed "$round" \
     --set shared_buffers=16MB --set synchronous_commit="$sync" --set max_wal_size=32MB --set min_wal_size=32MB \
+    --set buffer_replacement="$policy" \
     "${vac[@]}" --ack-log "ack-$d.$round" ${script[@]:+"${script[@]}"} > "bench.$round" 2>&1 &
   pid=$!
   killed=0
@@ -118,9 +122,9 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
   wait "$pid" 2>/dev/null
   rc=$?
   set -e
-  if [ "$killed" = 0 ] && [ "$rc" != 0 ]; then fail "$round" "bench exited $rc (c$c, sync $sync, $what)"; fi
+  if [ "$killed" = 0 ] && [ "$rc" != 0 ]; then fail "$round" "bench exited $rc (c$c, sync $sync, $what, $policy)"; fi
   if grep -qE "^Error|panicked|Caused by" "bench.$round"; then
-    fail "$round" "bench reported an error before it ended (c$c, sync $sync, $what, killed=$killed)"
+    fail "$round" "bench reported an error before it ended (c$c, sync $sync, $what, $policy, killed=$killed)"
   fi
   touch "ack-$d.$round"
   n=$(wc -l < "ack-$d.$round")
@@ -136,8 +140,8 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
   fi
   [ "$killed" = 0 ] && completed=$((completed + 1))
   tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "bench.$round" | head -1)
-  printf 'round %3d: c%-2d sync %-3s %-16s %s, %6d acknowledged, tps %s\n' \
-    "$round" "$c" "$sync" "$what" "$([ $killed = 1 ] && echo killed || echo 'ran out')" "$n" "${tps:--}"
+  printf 'round %3d: c%-2d sync %-3s %-6s %-16s %s, %6d acknowledged, tps %s\n' \
+    "$round" "$c" "$sync" "$policy" "$what" "$([ $killed = 1 ] && echo killed || echo 'ran out')" "$n" "${tps:--}"
 done
 elapsed=$(( $(date +%s) - start ))
 echo "stress: $round rounds ($completed ran to the end, $kills killed), $acked commits acknowledged, 0 lost, 0 errors; $elapsed s ($bin)"

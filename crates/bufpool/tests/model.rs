@@ -14,8 +14,8 @@
 //! its page's contents, and every pin is released; and with one read failing (EIO from the
 //! FaultVfs): whoever's read fails gets the error, the other waits and gets its page or
 //! the error, nobody hangs, and nothing stays pinned or in progress.
-//! The first two also run under `buffer_replacement = sieve`, and SIEVE's list is modelled
-//! against a relation drop (`sieve_list_survives_a_drop`).
+//! The first two also run under `buffer_replacement = sieve` and `s3fifo`, and those
+//! policies' lists are modelled against a relation drop (`lists_survive_a_drop`).
 #![cfg(feature = "shuttle")]
 
 use std::path::Path;
@@ -285,14 +285,15 @@ fn model_read_run_dropped_early_random() {
     shuttle::check_random(|| read_run_races_a_reader(true), 1000);
 }
 
-/// SIEVE's list against a relation drop: two threads miss on DATA's pages (taking
-/// victims from the list, moving them to its head) while a third drops OTHER's buffers
-/// (off the list, onto the free list), which the hand may meet at any point: afterwards
-/// the list holds exactly the buffers that hold a page, each once (`check_invariants`).
-fn sieve_list_survives_a_drop() {
+/// A list policy's lists against a relation drop: two threads miss on DATA's pages
+/// (taking victims from the lists, admitting at a head) while a third drops OTHER's
+/// buffers (off the lists, onto the free list), which a victim search may meet at any
+/// point: afterwards the lists hold exactly the buffers that hold a page, each once
+/// (`check_invariants`).
+fn lists_survive_a_drop(policy: &str) {
     const OTHER: RelFileId = RelFileId::new(0, 3);
     let vfs = MemVfs::new();
-    let pool = new_pool(&vfs, "sieve");
+    let pool = new_pool(&vfs, policy);
     fill(&pool, FILLER, 12);
     fill(&pool, DATA, 4);
     fill(&pool, OTHER, 3);
@@ -357,10 +358,30 @@ fn model_sieve_pins_and_dirty_flags_random() {
 
 #[test]
 fn model_sieve_list_survives_a_drop_random() {
-    shuttle::check_random(sieve_list_survives_a_drop, 1000);
+    shuttle::check_random(|| lists_survive_a_drop("sieve"), 1000);
 }
 
 #[test]
 fn model_sieve_list_survives_a_drop_pct() {
-    shuttle::check_pct(sieve_list_survives_a_drop, 1000, 3);
+    shuttle::check_pct(|| lists_survive_a_drop("sieve"), 1000, 3);
+}
+
+#[test]
+fn model_s3fifo_no_duplicate_reads_pct() {
+    shuttle::check_pct(|| no_duplicate_reads("s3fifo"), 1000, 3);
+}
+
+#[test]
+fn model_s3fifo_pins_and_dirty_flags_random() {
+    shuttle::check_random(|| pins_hold_and_dirty_is_never_lost("s3fifo"), 1000);
+}
+
+#[test]
+fn model_s3fifo_lists_survive_a_drop_random() {
+    shuttle::check_random(|| lists_survive_a_drop("s3fifo"), 1000);
+}
+
+#[test]
+fn model_s3fifo_lists_survive_a_drop_pct() {
+    shuttle::check_pct(|| lists_survive_a_drop("s3fifo"), 1000, 3);
 }

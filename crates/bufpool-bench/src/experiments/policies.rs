@@ -44,7 +44,7 @@ use crate::tpcb::side::SideScript;
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// Policies to compare (`buffer_replacement`'s words), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "clock,sieve")]
+    #[arg(long, value_delimiter = ',', default_value = "clock,sieve,s3fifo")]
     pub policies: Vec<String>,
     /// TPC-B scale of the template (default 10; 2 with --quick).
     #[arg(long)]

@@ -711,7 +711,8 @@ impl BufferPool {
                 (s & REFCOUNT_MASK) | self.repl.admit_usage() | TAG_VALID | IO_IN_PROGRESS,
             );
             drop((_g1, _g2));
-            self.repl.retagged(&*self.descs, victim);
+            self.repl
+                .retagged(&*self.descs, victim, old_valid.then_some(old_hash), hash);
             self.note_retagged(ring, victim, tag, s, context);
             return Ok(Claim::Retagged(victim));
         }

@@ -224,7 +224,7 @@ pub(super) fn word(v: Value) -> usize {
 pub(super) const SLRU_DESIGNS: [SlruDesign; 3] = SlruDesign::ALL;
 /// The rule text of the SLRU size knobs.
 pub(super) const WHOLE_BANKS: &str = "a multiple of 16 (whole SLRU banks)";
-pub(super) const REPLACEMENT_POLICIES: [ReplacementPolicy; 2] = ReplacementPolicy::ALL;
+pub(super) const REPLACEMENT_POLICIES: [ReplacementPolicy; 3] = ReplacementPolicy::ALL;
 pub(super) const HUGE_PAGES: [HugePages; 3] = [HugePages::Try, HugePages::On, HugePages::Off];
 pub(super) const BGWRITER_STRATEGIES: [BgwriterStrategy; 4] = BgwriterStrategy::ALL;
 pub(super) const BGWRITER_IOS: [BgwriterIo; 2] = BgwriterIo::ALL;
@@ -303,12 +303,13 @@ pub static KNOBS: &[Knob] = &[
         )
     },
     Knob {
-        words: &["clock", "sieve"],
+        words: &["clock", "sieve", "s3fifo"],
         ..row(
             "buffer_replacement",
             Unit::Enum,
             "clock",
-            "which buffer a miss evicts: clock (the sweep over usage counts), sieve (SIEVE)",
+            "which buffer a miss evicts: clock (the sweep over usage counts), sieve (SIEVE), \
+             s3fifo (S3-FIFO)",
             |c, v| c.buffer_replacement = REPLACEMENT_POLICIES[word(v)],
             |c| Value::Word(c.buffer_replacement as usize),
         )

@@ -15,6 +15,8 @@
 
 mod clock;
 mod free_list;
+mod list;
+mod s3fifo;
 mod sieve;
 
 use super::descriptor::BufferDesc;
@@ -22,6 +24,7 @@ use super::state::{sweep_visit, Visit, USAGE_ONE};
 use crate::sync::{AtomicU64, Ordering};
 use clock::Clock;
 use free_list::FreeList;
+use s3fifo::S3Fifo;
 use sieve::Sieve;
 
 /// Consecutive all-busy passes before a policy reports that every buffer is pinned. Three
@@ -64,17 +67,24 @@ pub enum ReplacementPolicy {
     Clock,
     /// SIEVE (NSDI 2024): one list, a visited mark, new pages at the head.
     Sieve,
+    /// S3-FIFO (SOSP 2023): a small FIFO for new pages, a main FIFO, a ghost queue.
+    S3Fifo,
 }
 
 impl ReplacementPolicy {
     /// Every policy, in the knob's word order.
-    pub const ALL: [ReplacementPolicy; 2] = [ReplacementPolicy::Clock, ReplacementPolicy::Sieve];
+    pub const ALL: [ReplacementPolicy; 3] = [
+        ReplacementPolicy::Clock,
+        ReplacementPolicy::Sieve,
+        ReplacementPolicy::S3Fifo,
+    ];
 
     /// The knob's word for it.
     pub fn name(self) -> &'static str {
         match self {
             ReplacementPolicy::Clock => "clock",
             ReplacementPolicy::Sieve => "sieve",
+            ReplacementPolicy::S3Fifo => "s3fifo",
         }
     }
 }
@@ -87,6 +97,7 @@ struct Allocations(AtomicU64);
 enum Policy {
     Clock(Clock),
     Sieve(Sieve),
+    S3Fifo(S3Fifo),
 }
 
 /// The free list, the allocation count and the chosen policy.
@@ -117,6 +128,7 @@ impl Replacement {
         let policy = match kind {
             ReplacementPolicy::Clock => Policy::Clock(Clock::new(nbuffers)),
             ReplacementPolicy::Sieve => Policy::Sieve(Sieve::new()),
+            ReplacementPolicy::S3Fifo => Policy::S3Fifo(S3Fifo::new(nbuffers)),
         };
         Self {
             free: FreeList::full(nbuffers),
@@ -130,6 +142,7 @@ impl Replacement {
         match self.policy {
             Policy::Clock(_) => ReplacementPolicy::Clock,
             Policy::Sieve(_) => ReplacementPolicy::Sieve,
+            Policy::S3Fifo(_) => ReplacementPolicy::S3Fifo,
         }
     }
 
@@ -149,26 +162,29 @@ impl Replacement {
         match &self.policy {
             Policy::Clock(c) => c.victim(frames),
             Policy::Sieve(s) => s.victim(frames),
+            Policy::S3Fifo(s) => s.victim(frames),
         }
     }
 
     /// The usage bits a retagged victim starts with: the clock's is PostgreSQL's usage 1
-    /// on load; SIEVE's new page is unmarked.
+    /// on load; SIEVE's new page is unmarked, S3-FIFO's unused.
     #[inline]
     pub fn admit_usage(&self) -> u64 {
         match self.policy {
             Policy::Clock(_) => USAGE_ONE,
-            Policy::Sieve(_) => 0,
+            Policy::Sieve(_) | Policy::S3Fifo(_) => 0,
         }
     }
 
-    /// Buffer `id`, a victim, now holds a new page (called once its tag is set, with no
-    /// partition or header lock held).
+    /// Buffer `id`, a victim, now holds the page whose tag hashes to `new`; before, the
+    /// page hashed `old`, if it held one. Called once the tag is set, with no partition or
+    /// header lock held.
     #[inline]
-    pub fn retagged<F: Frames + ?Sized>(&self, frames: &F, id: u32) {
+    pub fn retagged<F: Frames + ?Sized>(&self, frames: &F, id: u32, old: Option<u64>, new: u64) {
         match &self.policy {
             Policy::Clock(_) => {}
             Policy::Sieve(s) => s.retagged(frames, id),
+            Policy::S3Fifo(s) => s.retagged(frames, id, old, new),
         }
     }
 
@@ -179,6 +195,7 @@ impl Replacement {
         match &self.policy {
             Policy::Clock(_) => {}
             Policy::Sieve(s) => s.freed(frames, id),
+            Policy::S3Fifo(s) => s.freed(frames, id),
         }
     }
 
@@ -192,6 +209,7 @@ impl Replacement {
         match &self.policy {
             Policy::Clock(_) => Ok(()),
             Policy::Sieve(s) => s.check(frames),
+            Policy::S3Fifo(s) => s.check(frames),
         }
     }
 
@@ -220,6 +238,7 @@ impl Replacement {
         match &self.policy {
             Policy::Clock(c) => c.hand(),
             Policy::Sieve(s) => s.steps(),
+            Policy::S3Fifo(s) => s.steps(),
         }
     }
 
@@ -228,6 +247,7 @@ impl Replacement {
         match &self.policy {
             Policy::Clock(c) => c.position(),
             Policy::Sieve(s) => (s.steps() / self.nbuffers, s.steps() % self.nbuffers),
+            Policy::S3Fifo(s) => (s.steps() / self.nbuffers, s.steps() % self.nbuffers),
         }
     }
 
@@ -240,6 +260,7 @@ impl Replacement {
                 _ => None,
             },
             Policy::Sieve(s) => s.step_once(frames),
+            Policy::S3Fifo(s) => s.step_once(frames),
         }
     }
 }
@@ -328,7 +349,7 @@ mod tests {
         resident[id as usize] = Some(page);
         f.state(id)
             .store(r.admit_usage() | TAG_VALID, Ordering::Relaxed);
-        r.retagged(f, id);
+        r.retagged(f, id, None, u64::from(page));
         r.check_invariants(f).unwrap();
         id
     }

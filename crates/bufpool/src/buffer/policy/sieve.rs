@@ -19,36 +19,16 @@
 //! is deadlock-free. It is the policy's one global lock: `waits` counts its waits
 //! (`replacement_lock`).
 
+use super::list::{check_membership, newer, DList, NIL};
 use super::{AllPinned, Frames, BUSY_LAPS_MAX};
-use crate::buffer::state::{refcount, usage, LOCKED, REFCOUNT_ONE, TAG_VALID, USAGE_MASK};
+use crate::buffer::state::{refcount, usage, LOCKED, REFCOUNT_ONE, USAGE_MASK};
 use crate::sync::{yield_now, AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::waits::{timed, Wait};
 
-/// "No buffer" in a link (ids stay below 2^31 - 1, see `options::MAX_BUFFERS`).
-const NIL: u32 = 0x7FFF_FFFF;
-const LINKED: u64 = 1 << 63;
-
-#[inline]
-fn pack(newer: u32, older: u32) -> u64 {
-    LINKED | (u64::from(newer) << 32) | u64::from(older)
-}
-
-#[inline]
-fn newer(w: u64) -> u32 {
-    ((w >> 32) as u32) & NIL
-}
-
-#[inline]
-fn older(w: u64) -> u32 {
-    w as u32 & NIL
-}
-
 #[derive(Debug)]
 struct List {
-    head: u32,
-    tail: u32,
+    list: DList,
     hand: u32,
-    len: u64,
     /// Hand steps since the pool was built (the position the bgwriter scans ahead of).
     steps: u64,
 }
@@ -61,16 +41,16 @@ pub(in crate::buffer) struct Sieve {
 }
 
 /// What one visit of the hand did.
-enum Seen {
+pub(super) enum Seen {
     Busy,
     Cleared,
     Pinned(u64),
 }
 
-/// The hand's visit to one buffer: busy if pinned or header-locked; a visited mark is
-/// cleared; an unmarked buffer is pinned (refcount 0 → 1).
+/// A list hand's visit to one buffer: busy if pinned or header-locked; a visited mark
+/// (usage > 0) is cleared; an unmarked buffer is pinned (refcount 0 → 1).
 #[inline]
-fn visit(word: &AtomicU64) -> Seen {
+pub(super) fn visit(word: &AtomicU64) -> Seen {
     let s = word.load(Ordering::Relaxed);
     if s & LOCKED != 0 || refcount(s) != 0 {
         return Seen::Busy;
@@ -90,10 +70,8 @@ impl Sieve {
     pub fn new() -> Self {
         Self {
             list: Mutex::new(List {
-                head: NIL,
-                tail: NIL,
+                list: DList::new(0),
                 hand: NIL,
-                len: 0,
                 steps: 0,
             }),
             steps: AtomicU64::new(0),
@@ -115,7 +93,7 @@ impl Sieve {
     /// One step of the hand: the buffer it visits and what it did there; `None` on an
     /// empty list.
     fn step<F: Frames + ?Sized>(&self, l: &mut List, f: &F) -> Option<(u32, Seen)> {
-        let at = if l.hand == NIL { l.tail } else { l.hand };
+        let at = if l.hand == NIL { l.list.tail } else { l.hand };
         if at == NIL {
             return None;
         }
@@ -135,7 +113,7 @@ impl Sieve {
             }
             let mut l = self.lock();
             // Marks cleared plus a lap of busy buffers: every one was passed busy.
-            let mut busy_left = l.len;
+            let mut busy_left = l.list.len;
             while busy_left > 0 {
                 match self.step(&mut l, f) {
                     None => break,
@@ -143,7 +121,7 @@ impl Sieve {
                         self.steps.store(l.steps, Ordering::Relaxed);
                         return Ok((id, s));
                     }
-                    Some((_, Seen::Cleared)) => busy_left = l.len,
+                    Some((_, Seen::Cleared)) => busy_left = l.list.len,
                     Some((_, Seen::Busy)) => busy_left -= 1,
                 }
             }
@@ -169,89 +147,31 @@ impl Sieve {
     pub fn retagged<F: Frames + ?Sized>(&self, f: &F, id: u32) {
         let mut l = self.lock();
         Self::unlink(&mut l, f, id);
-        let w = f.link(id);
-        w.store(pack(NIL, l.head), Ordering::Relaxed);
-        if l.head != NIL {
-            let h = f.link(l.head);
-            let hw = h.load(Ordering::Relaxed);
-            h.store(pack(id, older(hw)), Ordering::Relaxed);
-        } else {
-            l.tail = id;
-        }
-        l.head = id;
-        l.len += 1;
+        l.list.push_head(f, id);
     }
 
-    /// Buffer `id` holds no page any more (its relation was dropped): off the list.
+    /// Buffer `id` is losing its page (its relation was dropped): off the list.
     pub fn freed<F: Frames + ?Sized>(&self, f: &F, id: u32) {
         let mut l = self.lock();
         Self::unlink(&mut l, f, id);
     }
 
     fn unlink<F: Frames + ?Sized>(l: &mut List, f: &F, id: u32) {
-        let w = f.link(id).load(Ordering::Relaxed);
-        if w & LINKED == 0 {
+        if super::list::list_of(f.link(id).load(Ordering::Relaxed)).is_none() {
             return;
         }
-        let (n, o) = (newer(w), older(w));
-        if n != NIL {
-            let nw = f.link(n).load(Ordering::Relaxed);
-            f.link(n).store(pack(newer(nw), o), Ordering::Relaxed);
-        } else {
-            l.head = o;
-        }
-        if o != NIL {
-            let ow = f.link(o).load(Ordering::Relaxed);
-            f.link(o).store(pack(n, older(ow)), Ordering::Relaxed);
-        } else {
-            l.tail = n;
-        }
         if l.hand == id {
-            l.hand = n;
+            l.hand = newer(f.link(id).load(Ordering::Relaxed));
         }
-        f.link(id).store(0, Ordering::Relaxed);
-        l.len -= 1;
+        l.list.unlink(f, id);
     }
 
     /// Checks the list against the frames (quiescent): the buffers on it are those that
     /// hold a page, each once, links agree both ways, and its length is right.
     pub fn check<F: Frames + ?Sized>(&self, f: &F) -> Result<(), String> {
-        let l = self.list.lock();
+        let l = self.lock();
         let mut seen = vec![false; f.len()];
-        let (mut at, mut prev, mut n) = (l.tail, NIL, 0u64);
-        while at != NIL {
-            if std::mem::replace(&mut seen[at as usize], true) {
-                return Err(format!("buffer {at} is on the list twice"));
-            }
-            let w = f.link(at).load(Ordering::Relaxed);
-            if w & LINKED == 0 || older(w) != prev {
-                return Err(format!(
-                    "buffer {at}'s links {w:#x} do not point back to {prev}"
-                ));
-            }
-            (prev, at, n) = (at, newer(w), n + 1);
-        }
-        if prev != l.head || n != l.len {
-            return Err(format!(
-                "walked {n} buffers to {prev}; the list says {} ending at {}",
-                l.len, l.head
-            ));
-        }
-        for id in 0..f.len() as u32 {
-            if !seen[id as usize] && f.link(id).load(Ordering::Relaxed) & LINKED != 0 {
-                return Err(format!(
-                    "buffer {id} is marked linked but is not on the list"
-                ));
-            }
-            let holds_page = f.state(id).load(Ordering::Relaxed) & TAG_VALID != 0;
-            if holds_page != seen[id as usize] {
-                return Err(format!(
-                    "buffer {id} {} a page but is {}on the list",
-                    if holds_page { "holds" } else { "holds no" },
-                    if seen[id as usize] { "" } else { "not " }
-                ));
-            }
-        }
-        Ok(())
+        l.list.check(f, &mut seen)?;
+        check_membership(f, &seen)
     }
 }
