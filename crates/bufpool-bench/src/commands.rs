@@ -715,24 +715,11 @@ pub(crate) fn run_tpcb_traced(
         .autovacuum
         .then(|| bufpool::table::AutovacuumOptions::from_config(&c));
     if let Some(path) = trace {
-        let file = std::fs::File::create(path)
-            .with_context(|| format!("creating the trace {}", path.display()))?;
-        engine.pool().start_trace(Box::new(file))?;
+        crate::trace::start(engine.pool(), path)?;
     }
     let mut out = tpcb::run::run(&db, &opts)?;
     if let Some(path) = trace {
-        let t = engine
-            .pool()
-            .stop_trace()
-            .with_context(|| format!("writing the trace {}", path.display()))?;
-        eprintln!(
-            "trace: {} requests, {:.1} MB, to {} ({} dropped at the stop)",
-            t.records,
-            t.bytes as f64 / 1e6,
-            path.display(),
-            t.dropped
-        );
-        out.trace = Some(t);
+        out.trace = Some(crate::trace::stop(engine.pool(), path)?);
     }
     drop(db);
     engine.shutdown()?;

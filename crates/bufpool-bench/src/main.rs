@@ -194,8 +194,23 @@ struct TableArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Records every buffer request (as `bench --trace`) to FILE, for `trace replay`.
+    #[arg(long = "trace", value_name = "FILE")]
+    trace: Option<PathBuf>,
     #[command(flatten)]
     dir: DirArgs,
+}
+
+impl TableArgs {
+    fn job(&self) -> maintenance::TableJob<'_> {
+        maintenance::TableJob {
+            dir: &self.dir.dir,
+            sets: &self.dir.sets,
+            table: &self.table,
+            json: self.json,
+            trace: self.trace.as_deref(),
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -297,10 +312,8 @@ fn main() -> Result<()> {
         }
         Some(Command::Config(d)) => commands::config(&d.dir, &d.sets),
         Some(Command::Checkpoint(d)) => commands::checkpoint(&d.dir, &d.sets),
-        Some(Command::Scan(t)) => {
-            maintenance::scan(&t.dir.dir, &t.dir.sets, &t.table, t.repeat, t.json)
-        }
-        Some(Command::Vacuum(t)) => maintenance::vacuum(&t.dir.dir, &t.dir.sets, &t.table, t.json),
+        Some(Command::Scan(t)) => maintenance::scan(&t.job(), t.repeat),
+        Some(Command::Vacuum(t)) => maintenance::vacuum(&t.job()),
         Some(Command::Report(r)) => commands::report_cmd(&r.runs, &r.out),
         Some(Command::Compare(c)) => compare::compare(&compare::CompareOptions {
             engines: c.engines,

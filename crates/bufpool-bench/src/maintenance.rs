@@ -127,10 +127,12 @@ fn canonical(table: &str) -> String {
     }
 }
 
-/// Opens `dir`, runs `f` on its TPC-B tables, shuts down cleanly.
+/// Opens `dir`, runs `f` on its TPC-B tables (recording every buffer request to `trace`
+/// if given), shuts down cleanly.
 fn with_db<T>(
     dir: &Path,
     sets: &[(String, String)],
+    trace: Option<&Path>,
     f: impl FnOnce(&Db<'_>) -> Result<T>,
 ) -> Result<T> {
     let (c, _) = load_config(dir, sets)?;
@@ -139,7 +141,14 @@ fn with_db<T>(
     let engine = open_engine(dir, &c, false)?;
     let out = {
         let db = Db::open(&engine, &vfs as &dyn Vfs, dir)?;
-        f(&db)?
+        if let Some(path) = trace {
+            crate::trace::start(engine.pool(), path)?;
+        }
+        let out = f(&db)?;
+        if let Some(path) = trace {
+            crate::trace::stop(engine.pool(), path)?;
+        }
+        out
     };
     engine
         .shutdown()
@@ -147,16 +156,20 @@ fn with_db<T>(
     Ok(out)
 }
 
+/// What `scan` and `vacuum` are asked for.
+pub struct TableJob<'a> {
+    pub dir: &'a Path,
+    pub sets: &'a [(String, String)],
+    pub table: &'a str,
+    pub json: bool,
+    /// Where to record every buffer request (`--trace`).
+    pub trace: Option<&'a Path>,
+}
+
 /// `bufpool scan TABLE`: counts the rows a new snapshot sees, `repeat` times.
-pub fn scan(
-    dir: &Path,
-    sets: &[(String, String)],
-    table: &str,
-    repeat: u32,
-    json: bool,
-) -> Result<()> {
-    let table = &canonical(table);
-    with_db(dir, sets, |db| {
+pub fn scan(job: &TableJob<'_>, repeat: u32) -> Result<()> {
+    let (table, json) = (&canonical(job.table), job.json);
+    with_db(job.dir, job.sets, job.trace, |db| {
         let heap = db.heap(table)?;
         for _ in 0..repeat.max(1) {
             let pool = db.engine.pool();
@@ -188,9 +201,9 @@ pub fn scan(
 }
 
 /// `bufpool vacuum TABLE`: VACUUM (no truncation), with its I/O.
-pub fn vacuum(dir: &Path, sets: &[(String, String)], table: &str, json: bool) -> Result<()> {
-    let table = &canonical(table);
-    with_db(dir, sets, |db| {
+pub fn vacuum(job: &TableJob<'_>) -> Result<()> {
+    let (table, json) = (&canonical(job.table), job.json);
+    with_db(job.dir, job.sets, job.trace, |db| {
         let heap = db.heap(table)?;
         let pool = db.engine.pool();
         let before = pool.stats();

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use bufpool::buffer::replay::{self, ReplayCounts};
-use bufpool::buffer::trace::{read_trace, TraceHeader, TraceRecord};
+use bufpool::buffer::trace::{read_trace, TraceHeader, TraceRecord, TraceSummary};
 use bufpool::buffer::ReplacementPolicy;
 
 use crate::commands::KnobError;
@@ -38,6 +38,29 @@ struct ReplayArgs {
     /// Print JSON instead of the table.
     #[arg(long)]
     json: bool,
+}
+
+/// Starts recording `pool`'s buffer requests to a new file at `path`.
+pub fn start(pool: &bufpool::BufferPool, path: &Path) -> Result<()> {
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("creating the trace {}", path.display()))?;
+    pool.start_trace(Box::new(file))
+        .with_context(|| format!("starting the trace {}", path.display()))
+}
+
+/// Stops the recording `start` began and says what it wrote (on stderr).
+pub fn stop(pool: &bufpool::BufferPool, path: &Path) -> Result<TraceSummary> {
+    let t = pool
+        .stop_trace()
+        .with_context(|| format!("writing the trace {}", path.display()))?;
+    eprintln!(
+        "trace: {} requests, {:.1} MB, to {} ({} dropped at the stop)",
+        t.records,
+        t.bytes as f64 / 1e6,
+        path.display(),
+        t.dropped
+    );
+    Ok(t)
 }
 
 /// A trace file's header and records (ordered by time).

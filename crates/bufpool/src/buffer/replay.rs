@@ -2,7 +2,7 @@
 //! policy's own code on simulated frames, and through Belady's optimum, for miss ratios at
 //! any pool size.
 //!
-//! Owns: [`replay`] and [`optimal`]. A replay drives the library's [`Replacement`] over
+//! Owns: [`replay`] and [`optimal`]. A replay drives the library's `Replacement` over
 //! frames that are bare state words: a hit pins and unpins with the hit path's own
 //! functions (`state::pinned`, `state::ring_pinned`), a miss takes the policy's victim and
 //! stores the usage it admits with, so the policy code is the pool's, not a copy. A ring's
