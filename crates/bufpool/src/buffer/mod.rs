@@ -1,8 +1,8 @@
 //! The buffer pool: a fixed set of page frames shared by all threads, caching the pages of
 //! relation files.
 //!
-//! Owns: the descriptors, the page arena, the mapping table, replacement (`policy/`), I/O wait stripes,
-//! the one write path (`BufferPool::flush_locked`, which counts the WAL flushes it forces),
+//! Owns: the descriptors, the page arena, the mapping table, replacement (`policy/`),
+//! access tracing (`trace.rs`), I/O wait stripes, the one write path (`BufferPool::flush_locked`, which counts the WAL flushes it forces),
 //! the background writer's state (`bgwriter/`; its lock rules are in its `mod.rs`), and the rings'
 //! knobs and counters (`ring.rs`: access strategies, another victim source).
 //!
@@ -349,7 +349,8 @@ impl BufferPool {
     pub fn stats(&self) -> IoStatsSnapshot {
         self.smgr.stats().snapshot()
     }
-    /// (completed passes, next buffer) of the clock hand.
+    /// (completed passes, next buffer) of the clock hand (under a list policy, of its
+    /// step count).
     pub fn clock_position(&self) -> (u64, u64) {
         self.repl.position()
     }

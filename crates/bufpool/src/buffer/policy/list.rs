@@ -8,7 +8,17 @@
 //! mutex for every change.
 
 use super::Frames;
-use crate::sync::Ordering;
+use crate::sync::{Mutex, MutexGuard, Ordering};
+use crate::waits::{timed, Wait};
+
+/// A list policy's mutex, its wait counted (`replacement_lock`) when another thread holds
+/// it.
+pub fn lock_counted<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.try_lock() {
+        Some(g) => g,
+        None => timed(Wait::ReplacementLock, || m.lock()),
+    }
+}
 
 /// "No buffer" in a link.
 pub const NIL: u32 = 0x7FFF_FFFF;

@@ -22,11 +22,10 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::list::{check_membership, list_of, DList};
+use super::list::{check_membership, list_of, lock_counted, DList};
 use super::{AllPinned, Frames, BUSY_LAPS_MAX};
 use crate::buffer::state::{refcount, usage, LOCKED, REFCOUNT_ONE, USAGE_MASK, USAGE_SHIFT};
-use crate::sync::{yield_now, AtomicU64, Mutex, MutexGuard, Ordering};
-use crate::waits::{timed, Wait};
+use crate::sync::{yield_now, AtomicU64, Mutex, Ordering};
 
 /// S's share of the pool, percent (the paper's 10%).
 const SMALL_PERCENT: u64 = 10;
@@ -120,13 +119,6 @@ impl S3Fifo {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Lists> {
-        match self.lists.try_lock() {
-            Some(l) => l,
-            None => timed(Wait::ReplacementLock, || self.lists.lock()),
-        }
-    }
-
     pub fn steps(&self) -> u64 {
         self.steps.load(Ordering::Relaxed)
     }
@@ -174,7 +166,7 @@ impl S3Fifo {
             if lap > 0 {
                 yield_now();
             }
-            let mut l = self.lock();
+            let mut l = lock_counted(&self.lists);
             let mut busy_left = l.small.len + l.main.len;
             while busy_left > 0 {
                 match self.step(&mut l, f) {
@@ -194,7 +186,7 @@ impl S3Fifo {
 
     /// One step for the bgwriter's victim queue: a victim if it pinned one.
     pub fn step_once<F: Frames + ?Sized>(&self, f: &F) -> Option<(u32, u64)> {
-        let mut l = self.lock();
+        let mut l = lock_counted(&self.lists);
         let r = match self.step(&mut l, f) {
             Step::Pinned(id, s) => Some((id, s)),
             _ => None,
@@ -207,7 +199,7 @@ impl S3Fifo {
     /// any): the old page's identity goes to G if it left S, and the new page enters M if
     /// G held its identity, else S.
     pub fn retagged<F: Frames + ?Sized>(&self, f: &F, id: u32, old: Option<u64>, new: u64) {
-        let mut l = self.lock();
+        let mut l = lock_counted(&self.lists);
         match list_of(f.link(id).load(Ordering::Relaxed)) {
             Some(SMALL) => {
                 l.small.unlink(f, id);
@@ -227,7 +219,7 @@ impl S3Fifo {
 
     /// Buffer `id` is losing its page (its relation was dropped): off its list.
     pub fn freed<F: Frames + ?Sized>(&self, f: &F, id: u32) {
-        let mut l = self.lock();
+        let mut l = lock_counted(&self.lists);
         match list_of(f.link(id).load(Ordering::Relaxed)) {
             Some(SMALL) => l.small.unlink(f, id),
             Some(_) => l.main.unlink(f, id),
@@ -237,7 +229,7 @@ impl S3Fifo {
 
     /// Checks S, M and G against the frames (quiescent).
     pub fn check<F: Frames + ?Sized>(&self, f: &F) -> Result<(), String> {
-        let l = self.lock();
+        let l = lock_counted(&self.lists);
         let mut seen = vec![false; f.len()];
         l.small.check(f, &mut seen)?;
         l.main.check(f, &mut seen)?;

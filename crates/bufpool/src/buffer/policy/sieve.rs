@@ -19,11 +19,10 @@
 //! is deadlock-free. It is the policy's one global lock: `waits` counts its waits
 //! (`replacement_lock`).
 
-use super::list::{check_membership, newer, DList, NIL};
+use super::list::{check_membership, lock_counted, newer, DList, NIL};
 use super::{AllPinned, Frames, BUSY_LAPS_MAX};
 use crate::buffer::state::{refcount, usage, LOCKED, REFCOUNT_ONE, USAGE_MASK};
-use crate::sync::{yield_now, AtomicU64, Mutex, MutexGuard, Ordering};
-use crate::waits::{timed, Wait};
+use crate::sync::{yield_now, AtomicU64, Mutex, Ordering};
 
 #[derive(Debug)]
 struct List {
@@ -78,14 +77,6 @@ impl Sieve {
         }
     }
 
-    /// The list, its wait counted when another thread holds it.
-    fn lock(&self) -> MutexGuard<'_, List> {
-        match self.list.try_lock() {
-            Some(l) => l,
-            None => timed(Wait::ReplacementLock, || self.list.lock()),
-        }
-    }
-
     pub fn steps(&self) -> u64 {
         self.steps.load(Ordering::Relaxed)
     }
@@ -111,7 +102,7 @@ impl Sieve {
             if lap > 0 {
                 yield_now();
             }
-            let mut l = self.lock();
+            let mut l = lock_counted(&self.list);
             // Marks cleared plus a lap of busy buffers: every one was passed busy.
             let mut busy_left = l.list.len;
             while busy_left > 0 {
@@ -133,7 +124,7 @@ impl Sieve {
     /// One step of the hand for the bgwriter's victim queue: `Some((id, state))` if it
     /// pinned a victim there.
     pub fn step_once<F: Frames + ?Sized>(&self, f: &F) -> Option<(u32, u64)> {
-        let mut l = self.lock();
+        let mut l = lock_counted(&self.list);
         let r = match self.step(&mut l, f) {
             Some((id, Seen::Pinned(s))) => Some((id, s)),
             _ => None,
@@ -145,14 +136,14 @@ impl Sieve {
     /// Buffer `id` now holds a new page: it moves to the head (linked there if it came
     /// from the free list).
     pub fn retagged<F: Frames + ?Sized>(&self, f: &F, id: u32) {
-        let mut l = self.lock();
+        let mut l = lock_counted(&self.list);
         Self::unlink(&mut l, f, id);
         l.list.push_head(f, id);
     }
 
     /// Buffer `id` is losing its page (its relation was dropped): off the list.
     pub fn freed<F: Frames + ?Sized>(&self, f: &F, id: u32) {
-        let mut l = self.lock();
+        let mut l = lock_counted(&self.list);
         Self::unlink(&mut l, f, id);
     }
 
@@ -169,7 +160,7 @@ impl Sieve {
     /// Checks the list against the frames (quiescent): the buffers on it are those that
     /// hold a page, each once, links agree both ways, and its length is right.
     pub fn check<F: Frames + ?Sized>(&self, f: &F) -> Result<(), String> {
-        let l = self.lock();
+        let l = lock_counted(&self.list);
         let mut seen = vec![false; f.len()];
         l.list.check(f, &mut seen)?;
         check_membership(f, &seen)
