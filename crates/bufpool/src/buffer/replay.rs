@@ -43,6 +43,20 @@ impl ReplayCounts {
     pub fn miss_ratio(&self) -> f64 {
         self.misses as f64 / self.requests().max(1) as f64
     }
+
+    /// Counts one request that found its page (`resident`) or not; true if it must load
+    /// one (a miss that is not a probe).
+    fn count(&mut self, resident: bool, flags: u8) -> bool {
+        if resident {
+            self.hits += 1;
+        } else if flags & PROBE != 0 {
+            self.probes_missed += 1;
+        } else {
+            self.misses += 1;
+            return true;
+        }
+        false
+    }
 }
 
 /// The pool's own answers in a trace: its hits and misses, as recorded.
@@ -52,11 +66,7 @@ pub fn recorded(records: &[TraceRecord], nbuffers: usize) -> ReplayCounts {
         ..Default::default()
     };
     for r in records {
-        match (r.flags & HIT != 0, r.flags & PROBE != 0) {
-            (true, _) => c.hits += 1,
-            (false, true) => c.probes_missed += 1,
-            (false, false) => c.misses += 1,
-        }
+        c.count(r.flags & HIT != 0, r.flags);
     }
     c
 }
@@ -120,7 +130,8 @@ pub fn replay(records: &[TraceRecord], policy: ReplacementPolicy, nbuffers: usiz
     };
     for r in records {
         let k = key(r);
-        if let Some(&id) = map.get(&k) {
+        let found = map.get(&k).copied();
+        if let Some(id) = found {
             let w = frames.state(id);
             let s = w.load(Ordering::Relaxed);
             let s = if r.flags & RING != 0 {
@@ -129,14 +140,10 @@ pub fn replay(records: &[TraceRecord], policy: ReplacementPolicy, nbuffers: usiz
                 pinned(s)
             };
             w.store(s - REFCOUNT_ONE, Ordering::Relaxed);
-            c.hits += 1;
+        }
+        if !c.count(found.is_some(), r.flags) {
             continue;
         }
-        if r.flags & PROBE != 0 {
-            c.probes_missed += 1;
-            continue;
-        }
-        c.misses += 1;
         let reuse = if r.flags & RING != 0 && ring.len() >= REPLAY_RING_BUFFERS.min(nbuffers / 8) {
             ring.pop_front().filter(|&(id, page)| {
                 let s = frames.state(id).load(Ordering::Relaxed);
@@ -191,17 +198,13 @@ pub fn optimal(records: &[TraceRecord], nbuffers: usize) -> ReplayCounts {
     };
     for (i, r) in records.iter().enumerate() {
         let k = key(r);
-        if let Some(n) = resident.get_mut(&k) {
-            *n = next[i];
+        let found = resident.get_mut(&k).map(|n| *n = next[i]).is_some();
+        if found {
             heap.push((next[i], k));
-            c.hits += 1;
+        }
+        if !c.count(found, r.flags) {
             continue;
         }
-        if r.flags & PROBE != 0 {
-            c.probes_missed += 1;
-            continue;
-        }
-        c.misses += 1;
         if resident.len() == nbuffers {
             while let Some((n, victim)) = heap.pop() {
                 if resident.get(&victim) == Some(&n) {
