@@ -11,7 +11,8 @@
 # limit) and --ack-log. Rounds rotate through
 #   synchronous_commit on / off (off: the rate, and so the races, are 3-4x higher),
 #   4, 8 and 16 clients,
-#   the replacement policy (buffer_replacement clock, sieve, s3fifo; every three rounds),
+#   the replacement policy (buffer_replacement clock, sieve, s3fifo, arc, 2q, cooling;
+#   every three rounds),
 #   TPC-B alone (the highest rate), TPC-B with seed 002's savepoint-overflow side script
 #   (70 nested savepoints per transaction), and the multixact script (FOR UPDATE, SAVEPOINT, update: row locks and
 #   multixacts; it changes accounts alone, so it has a database of its own, checked with
@@ -74,7 +75,7 @@ fail() {
 }
 
 clients_cycle=(4 8 16)
-policies=(clock sieve s3fifo)
+policies=(clock sieve s3fifo arc 2q cooling)
 deadline=$(awk -v m="$minutes" -v now="$(date +%s)" 'BEGIN { printf "%d", now + m * 60 }')
 start=$(date +%s)
 round=0 kills=0 acked=0 completed=0
@@ -83,7 +84,7 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
   round=$((round + 1))
   if [ "$round" -gt 1 ] && [ $(( (round - 1) % fresh_every )) -eq 0 ]; then fresh; fi
   c=${clients_cycle[$(( (round - 1) % 3 ))]}
-  policy=${policies[$(( ((round - 1) / 3) % 3 ))]}
+  policy=${policies[$(( ((round - 1) / 3) % ${#policies[@]} ))]}
   # Synchronous commit alternates every round, the script every two rounds, the kill
   # every six.
   if [ $((round % 2)) -eq 1 ]; then sync=off; else sync=on; fi

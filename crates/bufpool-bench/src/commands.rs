@@ -520,6 +520,11 @@ pub struct BenchArgs {
     /// pgbench_branches, pgbench_tellers and pgbench_accounts (for stress runs).
     #[arg(long = "vacuum-every", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub vacuum_every: Option<u64>,
+    /// Zipfian account keys with this constant (YCSB's request distribution; YCSB uses
+    /// 0.99), for any script; the ycsb-b and ycsb-c scripts default to 0.99, the others
+    /// to uniform keys, as pgbench.
+    #[arg(long = "zipf-theta", value_name = "THETA")]
+    pub zipf_theta: Option<f64>,
     /// Records every buffer request of the run (page, hit or miss, ring, time; 24 bytes
     /// each) to FILE, for `bufpool trace replay`.
     #[arg(long = "trace", value_name = "FILE")]
@@ -565,6 +570,7 @@ impl BenchArgs {
             side_pause_ms: None,
             vacuum_every: None,
             trace: None,
+            zipf_theta: None,
         }
     }
 }
@@ -665,6 +671,7 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         }),
         vacuum_every_s: a.vacuum_every,
         autovacuum: None,
+        zipf_theta: a.zipf_theta,
     };
     run_tpcb_traced(&a.dir, &a.sets, opts, a.trace.as_deref())
 }
@@ -752,6 +759,8 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
         Mode::SelectOnly => "<builtin: select only>",
         Mode::SavepointOverflow => "<builtin: savepoint overflow (seed 002)>",
         Mode::Multixact => "<builtin: multixact (seed 002)>",
+        Mode::YcsbB => "<builtin: YCSB B (95% reads, 5% updates)>",
+        Mode::YcsbC => "<builtin: YCSB C (reads only)>",
     };
     println!("transaction type: {ttype}");
     println!("scaling factor: {}", r.scale);

@@ -14,8 +14,10 @@
 //! its page's contents, and every pin is released; and with one read failing (EIO from the
 //! FaultVfs): whoever's read fails gets the error, the other waits and gets its page or
 //! the error, nobody hangs, and nothing stays pinned or in progress.
-//! The first two also run under `buffer_replacement = sieve` and `s3fifo`, and those
-//! policies' lists are modelled against a relation drop (`lists_survive_a_drop`).
+//! The first two also run under the list policies (`buffer_replacement = sieve`, `s3fifo`,
+//! `arc`, `2q`, `cooling`; the last four share `policy/queues.rs`, so `arc` runs the full
+//! set and the other two the random schedules), and those policies' lists are modelled
+//! against a relation drop (`lists_survive_a_drop`).
 #![cfg(feature = "shuttle")]
 
 use std::path::Path;
@@ -384,4 +386,44 @@ fn model_s3fifo_lists_survive_a_drop_random() {
 #[test]
 fn model_s3fifo_lists_survive_a_drop_pct() {
     shuttle::check_pct(|| lists_survive_a_drop("s3fifo"), 1000, 3);
+}
+
+#[test]
+fn model_arc_no_duplicate_reads_pct() {
+    shuttle::check_pct(|| no_duplicate_reads("arc"), 1000, 3);
+}
+
+#[test]
+fn model_arc_pins_and_dirty_flags_random() {
+    shuttle::check_random(|| pins_hold_and_dirty_is_never_lost("arc"), 1000);
+}
+
+#[test]
+fn model_arc_lists_survive_a_drop_random() {
+    shuttle::check_random(|| lists_survive_a_drop("arc"), 1000);
+}
+
+#[test]
+fn model_arc_lists_survive_a_drop_pct() {
+    shuttle::check_pct(|| lists_survive_a_drop("arc"), 1000, 3);
+}
+
+#[test]
+fn model_2q_pins_and_dirty_flags_random() {
+    shuttle::check_random(|| pins_hold_and_dirty_is_never_lost("2q"), 1000);
+}
+
+#[test]
+fn model_2q_lists_survive_a_drop_random() {
+    shuttle::check_random(|| lists_survive_a_drop("2q"), 1000);
+}
+
+#[test]
+fn model_cooling_pins_and_dirty_flags_random() {
+    shuttle::check_random(|| pins_hold_and_dirty_is_never_lost("cooling"), 1000);
+}
+
+#[test]
+fn model_cooling_lists_survive_a_drop_random() {
+    shuttle::check_random(|| lists_survive_a_drop("cooling"), 1000);
 }

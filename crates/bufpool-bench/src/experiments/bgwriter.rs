@@ -42,7 +42,6 @@ use super::device::remove_db;
 use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Template};
 use super::{layout, progress, summarize, Goal, Ratio, Report};
 use crate::commands::run_tpcb;
-use crate::tpcb::burst::{Batch, RateProfile};
 use crate::tpcb::run::{BenchOptions, RunOutcome};
 use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId, Vfs};
 
@@ -469,28 +468,12 @@ struct Run<'a> {
 /// spikes and a batch every sixth of the run; max, as fast as they go.
 fn workload_options(o: &Settings, run: &Run, opts: BenchOptions) -> BenchOptions {
     let peak = run.max_off_tps.max(10.0);
-    let accounts = u64::from(o.scale) * crate::tpcb::ACCOUNTS_PER_SCALE;
     match run.workload {
         "steady" => BenchOptions {
             rate: Some((STEADY_OF_MAX * run.max_off_tps).max(10.0).round()),
             ..opts
         },
-        "bursty" => BenchOptions {
-            rate_profile: Some(RateProfile {
-                period_s: (o.seconds / 3).max(2) as f64,
-                // Whole transactions per second, as the profile has always been given.
-                low: (0.3 * peak).round_ties_even(),
-                high: (0.8 * peak).round_ties_even(),
-                spike: 0.05,
-                spike_factor: 1.5,
-                seed: opts.seed,
-            }),
-            batch: Some(Batch {
-                every_s: (o.seconds / 6).max(1),
-                rows: (accounts / 100).max(100),
-            }),
-            ..opts
-        },
+        "bursty" => crate::tpcb::burst::seed000_bursty(opts, peak, o.seconds, o.scale),
         _ => opts,
     }
 }

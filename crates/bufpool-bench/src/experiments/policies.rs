@@ -1,14 +1,19 @@
 //! `bufpool experiment policies`: the replacement policies (`buffer_replacement`) on
 //! recorded traces beside Belady's optimum, and live.
 //!
-//! - Traces: a scale-`--scale` TPC-B template; three runs of `--seconds` with 2 clients,
+//! - Traces: a scale-`--scale` TPC-B template; eight runs of `--seconds` with 2 clients,
 //!   synchronous commit off, the pool a quarter of the data (the relations' files, the log
-//!   not counted), each recorded with
-//!   `bench --trace` under the clock: `tpcb` (TPC-B alone), `tpcb+scan` (a side thread
-//!   scanning `pgbench_accounts`, larger than the pool, over and over, rings off:
-//!   `bulkread_ring_size = 0`) and `tpcb+scan-ring` (the same scans through the bulk-read
-//!   ring). Each trace is replayed at a quarter and a tenth of the data through every
-//!   policy's own code and Belady's OPT (`bufpool trace replay`).
+//!   not counted), each recorded with `bench --trace` under the clock: `tpcb` (TPC-B
+//!   alone), `tpcb+scan` (a side thread scanning `pgbench_accounts`, larger than the pool,
+//!   over and over, rings off: `bulkread_ring_size = 0`), `tpcb+scan-ring` (the same scans
+//!   through the bulk-read ring), `bursty` (seed 000's bursty load: a rate wave from 0.3
+//!   to 0.8 of the `tpcb` run's tps with spikes, and a batch updating a hundredth of the
+//!   accounts every sixth of the run), and YCSB's B (95% reads, 5% updates) and C (reads)
+//!   on the accounts through their B-tree, with Zipfian keys of constant 0.99 and 0.7
+//!   (`bench -b ycsb-b --zipf-theta 0.7`). Each trace is replayed at a twentieth, a tenth,
+//!   a quarter and a half of the data through every policy's own code and Belady's OPT
+//!   (`bufpool trace replay`); `--report DIR` draws one chart per trace (miss ratio
+//!   against pool size, a line per policy, OPT dashed as the floor) into DIR/index.html.
 //! - `scan`: a synthetic trace: a hot set of half the pool, touched 20 times, then a
 //!   sequential scan of 4x the pool with one hot-set request per 4 scanned pages; the
 //!   share of the hot set still resident after the scan (probes), per policy.
@@ -16,13 +21,14 @@
 //!   `--repeats` each) and its hot-hit ns (64 resident pages read in a loop).
 //!
 //! Targets: `default_miss_vs_best` (the worst, over traces and sizes, of the clock's misses
-//! over the best policy's) ≤ 1.02; `best_miss_vs_opt` (the worst over traces and sizes of
+//! over the best policy's; the JSON's `cases` name the best policy of each) ≤ 1.02; `best_miss_vs_opt` (the worst over traces and sizes of
 //! the best policy's misses over OPT's; per trace in the JSON) ≤ 2.0, a bound of ours;
 //! `scan_hot_set_kept_no_ring` (the best policy's kept share) ≥ 0.95;
 //! `hot_hit_ns_vs_clock` (the worst policy's) ≤ 1.1; `tpcb_quarter_pool_vs_clock` (the
 //! best other policy's tps over the clock's, median of the repeats) reported against 1.0.
 
 use std::hint::black_box;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,13 +44,18 @@ use serde_json::json;
 
 use super::runner::{Runner, Template};
 use super::{progress, Goal, Ratio, Report, Samples};
+use crate::tpcb::run::Mode;
 use crate::tpcb::side::SideScript;
 
 /// `bufpool experiment policies` flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// Policies to compare (`buffer_replacement`'s words), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "clock,sieve,s3fifo")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "clock,sieve,s3fifo,arc,2q,cooling"
+    )]
     pub policies: Vec<String>,
     /// TPC-B scale of the template (default 10; 2 with --quick).
     #[arg(long)]
@@ -52,16 +63,71 @@ pub struct Args {
     /// Seconds of each traced and each live run (default 20; 3 with --quick).
     #[arg(long)]
     pub seconds: Option<u64>,
+    /// Writes DIR/index.html with one chart per trace (miss ratio against pool size).
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
-/// A traced workload: name, whether the full-scan side script runs, extra knobs.
-type Workload = (&'static str, bool, &'static [(&'static str, &'static str)]);
+/// A traced workload.
+#[derive(Debug, Clone, Copy)]
+struct Workload {
+    name: &'static str,
+    mode: Mode,
+    /// `--zipf-theta` (None: the mode's keys).
+    theta: Option<f64>,
+    /// The full-scan side script runs beside the clients.
+    scan: bool,
+    /// Seed 000's bursty load (a rate wave and batches) instead of full speed.
+    bursty: bool,
+    knobs: &'static [(&'static str, &'static str)],
+}
 
-const WORKLOADS: [Workload; 3] = [
-    ("tpcb", false, &[]),
-    ("tpcb+scan", true, &[("bulkread_ring_size", "0")]),
-    ("tpcb+scan-ring", true, &[]),
+const fn workload(name: &'static str, mode: Mode, theta: Option<f64>) -> Workload {
+    Workload {
+        name,
+        mode,
+        theta,
+        scan: false,
+        bursty: false,
+        knobs: &[],
+    }
+}
+
+const TPCB: Workload = workload("tpcb", Mode::TpcbLike, None);
+
+const WORKLOADS: [Workload; 8] = [
+    TPCB,
+    Workload {
+        name: "tpcb+scan",
+        scan: true,
+        knobs: &[("bulkread_ring_size", "0")],
+        ..TPCB
+    },
+    Workload {
+        name: "tpcb+scan-ring",
+        scan: true,
+        ..TPCB
+    },
+    Workload {
+        name: "bursty",
+        bursty: true,
+        ..TPCB
+    },
+    workload("ycsb-b zipf 0.99", Mode::YcsbB, Some(0.99)),
+    workload("ycsb-c zipf 0.99", Mode::YcsbC, Some(0.99)),
+    workload("ycsb-b zipf 0.7", Mode::YcsbB, Some(0.7)),
+    workload("ycsb-c zipf 0.7", Mode::YcsbC, Some(0.7)),
 ];
+
+/// The replayed pool sizes: name and divisor of the data's pages. Traces are recorded
+/// with the quarter.
+const SIZES: [(&str, u64); 4] = [
+    ("twentieth", 20),
+    ("tenth", 10),
+    ("quarter", 4),
+    ("half", 2),
+];
+const RECORDED_AT: usize = 2;
 
 /// Pages of the synthetic scan trace's pool.
 const SCAN_POOL: u32 = 1024;
@@ -111,16 +177,20 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let tpl = r.template(p.scale, false, &[])?;
     // The relations only (`base/`): the log is not data the pool caches.
     let data_pages = super::device::dir_bytes(&tpl.dir.join("base")) / 8192;
-    let sizes = [
-        ("quarter", (data_pages / 4).max(16) as usize),
-        ("tenth", (data_pages / 10).max(16) as usize),
-    ];
+    let sizes = SIZES.map(|(name, div)| (name, (data_pages / div).max(16) as usize));
     let mut replayed = Vec::new();
     let mut traced = Vec::new();
-    for (name, scan, extra) in WORKLOADS {
-        let records = record(r, &tpl, sizes[0].1, &p, (name, scan, extra))?;
-        traced.push(json!({"workload": name, "requests": records.len(),
-            "distinct_pages": replay::distinct_pages(&records)}));
+    let mut tpcb_tps = 0.0;
+    for w in WORKLOADS {
+        let name = w.name;
+        let (records, tps) = record(r, &tpl, sizes[RECORDED_AT].1, &p, w, tpcb_tps)?;
+        if w.name == TPCB.name {
+            tpcb_tps = tps;
+        }
+        traced.push(
+            json!({"workload": name, "requests": records.len(), "tps": tps,
+            "distinct_pages": replay::distinct_pages(&records)}),
+        );
         for (size, n) in sizes {
             progress(format!("policies: replaying {name} at {n} buffers"));
             let opt = replay::optimal(&records, n);
@@ -144,35 +214,51 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let m = Measured {
         replayed,
         kept: p.policies.iter().map(|&pol| scan_kept(pol)).collect(),
-        live: live_tps(r, &tpl, sizes[0].1, &p)?,
+        live: live_tps(r, &tpl, sizes[RECORDED_AT].1, &p)?,
         hits: hot_hits(r, &p)?,
         traced,
     };
+    if let Some(dir) = &a.report {
+        write_charts(dir, &m.replayed, &r.header(&header(&p)))?;
+    }
     Ok(report(r, &p, &m))
 }
 
 /// Records one workload's trace under the clock, the pool `pool` buffers, and reads it
-/// back.
+/// back, with the run's tps. A bursty run's peak is `tpcb_tps`, the `tpcb` run's.
 fn record(
     r: &Runner,
     tpl: &Template,
     pool: usize,
     p: &Plan,
-    (name, scan, extra): Workload,
-) -> Result<Vec<TraceRecord>> {
-    progress(format!("policies: tracing {name} ({} s)", p.seconds));
+    w: Workload,
+    tpcb_tps: f64,
+) -> Result<(Vec<TraceRecord>, f64)> {
+    progress(format!("policies: tracing {} ({} s)", w.name, p.seconds));
     let dir = r.fresh_copy(tpl, "trace")?;
     let mut sets = base_sets(pool);
-    sets.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let mut opts = super::tpcb::bench_options(2, p.seconds, name, stop_flag());
-    if scan {
+    sets.extend(w.knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let mut opts = super::tpcb::bench_options(2, p.seconds, w.name, stop_flag());
+    opts.mode = w.mode;
+    opts.zipf_theta = w.theta;
+    if w.scan {
         opts.side = Some((SideScript::FullScan, SideScript::FullScan.default_pause()));
     }
+    if w.bursty {
+        let peak = tpcb_tps.max(10.0);
+        opts = crate::tpcb::burst::seed000_bursty(opts, peak, p.seconds, p.scale);
+    }
     let path = r.scratch().join("trace.bin");
-    crate::commands::run_tpcb_traced(&dir, &sets, opts, Some(&path))?;
+    let out = crate::commands::run_tpcb_traced(&dir, &sets, opts, Some(&path))?;
+    ensure!(
+        out.result.failed == 0,
+        "{}: {} transactions failed",
+        w.name,
+        out.result.failed
+    );
     let (_, records) = crate::trace::read_trace_file(&path)?;
     std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
-    Ok(records)
+    Ok((records, out.result.tps))
 }
 
 /// A pool of `pool` 8 kB buffers, synchronous commit off.
@@ -306,9 +392,9 @@ fn worst(name: &'static str, cases: &[f64], goal: Goal, target: f64) -> Ratio {
     }
 }
 
-/// One (trace, size): its names, the clock's misses over the best policy's, and the best
-/// policy's over OPT's.
-type Case = (&'static str, &'static str, f64, f64);
+/// One (trace, size): its names, the clock's misses over the best policy's, the best
+/// policy's over OPT's, and the best policy.
+type Case = (&'static str, &'static str, f64, f64, &'static str);
 
 /// The cases of `replayed`, whose replays come `per_case` at a time (the policies, then
 /// OPT).
@@ -321,16 +407,18 @@ fn replay_ratios(replayed: &[Replayed], per_case: usize) -> Vec<Case> {
                 .map_or(0, |x| x.counts.misses)
                 .max(1) as f64
         };
-        let best = case
+        let winner = case
             .iter()
-            .filter(|x| x.policy.is_some())
-            .map(|x| x.counts.misses.max(1) as f64)
-            .fold(f64::INFINITY, f64::min);
+            .filter_map(|x| x.policy.map(|p| (p, x.counts.misses)))
+            .min_by_key(|&(_, m)| m)
+            .map_or(ReplacementPolicy::Clock, |(p, _)| p);
+        let best = misses(Some(winner));
         out.push((
             case[0].workload,
             case[0].size,
             misses(Some(ReplacementPolicy::Clock)) / best,
             best / misses(None),
+            winner.name(),
         ));
     }
     out
@@ -449,6 +537,7 @@ fn metadata(
         .map(|c| {
             json!({
                 "trace": c.0, "pool": c.1, "default_miss_vs_best": c.2, "best_miss_vs_opt": c.3,
+                "best_policy": c.4,
             })
         })
         .collect();
@@ -460,17 +549,87 @@ fn metadata(
     md
 }
 
+fn header(p: &Plan) -> String {
+    format!(
+        "scale {} | {} s runs, 2 clients, synchronous_commit off | repeats {}",
+        p.scale, p.seconds, p.repeats
+    )
+}
+
+/// `--report DIR`: one chart per trace (miss ratio against pool size, a line per policy,
+/// OPT dashed) and DIR/index.html showing them.
+fn write_charts(dir: &std::path::Path, replayed: &[Replayed], header: &str) -> Result<()> {
+    use crate::report::charts::{miss_ratio_chart, MissLine};
+    use crate::report::html::escape;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut html = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Replacement policies</title></head><body>\n<h1>Replacement policies: miss ratio against pool size</h1>\n<p>{}</p>\n",
+        escape(header)
+    );
+    for w in WORKLOADS {
+        let of_trace: Vec<&Replayed> = replayed.iter().filter(|x| x.workload == w.name).collect();
+        let mut names: Vec<Option<ReplacementPolicy>> = Vec::new();
+        for x in &of_trace {
+            if !names.contains(&x.policy) {
+                names.push(x.policy);
+            }
+        }
+        // OPT last (drawn as the floor).
+        names.sort_by_key(Option::is_none);
+        let lines: Vec<MissLine> = names
+            .iter()
+            .map(|&pol| MissLine {
+                name: pol.map_or("OPT", |p| p.name()).to_string(),
+                points: of_trace
+                    .iter()
+                    .filter(|x| x.policy == pol)
+                    .map(|x| (x.counts.nbuffers as f64, x.counts.miss_ratio()))
+                    .collect(),
+            })
+            .collect();
+        let svg = miss_ratio_chart(&format!("{}: miss ratio by pool size", w.name), &lines)?;
+        let file = format!("policies-{}.svg", w.name.replace([' ', '+', '.'], "-"));
+        let path = dir.join(&file);
+        std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+        html.push_str(&format!(
+            "<h2>{}</h2>\n<img src=\"{file}\" alt=\"Miss ratio of each policy and of OPT against pool size, trace {}\">\n",
+            escape(w.name),
+            escape(w.name)
+        ));
+    }
+    html.push_str("</body></html>\n");
+    let index = dir.join("index.html");
+    std::fs::write(&index, html).with_context(|| format!("writing {}", index.display()))?;
+    progress(format!("policies: charts in {}", index.display()));
+    Ok(())
+}
+
+/// Which policy has the fewest misses in each (trace, pool size).
+fn winners_table(cases: &[Case]) -> String {
+    let mut t = String::from(
+        "| trace | pool | best policy | clock vs best | best vs OPT |\n|---|---|---|---|---|\n",
+    );
+    for c in cases {
+        t.push_str(&format!(
+            "| {} | {} | {} | {:.3} | {:.3} |\n",
+            c.0, c.1, c.4, c.2, c.3
+        ));
+    }
+    t
+}
+
 fn report(r: &Runner, p: &Plan, m: &Measured) -> Report {
     let cases = replay_ratios(&m.replayed, p.policies.len() + 1);
     Report {
-        header: r.header(&format!(
-            "scale {} | {} s runs, 2 clients, synchronous_commit off | repeats {}",
-            p.scale, p.seconds, p.repeats
-        )),
+        header: r.header(&header(p)),
         figures: Vec::new(),
         ratios: targets(m, &cases),
         metadata: metadata(r, p, m, &cases),
-        tables: vec![replay_table(&m.replayed), live_table(p, m)],
+        tables: vec![
+            replay_table(&m.replayed),
+            winners_table(&cases),
+            live_table(p, m),
+        ],
         notes: vec![
             "traces recorded under the clock with the pool a quarter of the data; replays \
              model one shared ring, no overlapping pins, dirtiness or bgwriter"

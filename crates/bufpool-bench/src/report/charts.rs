@@ -466,6 +466,79 @@ fn time_series(
     })
 }
 
+/// One line of a miss-ratio chart: its name, and (pool buffers, miss ratio) points.
+pub struct MissLine {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// `experiment policies`' chart of one workload: miss ratio against pool size (log
+/// scale), one line per policy, and OPT (the last line, dashed black) as the floor.
+pub fn miss_ratio_chart(title: &str, lines: &[MissLine]) -> Result<String> {
+    let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let (lo, hi) = xs.fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+    if !(lo.is_finite() && hi > 0.0) {
+        bail!("a miss-ratio chart needs points");
+    }
+    let y_max = finite_max(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)))
+        .unwrap_or(1.0)
+        .max(1e-3);
+    let headroom = legend_headroom(lines.len(), HEIGHT - 110);
+    let y_top = (y_max * 1.05 / (1.0 - headroom)).min(1.0);
+    svg_document(HEIGHT, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, (FONT, 22))
+            .margin(14)
+            .margin_right(30)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d((lo * 0.8..hi * 1.25).log_scale(), 0.0..y_top)?;
+        chart
+            .configure_mesh()
+            .x_desc("pool size (buffers, log scale)")
+            .y_desc("miss ratio")
+            .axis_desc_style((FONT, 16))
+            .label_style((FONT, 13))
+            .light_line_style(RGBColor(240, 240, 240))
+            .x_label_formatter(&fmt_num)
+            .y_label_formatter(&fmt_num)
+            .draw()?;
+        for (i, line) in lines.iter().enumerate() {
+            let opt = i + 1 == lines.len();
+            let colour = if opt { BLACK_LINE } else { run_colour(i) };
+            let style = colour.stroke_width(2);
+            let points = line.points.iter().copied();
+            if opt {
+                chart
+                    .draw_series(DashedLineSeries::new(points, 8, 5, style))?
+                    .label(line.name.as_str())
+                    .legend(legend_line(colour));
+            } else {
+                chart
+                    .draw_series(LineSeries::new(points, style))?
+                    .label(line.name.as_str())
+                    .legend(legend_line(colour));
+            }
+            chart.draw_series(
+                line.points
+                    .iter()
+                    .map(|&p| Circle::new(p, 3, colour.filled())),
+            )?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(160, 160, 160))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// The optimum's line in a miss-ratio chart.
+const BLACK_LINE: RGBColor = RGBColor(30, 30, 30);
+
 /// Points of the empirical CDF of `values` (non-finite values dropped): a staircase for
 /// short inputs, evenly spaced ranks for long ones.
 fn cdf_points(mut values: Vec<f64>) -> Vec<(f64, f64)> {

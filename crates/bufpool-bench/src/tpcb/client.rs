@@ -12,11 +12,15 @@ use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use super::keys::Keys;
 use super::monitor::Live;
 use super::run::{BenchOptions, Mode};
 use super::stats::{latency_histogram, note_running, slot_at, Slot};
 use super::waits::{ClientWaits, Mark, ThreadSched};
-use super::{Db, ACCOUNTS_PER_SCALE, TELLERS_PER_SCALE};
+use super::{Db, TELLERS_PER_SCALE};
+
+/// YCSB B's share of updates.
+const YCSB_B_UPDATES: f64 = 0.05;
 
 /// One client's results.
 pub(super) struct ClientStats {
@@ -77,6 +81,8 @@ pub(super) struct Client<'a, 'e> {
     rate: Option<f64>,
     /// `-L`, µs.
     limit_us: Option<f64>,
+    /// Which accounts its transactions touch.
+    keys: Keys,
 }
 
 impl<'a, 'e> Client<'a, 'e> {
@@ -87,6 +93,7 @@ impl<'a, 'e> Client<'a, 'e> {
         opts: &'a BenchOptions,
         start: Instant,
         live: &'a Live,
+        keys: Keys,
     ) -> Self {
         let clients = opts.clients.max(1);
         Client {
@@ -100,6 +107,7 @@ impl<'a, 'e> Client<'a, 'e> {
                 None => opts.rate.map(|r| r / clients as f64),
             },
             limit_us: opts.latency_limit_ms.map(|ms| ms * 1000.0),
+            keys,
         }
     }
 
@@ -160,7 +168,7 @@ impl<'a, 'e> Client<'a, 'e> {
                 _ => Mark::now(&sched_stat),
             };
             let began = Instant::now();
-            let done = one_transaction(self.db, self.opts.mode, self.opts.abort_fraction, &mut rng)
+            let done = one_transaction(self.db, self.opts, &self.keys, &mut rng)
                 .with_context(|| format!("client {}", self.id))?;
             if let (Some(f), Done::Committed(Some([tid, bid, aid, delta, mtime]))) =
                 (ack.as_mut(), done)
@@ -309,10 +317,11 @@ enum Done {
 /// Runs one transaction of `mode`; Err: any error other than a deadlock.
 fn one_transaction(
     db: &Db<'_>,
-    mode: Mode,
-    abort_fraction: f64,
+    opts: &BenchOptions,
+    keys: &Keys,
     rng: &mut SmallRng,
 ) -> Result<Done, bufpool::Error> {
+    let (mode, abort_fraction) = (opts.mode, opts.abort_fraction);
     if mode == Mode::SavepointOverflow {
         let test = db.test.as_ref().expect("run() checks pgbench_test first");
         super::side::savepoint_overflow(
@@ -325,8 +334,16 @@ fn one_transaction(
         return Ok(Done::Committed(None));
     }
     let scale = db.scale as i64;
-    let aid = rng.random_range(1..=scale * ACCOUNTS_PER_SCALE as i64);
-    if mode == Mode::SelectOnly {
+    let aid = keys.next(rng);
+    // YCSB B's update: one account, a new row version, the balance as it was (so `check`
+    // still balances against the history).
+    if mode == Mode::YcsbB && rng.random_bool(YCSB_B_UPDATES) {
+        let x = db.engine.begin_xid()?;
+        db.touch_accounts(x, &[aid])?;
+        db.engine.commit_transaction(x)?;
+        return Ok(Done::Committed(None));
+    }
+    if matches!(mode, Mode::SelectOnly | Mode::YcsbB | Mode::YcsbC) {
         let x = db.engine.begin_xid()?;
         let snap = db.engine.txns().snapshot(x);
         db.abalance(&snap, aid)?;

@@ -15,6 +15,7 @@ mod autovacuum;
 mod batch;
 pub mod burst;
 mod client;
+pub mod keys;
 mod monitor;
 pub(crate) mod outcome;
 pub mod run;

@@ -49,6 +49,14 @@ pub enum Mode {
     /// update it, read it, insert history, commit (accounts only, as simple-update).
     #[value(name = "multixact")]
     Multixact,
+    /// YCSB's workload B on the accounts: 95% reads of one account's balance, 5% updates
+    /// of one account (a new row version, the balance unchanged), Zipfian keys
+    /// (`--zipf-theta`, default YCSB's 0.99).
+    #[value(name = "ycsb-b")]
+    YcsbB,
+    /// YCSB's workload C: reads only, Zipfian keys.
+    #[value(name = "ycsb-c")]
+    YcsbC,
 }
 
 impl Mode {
@@ -59,7 +67,15 @@ impl Mode {
             Mode::SelectOnly => "select-only",
             Mode::SavepointOverflow => "savepoint-overflow",
             Mode::Multixact => "multixact",
+            Mode::YcsbB => "ycsb-b",
+            Mode::YcsbC => "ycsb-c",
         }
+    }
+
+    /// The Zipfian constant its keys follow when `--zipf-theta` is not given (None:
+    /// uniform, as pgbench).
+    pub fn default_theta(self) -> Option<f64> {
+        matches!(self, Mode::YcsbB | Mode::YcsbC).then_some(super::keys::YCSB_THETA)
     }
 }
 
@@ -109,6 +125,9 @@ pub struct BenchOptions {
     /// The autovacuum launcher's settings, when the `autovacuum` knob is on (filled in
     /// by the run from the knobs, as `config` is).
     pub autovacuum: Option<bufpool::table::AutovacuumOptions>,
+    /// `--zipf-theta`: Zipfian account keys with this constant (None: the mode's default,
+    /// [`Mode::default_theta`]).
+    pub zipf_theta: Option<f64>,
 }
 
 impl BenchOptions {
@@ -141,6 +160,7 @@ impl BenchOptions {
             side: None,
             vacuum_every_s: None,
             autovacuum: None,
+            zipf_theta: None,
         }
     }
 
@@ -191,6 +211,10 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     if opts.mode == Mode::SavepointOverflow || opts.side.is_some() {
         db.test()?;
     }
+    let keys = super::keys::Keys::new(
+        db.scale as i64 * super::ACCOUNTS_PER_SCALE as i64,
+        opts.zipf_theta.or(opts.mode.default_theta()),
+    )?;
     let pool = db.engine.pool();
     let before = pool.stats();
     let bgw_before = pool.bgwriter_stats();
@@ -235,7 +259,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             .map(|a| s.spawn(|| super::autovacuum::run(db, a)));
         let mut handles = Vec::new();
         for id in 0..opts.clients.max(1) {
-            let client = Client::new(id, db, opts, start, &live);
+            let client = Client::new(id, db, opts, start, &live, keys.clone());
             handles.push(s.spawn(move || client.run()));
         }
         let clients: Vec<Result<ClientStats>> = handles

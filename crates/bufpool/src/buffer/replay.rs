@@ -173,6 +173,7 @@ pub fn replay(records: &[TraceRecord], policy: ReplacementPolicy, nbuffers: usiz
             .store(repl.admit_usage() | TAG_VALID | VALID, Ordering::Relaxed);
         repl.retagged(&frames, id, old.map(hash_of), hash_of(k));
     }
+    debug_assert_eq!(repl.check_invariants(&frames), Ok(()));
     c
 }
 
@@ -390,6 +391,156 @@ mod tests {
             s3fifo_reference,
             11,
             [10, 16, 37],
+        );
+    }
+
+    /// CAR as its paper states it (Bansal and Modha, FAST 2004, Figure 2), on queues (the
+    /// front the clock's head, where the hand is): the reference `arc` must match.
+    fn car_reference(blocks: &[u32], c: usize) -> u64 {
+        use std::collections::VecDeque;
+        let (mut t1, mut t2) = (VecDeque::<(u32, bool)>::new(), VecDeque::new());
+        let (mut b1, mut b2) = (VecDeque::<u32>::new(), VecDeque::<u32>::new());
+        let (mut p, mut misses) = (0usize, 0);
+        for &x in blocks {
+            if let Some(e) = t1.iter_mut().chain(t2.iter_mut()).find(|e| e.0 == x) {
+                e.1 = true;
+                continue;
+            }
+            misses += 1;
+            let (in_b1, in_b2) = (b1.contains(&x), b2.contains(&x));
+            if t1.len() + t2.len() == c {
+                loop {
+                    if t1.len() >= p.max(1) {
+                        let (q, r) = t1.pop_front().unwrap();
+                        if !r {
+                            b1.push_back(q);
+                            break;
+                        }
+                        t2.push_back((q, false));
+                    } else {
+                        let (q, r) = t2.pop_front().unwrap();
+                        if !r {
+                            b2.push_back(q);
+                            break;
+                        }
+                        t2.push_back((q, false));
+                    }
+                }
+                if !in_b1 && !in_b2 {
+                    if t1.len() + b1.len() == c {
+                        b1.pop_front();
+                    } else if t1.len() + t2.len() + b1.len() + b2.len() == 2 * c {
+                        b2.pop_front();
+                    }
+                }
+            }
+            if in_b1 {
+                p = (p + (b2.len() / b1.len()).max(1)).min(c);
+                b1.retain(|&q| q != x);
+                t2.push_back((x, false));
+            } else if in_b2 {
+                p = p.saturating_sub((b1.len() / b2.len()).max(1));
+                b2.retain(|&q| q != x);
+                t2.push_back((x, false));
+            } else {
+                t1.push_back((x, false));
+            }
+        }
+        misses
+    }
+
+    #[test]
+    fn arc_replay_matches_car() {
+        matches_reference(ReplacementPolicy::Arc, car_reference, 13, [4, 16, 37]);
+    }
+
+    /// Full 2Q (Johnson and Shasha, VLDB 1994) with Am a clock, as `policy/twoq.rs`
+    /// states it, on queues (front oldest): the reference `2q` must match.
+    fn two_q_reference(blocks: &[u32], c: usize) -> u64 {
+        use std::collections::VecDeque;
+        let (kin, kout) = ((c * 25 / 100).max(1), c * 50 / 100);
+        let (mut a1in, mut am) = (VecDeque::<u32>::new(), VecDeque::<(u32, bool)>::new());
+        let mut a1out = VecDeque::<u32>::new();
+        let mut misses = 0;
+        for &x in blocks {
+            if a1in.contains(&x) {
+                continue;
+            }
+            if let Some(e) = am.iter_mut().find(|e| e.0 == x) {
+                e.1 = true;
+                continue;
+            }
+            misses += 1;
+            if a1in.len() + am.len() == c {
+                loop {
+                    if a1in.len() > kin || am.is_empty() {
+                        a1out.push_back(a1in.pop_front().unwrap());
+                        if a1out.len() > kout {
+                            a1out.pop_front();
+                        }
+                        break;
+                    }
+                    let (q, r) = am.pop_front().unwrap();
+                    if !r {
+                        break;
+                    }
+                    am.push_back((q, false));
+                }
+            }
+            if let Some(i) = a1out.iter().position(|&q| q == x) {
+                a1out.remove(i);
+                am.push_back((x, false));
+            } else {
+                a1in.push_back(x);
+            }
+        }
+        misses
+    }
+
+    #[test]
+    fn two_q_replay_matches_the_papers_algorithm_with_a_clock_for_am() {
+        matches_reference(ReplacementPolicy::TwoQ, two_q_reference, 17, [4, 16, 37]);
+    }
+
+    /// The cooling stage as `policy/cooling.rs` states it, on queues (front oldest): the
+    /// reference `cooling` must match.
+    fn cooling_reference(blocks: &[u32], c: usize) -> u64 {
+        use std::collections::VecDeque;
+        let target = (c * 10 / 100).max(1);
+        let (mut cool, mut hot) = (VecDeque::<(u32, u64)>::new(), VecDeque::new());
+        let mut misses = 0;
+        for &x in blocks {
+            if let Some(e) = cool.iter_mut().chain(hot.iter_mut()).find(|e| e.0 == x) {
+                e.1 = (e.1 + 1).min(5);
+                continue;
+            }
+            misses += 1;
+            if cool.len() + hot.len() == c {
+                loop {
+                    if (cool.len() < target && !hot.is_empty()) || cool.is_empty() {
+                        let (q, _) = hot.pop_front().unwrap();
+                        cool.push_back((q, 0));
+                        continue;
+                    }
+                    let (q, u) = cool.pop_front().unwrap();
+                    if u == 0 {
+                        break;
+                    }
+                    hot.push_back((q, u));
+                }
+            }
+            cool.push_back((x, 0));
+        }
+        misses
+    }
+
+    #[test]
+    fn cooling_replay_matches_its_stated_algorithm() {
+        matches_reference(
+            ReplacementPolicy::Cooling,
+            cooling_reference,
+            19,
+            [4, 16, 37],
         );
     }
 

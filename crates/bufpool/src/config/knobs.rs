@@ -224,7 +224,7 @@ pub(super) fn word(v: Value) -> usize {
 pub(super) const SLRU_DESIGNS: [SlruDesign; 3] = SlruDesign::ALL;
 /// The rule text of the SLRU size knobs.
 pub(super) const WHOLE_BANKS: &str = "a multiple of 16 (whole SLRU banks)";
-pub(super) const REPLACEMENT_POLICIES: [ReplacementPolicy; 3] = ReplacementPolicy::ALL;
+pub(super) const REPLACEMENT_POLICIES: [ReplacementPolicy; 6] = ReplacementPolicy::ALL;
 pub(super) const HUGE_PAGES: [HugePages; 3] = [HugePages::Try, HugePages::On, HugePages::Off];
 pub(super) const BGWRITER_STRATEGIES: [BgwriterStrategy; 4] = BgwriterStrategy::ALL;
 pub(super) const BGWRITER_IOS: [BgwriterIo; 2] = BgwriterIo::ALL;
@@ -303,13 +303,13 @@ pub static KNOBS: &[Knob] = &[
         )
     },
     Knob {
-        words: &["clock", "sieve", "s3fifo"],
+        words: &["clock", "sieve", "s3fifo", "arc", "2q", "cooling"],
         ..row(
             "buffer_replacement",
             Unit::Enum,
             "clock",
             "which buffer a miss evicts: clock (the sweep over usage counts), sieve (SIEVE), \
-             s3fifo (S3-FIFO)",
+             s3fifo (S3-FIFO), arc (ARC as CAR), 2q (2Q), cooling (a cooling stage)",
             |c, v| c.buffer_replacement = REPLACEMENT_POLICIES[word(v)],
             |c| Value::Word(c.buffer_replacement as usize),
         )
@@ -890,6 +890,21 @@ pub static KNOBS: &[Knob] = &[
         |c, v| c.bgwriter_lead = flag(v),
         |c| Value::Bool(c.bgwriter_lead),
     ),
+    Knob {
+        check: Some((
+            |c| !c.bgwriter_frequent_only || c.buffer_replacement.has_frequent_list(),
+            "off unless buffer_replacement keeps a frequent list (s3fifo, arc, 2q)",
+        )),
+        ..row(
+            "bgwriter_frequent_only",
+            Unit::Bool,
+            "off",
+            "clean only the policy's list of frequently used pages (ARC's T2, 2Q's Am, \
+             S3-FIFO's M), never the list of new ones (off: both in turn, as PostgreSQL 8.0)",
+            |c, v| c.bgwriter_frequent_only = flag(v),
+            |c| Value::Bool(c.bgwriter_frequent_only),
+        )
+    },
     Knob {
         min: 0,
         max: MAX_BGWRITER_LRU_PERCENT_THOUSANDTHS,

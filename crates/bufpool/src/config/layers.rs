@@ -54,6 +54,7 @@ impl Config {
             adaptive_nap: self.bgwriter_adaptive_nap,
             lead: self.bgwriter_lead,
             lru_percent_thousandths: self.bgwriter_lru_percent_thousandths,
+            frequent_only: self.bgwriter_frequent_only,
         }
     }
 

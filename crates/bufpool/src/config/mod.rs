@@ -197,6 +197,8 @@ pub struct Config {
     pub bgwriter_lead: bool,
     /// bgwriter_lru_percent in thousandths (1.0 is 1000); 0: the estimator.
     pub bgwriter_lru_percent_thousandths: u64,
+    /// A list policy's bgwriter cleans its frequent list only.
+    pub bgwriter_frequent_only: bool,
     pub synchronize_seqscans: bool,
     pub seqscan_strategy: SeqscanStrategy,
     /// seqscan_sync_threshold in thousandths of the pool.

@@ -531,6 +531,7 @@ fn bgwriter_knobs_parse_and_reach_the_pool_options() {
             adaptive_nap: false,
             lead: false,
             lru_percent_thousandths: 2000,
+            frequent_only: false,
         }
     );
     assert_eq!(

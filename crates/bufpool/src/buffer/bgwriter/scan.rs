@@ -28,6 +28,10 @@ pub(super) struct LruScan {
     /// Reusable buffers the round aims for (the estimate, at least the minimum progress).
     pub(super) upcoming: u64,
     pub(super) nbuffers: u64,
+    /// Under a list policy, the buffers in the order its search will reach them, read at
+    /// the start of the round (the cursor counts from the hand then); None: the clock's
+    /// order, the ids from its hand.
+    pub(super) order: Option<(u64, Vec<u32>)>,
 }
 
 /// An LRU scan whose writes go through the bgwriter's io_uring (`bgwriter_io_method =
@@ -110,11 +114,21 @@ impl<'a> Round<'a> {
             self.state.saved = false;
             return;
         }
-        let scan = if self.pool.bgwriter.options.lru_percent_thousandths > 0 {
+        // A list policy's order is read afresh each round: nothing carries over.
+        let order = self.pool.repl.lru_order(
+            &*self.pool.descs,
+            self.pool.bgwriter.options.frequent_only,
+            nbuffers as usize,
+        );
+        if order.is_some() {
+            self.state.next_to_clean = hand;
+        }
+        let mut scan = if self.pool.bgwriter.options.lru_percent_thousandths > 0 {
             self.window(hand, nbuffers)
         } else {
             self.horizon(hand, nbuffers, upcoming_raw)
         };
+        scan.order = order.map(|o| (hand, o));
         let reusable_ahead = scan.reusable;
         let density = self.state.smoothed_density.max(1.0);
         if dirty_only {
@@ -176,6 +190,7 @@ impl<'a> Round<'a> {
             reusable: reusable_ahead,
             upcoming,
             nbuffers,
+            order: None,
         }
     }
 
@@ -193,6 +208,7 @@ impl<'a> Round<'a> {
             reusable: 0,
             upcoming: u64::MAX,
             nbuffers,
+            order: None,
         }
     }
 
@@ -236,7 +252,13 @@ impl<'a> Round<'a> {
                 return None;
             }
         }
-        let id = (self.state.next_to_clean % scan.nbuffers) as u32;
+        let id = match &scan.order {
+            None => (self.state.next_to_clean % scan.nbuffers) as u32,
+            Some((start, order)) => {
+                let at = self.state.next_to_clean.saturating_sub(*start) as usize;
+                *order.get(at)?
+            }
+        };
         self.state.next_to_clean += 1;
         scan.to_scan -= 1;
         self.report.buffers_scanned += 1;

@@ -13,19 +13,27 @@
 //! buffers for [`BUSY_LAPS_MAX`] passes over the pool reports [`AllPinned`].
 //! Locks: the free list's mutex (only when non-empty); the clock takes none.
 
+mod arc;
 mod clock;
+mod cooling;
 mod free_list;
+mod ghost;
 mod list;
+mod queues;
 mod s3fifo;
 mod sieve;
+mod twoq;
 
 use super::descriptor::BufferDesc;
 use super::state::{sweep_visit, Visit, USAGE_ONE};
 use crate::sync::{AtomicU64, Ordering};
+use arc::Car;
 use clock::Clock;
+use cooling::Cooling;
 use free_list::FreeList;
 use s3fifo::S3Fifo;
 use sieve::Sieve;
+use twoq::TwoQ;
 
 /// Consecutive all-busy passes before a policy reports that every buffer is pinned. Three
 /// passes with a yield between them outlast any transient pin; a pool that is really all
@@ -69,14 +77,25 @@ pub enum ReplacementPolicy {
     Sieve,
     /// S3-FIFO (SOSP 2023): a small FIFO for new pages, a main FIFO, a ghost queue.
     S3Fifo,
+    /// ARC (PostgreSQL 8.0) as CAR: two clocks for pages seen once and twice, their ghost
+    /// lists, and an adaptive target between them.
+    Arc,
+    /// 2Q (PostgreSQL 8.0.2): a FIFO for new pages, a ghost FIFO, a clock for pages
+    /// wanted again.
+    TwoQ,
+    /// A cooling stage (LeanStore): pages admitted cool, evicted unless used while cooling.
+    Cooling,
 }
 
 impl ReplacementPolicy {
     /// Every policy, in the knob's word order.
-    pub const ALL: [ReplacementPolicy; 3] = [
+    pub const ALL: [ReplacementPolicy; 6] = [
         ReplacementPolicy::Clock,
         ReplacementPolicy::Sieve,
         ReplacementPolicy::S3Fifo,
+        ReplacementPolicy::Arc,
+        ReplacementPolicy::TwoQ,
+        ReplacementPolicy::Cooling,
     ];
 
     /// The knob's word for it.
@@ -85,7 +104,19 @@ impl ReplacementPolicy {
             ReplacementPolicy::Clock => "clock",
             ReplacementPolicy::Sieve => "sieve",
             ReplacementPolicy::S3Fifo => "s3fifo",
+            ReplacementPolicy::Arc => "arc",
+            ReplacementPolicy::TwoQ => "2q",
+            ReplacementPolicy::Cooling => "cooling",
         }
+    }
+
+    /// Whether the policy keeps a list of frequently used pages apart from new ones (the
+    /// list `bgwriter_lists = frequent` cleans alone).
+    pub fn has_frequent_list(self) -> bool {
+        matches!(
+            self,
+            ReplacementPolicy::S3Fifo | ReplacementPolicy::Arc | ReplacementPolicy::TwoQ
+        )
     }
 }
 
@@ -98,6 +129,24 @@ enum Policy {
     Clock(Clock),
     Sieve(Sieve),
     S3Fifo(S3Fifo),
+    Arc(Car),
+    TwoQ(TwoQ),
+    Cooling(Cooling),
+}
+
+/// A match on the policy with one arm for the four two-list policies (`queues.rs`), whose
+/// types differ only in their rule.
+macro_rules! dispatch {
+    ($policy:expr, clock $c:pat => $ce:expr, sieve $s:pat => $se:expr, lists $q:ident => $qe:expr) => {
+        match $policy {
+            Policy::Clock($c) => $ce,
+            Policy::Sieve($s) => $se,
+            Policy::S3Fifo($q) => $qe,
+            Policy::Arc($q) => $qe,
+            Policy::TwoQ($q) => $qe,
+            Policy::Cooling($q) => $qe,
+        }
+    };
 }
 
 /// The free list, the allocation count and the chosen policy.
@@ -128,7 +177,10 @@ impl Replacement {
         let policy = match kind {
             ReplacementPolicy::Clock => Policy::Clock(Clock::new(nbuffers)),
             ReplacementPolicy::Sieve => Policy::Sieve(Sieve::new()),
-            ReplacementPolicy::S3Fifo => Policy::S3Fifo(S3Fifo::new(nbuffers)),
+            ReplacementPolicy::S3Fifo => Policy::S3Fifo(s3fifo::s3fifo(nbuffers)),
+            ReplacementPolicy::Arc => Policy::Arc(arc::car(nbuffers)),
+            ReplacementPolicy::TwoQ => Policy::TwoQ(twoq::two_q(nbuffers)),
+            ReplacementPolicy::Cooling => Policy::Cooling(cooling::cooling(nbuffers)),
         };
         Self {
             free: FreeList::full(nbuffers),
@@ -143,6 +195,9 @@ impl Replacement {
             Policy::Clock(_) => ReplacementPolicy::Clock,
             Policy::Sieve(_) => ReplacementPolicy::Sieve,
             Policy::S3Fifo(_) => ReplacementPolicy::S3Fifo,
+            Policy::Arc(_) => ReplacementPolicy::Arc,
+            Policy::TwoQ(_) => ReplacementPolicy::TwoQ,
+            Policy::Cooling(_) => ReplacementPolicy::Cooling,
         }
     }
 
@@ -159,20 +214,19 @@ impl Replacement {
                 return Ok((id, s));
             }
         }
-        match &self.policy {
-            Policy::Clock(c) => c.victim(frames),
-            Policy::Sieve(s) => s.victim(frames),
-            Policy::S3Fifo(s) => s.victim(frames),
-        }
+        dispatch!(&self.policy,
+            clock c => c.victim(frames),
+            sieve s => s.victim(frames),
+            lists q => q.victim(frames))
     }
 
     /// The usage bits a retagged victim starts with: the clock's is PostgreSQL's usage 1
-    /// on load; SIEVE's new page is unmarked, S3-FIFO's unused.
+    /// on load; the others' new page is unmarked (unused, unreferenced, cool).
     #[inline]
     pub fn admit_usage(&self) -> u64 {
         match self.policy {
             Policy::Clock(_) => USAGE_ONE,
-            Policy::Sieve(_) | Policy::S3Fifo(_) => 0,
+            _ => 0,
         }
     }
 
@@ -181,22 +235,20 @@ impl Replacement {
     /// header lock held.
     #[inline]
     pub fn retagged<F: Frames + ?Sized>(&self, frames: &F, id: u32, old: Option<u64>, new: u64) {
-        match &self.policy {
-            Policy::Clock(_) => {}
-            Policy::Sieve(s) => s.retagged(frames, id),
-            Policy::S3Fifo(s) => s.retagged(frames, id, old, new),
-        }
+        dispatch!(&self.policy,
+            clock _ => {},
+            sieve s => s.retagged(frames, id),
+            lists q => q.retagged(frames, id, old, new))
     }
 
     /// Buffer `id` is losing its page (`drop_buffers`, which holds its header lock): off
     /// the policy's lists. Under the header lock, so no victim search takes the buffer
     /// between this and the invalidation (a locked buffer is passed as busy).
     pub fn forget<F: Frames + ?Sized>(&self, frames: &F, id: u32) {
-        match &self.policy {
-            Policy::Clock(_) => {}
-            Policy::Sieve(s) => s.freed(frames, id),
-            Policy::S3Fifo(s) => s.freed(frames, id),
-        }
+        dispatch!(&self.policy,
+            clock _ => {},
+            sieve s => s.freed(frames, id),
+            lists q => q.freed(frames, id))
     }
 
     /// Returns a buffer to the free list (after invalidation and [`Replacement::forget`]).
@@ -206,11 +258,10 @@ impl Replacement {
 
     /// Checks the policy's own structures against the frames (quiescent pool).
     pub fn check_invariants<F: Frames + ?Sized>(&self, frames: &F) -> Result<(), String> {
-        match &self.policy {
-            Policy::Clock(_) => Ok(()),
-            Policy::Sieve(s) => s.check(frames),
-            Policy::S3Fifo(s) => s.check(frames),
-        }
+        dispatch!(&self.policy,
+            clock _ => Ok(()),
+            sieve s => s.check(frames),
+            lists q => q.check(frames))
     }
 
     /// Whether the free list holds buffers (an allocation should take those first).
@@ -230,38 +281,53 @@ impl Replacement {
         self.allocs.0.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// The position the bgwriter scans ahead of: buffers the clock's hand has passed.
-    /// SIEVE's hand walks its list, not the ids: there it is the hand's steps, and the
-    /// bgwriter's scan in id order ahead of it cleans unmarked buffers at the rate the
-    /// hand moves, not in the order SIEVE will take them.
+    /// The position the bgwriter scans ahead of: buffers the clock's hand has passed. A
+    /// list policy's search walks its lists, not the ids: there it is the count of its
+    /// steps, and the bgwriter cleans in the order [`Replacement::lru_order`] gives.
     pub fn hand(&self) -> u64 {
-        match &self.policy {
-            Policy::Clock(c) => c.hand(),
-            Policy::Sieve(s) => s.steps(),
-            Policy::S3Fifo(s) => s.steps(),
-        }
+        dispatch!(&self.policy,
+            clock c => c.hand(),
+            sieve s => s.steps(),
+            lists q => q.steps())
     }
 
-    /// (completed passes, next buffer) of the clock's hand (for SIEVE, of its steps).
+    /// (completed passes, next buffer) of the clock's hand (for a list policy, of its
+    /// steps).
     pub fn position(&self) -> (u64, u64) {
         match &self.policy {
             Policy::Clock(c) => c.position(),
-            Policy::Sieve(s) => (s.steps() / self.nbuffers, s.steps() % self.nbuffers),
-            Policy::S3Fifo(s) => (s.steps() / self.nbuffers, s.steps() % self.nbuffers),
+            _ => (self.hand() / self.nbuffers, self.hand() % self.nbuffers),
         }
+    }
+
+    /// For a list policy, up to `max` buffers in the order its search will come to them
+    /// (the tails of its lists, taken in turn; with `frequent_only`, the frequent list's
+    /// alone): what the bgwriter cleans, as PostgreSQL 8.0's did from the LRU ends of
+    /// ARC's T1 and T2. None for the clock, whose order is the ids from its hand.
+    pub fn lru_order<F: Frames + ?Sized>(
+        &self,
+        frames: &F,
+        frequent_only: bool,
+        max: usize,
+    ) -> Option<Vec<u32>> {
+        let mut out = Vec::with_capacity(max.min(frames.len()));
+        dispatch!(&self.policy,
+            clock _ => return None,
+            sieve s => s.lru_order(frames, max, &mut out),
+            lists q => q.lru_order(frames, frequent_only, max, &mut out));
+        Some(out)
     }
 
     /// One step of the victim search on behalf of the bgwriter's victim queue: a victim
     /// if the step took one (pinned, with its state). Not an allocation (not counted).
     pub fn sweep_step<F: Frames + ?Sized>(&self, frames: &F) -> Option<(u32, u64)> {
-        match &self.policy {
-            Policy::Clock(c) => match c.step(frames) {
+        dispatch!(&self.policy,
+            clock c => match c.step(frames) {
                 (id, Visit::Pinned(s)) => Some((id, s)),
                 _ => None,
             },
-            Policy::Sieve(s) => s.step_once(frames),
-            Policy::S3Fifo(s) => s.step_once(frames),
-        }
+            sieve s => s.step_once(frames),
+            lists q => q.step_once(frames))
     }
 }
 
@@ -352,6 +418,27 @@ mod tests {
         r.retagged(f, id, None, u64::from(page));
         r.check_invariants(f).unwrap();
         id
+    }
+
+    #[test]
+    fn a_busy_list_sends_the_search_to_the_other_one() {
+        // ARC: pages 0-3 on T1; page 3 used, so the search moves it to T2; the other three
+        // pinned. T1 stays the list CAR chooses (|T1| >= p), all busy: the search must go
+        // on at T2's tail, not report all pinned. The cooling stage the same way round:
+        // the cooling FIFO all pinned, the unpinned page hot.
+        for policy in [ReplacementPolicy::Arc, ReplacementPolicy::Cooling] {
+            let f = frames(4);
+            let r = Replacement::new(policy, 4);
+            let mut res = vec![None; 4];
+            for p in 0..4 {
+                load(&r, &f, &mut res, p);
+            }
+            load(&r, &f, &mut res, 3);
+            for id in 0..3 {
+                f.state(id).fetch_add(REFCOUNT_ONE, Ordering::Relaxed);
+            }
+            assert_eq!(r.victim(&f).map(|v| v.0), Ok(3), "{policy:?}");
+        }
     }
 
     #[test]

@@ -141,6 +141,21 @@ impl Sieve {
         l.list.push_head(f, id);
     }
 
+    /// Up to `max` buffers in the order the hand will come to them: from the hand toward
+    /// the head, then from the tail.
+    pub fn lru_order<F: Frames + ?Sized>(&self, f: &F, max: usize, out: &mut Vec<u32>) {
+        let l = lock_counted(&self.list);
+        let mut at = if l.hand == NIL { l.list.tail } else { l.hand };
+        let max = max.min(l.list.len as usize);
+        while out.len() < max && at != NIL {
+            out.push(at);
+            at = match newer(f.link(at).load(Ordering::Relaxed)) {
+                NIL => l.list.tail,
+                n => n,
+            };
+        }
+    }
+
     /// Buffer `id` is losing its page (its relation was dropped): off the list.
     pub fn freed<F: Frames + ?Sized>(&self, f: &F, id: u32) {
         let mut l = lock_counted(&self.list);
