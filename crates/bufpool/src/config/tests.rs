@@ -237,6 +237,9 @@ fn every_knob_rejects_out_of_range_values_naming_itself() {
         ("vacuum_buffer_usage_limit", "127kB"),
         ("vacuum_buffer_usage_limit", "-1"),
         ("ring_growth", "sometimes"),
+        // The default policy, the clock, has no list of frequent pages to clean alone.
+        ("bgwriter_frequent_only", "on"),
+        ("buffer_replacement", "lru"),
     ];
     for (knob, value) in cases {
         let before = Config::default();
@@ -250,6 +253,14 @@ fn every_knob_rejects_out_of_range_values_naming_itself() {
     }
     let err = Config::default().set("shared_bufers", "1").unwrap_err();
     assert!(err.to_string().contains("shared_buffers"), "{err}");
+    let mut c = Config::default();
+    c.set("buffer_replacement", "arc").unwrap();
+    c.set("bgwriter_frequent_only", "on").unwrap();
+    // Changing the policy afterwards is caught where the knobs are checked together.
+    c.set("buffer_replacement", "sieve").unwrap();
+    let err = c.validate().unwrap_err();
+    assert_eq!(err.knob, "bgwriter_frequent_only");
+    assert!(err.to_string().contains("frequent list"), "{err}");
 }
 
 /// Proves: SLRU sizes are whole banks (set by hand: validated; automatic: rounded

@@ -161,6 +161,35 @@ fn the_percent_window_scans_its_share_from_the_hand_each_round() {
     assert_eq!(r1.buffers_written, 15, "{r1:?}");
 }
 
+/// Proves: under a list policy the round cleans in the order the policy's search will
+/// take buffers (PostgreSQL 8.0's bgwriter walked ARC's T1 and T2 from their LRU ends),
+/// and `bgwriter_frequent_only` leaves the list of new pages alone. How: ARC over a dirty
+/// pool whose pages were all loaded once (all on T1, oldest buffer 0), a window of a
+/// quarter of the pool per round: the oldest quarter is written; with the option on,
+/// nothing (T2 is empty).
+#[test]
+fn a_list_policy_is_cleaned_from_its_lists_tails() {
+    let round = |frequent_only: &str| {
+        let mut c = config(64, "lru");
+        c.set("buffer_replacement", "arc").unwrap();
+        c.set("bgwriter_frequent_only", frequent_only).unwrap();
+        c.set("bgwriter_lru_percent", "25").unwrap();
+        c.set("bgwriter_writers", "1").unwrap();
+        c.set("bgwriter_lead", "off").unwrap();
+        let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
+        dirty_pool(&pool);
+        let r = pool.bgwriter_round();
+        let cleaned: Vec<usize> = (0..64).filter(|&id| !dirty(&pool, id)).collect();
+        (r, cleaned)
+    };
+    let (r, cleaned) = round("off");
+    assert_eq!(r.buffers_written, 16, "{r:?}");
+    assert_eq!(cleaned, (0..16).collect::<Vec<_>>());
+    let (r, cleaned) = round("on");
+    assert_eq!((r.buffers_scanned, r.buffers_written), (0, 0), "{r:?}");
+    assert!(cleaned.is_empty());
+}
+
 /// Proves: the LRU round writes only unpinned usage-0 buffers, and counts each write
 /// as the bgwriter's. How: a dirty pool where some buffers are pinned by the test and
 /// some have usage credit; one round with a target beyond the pool.
