@@ -225,7 +225,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
     config.insert("pgbench -M".into(), o.mode.clone());
     let result = RunResult {
         label: label.to_string(),
-        started_at: format!("unix {wall_start}"),
+        started_at: crate::report::model::rfc3339_utc(wall_start),
         mode: "tpcb-like".into(),
         scale: o.scale,
         clients: o.clients,

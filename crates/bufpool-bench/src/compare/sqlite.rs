@@ -226,7 +226,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
     }
     let result = RunResult {
         label: "sqlite".into(),
-        started_at: format!("unix {wall_start}"),
+        started_at: crate::report::model::rfc3339_utc(wall_start),
         mode: "tpcb-like".into(),
         scale: scale as u32,
         clients: o.clients.max(1),

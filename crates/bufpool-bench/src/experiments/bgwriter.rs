@@ -12,7 +12,9 @@
 //! with PostgreSQL's behaviour (fixed nap, no lead, one write at a time, every write
 //! hinted); `seed000-bg2`, seed 000's bg2.patch (a 2% search window from the clock hand each round,
 //! `bgwriter_lru_percent`); seed 004's setting (delay 10 ms, lru_maxpages 1000); the three
-//! alternatives of seed 000 (dirty-chain, mini-checkpoint, victim-queue). Workloads: max (clients as fast as
+//! alternatives of seed 000 (dirty-chain, mini-checkpoint, victim-queue); and seed 000's
+//! ARC (`arc`: `buffer_replacement = arc`, the bgwriter cleaning T1's and T2's LRU ends in
+//! turn) with Greg Stark's T2-only variant (`arc-t2-only`, `bgwriter_frequent_only`). Workloads: max (clients as fast as
 //! they go; `off` and `default` only: it measures the most each can do, and sets the
 //! others' rates), steady (a Poisson arrival rate, `-R`, of [`STEADY_OF_MAX`] times the
 //! max runs' median with the bgwriter off: the same work for every configuration, so
@@ -235,6 +237,16 @@ fn configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
                 ("bgwriter_lead", "off"),
                 ("bgwriter_writers", "1"),
                 ("bgwriter_flush_after", "0"),
+            ],
+        ),
+        // Seed 000's ARC (as CAR): the bgwriter cleans from the LRU ends of T1 and T2 in
+        // turn, as 8.0's did; and Greg Stark's proposal, T2 only.
+        ("arc", vec![("buffer_replacement", "arc")]),
+        (
+            "arc-t2-only",
+            vec![
+                ("buffer_replacement", "arc"),
+                ("bgwriter_frequent_only", "on"),
             ],
         ),
     ]

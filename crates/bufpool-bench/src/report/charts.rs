@@ -93,14 +93,14 @@ pub fn render_all(runs: &[RunResult]) -> Result<Vec<Chart>> {
         file_name: "max-latency.svg",
         title: "Maximum latency per second".into(),
         alt: format!("Line chart of each second's maximum transaction latency in milliseconds against elapsed seconds, for {labels}"),
-        caption: "The slowest transaction of each second. Look for spikes, and whether they line \
-                  up with the checkpoints in the TPS chart.",
-        svg: time_series(
+        caption: "The slowest transaction of each second (log scale: equal distances are equal \
+                  ratios, so a run whose spikes are 100 times another's leaves both readable). \
+                  Look for spikes, and whether they line up with the checkpoints in the TPS chart.",
+        svg: log_time_series(
             runs,
             "Maximum latency per second",
-            "max latency (ms)",
+            "max latency (ms, log scale)",
             |s| s.lat_max_ms,
-            false,
         )?,
     });
 
@@ -538,6 +538,79 @@ pub fn miss_ratio_chart(title: &str, lines: &[MissLine]) -> Result<String> {
 
 /// The optimum's line in a miss-ratio chart.
 const BLACK_LINE: RGBColor = RGBColor(30, 30, 30);
+
+/// Per-second lines of each run on a log y axis (whole decades; values clamped to the
+/// floor), for latencies whose runs differ by orders of magnitude.
+fn log_time_series(
+    runs: &[RunResult],
+    title: &str,
+    y_desc: &str,
+    value: fn(&Second) -> f64,
+) -> Result<String> {
+    let lines: Vec<Vec<(f64, f64)>> = runs
+        .iter()
+        .map(|r| {
+            r.series
+                .iter()
+                .map(|s| (f64::from(s.t), log_clamp(value(s))))
+                .filter(|p| p.1.is_finite())
+                .collect()
+        })
+        .collect();
+    let ys = || lines.iter().flatten().map(|p| p.1);
+    let lo = ys().reduce(f64::min).unwrap_or(1.0);
+    let hi = finite_max(ys()).unwrap_or(lo).max(lo);
+    // A decade above the data for the legend.
+    let (y_lo, y_hi) = decade_range(lo, hi * 10.0);
+    let x_end = time_axis_end(runs);
+    svg_document(HEIGHT, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, (FONT, 22))
+            .margin(14)
+            .margin_right(30)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0.0..x_end, (y_lo..y_hi).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("elapsed time (s)")
+            .y_desc(y_desc)
+            .axis_desc_style((FONT, 16))
+            .label_style((FONT, 13))
+            .light_line_style(RGBColor(240, 240, 240))
+            .x_label_formatter(&fmt_num)
+            .y_label_formatter(&fmt_num)
+            .draw()?;
+        for (i, (run, line)) in runs.iter().zip(&lines).enumerate() {
+            let colour = run_colour(i);
+            if line.len() == 1 {
+                chart.draw_series(std::iter::once(Circle::new(line[0], 4, colour.filled())))?;
+            }
+            chart
+                .draw_series(LineSeries::new(
+                    decimate(line.clone()),
+                    colour.stroke_width(2),
+                ))?
+                .label(run.label.as_str())
+                .legend(legend_line(colour));
+        }
+        if lines.iter().all(Vec::is_empty) {
+            no_data_note(
+                &mut chart,
+                (x_end * 0.4, (y_lo * y_hi).sqrt()),
+                "per-second data",
+            )?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(160, 160, 160))
+            .draw()?;
+        Ok(())
+    })
+}
 
 /// Points of the empirical CDF of `values` (non-finite values dropped): a staircase for
 /// short inputs, evenly spaced ranks for long ones.

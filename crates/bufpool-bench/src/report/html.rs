@@ -135,7 +135,9 @@ fn summary_rows() -> Vec<(&'static str, Vec<Row>)> {
             "Run",
             vec![
                 ("mode", |r| escape(&r.mode)),
-                ("started at", |r| escape(&r.started_at)),
+                ("started at", |r| {
+                    escape(&super::model::started_at_shown(&r.started_at))
+                }),
                 ("scale", |r| group(u64::from(r.scale))),
                 ("clients", |r| group(u64::from(r.clients))),
                 ("threads", |r| group(u64::from(r.threads))),
@@ -314,7 +316,7 @@ pub fn render_index(runs: &[RunResult], charts: &[Chart]) -> String {
             r.threads,
             fixed(r.duration_s, 0),
             fixed(r.tps, 1),
-            escape(&r.started_at)
+            escape(&super::model::started_at_shown(&r.started_at))
         );
     }
     out.push_str("</ul>\n<nav><a href=\"#summary\">Summary</a><a href=\"#charts\">Charts</a><a href=\"#config\">Configuration</a></nav>\n");

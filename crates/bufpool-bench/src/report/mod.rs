@@ -99,6 +99,50 @@ mod tests {
             .collect()
     }
 
+    /// Proves: the max-latency chart keeps a run readable beside one whose spikes are 1,000
+    /// times higher: its y axis is logarithmic, in whole decades spanning both.
+    #[test]
+    fn max_latency_is_charted_on_a_log_axis() {
+        let mut fast = RunResult::example("fast", 1);
+        let mut slow = RunResult::example("slow", 2);
+        for s in &mut fast.series {
+            s.lat_max_ms = 2.0;
+        }
+        for s in &mut slow.series {
+            s.lat_max_ms = 2_000.0;
+        }
+        let charts = charts::render_all(&[fast, slow]).unwrap();
+        let svg = &charts
+            .iter()
+            .find(|c| c.file_name == "max-latency.svg")
+            .unwrap()
+            .svg;
+        let texts: Vec<&str> = svg
+            .split("</text>")
+            .filter_map(|t| t.rsplit('>').next().map(str::trim))
+            .collect();
+        for tick in ["1", "10", "100", "1000", "10000"] {
+            assert!(texts.contains(&tick), "no tick {tick} in {texts:?}");
+        }
+        assert!(!rasterize(svg).is_empty(), "the chart is valid SVG");
+    }
+
+    /// Proves: a run's start reads as a date with its time zone, older results' "unix N"
+    /// included, in the page.
+    #[test]
+    fn start_times_are_rfc3339_in_utc() {
+        use super::model::{rfc3339_utc, started_at_shown};
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(1_795_765_817), "2026-11-27T07:50:17Z");
+        assert_eq!(started_at_shown("unix 86400"), "1970-01-02T00:00:00Z");
+        assert_eq!(started_at_shown("yesterday"), "yesterday");
+        let mut run = RunResult::example("old", 1);
+        run.started_at = "unix 1795765817".into();
+        let html = html::render_index(std::slice::from_ref(&run), &[]);
+        assert!(html.contains("2026-11-27T07:50:17Z"), "no date in the page");
+        assert!(!html.contains("unix 1795765817"));
+    }
+
     fn distinct_colours(pixels: &[[u8; 4]]) -> usize {
         pixels.iter().collect::<HashSet<_>>().len()
     }

@@ -8,12 +8,31 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// `unix_s` (seconds since 1970) as RFC 3339 (ISO 8601) in UTC, e.g.
+/// "2026-11-29T03:26:01Z".
+pub fn rfc3339_utc(unix_s: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix_s);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// A run's start as the report shows it: "unix SECONDS" (older results) as RFC 3339.
+pub fn started_at_shown(started_at: &str) -> String {
+    match started_at
+        .strip_prefix("unix ")
+        .and_then(|s| s.trim().parse::<u64>().ok())
+    {
+        Some(s) => rfc3339_utc(s),
+        None => started_at.to_string(),
+    }
+}
+
 /// One run of the benchmark: its settings, its totals and its per-second log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     /// Names the run in legends and table headers, e.g. "c4 sync".
     pub label: String,
-    /// When the run started (RFC 3339 or free text).
+    /// When the run started: RFC 3339 in UTC ([`rfc3339_utc`]); results written before
+    /// 2026-11-29 say "unix SECONDS", which the report shows as RFC 3339 too.
     pub started_at: String,
     /// "tpcb-like" | "simple-update" | "select-only".
     pub mode: String,

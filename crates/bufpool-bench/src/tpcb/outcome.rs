@@ -75,7 +75,7 @@ impl Merged {
         let series = series(&self.secs, &m.samples, m.elapsed);
         let result = RunResult {
             label: opts.label.clone(),
-            started_at: format!("unix {}", m.wall_start),
+            started_at: crate::report::model::rfc3339_utc(m.wall_start),
             mode: opts.mode.name().into(),
             scale: db.scale,
             clients: opts.clients.max(1),

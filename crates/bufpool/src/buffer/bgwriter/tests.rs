@@ -566,10 +566,19 @@ fn mini_checkpoint_writes_hot_dirty_buffers_but_not_pinned_ones() {
 }
 
 /// Proves: the victim queue hands out only buffers that are unpinned, usage 0 and
-/// clean at the moment they are taken; stale entries are skipped.
+/// clean at the moment they are taken; stale entries are skipped; under the clock and
+/// under list policies (whose search steps fill the queue the same way).
 #[test]
 fn victim_queue_never_hands_out_a_pinned_or_dirty_buffer() {
-    let (_vfs, pool) = pool_with(&config(32, "victim-queue"), Arc::new(crate::NoWal));
+    for policy in ["clock", "sieve", "s3fifo", "arc", "2q", "cooling"] {
+        victim_queue_hands_out_clean_unpinned(policy);
+    }
+}
+
+fn victim_queue_hands_out_clean_unpinned(policy: &str) {
+    let mut c = config(32, "victim-queue");
+    c.set("buffer_replacement", policy).unwrap();
+    let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
     dirty_pool(&pool);
     let r = pool.bgwriter_round();
     assert!(r.victims_queued >= 8, "{r:?}");
@@ -607,6 +616,7 @@ fn victim_queue_never_hands_out_a_pinned_or_dirty_buffer() {
     }
     assert!(queue.is_empty(), "the stale entries were dropped");
     drop(held);
+    pool.repl.check_invariants(&*pool.descs).unwrap();
 }
 
 /// Proves: a stop request ends a round at its next buffer (with several writers, at

@@ -174,11 +174,19 @@ impl<X, R: Rule<X>> Queues<R, X> {
         Err(AllPinned)
     }
 
-    /// One step for the bgwriter's victim queue: a victim if it pinned one.
+    /// One step for the bgwriter's victim queue: a victim if it pinned one. The victim
+    /// goes to its list's head, as the clock's hand passes the buffer it queues: else the
+    /// next step would find it at the tail again and queue it twice.
     pub fn step_once<F: Frames + ?Sized>(&self, f: &F) -> Option<(u32, u64)> {
         let mut i = lock_counted(&self.inner);
         let r = match self.step(&mut i, f, &mut [0; 2]) {
-            Step::Pinned(id, s) => Some((id, s)),
+            Step::Pinned(id, s) => {
+                if let Some(w) = list_of(f.link(id).load(Ordering::Relaxed)) {
+                    i.l.lists[w as usize].unlink(f, id);
+                    i.l.lists[w as usize].push_head(f, id);
+                }
+                Some((id, s))
+            }
             _ => None,
         };
         self.steps.store(i.l.steps, Ordering::Relaxed);
