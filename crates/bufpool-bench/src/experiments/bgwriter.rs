@@ -224,6 +224,15 @@ fn configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
                 ("bgwriter_flush_once", "off"),
             ],
         ),
+    ]
+    .into_iter()
+    .chain(seed000_configs())
+    .collect()
+}
+
+/// Seed 000's own configurations of table 1.
+fn seed000_configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
+    vec![
         // Seed 000's bg2.patch (Simon Riggs, 2004-12): every round searches 2% of the
         // pool from the LRU end (our clock hand) and writes its dirty buffers, at most 100,
         // every 200 ms; one write at a time, no writeback hints (2004 had none).
