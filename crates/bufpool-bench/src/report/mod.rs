@@ -99,6 +99,24 @@ mod tests {
             .collect()
     }
 
+    /// Proves: every chart of the page is a figure with its caption.
+    #[test]
+    fn every_chart_keeps_its_caption() {
+        let runs = [RunResult::example("a", 1), RunResult::example("b", 2)];
+        let charts = charts::render_all(&runs).unwrap();
+        let html = html::render_index(&runs, &charts);
+        assert_eq!(html.matches("<img").count(), charts.len());
+        assert_eq!(html.matches("<figcaption>").count(), charts.len());
+        for c in &charts {
+            assert!(
+                !c.caption.trim().is_empty(),
+                "{} has no caption",
+                c.file_name
+            );
+            assert!(html.contains(&html::escape(c.caption)), "{}", c.file_name);
+        }
+    }
+
     /// Proves: the max-latency chart keeps a run readable beside one whose spikes are 1,000
     /// times higher: its y axis is logarithmic, in whole decades spanning both.
     #[test]
