@@ -190,6 +190,30 @@ fn a_list_policy_is_cleaned_from_its_lists_tails() {
     assert!(cleaned.is_empty());
 }
 
+/// Proves: the LRU round cleans what the policy will evict where it stands: 2Q evicts
+/// A1in's tail whatever its uses there, so used pages on A1in are written; ARC evicts
+/// only unreferenced pages, so used ones are not. How: every page of a dirty pool used
+/// twice (usage 2), a window of a quarter of the pool.
+#[test]
+fn the_round_cleans_what_the_policy_evicts_where_it_stands() {
+    let written = |policy: &str| {
+        let mut c = config(64, "lru");
+        c.set("buffer_replacement", policy).unwrap();
+        c.set("bgwriter_lru_percent", "25").unwrap();
+        c.set("bgwriter_writers", "1").unwrap();
+        c.set("bgwriter_lead", "off").unwrap();
+        let (_vfs, pool) = pool_with(&c, Arc::new(crate::NoWal));
+        dirty_pool(&pool);
+        for d in pool.descs.iter() {
+            set_usage(d, 2);
+        }
+        pool.bgwriter_round().buffers_written
+    };
+    assert_eq!(written("2q"), 16);
+    assert_eq!(written("arc"), 0);
+    assert_eq!(written("clock"), 0);
+}
+
 /// Proves: the LRU round writes only unpinned usage-0 buffers, and counts each write
 /// as the bgwriter's. How: a dirty pool where some buffers are pinned by the test and
 /// some have usage credit; one round with a target beyond the pool.

@@ -189,7 +189,13 @@ impl BufferPool {
     /// if it is dirty, the buffer pinned (without usage credit) for a write.
     pub(super) fn pin_for_write(&self, id: u32, lru: bool) -> Result<BufferRef<'_>, Visited> {
         let d = &self.descs[id as usize];
-        let wanted = |s: u64| refcount(s) == 0 && (!lru || usage(s) == 0);
+        // Reusable: what the policy evicts where the buffer stands (usage 0 for the clock).
+        let max_usage = if lru {
+            self.repl.evicts_up_to(&*self.descs, id)
+        } else {
+            u64::MAX
+        };
+        let wanted = |s: u64| refcount(s) == 0 && usage(s) <= max_usage;
         let hint = d.load_state();
         if !wanted(hint) {
             return Err(Visited::NotReusable);

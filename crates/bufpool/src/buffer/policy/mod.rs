@@ -264,6 +264,16 @@ impl Replacement {
             lists q => q.check(frames))
     }
 
+    /// The highest usage count at which buffer `id` would be evicted where it stands: what
+    /// the bgwriter's LRU scan may clean as reusable. 0 (unused since the search passed)
+    /// but for S3-FIFO's small queue (used once) and 2Q's A1in (any use).
+    pub fn evicts_up_to<F: Frames + ?Sized>(&self, frames: &F, id: u32) -> u64 {
+        dispatch!(&self.policy,
+            clock _ => 0,
+            sieve _ => 0,
+            lists q => q.evicts_up_to(frames, id))
+    }
+
     /// Whether the free list holds buffers (an allocation should take those first).
     pub fn has_free(&self) -> bool {
         !self.free.is_empty()

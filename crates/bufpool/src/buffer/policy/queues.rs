@@ -61,6 +61,11 @@ pub trait Rule<X> {
     fn admit(&self, l: &Lists, x: &mut X, was: Option<u8>, old: Option<u64>, new: u64) -> u8;
     /// Checks the rule's own state against the lists (quiescent).
     fn check(&self, l: &Lists, x: &X) -> Result<(), String>;
+    /// The highest usage count at which an unpinned buffer on `list` is evicted when the
+    /// search reaches it (what the bgwriter may clean as reusable there).
+    fn evicts_up_to(&self, _list: u8) -> u64 {
+        0
+    }
     /// The lists victims come from, in the order the bgwriter should clean them; the
     /// second entry, if any, is the frequent list (`bgwriter_lists = frequent`).
     fn lanes(&self) -> &'static [u8];
@@ -243,6 +248,11 @@ impl<X, R: Rule<X>> Queues<R, X> {
                 break;
             }
         }
+    }
+
+    /// The highest usage at which buffer `id` is evicted where it stands (0 off the lists).
+    pub fn evicts_up_to<F: Frames + ?Sized>(&self, f: &F, id: u32) -> u64 {
+        list_of(f.link(id).load(Ordering::Relaxed)).map_or(0, |l| self.rule.evicts_up_to(l))
     }
 
     /// Checks both lists and the rule's state against the frames (quiescent).

@@ -92,6 +92,14 @@ impl Rule<Ghosts> for S3FifoRule {
         g.check("G", self.ghost_cap)
     }
 
+    fn evicts_up_to(&self, list: u8) -> u64 {
+        if list == SMALL {
+            PROMOTE_USAGE - 1
+        } else {
+            0
+        }
+    }
+
     fn lanes(&self) -> &'static [u8] {
         &[SMALL, MAIN]
     }

@@ -87,6 +87,15 @@ impl Rule<Ghosts> for TwoQRule {
         out.check("A1out", self.kout)
     }
 
+    fn evicts_up_to(&self, list: u8) -> u64 {
+        // A1in's tail goes whatever its uses there.
+        if list == A1IN {
+            u64::MAX
+        } else {
+            0
+        }
+    }
+
     fn lanes(&self) -> &'static [u8] {
         &[A1IN, AM]
     }
