@@ -274,6 +274,33 @@ fn legend_headroom(entries: usize, plot_height: u32) -> f64 {
     (legend_px / f64::from(plot_height)).min(0.6)
 }
 
+/// One line per run (a dot where a run has a single point), in the run's colour, named in
+/// the legend.
+fn run_lines<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    runs: &[RunResult],
+    lines: &[Vec<(f64, f64)>],
+) -> Result<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for (i, (run, line)) in runs.iter().zip(lines).enumerate() {
+        let colour = run_colour(i);
+        if line.len() == 1 {
+            chart.draw_series(std::iter::once(Circle::new(line[0], 4, colour.filled())))?;
+        }
+        chart
+            .draw_series(LineSeries::new(
+                decimate(line.clone()),
+                colour.stroke_width(2),
+            ))?
+            .label(run.label.as_str())
+            .legend(legend_line(colour));
+    }
+    Ok(())
+}
+
 /// The legend box every chart draws, at `position`.
 fn legend<'a, CT: plotters::coord::CoordTranslate>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
@@ -454,19 +481,7 @@ fn time_series(
                 }
             }
         }
-        for (i, (run, line)) in runs.iter().zip(&lines).enumerate() {
-            let colour = run_colour(i);
-            if line.len() == 1 {
-                chart.draw_series(std::iter::once(Circle::new(line[0], 4, colour.filled())))?;
-            }
-            chart
-                .draw_series(LineSeries::new(
-                    decimate(line.clone()),
-                    colour.stroke_width(2),
-                ))?
-                .label(run.label.as_str())
-                .legend(legend_line(colour));
-        }
+        run_lines(&mut chart, runs, &lines)?;
         if !has_data {
             no_data_note(&mut chart, (x_end * 0.4, y_top * 0.5), "per-second data")?;
         }
@@ -584,19 +599,7 @@ fn log_time_series(
             .x_label_formatter(&fmt_num)
             .y_label_formatter(&fmt_num)
             .draw()?;
-        for (i, (run, line)) in runs.iter().zip(&lines).enumerate() {
-            let colour = run_colour(i);
-            if line.len() == 1 {
-                chart.draw_series(std::iter::once(Circle::new(line[0], 4, colour.filled())))?;
-            }
-            chart
-                .draw_series(LineSeries::new(
-                    decimate(line.clone()),
-                    colour.stroke_width(2),
-                ))?
-                .label(run.label.as_str())
-                .legend(legend_line(colour));
-        }
+        run_lines(&mut chart, runs, &lines)?;
         if lines.iter().all(Vec::is_empty) {
             no_data_note(
                 &mut chart,
