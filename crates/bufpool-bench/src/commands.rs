@@ -698,6 +698,8 @@ pub(crate) fn run_tpcb_traced(
     let vfs = RealVfs::new();
     tpcb::require_initialized(&vfs, dir)?;
     let engine = open_engine(dir, &c, false)?;
+    // `bufpool buffercache -D dir` reaches the pool through this while the run goes.
+    let views = crate::buffercache::serve(engine.pool_arc().clone(), dir);
     if opts.mode == tpcb::run::Mode::SavepointOverflow || opts.side.is_some() {
         tpcb::ensure_test_table(&engine, &vfs as &dyn Vfs, dir)?;
     }
@@ -729,6 +731,7 @@ pub(crate) fn run_tpcb_traced(
         out.trace = Some(crate::trace::stop(engine.pool(), path)?);
     }
     drop(db);
+    drop(views);
     engine.shutdown()?;
     Ok(out)
 }

@@ -3,6 +3,7 @@
 //! With no subcommand it runs `bufpool experiment pool` and prints its table (the
 //! project's `cargo run --release` job until the TPC-B benchmark exists).
 
+mod buffercache;
 mod commands;
 mod compare;
 mod experiments;
@@ -51,6 +52,11 @@ enum Command {
     Scan(TableArgs),
     /// VACUUMs one table, printing pages, dead versions removed and the I/O it cost.
     Vacuum(TableArgs),
+    /// Shows what a data directory's pool holds, as pg_buffercache does: one row per
+    /// buffer, or a summary, usage counts or relations. A running `bufpool bench` answers
+    /// through <pgdata>/bufpool.sock; a stopped directory shows the block list autoprewarm
+    /// saved.
+    Buffercache(BuffercacheArgs),
     /// Turns saved runs (`bench --out FILE`) into ./bufpool-report/index.html with charts.
     Report(ReportArgs),
     /// Runs the same TPC-B on bufpool, PostgreSQL and SQLite, one at a time, and prints one
@@ -180,6 +186,37 @@ struct DirArgs {
     /// Overrides a knob for this run (repeatable), e.g. --set shared_buffers=64MB.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
     sets: Vec<(String, String)>,
+}
+
+#[derive(Debug, clap::Args)]
+struct BuffercacheArgs {
+    /// pg_buffercache_summary: used, unused, dirty and pinned buffers, mean usage count.
+    #[arg(long, group = "view")]
+    summary: bool,
+    /// pg_buffercache_usage_counts: buffers, dirty and pinned per usage count.
+    #[arg(long = "usage-counts", group = "view")]
+    usage_counts: bool,
+    /// Buffers, dirty and pinned buffers and mean usage count per relation fork.
+    #[arg(long, group = "view")]
+    relations: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Data directory.
+    #[arg(short = 'D', long = "pgdata", default_value = "bufpool-data")]
+    dir: PathBuf,
+}
+
+impl BuffercacheArgs {
+    fn view(&self) -> buffercache::View {
+        use buffercache::View;
+        match (self.summary, self.usage_counts, self.relations) {
+            (true, _, _) => View::Summary,
+            (_, true, _) => View::UsageCounts,
+            (_, _, true) => View::Relations,
+            _ => View::Rows,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -314,6 +351,7 @@ fn main() -> Result<()> {
         Some(Command::Checkpoint(d)) => commands::checkpoint(&d.dir, &d.sets),
         Some(Command::Scan(t)) => maintenance::scan(&t.job(), t.repeat),
         Some(Command::Vacuum(t)) => maintenance::vacuum(&t.job()),
+        Some(Command::Buffercache(b)) => buffercache::run(&b.dir, b.view(), b.json),
         Some(Command::Report(r)) => commands::report_cmd(&r.runs, &r.out),
         Some(Command::Compare(c)) => compare::compare(&compare::CompareOptions {
             engines: c.engines,

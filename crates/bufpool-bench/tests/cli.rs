@@ -1321,3 +1321,80 @@ fn seeds_without_root_skip_the_slow_device_rows_and_say_why() {
     }
     assert_eq!(doc["seeds"][0]["measured"], 0);
 }
+
+/// `bufpool buffercache` against a running bench (through its socket) and a stopped
+/// directory (autoprewarm's saved list, or an error saying nothing was saved).
+#[test]
+fn buffercache_reads_a_running_pool_and_a_stopped_directorys_saved_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    let o = bufpool(cwd, &["buffercache", "-D", "db"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not running") && err.contains("autoprewarm"),
+        "{err}"
+    );
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bufpool"))
+        .args(["bench", "-D", "db", "-c", "2", "-T", "4", "-P", "1"])
+        .args(["--set", "autoprewarm=on"])
+        .current_dir(cwd)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    for line in err.by_ref() {
+        if line.unwrap().starts_with("progress:") {
+            break;
+        }
+    }
+    let summary: serde_json::Value = serde_json::from_str(&ok(
+        cwd,
+        &["buffercache", "--summary", "--json", "-D", "db"],
+    ))
+    .unwrap();
+    let s = &summary["summary"];
+    let (used, unused) = (
+        s["buffers_used"].as_u64().unwrap(),
+        s["buffers_unused"].as_u64().unwrap(),
+    );
+    assert_eq!(used + unused, 2048, "16MB of 8 kB buffers: {summary}");
+    assert!(used > 0, "{summary}");
+    let rels = ok(cwd, &["buffercache", "--relations", "-D", "db"]);
+    assert!(rels.starts_with("relfilenode | reltablespace"), "{rels}");
+    assert!(
+        rels.lines().count() >= 5,
+        "the four tables and their keys: {rels}"
+    );
+    let rows = ok(cwd, &["buffercache", "-D", "db"]);
+    assert!(rows.contains("(2048 rows)"), "{rows}");
+    for line in err {
+        line.unwrap();
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(
+        !cwd.join("db/bufpool.sock").exists(),
+        "the socket went with the run"
+    );
+
+    let saved = ok(cwd, &["buffercache", "-D", "db"]);
+    let first = saved.lines().next().unwrap();
+    assert!(
+        first.starts_with("not running: the block list autoprewarm saved at 20"),
+        "{first}"
+    );
+    let n: usize = first
+        .split('(')
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(n > 0 && n <= 2048, "{first}");
+    assert_eq!(saved.lines().count(), n + 2, "a line per saved block");
+}

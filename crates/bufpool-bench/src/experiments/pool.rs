@@ -248,6 +248,10 @@ fn figures(hit: &HitPhase, miss: &MissPhase) -> Vec<Figure> {
         fig("pread_cold_ns", "ns", m, |r| r.pread_cold_ns),
         fig("verify_ns", "ns", m, |r| r.verify_ns),
         fig("miss_vs_floor", "x", m, MissRep::miss_vs_floor),
+        fig("buffercache_ms_per_mbuf", "ms", &hit.views, |r| r.rows_ms),
+        fig("buffercache_summary_ms_per_mbuf", "ms", &hit.views, |r| {
+            r.summary_ms
+        }),
     ]
 }
 
@@ -267,6 +271,10 @@ fn report(a: &Args, plan: &Plan, r: &Runner, hit: &HitPhase, miss: &MissPhase) -
          verify_ns), the part of a miss the pool itself adds"
             .to_string(),
         "*_2t_ns = wall time / total steps of both threads (aggregate cost per step)".to_string(),
+        "buffercache_ms_per_mbuf: every pg_buffercache row of the full hit pool (each \
+         under its buffer's header lock), scaled to a million buffers; \
+         buffercache_summary_ms_per_mbuf: pg_buffercache_summary (lock-free)"
+            .to_string(),
         format!(
             "miss_ns: {:.1}% of steps missed the pool (median; by construction every step \
              should), each evicting a clean page",
@@ -393,6 +401,35 @@ struct HitPhase {
     evictions: u64,
     hot: Vec<HotRep>,
     chain: Vec<ChainRep>,
+    views: Vec<ViewRep>,
+}
+
+/// One repetition of the buffer-cache views over the full hit-phase pool, in ms per
+/// million buffers: every row (each under its header lock), and the lock-free summary.
+#[derive(Debug, Clone, Copy)]
+struct ViewRep {
+    rows_ms: f64,
+    summary_ms: f64,
+}
+
+/// Times the views `repeats` times on `pool` (rows into one reused vector).
+fn view_reps(pool: &BufferPool, repeats: usize) -> Vec<ViewRep> {
+    let per_million = 1e6 / pool.nbuffers() as f64;
+    let mut rows = Vec::with_capacity(pool.nbuffers());
+    (0..repeats)
+        .map(|_| {
+            let t = Instant::now();
+            pool.buffercache_into(&mut rows);
+            let rows_ms = t.elapsed().as_secs_f64() * 1e3 * per_million;
+            let t = Instant::now();
+            black_box(pool.buffercache_summary());
+            let summary_ms = t.elapsed().as_secs_f64() * 1e3 * per_million;
+            ViewRep {
+                rows_ms,
+                summary_ms,
+            }
+        })
+        .collect()
 }
 
 struct MissPhase {
@@ -441,6 +478,7 @@ fn hit_phase(a: &Args, plan: &Plan, repeats: usize, dir: &Path) -> Result<HitPha
         reps.push(chain.measure(pos, plan.chain_steps, (rep, repeats))?);
     }
     let during = pool.stats().since(&stats_before);
+    let views = view_reps(&pool, repeats);
     let (reads, evictions) = (during.total(IoOp::Read), during.total(IoOp::Eviction));
     if reads != 0 || evictions != 0 {
         progress(format!(
@@ -461,6 +499,7 @@ fn hit_phase(a: &Args, plan: &Plan, repeats: usize, dir: &Path) -> Result<HitPha
         evictions,
         hot,
         chain: reps,
+        views,
     })
 }
 

@@ -35,6 +35,8 @@ pub enum BufferError {
     },
     #[error(transparent)]
     Config(#[from] crate::options::ConfigError),
+    #[error("no buffer {buffer}: the pool has {nbuffers} (ids 0 to {nbuffers} - 1)")]
+    NoSuchBuffer { buffer: u32, nbuffers: usize },
 }
 
 impl BufferError {

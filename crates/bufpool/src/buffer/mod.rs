@@ -43,6 +43,7 @@
 
 mod arena;
 pub mod bgwriter;
+pub mod cache_view;
 pub mod checkpoint;
 mod descriptor;
 mod error;
@@ -59,6 +60,10 @@ pub mod trace;
 
 pub use arena::{HugePageUse, PageArena};
 pub use bgwriter::{BgwriterErrorHook, BgwriterHandle, BgwriterStats, RoundReport};
+pub use cache_view::{
+    BufferCacheRow, BufferCacheSummary, EvictCounts, EvictOutcome, MarkDirtyCounts,
+    MarkDirtyOutcome, PoolShape, RelationRow, UsageCountRow,
+};
 pub use checkpoint::{
     CheckpointPacer, CheckpointWriteOptions, CheckpointWriteReport, Immediate, WritebackScope,
     MAX_COMBINE_PAGES,
@@ -708,8 +713,13 @@ impl BufferPool {
             }
             vd.set_tag(&tag);
             self.mapping.insert_locked(&self.descs, victim, hash);
+            let loaded_by = ring::RingKind::state_bits(ring.as_ref().map(|r| r.kind()));
             vd.unlock_header(
-                (s & REFCOUNT_MASK) | self.repl.admit_usage() | TAG_VALID | IO_IN_PROGRESS,
+                (s & REFCOUNT_MASK)
+                    | self.repl.admit_usage()
+                    | loaded_by
+                    | TAG_VALID
+                    | IO_IN_PROGRESS,
             );
             drop((_g1, _g2));
             self.repl
@@ -1131,6 +1141,12 @@ impl BufferPool {
     ) -> BufferResult<()> {
         self.drop_buffers(rel, Some(fork), nblocks)?;
         Ok(self.smgr.truncate(rel, fork, nblocks)?)
+    }
+
+    /// Whether the free list holds a buffer (PostgreSQL's have_free_buffer): a reader that
+    /// must not evict anyone's page (autoprewarm's reload) stops when it is false.
+    pub fn has_free_buffer(&self) -> bool {
+        self.repl.has_free()
     }
 
     /// How many buffers are in each state (a snapshot; not atomic across buffers).

@@ -126,6 +126,36 @@ pub enum RingKind {
 impl RingKind {
     pub const ALL: [RingKind; 3] = [RingKind::BulkRead, RingKind::BulkWrite, RingKind::Vacuum];
 
+    /// The state bits (`RING_MASK`) that record a page loaded through this kind of ring.
+    pub(super) fn state_bits(kind: Option<RingKind>) -> u64 {
+        let code = match kind {
+            None => 0,
+            Some(RingKind::BulkRead) => 1,
+            Some(RingKind::BulkWrite) => 2,
+            Some(RingKind::Vacuum) => 3,
+        };
+        code << RING_SHIFT
+    }
+
+    /// The kind of ring a buffer's state says loaded its page.
+    pub(super) fn from_state(s: u64) -> Option<RingKind> {
+        match (s & RING_MASK) >> RING_SHIFT {
+            1 => Some(RingKind::BulkRead),
+            2 => Some(RingKind::BulkWrite),
+            3 => Some(RingKind::Vacuum),
+            _ => None,
+        }
+    }
+
+    /// The name used in views and reports: pg_stat_io's context names.
+    pub fn name(self) -> &'static str {
+        match self {
+            RingKind::BulkRead => "bulkread",
+            RingKind::BulkWrite => "bulkwrite",
+            RingKind::Vacuum => "vacuum",
+        }
+    }
+
     /// The pg_stat_io context the ring's I/O is counted under.
     pub fn context(self) -> IoContext {
         match self {

@@ -62,6 +62,11 @@ pub const IO_ERROR: u64 = 1 << 45;
 pub const JUST_DIRTIED: u64 = 1 << 46;
 pub const CHECKPOINT_NEEDED: u64 = 1 << 47;
 pub const BGWRITER_CLEANED: u64 = 1 << 48;
+/// Which kind of ring loaded the page the buffer holds (0: none; `RingKind::state_bits`),
+/// set when the buffer is retagged and cleared with the tag. Read only by the buffer-cache
+/// views and the report's pool heatmap, never to decide anything.
+pub const RING_SHIFT: u32 = 49;
+pub const RING_MASK: u64 = 0b11 << RING_SHIFT;
 
 const _: () = assert!(USAGE_COUNT_MAX < 16, "usage count must fit its 4 bits");
 const _: () = assert!(REFCOUNT_MASK & USAGE_MASK == 0 && USAGE_MASK & LOCKED == 0);
@@ -147,6 +152,8 @@ pub fn describe(s: u64) -> String {
         (JUST_DIRTIED, "JUST_DIRTIED"),
         (CHECKPOINT_NEEDED, "CHECKPOINT_NEEDED"),
         (BGWRITER_CLEANED, "BGWRITER_CLEANED"),
+        (1 << RING_SHIFT, "RING_BIT0"),
+        (2 << RING_SHIFT, "RING_BIT1"),
     ] {
         if s & bit != 0 {
             out.push(' ');

@@ -134,6 +134,10 @@ impl ConfigBuilder {
         autovacuum_vacuum_cost_limit: u64 => |c, v| c.autovacuum_vacuum_cost_limit = v;
         /// Rounded down to milliseconds.
         autovacuum_vacuum_cost_delay: Duration => |c, v| c.autovacuum_vacuum_cost_delay_ms = millis(v);
+        /// pg_prewarm's autoprewarm: the block list saved and reloaded after open.
+        autoprewarm: bool => |c, v| c.autoprewarm = v;
+        /// Rounded down to milliseconds; zero saves only at shutdown.
+        autoprewarm_interval: Duration => |c, v| c.autoprewarm_interval_ms = millis(v);
     }
 
     /// The config, if every knob is valid; else the first bad one.

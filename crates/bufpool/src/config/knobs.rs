@@ -72,6 +72,8 @@ pub const MAX_COMMIT_SIBLINGS: u64 = 1000;
 pub const MAX_WAL_SYNCS_IN_FLIGHT: u64 = 8;
 /// Largest autovacuum_naptime: PostgreSQL's 2,147,483 s (about 24 days).
 pub const MAX_AUTOVACUUM_NAPTIME_MS: u64 = 2_147_483_000;
+/// Largest autoprewarm_interval: PostgreSQL's INT_MAX / 1000 s (about 24 days).
+pub const MAX_AUTOPREWARM_INTERVAL_MS: u64 = 2_147_483_000;
 /// Largest wal_writer_flush_after (PostgreSQL's bound is larger; past wal_buffers' own
 /// largest size it would never trigger before the ring is full).
 pub const MAX_WAL_WRITER_FLUSH_AFTER: u64 = 1 << 30;
@@ -1111,6 +1113,28 @@ pub static KNOBS: &[Knob] = &[
              at most 100ms)",
             |c, v| c.autovacuum_vacuum_cost_delay_ms = int(v),
             |c| Value::Int(c.autovacuum_vacuum_cost_delay_ms),
+        )
+    },
+    row(
+        "autoprewarm",
+        Unit::Bool,
+        "off",
+        "pg_prewarm's autoprewarm: save the pool's block list (autoprewarm.blocks) every \
+         autoprewarm_interval and at shutdown, and read it back in the background after \
+         open",
+        |c, v| c.autoprewarm = flag(v),
+        |c| Value::Bool(c.autoprewarm),
+    ),
+    Knob {
+        min: 0,
+        max: MAX_AUTOPREWARM_INTERVAL_MS,
+        ..row(
+            "autoprewarm_interval",
+            Unit::S,
+            "300s",
+            "time between saves of the block list (0: only at shutdown; at most 24d)",
+            |c, v| c.autoprewarm_interval_ms = int(v),
+            |c| Value::Int(c.autoprewarm_interval_ms),
         )
     },
 ];

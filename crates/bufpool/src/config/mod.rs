@@ -224,6 +224,10 @@ pub struct Config {
     pub autovacuum_vacuum_scale_factor_thousandths: u64,
     pub autovacuum_vacuum_cost_limit: u64,
     pub autovacuum_vacuum_cost_delay_ms: u64,
+    /// pg_prewarm's autoprewarm: save the pool's block list, reload it after open.
+    pub autoprewarm: bool,
+    /// Milliseconds between saves of the block list (0: only at shutdown).
+    pub autoprewarm_interval_ms: u64,
 }
 }
 

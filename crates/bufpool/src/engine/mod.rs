@@ -30,6 +30,7 @@
 //! Locks: the checkpoint mutex (one checkpoint at a time), then the pool's and the log's own.
 
 mod checkpointer;
+pub mod prewarm;
 pub mod recovery;
 mod transaction;
 mod waldir;
@@ -102,6 +103,9 @@ pub enum EngineError {
     /// A WAL directory that cannot be made or is not there: the path and the reason.
     #[error("WAL directory {path}: {problem}")]
     WalDirectory { path: PathBuf, problem: String },
+    /// A saved autoprewarm block list that fails its checks: not used.
+    #[error("autoprewarm block list {path} is corrupt ({problem}); not used")]
+    PrewarmCorrupt { path: PathBuf, problem: String },
 }
 
 impl EngineError {
@@ -266,6 +270,8 @@ pub struct Engine {
     /// checkpoint in progress at full speed) and the bgwriter before anything else.
     checkpointer: Option<checkpointer::CheckpointerHandle>,
     bgwriter: Option<BgwriterHandle>,
+    /// The autoprewarm worker (`autoprewarm = on`).
+    prewarm: Option<prewarm::Worker>,
     pool: Arc<BufferPool>,
     wal: Arc<Wal>,
     txns: Arc<TxnManager>,
@@ -429,6 +435,7 @@ impl Engine {
         Engine {
             checkpointer: None,
             bgwriter: None,
+            prewarm: None,
             pool,
             wal,
             txns,
@@ -504,7 +511,36 @@ impl Engine {
                 .start_bgwriter()
                 .map_err(|e| EngineError::io("starting the bgwriter thread for", dir, e))?;
         }
+        if config.autoprewarm {
+            let worker = prewarm::Worker::start(
+                self.pool.clone(),
+                self.pool.smgr().vfs().clone(),
+                dir,
+                Duration::from_millis(config.autoprewarm_interval_ms),
+                self.read_stream,
+            )
+            .map_err(|e| EngineError::io("starting the autoprewarm thread for", dir, e))?;
+            self.prewarm = Some(worker);
+        }
         Ok(self)
+    }
+
+    /// The autoprewarm worker's counters (`None` with `autoprewarm = off`).
+    pub fn autoprewarm_stats(&self) -> Option<prewarm::PrewarmStats> {
+        self.prewarm.as_ref().map(|w| w.stats())
+    }
+
+    /// Waits up to `timeout` for autoprewarm's reload to end; its counters then (`None`
+    /// with `autoprewarm = off`).
+    pub fn autoprewarm_wait(&self, timeout: Duration) -> Option<prewarm::PrewarmStats> {
+        self.prewarm.as_ref().map(|w| w.wait_loaded(timeout))
+    }
+
+    /// Saves the pool's block list now (pg_prewarm's autoprewarm_dump_now), whatever
+    /// `autoprewarm` says; returns the blocks saved.
+    pub fn autoprewarm_dump_now(&self) -> Result<u64, EngineError> {
+        let smgr = self.pool.smgr();
+        prewarm::dump(&self.pool, &**smgr.vfs(), smgr.dir())
     }
 
     pub fn pool(&self) -> &BufferPool {
@@ -827,6 +863,13 @@ impl Engine {
     /// With the `verify` feature, runs [`Engine::verify`] first (nothing else can be using
     /// the engine: `shutdown` takes it by value) and panics on a violation.
     pub fn shutdown(mut self) -> Result<Lsn, EngineError> {
+        // The block list first, while the pool still holds what the run used. Losing it
+        // costs only a cold start, so a failed save does not stop the shutdown.
+        if let Some(w) = self.prewarm.take() {
+            if let Err(e) = w.stop() {
+                tracing::warn!("autoprewarm: saving the block list at shutdown: {e}");
+            }
+        }
         // Stop the bgwriter first (it ends its round at the next buffer), so the final
         // checkpoint is the last writer.
         if let Some(b) = self.bgwriter.take() {

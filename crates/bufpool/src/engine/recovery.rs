@@ -336,7 +336,9 @@ impl LogWalk<'_, '_> {
     }
 }
 
-/// fsyncs every file under `dir` (recursively).
+/// fsyncs every file under `dir` (recursively). A Unix socket (a run's `bufpool.sock`,
+/// left by a killed process) cannot be opened (ENXIO) and holds no data: it is skipped, as
+/// PostgreSQL's data-directory sync skips everything but files and directories.
 fn sync_tree(vfs: &dyn Vfs, dir: &Path, count: &mut u64) -> Result<(), EngineError> {
     for name in vfs
         .list_dir(dir)
@@ -346,9 +348,10 @@ fn sync_tree(vfs: &dyn Vfs, dir: &Path, count: &mut u64) -> Result<(), EngineErr
         if vfs.list_dir(&path).is_ok() {
             sync_tree(vfs, &path, count)?;
         } else if name != "bufpool.lock" {
-            let f = vfs
-                .open(&path, OpenOptions::read_only())
-                .map_err(|e| EngineError::io("opening", &path, e))?;
+            let f = match vfs.open(&path, OpenOptions::read_only()) {
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => continue,
+                r => r.map_err(|e| EngineError::io("opening", &path, e))?,
+            };
             f.sync_all()
                 .map_err(|e| EngineError::io("fsync of", &path, e))?;
             *count += 1;

@@ -1,0 +1,207 @@
+//! Autoprewarm: the block list saved at shutdown and read back after the next open.
+//!
+//! Proves: the list round-trips and a damaged one is refused, never used; a clean shutdown
+//! saves what the pool held and the next open reloads it (the pages are hits afterwards);
+//! the reload skips blocks of forks that are gone or shorter, and stops when the pool has
+//! no free buffer; a crash-like drop saves nothing; the interval knob is range-checked.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bufpool::engine::prewarm::{self, BLOCKS_FILE};
+use bufpool::{
+    BufferTag, Config, Engine, EngineError, ForkNumber, IoContext, IoOp, IoWriter, MemVfs,
+    RelFileId, Vfs,
+};
+use common::*;
+
+const OTHER: RelFileId = RelFileId::new(0, 16400);
+const WAIT: Duration = Duration::from_secs(30);
+
+fn engine(vfs: &MemVfs, buffers: &str, prewarm: bool) -> Engine {
+    let mut c = config(buffers);
+    c.set("wal_segment_size", "1MB").unwrap();
+    c.set("autoprewarm", if prewarm { "on" } else { "off" })
+        .unwrap();
+    c.set("autoprewarm_interval", "0").unwrap();
+    Engine::open(
+        Arc::new(vfs.clone()) as Arc<dyn Vfs>,
+        Path::new("/db"),
+        &c,
+        true,
+    )
+    .unwrap()
+}
+
+fn reads(e: &Engine) -> u64 {
+    e.pool()
+        .stats()
+        .get(IoWriter::Backend, IoContext::Normal, IoOp::Read)
+}
+
+fn resident(e: &Engine) -> Vec<BufferTag> {
+    let mut v: Vec<BufferTag> = e
+        .pool()
+        .buffercache()
+        .iter()
+        .filter_map(|r| r.tag)
+        .collect();
+    v.sort();
+    v
+}
+
+/// REL with 40 pages and OTHER with 10, written and evicted; then blocks `hot` of REL read.
+fn populate(e: &Engine, hot: std::ops::Range<u32>) {
+    fill(e.pool(), 40);
+    e.pool().create_relation(OTHER, ForkNumber::Main).unwrap();
+    for _ in 0..10 {
+        let b = e.pool().extend(OTHER, ForkNumber::Main).unwrap();
+        bufpool::page::init(&mut b.write(), 0);
+    }
+    e.pool().flush_all().unwrap();
+    e.pool().evict_all().unwrap();
+    for b in hot {
+        drop(e.pool().read(tag(b)).unwrap());
+    }
+    drop(
+        e.pool()
+            .read(BufferTag::new(OTHER, ForkNumber::Main, 3))
+            .unwrap(),
+    );
+}
+
+#[test]
+fn the_list_round_trips_and_a_damaged_one_is_refused() {
+    let mut blocks: Vec<BufferTag> = (0..50).rev().map(tag).collect();
+    blocks.push(BufferTag::new(OTHER, ForkNumber::Visibility, 7));
+    let bytes = prewarm::encode(&mut blocks, 1_795_765_817);
+    let p = Path::new("/db/autoprewarm.blocks");
+    let back = prewarm::decode(&bytes, p).unwrap();
+    assert_eq!(back.saved_at_unix, 1_795_765_817);
+    assert_eq!(back.blocks, blocks);
+    assert!(back.blocks.windows(2).all(|w| w[0] < w[1]), "sorted");
+
+    let text = String::from_utf8(bytes).unwrap();
+    let flipped = text.replacen("0,16384,0,17\n", "0,16384,0,71\n", 1);
+    let dropped = text.replacen("0,16384,0,17\n", "", 1);
+    let body_only = text.split_once('\n').unwrap().1.to_string();
+    for (what, bad) in [
+        ("a changed line", flipped),
+        ("a lost line", dropped),
+        ("no header", body_only),
+    ] {
+        let e = prewarm::decode(bad.as_bytes(), p).unwrap_err();
+        assert!(
+            matches!(e, EngineError::PrewarmCorrupt { .. }),
+            "{what}: {e}"
+        );
+        assert!(e.to_string().contains("autoprewarm.blocks"), "{what}: {e}");
+    }
+}
+
+#[test]
+fn a_clean_shutdown_saves_the_pool_and_the_next_open_reloads_it() {
+    let vfs = MemVfs::new();
+    let e = engine(&vfs, "64", true);
+    populate(&e, 5..25);
+    let before = resident(&e);
+    assert_eq!(before.len(), 21);
+    e.shutdown().unwrap();
+    let saved = prewarm::read_saved(&vfs, Path::new("/db"))
+        .unwrap()
+        .expect("a saved list");
+    assert_eq!(saved.blocks, before);
+
+    let e = engine(&vfs, "64", true);
+    let st = e.autoprewarm_wait(WAIT).unwrap();
+    assert!(st.load_done, "{st:?}");
+    assert_eq!((st.listed, st.loaded, st.skipped), (21, 21, 0), "{st:?}");
+    assert_eq!(st.last_error, None);
+    let after = resident(&e);
+    for t in &before {
+        assert!(after.contains(t), "{t} was not reloaded");
+    }
+    let r = reads(&e);
+    for b in 5..25 {
+        drop(e.pool().read(tag(b)).unwrap());
+    }
+    assert_eq!(reads(&e), r, "the reloaded pages are hits");
+    e.shutdown().unwrap();
+}
+
+#[test]
+fn the_reload_skips_gone_blocks_and_stops_when_the_pool_is_full() {
+    let vfs = MemVfs::new();
+    let e = engine(&vfs, "64", true);
+    populate(&e, 0..40);
+    e.shutdown().unwrap();
+    // OTHER is dropped and REL cut to 30 pages while the directory is closed.
+    let e = engine(&vfs, "64", false);
+    e.pool().drop_relation(OTHER).unwrap();
+    e.pool()
+        .truncate_relation(REL, ForkNumber::Main, 30)
+        .unwrap();
+    e.shutdown().unwrap();
+    let e = engine(&vfs, "64", true);
+    let st = e.autoprewarm_wait(WAIT).unwrap();
+    assert_eq!((st.listed, st.loaded, st.skipped), (41, 30, 11), "{st:?}");
+    assert!(!st.stopped_pool_full);
+    e.shutdown().unwrap();
+
+    // A pool of 16 buffers cannot take the 30 listed pages: it fills and stops, evicting
+    // nothing.
+    let e = engine(&vfs, "16", true);
+    let st = e.autoprewarm_wait(WAIT).unwrap();
+    assert!(st.stopped_pool_full, "{st:?}");
+    assert!(st.loaded <= 16, "{st:?}");
+    let evictions = e
+        .pool()
+        .stats()
+        .get(IoWriter::Backend, IoContext::Normal, IoOp::Eviction);
+    assert_eq!(evictions, 0, "the reload evicted pages");
+    e.shutdown().unwrap();
+}
+
+#[test]
+fn a_damaged_list_is_reported_and_the_pool_starts_cold() {
+    let vfs = MemVfs::new();
+    let e = engine(&vfs, "64", true);
+    populate(&e, 0..10);
+    e.shutdown().unwrap();
+    let path = Path::new("/db").join(BLOCKS_FILE);
+    let mut bytes = vfs.contents(&path).unwrap();
+    let last = bytes.len() - 2;
+    bytes[last] ^= 1;
+    bufpool::vfs::write_atomic(&vfs, &path, &bytes).unwrap();
+    let e = engine(&vfs, "64", true);
+    let st = e.autoprewarm_wait(WAIT).unwrap();
+    assert!(st.load_done);
+    assert_eq!(st.loaded, 0);
+    let err = st.last_error.expect("the damage is reported");
+    assert!(err.contains("corrupt"), "{err}");
+    // The engine's own pages (the catalog, the commit log) aside, nothing of REL came in.
+    assert!(resident(&e).iter().all(|t| t.rel != REL));
+    drop(e);
+}
+
+#[test]
+fn a_crash_like_drop_saves_nothing_and_the_knobs_are_checked() {
+    let vfs = MemVfs::new();
+    let e = engine(&vfs, "64", true);
+    populate(&e, 0..10);
+    drop(e);
+    assert_eq!(prewarm::read_saved(&vfs, Path::new("/db")).unwrap(), None);
+    let e = engine(&vfs, "64", false);
+    assert!(e.autoprewarm_stats().is_none());
+    assert_eq!(e.autoprewarm_dump_now().unwrap(), resident(&e).len() as u64);
+    drop(e);
+
+    let mut c = Config::default();
+    let err = c.set("autoprewarm_interval", "30d").unwrap_err();
+    assert!(err.to_string().contains("autoprewarm_interval"), "{err}");
+    c.set("autoprewarm_interval", "10min").unwrap();
+    assert_eq!(c.autoprewarm_interval_ms, 600_000);
+}
