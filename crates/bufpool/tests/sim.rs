@@ -156,6 +156,8 @@ struct Knobs {
     checkpoint_sort: bool,
     wal_compression: bool,
     clog_group_update: bool,
+    /// Threads mode only: the autoprewarm worker (a thread of its own).
+    autoprewarm: bool,
 }
 
 impl Knobs {
@@ -167,6 +169,7 @@ impl Knobs {
             checkpoint_sort: rng.pct(50),
             wal_compression: rng.pct(30),
             clog_group_update: rng.pct(50),
+            autoprewarm: rng.pct(50),
         }
     }
 
@@ -186,6 +189,8 @@ impl Knobs {
                 if self.wal_compression { "lz4" } else { "off" }.into(),
             ),
             ("clog_group_update", on(self.clog_group_update).into()),
+            ("autoprewarm", on(threads && self.autoprewarm).into()),
+            ("autoprewarm_interval", "0".into()),
             ("io_method", "sync".into()),
             ("checkpoint_writers", "1".into()),
             ("bgwriter_writers", "1".into()),
@@ -239,6 +244,8 @@ struct Stats {
     checkpoints: u64,
     vacuums: u64,
     bgwriter_rounds: u64,
+    /// Autoprewarm saves and reloads run as steps (on the driving thread).
+    prewarm_steps: u64,
     /// Bit flips at rest: open refused with an error, an error met by the checker (both
     /// named), no effect on any answer.
     flips_refused: u64,
@@ -265,6 +272,7 @@ impl Stats {
         self.checkpoints += o.checkpoints;
         self.vacuums += o.vacuums;
         self.bgwriter_rounds += o.bgwriter_rounds;
+        self.prewarm_steps += o.prewarm_steps;
         self.flips_refused += o.flips_refused;
         self.flips_detected += o.flips_detected;
         self.flips_harmless += o.flips_harmless;
@@ -841,7 +849,8 @@ impl World {
                         .map(|lsn| format!("checkpoint at {lsn:?}"))
                         .map_err(engine("checkpoint"))
                 }
-                84..=88 => {
+                88 => self.prewarm_step(life),
+                84..=87 => {
                     let at = life.e.wal().insert_position();
                     life.e
                         .wal()
@@ -1057,6 +1066,38 @@ impl World {
         Ok(format!(
             "vacuum {name} (truncate {truncate}): removed {}, truncated {}",
             r.removed, r.truncated_pages
+        ))
+    }
+
+    /// Autoprewarm on the driving thread: a save of the pool's block list, or a reload of
+    /// the saved one (a list that fails its checks is an engine error: the workload never
+    /// damages one, so outside an armed fault the life stops as a bug).
+    fn prewarm_step(&mut self, life: &mut Life<'_>) -> Result<String, Stop> {
+        use bufpool::engine::prewarm;
+        self.stats.prewarm_steps += 1;
+        if self.rng.pct(50) {
+            let n = life
+                .e
+                .autoprewarm_dump_now()
+                .map_err(engine("autoprewarm save"))?;
+            return Ok(format!("autoprewarm saved {n} blocks"));
+        }
+        let pool = life.e.pool();
+        let smgr = pool.smgr();
+        let saved =
+            prewarm::read_saved(&**smgr.vfs(), smgr.dir()).map_err(engine("autoprewarm read"))?;
+        let Some(saved) = saved else {
+            return Ok("autoprewarm: no list saved".into());
+        };
+        let opts = bufpool::ReadStreamOptions {
+            io_concurrency: 0,
+            ..Default::default()
+        };
+        let (st, _) = prewarm::load(pool, &saved, &opts, &|| false, &mut |_| {})
+            .map_err(engine("autoprewarm reload"))?;
+        Ok(format!(
+            "autoprewarm reloaded {} of {} ({} skipped)",
+            st.loaded, st.listed, st.skipped
         ))
     }
 

@@ -192,18 +192,21 @@ pub fn dump(pool: &BufferPool, vfs: &dyn Vfs, dir: &Path) -> Result<u64, EngineE
     Ok(n)
 }
 
-/// Reads `saved` back into the pool (see the module doc), counting into `stats`.
-/// Returns whether it was cut short by `stop`.
+/// Reads `saved` back into the pool (see the module doc), handing its counters to
+/// `progress` after every block. Returns the counters and whether `stop` cut it short.
 pub fn load(
     pool: &BufferPool,
     saved: &SavedBlocks,
     opts: &ReadStreamOptions,
     stop: &dyn Fn() -> bool,
-    stats: &Mutex<PrewarmStats>,
-) -> Result<bool, EngineError> {
+    progress: &mut dyn FnMut(&PrewarmStats),
+) -> Result<(PrewarmStats, bool), EngineError> {
     let mut blocks = saved.blocks.clone();
     blocks.sort_unstable();
-    stats.lock().listed = blocks.len() as u64;
+    let mut st = PrewarmStats {
+        listed: blocks.len() as u64,
+        ..PrewarmStats::default()
+    };
     let smgr = pool.smgr();
     for group in blocks.chunk_by(|a, b| (a.rel, a.fork) == (b.rel, b.fork)) {
         let (rel, fork) = (group[0].rel, group[0].fork);
@@ -217,7 +220,7 @@ pub fn load(
             .map(|t| t.block)
             .filter(|b| *b < nblocks)
             .collect();
-        stats.lock().skipped += (group.len() - wanted.len()) as u64;
+        st.skipped += (group.len() - wanted.len()) as u64;
         let mut next = wanted.into_iter();
         let full = std::sync::atomic::AtomicBool::new(false);
         let source = BlockSource::Callback(Box::new(|| {
@@ -230,18 +233,19 @@ pub fn load(
         let mut stream = ReadStream::new(pool, rel, fork, source, None, opts);
         while let Some(b) = stream.next() {
             drop(b?);
-            stats.lock().loaded += 1;
+            st.loaded += 1;
+            progress(&st);
             if stop() {
-                return Ok(true);
+                return Ok((st, true));
             }
         }
         drop(stream);
         if full.load(std::sync::atomic::Ordering::Relaxed) {
-            stats.lock().stopped_pool_full = true;
-            return Ok(false);
+            st.stopped_pool_full = true;
+            return Ok((st, false));
         }
     }
-    Ok(false)
+    Ok((st, false))
 }
 
 /// The autoprewarm worker of one engine: reloads the saved list, then saves every
@@ -353,17 +357,23 @@ impl Shared {
         let started = Instant::now();
         let stopping = || *self.stop.lock();
         let r = read_saved(&*self.vfs, &self.dir).and_then(|saved| match saved {
-            Some(saved) => load(&self.pool, &saved, opts, &stopping, &self.stats),
-            None => Ok(false),
+            Some(saved) => load(&self.pool, &saved, opts, &stopping, &mut |p| {
+                let mut st = self.stats.lock();
+                (st.listed, st.loaded, st.skipped) = (p.listed, p.loaded, p.skipped);
+            }),
+            None => Ok((PrewarmStats::default(), false)),
         });
         {
             let mut st = self.stats.lock();
             st.load_done = true;
             st.load_seconds = started.elapsed().as_secs_f64();
             match r {
-                Ok(cut) => self
-                    .cut_short
-                    .store(cut, std::sync::atomic::Ordering::Relaxed),
+                Ok((done, cut)) => {
+                    (st.listed, st.loaded, st.skipped) = (done.listed, done.loaded, done.skipped);
+                    st.stopped_pool_full = done.stopped_pool_full;
+                    self.cut_short
+                        .store(cut, std::sync::atomic::Ordering::Relaxed);
+                }
                 Err(e) => {
                     tracing::warn!("autoprewarm: {e}; the pool starts cold");
                     st.last_error = Some(e.to_string());
