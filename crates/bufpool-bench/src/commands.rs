@@ -730,6 +730,7 @@ pub(crate) fn run_tpcb_traced(
     if let Some(path) = trace {
         out.trace = Some(crate::trace::stop(engine.pool(), path)?);
     }
+    out.prewarm = engine.autoprewarm_stats();
     drop(db);
     drop(views);
     engine.shutdown()?;
@@ -826,6 +827,23 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
         println!(
             "waits, each second's slowest: {}",
             crate::tpcb::waits::describe(&w.each_seconds_slowest)
+        );
+    }
+    if let Some(p) = &o.prewarm {
+        println!(
+            "autoprewarm: reloaded {} of {} saved blocks ({} skipped{}) in {:.2} s{}",
+            p.loaded,
+            p.listed,
+            p.skipped,
+            if p.stopped_pool_full {
+                ", stopped: no free buffer"
+            } else {
+                ""
+            },
+            p.load_seconds,
+            p.last_error
+                .as_ref()
+                .map_or(String::new(), |e| format!("; {e}"))
         );
     }
     if let Some(p) = &a.rate_profile {
@@ -947,6 +965,14 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
                 .collect::<serde_json::Map<_, _>>()
         }),
         "side_script": r.side_script,
+        "autoprewarm": o.prewarm.as_ref().map(|p| serde_json::json!({
+            "listed": p.listed,
+            "loaded": p.loaded,
+            "skipped": p.skipped,
+            "stopped_pool_full": p.stopped_pool_full,
+            "load_seconds": p.load_seconds,
+            "error": p.last_error,
+        })),
         "trace": o.trace.map(|t| serde_json::json!({
             "records": t.records,
             "bytes": t.bytes,

@@ -14,6 +14,7 @@ pub(crate) mod floor;
 pub mod mutex_pool;
 pub mod policies;
 pub mod pool;
+pub mod prewarm;
 pub mod runner;
 pub mod scans;
 pub mod slru;
@@ -72,6 +73,9 @@ pub enum Which {
     /// a ring-size sweep, hot-set survival, vacuum and bulk-write rings, 1/2/4 concurrent
     /// scans, 3A on and off, scan MB/s per io_method and io_combine_limit.
     Scans(scans::Args),
+    /// Autoprewarm: seconds to steady TPS and the first minute's TPS after a restart from
+    /// cold storage, with the saved block list reloaded and without.
+    Prewarm(prewarm::Args),
     /// The banked SLRU (issue 16, seed 002): lookups of random pages per slru_design,
     /// SLRU size (16..4096 slots), spread (fits, 10x) and thread count.
     Slru(slru::Args),
@@ -115,6 +119,8 @@ pub fn report_of(cli: ExperimentCli, command: Vec<String>) -> Result<Report> {
         Which::Scans(a) => {
             runner::run("scans", c, command, |r| scans::run(&a, r)).context("experiment scans")?
         }
+        Which::Prewarm(a) => runner::run("prewarm", c, command, |r| prewarm::run(&a, r))
+            .context("experiment prewarm")?,
         Which::Slru(a) => {
             runner::run("slru", c, command, |r| slru::run(&a, r)).context("experiment slru")?
         }

@@ -109,6 +109,7 @@ impl Merged {
             batches: Default::default(),
             vacuums: Default::default(),
             trace: None,
+            prewarm: None,
         }
     }
 }

@@ -189,6 +189,8 @@ pub struct RunOutcome {
     pub vacuums: super::vacuum::VacuumStats,
     /// What `--trace` recorded.
     pub trace: Option<bufpool::buffer::trace::TraceSummary>,
+    /// What autoprewarm's reload did at this run's open (`autoprewarm = on`).
+    pub prewarm: Option<bufpool::engine::prewarm::PrewarmStats>,
 }
 
 /// Tells the threads beside the clients that the run is over, when dropped.
