@@ -31,7 +31,7 @@ const WIDTH: u32 = 960;
 const HEIGHT: u32 = 480;
 /// Height of one run's panel in the buffer-writes chart when there are several runs.
 const PANEL_HEIGHT: u32 = 320;
-const FONT: &str = "sans-serif";
+pub(super) const FONT: &str = "sans-serif";
 /// Latencies are clamped to this floor (ms) on log axes, which cannot show zero.
 pub const LOG_FLOOR_MS: f64 = 0.01;
 /// Per-second series longer than this are reduced to min/max pairs per bucket (spikes
@@ -189,6 +189,18 @@ pub fn render_all(runs: &[RunResult]) -> Result<Vec<Chart>> {
                   and checkpointer should do the writing.",
         svg: buffer_writes(runs)?,
     });
+    if super::heatmap::has_data(runs) {
+        charts.push(Chart {
+            file_name: "pool-heatmap.svg",
+            title: "The pool over time".into(),
+            alt: format!("Heatmap per run: rows are buffer categories (unused, usage counts 0 to 5, dirty, loaded by each kind of ring, each relation), columns are seconds, darker cells hold more of the pool, for {labels}"),
+            caption: "What the pool held each second, as pg_buffercache would show it: darker cells \
+                      are a larger share of the buffers. A scan without a ring pales the high \
+                      usage counts while its table's row darkens; a checkpoint drains the dirty \
+                      row; the bgwriter keeps low usage counts clean.",
+            svg: super::heatmap::pool_heatmap(runs)?,
+        });
+    }
     Ok(charts)
 }
 
@@ -203,7 +215,7 @@ fn log_clamp(ms: f64) -> f64 {
 }
 
 /// Renders into an SVG string on a white background.
-fn svg_document(
+pub(super) fn svg_document(
     height: u32,
     draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<()>,
 ) -> Result<String> {
@@ -218,7 +230,7 @@ fn svg_document(
 }
 
 /// A number for an axis label: no trailing zeros, few decimals.
-fn fmt_num(v: &f64) -> String {
+pub(super) fn fmt_num(v: &f64) -> String {
     let v = *v;
     let a = v.abs();
     let s = if a == 0.0 || a >= 100.0 {

@@ -6,6 +6,7 @@
 //! - `html`: the page with the charts, a summary table and the knobs of each run.
 
 pub mod charts;
+mod heatmap;
 pub mod html;
 pub mod model;
 
@@ -209,6 +210,9 @@ mod tests {
     fn expected_colours(file_name: &str, runs: usize) -> Vec<plotters::style::RGBColor> {
         if file_name == "buffer-writes.svg" {
             vec![BACKEND_COLOUR, BGWRITER_COLOUR, CHECKPOINTER_COLOUR]
+        } else if file_name == "pool-heatmap.svg" {
+            // An empty category, and the accounts' 70% of a full example pool.
+            vec![heatmap::colour(0.0), heatmap::colour(0.7)]
         } else {
             (0..runs).map(run_colour).collect()
         }
@@ -236,7 +240,8 @@ mod tests {
             );
         }
         let sources = img_sources(&html);
-        assert_eq!(files.charts.len(), 7);
+        let n = 7 + usize::from(heatmap::has_data(runs));
+        assert_eq!(files.charts.len(), n);
         assert_eq!(sources.len(), files.charts.len());
         for path in &files.charts {
             let name = path.file_name().unwrap().to_str().unwrap();
@@ -248,12 +253,27 @@ mod tests {
         for s in &sources {
             assert!(out.join(s).is_file(), "index.html refers to missing {s}");
         }
-        assert!(html.matches("<figcaption>").count() == 7 && html.matches(" alt=\"").count() == 7);
+        assert!(html.matches("<figcaption>").count() == n && html.matches(" alt=\"").count() == n);
     }
 
     #[test]
     fn report_of_one_run() {
         check_report(&[RunResult::example("c4 sync", 1)]);
+    }
+
+    /// Runs without pool samples (PostgreSQL's, SQLite's, or saved before the samples
+    /// existed) leave the heatmap out; beside one that has them, they get a note.
+    #[test]
+    fn the_heatmap_needs_pool_samples() {
+        let mut bare = RunResult::example("postgres", 2);
+        for s in &mut bare.series {
+            s.pool = None;
+        }
+        check_report(std::slice::from_ref(&bare));
+        let with = RunResult::example("bufpool", 1);
+        let svg = heatmap::pool_heatmap(&[with, bare]).unwrap();
+        assert!(svg.contains("no pool samples in this run"), "{svg}");
+        assert!(svg.contains("pgbench_accounts") && svg.contains("usage 5"));
     }
 
     #[test]
@@ -354,6 +374,7 @@ mod tests {
             written_checkpointer: 0,
             target_tps: None,
             batch_rows: 0,
+            pool: None,
         }
     }
 

@@ -509,6 +509,54 @@ pub struct Second {
     /// Rows updated by `--batch-every` batches that committed in this second.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub batch_rows: u64,
+    /// What the pool held at the end of this second (bufpool runs; the report's pool
+    /// heatmap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolSecond>,
+}
+
+/// The pool at the end of one second, in buffers (pg_buffercache's view of it, summed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PoolSecond {
+    pub nbuffers: u32,
+    /// Used buffers by usage count, 0 to 5.
+    pub usage: Vec<u32>,
+    pub unused: u32,
+    pub dirty: u32,
+    /// Buffers whose page a ring loaded: bulkread, bulkwrite, vacuum.
+    pub ring: Vec<u32>,
+    /// Buffers per relation: the run's tables and indexes by name, "other" for the rest
+    /// (none of them named), only those holding a buffer.
+    pub relations: BTreeMap<String, u32>,
+}
+
+#[cfg(test)]
+impl PoolSecond {
+    /// A 1,000-buffer pool filling over the first 20 seconds, hot pages climbing in usage,
+    /// a scan through a ring at seconds 30 to 39, dirty pages drained by checkpoints.
+    pub fn example(t: u32, checkpoint: bool) -> PoolSecond {
+        let used = (50 * (t + 1)).min(1000);
+        let scan = if (30..40).contains(&t) { 120 } else { 0 };
+        let hot = (used - scan) * t.min(20) / 40;
+        let mut usage = vec![scan, used - scan - hot, 0, 0, 0, hot];
+        usage[2] = usage[1] / 3;
+        usage[1] -= usage[2];
+        let relations = [
+            ("pgbench_accounts".to_string(), used * 7 / 10),
+            ("pgbench_accounts_pkey".to_string(), used * 2 / 10),
+            ("pgbench_history".to_string(), used - used * 9 / 10),
+        ]
+        .into_iter()
+        .collect();
+        PoolSecond {
+            nbuffers: 1000,
+            usage,
+            unused: 1000 - used,
+            dirty: if checkpoint { used / 10 } else { used / 3 },
+            ring: vec![scan, 0, 0],
+            relations,
+        }
+    }
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -560,6 +608,7 @@ impl RunResult {
                 written_checkpointer: if busy { 700 + rng.below(200) } else { 0 },
                 target_tps: None,
                 batch_rows: 0,
+                pool: Some(PoolSecond::example(t, busy)),
             });
         }
         let transactions: u64 = series.iter().map(|s| s.transactions).sum();

@@ -33,6 +33,7 @@ use bufpool::index::btree::BTree;
 use bufpool::index::IndexError;
 use bufpool::table::{Catalog, ColumnType, Heap, IndexDef, RowLockMode, Schema, TableDef, Tid};
 use bufpool::txn::{Snapshot, Xid, INVALID_XID};
+use bufpool::RelFileId;
 use bufpool::{BufferTag, Engine, ForkNumber, Vfs};
 
 /// Accounts per unit of scale (pgbench's naccounts).
@@ -558,6 +559,29 @@ impl<'e> Db<'e> {
             )?;
         }
         self.insert_history(x, [tid, bid, aid, delta, mtime])
+    }
+}
+
+impl Db<'_> {
+    /// The run's relations by name (pgbench's tables, their keys, the test table): the
+    /// pool heatmap's rows.
+    pub fn relation_names(&self) -> std::collections::HashMap<RelFileId, String> {
+        let mut names: std::collections::HashMap<RelFileId, String> = [
+            (self.accounts.rel(), "pgbench_accounts"),
+            (self.branches.rel(), "pgbench_branches"),
+            (self.tellers.rel(), "pgbench_tellers"),
+            (self.history.rel(), "pgbench_history"),
+            (self.accounts_pkey.rel(), "pgbench_accounts_pkey"),
+            (self.branches_pkey.rel(), "pgbench_branches_pkey"),
+            (self.tellers_pkey.rel(), "pgbench_tellers_pkey"),
+        ]
+        .into_iter()
+        .map(|(r, n)| (r, n.to_string()))
+        .collect();
+        if let Some(t) = &self.test {
+            names.insert(t.rel(), TEST_TABLE.to_string());
+        }
+        names
     }
 }
 

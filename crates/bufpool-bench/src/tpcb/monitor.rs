@@ -1,13 +1,60 @@
 //! The run's monitor thread: once a second it samples the pool's write counters (the
-//! per-second series' written_* figures), and every `-P` seconds it prints pgbench's
-//! progress line from the live counters the clients bump. Owns those live counters.
+//! per-second series' written_* figures) and what the pool holds (pg_buffercache's rows
+//! summed: the report's pool heatmap), and every `-P` seconds it prints pgbench's progress
+//! line from the live counters the clients bump. Owns those live counters.
+//!
+//! The pool sample reads every buffer's header under its lock once a second (the cost per
+//! million buffers is `experiment pool`'s `buffercache_ms_per_mbuf`), on this thread,
+//! into one vector kept for the run.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bufpool::{BufferPool, IoStatsSnapshot};
+use bufpool::buffer::BufferCacheRow;
+use bufpool::{BufferPool, IoStatsSnapshot, RelFileId};
 
 use super::stats::Writes;
+use crate::report::model::PoolSecond;
+
+/// One second of the monitor: buffers written, and the pool at its end.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sample {
+    pub(super) writes: Writes,
+    pub(super) pool: Option<PoolSecond>,
+}
+
+/// The pool summed from its pg_buffercache rows, relations named by `names`.
+pub(super) fn pool_second(
+    rows: &[BufferCacheRow],
+    names: &HashMap<RelFileId, String>,
+) -> PoolSecond {
+    let mut s = PoolSecond {
+        nbuffers: rows.len() as u32,
+        usage: vec![0; 6],
+        ring: vec![0; 3],
+        ..PoolSecond::default()
+    };
+    let mut relations: BTreeMap<&str, u32> = BTreeMap::new();
+    for r in rows {
+        let Some(tag) = r.tag else {
+            s.unused += 1;
+            continue;
+        };
+        s.usage[usize::from(r.usagecount).min(5)] += 1;
+        s.dirty += u32::from(r.isdirty);
+        if let Some(k) = r.ring {
+            s.ring[k as usize] += 1;
+        }
+        let name = names.get(&tag.rel).map_or("other", String::as_str);
+        *relations.entry(name).or_default() += 1;
+    }
+    s.relations = relations
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    s
+}
 
 /// Running totals the clients bump after each transaction, for the progress lines.
 #[derive(Default)]
@@ -63,6 +110,8 @@ pub(super) struct Monitor<'a> {
     live: &'a Live,
     /// Set once the clients have finished.
     done: &'a AtomicBool,
+    /// The run's relations by name, for the pool samples.
+    names: &'a HashMap<RelFileId, String>,
 }
 
 impl<'a> Monitor<'a> {
@@ -74,6 +123,7 @@ impl<'a> Monitor<'a> {
         progress_s: Option<u32>,
         live: &'a Live,
         done: &'a AtomicBool,
+        names: &'a HashMap<RelFileId, String>,
     ) -> Self {
         Monitor {
             pool,
@@ -82,12 +132,15 @@ impl<'a> Monitor<'a> {
             progress_s,
             live,
             done,
+            names,
         }
     }
 
-    /// Runs until `done`; returns the buffers written in each whole second of the run.
-    pub(super) fn run(self) -> Vec<Writes> {
+    /// Runs until `done`; returns each whole second's buffer writes and the pool at its
+    /// end.
+    pub(super) fn run(self) -> Vec<Sample> {
         let mut samples = Vec::new();
+        let mut rows = Vec::with_capacity(self.pool.nbuffers());
         let mut last = Writes::default();
         let mut last_progress = LiveTotals::default();
         let mut sec = 0u64;
@@ -97,7 +150,11 @@ impl<'a> Monitor<'a> {
                 break; // a partial last second: the clients' own figures cover it
             }
             let now = Writes::between(self.before, &self.pool.stats());
-            samples.push(now.since(last));
+            self.pool.buffercache_into(&mut rows);
+            samples.push(Sample {
+                writes: now.since(last),
+                pool: Some(pool_second(&rows, self.names)),
+            });
             last = now;
             if let Some(p) = self.progress_s {
                 if sec % u64::from(p.max(1)) == 0 {

@@ -6,6 +6,7 @@ use bufpool::{IoOp, IoStatsSnapshot};
 use hdrhistogram::Histogram;
 
 use super::client::ClientStats;
+use super::monitor::Sample;
 use super::run::{BenchOptions, RunOutcome};
 use super::stats::{latency_histogram, Slot, Writes};
 use super::waits::ClientWaits;
@@ -37,8 +38,9 @@ pub(super) struct Measured {
     /// The pool's counters before and after the run.
     pub(super) before: IoStatsSnapshot,
     pub(super) after: IoStatsSnapshot,
-    /// Buffers written in each whole second (the monitor's samples).
-    pub(super) samples: Vec<Writes>,
+    /// Buffers written in each whole second and the pool at its end (the monitor's
+    /// samples).
+    pub(super) samples: Vec<Sample>,
     pub(super) checkpoints: Vec<CheckpointSpan>,
 }
 
@@ -125,12 +127,13 @@ fn avg_ms(sum: f64, n: u64) -> f64 {
 
 /// The per-second series. Whole seconds only: the last, partial one would chart as a
 /// drop (its transactions are in the totals).
-pub(crate) fn series(secs: &[Slot], samples: &[Writes], elapsed: f64) -> Vec<Second> {
+pub(crate) fn series(secs: &[Slot], samples: &[Sample], elapsed: f64) -> Vec<Second> {
     secs.iter()
         .take(elapsed.floor() as usize)
         .enumerate()
         .map(|(t, s)| {
-            let w = samples.get(t).copied().unwrap_or_default();
+            let sample = samples.get(t).cloned().unwrap_or_default();
+            let w = sample.writes;
             Second {
                 t: t as u32,
                 transactions: s.n,
@@ -143,6 +146,7 @@ pub(crate) fn series(secs: &[Slot], samples: &[Writes], elapsed: f64) -> Vec<Sec
                 written_checkpointer: w.checkpointer,
                 target_tps: None,
                 batch_rows: 0,
+                pool: sample.pool,
             }
         })
         .collect()

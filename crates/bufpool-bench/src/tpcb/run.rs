@@ -236,6 +236,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         .unwrap_or(0);
     let wall_start = wall_start_us / 1_000_000;
     let pages_start = super::autovacuum::sizes(db);
+    let names = db.relation_names();
     let av = opts.autovacuum.map(bufpool::table::Autovacuum::new);
     let (clients, samples, batches, side, vacuums, av_stats) = std::thread::scope(|s| {
         // Ends the side threads when the clients are done, or when a client thread's
@@ -244,8 +245,9 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             done: &done,
             av: av.as_ref(),
         };
-        let monitor =
-            s.spawn(|| Monitor::new(pool, &before, start, opts.progress_s, &live, &done).run());
+        let monitor = s.spawn(|| {
+            Monitor::new(pool, &before, start, opts.progress_s, &live, &done, &names).run()
+        });
         let done_ref = &done;
         let batches = opts
             .batch
