@@ -529,6 +529,12 @@ pub struct BenchArgs {
     /// each) to FILE, for `bufpool trace replay`.
     #[arg(long = "trace", value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Serves the engine's counters (pg_stat_io, pg_buffercache_summary,
+    /// pg_stat_bgwriter, pg_stat_checkpointer, pg_stat_wal) as OpenMetrics text at
+    /// http://ADDR/metrics while the run goes; loopback addresses only, port 0 for a free
+    /// port (the address is printed on stderr).
+    #[arg(long = "metrics-addr", value_name = "127.0.0.1:PORT", value_parser = crate::metrics_http::parse_loopback)]
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// Data directory.
     #[arg(short = 'D', long = "pgdata", default_value = "bufpool-data")]
     pub dir: PathBuf,
@@ -571,6 +577,7 @@ impl BenchArgs {
             vacuum_every: None,
             trace: None,
             zipf_theta: None,
+            metrics_addr: None,
         }
     }
 }
@@ -672,6 +679,7 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         vacuum_every_s: a.vacuum_every,
         autovacuum: None,
         zipf_theta: a.zipf_theta,
+        metrics_addr: a.metrics_addr,
     };
     run_tpcb_traced(&a.dir, &a.sets, opts, a.trace.as_deref())
 }
@@ -726,7 +734,18 @@ pub(crate) fn run_tpcb_traced(
     if let Some(path) = trace {
         crate::trace::start(engine.pool(), path)?;
     }
-    let mut out = tpcb::run::run(&db, &opts)?;
+    let stop_metrics = std::sync::atomic::AtomicBool::new(false);
+    let mut out = std::thread::scope(|s| -> Result<RunOutcome> {
+        let endpoint = opts
+            .metrics_addr
+            .map(|addr| crate::metrics_http::serve(s, &engine, addr, &stop_metrics))
+            .transpose()?;
+        let out = tpcb::run::run(&db, &opts);
+        if let Some(e) = endpoint {
+            e.stop();
+        }
+        out
+    })?;
     if let Some(path) = trace {
         out.trace = Some(crate::trace::stop(engine.pool(), path)?);
     }

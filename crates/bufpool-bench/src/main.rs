@@ -8,6 +8,7 @@ mod commands;
 mod compare;
 mod experiments;
 mod maintenance;
+mod metrics_http;
 mod report;
 mod seeds;
 mod tpcb;

@@ -1398,3 +1398,84 @@ fn buffercache_reads_a_running_pool_and_a_stopped_directorys_saved_list() {
     assert!(n > 0 && n <= 2048, "{first}");
     assert_eq!(saved.lines().count(), n + 2, "a line per saved block");
 }
+
+/// `bench --metrics-addr 127.0.0.1:0` serves the counters as OpenMetrics text while the run
+/// goes (scraped here over TCP), and refuses an address that is not loopback.
+#[test]
+fn bench_serves_its_metrics_for_a_scrape_on_loopback_only() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    init(cwd);
+    let o = bufpool(
+        cwd,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-T",
+            "1",
+            "--metrics-addr",
+            "0.0.0.0:9187",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("loopback"),
+        "{o:?}"
+    );
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bufpool"))
+        .args(["bench", "-D", "db", "-c", "2", "-T", "4", "-P", "1"])
+        .args(["--metrics-addr", "127.0.0.1:0"])
+        .current_dir(cwd)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut addr = None;
+    for line in err.by_ref() {
+        let line = line.unwrap();
+        if let Some(rest) = line.strip_prefix("metrics: serving http://") {
+            addr = Some(rest.split('/').next().unwrap().to_string());
+        }
+        if line.starts_with("progress:") {
+            break;
+        }
+    }
+    let addr = addr.expect("the address it serves on");
+    let scrape = |path: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text
+    };
+    let first = scrape("/metrics");
+    assert!(first.starts_with("HTTP/1.1 200 OK\r\n"), "{first}");
+    assert!(first.contains("application/openmetrics-text"), "{first}");
+    assert!(first.ends_with("# EOF\n"), "{first}");
+    let hits = |text: &str| -> f64 {
+        let key = "bufpool_io_hits_total{backend_type=\"client backend\",object=\"relation\",context=\"normal\"} ";
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(key))
+            .expect("the hits row");
+        line[key.len()..].parse().unwrap()
+    };
+    let h1 = hits(&first);
+    assert!(h1 > 0.0);
+    assert!(scrape("/").starts_with("HTTP/1.1 404"));
+    // Another second of the run: the counters move.
+    for line in err.by_ref() {
+        if line.unwrap().starts_with("progress:") {
+            break;
+        }
+    }
+    assert!(hits(&scrape("/metrics")) > h1);
+    for line in err {
+        line.unwrap();
+    }
+    assert!(child.wait().unwrap().success());
+}

@@ -61,6 +61,7 @@ pub mod config;
 pub mod engine;
 pub mod index;
 pub mod invariants;
+pub mod metrics;
 pub mod options;
 pub mod page;
 pub mod page_delta;

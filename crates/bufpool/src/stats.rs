@@ -20,13 +20,19 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// Who performed an I/O (pg_stat_io's `backend_type`).
+/// Who performed an I/O (pg_stat_io's `backend_type`): the calling thread's role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum IoWriter {
     #[default]
     Backend = 0,
     Bgwriter = 1,
     Checkpointer = 2,
+    /// The engine's WAL writer thread.
+    WalWriter = 3,
+    /// An autovacuum (the bench's launcher thread, or an embedder's that sets the role).
+    Autovacuum = 4,
+    /// Recovery at open (PostgreSQL's startup process).
+    Startup = 5,
 }
 
 /// Why the buffer was used (pg_stat_io's `context`).
@@ -53,13 +59,35 @@ pub enum IoOp {
 }
 
 impl IoWriter {
-    pub const ALL: [IoWriter; 3] = [
+    pub const ALL: [IoWriter; NWRITERS] = [
         IoWriter::Backend,
         IoWriter::Bgwriter,
         IoWriter::Checkpointer,
+        IoWriter::WalWriter,
+        IoWriter::Autovacuum,
+        IoWriter::Startup,
     ];
     pub fn name(self) -> &'static str {
-        ["backend", "bgwriter", "checkpointer"][self as usize]
+        [
+            "backend",
+            "bgwriter",
+            "checkpointer",
+            "walwriter",
+            "autovacuum",
+            "startup",
+        ][self as usize]
+    }
+
+    /// pg_stat_io's `backend_type` words.
+    pub fn backend_type(self) -> &'static str {
+        [
+            "client backend",
+            "background writer",
+            "checkpointer",
+            "walwriter",
+            "autovacuum worker",
+            "startup",
+        ][self as usize]
     }
 }
 
@@ -100,7 +128,7 @@ impl IoOp {
     }
 }
 
-const NWRITERS: usize = 3;
+const NWRITERS: usize = 6;
 const NCONTEXTS: usize = 4;
 const NOPS: usize = 8;
 /// Per op: one count slot and one time slot (nanoseconds; used by timed ops only).
@@ -510,4 +538,212 @@ mod tests {
         assert!(s.last_autovacuum_ms > 0 && s.last_vacuum_ms == 0);
         assert_eq!(t.snapshot(), vec![(rel, s)]);
     }
+}
+
+/// The log's side of pg_stat_io (PostgreSQL 18's `object = wal` rows): I/O on segment
+/// files by the calling thread's role and context (`normal`: the log's writes and fsyncs;
+/// `init`: zero-filling a new segment), each with its count, bytes and time. One set of
+/// atomics, not striped: the log does a few of these per group of commits, never per page.
+#[derive(Default)]
+pub struct WalIoStats {
+    c: [[[AtomicU64; 3 * NOPS]; 2]; NWRITERS],
+}
+
+/// The contexts of the log's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WalIoContext {
+    Normal = 0,
+    Init = 1,
+}
+
+impl WalIoContext {
+    pub const ALL: [WalIoContext; 2] = [WalIoContext::Normal, WalIoContext::Init];
+    pub fn name(self) -> &'static str {
+        ["normal", "init"][self as usize]
+    }
+}
+
+impl std::fmt::Debug for WalIoStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WalIoStats").finish_non_exhaustive()
+    }
+}
+
+impl WalIoStats {
+    /// Counts `n` operations of `bytes` in all that took `elapsed`, for the calling
+    /// thread's role.
+    pub fn count(&self, context: WalIoContext, op: IoOp, n: u64, bytes: u64, elapsed: Duration) {
+        let c = &self.c[thread_writer() as usize][context as usize];
+        let k = op as usize;
+        c[k].fetch_add(n, Relaxed);
+        c[NOPS + k].fetch_add(bytes, Relaxed);
+        c[2 * NOPS + k].fetch_add(elapsed.as_nanos() as u64, Relaxed);
+    }
+
+    pub fn snapshot(&self) -> WalIoSnapshot {
+        let mut s = WalIoSnapshot::default();
+        for (w, ctxs) in self.c.iter().enumerate() {
+            for (c, slots) in ctxs.iter().enumerate() {
+                for (k, v) in slots.iter().enumerate() {
+                    s.c[w][c][k] = v.load(Relaxed);
+                }
+            }
+        }
+        s
+    }
+}
+
+/// A copy of [`WalIoStats`] at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalIoSnapshot {
+    c: [[[u64; 3 * NOPS]; 2]; NWRITERS],
+}
+
+impl Default for WalIoSnapshot {
+    fn default() -> Self {
+        Self {
+            c: [[[0; 3 * NOPS]; 2]; NWRITERS],
+        }
+    }
+}
+
+impl WalIoSnapshot {
+    /// (operations, bytes, time) of `op`.
+    pub fn get(&self, writer: IoWriter, context: WalIoContext, op: IoOp) -> (u64, u64, Duration) {
+        let c = &self.c[writer as usize][context as usize];
+        let k = op as usize;
+        (c[k], c[NOPS + k], Duration::from_nanos(c[2 * NOPS + k]))
+    }
+
+    /// Counts since an earlier snapshot.
+    pub fn since(&self, earlier: &WalIoSnapshot) -> WalIoSnapshot {
+        let mut d = *self;
+        for w in 0..NWRITERS {
+            for c in 0..2 {
+                for k in 0..3 * NOPS {
+                    d.c[w][c][k] = self.c[w][c][k].wrapping_sub(earlier.c[w][c][k]);
+                }
+            }
+        }
+        d
+    }
+
+    /// Adds `n` reads of `bytes` taking `elapsed` (recovery's reads, counted before the
+    /// log's own counters exist) under `writer`.
+    pub fn add_reads(&mut self, writer: IoWriter, n: u64, bytes: u64, elapsed: Duration) {
+        let c = &mut self.c[writer as usize][WalIoContext::Normal as usize];
+        let k = IoOp::Read as usize;
+        c[k] += n;
+        c[NOPS + k] += bytes;
+        c[2 * NOPS + k] += elapsed.as_nanos() as u64;
+    }
+}
+
+/// One row of pg_stat_io as PostgreSQL 18 has it: counts, bytes and times (ms) per
+/// backend type, object (`relation` or `wal`) and context. Relation I/O is counted in
+/// blocks, so `reads`, `writes` and `extends` are blocks here where PostgreSQL 18 counts
+/// I/O operations (a combined read of 16 blocks is one there); the bytes agree.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StatIoRow {
+    pub backend_type: &'static str,
+    pub object: &'static str,
+    pub context: &'static str,
+    pub reads: u64,
+    pub read_bytes: u64,
+    pub read_time_ms: f64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    pub write_time_ms: f64,
+    pub writebacks: u64,
+    pub writeback_time_ms: f64,
+    pub extends: u64,
+    pub extend_bytes: u64,
+    pub extend_time_ms: f64,
+    pub hits: u64,
+    pub evictions: u64,
+    pub reuses: u64,
+    pub fsyncs: u64,
+    pub fsync_time_ms: f64,
+}
+
+impl StatIoRow {
+    fn is_empty(&self) -> bool {
+        self.reads
+            + self.writes
+            + self.writebacks
+            + self.extends
+            + self.hits
+            + self.evictions
+            + self.reuses
+            + self.fsyncs
+            == 0
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// pg_stat_io's rows from the pool's counters (`relation`, blocks of `block_size` bytes)
+/// and the log's (`wal`): every row with something counted, and always client backends'
+/// `relation`/`normal` and `wal`/`normal` rows.
+pub fn stat_io_rows(
+    pool: &IoStatsSnapshot,
+    wal: &WalIoSnapshot,
+    block_size: u64,
+) -> Vec<StatIoRow> {
+    let mut rows = Vec::new();
+    for w in IoWriter::ALL {
+        for c in IoContext::ALL {
+            let n = |op| pool.get(w, c, op);
+            let t = |op| ms(pool.time(w, c, op));
+            let row = StatIoRow {
+                backend_type: w.backend_type(),
+                object: "relation",
+                context: c.name(),
+                reads: n(IoOp::Read),
+                read_bytes: n(IoOp::Read) * block_size,
+                read_time_ms: t(IoOp::Read),
+                writes: n(IoOp::Write),
+                write_bytes: n(IoOp::Write) * block_size,
+                write_time_ms: t(IoOp::Write),
+                writebacks: n(IoOp::Writeback),
+                writeback_time_ms: t(IoOp::Writeback),
+                extends: n(IoOp::Extend),
+                extend_bytes: n(IoOp::Extend) * block_size,
+                extend_time_ms: t(IoOp::Extend),
+                hits: n(IoOp::Hit),
+                evictions: n(IoOp::Eviction),
+                reuses: n(IoOp::Reuse),
+                fsyncs: n(IoOp::Fsync),
+                fsync_time_ms: t(IoOp::Fsync),
+            };
+            if !row.is_empty() || (w == IoWriter::Backend && c == IoContext::Normal) {
+                rows.push(row);
+            }
+        }
+        for c in WalIoContext::ALL {
+            let (reads, read_bytes, read_time) = wal.get(w, c, IoOp::Read);
+            let (writes, write_bytes, write_time) = wal.get(w, c, IoOp::Write);
+            let (fsyncs, _, fsync_time) = wal.get(w, c, IoOp::Fsync);
+            let row = StatIoRow {
+                backend_type: w.backend_type(),
+                object: "wal",
+                context: c.name(),
+                reads,
+                read_bytes,
+                read_time_ms: ms(read_time),
+                writes,
+                write_bytes,
+                write_time_ms: ms(write_time),
+                fsyncs,
+                fsync_time_ms: ms(fsync_time),
+                ..StatIoRow::default()
+            };
+            if !row.is_empty() || (w == IoWriter::Backend && c == WalIoContext::Normal) {
+                rows.push(row);
+            }
+        }
+    }
+    rows
 }

@@ -255,6 +255,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         side_script: None,
         tables: None,
         bytes_written: None,
+        stat_io: Vec::new(),
         waits: None,
     };
     let backend_write_share = result.backend_write_share();

@@ -249,6 +249,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         side_script: None,
         tables: None,
         bytes_written: None,
+        stat_io: Vec::new(),
         waits: None,
     };
     Ok(SqliteRun {

@@ -256,24 +256,88 @@ fn summary_rows() -> Vec<(&'static str, Vec<Row>)> {
                 }),
             ],
         ),
-        (
-            "Checkpoints",
-            vec![
-                ("count", |r| group(r.checkpoints.len() as u64)),
-                ("buffers written", |r| {
-                    group(r.checkpoints.iter().map(|c| c.buffers_written).sum())
-                }),
-                ("mean duration (s)", |r| {
-                    if r.checkpoints.is_empty() {
-                        "–".to_string()
-                    } else {
-                        let total: f64 = r.checkpoints.iter().map(|c| c.end_s - c.start_s).sum();
-                        fixed(total / r.checkpoints.len() as f64, 1)
-                    }
-                }),
-            ],
-        ),
+        checkpoint_rows(),
     ]
+}
+
+/// The summary's checkpoint rows: from the run's spans, and pg_stat_checkpointer's.
+fn checkpoint_rows() -> (&'static str, Vec<Row>) {
+    (
+        "Checkpoints",
+        vec![
+            ("count", |r| group(r.checkpoints.len() as u64)),
+            ("buffers written", |r| {
+                group(r.checkpoints.iter().map(|c| c.buffers_written).sum())
+            }),
+            ("mean duration (s)", |r| {
+                if r.checkpoints.is_empty() {
+                    "–".to_string()
+                } else {
+                    let total: f64 = r.checkpoints.iter().map(|c| c.end_s - c.start_s).sum();
+                    fixed(total / r.checkpoints.len() as f64, 1)
+                }
+            }),
+            (
+                "pg_stat_checkpointer: num_done, slru_written",
+                |r| match &r.checkpointer {
+                    Some(c) => format!("{}, {}", group(c.num_done), group(c.slru_written)),
+                    None => "–".to_string(),
+                },
+            ),
+        ],
+    )
+}
+
+/// pg_stat_io as PostgreSQL 18 has it, one table per run that recorded it (bufpool
+/// runs): every row with I/O, bytes in MB, times in ms.
+fn stat_io_section(out: &mut String, runs: &[RunResult]) {
+    let with: Vec<&RunResult> = runs.iter().filter(|r| !r.stat_io.is_empty()).collect();
+    if with.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h2 id=\"stat-io\">pg_stat_io</h2>\n<p class=\"muted\">PostgreSQL 18's rows over \
+         the run. Relation reads, writes and extends count blocks (PostgreSQL 18 counts \
+         I/O operations: a combined read of 16 blocks is one there); the bytes agree.</p>\n",
+    );
+    let mb = |b: u64| fixed(b as f64 / 1e6, 1);
+    for r in with {
+        let _ = writeln!(
+            out,
+            "<h3>{}</h3>\n<table class=\"summary\"><thead><tr><th>backend_type</th>\
+             <th>object</th><th>context</th><th>reads</th><th>read MB</th><th>read ms</th>\
+             <th>writes</th><th>write MB</th><th>write ms</th><th>writebacks</th>\
+             <th>extends</th><th>extend MB</th><th>hits</th><th>evictions</th>\
+             <th>reuses</th><th>fsyncs</th><th>fsync ms</th></tr></thead><tbody>",
+            escape(&r.label)
+        );
+        for s in &r.stat_io {
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&s.backend_type),
+                escape(&s.object),
+                escape(&s.context),
+                group(s.reads),
+                mb(s.read_bytes),
+                fixed(s.read_time_ms, 1),
+                group(s.writes),
+                mb(s.write_bytes),
+                fixed(s.write_time_ms, 1),
+                group(s.writebacks),
+                group(s.extends),
+                mb(s.extend_bytes),
+                group(s.hits),
+                group(s.evictions),
+                group(s.reuses),
+                group(s.fsyncs),
+                fixed(s.fsync_time_ms, 1),
+            );
+        }
+        out.push_str("</tbody></table>\n");
+    }
 }
 
 fn header_row(out: &mut String, first: &str, runs: &[RunResult]) {
@@ -319,7 +383,16 @@ pub fn render_index(runs: &[RunResult], charts: &[Chart]) -> String {
             escape(&super::model::started_at_shown(&r.started_at))
         );
     }
-    out.push_str("</ul>\n<nav><a href=\"#summary\">Summary</a><a href=\"#charts\">Charts</a><a href=\"#config\">Configuration</a></nav>\n");
+    let stat_io_link = if runs.iter().any(|r| !r.stat_io.is_empty()) {
+        "<a href=\"#stat-io\">pg_stat_io</a>"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "</ul>\n<nav><a href=\"#summary\">Summary</a>{stat_io_link}<a href=\"#charts\">Charts</a>\
+         <a href=\"#config\">Configuration</a></nav>"
+    );
 
     out.push_str("<h2 id=\"summary\">Summary</h2>\n<table class=\"summary\">\n");
     header_row(&mut out, "", runs);
@@ -340,6 +413,7 @@ pub fn render_index(runs: &[RunResult], charts: &[Chart]) -> String {
         }
     }
     out.push_str("</tbody>\n</table>\n");
+    stat_io_section(&mut out, runs);
 
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     if runs.len() > 1 {
@@ -417,6 +491,36 @@ mod tests {
         assert_eq!(group(999), "999");
         assert_eq!(group(1000), "1,000");
         assert_eq!(group(1_234_567), "1,234,567");
+    }
+
+    /// A run with pg_stat_io rows gets its table (and the page its link); runs without
+    /// (PostgreSQL's, SQLite's) get none.
+    #[test]
+    fn stat_io_rows_get_a_table_per_run() {
+        let mut a = RunResult::example("bufpool run", 1);
+        a.stat_io = vec![crate::report::model::StatIo {
+            backend_type: "walwriter".into(),
+            object: "wal".into(),
+            context: "normal".into(),
+            writes: 1234,
+            write_bytes: 5_054_464,
+            fsyncs: 1234,
+            ..Default::default()
+        }];
+        let b = RunResult::example("postgres run", 2);
+        let html = render_index(&[a, b.clone()], &[]);
+        assert!(html.contains("<h2 id=\"stat-io\">") && html.contains("href=\"#stat-io\""));
+        assert!(html.contains("<h3>bufpool run</h3>") && !html.contains("<h3>postgres run</h3>"));
+        let row = html
+            .lines()
+            .find(|l| l.contains("<td>walwriter</td>"))
+            .expect("the row");
+        assert!(
+            row.contains("<td>1,234</td>") && row.contains("<td>5.1</td>"),
+            "{row}"
+        );
+        let without = render_index(&[b], &[]);
+        assert!(!without.contains("stat-io"));
     }
 
     #[test]

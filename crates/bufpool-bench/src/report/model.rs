@@ -78,6 +78,9 @@ pub struct RunResult {
     /// only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_written: Option<WriteBytes>,
+    /// pg_stat_io over the run, PostgreSQL 18's rows (bufpool runs only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stat_io: Vec<StatIo>,
 }
 
 /// pg_stat_user_tables for the run's tables, and the autovacuum launcher's counters
@@ -488,6 +491,60 @@ pub struct CheckpointerCounts {
     pub write_time_ms: u64,
     pub sync_time_ms: u64,
     pub buffers_written: u64,
+    /// SLRU pages the checkpoints wrote (PostgreSQL 18's column).
+    #[serde(default)]
+    pub slru_written: u64,
+}
+
+/// One row of pg_stat_io as PostgreSQL 18 has it, over the run (bufpool runs only; see
+/// the library's `stats::StatIoRow`: relation reads, writes and extends are blocks).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatIo {
+    pub backend_type: String,
+    pub object: String,
+    pub context: String,
+    pub reads: u64,
+    pub read_bytes: u64,
+    pub read_time_ms: f64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    pub write_time_ms: f64,
+    pub writebacks: u64,
+    pub writeback_time_ms: f64,
+    pub extends: u64,
+    pub extend_bytes: u64,
+    pub extend_time_ms: f64,
+    pub hits: u64,
+    pub evictions: u64,
+    pub reuses: u64,
+    pub fsyncs: u64,
+    pub fsync_time_ms: f64,
+}
+
+impl From<&bufpool::stats::StatIoRow> for StatIo {
+    fn from(r: &bufpool::stats::StatIoRow) -> Self {
+        StatIo {
+            backend_type: r.backend_type.into(),
+            object: r.object.into(),
+            context: r.context.into(),
+            reads: r.reads,
+            read_bytes: r.read_bytes,
+            read_time_ms: r.read_time_ms,
+            writes: r.writes,
+            write_bytes: r.write_bytes,
+            write_time_ms: r.write_time_ms,
+            writebacks: r.writebacks,
+            writeback_time_ms: r.writeback_time_ms,
+            extends: r.extends,
+            extend_bytes: r.extend_bytes,
+            extend_time_ms: r.extend_time_ms,
+            hits: r.hits,
+            evictions: r.evictions,
+            reuses: r.reuses,
+            fsyncs: r.fsyncs,
+            fsync_time_ms: r.fsync_time_ms,
+        }
+    }
 }
 
 /// One elapsed second of the run.
@@ -706,6 +763,7 @@ impl RunResult {
             tables: None,
             bytes_written: None,
             waits: None,
+            stat_io: Vec::new(),
         }
     }
 }

@@ -100,6 +100,7 @@ impl Merged {
             side_script: None,
             tables: None,
             bytes_written: None,
+            stat_io: Vec::new(),
             waits: Some(self.waits),
         };
         RunOutcome {

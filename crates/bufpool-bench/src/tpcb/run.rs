@@ -128,6 +128,8 @@ pub struct BenchOptions {
     /// `--zipf-theta`: Zipfian account keys with this constant (None: the mode's default,
     /// [`Mode::default_theta`]).
     pub zipf_theta: Option<f64>,
+    /// `--metrics-addr`: where the run serves its counters for a scrape.
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 impl BenchOptions {
@@ -161,6 +163,7 @@ impl BenchOptions {
             vacuum_every_s: None,
             autovacuum: None,
             zipf_theta: None,
+            metrics_addr: None,
         }
     }
 
@@ -226,6 +229,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let mmem_before = db.engine.txns().multis().member_stats();
     let ckpt_before = db.engine.checkpointer_stats();
     let wal_before = db.engine.wal().stats();
+    let wal_io_before = db.engine.wal_io_stats();
     let devices = super::written::Devices::start(pool.smgr());
     let live = Live::default();
     let done = AtomicBool::new(false);
@@ -308,6 +312,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let mut out = merged.outcome(db, opts, measured);
     out.result.bgwriter = Some(bgwriter_counts(pool, &bgw_before));
     out.result.checkpointer = Some(checkpointer_counts(db, &ckpt_before));
+    out.result.stat_io = stat_io_over(db, &after.since(&before), &wal_io_before);
     out.result.wal = Some(wal_counts(db, &wal_before, out.result.transactions));
     let clog_after = db.engine.txns().clog().clog_stats();
     let subtrans_after = db.engine.txns().subtrans().stats();
@@ -392,7 +397,23 @@ fn checkpointer_counts(
         write_time_ms: a.write_time_ms - before.write_time_ms,
         sync_time_ms: a.sync_time_ms - before.sync_time_ms,
         buffers_written: a.buffers_written - before.buffers_written,
+        slru_written: a.slru_written - before.slru_written,
     }
+}
+
+/// pg_stat_io's rows over the run: the pool's counters `pool` (already a difference) and
+/// the log's since `wal_before`.
+fn stat_io_over(
+    db: &Db<'_>,
+    pool: &bufpool::IoStatsSnapshot,
+    wal_before: &bufpool::stats::WalIoSnapshot,
+) -> Vec<crate::report::model::StatIo> {
+    let wal = db.engine.wal_io_stats().since(wal_before);
+    let block = db.engine.pool().page_size() as u64;
+    bufpool::stats::stat_io_rows(pool, &wal, block)
+        .iter()
+        .map(crate::report::model::StatIo::from)
+        .collect()
 }
 
 /// The log's counters between `before` and now; `transactions` of the run per sync.

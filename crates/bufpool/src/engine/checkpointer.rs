@@ -199,6 +199,9 @@ pub struct CheckpointerStats {
     pub write_time_ms: u64,
     pub sync_time_ms: u64,
     pub buffers_written: u64,
+    /// SLRU pages (commit log, subtransactions, multixacts) the checkpoints wrote
+    /// (PostgreSQL 18's pg_stat_checkpointer.slru_written).
+    pub slru_written: u64,
 }
 
 #[derive(Debug, Default)]
@@ -240,6 +243,7 @@ pub(crate) struct Checkpointer {
     write_time_us: AtomicU64,
     sync_time_us: AtomicU64,
     buffers_written: AtomicU64,
+    slru_written: AtomicU64,
     history: Mutex<Vec<CheckpointSummary>>,
     last_error: Mutex<Option<Arc<EngineError>>>,
 }
@@ -273,6 +277,7 @@ impl Checkpointer {
             write_time_us: AtomicU64::new(0),
             sync_time_us: AtomicU64::new(0),
             buffers_written: AtomicU64::new(0),
+            slru_written: AtomicU64::new(0),
             history: Mutex::new(Vec::new()),
             last_error: Mutex::new(None),
         }
@@ -288,6 +293,7 @@ impl Checkpointer {
             write_time_ms: self.write_time_us.load(Ordering::Relaxed) / 1000,
             sync_time_ms: self.sync_time_us.load(Ordering::Relaxed) / 1000,
             buffers_written: self.buffers_written.load(Ordering::Relaxed),
+            slru_written: self.slru_written.load(Ordering::Relaxed),
         }
     }
 
@@ -421,10 +427,12 @@ impl Checkpointer {
     /// transaction (no subtransaction it could be asked about is older).
     fn flush_slrus(&self) -> Result<(), EngineError> {
         self.wal.flush(self.wal.insert_position())?;
-        self.txns.clog().flush()?;
-        self.txns.multis().flush().map_err(ClogError::from)?;
+        let mut written = self.txns.clog().flush()?;
+        written += self.txns.multis().flush().map_err(ClogError::from)?;
         let subtrans = self.txns.subtrans();
-        subtrans.flush().map_err(ClogError::from)?;
+        written += subtrans.flush().map_err(ClogError::from)?;
+        self.slru_written
+            .fetch_add(written as u64, Ordering::Relaxed);
         subtrans
             .truncate(self.txns.oldest_xmin())
             .map_err(ClogError::from)?;

@@ -219,6 +219,7 @@ impl LogWriter {
         let thread = std::thread::Builder::new()
             .name("bufpool-walwriter".into())
             .spawn(move || {
+                crate::stats::set_thread_writer(crate::stats::IoWriter::WalWriter);
                 // Warn once per run of failed preparations, not every delay.
                 let mut warned = false;
                 loop {
@@ -371,6 +372,8 @@ impl Engine {
         let (wal, recovery) = if !has_control && (!has_log || interrupted_creation) {
             (Wal::open(vfs.clone(), dir, opts, Lsn(0), Lsn(0), 0)?, None)
         } else {
+            // Replay's I/O is the startup process's in pg_stat_io.
+            let role = crate::stats::set_thread_writer(crate::stats::IoWriter::Startup);
             let report = recovery::run(
                 &*vfs,
                 dir,
@@ -379,7 +382,9 @@ impl Engine {
                 &multis,
                 config.wal_segment_size,
                 progress,
-            )?;
+            );
+            crate::stats::set_thread_writer(role);
+            let report = report?;
             let wal = Self::open_next_life(vfs.clone(), dir, opts, &report, &hook)?;
             (wal, Some(report))
         };
@@ -523,6 +528,32 @@ impl Engine {
             self.prewarm = Some(worker);
         }
         Ok(self)
+    }
+
+    /// pg_stat_io as PostgreSQL 18 has it, since open: the pool's relation I/O by backend
+    /// type and context, the log's (`wal`: writes and fsyncs, `init`: new segments'
+    /// zero-fill), and recovery's reads of the log as the startup row.
+    pub fn stat_io(&self) -> Vec<crate::stats::StatIoRow> {
+        crate::stats::stat_io_rows(
+            &self.pool.stats(),
+            &self.wal_io_stats(),
+            self.pool.page_size() as u64,
+        )
+    }
+
+    /// The log's pg_stat_io counters since open, recovery's reads included (for deltas:
+    /// [`crate::stats::WalIoSnapshot::since`], with [`crate::stats::stat_io_rows`]).
+    pub fn wal_io_stats(&self) -> crate::stats::WalIoSnapshot {
+        let mut wal = self.wal.io_stats();
+        if let Some(r) = &self.recovery {
+            wal.add_reads(
+                crate::stats::IoWriter::Startup,
+                r.wal_reads,
+                r.wal_read_bytes,
+                r.wal_read_time,
+            );
+        }
+        wal
     }
 
     /// The autoprewarm worker's counters (`None` with `autoprewarm = off`).

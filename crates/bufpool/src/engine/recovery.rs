@@ -77,6 +77,10 @@ pub struct RecoveryReport {
     /// which page: every page was written after the log was durable up to its LSN, so one
     /// past the end of the recovered log proves the log lost durable records.
     pub newest_page: Option<(Lsn, crate::types::BufferTag)>,
+    /// The log read by replay: segment reads, bytes, time (pg_stat_io's startup/wal row).
+    pub wal_reads: u64,
+    pub wal_read_bytes: u64,
+    pub wal_read_time: Duration,
 }
 
 /// Reads log bytes by position across segment files.
@@ -85,9 +89,32 @@ struct LogReader<'a> {
     wal_dir: PathBuf,
     seg_size: u64,
     cache: Option<(u64, Vec<u8>)>,
+    /// Segment reads, bytes and time (the report's `wal_read*`).
+    reads: u64,
+    read_bytes: u64,
+    read_time: Duration,
 }
 
-impl LogReader<'_> {
+impl<'a> LogReader<'a> {
+    fn new(vfs: &'a dyn Vfs, wal_dir: PathBuf, seg_size: u64) -> Self {
+        LogReader {
+            vfs,
+            wal_dir,
+            seg_size,
+            cache: None,
+            reads: 0,
+            read_bytes: 0,
+            read_time: Duration::ZERO,
+        }
+    }
+
+    /// Hands the segment reads to the report (pg_stat_io's startup/wal row).
+    fn report_reads(&self, report: &mut RecoveryReport) {
+        report.wal_reads = self.reads;
+        report.wal_read_bytes = self.read_bytes;
+        report.wal_read_time = self.read_time;
+    }
+
     fn seg_path(&self, segno: u64) -> PathBuf {
         self.wal_dir.join(format!("{segno:016X}"))
     }
@@ -111,9 +138,13 @@ impl LogReader<'_> {
                 .len()
                 .map_err(|e| EngineError::io("reading size of", &path, e))?;
             let mut buf = vec![0u8; len.min(self.seg_size) as usize];
+            let started = Instant::now();
             let n = f
                 .read_at(&mut buf, 0)
                 .map_err(|e| EngineError::io("reading", &path, e))?;
+            self.reads += 1;
+            self.read_bytes += n as u64;
+            self.read_time += started.elapsed();
             buf.truncate(n);
             self.cache = Some((segno, buf));
         }
@@ -382,12 +413,7 @@ pub(super) fn run(
     let ctl = control::read(vfs, &dir.join(control::CONTROL_FILE))?;
     report.redo = ctl.redo;
     let page_size = pool.page_size();
-    let mut reader = LogReader {
-        vfs,
-        wal_dir: dir.join("wal"),
-        seg_size,
-        cache: None,
-    };
+    let mut reader = LogReader::new(vfs, dir.join("wal"), seg_size);
     // The checkpoint record must be there: without it the redo point cannot be trusted.
     match reader.record_at(ctl.checkpoint.0, page_size)? {
         Ok(r) if r.kind == RecordKind::Checkpoint && r.extra == ctl.redo.0 => {}
@@ -461,6 +487,7 @@ pub(super) fn run(
         report.end = Lsn(walk.pos);
     }
     end_of_replay(clog, &walk, &report, &open_xids)?;
+    reader.report_reads(&mut report);
     debug_assert!(report.end >= ctl.redo, "replay ended before the redo point");
     report.replay_elapsed = replay_start.elapsed();
     report.elapsed = start.elapsed();
@@ -477,12 +504,7 @@ pub(super) fn holds_only_creation(
     seg_size: u64,
     page_size: usize,
 ) -> Result<bool, EngineError> {
-    let mut reader = LogReader {
-        vfs,
-        wal_dir: dir.join("wal"),
-        seg_size,
-        cache: None,
-    };
+    let mut reader = LogReader::new(vfs, dir.join("wal"), seg_size);
     let mut walk = LogWalk {
         reader: &mut reader,
         pos: 0,
@@ -772,12 +794,7 @@ mod tests {
         let wal_dir = PathBuf::from("/db/wal");
         vfs.create_dir_all(&wal_dir).unwrap();
         vfs.set_contents(&wal_dir.join(format!("{:016X}", 0)), log);
-        let mut reader = LogReader {
-            vfs: &vfs,
-            wal_dir,
-            seg_size: SEG,
-            cache: None,
-        };
+        let mut reader = LogReader::new(&vfs, wal_dir, SEG);
         let mut walk = LogWalk {
             reader: &mut reader,
             pos: 0,

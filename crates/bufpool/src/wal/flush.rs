@@ -413,6 +413,7 @@ impl Wal {
             let chunk = unsafe { self.buffer.contiguous(pos, upto.min(seg_end) - pos) };
             let n = chunk.len();
             let file = self.segment(segno)?;
+            let started = std::time::Instant::now();
             let w = file
                 .write_at(chunk, pos % self.segments.size)
                 .map_err(|source| {
@@ -432,6 +433,13 @@ impl Wal {
                     n,
                 ))));
             }
+            self.segments.io.count(
+                crate::stats::WalIoContext::Normal,
+                crate::stats::IoOp::Write,
+                1,
+                n as u64,
+                started.elapsed(),
+            );
             pos += n as u64;
             // Release: the write above (the leader's reads of the ring) happens-before an
             // inserter's Acquire load that lets it overwrite these ring bytes.
@@ -490,10 +498,18 @@ impl Wal {
         }
         for segno in from / self.segments.size..=(upto - 1) / self.segments.size {
             let file = self.segment(segno)?;
+            let started = std::time::Instant::now();
             let r = match self.sync_method {
                 SyncMethod::Fsync => file.sync_all(),
                 _ => file.sync_data(),
             };
+            self.segments.io.count(
+                crate::stats::WalIoContext::Normal,
+                crate::stats::IoOp::Fsync,
+                1,
+                0,
+                started.elapsed(),
+            );
             r.map_err(|source| {
                 self.fail(WalError::Io(IoError::new(
                     "fsync of",

@@ -266,6 +266,11 @@ impl Wal {
         self.incarnation
     }
 
+    /// pg_stat_io's WAL rows as counted so far (see [`crate::stats::WalIoStats`]).
+    pub fn io_stats(&self) -> crate::stats::WalIoSnapshot {
+        self.segments.io.snapshot()
+    }
+
     pub fn stats(&self) -> WalStats {
         let c = &self.counters;
         WalStats {

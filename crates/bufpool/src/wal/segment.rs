@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{SegmentCounts, WalError};
+use crate::stats::{IoOp, WalIoContext};
 use crate::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::vfs::{IoAt, IoError, OpenOptions, Vfs, VfsFile};
 
@@ -109,6 +110,9 @@ pub(super) struct Segments {
     removed: AtomicU64,
     /// Pauses a paced zero-fill took between chunks.
     fill_pauses: AtomicU64,
+    /// pg_stat_io's WAL rows: the zero-fills here (`init`), the log's writes and fsyncs
+    /// (`normal`, counted by the flush path).
+    pub(super) io: crate::stats::WalIoStats,
 }
 
 /// Whether a segment being made ahead of need is needed soon: a paced zero-fill stops
@@ -151,6 +155,7 @@ impl Segments {
             recycled: AtomicU64::new(0),
             removed: AtomicU64::new(0),
             fill_pauses: AtomicU64::new(0),
+            io: Default::default(),
         })
     }
 
@@ -298,6 +303,13 @@ impl Segments {
             let w = f
                 .write_at(&zeros[..n], off)
                 .map_err(io("zero-filling", tmp))?;
+            self.io.count(
+                WalIoContext::Init,
+                IoOp::Write,
+                1,
+                w as u64,
+                chunk.elapsed(),
+            );
             if w != n {
                 return Err(WalError::Io(IoError::short(
                     "zero-filling",
@@ -309,7 +321,10 @@ impl Segments {
             }
             off += n as u64;
             if off < self.size {
+                let synced = Instant::now();
                 f.sync_data().map_err(io("fsync of", tmp))?;
+                self.io
+                    .count(WalIoContext::Init, IoOp::Fsync, 1, 0, synced.elapsed());
                 if let Some(urgent) = urgent {
                     if !urgent() {
                         self.fill_pauses.fetch_add(1, Ordering::Relaxed);
@@ -318,7 +333,11 @@ impl Segments {
                 }
             }
         }
-        f.sync_all().map_err(io("fsync of", tmp))
+        let synced = Instant::now();
+        f.sync_all().map_err(io("fsync of", tmp))?;
+        self.io
+            .count(WalIoContext::Init, IoOp::Fsync, 1, 0, synced.elapsed());
+        Ok(())
     }
 
     /// Keeps up to `target` released segments from now on (never fewer than the floor
