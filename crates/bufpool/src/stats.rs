@@ -197,6 +197,22 @@ pub fn set_thread_writer(writer: IoWriter) -> IoWriter {
     SLOT.with(|s| s.writer.replace(writer))
 }
 
+/// The calling thread's role set to `writer` until the returned guard is dropped (then the
+/// previous one again), however the work in between ends.
+pub fn as_writer(writer: IoWriter) -> WriterRole {
+    WriterRole(set_thread_writer(writer))
+}
+
+/// Restores the thread's previous writer role when dropped ([`as_writer`]).
+#[must_use = "the role lasts only while the guard lives"]
+pub struct WriterRole(IoWriter);
+
+impl Drop for WriterRole {
+    fn drop(&mut self) {
+        set_thread_writer(self.0);
+    }
+}
+
 /// The calling thread's writer role.
 pub fn thread_writer() -> IoWriter {
     SLOT.with(|s| s.writer.get())

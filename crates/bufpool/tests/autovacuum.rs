@@ -92,6 +92,14 @@ fn a_table_past_its_threshold_is_vacuumed_and_a_quiet_one_is_not() {
     );
     let done = av.round(&[("a", &a), ("b", &b)]).unwrap();
     assert_eq!(done, vec!["a".to_string()]);
+    // Its I/O is the autovacuum worker's in pg_stat_io (the vacuum ring's context).
+    let rows = e.stat_io();
+    assert!(
+        rows.iter().any(|r| r.backend_type == "autovacuum worker"
+            && r.object == "relation"
+            && r.hits + r.reads > 0),
+        "{rows:#?}"
+    );
     let (sa, sb) = (a.row_stats(), b.row_stats());
     assert_eq!((sa.autovacuums, sa.vacuums), (1, 0));
     assert!(sa.last_autovacuum_ms > 0);

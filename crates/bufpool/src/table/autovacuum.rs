@@ -193,6 +193,8 @@ impl Autovacuum {
     /// One look: VACUUMs every table of `heaps` (name, heap) that is due, in the order
     /// given. Returns the names it vacuumed to the end (not those a stop interrupted).
     pub fn round(&self, heaps: &[(&str, &Heap<'_>)]) -> Result<Vec<String>, AutovacuumError> {
+        // Its I/O is the autovacuum worker's in pg_stat_io.
+        let _role = crate::stats::as_writer(crate::stats::IoWriter::Autovacuum);
         let mut done = Vec::new();
         for &(name, heap) in heaps {
             if self.state().stop {
