@@ -248,6 +248,19 @@ pub fn load(
     Ok((st, false))
 }
 
+/// The reload's read streams: the engine's, with one combined read in flight. A background
+/// load must not queue the clients' reads behind megabytes of its own: with the default 16
+/// reads of 128 kB in flight on a bandwidth-capped device, each client miss can wait behind
+/// about 2 MB, and TPC-B fell to 0-10k tps for the two seconds a 37,000-block reload took
+/// (`experiment prewarm`, ssd-sata, 2026-11-29, 120ec54); one in flight still reads
+/// sequentially, in whole combined reads.
+fn reload_options(engine: ReadStreamOptions) -> ReadStreamOptions {
+    ReadStreamOptions {
+        io_concurrency: engine.io_concurrency.min(1),
+        ..engine
+    }
+}
+
 /// The autoprewarm worker of one engine: reloads the saved list, then saves every
 /// interval; stopped (and, unless its reload was cut short, saving once more) by
 /// [`Worker::stop`].
@@ -293,7 +306,7 @@ impl Worker {
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("bufpool-autoprewarm".into())
-            .spawn(move || s.run(&opts))?;
+            .spawn(move || s.run(&reload_options(opts)))?;
         Ok(Worker {
             shared,
             thread: Some(thread),
