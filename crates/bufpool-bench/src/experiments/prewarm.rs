@@ -19,10 +19,10 @@
 //! not cost the clients more than it gives them). The data goes on `--device` (a throttled
 //! scripts/slow-device.sh profile, ssd-sata by default: a cold pool is a device's problem,
 //! and this machine's own disk hides most of it). Every restart run's `RunResult` goes to
-//! `<dir>/prewarm/` for `bufpool report`. TPC-B, 4 clients, synchronous commit off (the
-//! reads, not the commits, are what a cold pool slows), checkpoints only by log volume.
-//! `--quick`:
-//! scale 2, 5 s warm, 10 s restart, one repetition.
+//! `<dir>/prewarm/` for `bufpool report`. pgbench's select-only script by default
+//! (`--builtin`: a cold pool slows reads, and a read-only load keeps the device's write
+//! limit out of the figure), 4 clients, synchronous commit off, checkpoints only by log
+//! volume. `--quick`: scale 2, 5 s warm, 10 s restart, one repetition.
 
 use std::path::Path;
 
@@ -47,6 +47,9 @@ pub struct Args {
     /// Seconds of the warm run before the restart (default 30; 5 with --quick).
     #[arg(long)]
     pub warm_seconds: Option<u64>,
+    /// The script the clients run (pgbench's `-b`).
+    #[arg(long = "builtin", value_enum, default_value = "select-only")]
+    pub builtin: crate::tpcb::run::Mode,
     #[command(flatten)]
     pub device: DeviceArg,
 }
@@ -95,7 +98,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         };
         let mut pair: [Option<Restart>; 2] = [None, None];
         for on in order {
-            let m = restart(r, &template, pool_mb, (warm, seconds), on)?;
+            let m = restart(r, &template, pool_mb, (warm, seconds, a.builtin), on)?;
             let name = if on { "on" } else { "off" };
             r.progress(format!(
                 "{name} #{rep}: warm {:.0} tps; restart {:.0} tps, steady after {} s",
@@ -113,7 +116,10 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         last = vec![(false, off), (true, on)];
     }
     remove_db(&template.dir);
-    Ok(report(r, &samples, &last, (scale, pool_mb, warm, seconds)))
+    let mut rep = report(r, &samples, &last, (scale, pool_mb, warm, seconds));
+    rep.metadata
+        .insert("builtin".into(), json!(a.builtin.name()));
+    Ok(rep)
 }
 
 /// One configuration's warm run, cold restart and restart run.
@@ -121,14 +127,18 @@ fn restart(
     r: &Runner,
     template: &Template,
     pool_mb: u64,
-    (warm, seconds): (u64, u64),
+    (warm, seconds, mode): (u64, u64, crate::tpcb::run::Mode),
     on: bool,
 ) -> Result<Restart> {
     let dir = r.fresh_copy(template, "run")?;
     let mut sets = knobs(BASE);
     sets.push(("shared_buffers".into(), format!("{pool_mb}MB")));
     sets.push(("autoprewarm".into(), "on".into()));
-    let warm_opts = super::tpcb::bench_options(CLIENTS, warm, "warm", r.stop());
+    let bench = |seconds, label: &str| crate::tpcb::run::BenchOptions {
+        mode,
+        ..super::tpcb::bench_options(CLIENTS, seconds, label, r.stop())
+    };
+    let warm_opts = bench(warm, "warm");
     let warm_run = run_tpcb(&dir, &sets, warm_opts).context("the warm run")?;
     let warm_tps = warm_run.result.per_interval.tps_p50;
     let dropped = drop_page_cache(&dir)?;
@@ -143,7 +153,7 @@ fn restart(
     sets.retain(|(k, _)| k != "autoprewarm");
     sets.push(("autoprewarm".into(), if on { "on" } else { "off" }.into()));
     let label = format!("restart autoprewarm {}", if on { "on" } else { "off" });
-    let opts = super::tpcb::bench_options(CLIENTS, seconds, &label, r.stop());
+    let opts = bench(seconds, &label);
     let out = run_tpcb(&dir, &sets, opts).context("the restart run")?;
     remove_db(&dir);
     let first = out
@@ -251,7 +261,7 @@ fn report(
     metadata.insert("restart_seconds".into(), json!(seconds));
     Report {
         header: r.header(&format!(
-            "TPC-B scale {scale}, c{CLIENTS}, sync off, pool {pool_mb} MB, warm {warm} s, \
+            "pgbench scale {scale}, c{CLIENTS}, sync off, pool {pool_mb} MB, warm {warm} s, \
              restart {seconds} s | {}",
             r.device_line()
         )),
