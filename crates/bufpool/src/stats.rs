@@ -33,6 +33,8 @@ pub enum IoWriter {
     Autovacuum = 4,
     /// Recovery at open (PostgreSQL's startup process).
     Startup = 5,
+    /// The engine's other background work: autoprewarm's reload and saves.
+    BackgroundWorker = 6,
 }
 
 /// Why the buffer was used (pg_stat_io's `context`).
@@ -66,6 +68,7 @@ impl IoWriter {
         IoWriter::WalWriter,
         IoWriter::Autovacuum,
         IoWriter::Startup,
+        IoWriter::BackgroundWorker,
     ];
     pub fn name(self) -> &'static str {
         [
@@ -75,6 +78,7 @@ impl IoWriter {
             "walwriter",
             "autovacuum",
             "startup",
+            "background_worker",
         ][self as usize]
     }
 
@@ -87,6 +91,7 @@ impl IoWriter {
             "walwriter",
             "autovacuum worker",
             "startup",
+            "background worker",
         ][self as usize]
     }
 }
@@ -128,7 +133,7 @@ impl IoOp {
     }
 }
 
-const NWRITERS: usize = 6;
+const NWRITERS: usize = 7;
 const NCONTEXTS: usize = 4;
 const NOPS: usize = 8;
 /// Per op: one count slot and one time slot (nanoseconds; used by timed ops only).
@@ -244,8 +249,20 @@ impl IoStats {
 
     #[inline]
     fn add_slot(&self, context: IoContext, slot: usize, n: u64) {
-        SLOT.with(|s| {
-            let writer = s.writer.get() as usize;
+        SLOT.with(|s| self.add_slot_as(s, s.writer.get(), context, slot, n))
+    }
+
+    #[inline]
+    fn add_slot_as(
+        &self,
+        s: &ThreadSlot,
+        writer: IoWriter,
+        context: IoContext,
+        slot: usize,
+        n: u64,
+    ) {
+        {
+            let writer = writer as usize;
             if s.index < EXCLUSIVE_STRIPES {
                 let c = &self.stripes[s.index].c[writer][context as usize][slot];
                 // Single writer (see module invariants): a plain load and store suffice.
@@ -254,13 +271,36 @@ impl IoStats {
                 self.stripes[EXCLUSIVE_STRIPES].c[writer][context as usize][slot]
                     .fetch_add(n, Relaxed);
             }
-        })
+        }
     }
 
     /// Counts `n` operations.
     #[inline]
     pub fn count(&self, context: IoContext, op: IoOp, n: u64) {
         self.add_slot(context, op as usize, n);
+    }
+
+    /// [`IoStats::count_timed`] under `writer`'s role instead of the calling thread's: an
+    /// I/O a thread completes for another (an I/O worker, the io_uring reaper) is the
+    /// submitter's in pg_stat_io, as in PostgreSQL 18. Still in the calling thread's stripe.
+    pub fn count_timed_as(
+        &self,
+        writer: IoWriter,
+        context: IoContext,
+        op: IoOp,
+        n: u64,
+        elapsed: Duration,
+    ) {
+        SLOT.with(|s| {
+            self.add_slot_as(s, writer, context, op as usize, n);
+            self.add_slot_as(
+                s,
+                writer,
+                context,
+                NOPS + op as usize,
+                elapsed.as_nanos() as u64,
+            );
+        })
     }
 
     /// Counts one operation that took `elapsed`.

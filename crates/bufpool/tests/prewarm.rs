@@ -129,6 +129,15 @@ fn a_clean_shutdown_saves_the_pool_and_the_next_open_reloads_it() {
         drop(e.pool().read(tag(b)).unwrap());
     }
     assert_eq!(reads(&e), r, "the reloaded pages are hits");
+    let rows = e.stat_io();
+    let worker = rows
+        .iter()
+        .find(|r| r.backend_type == "background worker" && r.object == "relation")
+        .expect("the reload's row");
+    assert_eq!(
+        worker.reads, 21,
+        "the reload's reads are the background worker's: {worker:?}"
+    );
     e.shutdown().unwrap();
 }
 

@@ -177,6 +177,9 @@ struct RunIo {
     frames: Vec<usize>,
     page_size: usize,
     started: Instant,
+    /// The submitting thread's role: the read is its in pg_stat_io, whichever thread
+    /// completes it (an I/O worker, the io_uring reaper).
+    writer: crate::stats::IoWriter,
     /// Per page, its error (None: VALID); `None` until the read has completed.
     outcome: Mutex<Option<Vec<Option<BufferError>>>>,
     completed: Condvar,
@@ -231,7 +234,8 @@ impl RunIo {
             self.first
         );
         if let Ok(got) = result {
-            self.smgr.stats().count_timed(
+            self.smgr.stats().count_timed_as(
+                self.writer,
                 self.context,
                 IoOp::Read,
                 (got / ps) as u64,
@@ -557,6 +561,7 @@ impl<'a> ReadRun<'a> {
                 ids,
                 page_size: pool.page_size,
                 started: Instant::now(),
+                writer: crate::stats::thread_writer(),
                 outcome: Mutex::new(None),
                 completed: Condvar::new(),
                 ended: AtomicUsize::new(0),

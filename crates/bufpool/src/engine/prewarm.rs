@@ -367,6 +367,8 @@ impl Drop for Worker {
 
 impl Shared {
     fn run(&self, opts: &ReadStreamOptions) {
+        // The worker's I/O is a background worker's in pg_stat_io (pg_prewarm's is too).
+        crate::stats::set_thread_writer(crate::stats::IoWriter::BackgroundWorker);
         let started = Instant::now();
         let stopping = || *self.stop.lock();
         let r = read_saved(&*self.vfs, &self.dir).and_then(|saved| match saved {
