@@ -152,10 +152,19 @@ impl Stripe {
     /// with seven writers) passed through several stack copies in debug builds, and the
     /// shuttle model tests' 60 KiB thread stacks overflowed creating a pool.
     fn zeroed(n: usize) -> Box<[Stripe]> {
-        let stripes = Box::<[Stripe]>::new_zeroed_slice(n);
-        // SAFETY: a `Stripe` is only `AtomicU64`s (and alignment padding), for which all-zero
-        // bytes are a valid value (0).
-        unsafe { stripes.assume_init() }
+        let layout = std::alloc::Layout::array::<Stripe>(n).expect("stripe array size");
+        assert!(layout.size() > 0, "at least one stripe");
+        // SAFETY: `layout` has a non-zero size (checked). A `Stripe` is only `AtomicU64`s
+        // (and alignment padding), for which all-zero bytes are a valid value (0), so the
+        // zeroed allocation holds `n` valid stripes; the box takes ownership of exactly the
+        // allocation made here with this layout (a slice of `n` stripes).
+        unsafe {
+            let ptr = std::alloc::alloc_zeroed(layout).cast::<Stripe>();
+            if ptr.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n))
+        }
     }
 }
 
