@@ -611,9 +611,22 @@ mod tests {
 /// files by the calling thread's role and context (`normal`: the log's writes and fsyncs;
 /// `init`: zero-filling a new segment), each with its count, bytes and time. One set of
 /// atomics, not striped: the log does a few of these per group of commits, never per page.
-#[derive(Default)]
+/// Flat on the heap (writer, context, then count, bytes and time per op), so that making
+/// one puts no large array on the stack (the shuttle models' threads have small stacks).
 pub struct WalIoStats {
-    c: [[[AtomicU64; 3 * NOPS]; 2]; NWRITERS],
+    c: Box<[AtomicU64]>,
+}
+
+const WAL_IO_SLOTS: usize = 3 * NOPS;
+
+impl Default for WalIoStats {
+    fn default() -> Self {
+        Self {
+            c: (0..NWRITERS * 2 * WAL_IO_SLOTS)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
 }
 
 /// The contexts of the log's rows.
@@ -640,7 +653,8 @@ impl WalIoStats {
     /// Counts `n` operations of `bytes` in all that took `elapsed`, for the calling
     /// thread's role.
     pub fn count(&self, context: WalIoContext, op: IoOp, n: u64, bytes: u64, elapsed: Duration) {
-        let c = &self.c[thread_writer() as usize][context as usize];
+        let base = (thread_writer() as usize * 2 + context as usize) * WAL_IO_SLOTS;
+        let c = &self.c[base..base + WAL_IO_SLOTS];
         let k = op as usize;
         c[k].fetch_add(n, Relaxed);
         c[NOPS + k].fetch_add(bytes, Relaxed);
@@ -649,12 +663,9 @@ impl WalIoStats {
 
     pub fn snapshot(&self) -> WalIoSnapshot {
         let mut s = WalIoSnapshot::default();
-        for (w, ctxs) in self.c.iter().enumerate() {
-            for (c, slots) in ctxs.iter().enumerate() {
-                for (k, v) in slots.iter().enumerate() {
-                    s.c[w][c][k] = v.load(Relaxed);
-                }
-            }
+        for (i, v) in self.c.iter().enumerate() {
+            let (w, rest) = (i / (2 * WAL_IO_SLOTS), i % (2 * WAL_IO_SLOTS));
+            s.c[w][rest / WAL_IO_SLOTS][rest % WAL_IO_SLOTS] = v.load(Relaxed);
         }
         s
     }
