@@ -1322,6 +1322,26 @@ fn seeds_without_root_skip_the_slow_device_rows_and_say_why() {
     assert_eq!(doc["seeds"][0]["measured"], 0);
 }
 
+/// A 4-second c2 bench of `db` with `extra` flags, `-P 1`, stderr read line by line.
+fn short_bench(
+    cwd: &Path,
+    extra: &[&str],
+) -> (
+    std::process::Child,
+    std::io::Lines<BufReader<std::process::ChildStderr>>,
+) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bufpool"))
+        .args(["bench", "-D", "db", "-c", "2", "-T", "4", "-P", "1"])
+        .args(extra)
+        .current_dir(cwd)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let err = BufReader::new(child.stderr.take().unwrap()).lines();
+    (child, err)
+}
+
 /// `bufpool buffercache` against a running bench (through its socket) and a stopped
 /// directory (autoprewarm's saved list, or an error saying nothing was saved).
 #[test]
@@ -1337,15 +1357,7 @@ fn buffercache_reads_a_running_pool_and_a_stopped_directorys_saved_list() {
         "{err}"
     );
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bufpool"))
-        .args(["bench", "-D", "db", "-c", "2", "-T", "4", "-P", "1"])
-        .args(["--set", "autoprewarm=on"])
-        .current_dir(cwd)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut child, mut err) = short_bench(cwd, &["--set", "autoprewarm=on"]);
     for line in err.by_ref() {
         if line.unwrap().starts_with("progress:") {
             break;
@@ -1425,15 +1437,7 @@ fn bench_serves_its_metrics_for_a_scrape_on_loopback_only() {
         "{o:?}"
     );
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bufpool"))
-        .args(["bench", "-D", "db", "-c", "2", "-T", "4", "-P", "1"])
-        .args(["--metrics-addr", "127.0.0.1:0"])
-        .current_dir(cwd)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut child, mut err) = short_bench(cwd, &["--metrics-addr", "127.0.0.1:0"]);
     let mut addr = None;
     for line in err.by_ref() {
         let line = line.unwrap();
