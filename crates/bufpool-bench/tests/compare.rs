@@ -177,9 +177,151 @@ fn postgres_that_cannot_run_is_skipped_with_its_reason() {
         &std::fs::read_to_string(cwd.join("bufpool-compare/compare.json")).unwrap(),
     )
     .unwrap();
+    // The default looks for the installed PostgreSQL and for 18: both are skipped, each
+    // with its reason.
     assert_eq!(j["skipped"][0]["name"], "postgresql");
     assert_eq!(j["skipped"][0]["reason"], "no PostgreSQL here (test)");
+    assert_eq!(j["skipped"][1]["name"], "postgresql-18");
+    assert!(text.contains("postgresql-18: skipped: no PostgreSQL here (test)"));
     assert!(j["engines"].as_array().unwrap().is_empty());
+}
+
+/// A stand-in for `scripts/postgres-peer.sh` that plays PostgreSQL 15 (the installed
+/// one) and 18: its probe answers, and a run writes the files the real script writes,
+/// with each version's views (pg_stat_bgwriter's checkpoint columns on 15,
+/// pg_stat_checkpointer's on 18) and server log lines.
+const FAKE_PEER: &str = r#"#!/bin/bash
+set -e
+v=15 out= probe=
+while (($#)); do
+  case $1 in
+    --probe) probe=1; shift ;;
+    --postgres-version) v=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) shift 2 ;;
+  esac
+done
+if [[ -n $probe ]]; then printf 'version=PostgreSQL %s.6\nbindir=/nowhere\n' "$v"; exit 0; fi
+mkdir -p "$out"
+echo "PostgreSQL $v.6" > "$out/version.txt"
+echo 1.5 > "$out/load_s.txt"
+printf 'tps = 2.000000 (without initial connection time)\n' > "$out/pgbench.out"
+echo 'cpu_ticks=100 write_bytes=0 clk_tck=100 wchar=0 dev_write_bytes=0' > "$out/proc_before.txt"
+echo 'cpu_ticks=300 write_bytes=81920 clk_tck=100 wchar=40960 dev_write_bytes=65536' > "$out/proc_after.txt"
+echo '0.5 0.5' > "$out/pgbench_cpu.txt"
+echo 50000000 > "$out/peak_pss_bytes.txt"
+settings='shared_buffers=16MB checkpoint_timeout=30s data_checksums=off'
+before='db_blks_hit=1000 db_blks_read=10 buffers_alloc=5'
+after='db_blks_hit=1400 db_blks_read=14 buffers_alloc=9'
+if [[ $v == 18 ]]; then
+  settings='shared_buffers=16MB checkpoint_timeout=30s data_checksums=on io_method=worker io_workers=3'
+  before+=' ckpt_num_timed=0 ckpt_num_requested=0 ckpt_num_done=0 ckpt_buffers_written=0 ckpt_slru_written=0'
+  after+=' ckpt_num_timed=1 ckpt_num_requested=1 ckpt_num_done=2 ckpt_buffers_written=70 ckpt_slru_written=3'
+  extra=', wrote 3 SLRU buffers'
+else
+  before+=' checkpoints_timed=0 checkpoints_req=0 buffers_checkpoint=0'
+  after+=' checkpoints_timed=1 checkpoints_req=1 buffers_checkpoint=60'
+  extra=
+fi
+echo "$settings" | tr ' ' '\n' > "$out/settings.txt"
+echo "$before" > "$out/stats_before.txt"
+echo "$after" > "$out/stats_after.txt"
+# Four transactions over two seconds from 2026-11-29 09:24:00 UTC.
+printf '0 0 1000 0 1795944240 1000\n0 1 1000 0 1795944240 600000\n1 0 2000 0 1795944241 200000\n1 1 2000 0 1795944241 900000\n' > "$out/pgbench_log.42"
+{
+  echo '2026-11-29 09:24:00.500 UTC [7] LOG:  checkpoint starting: time'
+  echo "2026-11-29 09:24:01.500 UTC [7] LOG:  checkpoint complete: wrote 40 buffers (1.0%)$extra; write=0.9 s, sync=0.05 s, total=1.0 s; sync files=4, longest=0.02 s, average=0.01 s"
+  echo '2026-11-29 09:24:03.000 UTC [7] LOG:  checkpoint starting: immediate force wait'
+  echo "2026-11-29 09:24:03.100 UTC [7] LOG:  checkpoint complete: wrote 30 buffers (0.8%)$extra; write=0.05 s, sync=0.01 s, total=0.1 s; sync files=2, longest=0.01 s, average=0.01 s"
+} > "$out/server.log"
+"#;
+
+#[test]
+fn postgres_15_and_18_are_columns_of_one_table_with_their_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let fake = cwd.join("peer.sh");
+    std::fs::write(&fake, FAKE_PEER).unwrap();
+    let peer = [("BUFPOOL_PG_PEER", fake.to_str().unwrap())];
+    // The list, and the default (the installed one, 15 here, and 18 where it can be had).
+    for list in [Some("15,18"), None] {
+        let mut args = vec!["compare", "--engines", "postgres", "-s", "1", "-T", "2"];
+        if let Some(l) = list {
+            args.extend(["--postgres-version", l]);
+        }
+        let text = ok(&bufpool(cwd, &args, &peer), "compare with 15 and 18");
+        // One table, a column per version, each version's settings under it.
+        let header = text.lines().find(|l| l.contains("postgresql-15")).unwrap();
+        assert!(header.contains("postgresql-18"), "{text}");
+        assert!(
+            text.contains(
+                "postgresql-18 (PostgreSQL 18.6): data_checksums=on, io_method=worker, io_workers=3"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("postgresql-15 (PostgreSQL 15.6): data_checksums=off\n"),
+            "{text}"
+        );
+        let j: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(cwd.join("bufpool-compare/compare.json")).unwrap(),
+        )
+        .unwrap();
+        let engines = j["engines"].as_array().unwrap();
+        let names: Vec<&str> = engines
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["postgresql-15", "postgresql-18"], "{list:?}");
+        assert!(j["skipped"].as_array().unwrap().is_empty());
+        for e in engines {
+            assert_eq!(e["engine"], "postgresql");
+            assert_eq!(e["transactions"], 4);
+            // pg_stat_database's hits and reads over the run, per transaction; the one
+            // checkpoint that started within the run (the closing CHECKPOINT is not).
+            assert_eq!(e["buffer_hits_per_tx"], 100.0, "{e}");
+            assert_eq!(e["buffer_reads_per_tx"], 1.0, "{e}");
+            assert_eq!(e["checkpoints"], 1.0, "{e}");
+        }
+        assert_eq!(engines[1]["settings"]["io_method"], "worker");
+        assert!(engines[0]["settings"].get("io_method").is_none());
+    }
+    // The report has both columns, and each run's logs are kept under its column's name.
+    let html = std::fs::read_to_string(cwd.join("bufpool-compare/index.html")).unwrap();
+    assert!(html.contains("postgresql-15") && html.contains("postgresql-18"));
+    for name in ["postgresql-15", "postgresql-18"] {
+        let logs = cwd.join("bufpool-compare/logs").join(format!("{name}-r1"));
+        assert!(logs.join("pgbench_agg.log").exists(), "{}", logs.display());
+    }
+}
+
+#[test]
+fn a_postgres_version_list_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (
+            vec![
+                "compare",
+                "--engines",
+                "postgres",
+                "--postgres-version",
+                "15,x8",
+            ],
+            "'x8' is not a major version",
+        ),
+        (
+            vec!["compare", "--engines", "sqlite", "--postgres-version", "18"],
+            "PostgreSQL is not among --engines",
+        ),
+    ] {
+        let o = bufpool(dir.path(), &args, &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--postgres-version") && err.contains(needle),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -18,6 +18,7 @@
 //! engine's flush of what the run left dirty: bufpool's shutdown checkpoint, SQLite's
 //! checkpoint at close, a CHECKPOINT after pgbench.
 
+pub mod pg_log;
 pub mod postgres;
 pub mod process;
 pub mod sqlite;
@@ -61,6 +62,38 @@ impl EngineKind {
     }
 }
 
+/// One column of the table: an engine and, for PostgreSQL, its major version (each
+/// version a column of its own: `postgresql-15`, `postgresql-18`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entrant {
+    pub kind: EngineKind,
+    pub pg_major: Option<String>,
+}
+
+impl Entrant {
+    fn of(kind: EngineKind) -> Entrant {
+        Entrant {
+            kind,
+            pg_major: None,
+        }
+    }
+
+    fn postgres(major: &str) -> Entrant {
+        Entrant {
+            kind: EngineKind::Postgres,
+            pg_major: Some(major.to_string()),
+        }
+    }
+
+    /// The column's name: the engine's, with PostgreSQL's major version.
+    pub fn name(&self) -> String {
+        match &self.pg_major {
+            Some(v) => format!("{}-{v}", self.kind.name()),
+            None => self.kind.name().to_string(),
+        }
+    }
+}
+
 /// pgbench's query mode for the PostgreSQL run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PgMode {
@@ -82,7 +115,9 @@ pub struct CompareOptions {
     pub checkpoint_timeout: String,
     pub rounds: u32,
     pub pg_mode: PgMode,
-    pub postgres_version: Option<String>,
+    /// PostgreSQL's major versions, a column each; empty: the installed one (else
+    /// Debian's) and 18 where it can be had.
+    pub postgres_versions: Vec<String>,
     /// Where the databases go (a fresh subfolder per engine and round, removed after).
     pub work_dir: PathBuf,
     /// Where the report, the JSON and the logs go.
@@ -95,6 +130,8 @@ pub struct CompareOptions {
 #[derive(Debug, Clone)]
 pub struct EngineRun {
     pub engine: EngineKind,
+    /// The column's name ([`Entrant::name`]).
+    pub name: String,
     pub round: u32,
     pub version: String,
     pub load_s: f64,
@@ -124,6 +161,7 @@ impl EngineRun {
     ) -> EngineRun {
         EngineRun {
             engine,
+            name: engine.name().to_string(),
             round: 0,
             version,
             load_s: load.wall_s,
@@ -152,10 +190,21 @@ impl EngineRun {
         v[(v.len() - 1) / 2]
     }
 
-    /// Every figure of the table and the JSON, by name.
+    /// Every figure of the table and the JSON, by name. SQLite keeps no buffer or
+    /// checkpoint counters: those figures are NaN for it.
     fn figures(&self) -> BTreeMap<&'static str, f64> {
         let r = &self.result;
+        let counted = |v: f64| {
+            if self.engine == EngineKind::Sqlite {
+                f64::NAN
+            } else {
+                v
+            }
+        };
         BTreeMap::from([
+            ("hits_per_tx", counted(self.per_tx(r.buffers.hits as f64))),
+            ("reads_per_tx", counted(self.per_tx(r.buffers.reads as f64))),
+            ("checkpoints", counted(r.checkpoints.len() as f64)),
             ("tps", r.tps),
             ("lat_avg", r.latency_ms.avg),
             ("lat_p50", r.latency_ms.p50),
@@ -191,6 +240,7 @@ impl EngineRun {
 /// One engine over all rounds: the median of each figure.
 struct EngineSummary {
     engine: EngineKind,
+    name: String,
     version: String,
     figures: BTreeMap<&'static str, f64>,
     tps_rounds: Vec<f64>,
@@ -226,6 +276,7 @@ fn summarize_engine(runs: &[&EngineRun]) -> EngineSummary {
         .collect();
     EngineSummary {
         engine: first.engine,
+        name: first.name.clone(),
         version: first.version.clone(),
         figures,
         tps_rounds: runs.iter().map(|r| r.result.tps).collect(),
@@ -357,6 +408,7 @@ fn run_sqlite(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun>
     extra.insert("busy_waits".into(), json!(s.busy_waits));
     extra.insert("busy_wait_s".into(), json!(s.busy_wait_s));
     extra.insert("history_rows_checked".into(), json!(rows));
+    extra.insert("settings".into(), json!(s.result.config));
     // SQLite has no buffer-write counters: its share stays None.
     Ok(EngineRun::measured(
         EngineKind::Sqlite,
@@ -368,7 +420,7 @@ fn run_sqlite(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun>
     ))
 }
 
-fn pg_options(o: &CompareOptions) -> postgres::PgOptions {
+fn pg_options(o: &CompareOptions, major: Option<&str>) -> postgres::PgOptions {
     postgres::PgOptions {
         scale: o.scale,
         clients: o.clients,
@@ -381,15 +433,20 @@ fn pg_options(o: &CompareOptions) -> postgres::PgOptions {
             PgMode::Prepared => "prepared".into(),
             PgMode::Simple => "simple".into(),
         },
-        version: o.postgres_version.clone(),
+        version: major.map(str::to_string),
     }
 }
 
-fn run_postgres(o: &CompareOptions, logs: &Path) -> Result<EngineRun> {
-    let p = pg_options(o);
+fn run_postgres(o: &CompareOptions, who: &Entrant, logs: &Path) -> Result<EngineRun> {
+    let p = pg_options(o, who.pg_major.as_deref());
     note(format!(
-        "postgresql: postgres-peer.sh (initdb, pgbench -i -s {}, pgbench -c {} -j {} -T {} -M {})",
-        o.scale, o.clients, o.jobs, o.time_s, p.mode
+        "{}: postgres-peer.sh (initdb, pgbench -i -s {}, pgbench -c {} -j {} -T {} -M {})",
+        who.name(),
+        o.scale,
+        o.clients,
+        o.jobs,
+        o.time_s,
+        p.mode
     ));
     // The script reports its own figures; its rusage (pgbench, psql) is not needed.
     process::run_measured(
@@ -397,12 +454,13 @@ fn run_postgres(o: &CompareOptions, logs: &Path) -> Result<EngineRun> {
         &logs.join("peer.out"),
         logs,
     )?;
-    let r = postgres::read_run(logs, &p, "postgresql")?;
+    let r = postgres::read_run(logs, &p, &who.name())?;
     let mut extra: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     extra.insert("stats".into(), json!(r.stats));
     extra.insert("settings".into(), json!(r.settings));
     Ok(EngineRun {
         engine: EngineKind::Postgres,
+        name: who.name(),
         round: 0,
         version: r.version,
         load_s: r.load_s,
@@ -415,6 +473,87 @@ fn run_postgres(o: &CompareOptions, logs: &Path) -> Result<EngineRun> {
         result: r.result,
         extra,
     })
+}
+
+/// `--postgres-version`'s list: each a major version; a list only with PostgreSQL among
+/// the engines.
+fn check_postgres_versions(o: &CompareOptions) -> Result<()> {
+    if let Some(v) = o
+        .postgres_versions
+        .iter()
+        .find(|v| v.is_empty() || v.starts_with('0') || !v.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(KnobError(format!(
+            "--postgres-version: '{v}' is not a major version such as 15 or 18"
+        ))
+        .into());
+    }
+    if !o.postgres_versions.is_empty() && !o.engines.contains(&EngineKind::Postgres) {
+        return Err(KnobError(
+            "--postgres-version: PostgreSQL is not among --engines (add postgres)".into(),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The table's columns in run order, PostgreSQL's versions in place of `postgres`, and
+/// those that cannot run here with the reason. PostgreSQL's versions are each probed
+/// (found or installed by its script): those of `--postgres-version`, else the installed
+/// one (or Debian's) and 18 when it can be had.
+fn entrants(o: &CompareOptions) -> (Vec<Entrant>, Vec<(String, String)>) {
+    let mut skipped: Vec<(String, String)> = Vec::new();
+    let mut pg: Vec<Entrant> = Vec::new();
+    let mut engines = o.engines.clone();
+    engines.dedup();
+    if engines.contains(&EngineKind::Postgres) {
+        if o.postgres_versions.is_empty() {
+            probe_postgres(None, &mut pg, &mut skipped);
+            if !pg.iter().any(|e| e.pg_major.as_deref() == Some("18")) {
+                probe_postgres(Some("18"), &mut pg, &mut skipped);
+            }
+        } else {
+            for v in &o.postgres_versions {
+                probe_postgres(Some(v), &mut pg, &mut skipped);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for e in engines {
+        match e {
+            EngineKind::Postgres => out.append(&mut pg),
+            _ => out.push(Entrant::of(e)),
+        }
+    }
+    (out, skipped)
+}
+
+/// Finds PostgreSQL `want` (a major version; None: the installed one or Debian's) and
+/// adds its column to `pg`, once per major version, or its reason to `skipped`.
+fn probe_postgres(want: Option<&str>, pg: &mut Vec<Entrant>, skipped: &mut Vec<(String, String)>) {
+    let name = want.map_or("postgresql".to_string(), |v| format!("postgresql-{v}"));
+    if want.is_some_and(|v| pg.iter().any(|e| e.pg_major.as_deref() == Some(v))) {
+        return;
+    }
+    match postgres::probe(want) {
+        Ok(v) => {
+            note(format!("{name}: found {v}"));
+            let major = want.map_or_else(|| major_of(&v), str::to_string);
+            if !pg.iter().any(|e| e.pg_major.as_deref() == Some(&*major)) {
+                pg.push(Entrant::postgres(&major));
+            }
+        }
+        Err(reason) => {
+            note(format!("{name}: skipped: {reason}"));
+            skipped.push((name, reason));
+        }
+    }
+}
+
+/// "PostgreSQL 15.18" -> "15".
+fn major_of(version: &str) -> String {
+    let v = version.rsplit(' ').next().unwrap_or(version);
+    v.split('.').next().unwrap_or(v).to_string()
 }
 
 /// `bufpool compare`.
@@ -446,20 +585,9 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
             ))
         })?;
     }
+    check_postgres_versions(o)?;
+    let (engines, skipped) = entrants(o);
     let stop = crate::commands::install_ctrl_c();
-    let mut engines = o.engines.clone();
-    engines.dedup();
-    let mut skipped: Vec<(EngineKind, String)> = Vec::new();
-    if engines.contains(&EngineKind::Postgres) {
-        match postgres::probe(o.postgres_version.as_deref()) {
-            Ok(v) => note(format!("postgresql: found {v}")),
-            Err(reason) => {
-                note(format!("postgresql: skipped: {reason}"));
-                skipped.push((EngineKind::Postgres, reason));
-                engines.retain(|&e| e != EngineKind::Postgres);
-            }
-        }
-    }
     std::fs::create_dir_all(&o.work_dir)
         .with_context(|| format!("creating {}", o.work_dir.display()))?;
     std::fs::create_dir_all(&o.out_dir)
@@ -479,36 +607,34 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
     );
     let mut runs: Vec<EngineRun> = Vec::new();
     'rounds: for round in 1..=o.rounds {
-        for &engine in &engines {
+        for who in &engines {
             if stop.load(Ordering::SeqCst) {
                 note("stopped by Ctrl-C: the table covers the runs that finished");
                 break 'rounds;
             }
-            note(format!("round {round}/{}: {}", o.rounds, engine.name()));
-            let tag = format!("{}-r{round}", engine.name());
+            let name = who.name();
+            note(format!("round {round}/{}: {name}", o.rounds));
+            let tag = format!("{name}-r{round}");
             let logs = o.out_dir.join("logs").join(&tag);
             fresh_dir(&logs)?;
             let data = o.work_dir.join(&tag);
             fresh_dir(&data)?;
-            let r = match engine {
+            let r = match who.kind {
                 EngineKind::Bufpool => run_bufpool(o, &data, &logs),
                 EngineKind::Sqlite => run_sqlite(o, &data, &logs),
-                EngineKind::Postgres => run_postgres(o, &logs),
+                EngineKind::Postgres => run_postgres(o, who, &logs),
             };
             let _ = std::fs::remove_dir_all(&data);
-            let mut r = r.with_context(|| format!("{} (round {round})", engine.name()))?;
+            let mut r = r.with_context(|| format!("{name} (round {round})"))?;
             r.round = round;
             r.result.label = if o.rounds > 1 {
-                format!("{} r{round}", engine.name())
+                format!("{name} r{round}")
             } else {
-                engine.name().to_string()
+                name.clone()
             };
             note(format!(
-                "{}: {:.0} tps, latency avg {:.3} ms, p99 {:.3} ms",
-                engine.name(),
-                r.result.tps,
-                r.result.latency_ms.avg,
-                r.result.latency_ms.p99
+                "{name}: {:.0} tps, latency avg {:.3} ms, p99 {:.3} ms",
+                r.result.tps, r.result.latency_ms.avg, r.result.latency_ms.p99
             ));
             runs.push(r);
         }
@@ -520,8 +646,9 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
     )?;
     let summaries: Vec<EngineSummary> = engines
         .iter()
-        .filter_map(|&e| {
-            let rs: Vec<&EngineRun> = runs.iter().filter(|r| r.engine == e).collect();
+        .filter_map(|who| {
+            let name = who.name();
+            let rs: Vec<&EngineRun> = runs.iter().filter(|r| r.name == name).collect();
             (!rs.is_empty()).then(|| summarize_engine(&rs))
         })
         .collect();
@@ -572,25 +699,29 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
 /// - `maxlat_p50_ms_off` / `maxlat_p50_ms_on` <= 5: bufpool's typical second's largest
 ///   latency (the median over the run's seconds), ms;
 /// - `device_bytes_per_tx_vs_postgres` <= 1.0: bufpool's device bytes written per
-///   transaction over PostgreSQL's;
+///   transaction over PostgreSQL's (the first PostgreSQL column's, where several ran);
 /// - `cpu_per_tx_vs_sqlite` <= 1.0 with synchronous commit off: CPU per transaction.
 fn targets(sync: bool, runs: &[EngineRun]) -> Vec<Ratio> {
-    let of = |engine: EngineKind, round: u32| {
+    let of = |name: &str, round: u32| {
         runs.iter()
-            .find(|r| r.engine == engine && r.round == round)
+            .find(|r| r.name == name && r.round == round)
             .map(EngineRun::figures)
     };
+    let first_pg = runs
+        .iter()
+        .find(|r| r.engine == EngineKind::Postgres)
+        .map(|r| r.name.as_str());
     let rounds: Vec<u32> = {
         let mut v: Vec<u32> = runs.iter().map(|r| r.round).collect();
         v.dedup();
         v
     };
     // Per round, bufpool's figure `key` over `other`'s (or alone, with `other` None).
-    let per_round = |other: Option<EngineKind>, key: &str| -> Vec<f64> {
+    let per_round = |other: Option<&str>, key: &str| -> Vec<f64> {
         rounds
             .iter()
             .filter_map(|&n| {
-                let ours = of(EngineKind::Bufpool, n)?[key];
+                let ours = of("bufpool", n)?[key];
                 let theirs = match other {
                     Some(e) => of(e, n)?[key],
                     None => 1.0,
@@ -600,7 +731,18 @@ fn targets(sync: bool, runs: &[EngineRun]) -> Vec<Ratio> {
             })
             .collect()
     };
-    let (sqlite, pg) = (Some(EngineKind::Sqlite), Some(EngineKind::Postgres));
+    let sqlite = Some("sqlite");
+    targets_of(&per_round, sync, first_pg, sqlite)
+}
+
+/// [`targets`]' list, from `per_round` (bufpool's figure over another column's, per
+/// round); a target whose other column did not run is left out.
+fn targets_of(
+    per_round: &dyn Fn(Option<&str>, &str) -> Vec<f64>,
+    sync: bool,
+    pg: Option<&str>,
+    sqlite: Option<&str>,
+) -> Vec<Ratio> {
     let mut wanted = vec![
         if sync {
             ("sync_on_vs_sqlite_full", sqlite, "tps", Goal::AtLeast, 2.0)
@@ -630,14 +772,16 @@ fn targets(sync: bool, runs: &[EngineRun]) -> Vec<Ratio> {
                 5.0,
             )
         },
-        (
+    ];
+    if pg.is_some() {
+        wanted.push((
             "device_bytes_per_tx_vs_postgres",
             pg,
             "write_bytes_per_tx",
             Goal::AtMost,
             1.0,
-        ),
-    ];
+        ));
+    }
     if !sync {
         wanted.push((
             "cpu_per_tx_vs_sqlite",
@@ -667,6 +811,7 @@ fn settings(o: &CompareOptions) -> serde_json::Value {
         "synchronous_commit": if o.sync { "on" } else { "off" },
         "shared_buffers": o.pool,
         "checkpoint_timeout": o.checkpoint_timeout,
+        "postgres_versions": o.postgres_versions,
         "postgresql": {
             "shared_buffers": o.pool,
             "checkpoint_timeout": o.checkpoint_timeout,
@@ -712,7 +857,7 @@ impl Floors {
 fn to_json(
     o: &CompareOptions,
     engines: &[EngineSummary],
-    skipped: &[(EngineKind, String)],
+    skipped: &[(String, String)],
     floors: &Floors,
     targets: &[Ratio],
 ) -> serde_json::Value {
@@ -735,7 +880,8 @@ fn to_json(
                 }
             }
             json!({
-                "name": e.engine.name(),
+                "name": e.name,
+                "engine": e.engine.name(),
                 "version": e.version,
                 "kind": e.engine.kind(),
                 "tps": num(f("tps")),
@@ -759,6 +905,10 @@ fn to_json(
                 "peak_rss_bytes": num(f("peak_rss_bytes")),
                 "backend_write_share": num(f("backend_write_share")),
                 "load_s": num(f("load_s")),
+                "buffer_hits_per_tx": num(f("hits_per_tx")),
+                "buffer_reads_per_tx": num(f("reads_per_tx")),
+                "checkpoints": num(f("checkpoints")),
+                "settings": e.extra.get("settings"),
                 "vs_bufpool": vs,
                 "extra": e.extra,
             })
@@ -768,7 +918,7 @@ fn to_json(
     let meta = info.metadata("compare", &o.command);
     json!({
         "engines": list,
-        "skipped": skipped.iter().map(|(e, why)| json!({"name": e.name(), "reason": why})).collect::<Vec<_>>(),
+        "skipped": skipped.iter().map(|(e, why)| json!({"name": e, "reason": why})).collect::<Vec<_>>(),
         "fdatasync_per_s": floors.fdatasync,
         "scheduler_floor": {
             "threads": o.clients,
@@ -791,10 +941,43 @@ fn to_json(
 /// A table row: its label, the figure's name, how to print it.
 type Row = (&'static str, &'static str, fn(f64) -> String);
 
+/// Figures printed without a ratio to bufpool.
+const NO_RATIO: [&str; 4] = [
+    "backend_write_share",
+    "hits_per_tx",
+    "reads_per_tx",
+    "checkpoints",
+];
+
+/// The settings printed under the table for PostgreSQL and SQLite (all of them are in
+/// the JSON): those that differ between versions or engines.
+const SETTINGS_SHOWN: [&str; 11] = [
+    "io_method",
+    "io_workers",
+    "data_checksums",
+    "effective_io_concurrency",
+    "full_page_writes",
+    "wal_sync_method",
+    "journal_mode",
+    "synchronous",
+    "cache_size",
+    "page_size",
+    "wal_autocheckpoint",
+];
+
+/// `v` with `decimals`, or "n/a" for an engine that does not count it.
+fn or_na(v: f64, decimals: usize) -> String {
+    if v.is_nan() {
+        "n/a".into()
+    } else {
+        format!("{v:.decimals$}")
+    }
+}
+
 fn to_table(
     o: &CompareOptions,
     engines: &[EngineSummary],
-    skipped: &[(EngineKind, String)],
+    skipped: &[(String, String)],
     floors: &Floors,
 ) -> String {
     let mut t = String::new();
@@ -820,7 +1003,7 @@ fn to_table(
         }
         _ => String::new(),
     };
-    let rows: [Row; 15] = [
+    let rows: [Row; 18] = [
         ("load s", "load_s", |v| format!("{v:.1}")),
         ("tps", "tps", |v| format!("{v:.0}")),
         ("latency avg ms", "lat_avg", |v| format!("{v:.3}")),
@@ -858,10 +1041,13 @@ fn to_table(
                 format!("{:.0}%", v * 100.0)
             }
         }),
+        ("buffer hits per tx", "hits_per_tx", |v| or_na(v, 1)),
+        ("buffer reads per tx", "reads_per_tx", |v| or_na(v, 3)),
+        ("checkpoints in the run", "checkpoints", |v| or_na(v, 0)),
     ];
     let mut table: Vec<Vec<String>> = Vec::new();
     let mut header = vec![String::new()];
-    header.extend(engines.iter().map(|e| e.engine.name().to_string()));
+    header.extend(engines.iter().map(|e| e.name.clone()));
     table.push(header);
     let mut kind = vec!["kind".to_string()];
     kind.extend(engines.iter().map(|e| e.engine.kind().to_string()));
@@ -873,7 +1059,7 @@ fn to_table(
         let mut row = vec![label.to_string()];
         for e in engines {
             let v = e.figures[key];
-            let r = if key == "backend_write_share" || v.is_nan() {
+            let r = if NO_RATIO.contains(&key) || v.is_nan() {
                 String::new()
             } else {
                 ratio(e, key)
@@ -892,11 +1078,21 @@ fn to_table(
         }
         if o.rounds > 1 {
             let v: Vec<String> = e.tps_rounds.iter().map(|x| format!("{x:.0}")).collect();
-            let _ = writeln!(t, "{}: tps by round {}", e.engine.name(), v.join(", "));
+            let _ = writeln!(t, "{}: tps by round {}", e.name, v.join(", "));
+        }
+    }
+    for e in engines {
+        if let Some(serde_json::Value::Object(m)) = e.extra.get("settings") {
+            let kv: Vec<String> = m
+                .iter()
+                .filter(|(k, _)| SETTINGS_SHOWN.contains(&k.as_str()))
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect();
+            let _ = writeln!(t, "{} ({}): {}", e.name, e.version, kv.join(", "));
         }
     }
     for (e, why) in skipped {
-        let _ = writeln!(t, "{}: skipped: {why}", e.name());
+        let _ = writeln!(t, "{e}: skipped: {why}");
     }
     let _ = writeln!(
         t,

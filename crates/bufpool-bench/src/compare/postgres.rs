@@ -7,6 +7,12 @@
 //! only the per-transaction log gives latency percentiles. The per-second figures are
 //! regrouped from it here, and written next to it in the aggregate format
 //! (`pgbench_agg.log`), so both logs are there to read.
+//!
+//! The report's buffer and checkpoint rows come from the server's own views, read before
+//! and after the run: buffer hits and reads are `pg_stat_database`'s `blks_hit` and
+//! `blks_read` for pgbench's database; the checkpointer's counters are
+//! `pg_stat_checkpointer`'s (17 and later) or `pg_stat_bgwriter`'s; the checkpoints drawn
+//! on the charts are the server log's `log_checkpoints` lines ([`super::pg_log`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +20,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::report::model::{BufferCounts, RunResult};
+use crate::report::model::{BufferCounts, CheckpointerCounts, RunResult};
 use crate::tpcb::aggregate_log::write_aggregate_file;
 use crate::tpcb::outcome::{histogram_buckets, latency_summary, per_interval, series};
 use crate::tpcb::stats::{latency_histogram, slot_at, Slot};
@@ -186,8 +192,11 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
         .collect();
     let settings = key_values(&read(dir, "settings.txt")?);
-    let (secs, hist, wall_start, elapsed) = read_transaction_logs(dir, o.time_s)?;
+    let (secs, hist, start_us, elapsed) = read_transaction_logs(dir, o.time_s)?;
+    let wall_start = start_us / 1_000_000;
     write_aggregate_file(&dir.join("pgbench_agg.log"), &secs, 1, wall_start)?;
+    let (checkpoints, completed) =
+        super::pg_log::checkpoints(&read(dir, "server.log")?, start_us, elapsed);
     let mut total = Slot::default();
     for s in &secs {
         total.merge(s);
@@ -237,19 +246,19 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         latency_ms: latency_summary(&total, &hist),
         per_interval: per_interval(&series),
         buffers: BufferCounts {
-            hits: 0,
-            reads: 0,
+            hits: get("db_blks_hit"),
+            reads: get("db_blks_read"),
             written_by_backend: backend,
             written_by_bgwriter: bgwriter,
             written_by_checkpointer: checkpointer,
             allocated: get("buffers_alloc"),
         },
-        checkpoints: Vec::new(),
+        checkpoints,
         config,
         series,
         latency_histogram: histogram_buckets(&hist),
         bgwriter: None,
-        checkpointer: None,
+        checkpointer: Some(checkpointer_counts(&stats, completed)),
         wal: None,
         slru: Vec::new(),
         side_script: None,
@@ -274,9 +283,29 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
     })
 }
 
+/// pg_stat_checkpointer's figures over the run and the CHECKPOINT after it, from the
+/// counters' differences (`stats`): its own columns on 17 and later (`ckpt_*`), else
+/// pg_stat_bgwriter's checkpoint columns. `num_done` is 18's column; before 18 it is the
+/// checkpoints the server log shows completed over the same span (`completed`), since
+/// the timed count there includes timed checkpoints skipped on an idle server.
+fn checkpointer_counts(stats: &BTreeMap<String, i64>, completed: u64) -> CheckpointerCounts {
+    let get = |k: &str| stats.get(k).map(|&v| v.max(0) as u64);
+    let ckpt = stats.contains_key("ckpt_num_timed");
+    let pick = |new: &str, old: &str| if ckpt { get(new) } else { get(old) }.unwrap_or(0);
+    CheckpointerCounts {
+        num_timed: pick("ckpt_num_timed", "checkpoints_timed"),
+        num_requested: pick("ckpt_num_requested", "checkpoints_req"),
+        num_done: get("ckpt_num_done").unwrap_or(completed),
+        write_time_ms: pick("ckpt_write_time", "checkpoint_write_time"),
+        sync_time_ms: pick("ckpt_sync_time", "checkpoint_sync_time"),
+        buffers_written: pick("ckpt_buffers_written", "buffers_checkpoint"),
+        slru_written: get("ckpt_slru_written").unwrap_or(0),
+    }
+}
+
 /// Reads every `pgbench_log.*` per-transaction log in `dir` into per-second slots
 /// (counted from the earliest transaction start), a latency histogram, the run's start
-/// (unix s) and its length, s (`time_s` when the log ends within it).
+/// (µs since the epoch) and its length, s (`time_s` when the log ends within it).
 fn read_transaction_logs(
     dir: &Path,
     time_s: u64,
@@ -339,7 +368,7 @@ fn read_transaction_logs(
     } else {
         measured
     };
-    Ok((secs, hist, start_us / 1_000_000, elapsed))
+    Ok((secs, hist, start_us, elapsed))
 }
 
 #[cfg(test)]
@@ -362,13 +391,57 @@ mod tests {
         )
         .unwrap();
         let (secs, hist, start, elapsed) = read_transaction_logs(dir.path(), 2).unwrap();
-        assert_eq!(start, 999);
+        assert_eq!(start, 999_998_000);
         assert_eq!(secs.len(), 2);
         assert_eq!((secs[0].n, secs[0].failed), (2, 0));
         assert_eq!((secs[1].n, secs[1].failed), (1, 1));
         assert_eq!(secs[0].max, 2000.0);
         assert_eq!(hist.len(), 3);
         assert_eq!(elapsed, 2.0);
+    }
+
+    #[test]
+    fn checkpointer_counts_from_either_view() {
+        let m = |kv: &[(&str, i64)]| -> BTreeMap<String, i64> {
+            kv.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+        };
+        // PostgreSQL 18: pg_stat_checkpointer with num_done and slru_written.
+        let c = checkpointer_counts(
+            &m(&[
+                ("ckpt_num_timed", 2),
+                ("ckpt_num_requested", 1),
+                ("ckpt_num_done", 2),
+                ("ckpt_buffers_written", 900),
+                ("ckpt_slru_written", 14),
+                ("ckpt_write_time", 27_000),
+                ("ckpt_sync_time", 12),
+                ("checkpoints_timed", 99),
+            ]),
+            7,
+        );
+        assert_eq!(
+            (c.num_timed, c.num_requested, c.num_done, c.buffers_written),
+            (2, 1, 2, 900)
+        );
+        assert_eq!(
+            (c.slru_written, c.write_time_ms, c.sync_time_ms),
+            (14, 27_000, 12)
+        );
+        // PostgreSQL 15: pg_stat_bgwriter's columns; num_done from the log.
+        let c = checkpointer_counts(
+            &m(&[
+                ("checkpoints_timed", 3),
+                ("checkpoints_req", 1),
+                ("buffers_checkpoint", 500),
+                ("checkpoint_write_time", 100),
+            ]),
+            2,
+        );
+        assert_eq!(
+            (c.num_timed, c.num_requested, c.num_done, c.buffers_written),
+            (3, 1, 2, 500)
+        );
+        assert_eq!((c.slru_written, c.write_time_ms), (0, 100));
     }
 
     #[test]

@@ -205,25 +205,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         total.merge(s);
     }
     let series = series(&secs, &[], elapsed);
-    let mut config = std::collections::BTreeMap::new();
-    for (k, v) in [
-        ("journal_mode", "wal".to_string()),
-        (
-            "synchronous",
-            if o.sync { "FULL" } else { "NORMAL" }.to_string(),
-        ),
-        (
-            "cache_size",
-            format!("-{} (KiB, per connection)", o.cache_bytes / 1024),
-        ),
-        ("wal_autocheckpoint", "1000 (pages)".to_string()),
-        (
-            "busy_handler",
-            "SQLite's back-off, 10 s limit, counted".to_string(),
-        ),
-    ] {
-        config.insert(k.to_string(), v);
-    }
+    let config = settings_in_effect(o)?;
     let result = RunResult {
         label: "sqlite".into(),
         started_at: crate::report::model::rfc3339_utc(wall_start),
@@ -277,9 +259,7 @@ fn client(
     stop: &AtomicBool,
 ) -> Result<ClientOut> {
     let db = open(&o.dir)?;
-    db.pragma_update(None, "synchronous", if o.sync { "FULL" } else { "NORMAL" })?;
-    db.pragma_update(None, "cache_size", -((o.cache_bytes / 1024) as i64))?;
-    db.busy_handler(Some(busy_handler))?;
+    configure(&db, o)?;
     BUSY.with(|b| b.set((0, 0)));
     let mut rng = SmallRng::seed_from_u64(o.seed ^ (u64::from(id) << 32));
     let mut out = ClientOut {
@@ -315,6 +295,55 @@ fn client(
     let (n, us) = BUSY.with(|b| b.get());
     out.busy_waits = n;
     out.busy_us = us;
+    Ok(out)
+}
+
+/// A client connection's settings: synchronous by `--sync`, the pool as its cache, the
+/// counting busy handler (journal_mode WAL is the database's own, set at load).
+fn configure(db: &Connection, o: &SqliteOptions) -> Result<()> {
+    db.pragma_update(None, "synchronous", if o.sync { "FULL" } else { "NORMAL" })?;
+    db.pragma_update(None, "cache_size", -((o.cache_bytes / 1024) as i64))?;
+    db.busy_handler(Some(busy_handler))?;
+    Ok(())
+}
+
+/// The settings a client connection runs with, read back from SQLite itself.
+fn settings_in_effect(o: &SqliteOptions) -> Result<std::collections::BTreeMap<String, String>> {
+    let db = open(&o.dir)?;
+    configure(&db, o)?;
+    let mut out = std::collections::BTreeMap::new();
+    for name in [
+        "journal_mode",
+        "synchronous",
+        "cache_size",
+        "page_size",
+        "wal_autocheckpoint",
+        "mmap_size",
+        "locking_mode",
+    ] {
+        let v: String = db
+            .pragma_query_value(None, name, |r| r.get::<_, rusqlite::types::Value>(0))
+            .map(|v| match v {
+                rusqlite::types::Value::Integer(i) => i.to_string(),
+                rusqlite::types::Value::Text(t) => t,
+                other => format!("{other:?}"),
+            })
+            .with_context(|| format!("reading PRAGMA {name}"))?;
+        let v = match (name, v.as_str()) {
+            ("synchronous", "0") => "OFF".into(),
+            ("synchronous", "1") => "NORMAL".into(),
+            ("synchronous", "2") => "FULL".into(),
+            ("synchronous", "3") => "EXTRA".into(),
+            ("cache_size", _) => format!("{v} (negative: KiB, per connection)"),
+            ("wal_autocheckpoint", _) => format!("{v} (pages)"),
+            _ => v,
+        };
+        out.insert(name.to_string(), v);
+    }
+    out.insert(
+        "busy_handler".into(),
+        "SQLite's back-off, 10 s limit, counted".into(),
+    );
     Ok(out)
 }
 

@@ -128,6 +128,27 @@ fn written_rows() -> (&'static str, Vec<Row>) {
     )
 }
 
+/// A buffer counter's cell: "–" for a run whose engine keeps no buffer counters (every
+/// one zero: SQLite's), rather than a zero that reads as measured.
+fn buffer_count(r: &RunResult, n: u64) -> String {
+    let b = &r.buffers;
+    let none = [
+        b.hits,
+        b.reads,
+        b.written_by_backend,
+        b.written_by_bgwriter,
+        b.written_by_checkpointer,
+        b.allocated,
+    ]
+    .iter()
+    .all(|&v| v == 0);
+    if none {
+        "–".to_string()
+    } else {
+        group(n)
+    }
+}
+
 /// The summary table's row groups.
 fn summary_rows() -> Vec<(&'static str, Vec<Row>)> {
     vec![
@@ -177,8 +198,8 @@ fn summary_rows() -> Vec<(&'static str, Vec<Row>)> {
         (
             "Buffers",
             vec![
-                ("hits", |r| group(r.buffers.hits)),
-                ("reads", |r| group(r.buffers.reads)),
+                ("hits", |r| buffer_count(r, r.buffers.hits)),
+                ("reads", |r| buffer_count(r, r.buffers.reads)),
                 ("hit ratio", |r| {
                     let total = r.buffers.hits as f64 + r.buffers.reads as f64;
                     if total > 0.0 {
@@ -188,15 +209,15 @@ fn summary_rows() -> Vec<(&'static str, Vec<Row>)> {
                     }
                 }),
                 ("written by backends", |r| {
-                    group(r.buffers.written_by_backend)
+                    buffer_count(r, r.buffers.written_by_backend)
                 }),
                 ("written by bgwriter", |r| {
-                    group(r.buffers.written_by_bgwriter)
+                    buffer_count(r, r.buffers.written_by_bgwriter)
                 }),
                 ("written by checkpointer", |r| {
-                    group(r.buffers.written_by_checkpointer)
+                    buffer_count(r, r.buffers.written_by_checkpointer)
                 }),
-                ("allocated", |r| group(r.buffers.allocated)),
+                ("allocated", |r| buffer_count(r, r.buffers.allocated)),
                 ("share written by backends", |r| {
                     match r.backend_write_share() {
                         Some(v) => format!("{:.1} %", 100.0 * v),
@@ -265,7 +286,13 @@ fn checkpoint_rows() -> (&'static str, Vec<Row>) {
     (
         "Checkpoints",
         vec![
-            ("count", |r| group(r.checkpoints.len() as u64)),
+            ("count", |r| {
+                if r.checkpoints.is_empty() && r.checkpointer.is_none() {
+                    "–".to_string()
+                } else {
+                    group(r.checkpoints.len() as u64)
+                }
+            }),
             ("buffers written", |r| {
                 group(r.checkpoints.iter().map(|c| c.buffers_written).sum())
             }),
@@ -521,6 +548,33 @@ mod tests {
         );
         let without = render_index(&[b], &[]);
         assert!(!without.contains("stat-io"));
+    }
+
+    /// An engine without buffer or checkpoint counters (SQLite) shows "–", not a zero
+    /// that reads as measured; one with them (PostgreSQL from its views) shows them.
+    #[test]
+    fn counters_an_engine_does_not_keep_are_dashes() {
+        let mut sqlite = RunResult::example("sqlite", 1);
+        sqlite.buffers = Default::default();
+        sqlite.checkpoints.clear();
+        sqlite.checkpointer = None;
+        let mut pg = RunResult::example("pg", 2);
+        pg.buffers = Default::default();
+        pg.buffers.hits = 467_412;
+        pg.checkpoints.clear();
+        pg.checkpointer = Some(Default::default());
+        let cells = |r: &RunResult| {
+            let rows = summary_rows();
+            let find = |group: &str, label: &str| {
+                let g = rows.iter().find(|g| g.0 == group).unwrap();
+                (g.1.iter().find(|row| row.0 == label).unwrap().1)(r)
+            };
+            let ck = checkpoint_rows();
+            let count = (ck.1.iter().find(|row| row.0 == "count").unwrap().1)(r);
+            (find("Buffers", "hits"), find("Buffers", "reads"), count)
+        };
+        assert_eq!(cells(&sqlite), ("–".into(), "–".into(), "–".into()));
+        assert_eq!(cells(&pg), ("467,412".into(), "0".into(), "0".into()));
     }
 
     #[test]
