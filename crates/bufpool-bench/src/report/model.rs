@@ -56,7 +56,8 @@ pub struct RunResult {
     /// The background writer's counters over the run (bufpool runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bgwriter: Option<BgwriterCounts>,
-    /// The checkpointer's counters over the run (bufpool runs only).
+    /// The checkpointer's counters over the run (bufpool's; PostgreSQL's from
+    /// pg_stat_checkpointer or pg_stat_bgwriter, with the CHECKPOINT after its run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpointer: Option<CheckpointerCounts>,
     /// The log's counters over the run (bufpool runs only; pg_stat_wal's kind).
