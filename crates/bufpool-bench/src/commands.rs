@@ -850,10 +850,15 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     }
     if let Some(p) = &o.prewarm {
         println!(
-            "autoprewarm: reloaded {} of {} saved blocks ({} skipped{}) in {:.2} s{}",
+            "autoprewarm: reloaded {} of {} saved blocks ({} skipped{}{}) in {:.2} s{}",
             p.loaded,
             p.listed,
             p.skipped,
+            if p.invalid > 0 {
+                format!(", {} torn free-space map pages left to the map", p.invalid)
+            } else {
+                String::new()
+            },
             if p.stopped_pool_full {
                 ", stopped: no free buffer"
             } else {
@@ -988,6 +993,7 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
             "listed": p.listed,
             "loaded": p.loaded,
             "skipped": p.skipped,
+            "invalid": p.invalid,
             "stopped_pool_full": p.stopped_pool_full,
             "load_seconds": p.load_seconds,
             "error": p.last_error,

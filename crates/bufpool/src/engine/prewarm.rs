@@ -16,7 +16,10 @@
 //! The reload, as PostgreSQL 18's: blocks sorted by relation, fork and block, read per fork
 //! through a read stream (adjacent blocks combined into one vectored read, reads kept in
 //! flight ahead); blocks of a fork that no longer exists, or past its end now, are
-//! skipped; it stops when the pool has no free buffer left (it never evicts a page someone
+//! skipped; a free-space map page that fails verification is left out and counted (a crash
+//! can tear one, the map is not WAL-logged, and the map reads it back as zeros itself),
+//! while a failing page of any other fork stops the reload with its error; it stops when
+//! the pool has no free buffer left (it never evicts a page someone
 //! loaded since the open), or when the engine shuts down. A reload cut short by a shutdown
 //! does not save at that shutdown, so the next open still has the whole list.
 //!
@@ -31,7 +34,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use super::EngineError;
-use crate::buffer::BufferPool;
+use crate::buffer::{BufferError, BufferPool};
 use crate::scan::read_stream::{BlockSource, ReadStream, ReadStreamOptions};
 use crate::types::{BufferTag, ForkNumber, RelFileId};
 use crate::vfs::{OpenOptions, Vfs};
@@ -58,6 +61,11 @@ pub struct PrewarmStats {
     pub loaded: u64,
     /// Blocks skipped: their fork is gone or shorter now.
     pub skipped: u64,
+    /// Free-space map blocks that failed verification, left out: the map is not
+    /// WAL-logged, so a crash can leave a page of it torn, and the map reads such a page
+    /// back as zeros itself when it next needs it. (A torn block of any other fork is
+    /// corruption: the reload stops with its error.)
+    pub invalid: u64,
     /// The reload stopped because the pool had no free buffer left.
     pub stopped_pool_full: bool,
     /// The reload has ended (finished, stopped, or failed).
@@ -232,8 +240,17 @@ pub fn load(
         }));
         let mut stream = ReadStream::new(pool, rel, fork, source, None, opts);
         while let Some(b) = stream.next() {
-            drop(b?);
-            st.loaded += 1;
+            match b {
+                Ok(b) => {
+                    drop(b);
+                    st.loaded += 1;
+                }
+                Err(e @ BufferError::Corrupt { .. }) if fork == ForkNumber::FreeSpace => {
+                    tracing::warn!("autoprewarm: {e}; left for the free-space map to zero");
+                    st.invalid += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
             progress(&st);
             if stop() {
                 return Ok((st, true));
@@ -375,6 +392,7 @@ impl Shared {
             Some(saved) => load(&self.pool, &saved, opts, &stopping, &mut |p| {
                 let mut st = self.stats.lock();
                 (st.listed, st.loaded, st.skipped) = (p.listed, p.loaded, p.skipped);
+                st.invalid = p.invalid;
             }),
             None => Ok((PrewarmStats::default(), false)),
         });
@@ -385,6 +403,7 @@ impl Shared {
             match r {
                 Ok((done, cut)) => {
                     (st.listed, st.loaded, st.skipped) = (done.listed, done.loaded, done.skipped);
+                    st.invalid = done.invalid;
                     st.stopped_pool_full = done.stopped_pool_full;
                     self.cut_short
                         .store(cut, std::sync::atomic::Ordering::Relaxed);
