@@ -89,6 +89,12 @@ fn writer_samples(engine: &Engine, out: &mut Vec<Sample>) {
         b.maxwritten_clean as f64,
     ));
     out.push(sample(
+        "bufpool_bgwriter_rounds_paced",
+        "Background-writer rounds stopped at their device pace (bgwriter_device_share).",
+        c,
+        b.rounds_paced as f64,
+    ));
+    out.push(sample(
         "bufpool_bgwriter_buffers_alloc",
         "Buffers handed out by replacement.",
         c,

@@ -394,6 +394,9 @@ pub struct BgwriterCounts {
     /// last sync (`bgwriter_flush_once`).
     #[serde(default)]
     pub hints_repeated_skipped: u64,
+    /// Rounds that stopped at the bgwriter's device pace (`bgwriter_device_share`).
+    #[serde(default)]
+    pub rounds_paced: u64,
     /// Mean and longest round, µs.
     pub round_us_mean: f64,
     pub round_us_max: f64,

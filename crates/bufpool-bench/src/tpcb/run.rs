@@ -469,6 +469,7 @@ fn bgwriter_counts(
         rounds_lapped: a.rounds_lapped - before.rounds_lapped,
         buffers_skipped: a.buffers_skipped - before.buffers_skipped,
         hints_repeated_skipped: a.hints_repeated_skipped - before.hints_repeated_skipped,
+        rounds_paced: a.rounds_paced - before.rounds_paced,
         round_us_mean: if rounds > 0 {
             time.as_secs_f64() * 1e6 / rounds as f64
         } else {

@@ -228,6 +228,10 @@ pub struct BgwriterOptions {
     /// tablespaces whose device a probe finds fast (`bgwriter_flush_once`); off: every
     /// write, as PostgreSQL.
     pub flush_once: bool,
+    /// Most of the write-back rate of the slowest device a probe measured under the
+    /// tablespaces it writes to that the bgwriter's writes take, in thousandths
+    /// (`bgwriter_device_share`; 0: no limit): see [`DEFAULT_BGWRITER_DEVICE_SHARE_THOUSANDTHS`].
+    pub device_share_thousandths: u32,
     /// Writes a round keeps in flight (`bgwriter_writers`), through one io_uring or on as
     /// many threads (`io`): one synchronous write at a time caps the bgwriter at one device
     /// latency per page.
@@ -254,6 +258,20 @@ pub struct BgwriterOptions {
 /// Largest `bgwriter_lru_percent`: the whole pool, in thousandths of a percent.
 pub const MAX_BGWRITER_LRU_PERCENT_THOUSANDTHS: u64 = 100_000;
 
+/// Default `bgwriter_device_share`: the slowest fast device's whole probed write-back
+/// rate. When the pool first fills, every buffer the clock reaches is dirty, and a round
+/// that cleans ahead of the hand (the estimate times `bgwriter_lru_multiplier`, plus the
+/// lead) writes about twice what the backends need: on slow10 (10 MB/s, the log on the same
+/// device; TPC-B scale 20 at 490 tps, 2026-11-29, Intel Xeon) 700-1,000 pages a second for
+/// three to five seconds, 8 MB/s of hinted writes queued ahead of every commit's log flush:
+/// seconds whose worst transaction took 0.8-1.6 s, worse than the checkpoint's. Capped at
+/// the probe's 643 pages a second they took 0.35-0.6 s; half of it (322) was below the
+/// backends' steady need there (about 450), so backends wrote the rest to the page cache
+/// unhinted, 40-60 MB piled up and went to the device at once at the next checkpoint's
+/// start (1.2-1.5 s). A fast local disk (probe: 88,000 pages a second or more) is never
+/// limited in practice.
+pub const DEFAULT_BGWRITER_DEVICE_SHARE_THOUSANDTHS: u32 = 1000;
+
 /// Default `bgwriter_writers`: 16 writes in flight, PostgreSQL 18's
 /// effective_io_concurrency. On the ssd-sata profile with O_DIRECT (TPC-B, 8 clients, 30 s
 /// runs, once the round kept its lead over the hand; BENCHMARKS.md, issue 12) the
@@ -271,6 +289,7 @@ impl Default for BgwriterOptions {
             lru_multiplier_thousandths: DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
             flush_after_bytes: DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
             flush_once: true,
+            device_share_thousandths: DEFAULT_BGWRITER_DEVICE_SHARE_THOUSANDTHS,
             writers: DEFAULT_BGWRITER_WRITERS,
             io: BgwriterIo::IoUring,
             adaptive_nap: true,

@@ -99,6 +99,10 @@ impl ConfigBuilder {
         /// Bytes; 0 disables the writeback hints.
         bgwriter_flush_after: u64 => |c, v| c.bgwriter_flush_after = v;
         bgwriter_flush_once: bool => |c, v| c.bgwriter_flush_once = v;
+        /// Rounded to thousandths; negative or NaN becomes 0 (and 1.0 is the maximum).
+        bgwriter_device_share: f64 => |c, v| {
+            c.bgwriter_device_share_thousandths = (v * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32
+        };
         bgwriter_writers: usize => |c, v| c.bgwriter_writers = v;
         bgwriter_io_method: BgwriterIo => |c, v| c.bgwriter_io_method = v;
         synchronize_seqscans: bool => |c, v| c.synchronize_seqscans = v;

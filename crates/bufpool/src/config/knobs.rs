@@ -852,6 +852,20 @@ pub static KNOBS: &[Knob] = &[
         |c| Value::Bool(c.bgwriter_flush_once),
     ),
     Knob {
+        min: 0,
+        max: 1000,
+        ..row(
+            "bgwriter_device_share",
+            Unit::Decimal,
+            "1.0",
+            "most of the write-back rate a probe measured for the slowest fast device \
+             that the bgwriter's buffered writes take per second (needs \
+             bgwriter_flush_once's probe; 0: no limit)",
+            |c, v| c.bgwriter_device_share_thousandths = int(v) as u32,
+            |c| Value::Int(u64::from(c.bgwriter_device_share_thousandths)),
+        )
+    },
+    Knob {
         min: 1,
         max: MAX_BGWRITER_WRITERS,
         ..row(

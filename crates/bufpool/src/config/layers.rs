@@ -49,6 +49,7 @@ impl Config {
             lru_multiplier_thousandths: self.bgwriter_lru_multiplier_thousandths,
             flush_after_bytes: self.bgwriter_flush_after,
             flush_once: self.bgwriter_flush_once,
+            device_share_thousandths: self.bgwriter_device_share_thousandths,
             writers: self.bgwriter_writers,
             io: self.bgwriter_io_method,
             adaptive_nap: self.bgwriter_adaptive_nap,

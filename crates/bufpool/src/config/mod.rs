@@ -187,6 +187,9 @@ pub struct Config {
     /// Each block hinted at most once per checkpoint cycle, on tablespaces whose device a
     /// probe finds fast.
     pub bgwriter_flush_once: bool,
+    /// Most of its slowest probed device's write-back rate the bgwriter's writes take, in
+    /// thousandths (0: no limit).
+    pub bgwriter_device_share_thousandths: u32,
     /// Writes a bgwriter round keeps in flight.
     pub bgwriter_writers: usize,
     /// How the bgwriter keeps them in flight.

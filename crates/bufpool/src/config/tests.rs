@@ -519,6 +519,9 @@ fn bgwriter_knobs_parse_and_reach_the_pool_options() {
     c.set("bgwriter_flush_after", "0").unwrap();
     assert_eq!(c.get("bgwriter_flush_once").unwrap(), "on");
     c.set("bgwriter_flush_once", "off").unwrap();
+    assert_eq!(c.get("bgwriter_device_share").unwrap(), "1.0");
+    c.set("bgwriter_device_share", "0.25").unwrap();
+    assert!(c.set("bgwriter_device_share", "1.5").is_err(), "past 1.0");
     assert_eq!(c.get("bgwriter_io_method").unwrap(), "io_uring");
     c.set("bgwriter_writers", "4").unwrap();
     c.set("bgwriter_io_method", "threads").unwrap();
@@ -537,6 +540,7 @@ fn bgwriter_knobs_parse_and_reach_the_pool_options() {
             lru_multiplier_thousandths: 1250,
             flush_after_bytes: 0,
             flush_once: false,
+            device_share_thousandths: 250,
             writers: 4,
             io: BgwriterIo::Threads,
             adaptive_nap: false,
@@ -548,6 +552,10 @@ fn bgwriter_knobs_parse_and_reach_the_pool_options() {
     assert_eq!(
         Config::allowed("bgwriter_lru_multiplier").unwrap(),
         "0.0 to 10.0"
+    );
+    assert_eq!(
+        Config::allowed("bgwriter_device_share").unwrap(),
+        "0.0 to 1.0"
     );
     assert_eq!(
         Config::allowed("bgwriter_lru_maxpages").unwrap(),

@@ -316,6 +316,11 @@ impl Smgr {
     pub fn block_size(&self) -> usize {
         self.block_size
     }
+    /// Whether the data files are opened O_DIRECT (`io_direct`): a write reaches the device
+    /// before it returns, and writeback hints have nothing to do.
+    pub fn direct_io(&self) -> bool {
+        self.direct
+    }
     pub fn segment_blocks(&self) -> u32 {
         self.segment_blocks
     }

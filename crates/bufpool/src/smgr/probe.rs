@@ -4,7 +4,8 @@
 //! ([`Smgr::probe_device_once`]). `bgwriter_flush_once` uses it to decide, per device and
 //! before any checkpoint, whether the page cache may keep rewrites of a block until the
 //! fsync (a fast device drains them in milliseconds) or every write must be hinted (a
-//! slow one turns them into a long fsync that stalls the log sharing it).
+//! slow one turns them into a long fsync that stalls the log sharing it), and the
+//! bgwriter paces its writes by the rate measured (`bgwriter_device_share`).
 //!
 //! Owns: nothing between calls; a probe makes [`PROBE_FILE`] and unlinks it: for the
 //! default tablespace in the data directory itself (the same file system as `base/0`;

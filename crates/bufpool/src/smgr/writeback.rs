@@ -49,6 +49,9 @@ pub struct HintedOnce {
     /// Each tablespace written to so far and what its device is (at most
     /// [`MAX_DEVICES`]; beyond that a tablespace is hinted every write).
     devices: Vec<(u32, Device)>,
+    /// The write-back rate its probe measured, pages a second, per entry of `devices`
+    /// (None: not probed, or the probe failed).
+    rates: Vec<Option<f64>>,
 }
 
 /// Tablespaces a [`HintedOnce`] judges apart.
@@ -75,6 +78,7 @@ impl HintedOnce {
             epoch: 0,
             since: None,
             devices: Vec::with_capacity(MAX_DEVICES),
+            rates: Vec::with_capacity(MAX_DEVICES),
         }
     }
 
@@ -113,18 +117,35 @@ impl HintedOnce {
         }
         if self.devices.len() < MAX_DEVICES {
             self.devices.push((tablespace, Device::Unprobed));
+            self.rates.push(None);
         }
         Device::Unprobed
     }
 
-    /// Probes one tablespace written to but not yet probed (`probe`: fast or not, or None
-    /// if the probe failed; one per call, so a batch waits for at most one probe) and
-    /// marks slow each one `slow_sync` names. Call at the start of a batch of writes (a
-    /// bgwriter round), not per write. Returns the tablespaces whose verdict changed,
-    /// with the new one.
+    /// The lowest write-back rate, pages a second, that a probe measured among the fast
+    /// devices under the tablespaces written to so far (None: none probed fast, or every
+    /// one turned slow). The bgwriter paces its writes by it (`bgwriter_device_share`):
+    /// what a paced round leaves, backends write to the page cache unhinted, which only a
+    /// fast device drains before the checkpoint's fsync; a slow one keeps every write
+    /// hinted and unpaced.
+    pub fn slowest_rate(&self) -> Option<f64> {
+        self.devices
+            .iter()
+            .zip(&self.rates)
+            .filter(|((_, d), _)| *d == Device::Fast)
+            .filter_map(|(_, r)| *r)
+            .reduce(f64::min)
+    }
+
+    /// Probes one tablespace written to but not yet probed (`probe`: the pages a second
+    /// its device writes back, or None if the probe failed; one per call, so a batch
+    /// waits for at most one probe) and marks slow each one `slow_sync` names. A device
+    /// is fast at [`super::FAST_PAGES_PER_SEC`] or more. Call at the start of a batch of
+    /// writes (a bgwriter round), not per write. Returns the tablespaces whose verdict
+    /// changed, with the new one.
     pub fn refresh_devices(
         &mut self,
-        mut probe: impl FnMut(u32) -> Option<bool>,
+        mut probe: impl FnMut(u32) -> Option<f64>,
         slow_sync: impl Fn(u32) -> bool,
     ) -> impl Iterator<Item = (u32, Device)> + '_ {
         let mut changed = 0u64;
@@ -133,8 +154,10 @@ impl HintedOnce {
             let new = match *d {
                 Device::Unprobed if !probed => {
                     probed = true;
-                    match probe(*ts) {
-                        Some(true) => Device::Fast,
+                    let rate = probe(*ts);
+                    self.rates[i] = rate;
+                    match rate {
+                        Some(r) if r >= super::FAST_PAGES_PER_SEC => Device::Fast,
                         _ => Device::Slow,
                     }
                 }
@@ -256,7 +279,7 @@ mod tests {
         let t = |block| BufferTag::new(rel, ForkNumber::Main, block);
         let mut f = HintedOnce::new(1 << 16);
         assert_eq!(f.device(rel.tablespace), Device::Unprobed);
-        assert_eq!(f.refresh_devices(|_| Some(true), |_| false).count(), 1);
+        assert_eq!(f.refresh_devices(|_| Some(1e6), |_| false).count(), 1);
         let t0 = Instant::now();
         f.start(0, t0);
         assert!(f.first(&t(1)));
@@ -286,6 +309,7 @@ mod tests {
         let t = |ts, block| BufferTag::new(RelFileId::new(ts, 1), ForkNumber::Main, block);
         let mut f = HintedOnce::new(1 << 16);
         f.start(0, Instant::now());
+        assert_eq!(f.slowest_rate(), None, "nothing probed");
         for ts in [1, 2, 3] {
             assert!(f.first(&t(ts, 5)) && f.first(&t(ts, 5)), "unprobed: always");
         }
@@ -296,7 +320,7 @@ mod tests {
             changed.extend(f.refresh_devices(
                 |ts| {
                     probed.push(ts);
-                    [Some(true), Some(false), None][ts as usize - 1]
+                    [Some(1e6), Some(100.0), None][ts as usize - 1]
                 },
                 |_| false,
             ));
@@ -305,6 +329,11 @@ mod tests {
         assert_eq!(probed, [1, 2, 3]);
         let (fast, slow) = (Device::Fast, Device::Slow);
         assert_eq!(changed, [(1, fast), (2, slow), (3, slow)]);
+        assert_eq!(
+            f.slowest_rate(),
+            Some(1e6),
+            "the slowest fast device's rate"
+        );
         assert!(
             !f.first(&t(1, 5)),
             "fast: block 5 was hinted before the probe"
@@ -315,8 +344,9 @@ mod tests {
             .refresh_devices(|_| panic!("probed twice"), |ts| ts == 1)
             .collect();
         assert_eq!(changed, [(1, slow)]);
+        assert_eq!(f.slowest_rate(), None, "no fast device left");
         assert!(f.first(&t(1, 5)));
-        assert_eq!(f.refresh_devices(|_| Some(true), |_| false).count(), 0);
+        assert_eq!(f.refresh_devices(|_| Some(1e6), |_| false).count(), 0);
         assert_eq!(f.device(1), slow, "slow for good");
         // A full table: later tablespaces are not remembered, always hinted.
         for ts in 4..(MAX_DEVICES as u32 + 10) {
@@ -324,7 +354,7 @@ mod tests {
         }
         assert_eq!(f.devices.len(), MAX_DEVICES);
         for _ in 0..MAX_DEVICES {
-            f.refresh_devices(|_| Some(true), |_| false).count();
+            f.refresh_devices(|_| Some(1e6), |_| false).count();
         }
         let beyond = MAX_DEVICES as u32 + 5;
         assert!(f.first(&t(beyond, 9)) && f.first(&t(beyond, 9)));

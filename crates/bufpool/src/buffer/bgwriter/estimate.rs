@@ -23,6 +23,8 @@ pub(super) struct RoundState {
     /// The blocks hinted since the data files' last sync (`bgwriter_flush_once`; None when
     /// off or when there are no hints).
     pub(super) hinted: Option<HintedOnce>,
+    /// The pace of the round's writes (`bgwriter_device_share`).
+    pub(super) pace: super::pace::Pace,
     /// The hand's speed, buffers per ms (smoothed; 0 until measured), and when `prev_hand`
     /// was read.
     pub(super) hand_speed: f64,
@@ -47,6 +49,7 @@ impl RoundState {
             all_scan_next: 0,
             writeback: WritebackContext::new(writeback_pages),
             hinted: None,
+            pace: super::pace::Pace::default(),
             hand_speed: 0.0,
             prev_hand_at: None,
             batch_ms: 0.0,

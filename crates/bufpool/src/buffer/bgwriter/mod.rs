@@ -7,8 +7,8 @@
 //! [`BgwriterStrategy`], the dirty map or the victim queue.
 //!
 //! Files: `estimate.rs` (step 1, the round state), `scan.rs` (steps 2 to 4), `writes.rs`
-//! (the write paths), `mini_checkpoint.rs`, `victims.rs`, `thread.rs` (step 5, the loop),
-//! `dirty_map.rs`, `victim_queue.rs`, `writer_crew.rs`.
+//! (the write paths), `pace.rs` (the device pace), `mini_checkpoint.rs`, `victims.rs`,
+//! `thread.rs` (step 5, the loop), `dirty_map.rs`, `victim_queue.rs`, `writer_crew.rs`.
 //!
 //! A round (`BufferPool::bgwriter_round`):
 //! 1. **Estimate.** Allocations since the last round (`Clock::allocations`) feed a
@@ -34,7 +34,10 @@
 //!    lap is done: an unpinned usage-0 buffer is reusable; if it is also dirty it is pinned
 //!    (without usage credit), its content lock try-locked shared, and written through the
 //!    pool's one write path `flush_locked` (WAL first). At `lru_maxpages` writes the round
-//!    stops (`maxwritten_clean`). Each written block goes to a writeback context that hints
+//!    stops (`maxwritten_clean`); with buffered writes, earlier at its device pace
+//!    (`rounds_paced`: `bgwriter_device_share` of the slowest fast device's probed
+//!    write-back rate, `pace.rs`), so that cleaning far ahead, when the pool first fills,
+//!    does not queue seconds of writes ahead of the log on a slow device. Each written block goes to a writeback context that hints
 //!    the OS every `bgwriter_flush_after` bytes and at the round's end, sorted and merged
 //!    (a hint left pending across a 200 ms sleep, or a 10 s hibernation, would be stale).
 //! 5. **Sleep** `bgwriter_delay`; after two idle rounds (no allocations, nothing written)
@@ -81,6 +84,7 @@
 mod dirty_map;
 mod estimate;
 mod mini_checkpoint;
+mod pace;
 mod scan;
 #[cfg(test)]
 mod tests;
@@ -179,6 +183,8 @@ pub struct RoundReport {
     pub write_errors: u64,
     /// The round stopped at `lru_maxpages`.
     pub hit_maxpages: bool,
+    /// The round stopped earlier, at its device pace (`bgwriter_device_share`).
+    pub paced: bool,
     /// Nothing to do: no allocations and nothing written.
     pub idle: bool,
     /// A stop request ended the round early.
@@ -197,6 +203,9 @@ pub struct BgwriterStats {
     pub buffers_clean: u64,
     /// Rounds that stopped because they wrote `lru_maxpages` pages.
     pub maxwritten_clean: u64,
+    /// Rounds that stopped earlier because they wrote what their pace allowed
+    /// (`bgwriter_device_share` of the slowest probed device's rate).
+    pub rounds_paced: u64,
     /// Pages backends wrote themselves (pg_stat_io writes by backend, all contexts).
     pub buffers_backend: u64,
     /// Of `buffers_clean`, pages written by the mini-checkpoint all-scan.
@@ -239,6 +248,7 @@ pub struct BgwriterStats {
 struct Counters {
     buffers_clean: AtomicU64,
     maxwritten_clean: AtomicU64,
+    rounds_paced: AtomicU64,
     buffers_mini_checkpoint: AtomicU64,
     rounds: AtomicU64,
     hibernations: AtomicU64,
@@ -432,6 +442,8 @@ pub(super) struct Round<'a> {
     state: &'a mut RoundState,
     report: RoundReport,
     crew: Option<&'a Crew>,
+    /// The most pages this round writes ([`BufferPool::round_limit`]).
+    limit: u64,
 }
 
 impl Round<'_> {
@@ -495,6 +507,7 @@ impl BufferPool {
             buffers_alloc: self.repl.allocations(),
             buffers_clean: get(&c.buffers_clean),
             maxwritten_clean: get(&c.maxwritten_clean),
+            rounds_paced: get(&c.rounds_paced),
             buffers_backend: self.stats().by_writer(IoWriter::Backend, IoOp::Write),
             buffers_mini_checkpoint: get(&c.buffers_mini_checkpoint),
             rounds: get(&c.rounds),
@@ -549,7 +562,7 @@ impl BufferPool {
                      pages/s)",
                     p.pages_per_sec()
                 );
-                Some(p.is_fast())
+                Some(p.pages_per_sec())
             }
             Ok((p, None)) => {
                 tracing::info!(
@@ -560,19 +573,49 @@ impl BufferPool {
                     crate::smgr::PROBE_ROUNDS,
                     p.sync.as_secs_f64() * 1e3
                 );
-                Some(p.is_fast())
+                Some(p.pages_per_sec())
             }
             Err(e) => {
                 tracing::warn!("bgwriter: probing tablespace {ts}'s device failed: {e}");
                 None
             }
         };
+        let slowest = h.slowest_rate();
         for (ts, d) in h.refresh_devices(probe, |ts| smgr.slow_sync_in(ts)) {
             let how = match d {
                 Device::Fast => "each block once between syncs of the data files",
                 _ => "every write",
             };
             tracing::info!("bgwriter: tablespace {ts}: writeback hints for {how}");
+        }
+        let share = self.bgwriter.options.device_share_thousandths;
+        match h.slowest_rate() {
+            Some(rate) if share > 0 && h.slowest_rate() != slowest => tracing::info!(
+                "bgwriter: writes paced to {:.0} pages/s (bgwriter_device_share {} of the \
+                 slowest device's {rate:.0})",
+                rate * f64::from(share) / 1000.0,
+                f64::from(share) / 1000.0
+            ),
+            _ => {}
+        }
+    }
+
+    /// The most pages this round may write: `lru_maxpages`, or fewer when the bgwriter's
+    /// pace (`bgwriter_device_share` of the slowest fast device's probed rate, a round's
+    /// `bgwriter_delay` of it at most held over) has less left. Buffered writes only: an
+    /// O_DIRECT write is on the device when it returns, so a round queues at most
+    /// `bgwriter_writers` of them ahead of the log, and what it left would cost the
+    /// backends a device write each.
+    fn round_limit(&self, state: &mut RoundState, now: Instant) -> u64 {
+        let max = self.bgwriter.maxpages;
+        let share = f64::from(self.bgwriter.options.device_share_thousandths) / 1000.0;
+        let rate = state.hinted.as_ref().and_then(HintedOnce::slowest_rate);
+        match rate {
+            Some(rate) if share > 0.0 && !self.smgr.direct_io() => {
+                let hold = Duration::from_millis(self.bgwriter.options.delay_ms);
+                state.pace.budget(rate * share, hold, now).min(max)
+            }
+            _ => max,
         }
     }
 
@@ -586,14 +629,21 @@ impl BufferPool {
             h.start(self.smgr.syncs_done(), start);
             self.judge_devices(h);
         }
+        let limit = self.round_limit(&mut state, start);
         let mut round = Round {
             pool: self,
             state: &mut state,
             report: RoundReport::default(),
             crew,
+            limit,
         };
         round.run();
         let mut report = round.report;
+        state
+            .pace
+            .spend(report.buffers_written + report.mini_checkpoint_written);
+        report.paced = report.hit_maxpages && limit < self.bgwriter.maxpages;
+        report.hit_maxpages &= !report.paced;
         state.round_number += 1;
         // A hint; a failure is not a lost write (the checkpoint's fsync reports those).
         let _ = state.writeback.issue(&self.smgr, IoContext::Normal);
@@ -626,6 +676,8 @@ impl BufferPool {
             .fetch_add(report.mini_checkpoint_written, Ordering::Relaxed);
         c.maxwritten_clean
             .fetch_add(u64::from(report.hit_maxpages), Ordering::Relaxed);
+        c.rounds_paced
+            .fetch_add(u64::from(report.paced), Ordering::Relaxed);
         c.write_errors
             .fetch_add(report.write_errors, Ordering::Relaxed);
         c.victims_queued

@@ -145,10 +145,10 @@ impl<'a> Round<'a> {
             self.scan_on_threads(scan)
         };
         debug_assert!(
-            self.report.buffers_written <= self.pool.bgwriter.maxpages,
-            "a round wrote {} pages, past lru_maxpages {}",
+            self.report.buffers_written <= self.limit,
+            "a round wrote {} pages, past its limit {}",
             self.report.buffers_written,
-            self.pool.bgwriter.maxpages
+            self.limit
         );
         debug_assert!(
             self.report.buffers_scanned <= nbuffers,
@@ -230,7 +230,7 @@ impl<'a> Round<'a> {
     /// cursor is moved to keep its lead over the hand, which may have come close during a
     /// long round, and the cursor is published.
     fn step(&mut self, scan: &mut LruScan, check_lead: bool) -> Option<u32> {
-        if self.report.buffers_written >= self.pool.bgwriter.maxpages {
+        if self.report.buffers_written >= self.limit {
             self.report.hit_maxpages = true;
             return None;
         }
@@ -344,7 +344,7 @@ impl<'a> Round<'a> {
                 Visited::Written => {
                     self.report.buffers_written += 1;
                     self.report.reusable_found += 1;
-                    if self.report.buffers_written >= self.pool.bgwriter.maxpages {
+                    if self.report.buffers_written >= self.limit {
                         self.report.hit_maxpages = true;
                         break;
                     }

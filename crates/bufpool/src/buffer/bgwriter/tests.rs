@@ -827,6 +827,7 @@ fn a_slow_or_unprobed_device_is_hinted_every_write() {
         c.set("bgwriter_flush_after", "4kB").unwrap();
         c.set("bgwriter_lru_percent", "100").unwrap();
         c.set("bgwriter_flush_once", "on").unwrap();
+        c.set("bgwriter_device_share", "0").unwrap(); // every dirty page written
         let slow = matches!(probe, Probe::Slow);
         let fails = matches!(probe, Probe::Fails);
         let hook: crate::vfs::CallHook = Arc::new(move |call: &crate::vfs::Call<'_>| {
@@ -862,5 +863,66 @@ fn a_slow_or_unprobed_device_is_hinted_every_write() {
             Probe::Slow | Probe::Fails => (0, 64),
         };
         assert_eq!((r.hints_repeated_skipped, hints()), expect);
+    }
+}
+
+/// Proves (`bgwriter_device_share`): once a probe has found the device fast, a round
+/// writes at most the share of its rate that one `bgwriter_delay` holds, and says it
+/// stopped at its pace; before the probe, on a device judged slow (every write hinted,
+/// none left to the page cache), with the share 0, or with O_DIRECT, the round writes what
+/// it finds. How: devices whose probe's fdatasync takes 150 ms (64 pages: at most 427 a
+/// second, fast; half of that for 200 ms is at most 42 pages, all of it 85) or 250 ms
+/// (256 a second, slow), a pool of 256 dirty pages cleaned twice.
+#[test]
+fn a_round_writes_at_its_device_pace() {
+    for (sync_ms, share, direct, paced) in [
+        (150, "0.5", false, true),
+        (150, "1.0", false, true),
+        (150, "0", false, false),
+        (150, "0.5", true, false),
+        (250, "0.5", false, false),
+        (0, "0.5", false, false),
+    ] {
+        let mut c = config(256, "lru");
+        c.set("bgwriter_flush_after", "4kB").unwrap();
+        c.set("bgwriter_lru_percent", "100").unwrap();
+        c.set("bgwriter_delay", "200ms").unwrap();
+        c.set("bgwriter_lru_maxpages", "256").unwrap();
+        c.set("bgwriter_device_share", share).unwrap();
+        let hook: crate::vfs::CallHook = Arc::new(move |call: &crate::vfs::Call<'_>| {
+            let probing = call.path.ends_with(crate::smgr::PROBE_FILE);
+            if probing && call.op == crate::vfs::FaultOp::Fsync {
+                // The device: a slow fdatasync (not a synchronisation wait).
+                std::thread::sleep(std::time::Duration::from_millis(sync_ms));
+            }
+            None
+        });
+        let vfs = crate::vfs::HookVfs::new(Arc::new(MemVfs::new()), hook);
+        let mut opts = crate::buffer::PoolConfig::smgr_options(&c, true).unwrap();
+        opts.direct = direct;
+        let smgr =
+            crate::smgr::Smgr::open(Arc::new(vfs) as Arc<dyn Vfs>, Path::new("/db"), opts).unwrap();
+        let pool = BufferPool::new(Arc::new(smgr), &c, Arc::new(crate::NoWal)).unwrap();
+        dirty_pool(&pool);
+        let r = pool.bgwriter_round();
+        assert_eq!(
+            (r.buffers_written, r.paced),
+            (256, false),
+            "unprobed: {r:?}"
+        );
+        redirty(&pool);
+        let r = pool.bgwriter_round();
+        let case = format!("fdatasync {sync_ms} ms, share {share}, direct {direct}: {r:?}");
+        if paced {
+            let most = if share == "0.5" { 42 } else { 85 };
+            assert!(
+                (1..=most).contains(&r.buffers_written) && r.paced && !r.hit_maxpages,
+                "{case}"
+            );
+            assert_eq!(pool.bgwriter_stats().rounds_paced, 1);
+        } else {
+            assert_eq!((r.buffers_written, r.paced), (256, false), "{case}");
+            assert_eq!(pool.bgwriter_stats().rounds_paced, 0);
+        }
     }
 }

@@ -85,7 +85,7 @@ impl<'a> Round<'a> {
                 id,
             };
             if s & DIRTY != 0 {
-                if self.report.buffers_written >= self.pool.bgwriter.maxpages {
+                if self.report.buffers_written >= self.limit {
                     self.report.hit_maxpages = true;
                     break;
                 }
@@ -117,12 +117,11 @@ impl<'a> Round<'a> {
             }
         }
         debug_assert!(
-            self.report.victims_queued <= want
-                && self.report.buffers_written <= self.pool.bgwriter.maxpages,
+            self.report.victims_queued <= want && self.report.buffers_written <= self.limit,
             "round queued {} of {want} victims and wrote {} pages (cap {})",
             self.report.victims_queued,
             self.report.buffers_written,
-            self.pool.bgwriter.maxpages
+            self.limit
         );
     }
 }
