@@ -37,9 +37,10 @@
 //!    stops (`maxwritten_clean`); with buffered writes, earlier at its device pace
 //!    (`rounds_paced`: `bgwriter_device_share` of the slowest fast device's probed
 //!    write-back rate, `pace.rs`), so that cleaning far ahead, when the pool first fills,
-//!    does not queue seconds of writes ahead of the log on a slow device. Each written block goes to a writeback context that hints
-//!    the OS every `bgwriter_flush_after` bytes and at the round's end, sorted and merged
-//!    (a hint left pending across a 200 ms sleep, or a 10 s hibernation, would be stale).
+//!    does not queue seconds of writes ahead of the log on a slow device. Each written
+//!    block goes to a writeback context that hints the OS every `bgwriter_flush_after`
+//!    bytes and at the round's end, sorted and merged (a hint left pending across a 200 ms
+//!    sleep, or a 10 s hibernation, would be stale).
 //! 5. **Sleep** `bgwriter_delay`; after two idle rounds (no allocations, nothing written)
 //!    hibernate (below).
 //!
@@ -204,7 +205,7 @@ pub struct BgwriterStats {
     /// Rounds that stopped because they wrote `lru_maxpages` pages.
     pub maxwritten_clean: u64,
     /// Rounds that stopped earlier because they wrote what their pace allowed
-    /// (`bgwriter_device_share` of the slowest probed device's rate).
+    /// (`bgwriter_device_share` of the slowest fast device's probed rate).
     pub rounds_paced: u64,
     /// Pages backends wrote themselves (pg_stat_io writes by backend, all contexts).
     pub buffers_backend: u64,
@@ -588,15 +589,14 @@ impl BufferPool {
             };
             tracing::info!("bgwriter: tablespace {ts}: writeback hints for {how}");
         }
-        let share = self.bgwriter.options.device_share_thousandths;
-        match h.slowest_rate() {
-            Some(rate) if share > 0 && h.slowest_rate() != slowest => tracing::info!(
-                "bgwriter: writes paced to {:.0} pages/s (bgwriter_device_share {} of the \
-                 slowest device's {rate:.0})",
-                rate * f64::from(share) / 1000.0,
-                f64::from(share) / 1000.0
-            ),
-            _ => {}
+        let share = f64::from(self.bgwriter.options.device_share_thousandths) / 1000.0;
+        let now = h.slowest_rate();
+        if let Some(rate) = now.filter(|_| share > 0.0 && now != slowest) {
+            tracing::info!(
+                "bgwriter: writes paced to {:.0} pages/s (bgwriter_device_share {share:.2} \
+                 of the slowest fast device's {rate:.0})",
+                rate * share
+            );
         }
     }
 
