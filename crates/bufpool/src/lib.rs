@@ -17,16 +17,15 @@
 //! let accounts = Heap::create(&engine, RelFileId::new(0, 16384))?;
 //! let pkey = BTree::create(&engine, RelFileId::new(0, 16385), true)?;
 //!
-//! let x = engine.begin_xid()?;
-//! let tid = accounts.insert(x, b"alice 100")?;
-//! pkey.insert(x, 1, tid.to_u64())?;
-//! engine.commit_transaction(x)?; // durable when this returns (synchronous_commit = on)
+//! let x = engine.begin()?;
+//! let tid = accounts.insert(x.xid()?, b"alice 100")?; // its first write: an id
+//! pkey.insert(x.xid()?, 1, tid.to_u64())?;
+//! x.commit()?; // durable when this returns (synchronous_commit = on)
 //!
-//! let y = engine.begin_xid()?;
-//! let snap = engine.txns().snapshot(y);
+//! let y = engine.begin()?; // reads only: no id, no log record, no flush
 //! let root = Tid::from_u64(pkey.get(1)?.expect("committed above"));
-//! assert_eq!(accounts.fetch(&snap, root)?.as_deref(), Some(&b"alice 100"[..]));
-//! engine.commit_transaction(y)?;
+//! assert_eq!(accounts.fetch(&y.snapshot(), root)?.as_deref(), Some(&b"alice 100"[..]));
+//! y.commit()?;
 //! engine.shutdown()?; // a checkpoint: the next open replays nothing
 //! # Ok(())
 //! # }

@@ -14,16 +14,24 @@ fn readme_tables_and_indexes_example() -> Result<(), Box<dyn std::error::Error>>
     let heap = Heap::create(&engine, RelFileId::new(0, 16384))?.with_fillfactor(90)?;
     let pkey = BTree::create(&engine, RelFileId::new(0, 16385), true)?;
     let x = engine.begin()?;
-    let tid = heap.insert(x.xid(), b"row bytes")?;
-    pkey.insert(x.xid(), 42, tid.to_u64())?;
-    x.commit()?;
+    let tid = heap.insert(x.xid()?, b"row bytes")?;
+    pkey.insert(x.xid()?, 42, tid.to_u64())?;
+    assert!(
+        x.commit()?.is_some(),
+        "a transaction that wrote commits a record"
+    );
 
     let y = engine.begin()?;
     let root = Tid::from_u64(pkey.get(42)?.unwrap());
-    heap.update(y.xid(), root, |old| [old, b"!"].concat())?;
-    let snap = engine.txns().snapshot(y.xid());
+    heap.update(y.xid()?, root, |old| [old, b"!"].concat())?;
+    let snap = y.snapshot();
     assert_eq!(heap.fetch(&snap, root)?.unwrap(), b"row bytes!");
     y.commit()?;
+
+    // A transaction that only reads gets no id and writes nothing to the log.
+    let r = engine.begin()?;
+    assert_eq!(heap.fetch(&r.snapshot(), root)?.unwrap(), b"row bytes!");
+    assert_eq!(r.commit()?, None);
     heap.vacuum(false)?;
     Ok(())
 }

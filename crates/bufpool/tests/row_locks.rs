@@ -30,7 +30,7 @@ fn open(vfs: &MemVfs) -> Engine {
 
 fn one_row(e: &Engine, heap: &Heap<'_>, data: &[u8]) -> Tid {
     let t = e.begin().unwrap();
-    let r = heap.insert(t.xid(), data).unwrap();
+    let r = heap.insert(t.xid().unwrap(), data).unwrap();
     t.commit().unwrap();
     r
 }
@@ -68,49 +68,55 @@ fn share_lockers_hold_a_row_together_and_writers_wait_for_each() {
     let t1 = e.begin().unwrap();
     let t2 = e.begin().unwrap();
     assert_eq!(
-        heap.lock_row(t1.xid(), r, RowLockMode::Share).unwrap(),
+        heap.lock_row(t1.xid().unwrap(), r, RowLockMode::Share)
+            .unwrap(),
         Some(r)
     );
     // A second share lock does not wait: the row's xmax becomes a multixact of both.
     assert_eq!(
-        heap.lock_row(t2.xid(), r, RowLockMode::Share).unwrap(),
+        heap.lock_row(t2.xid().unwrap(), r, RowLockMode::Share)
+            .unwrap(),
         Some(r)
     );
     assert_eq!(next_multi(&e), m0 + 1);
     let members = e.txns().multis().members(m0).unwrap();
     assert_eq!(
         members,
-        vec![(t1.xid(), MemberMode::Share), (t2.xid(), MemberMode::Share)]
+        vec![
+            (t1.xid().unwrap(), MemberMode::Share),
+            (t2.xid().unwrap(), MemberMode::Share)
+        ]
     );
     // Asking again for what one already holds writes nothing new.
     assert_eq!(
-        heap.lock_row(t1.xid(), r, RowLockMode::Share).unwrap(),
+        heap.lock_row(t1.xid().unwrap(), r, RowLockMode::Share)
+            .unwrap(),
         Some(r)
     );
     assert_eq!(next_multi(&e), m0 + 1);
     // A lock hides nothing: everyone, lockers included, still sees the row.
-    for own in [INVALID_XID, t1.xid(), t2.xid()] {
+    for own in [INVALID_XID, t1.xid().unwrap(), t2.xid().unwrap()] {
         assert_eq!(seen(&e, &heap, own, r), Some(b"v0".to_vec()));
     }
 
     std::thread::scope(|s| {
         let (e, heap) = (&e, &heap);
         let t3 = e.begin().unwrap();
-        let x3 = t3.xid();
+        let x3 = t3.xid().unwrap();
         let locker = s.spawn(move || {
             let got = heap.lock_row(x3, r, RowLockMode::Exclusive).unwrap();
             (t3, got)
         });
-        until_waiting(e, x3, t1.xid());
+        until_waiting(e, x3, t1.xid().unwrap());
         t1.commit().unwrap();
         // The exclusive locker then waits for the other share locker.
-        until_waiting(e, x3, t2.xid());
+        until_waiting(e, x3, t2.xid().unwrap());
         t2.commit().unwrap();
         let (t3, got) = locker.join().unwrap();
         assert_eq!(got, Some(r));
         // And a writer waits for the exclusive locker.
         let u = e.begin().unwrap();
-        let xu = u.xid();
+        let xu = u.xid().unwrap();
         let writer = s.spawn(move || {
             let got = heap.update(xu, r, |d| [d, b"+u"].concat()).unwrap();
             u.commit().unwrap();
@@ -136,9 +142,10 @@ fn two_share_lockers_that_both_update_get_one_deadlock() {
             let (e, heap, barrier) = (&e, &heap, &barrier);
             s.spawn(move || {
                 let t = e.begin().unwrap();
-                heap.lock_row(t.xid(), r, RowLockMode::Share).unwrap();
+                heap.lock_row(t.xid().unwrap(), r, RowLockMode::Share)
+                    .unwrap();
                 barrier.wait(); // both hold the share lock
-                let got = heap.update(t.xid(), r, |d| [d, b"+1"].concat());
+                let got = heap.update(t.xid().unwrap(), r, |d| [d, b"+1"].concat());
                 match got {
                     Ok(_) => {
                         t.commit().unwrap();
@@ -168,26 +175,27 @@ fn a_lock_kept_beside_a_savepoint_update_outlives_its_rollback() {
 
     // Rolled back: the top-level lock stays.
     let mut t = e.begin().unwrap();
-    heap.lock_row(t.xid(), r, RowLockMode::Exclusive).unwrap();
+    heap.lock_row(t.xid().unwrap(), r, RowLockMode::Exclusive)
+        .unwrap();
     let sp = t.savepoint().unwrap();
-    let s_xid = t.xid();
+    let s_xid = t.xid().unwrap();
     heap.update(s_xid, r, |d| [d, b"+s"].concat()).unwrap();
     assert_eq!(next_multi(&e), m0 + 1, "lock and update: one multixact");
     assert_eq!(
         e.txns().multis().members(m0).unwrap(),
         vec![
-            (t.top_xid(), MemberMode::Exclusive),
+            (t.top_xid().unwrap(), MemberMode::Exclusive),
             (s_xid, MemberMode::Update)
         ]
     );
     assert_eq!(seen(&e, &heap, s_xid, r), Some(b"v0+s".to_vec()));
     assert_eq!(seen(&e, &heap, INVALID_XID, r), Some(b"v0".to_vec()));
     t.rollback_to(sp).unwrap();
-    assert_eq!(seen(&e, &heap, t.xid(), r), Some(b"v0".to_vec()));
+    assert_eq!(seen(&e, &heap, t.xid().unwrap(), r), Some(b"v0".to_vec()));
     std::thread::scope(|s| {
         let (e, heap) = (&e, &heap);
         let u = e.begin().unwrap();
-        let xu = u.xid();
+        let xu = u.xid().unwrap();
         let writer = s.spawn(move || {
             let mut from = Vec::new();
             let got = heap
@@ -199,7 +207,7 @@ fn a_lock_kept_beside_a_savepoint_update_outlives_its_rollback() {
             u.commit().unwrap();
             (got, from)
         });
-        until_waiting(e, xu, t.top_xid());
+        until_waiting(e, xu, t.top_xid().unwrap());
         t.commit().unwrap();
         let (got, from) = writer.join().unwrap();
         assert!(got.is_some());
@@ -212,9 +220,11 @@ fn a_lock_kept_beside_a_savepoint_update_outlives_its_rollback() {
 
     // Committed: the update is read through the multixact's updater member.
     let mut t = e.begin().unwrap();
-    heap.lock_row(t.xid(), r, RowLockMode::Exclusive).unwrap();
+    heap.lock_row(t.xid().unwrap(), r, RowLockMode::Exclusive)
+        .unwrap();
     t.savepoint().unwrap();
-    heap.update(t.xid(), r, |d| [d, b"+s"].concat()).unwrap();
+    heap.update(t.xid().unwrap(), r, |d| [d, b"+s"].concat())
+        .unwrap();
     t.commit().unwrap();
     assert_eq!(seen(&e, &heap, INVALID_XID, r), Some(b"v0+u+s".to_vec()));
     let snap = e.txns().snapshot(INVALID_XID);
@@ -239,21 +249,21 @@ fn a_locker_that_waited_for_an_updater_locks_the_new_version() {
     let r = one_row(&e, &heap, b"v0");
     let t = e.begin().unwrap();
     let new = heap
-        .update(t.xid(), r, |_| b"v1".to_vec())
+        .update(t.xid().unwrap(), r, |_| b"v1".to_vec())
         .unwrap()
         .unwrap();
     std::thread::scope(|s| {
         let (e, heap) = (&e, &heap);
         let l = e.begin().unwrap();
-        let xl = l.xid();
+        let xl = l.xid().unwrap();
         let locker = s.spawn(move || (l, heap.lock_row(xl, r, RowLockMode::Share).unwrap()));
-        until_waiting(e, xl, t.xid());
+        until_waiting(e, xl, t.xid().unwrap());
         t.commit().unwrap();
         let (l, got) = locker.join().unwrap();
         assert_eq!(got, Some(new));
         // Deleted meanwhile: nothing to lock.
         let d = e.begin().unwrap();
-        let xd = d.xid();
+        let xd = d.xid().unwrap();
         let deleter = s.spawn(move || {
             let gone = heap.delete(xd, r).unwrap();
             d.commit().unwrap();
@@ -265,7 +275,8 @@ fn a_locker_that_waited_for_an_updater_locks_the_new_version() {
     });
     let x = e.begin().unwrap();
     assert_eq!(
-        heap.lock_row(x.xid(), r, RowLockMode::Exclusive).unwrap(),
+        heap.lock_row(x.xid().unwrap(), r, RowLockMode::Exclusive)
+            .unwrap(),
         None
     );
 }
@@ -281,24 +292,31 @@ fn multixacts_survive_a_crash_and_dead_lockers_hold_nothing() {
         let c = one_row(&e, &heap, b"c0");
         // a: lock + savepoint update, committed, before a checkpoint.
         let mut t = e.begin().unwrap();
-        heap.lock_row(t.xid(), a, RowLockMode::Exclusive).unwrap();
+        heap.lock_row(t.xid().unwrap(), a, RowLockMode::Exclusive)
+            .unwrap();
         t.savepoint().unwrap();
-        heap.update(t.xid(), a, |_| b"a1".to_vec()).unwrap();
+        heap.update(t.xid().unwrap(), a, |_| b"a1".to_vec())
+            .unwrap();
         t.commit().unwrap();
         e.checkpoint().unwrap();
         // b: the same after the checkpoint (replay must recreate its multixact).
         let mut t = e.begin().unwrap();
-        heap.lock_row(t.xid(), b, RowLockMode::Exclusive).unwrap();
+        heap.lock_row(t.xid().unwrap(), b, RowLockMode::Exclusive)
+            .unwrap();
         t.savepoint().unwrap();
-        heap.update(t.xid(), b, |_| b"b1".to_vec()).unwrap();
+        heap.update(t.xid().unwrap(), b, |_| b"b1".to_vec())
+            .unwrap();
         t.commit().unwrap();
         // c: two share lockers still running at the crash.
         let l1 = e.begin().unwrap();
         let l2 = e.begin().unwrap();
-        heap.lock_row(l1.xid(), c, RowLockMode::Share).unwrap();
-        heap.lock_row(l2.xid(), c, RowLockMode::Share).unwrap();
-        let t = e.begin().unwrap();
-        t.commit().unwrap(); // makes everything before it durable
+        heap.lock_row(l1.xid().unwrap(), c, RowLockMode::Share)
+            .unwrap();
+        heap.lock_row(l2.xid().unwrap(), c, RowLockMode::Share)
+            .unwrap();
+        // A writer's commit makes everything before it durable (a transaction that
+        // writes nothing has no record to flush).
+        one_row(&e, &heap, b"d0");
         std::mem::forget((l1, l2));
         drop(e); // a crash
         (a, b, c)
@@ -313,7 +331,7 @@ fn multixacts_survive_a_crash_and_dead_lockers_hold_nothing() {
     let u = e.begin().unwrap();
     for r in [a, b, c] {
         assert!(heap
-            .update(u.xid(), r, |d| [d, b"!"].concat())
+            .update(u.xid().unwrap(), r, |d| [d, b"!"].concat())
             .unwrap()
             .is_some());
     }
@@ -322,8 +340,10 @@ fn multixacts_survive_a_crash_and_dead_lockers_hold_nothing() {
     let before = next_multi(&e);
     let l1 = e.begin().unwrap();
     let l2 = e.begin().unwrap();
-    heap.lock_row(l1.xid(), a, RowLockMode::Share).unwrap();
-    heap.lock_row(l2.xid(), a, RowLockMode::Share).unwrap();
+    heap.lock_row(l1.xid().unwrap(), a, RowLockMode::Share)
+        .unwrap();
+    heap.lock_row(l2.xid().unwrap(), a, RowLockMode::Share)
+        .unwrap();
     assert_eq!(next_multi(&e), before + 1);
     assert!(
         before >= 4,
@@ -334,9 +354,10 @@ fn multixacts_survive_a_crash_and_dead_lockers_hold_nothing() {
 /// Lock FOR UPDATE, savepoint, update, commit: one multixact with an updater in `heap`.
 fn exp2_transaction(e: &Engine, heap: &Heap<'_>, r: Tid, data: &[u8]) {
     let mut t = e.begin().unwrap();
-    heap.lock_row(t.xid(), r, RowLockMode::Exclusive).unwrap();
+    heap.lock_row(t.xid().unwrap(), r, RowLockMode::Exclusive)
+        .unwrap();
     t.savepoint().unwrap();
-    heap.update(t.xid(), r, |_| data.to_vec()).unwrap();
+    heap.update(t.xid().unwrap(), r, |_| data.to_vec()).unwrap();
     t.commit().unwrap();
 }
 
@@ -363,8 +384,10 @@ fn vacuum_replaces_finished_multixacts_and_checkpoints_cut_below_every_table() {
         // Share lockers of another row of `a`, still running.
         let l1 = e.begin().unwrap();
         let l2 = e.begin().unwrap();
-        a.lock_row(l1.xid(), ra2, RowLockMode::Share).unwrap();
-        a.lock_row(l2.xid(), ra2, RowLockMode::Share).unwrap();
+        a.lock_row(l1.xid().unwrap(), ra2, RowLockMode::Share)
+            .unwrap();
+        a.lock_row(l2.xid().unwrap(), ra2, RowLockMode::Share)
+            .unwrap();
         let running_multi = next_multi(&e) - 1;
         let oldest = || e.txns().multis().positions().oldest_multi;
         e.checkpoint().unwrap();
@@ -419,7 +442,7 @@ fn vacuum_replaces_finished_multixacts_and_checkpoints_cut_below_every_table() {
         h.scan(&snap, |tid, _| roots.push(tid)).unwrap();
         for r in roots {
             assert!(h
-                .update(u.xid(), r, |d| [d, b"!"].concat())
+                .update(u.xid().unwrap(), r, |d| [d, b"!"].concat())
                 .unwrap()
                 .is_some());
         }
@@ -445,35 +468,38 @@ fn try_lock_row_never_waits() {
     let heap = Heap::create(&e, REL).unwrap();
     let r = one_row(&e, &heap, b"v0");
     let t1 = e.begin().unwrap();
-    heap.lock_row(t1.xid(), r, RowLockMode::Share).unwrap();
+    heap.lock_row(t1.xid().unwrap(), r, RowLockMode::Share)
+        .unwrap();
     let t2 = e.begin().unwrap();
     let m = next_multi(&e);
-    match heap.try_lock_row(t2.xid(), r, RowLockMode::Exclusive) {
-        Err(HeapError::WouldBlock { holder }) => assert_eq!(holder, t1.xid()),
+    match heap.try_lock_row(t2.xid().unwrap(), r, RowLockMode::Exclusive) {
+        Err(HeapError::WouldBlock { holder }) => assert_eq!(holder, t1.xid().unwrap()),
         other => panic!("expected WouldBlock, got {other:?}"),
     }
     assert_eq!(next_multi(&e), m, "a refused lock writes nothing");
     // Share beside share is granted at once.
     assert_eq!(
-        heap.try_lock_row(t2.xid(), r, RowLockMode::Share).unwrap(),
+        heap.try_lock_row(t2.xid().unwrap(), r, RowLockMode::Share)
+            .unwrap(),
         Some(r)
     );
     // An uncommitted update blocks even a share lock.
     let t3 = e.begin().unwrap();
     let r2 = one_row(&e, &heap, b"w0");
-    heap.update(t3.xid(), r2, |_| b"w1".to_vec()).unwrap();
+    heap.update(t3.xid().unwrap(), r2, |_| b"w1".to_vec())
+        .unwrap();
     assert!(matches!(
-        heap.try_lock_row(t2.xid(), r2, RowLockMode::Share),
+        heap.try_lock_row(t2.xid().unwrap(), r2, RowLockMode::Share),
         Err(HeapError::WouldBlock { .. })
     ));
     t3.commit().unwrap();
     t1.commit().unwrap();
     assert!(heap
-        .try_lock_row(t2.xid(), r2, RowLockMode::Exclusive)
+        .try_lock_row(t2.xid().unwrap(), r2, RowLockMode::Exclusive)
         .unwrap()
         .is_some());
     assert_eq!(
-        heap.try_lock_row(t2.xid(), r, RowLockMode::Exclusive)
+        heap.try_lock_row(t2.xid().unwrap(), r, RowLockMode::Exclusive)
             .unwrap(),
         Some(r)
     );

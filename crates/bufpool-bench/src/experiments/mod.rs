@@ -15,6 +15,7 @@ pub mod mutex_pool;
 pub mod policies;
 pub mod pool;
 pub mod prewarm;
+pub mod readonly;
 pub mod runner;
 pub mod scans;
 pub mod slru;
@@ -76,6 +77,10 @@ pub enum Which {
     /// Autoprewarm: seconds to steady TPS and the first minute's TPS after a restart from
     /// cold storage, with the saved block list reloaded and without.
     Prewarm(prewarm::Args),
+    /// Transactions that only read: pgbench's select-only script and YCSB C with
+    /// synchronous commit on and off, the log bytes and syncs each transaction costs
+    /// (none: a reader gets no transaction id and writes no commit record).
+    Readonly(readonly::Args),
     /// The banked SLRU (issue 16, seed 002): lookups of random pages per slru_design,
     /// SLRU size (16..4096 slots), spread (fits, 10x) and thread count.
     Slru(slru::Args),
@@ -121,6 +126,8 @@ pub fn report_of(cli: ExperimentCli, command: Vec<String>) -> Result<Report> {
         }
         Which::Prewarm(a) => runner::run("prewarm", c, command, |r| prewarm::run(&a, r))
             .context("experiment prewarm")?,
+        Which::Readonly(a) => runner::run("readonly", c, command, |r| readonly::run(&a, r))
+            .context("experiment readonly")?,
         Which::Slru(a) => {
             runner::run("slru", c, command, |r| slru::run(&a, r)).context("experiment slru")?
         }
@@ -204,6 +211,9 @@ pub enum Goal {
     AtMost,
     #[serde(rename = ">=")]
     AtLeast,
+    /// The value must be the target itself (a count that must be 0).
+    #[serde(rename = "=")]
+    Exactly,
 }
 
 impl Goal {
@@ -211,6 +221,7 @@ impl Goal {
         match self {
             Goal::AtMost => "<=",
             Goal::AtLeast => ">=",
+            Goal::Exactly => "=",
         }
     }
 
@@ -218,6 +229,7 @@ impl Goal {
         match self {
             Goal::AtMost => value <= target,
             Goal::AtLeast => value >= target,
+            Goal::Exactly => value == target,
         }
     }
 }
@@ -502,6 +514,8 @@ mod tests {
         assert!(r.pass);
         let r = Ratio::new("y", &[1.0, 1.7, 2.0], Goal::AtLeast, 1.8);
         assert!(!r.pass);
+        assert!(Ratio::new("z", &[0.0], Goal::Exactly, 0.0).pass);
+        assert!(!Ratio::new("z", &[0.5], Goal::Exactly, 0.0).pass);
     }
 
     #[test]

@@ -92,7 +92,7 @@ pub fn savepoint_overflow(
     let mut t = db.engine.begin()?;
     for i in 0..savepoints {
         t.savepoint()?;
-        test.insert(t.xid(), &test_row(i64::from(i)))?;
+        test.insert(t.xid()?, &test_row(i64::from(i)))?;
     }
     pause(wait, stop);
     t.commit()?;
@@ -107,7 +107,7 @@ pub fn long_running(
     stop: &dyn Fn() -> bool,
 ) -> Result<(), bufpool::Error> {
     let t = db.engine.begin()?;
-    test.insert(t.xid(), &test_row(1))?;
+    test.insert(t.xid()?, &test_row(1))?;
     pause(wait, stop);
     t.commit()?;
     Ok(())

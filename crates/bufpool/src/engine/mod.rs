@@ -751,9 +751,10 @@ impl Engine {
     }
 
     /// Starts a transaction: a handle that aborts it when dropped unless it was committed
-    /// (see [`Transaction`]).
+    /// (see [`Transaction`]). It gets a transaction id at its first write; one that only
+    /// reads writes nothing to the log, not even at its commit.
     pub fn begin(&self) -> Result<Transaction<'_>, EngineError> {
-        Ok(Transaction::new(self, self.txns.begin()?))
+        Ok(Transaction::new(self))
     }
 
     /// Starts a transaction and returns only its id: the caller must end it with

@@ -33,7 +33,7 @@ use super::clog::{Clog, ClogError, XidStatus};
 use super::multixact::MultiXact;
 use super::subtrans::Subtrans;
 use super::{Xid, FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID};
-use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, RwLock};
+use crate::sync::{Arc, AtomicU32, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, RwLock};
 
 /// Subtransaction ids a transaction's snapshot entry holds before it overflows
 /// (PostgreSQL's PGPROC_MAX_CACHED_SUBXIDS).
@@ -42,8 +42,14 @@ pub const MAX_CACHED_SUBXIDS: usize = 64;
 /// The live (not rolled back) subtransaction ids of a running top-level transaction,
 /// shared with its snapshots so that they see the owner's changes made in savepoints
 /// begun after the snapshot was taken (PostgreSQL's TransactionIdIsCurrentTransactionId).
+///
+/// It also carries the top-level id once one is assigned: a transaction that takes its
+/// snapshot before its first write (and so before it has an id; see
+/// [`crate::engine::Transaction`]) still sees the rows it writes after that.
 #[derive(Debug, Default)]
 pub struct OwnTree {
+    /// The top-level transaction's id, INVALID_XID until it is assigned.
+    top: AtomicU32,
     /// `xids.len()`, read without the lock (most transactions have no savepoint).
     n: AtomicUsize,
     /// Ascending (ids are handed out in increasing order).
@@ -51,8 +57,10 @@ pub struct OwnTree {
 }
 
 impl OwnTree {
+    /// Whether `xid` is the tree's top-level id or one of its live subtransactions.
     fn contains(&self, xid: Xid) -> bool {
-        self.n.load(Ordering::Acquire) > 0 && self.xids.read().binary_search(&xid).is_ok()
+        xid == self.top.load(Ordering::Acquire)
+            || (self.n.load(Ordering::Acquire) > 0 && self.xids.read().binary_search(&xid).is_ok())
     }
 
     fn push(&self, xid: Xid) {
@@ -121,9 +129,13 @@ impl Drop for ObserverReg {
 impl Snapshot {
     /// Whether `xid` is the owner's: its top-level id or one of its live subtransactions.
     pub fn is_own(&self, xid: Xid) -> bool {
-        // A subtransaction is newer than its top: older ids need no look at the tree.
+        // A subtransaction is newer than its top: older ids need no look at the tree. A
+        // snapshot taken before its transaction had an id (`own` INVALID_XID) finds the id
+        // assigned later in the tree.
         xid == self.own
-            || (xid > self.own && self.own_tree.as_ref().is_some_and(|t| t.contains(xid)))
+            || (xid > self.own
+                && xid != INVALID_XID
+                && self.own_tree.as_ref().is_some_and(|t| t.contains(xid)))
     }
 }
 
@@ -258,9 +270,21 @@ impl TxnManager {
 
     /// Starts a transaction: a new id, registered as running.
     pub fn begin(&self) -> Result<Xid, ClogError> {
-        let tree = Arc::new(OwnTree::default());
+        self.begin_with(Arc::new(OwnTree::default()))
+    }
+
+    /// Starts a transaction whose own tree is `tree` (a fresh one, or the one a transaction
+    /// without an id shares with the snapshots it took before its first write): a new id,
+    /// registered as running and recorded in the tree.
+    pub fn begin_with(&self, tree: Arc<OwnTree>) -> Result<Xid, ClogError> {
+        debug_assert_eq!(
+            tree.top.load(Ordering::Relaxed),
+            INVALID_XID,
+            "a tree belongs to one transaction"
+        );
         let mut st = self.st();
         let xid = self.assign(&mut st)?;
+        tree.top.store(xid, Ordering::Release);
         let begin_xmin = st.active.iter().next().copied().unwrap_or(xid);
         st.tops.insert(
             xid,
@@ -354,6 +378,17 @@ impl TxnManager {
 
     /// A snapshot for the transaction tree of `own` (INVALID_XID for a read-only observer).
     pub fn snapshot(&self, own: Xid) -> Snapshot {
+        self.snapshot_of(own, None)
+    }
+
+    /// A snapshot for a transaction that has no id yet (it has only read): an observer's
+    /// (its xmin holds the pruning horizon back while it lives) that also sees the rows
+    /// written under the id `tree` receives if the transaction writes later.
+    pub fn snapshot_unassigned(&self, tree: &Arc<OwnTree>) -> Snapshot {
+        self.snapshot_of(INVALID_XID, Some(tree))
+    }
+
+    fn snapshot_of(&self, own: Xid, unassigned: Option<&Arc<OwnTree>>) -> Snapshot {
         let st = self.st();
         let own = st.top(own);
         let running: Vec<Xid> = st.tops.keys().copied().filter(|&x| x != own).collect();
@@ -367,12 +402,14 @@ impl TxnManager {
             subxip.sort_unstable();
         }
         let xmin = running.first().copied().unwrap_or(st.next_xid);
-        let own_tree = st.tops.get(&own).map(|t| t.tree.clone());
+        let registered = st.tops.get(&own).map(|t| t.tree.clone());
+        let observing = registered.is_none();
+        let own_tree = registered.or_else(|| unassigned.cloned());
         // An observer: nothing of its own holds the horizon back, so its xmin does,
         // registered before `state` is released (a horizon computed after this sees it; one
         // computed before is at most this xmin, since every transaction running then began
         // at or above it).
-        let observer = own_tree.is_none().then(|| {
+        let observer = observing.then(|| {
             *self.observers.lock().entry(xmin).or_insert(0) += 1;
             Arc::new(ObserverReg {
                 xmin,

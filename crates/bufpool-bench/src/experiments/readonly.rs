@@ -1,0 +1,268 @@
+//! `bufpool experiment readonly`: what a transaction that only reads costs the log.
+//!
+//! A transaction gets its id at its first write (PostgreSQL's lazy assignment), so one
+//! that only reads writes no commit record and waits for no flush, whatever
+//! `synchronous_commit` says. This experiment shows it with the two read-only scripts:
+//! pgbench's select-only (one account by a uniform key) and YCSB C (one account by a
+//! Zipfian key), each with synchronous commit on and off, on one copy of a template whose
+//! data fits the pool (reads from memory: what remains is the transaction's own cost).
+//!
+//! Per repetition, for each script, sync on then off (alternated round after round): a
+//! run of `--seconds` with 2 clients on 2 threads; its log bytes, records and syncs per
+//! transaction and its TPS. Target: `readonly_wal_bytes_per_tx`, the most log bytes per
+//! transaction of any run, `=` 0 (PostgreSQL: 0). Figures: each run's TPS and the ratio
+//! of sync on over sync off per script (about 1 when a reader waits for no flush; it was
+//! 0.02 when every transaction synced the log). `--quick`: scale 2, 3 s runs, one
+//! repetition. On the local disk: the device only matters if something is written.
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use super::device::remove_db;
+use super::runner::{knobs, Runner};
+use super::{layout, Goal, Report, Samples};
+use crate::commands::run_tpcb;
+use crate::report::model::RunResult;
+use crate::tpcb::run::{BenchOptions, Mode};
+
+/// `bufpool experiment readonly` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Scale (default 10; 2 with --quick).
+    #[arg(long)]
+    pub scale: Option<u32>,
+    /// Seconds of each run (default 10; 3 with --quick).
+    #[arg(long)]
+    pub seconds: Option<u64>,
+}
+
+/// The read-only scripts measured.
+const SCRIPTS: [Mode; 2] = [Mode::SelectOnly, Mode::YcsbC];
+const CLIENTS: u32 = 2;
+/// The pool: the scale-10 data (about 150 MB) and its indexes fit with room to spare.
+const POOL: &str = "1GB";
+/// Checkpoints only by log volume: a timed one inside a run would be the run's only log
+/// write, and a read-only run leaves no log to checkpoint.
+const BASE: &[(&str, &str)] = &[
+    ("shared_buffers", POOL),
+    ("checkpoint_timeout", "1h"),
+    ("log_checkpoints", "off"),
+];
+
+/// What one run cost the log, per transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogCost {
+    pub script: &'static str,
+    pub sync: bool,
+    pub tps: f64,
+    pub transactions: u64,
+    pub wal_bytes_per_tx: f64,
+    pub wal_records_per_tx: f64,
+    pub wal_syncs_per_tx: f64,
+}
+
+impl LogCost {
+    fn of(script: Mode, sync: bool, r: &RunResult) -> LogCost {
+        let n = r.transactions.max(1) as f64;
+        let w = r.wal.clone().unwrap_or_default();
+        LogCost {
+            script: script.name(),
+            sync,
+            tps: r.tps,
+            transactions: r.transactions,
+            wal_bytes_per_tx: w.bytes as f64 / n,
+            wal_records_per_tx: w.records as f64 / n,
+            wal_syncs_per_tx: w.syncs as f64 / n,
+        }
+    }
+}
+
+/// The target from every run measured: the most log bytes any read-only transaction
+/// cost (one sample: a single run that writes fails it).
+pub fn push_targets(s: &mut Samples, runs: &[LogCost]) {
+    let worst = runs.iter().map(|c| c.wal_bytes_per_tx).fold(0.0, f64::max);
+    s.push("readonly_wal_bytes_per_tx", worst);
+}
+
+/// Runs the experiment (see the module doc).
+pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
+    let short = r.common.short();
+    let scale = a.scale.unwrap_or(if short { 2 } else { 10 });
+    let seconds = a.seconds.unwrap_or(if short { 3 } else { 10 });
+    anyhow::ensure!(
+        (1..=3600).contains(&seconds),
+        "--seconds must be within 1..=3600, got {seconds}"
+    );
+    let repeats = r.common.repeats_unless_quick();
+    let template = r.template(scale, false, &knobs(BASE))?;
+    // Read-only runs change nothing: one copy serves them all.
+    let dir = r.fresh_copy(&template, "run")?;
+    let out_dir = r.out_dir()?;
+    let mut samples = Samples::default();
+    let mut runs = Vec::new();
+    let steps = repeats * SCRIPTS.len() * 2;
+    for rep in 0..repeats {
+        let order = if rep % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for script in SCRIPTS {
+            for sync in order {
+                let label = format!("{} sync {}", script.name(), if sync { "on" } else { "off" });
+                r.progress(format!(
+                    "[{}/{steps}] {label}: {CLIENTS} clients, {seconds} s",
+                    runs.len() + 1
+                ));
+                let mut sets = knobs(BASE);
+                sets.push((
+                    "synchronous_commit".into(),
+                    if sync { "on" } else { "off" }.into(),
+                ));
+                let opts = BenchOptions {
+                    mode: script,
+                    threads: CLIENTS,
+                    ..BenchOptions::tpcb(CLIENTS, seconds, &label, r.stop())
+                };
+                let out = run_tpcb(&dir, &sets, opts).with_context(|| label.clone())?;
+                let cost = LogCost::of(script, sync, &out.result);
+                r.progress(format!(
+                    "{label}: {:.0} tps, {:.1} log bytes and {:.3} syncs per transaction",
+                    cost.tps, cost.wal_bytes_per_tx, cost.wal_syncs_per_tx
+                ));
+                let path = out_dir.join(format!("{}-{rep}.json", label.replace(' ', "-")));
+                std::fs::write(&path, serde_json::to_string_pretty(&out.result)?)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                runs.push(cost);
+            }
+        }
+        for script in SCRIPTS {
+            let tps = |sync: bool| {
+                runs.iter()
+                    .rev()
+                    .find(|c| c.script == script.name() && c.sync == sync)
+                    .map_or(0.0, |c| c.tps)
+            };
+            let name = match script {
+                Mode::SelectOnly => "select_only_sync_on_vs_off",
+                _ => "ycsb_c_sync_on_vs_off",
+            };
+            samples.push(name, tps(true) / tps(false).max(1e-9));
+        }
+    }
+    remove_db(&dir);
+    remove_db(&template.dir);
+    push_targets(&mut samples, &runs);
+    Ok(report(r, &samples, &runs, (scale, seconds)))
+}
+
+fn report(r: &Runner, s: &Samples, runs: &[LogCost], (scale, seconds): (u32, u64)) -> Report {
+    let mut cells = vec![[
+        "script",
+        "sync",
+        "tps",
+        "transactions",
+        "log bytes/tx",
+        "records/tx",
+        "syncs/tx",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for c in runs {
+        cells.push(vec![
+            c.script.to_string(),
+            if c.sync { "on" } else { "off" }.to_string(),
+            format!("{:.0}", c.tps),
+            c.transactions.to_string(),
+            format!("{:.2}", c.wal_bytes_per_tx),
+            format!("{:.4}", c.wal_records_per_tx),
+            format!("{:.4}", c.wal_syncs_per_tx),
+        ]);
+    }
+    let mut metadata = r.metadata();
+    metadata.insert("scale".into(), json!(scale));
+    metadata.insert("shared_buffers".into(), json!(POOL));
+    metadata.insert("clients".into(), json!(CLIENTS));
+    metadata.insert("seconds".into(), json!(seconds));
+    metadata.insert(
+        "runs".into(),
+        json!(runs
+            .iter()
+            .map(|c| json!({
+                "script": c.script, "sync": c.sync, "tps": c.tps,
+                "transactions": c.transactions, "wal_bytes_per_tx": c.wal_bytes_per_tx,
+                "wal_records_per_tx": c.wal_records_per_tx,
+                "wal_syncs_per_tx": c.wal_syncs_per_tx,
+            }))
+            .collect::<Vec<_>>()),
+    );
+    Report {
+        header: r.header(&format!(
+            "read-only scripts, scale {scale}, c{CLIENTS} j{CLIENTS}, pool {POOL}, {seconds} s \
+             runs | {}",
+            r.device_line()
+        )),
+        figures: vec![
+            s.figure("select_only_sync_on_vs_off", "x"),
+            s.figure("ycsb_c_sync_on_vs_off", "x"),
+        ],
+        ratios: vec![s.ratio("readonly_wal_bytes_per_tx", Goal::Exactly, 0.0)],
+        metadata,
+        notes: vec![format!(
+            "runs in {}/readonly/ (bufpool report charts them)",
+            r.common.parent_dir().display()
+        )],
+        tables: vec![layout(&cells, 2)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(bytes: f64) -> LogCost {
+        LogCost {
+            script: "select-only",
+            sync: true,
+            tps: 1.0,
+            transactions: 1,
+            wal_bytes_per_tx: bytes,
+            wal_records_per_tx: 0.0,
+            wal_syncs_per_tx: 0.0,
+        }
+    }
+
+    #[test]
+    fn one_run_that_writes_fails_the_target() {
+        let mut s = Samples::default();
+        push_targets(&mut s, &[cost(0.0), cost(0.0)]);
+        assert!(
+            s.ratio("readonly_wal_bytes_per_tx", Goal::Exactly, 0.0)
+                .pass
+        );
+        let mut s = Samples::default();
+        push_targets(&mut s, &[cost(0.0), cost(12.5), cost(0.0)]);
+        let r = s.ratio("readonly_wal_bytes_per_tx", Goal::Exactly, 0.0);
+        assert!(!r.pass);
+        assert_eq!(r.median, 12.5);
+    }
+
+    #[test]
+    fn costs_are_per_transaction() {
+        let mut r = RunResult::example("x", 1);
+        r.transactions = 4;
+        r.tps = 2.0;
+        r.wal = Some(crate::report::model::WalCounts {
+            bytes: 400,
+            records: 4,
+            syncs: 2,
+            ..Default::default()
+        });
+        let c = LogCost::of(Mode::YcsbC, false, &r);
+        assert_eq!(
+            (c.wal_bytes_per_tx, c.wal_records_per_tx, c.wal_syncs_per_tx),
+            (100.0, 1.0, 0.5)
+        );
+        assert_eq!(c.script, "ycsb-c");
+    }
+}
