@@ -37,7 +37,7 @@ use crate::txn::{
     Clog, ClogError, Member, MemberMode, MultiPositions, MultiXact, XidStatus, FIRST_NORMAL_XID,
 };
 use crate::types::{ForkNumber, Lsn, RelFileId};
-use crate::vfs::{OpenOptions, Vfs};
+use crate::vfs::{FileKind, OpenOptions, Vfs};
 use crate::wal::record::{self, BlockChange, Invalid, Record, RecordKind, FLAG_ABORT, FLAG_COMMIT};
 use crate::wal::{control, WAL_BLOCK};
 
@@ -367,26 +367,83 @@ impl LogWalk<'_, '_> {
     }
 }
 
-/// fsyncs every file under `dir` (recursively). A Unix socket (a run's `bufpool.sock`,
-/// left by a killed process) cannot be opened (ENXIO) and holds no data: it is skipped, as
-/// PostgreSQL's data-directory sync skips everything but files and directories.
+/// Deepest nesting of directories the open's fsync walk descends below the data
+/// directory. The engine's own tree is three deep (`base/<id>/<file>`); the bound keeps a
+/// link arrangement or a runaway tree from making the walk recurse without end.
+const SYNC_DEPTH_MAX: usize = 16;
+
+/// fsyncs every regular file under the data directory `dir` and each directory on the
+/// way (PostgreSQL's data-directory sync at startup, with its rules): each entry is looked
+/// at without following a link it ends in (lstat); regular files are opened and fsynced,
+/// directories walked; a symbolic link is followed only where the engine makes one (the
+/// log's `wal` and a tablespace's `base/<id>`), so an editor's dangling lock link or a
+/// link loop is passed by; FIFOs, sockets (a killed run's `bufpool.sock`) and devices are
+/// never opened (opening a FIFO would block the open for good). A file that cannot be
+/// opened (no permission, gone meanwhile) is logged and passed by, as PostgreSQL does: if
+/// it held data the engine needs, reading it reports the error where it matters. A failed
+/// fsync of a file or directory that was opened fails the open: its writes may be lost.
 fn sync_tree(vfs: &dyn Vfs, dir: &Path, count: &mut u64) -> Result<(), EngineError> {
-    for name in vfs
-        .list_dir(dir)
-        .map_err(|e| EngineError::io("listing", dir, e))?
-    {
-        let path = dir.join(&name);
-        if vfs.list_dir(&path).is_ok() {
-            sync_tree(vfs, &path, count)?;
-        } else if name != "bufpool.lock" {
-            let f = match vfs.open(&path, OpenOptions::read_only()) {
-                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => continue,
-                r => r.map_err(|e| EngineError::io("opening", &path, e))?,
-            };
-            f.sync_all()
-                .map_err(|e| EngineError::io("fsync of", &path, e))?;
-            *count += 1;
+    sync_walk(vfs, dir, dir, 0, count)
+}
+
+fn sync_walk(
+    vfs: &dyn Vfs,
+    data: &Path,
+    dir: &Path,
+    depth: usize,
+    count: &mut u64,
+) -> Result<(), EngineError> {
+    let names = match vfs.list_dir(dir) {
+        Ok(n) => n,
+        // The data directory itself must be listable; below it, a directory that
+        // cannot be read is passed by like a file that cannot be opened.
+        Err(e) if depth > 0 => {
+            tracing::warn!("recovery: fsync walk: cannot list {}: {e}", dir.display());
+            return Ok(());
         }
+        Err(e) => return Err(EngineError::io("listing", dir, e)),
+    };
+    for name in names {
+        let path = dir.join(&name);
+        let kind = match vfs.file_kind(&path) {
+            Ok(k) => k,
+            Err(e) => {
+                tracing::warn!("recovery: fsync walk: cannot stat {}: {e}", path.display());
+                continue;
+            }
+        };
+        let engine_link = (dir == data && name == super::waldir::WAL_DIR)
+            || (depth == 1 && dir == data.join("base"));
+        match kind {
+            FileKind::Directory => {}
+            FileKind::Symlink if engine_link => {}
+            FileKind::Symlink | FileKind::Other => continue,
+            FileKind::File => {
+                if depth == 0 && name == "bufpool.lock" {
+                    continue;
+                }
+                let f = match vfs.open(&path, OpenOptions::read_only()) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        tracing::warn!("recovery: fsync walk: cannot open {}: {e}", path.display());
+                        continue;
+                    }
+                };
+                f.sync_all()
+                    .map_err(|e| EngineError::io("fsync of", &path, e))?;
+                *count += 1;
+                continue;
+            }
+        }
+        if depth + 1 > SYNC_DEPTH_MAX {
+            tracing::warn!(
+                "recovery: fsync walk: {} is more than {SYNC_DEPTH_MAX} directories deep; \
+                 not descending",
+                path.display()
+            );
+            continue;
+        }
+        sync_walk(vfs, data, &path, depth + 1, count)?;
     }
     vfs.sync_dir(dir)
         .map_err(|e| EngineError::io("fsync of directory", dir, e))?;

@@ -247,6 +247,10 @@ impl Vfs for FaultVfs {
     fn device_id(&self, path: &Path) -> io::Result<Option<u64>> {
         self.hooked.device_id(path)
     }
+
+    fn file_kind(&self, path: &Path) -> io::Result<super::FileKind> {
+        self.hooked.file_kind(path)
+    }
 }
 
 #[cfg(test)]

@@ -93,6 +93,10 @@ impl Vfs for FencedVfs {
         call("stat", path, || self.inner.device_id(path))
     }
 
+    fn file_kind(&self, path: &Path) -> io::Result<super::FileKind> {
+        call("lstat", path, || self.inner.file_kind(path))
+    }
+
     fn is_fenced(&self) -> bool {
         true
     }

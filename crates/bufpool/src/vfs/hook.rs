@@ -160,6 +160,10 @@ impl Vfs for HookVfs {
     fn device_id(&self, path: &Path) -> io::Result<Option<u64>> {
         self.inner.device_id(path)
     }
+
+    fn file_kind(&self, path: &Path) -> io::Result<super::FileKind> {
+        self.inner.file_kind(path)
+    }
 }
 
 #[derive(Clone)]

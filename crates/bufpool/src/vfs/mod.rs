@@ -109,6 +109,32 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// None where the file system cannot tell (in memory, simulated): two paths with the
     /// same `Some` share a device's bandwidth and its fsyncs.
     fn device_id(&self, path: &Path) -> io::Result<Option<u64>>;
+    /// What `path` itself is, without following a link it ends in (lstat(2)). The
+    /// default, for file systems that hold only files, directories and links, asks
+    /// `read_link` and `list_dir`; the real file system also tells FIFOs, sockets and
+    /// devices apart ([`FileKind::Other`]), which must never be opened as data.
+    fn file_kind(&self, path: &Path) -> io::Result<FileKind> {
+        match self.read_link(path) {
+            Ok(_) => return Ok(FileKind::Symlink),
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => {}
+            Err(e) => return Err(e),
+        }
+        Ok(if self.list_dir(path).is_ok() {
+            FileKind::Directory
+        } else {
+            FileKind::File
+        })
+    }
+}
+
+/// What a path is ([`Vfs::file_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    File,
+    Directory,
+    Symlink,
+    /// A FIFO, a socket, a device: nothing the engine writes, never opened.
+    Other,
 }
 
 /// Operations on one open file. Offsets are absolute (pread/pwrite style), so one handle is

@@ -101,6 +101,19 @@ impl Vfs for RealVfs {
         use std::os::unix::fs::MetadataExt as _;
         Ok(Some(fs::metadata(path)?.dev()))
     }
+
+    fn file_kind(&self, path: &Path) -> io::Result<super::FileKind> {
+        let t = fs::symlink_metadata(path)?.file_type();
+        Ok(if t.is_symlink() {
+            super::FileKind::Symlink
+        } else if t.is_dir() {
+            super::FileKind::Directory
+        } else if t.is_file() {
+            super::FileKind::File
+        } else {
+            super::FileKind::Other
+        })
+    }
 }
 
 impl VfsFile for RealFile {
