@@ -38,6 +38,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("slru", slru),
     ("config", config),
     ("smgr_meta", smgr_meta),
+    ("trace", trace),
 ];
 
 /// Reads parameters off the front of an input; past its end every read is zero.
@@ -647,4 +648,28 @@ pub fn smgr_meta(data: &[u8]) {
             assert!(msg.contains("/d"), "{msg}");
         }
     }
+}
+
+/// A buffer-request trace (`bufpool trace replay`): the whole input is the file. One that
+/// reads is replayed through the clock policy and the optimum at the pool size its header
+/// names, bounded as the replay command bounds it (at most the trace's distinct pages):
+/// the header's fields must never make the replay panic or allocate what the input sizes.
+pub fn trace(data: &[u8]) {
+    use bufpool::buffer::replay;
+    use bufpool::buffer::trace::read_trace;
+    let Ok((header, records)) = read_trace(data, 1 << 20) else {
+        return;
+    };
+    assert!(header.nbuffers >= 1, "a pool of no buffers was accepted");
+    let distinct = usize::try_from(replay::distinct_pages(&records)).unwrap_or(usize::MAX);
+    let n = usize::try_from(header.nbuffers)
+        .unwrap_or(usize::MAX)
+        .min(distinct.max(1));
+    let clock = replay::replay(&records, bufpool::buffer::ReplacementPolicy::Clock, n);
+    let opt = replay::optimal(&records, n);
+    assert_eq!(
+        clock.hits + clock.misses,
+        opt.hits + opt.misses,
+        "both replays see every request"
+    );
 }

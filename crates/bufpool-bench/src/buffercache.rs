@@ -5,21 +5,24 @@
 //! directory open, it listens on the Unix socket `<pgdata>/bufpool.sock` (as PostgreSQL
 //! listens on `.s.PGSQL.5432`). A client connects, writes one line naming a view (`rows`,
 //! `summary`, `usage-counts`, `relations`) and reads the view back as one JSON document; the
-//! server answers one request per connection, on its own thread, from the library's views
+//! server answers one request per connection, a few connections at once, each on its own
+//! thread within a deadline and with a bounded request (`serve`), from the library's views
 //! (`BufferPool::buffercache` and friends: no stop of the world, each row consistent for
-//! its buffer). The socket is removed when the run ends; one left by a killed process is
+//! its buffer). The socket is made readable and writable by its owner only, and a client
+//! of another user is refused (its credentials, SO_PEERCRED). The socket is removed when the run ends; one left by a killed process is
 //! replaced by the next run (the directory lock says nobody else has the directory).
 //!
 //! A stopped directory has no pool. The command then shows the block list that autoprewarm
 //! last saved (`autoprewarm.blocks`: what the pool held then, without usage counts or
 //! dirtiness), or says that nothing was saved.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
+use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use bufpool::buffer::cache_view;
@@ -198,7 +201,13 @@ pub struct Server {
 pub fn serve(pool: Arc<BufferPool>, dir: &Path) -> Option<Server> {
     let path = dir.join(SOCKET);
     let _ = std::fs::remove_file(&path);
-    let listener = match UnixListener::bind(&path) {
+    let listener = match UnixListener::bind(&path).and_then(|l| {
+        // The owner's only (the umask may leave it open to the group or to everyone);
+        // a client of another user that connected before this is refused by its
+        // credentials anyway.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        Ok(l)
+    }) {
         Ok(l) => l,
         Err(e) => {
             eprintln!(
@@ -213,14 +222,19 @@ pub fn serve(pool: Arc<BufferPool>, dir: &Path) -> Option<Server> {
     let thread = std::thread::Builder::new()
         .name("buffercache".into())
         .spawn(move || {
-            for conn in listener.incoming() {
-                if stop2.load(Ordering::Acquire) {
-                    break;
-                }
-                if let Ok(conn) = conn {
-                    // A client that goes away mid-answer is its own problem.
-                    let _ = answer_one(&pool, conn);
-                }
+            let accepted = crate::serve::accept_until(&listener, &stop2, |conn, slot| {
+                let pool = pool.clone();
+                // Detached: it ends within the connection's deadline.
+                let _ = std::thread::Builder::new()
+                    .name("buffercache answer".into())
+                    .spawn(move || {
+                        // A client that goes away or stalls is its own problem.
+                        let _ = answer_one(&pool, conn);
+                        drop(slot);
+                    });
+            });
+            if let Err(e) = accepted {
+                eprintln!("buffercache: not serving the pool's views: {e}");
             }
         })
         .ok()?;
@@ -231,31 +245,69 @@ pub fn serve(pool: Arc<BufferPool>, dir: &Path) -> Option<Server> {
     })
 }
 
-fn answer_one(pool: &BufferPool, conn: UnixStream) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
-    let mut line = String::new();
-    BufReader::new(&conn).read_line(&mut line)?;
-    let mut out = std::io::BufWriter::new(&conn);
-    match View::parse(&line) {
-        Some(view) => serde_json::to_writer(&mut out, &answer(pool, view))?,
-        None => serde_json::to_writer(
-            &mut out,
-            &serde_json::json!({
-                "error": format!(
-                    "unknown view {:?}: rows, summary, usage-counts or relations",
-                    line.trim()
-                )
-            }),
-        )?,
+/// The user id of the process at the other end of `conn` (SO_PEERCRED).
+fn peer_uid(conn: &UnixStream) -> std::io::Result<libc::uid_t> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given, for the call's
+    // duration; the descriptor is `conn`'s, open while it is borrowed.
+    let rc = unsafe {
+        libc::getsockopt(
+            conn.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
     }
-    out.flush()
+    Ok(cred.uid)
+}
+
+fn answer_one(pool: &BufferPool, mut conn: UnixStream) -> std::io::Result<()> {
+    let deadline = Instant::now() + crate::serve::CONNECTION_DEADLINE;
+    // SAFETY: geteuid has no preconditions.
+    let own = unsafe { libc::geteuid() };
+    let peer = peer_uid(&conn)?;
+    let answer = match crate::serve::read_request(&mut conn, b"\n", deadline) {
+        // Refused after its request is read, so that the client reads the refusal rather
+        // than a reset.
+        Ok(_) if peer != own => serde_json::to_vec(&serde_json::json!({
+            "error": format!("user {peer} may not read the pool of user {own}'s run")
+        })),
+        Ok(line) => {
+            let line = String::from_utf8_lossy(&line);
+            match View::parse(&line) {
+                Some(view) => serde_json::to_vec(&answer(pool, view)),
+                None => serde_json::to_vec(&serde_json::json!({
+                    "error": format!(
+                        "unknown view {:?}: rows, summary, usage-counts or relations",
+                        line.trim()
+                    )
+                })),
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            serde_json::to_vec(&serde_json::json!({ "error": e.to_string() }))
+        }
+        Err(e) => return Err(e),
+    }
+    .map_err(std::io::Error::other)?;
+    crate::serve::write_answer(&mut conn, &answer, deadline)
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // The accept loop sees the flag within a tick; no connection (and no socket file)
+        // is needed to wake it.
         self.stop.store(true, Ordering::Release);
-        // Wakes the accept; the thread sees the flag and ends.
-        let _ = UnixStream::connect(&self.path);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -289,28 +341,6 @@ pub fn ask(dir: &Path, view: View) -> Result<Option<Answer>> {
     Ok(Some(serde_json::from_value(v)?))
 }
 
-/// Whether another process holds `dir`'s directory lock right now.
-pub fn directory_in_use(dir: &Path) -> Result<bool> {
-    use std::os::fd::AsRawFd;
-    let path = dir.join("bufpool.lock");
-    let f = match std::fs::File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e).with_context(|| format!("opening {}", path.display())),
-    };
-    // SAFETY: flock on a descriptor this function owns; no memory is involved.
-    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-    if r == 0 {
-        return Ok(false); // Nobody holds it; dropping `f` releases ours.
-    }
-    let e = std::io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(true)
-    } else {
-        Err(e).with_context(|| format!("locking {}", path.display()))
-    }
-}
-
 /// `bufpool buffercache`: asks the run serving `dir`, or shows the saved block list of a
 /// stopped directory.
 pub fn run(dir: &Path, view: View, json: bool) -> Result<()> {
@@ -322,7 +352,7 @@ pub fn run(dir: &Path, view: View, json: bool) -> Result<()> {
     }
     let answer = match ask(dir, view)? {
         Some(a) => a,
-        None if directory_in_use(dir)? => bail!(
+        None if crate::dirlock::in_use(dir)? => bail!(
             "{} is open in a process that does not serve its buffer cache (only `bufpool \
              bench` listens on {SOCKET})",
             dir.display()
@@ -526,5 +556,63 @@ mod tests {
         let v: serde_json::Value = serde_json::from_reader(&conn).unwrap();
         assert!(v["error"].as_str().unwrap().contains("unknown view"), "{v}");
         assert!(ask(tmp.path(), View::Rows).unwrap().is_some());
+    }
+
+    /// The socket is its owner's only (0600 whatever the umask), and a client of another
+    /// user that reaches it anyway (the mode opened up by hand) is refused by its
+    /// credentials. The second half needs root to run a client as `nobody` (CI runs as
+    /// root); without root only the mode is checked, and the test says so.
+    #[test]
+    fn the_socket_is_the_owners_and_another_users_client_is_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let p = pool(tmp.path());
+        let path = tmp.path().join(SOCKET);
+        let _server = serve(p, tmp.path()).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "socket mode {mode:o}");
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("not root: the other-user half of this test is not run");
+            return;
+        }
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let client = "import socket,sys\n\
+                      s=socket.socket(socket.AF_UNIX)\n\
+                      s.connect(sys.argv[1])\n\
+                      s.sendall(b'summary\\n')\n\
+                      sys.stdout.write(s.makefile().read())";
+        let out = std::process::Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                // The system interpreter: a per-user one (pyenv's) is not for others.
+                "/usr/bin/python3",
+                "-c",
+            ])
+            .arg(client)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap()
+                .contains("user 65534 may not read"),
+            "{v}"
+        );
+        assert!(
+            ask(tmp.path(), View::Summary).unwrap().is_some(),
+            "the owner is served"
+        );
     }
 }

@@ -199,13 +199,20 @@ pub fn init(
             .into());
         }
     }
+    // The directory's lock, held from before anything is removed until the new engine
+    // opens: a process that has the old database open holds it, and init refuses
+    // (naming its pid) instead of deleting the files under it.
+    let held = crate::dirlock::hold(dir)?;
     if dir.join("bufpool.meta").exists() {
         eprintln!("dropping old tables...");
         empty_old_tablespaces(dir)?;
         empty_old_wal_directory(dir)?;
-        std::fs::remove_dir_all(dir)
+        remove_all_but_the_lock(dir)
             .with_context(|| format!("removing the old database in {}", dir.display()))?;
-    } else if dir.exists() && std::fs::read_dir(dir)?.next().is_some() {
+    } else if dir.exists()
+        && std::fs::read_dir(dir)?
+            .any(|e| e.map_or(true, |e| e.file_name() != crate::dirlock::LOCK_FILE))
+    {
         bail!(
             "{} exists, is not empty and is not a bufpool data directory: refusing to touch it",
             dir.display()
@@ -218,6 +225,10 @@ pub fn init(
         eprintln!("WAL directory: {}", w.display());
     }
     write_config_file(dir, &c)?;
+    // Let go just before the engine takes the lock itself (two handles of one process
+    // conflict too). A process that takes it in between makes the open below fail with
+    // the directory named as locked; nothing of the old database is left to lose then.
+    drop(held);
     let engine = open_engine(dir, &c, true)?;
     let mut ids = Vec::new();
     if !locations.is_empty() {
@@ -319,6 +330,22 @@ fn outside_data_dir(dir: &Path, location: &Path, flag: &str) -> Result<PathBuf> 
         .into());
     }
     Ok(location)
+}
+
+/// Removes everything in `dir` but its lock file (which `init` holds locked meanwhile).
+fn remove_all_but_the_lock(dir: &Path) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        if e.file_name() == crate::dirlock::LOCK_FILE {
+            continue;
+        }
+        if e.file_type()?.is_dir() {
+            std::fs::remove_dir_all(e.path())?;
+        } else {
+            std::fs::remove_file(e.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// Re-running init where the old database had its WAL elsewhere: removes the old log's

@@ -1,23 +1,28 @@
 //! `bufpool bench --metrics-addr 127.0.0.1:PORT`: the engine's counters served for a
 //! scrape while the run goes, as OpenMetrics text (`bufpool::metrics`), on loopback only.
 //!
-//! One scoped thread accepts connections one at a time (a scraper's), reads the request
-//! head, and answers `GET /metrics` with the samples of that moment (200), anything else
-//! with 404 or 405; each connection is closed after its answer. The address must be a
-//! loopback one (an endpoint with no authentication must not face a network); port 0
-//! takes a free port, and the address bound is printed on stderr. The thread ends when the
-//! run ends ([`Endpoint::stop`]: a flag, and a connection of its own to wake the accept).
+//! A scoped thread accepts connections (`serve::accept_until`: a few at once, each answered
+//! on a scoped thread of its own), reads the request head (at most
+//! `serve::REQUEST_BYTES_MAX` bytes, within `serve::CONNECTION_DEADLINE` for the request
+//! and the answer together), and answers `GET /metrics` with the samples of that moment
+//! (200), anything else with 404 or 405, a request too large or too slow with 400 or
+//! nothing; each connection is closed after its answer. The address must be a loopback
+//! one (an endpoint with no authentication must not face a network); port 0 takes a free
+//! port, and the address bound is printed on stderr. The accept thread ends when the run
+//! ends or unwinds ([`Endpoint`] sets its flag when dropped: a client's panic ends the
+//! run instead of leaving the scope waiting for this thread), within a tick; a connection
+//! being answered then ends within its deadline.
 
-use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{Scope, ScopedJoinHandle};
-use std::time::Duration;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use bufpool::Engine;
 
 use crate::commands::KnobError;
+use crate::serve;
 
 /// `--metrics-addr`'s value: a loopback socket address, or a one-line error.
 pub fn parse_loopback(text: &str) -> Result<SocketAddr, String> {
@@ -33,23 +38,29 @@ pub fn parse_loopback(text: &str) -> Result<SocketAddr, String> {
     Ok(addr)
 }
 
-/// The serving thread of one run.
+/// The serving thread of one run; stops it when dropped.
 pub struct Endpoint<'scope> {
-    addr: SocketAddr,
     stop: &'scope AtomicBool,
-    thread: ScopedJoinHandle<'scope, ()>,
+    thread: Option<ScopedJoinHandle<'scope, ()>>,
 }
 
 impl Endpoint<'_> {
-    /// Ends the thread (after the answer it may be writing).
+    /// Ends the accept thread (within `serve::ACCEPT_TICK`).
     pub fn stop(self) {
-        self.stop.store(true, Ordering::Release);
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        let _ = self.thread.join();
+        drop(self);
     }
 }
 
-/// Binds `addr` and serves `engine`'s metrics on a thread of `scope` until stopped.
+impl Drop for Endpoint<'_> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Binds `addr` and serves `engine`'s metrics on threads of `scope` until stopped.
 pub fn serve<'scope, 'env>(
     scope: &'scope Scope<'scope, 'env>,
     engine: &'env Engine,
@@ -63,32 +74,30 @@ pub fn serve<'scope, 'env>(
         .context("the metrics listener's address")?;
     eprintln!("metrics: serving http://{addr}/metrics (OpenMetrics)");
     let thread = scope.spawn(move || {
-        for conn in listener.incoming() {
-            if stop.load(Ordering::Acquire) {
-                break;
-            }
-            if let Ok(conn) = conn {
-                // A scraper that goes away mid-answer costs nothing but its answer.
+        let accepted = serve::accept_until(&listener, stop, |conn, slot| {
+            scope.spawn(move || {
+                // A scraper that goes away or stalls costs nothing but its answer.
                 let _ = answer(engine, conn);
-            }
+                drop(slot);
+            });
+        });
+        if let Err(e) = accepted {
+            eprintln!("metrics: not serving: {e}");
         }
     });
-    Ok(Endpoint { addr, stop, thread })
+    Ok(Endpoint {
+        stop,
+        thread: Some(thread),
+    })
 }
 
-fn answer(engine: &Engine, conn: TcpStream) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
-    let mut reader = BufReader::new(&conn);
-    let mut request = String::new();
-    reader.read_line(&mut request)?;
-    // The rest of the head, up to the blank line (headers are not needed).
-    let mut line = String::new();
-    while reader.read_line(&mut line)? > 2 {
-        line.clear();
-    }
-    let mut words = request.split_whitespace();
+/// The answer to `request` (a request head): status, content type, body.
+fn respond(engine: &Engine, request: &[u8]) -> (&'static str, &'static str, String) {
+    let line = request.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
     let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let (status, kind, body) = match (method, path) {
+    match (method, path) {
         ("GET", "/metrics") => (
             "200 OK",
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
@@ -104,14 +113,27 @@ fn answer(engine: &Engine, conn: TcpStream) -> std::io::Result<()> {
             "text/plain",
             "only GET is served\n".into(),
         ),
+    }
+}
+
+fn answer(engine: &Engine, mut conn: TcpStream) -> std::io::Result<()> {
+    let deadline = Instant::now() + serve::CONNECTION_DEADLINE;
+    let (status, kind, body) = match serve::read_request(&mut conn, b"\r\n\r\n", deadline) {
+        Ok(request) => respond(engine, &request),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            ("400 Bad Request", "text/plain", format!("{e}\n"))
+        }
+        Err(e) => return Err(e),
     };
-    let mut out = std::io::BufWriter::new(&conn);
-    write!(
-        out,
-        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
-    )?;
-    out.flush()
+    );
+    serve::write_answer(
+        &mut conn,
+        &[head.as_bytes(), body.as_bytes()].concat(),
+        deadline,
+    )
 }
 
 #[cfg(test)]

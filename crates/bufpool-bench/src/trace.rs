@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use bufpool::buffer::replay::{self, ReplayCounts};
-use bufpool::buffer::trace::{read_trace, TraceHeader, TraceRecord, TraceSummary};
+use bufpool::buffer::trace::{read_trace, TraceHeader, TraceRecord, TraceSummary, TRACE_BYTES_MAX};
 use bufpool::buffer::ReplacementPolicy;
 
 use crate::commands::KnobError;
@@ -64,9 +64,20 @@ pub fn stop(pool: &bufpool::BufferPool, path: &Path) -> Result<TraceSummary> {
 }
 
 /// A trace file's header and records (ordered by time).
+/// Only a regular file is read (a FIFO or a device could feed it without end), of at most
+/// `TRACE_BYTES_MAX` bytes.
 pub fn read_trace_file(path: &Path) -> Result<(TraceHeader, Vec<TraceRecord>)> {
     let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    read_trace(std::io::BufReader::new(f)).with_context(|| format!("reading {}", path.display()))
+    let meta = f
+        .metadata()
+        .with_context(|| format!("looking at {}", path.display()))?;
+    anyhow::ensure!(
+        meta.is_file(),
+        "{} is not a regular file (a trace is one)",
+        path.display()
+    );
+    read_trace(std::io::BufReader::new(f), TRACE_BYTES_MAX)
+        .with_context(|| format!("reading {}", path.display()))
 }
 
 pub fn run(cli: TraceCli) -> Result<()> {
@@ -172,13 +183,19 @@ fn replay_cmd(a: &ReplayArgs) -> Result<()> {
     Ok(())
 }
 
+/// Replays `records` at each of `sizes`. A pool of more buffers than the trace has
+/// distinct pages evicts nothing, whatever the policy, so it is replayed at that many
+/// (the same hits and misses; the row keeps the size asked for): the memory a replay
+/// takes is bounded by the trace, not by a size in its header or on the command line.
 fn replay_rows(records: &[TraceRecord], policies: &[Choice], sizes: &[usize]) -> Vec<Row> {
     let mut rows = Vec::new();
+    let distinct = replay::distinct_pages(records).max(1);
     for &n in sizes {
-        let opt = replay::optimal(records, n);
+        let at = n.min(usize::try_from(distinct).unwrap_or(usize::MAX));
+        let opt = replay::optimal(records, at);
         for &p in policies {
             let c = match p {
-                Some(p) => replay::replay(records, p, n),
+                Some(p) => replay::replay(records, p, at),
                 None => opt,
             };
             rows.push(Row {
@@ -243,5 +260,30 @@ mod tests {
         assert_eq!(all.last(), Some(&None), "the optimum comes last");
         let e = parse_policies(&["lru".into()]).unwrap_err().to_string();
         assert!(e.contains("clock") && e.contains("opt"), "{e}");
+    }
+
+    /// A size beyond the trace's distinct pages replays as that many (nothing is evicted
+    /// either way): the same counts, and no pool of the size asked for is allocated.
+    #[test]
+    fn a_pool_larger_than_the_trace_replays_at_its_distinct_pages() {
+        let records: Vec<TraceRecord> = (0..1000u32)
+            .map(|i| TraceRecord {
+                tag: bufpool::BufferTag::new(
+                    bufpool::RelFileId::new(0, 16384),
+                    bufpool::ForkNumber::Main,
+                    i % 37,
+                ),
+                flags: 0,
+                time_ns: u64::from(i),
+            })
+            .collect();
+        let policies = parse_policies(&["all".into()]).unwrap();
+        let at_distinct = replay_rows(&records, &policies, &[37]);
+        let huge = replay_rows(&records, &policies, &[1 << 40]);
+        for (a, b) in at_distinct.iter().zip(&huge) {
+            assert_eq!((a.policy, a.hits, a.misses), (b.policy, b.hits, b.misses));
+            assert_eq!(b.nbuffers, 1 << 40, "the row keeps the size asked for");
+            assert_eq!(b.misses, 37, "compulsory misses only");
+        }
     }
 }

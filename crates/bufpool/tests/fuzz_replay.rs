@@ -110,6 +110,11 @@ fn smgr_meta_corpus() {
     assert!(replay("smgr_meta") > 0);
 }
 
+#[test]
+fn trace_corpus() {
+    assert!(replay("trace") > 0);
+}
+
 // ---------------------------------------------------------------------------------------
 // Regressions: crashes the fuzzers found (each input is also in its corpus as `crash-*`).
 

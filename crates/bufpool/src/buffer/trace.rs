@@ -259,12 +259,27 @@ impl Tracer {
     }
 }
 
-/// Reads a trace: its header and its records ordered by time (a thread's own records keep
-/// their order).
-pub fn read_trace(mut from: impl Read) -> Result<(TraceHeader, Vec<TraceRecord>), TraceError> {
+/// Most bytes [`read_trace`] reads by default: 4 GiB, about 179 million requests (a
+/// replay holds every record in memory, about 24 bytes each).
+pub const TRACE_BYTES_MAX: u64 = 4 << 30;
+
+/// Reads a trace of at most `max_bytes` (a larger one is refused before it is all read,
+/// so a reader that never ends costs at most that): its header and its records ordered by
+/// time (a thread's own records keep their order). Every field of the header is checked:
+/// a trace is input, and a replay sizes its pools from it.
+pub fn read_trace(
+    from: impl Read,
+    max_bytes: u64,
+) -> Result<(TraceHeader, Vec<TraceRecord>), TraceError> {
     let bad = TraceError::Format;
     let mut bytes = Vec::new();
-    from.read_to_end(&mut bytes)?;
+    from.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(bad(format!(
+            "more than {max_bytes} bytes (the most a replay reads)"
+        )));
+    }
     if bytes.len() < HEADER_BYTES || &bytes[0..8] != MAGIC {
         return Err(bad("no BUFPTRC1 header".into()));
     }
@@ -288,6 +303,20 @@ pub fn read_trace(mut from: impl Read) -> Result<(TraceHeader, Vec<TraceRecord>)
         nbuffers: u64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes")),
         page_size: u32_at(24),
     };
+    if !(1..=super::options::MAX_BUFFERS).contains(&header.nbuffers) {
+        return Err(bad(format!(
+            "a pool of {} buffers (a pool has 1 to {})",
+            header.nbuffers,
+            super::options::MAX_BUFFERS
+        )));
+    }
+    if !crate::page::PAGE_SIZES.contains(&(header.page_size as usize)) {
+        return Err(bad(format!(
+            "a page size of {} bytes (one of {:?})",
+            header.page_size,
+            crate::page::PAGE_SIZES
+        )));
+    }
     let mut records: Vec<TraceRecord> = body
         .chunks_exact(RECORD_BYTES)
         .map(|c| TraceRecord::decode(c.try_into().expect("a whole record")))
@@ -346,7 +375,7 @@ mod tests {
         assert!(!t.on());
         assert_eq!(s.records, u64::from(2 * n + 1));
         assert_eq!(s.bytes, std::fs::metadata(&path).unwrap().len());
-        let (h, recs) = read_trace(std::fs::File::open(&path).unwrap()).unwrap();
+        let (h, recs) = read_trace(std::fs::File::open(&path).unwrap(), TRACE_BYTES_MAX).unwrap();
         assert_eq!(
             h,
             TraceHeader {
@@ -379,11 +408,50 @@ mod tests {
         t.stop().unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
         bytes.pop();
-        let e = read_trace(&bytes[..]).unwrap_err().to_string();
-        assert!(e.contains("torn"), "{e}");
-        let e = read_trace(&b"not a trace at all, but long enough to be one"[..])
+        let e = read_trace(&bytes[..], TRACE_BYTES_MAX)
             .unwrap_err()
             .to_string();
+        assert!(e.contains("torn"), "{e}");
+        let e = read_trace(
+            &b"not a trace at all, but long enough to be one"[..],
+            TRACE_BYTES_MAX,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("BUFPTRC1"), "{e}");
+    }
+
+    /// The header's fields are input: a pool of 0 buffers (which once made a replay
+    /// panic), of more than a pool can hold (which once made it allocate gigabytes, or
+    /// abort), a page size no pool has, and a file larger than the reader allows are each
+    /// refused with what is wrong.
+    #[test]
+    fn a_hostile_header_or_length_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        let t = Tracer::default();
+        t.start(sink(&path), 16, 4096).unwrap();
+        t.record(&tag(3), HIT);
+        t.stop().unwrap();
+        let good = std::fs::read(&path).unwrap();
+        let with = |at: usize, field: &[u8]| {
+            let mut b = good.clone();
+            b[at..at + field.len()].copy_from_slice(field);
+            read_trace(&b[..], TRACE_BYTES_MAX).unwrap_err().to_string()
+        };
+        for n in [0u64, 1 << 31, 1 << 40, u64::MAX] {
+            let e = with(16, &n.to_le_bytes());
+            assert!(e.contains(&format!("a pool of {n} buffers")), "{e}");
+        }
+        let e = with(24, &1000u32.to_le_bytes());
+        assert!(e.contains("page size of 1000"), "{e}");
+        let e = read_trace(&good[..], good.len() as u64 - 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than"), "{e}");
+        let endless = std::io::repeat(0);
+        let e = read_trace(endless, 1 << 20).unwrap_err().to_string();
+        assert!(e.contains("more than 1048576 bytes"), "{e}");
+        assert!(read_trace(&good[..], good.len() as u64).is_ok());
     }
 }

@@ -1,0 +1,268 @@
+//! The program around the engine, through the real binary, as a hostile or careless
+//! neighbour would meet it: `init` over a database another process has open, the
+//! bench's servers under clients that trickle, flood or lose the socket file.
+//!
+//! Proves: `init` on a directory a running bench holds refuses, naming the bench's pid,
+//! and touches nothing (the bench finishes, its database checks out); once the holder is
+//! gone its lock file is taken over and `init` rebuilds the directory. A bench whose
+//! metrics endpoint and buffer-cache socket are held by clients that send a byte at a
+//! time, by one that sends 200 MB without a line end, and whose socket file someone
+//! removed, still ends within its `-T` plus a few seconds, with its peak memory far below
+//! the flood. How: real child processes, each step waiting on what the child printed,
+//! never on a sleep; the peak memory from the child's own rusage. `trace replay` of a
+//! 56-byte file whose header claims a pool of 0 buffers or of 2^40 (once a panic and an
+//! abort) is refused with what is wrong; one claiming 10^8 buffers (once 4.4 GB
+//! allocated) replays in a few megabytes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+fn bufpool(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bufpool"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run bufpool")
+}
+
+fn ok(cwd: &Path, args: &[&str]) -> String {
+    let o = bufpool(cwd, args);
+    assert!(
+        o.status.success(),
+        "bufpool {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Starts `bufpool bench` on `db` in `cwd` and returns once it printed its first progress
+/// line (its engine is open and its clients run).
+fn running_bench(cwd: &Path, seconds: &str) -> Child {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bufpool"))
+        .args(["bench", "-D", "db", "-c", "2", "-T", seconds, "-P", "1"])
+        .current_dir(cwd)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = BufReader::new(child.stderr.take().unwrap());
+    for line in err.lines() {
+        if line.unwrap().starts_with("progress:") {
+            return child;
+        }
+    }
+    let _ = child.kill();
+    let status = child.wait();
+    panic!("the bench ended before its first progress line: {status:?}");
+}
+
+fn interrupt(child: Child) -> Output {
+    // SAFETY: sending SIGINT to our own child process, whose pid we hold.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn init_refuses_a_directory_a_running_process_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    ok(cwd, &["init", "-s", "1", "-D", "db"]);
+    let bench = running_bench(cwd, "600");
+    let pid = bench.id();
+    let o = bufpool(cwd, &["init", "-s", "1", "-D", "db"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "init over a held directory: {err}");
+    assert!(
+        err.contains(&format!("in use by process {pid}")),
+        "names the holder: {err}"
+    );
+    assert!(cwd.join("db/bufpool.meta").exists(), "nothing removed");
+    let out = interrupt(bench);
+    assert!(out.status.success(), "the bench finishes: {:?}", out.status);
+    assert!(ok(cwd, &["check", "-D", "db"]).contains("check: OK"));
+    // The holder is gone: its lock file is taken over and the directory rebuilt.
+    ok(cwd, &["init", "-s", "1", "-D", "db"]);
+    assert!(ok(cwd, &["check", "-D", "db"]).contains("check: OK"));
+}
+
+/// Waits for `child` and returns its exit status and peak resident memory (bytes).
+fn wait_with_peak_rss(child: &Child) -> (i32, u64) {
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value to be written into.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, writing into the two locals above.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32, "wait4");
+    (status, usage.ru_maxrss as u64 * 1024)
+}
+
+#[test]
+fn trickling_flooding_clients_and_a_removed_socket_do_not_hold_the_bench() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    ok(
+        cwd,
+        &[
+            "init",
+            "-s",
+            "1",
+            "-D",
+            "db",
+            "--set",
+            "shared_buffers=16MB",
+        ],
+    );
+    const RUN_S: u64 = 3;
+    let start = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bufpool"))
+        .args(["bench", "-D", "db", "-c", "1", "-T", &RUN_S.to_string()])
+        .args(["--metrics-addr", "127.0.0.1:0", "-P", "1"])
+        .current_dir(cwd)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut addr = None;
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        if let Some(rest) = line.trim().strip_prefix("metrics: serving http://") {
+            addr = Some(rest.trim_end_matches("/metrics (OpenMetrics)").to_string());
+        }
+        if line.starts_with("progress:") {
+            break;
+        }
+        line.clear();
+    }
+    let addr = addr.expect("the endpoint's address on stderr");
+    // Keep reading the bench's stderr so that it never blocks on a full pipe.
+    let drain = std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let sock = cwd.join("db/bufpool.sock");
+    // Every client connects here, before the socket file goes; each then runs on a
+    // thread of its own.
+    let connect = |tcp: bool| -> Box<dyn Write + Send> {
+        if tcp {
+            Box::new(std::net::TcpStream::connect(&addr).unwrap())
+        } else {
+            Box::new(std::os::unix::net::UnixStream::connect(&sock).unwrap())
+        }
+    };
+    let mut clients = Vec::new();
+    for i in 0..6 {
+        let mut out = connect(i % 2 == 0);
+        clients.push(std::thread::spawn(move || {
+            // A byte at a time, a slow client's pace, until the server hangs up.
+            for _ in 0..600 {
+                if out.write_all(b"G").and_then(|_| out.flush()).is_err() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }));
+    }
+    for tcp in [true, false] {
+        let mut out = connect(tcp);
+        clients.push(std::thread::spawn(move || {
+            let chunk = vec![b'x'; 1 << 20];
+            for _ in 0..200 {
+                if out.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    std::fs::remove_file(&sock).unwrap();
+    // A bench the clients hold would never end: past a generous bound it is killed, and
+    // the time check below fails the test.
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    let pid = child.id() as i32;
+    let watchdog = std::thread::spawn(move || {
+        if watch
+            .recv_timeout(std::time::Duration::from_secs(RUN_S + 60))
+            .is_err()
+        {
+            // SAFETY: a signal to our own child, which is not reaped before `done`.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
+    let (status, peak) = wait_with_peak_rss(&child);
+    let _ = done.send(());
+    watchdog.join().unwrap();
+    let took = start.elapsed();
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the bench exits cleanly: {status:#x}"
+    );
+    assert!(
+        took.as_secs() < RUN_S + 15,
+        "the bench took {took:?} for a {RUN_S} s run"
+    );
+    assert!(peak < 150 << 20, "peak memory {} MB", peak >> 20);
+    for c in clients {
+        c.join().unwrap();
+    }
+    drain.join().unwrap().unwrap();
+    // `child` was reaped by wait4; nothing left to wait for.
+    std::mem::forget(child);
+}
+
+/// A trace of one request whose header says `nbuffers` (32-byte header, one 24-byte
+/// record: 56 bytes).
+fn tiny_trace(path: &Path, nbuffers: u64) {
+    let mut b = Vec::new();
+    b.extend_from_slice(b"BUFPTRC1");
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&24u32.to_le_bytes());
+    b.extend_from_slice(&nbuffers.to_le_bytes());
+    b.extend_from_slice(&8192u32.to_le_bytes());
+    b.extend_from_slice(&[0u8; 4]);
+    b.extend_from_slice(&[0u8; 24]);
+    assert_eq!(b.len(), 56);
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn trace_replay_refuses_a_hostile_header_and_bounds_its_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    for n in [0u64, 1 << 40] {
+        tiny_trace(&cwd.join("t"), n);
+        let o = bufpool(cwd, &["trace", "replay", "t"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "a clear error, not a panic: {err}"
+        );
+        assert!(err.contains(&format!("a pool of {n} buffers")), "{err}");
+    }
+    tiny_trace(&cwd.join("t"), 100_000_000);
+    let child = Command::new(env!("CARGO_BIN_EXE_bufpool"))
+        .args(["trace", "replay", "t", "--json"])
+        .current_dir(cwd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (status, peak) = wait_with_peak_rss(&child);
+    std::mem::forget(child);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{status:#x}"
+    );
+    assert!(peak < 100 << 20, "peak memory {} MB", peak >> 20);
+    // A FIFO is not a trace: refused at once rather than read without end.
+    let fifo = cwd.join("fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo touches no memory of ours.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // The bench's open for reading waits for a writer: this one.
+    let writer = std::thread::spawn(move || std::fs::OpenOptions::new().write(true).open(fifo));
+    let o = bufpool(cwd, &["trace", "replay", "fifo"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not a regular file"), "{err}");
+    writer.join().unwrap().unwrap();
+}
