@@ -117,7 +117,17 @@ fn write_config_file(dir: &Path, c: &Config) -> Result<()> {
         toml::to_string(&t)?
     );
     let path = dir.join(CONFIG_FILE);
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    // The owner's only, as the engine's own files (`bufpool::vfs::FILE_MODE`).
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 pub(crate) fn open_engine(dir: &Path, c: &Config, create: bool) -> Result<Engine> {
@@ -218,7 +228,15 @@ pub fn init(
             dir.display()
         );
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // The owner's only (`bufpool::vfs::DIR_MODE`), missing parents too, as initdb makes it.
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
+    }
     if let Some(w) = &waldir {
         let data = std::path::absolute(dir)?;
         bufpool::create_wal_directory(&RealVfs::new(), &data, w)?;

@@ -164,3 +164,60 @@ fn a_file_that_cannot_be_opened_is_passed_by_and_a_failed_fsync_is_not() {
         "names the file and the operation: {err}"
     );
 }
+
+/// The mode bits of `p` (following links).
+fn mode_of(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// Every file and directory the engine makes is its owner's only (0600 and 0700, under a
+/// umask that would allow more), a tablespace's and the log's locations and their missing
+/// parents too; an open refuses a data directory that group or others may write to,
+/// naming its mode, and opens it again once it is the owner's. Before, the data directory
+/// was 0755 and its files 0644 under umask 022, and a world-writable one opened.
+#[test]
+fn what_the_engine_makes_is_its_owners_and_a_writable_directory_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("a/db");
+    let wal = tmp.path().join("w/wal");
+    let ts = tmp.path().join("t/ts1");
+    // SAFETY: umask only sets this process's mask; 002 would let the group write.
+    let old = unsafe { libc::umask(0o002) };
+    bufpool::create_wal_directory(&RealVfs::new(), &dir, &wal).unwrap();
+    crashed_database(&dir, 3);
+    let e = open_bounded(Arc::new(RealVfs::new()), &dir).unwrap();
+    e.pool().smgr().create_tablespace(1, &ts).unwrap();
+    drop(e);
+    // SAFETY: restores the mask read above.
+    unsafe { libc::umask(old) };
+    for d in [
+        tmp.path().join("a"),
+        dir.clone(),
+        dir.join("base"),
+        dir.join("base/0"),
+        wal.clone(),
+        ts.clone(),
+    ] {
+        assert_eq!(mode_of(&d), bufpool::vfs::DIR_MODE, "{}", d.display());
+    }
+    let mut files = 0;
+    for d in [dir.join("base/0"), wal.clone(), dir.clone()] {
+        for f in std::fs::read_dir(&d).unwrap() {
+            let p = f.unwrap().path();
+            if std::fs::symlink_metadata(&p).unwrap().is_file() {
+                assert_eq!(mode_of(&p), bufpool::vfs::FILE_MODE, "{}", p.display());
+                files += 1;
+            }
+        }
+    }
+    assert!(files >= 5, "data, log and control files checked: {files}");
+
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let Err(err) = open_bounded(Arc::new(RealVfs::new()), &dir) else {
+        panic!("a world-writable data directory opened");
+    };
+    assert!(err.contains("mode 0777"), "{err}");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let e = open_bounded(Arc::new(RealVfs::new()), &dir).expect("group-readable opens");
+    assert_eq!(rows(&e), 3);
+}

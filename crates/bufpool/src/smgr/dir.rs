@@ -55,6 +55,25 @@ pub(super) fn lock_directory(vfs: &dyn Vfs, dir: &Path) -> SmgrResult<Arc<dyn Vf
     Ok(file)
 }
 
+/// Refuses a data directory that users other than its owner may write to (group or
+/// others have the write bit): anyone who can write there can replace the engine's files
+/// (PostgreSQL refuses such a directory too). File systems without modes pass.
+pub(super) fn check_mode(vfs: &dyn Vfs, dir: &Path) -> SmgrResult<()> {
+    let Some(mode) = vfs.mode(dir).map_err(file_err("looking at", dir))? else {
+        return Ok(());
+    };
+    if mode & 0o022 != 0 {
+        return Err(SmgrError::Directory {
+            dir: dir.to_path_buf(),
+            problem: format!(
+                "has mode {mode:04o}: group or others may write to it; make it the owner's \
+                 only (chmod 0700)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The layout fixed at creation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Meta {

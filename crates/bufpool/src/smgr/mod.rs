@@ -244,6 +244,7 @@ impl Smgr {
                 .map_err(file_err("creating", dir))?;
         }
         let lock = dir::lock_directory(&*vfs, dir)?;
+        dir::check_mode(&*vfs, dir)?;
         let meta = if exists {
             let meta = dir::read_meta(&*vfs, dir)?;
             if meta.block_size != opts.block_size || meta.segment_size != opts.segment_size {

@@ -248,6 +248,10 @@ impl Vfs for FaultVfs {
         self.hooked.device_id(path)
     }
 
+    fn mode(&self, path: &Path) -> io::Result<Option<u32>> {
+        self.hooked.mode(path)
+    }
+
     fn file_kind(&self, path: &Path) -> io::Result<super::FileKind> {
         self.hooked.file_kind(path)
     }

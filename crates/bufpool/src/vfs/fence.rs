@@ -93,6 +93,10 @@ impl Vfs for FencedVfs {
         call("stat", path, || self.inner.device_id(path))
     }
 
+    fn mode(&self, path: &Path) -> io::Result<Option<u32>> {
+        call("stat", path, || self.inner.mode(path))
+    }
+
     fn file_kind(&self, path: &Path) -> io::Result<super::FileKind> {
         call("lstat", path, || self.inner.file_kind(path))
     }

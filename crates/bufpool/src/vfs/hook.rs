@@ -161,6 +161,10 @@ impl Vfs for HookVfs {
         self.inner.device_id(path)
     }
 
+    fn mode(&self, path: &Path) -> io::Result<Option<u32>> {
+        self.inner.mode(path)
+    }
+
     fn file_kind(&self, path: &Path) -> io::Result<super::FileKind> {
         self.inner.file_kind(path)
     }

@@ -31,7 +31,7 @@ pub use fence::fenced;
 pub(crate) use fence::panic_text;
 pub use hook::{Call, CallHook, HookVfs, Verdict, VerdictHook};
 pub use mem::MemVfs;
-pub use real::RealVfs;
+pub use real::{RealVfs, DIR_MODE, FILE_MODE};
 pub use sim::{CrashChoice, CrashReport, SimVfs, SyncPoint};
 
 use std::fmt;
@@ -113,6 +113,11 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// default, for file systems that hold only files, directories and links, asks
     /// `read_link` and `list_dir`; the real file system also tells FIFOs, sockets and
     /// devices apart ([`FileKind::Other`]), which must never be opened as data.
+    /// The permission bits of `path` (st_mode & 0o7777, following links), or None where
+    /// the file system has none (in memory, simulated).
+    fn mode(&self, _path: &Path) -> io::Result<Option<u32>> {
+        Ok(None)
+    }
     fn file_kind(&self, path: &Path) -> io::Result<FileKind> {
         match self.read_link(path) {
             Ok(_) => return Ok(FileKind::Symlink),

@@ -13,6 +13,13 @@ use std::sync::Arc;
 
 use super::{OpenOptions, Vfs, VfsFile};
 
+/// Mode of every file the engine creates: the owner's only (PostgreSQL's
+/// `pg_file_create_mode`, 0600): a database is readable by nobody else on the machine.
+pub const FILE_MODE: u32 = 0o600;
+/// Mode of every directory the engine creates (data directory, tablespace and log
+/// locations, their missing parents): 0700, PostgreSQL's `pg_dir_create_mode`.
+pub const DIR_MODE: u32 = 0o700;
+
 /// Files on the machine's real file systems.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealVfs;
@@ -53,6 +60,9 @@ impl Vfs for RealVfs {
             flags |= libc::O_DSYNC;
         }
         o.custom_flags(flags);
+        // A file the engine creates is its owner's only (PostgreSQL's default
+        // pg_file_create_mode); the umask may take more away, never give more.
+        o.mode(FILE_MODE);
         let file = retry_eintr(|| o.open(path))?;
         Ok(Arc::new(RealFile {
             file,
@@ -74,7 +84,11 @@ impl Vfs for RealVfs {
     }
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        fs::create_dir_all(path)
+        use std::os::unix::fs::DirBuilderExt as _;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(DIR_MODE)
+            .create(path)
     }
 
     fn exists(&self, path: &Path) -> io::Result<bool> {
@@ -100,6 +114,11 @@ impl Vfs for RealVfs {
     fn device_id(&self, path: &Path) -> io::Result<Option<u64>> {
         use std::os::unix::fs::MetadataExt as _;
         Ok(Some(fs::metadata(path)?.dev()))
+    }
+
+    fn mode(&self, path: &Path) -> io::Result<Option<u32>> {
+        use std::os::unix::fs::PermissionsExt as _;
+        Ok(Some(fs::metadata(path)?.permissions().mode() & 0o7777))
     }
 
     fn file_kind(&self, path: &Path) -> io::Result<super::FileKind> {
