@@ -5,27 +5,10 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-fn bufpool(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bufpool"))
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("run bufpool")
-}
-
-fn ok(cwd: &Path, args: &[&str]) -> String {
-    let o = bufpool(cwd, args);
-    assert!(
-        o.status.success(),
-        "bufpool {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
+mod common;
+use common::{bufpool, ok};
 
 fn init(cwd: &Path) {
     ok(

@@ -18,25 +18,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
-fn bufpool(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bufpool"))
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("run bufpool")
-}
-
-fn ok(cwd: &Path, args: &[&str]) -> String {
-    let o = bufpool(cwd, args);
-    assert!(
-        o.status.success(),
-        "bufpool {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
+mod common;
+use common::{bufpool, ok};
 
 /// Starts `bufpool bench` on `db` in `cwd` and returns once it printed its first progress
 /// line (its engine is open and its clients run).

@@ -398,15 +398,20 @@ mod tests {
         assert!(matches!(t.stop(), Err(TraceError::NotRecording)));
     }
 
-    #[test]
-    fn a_torn_or_foreign_file_is_refused() {
+    /// The bytes of a recording of one request (16 buffers of 4 kB).
+    fn one_request_trace() -> Vec<u8> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t");
         let t = Tracer::default();
         t.start(sink(&path), 16, 4096).unwrap();
         t.record(&tag(3), HIT);
         t.stop().unwrap();
-        let mut bytes = std::fs::read(&path).unwrap();
+        std::fs::read(&path).unwrap()
+    }
+
+    #[test]
+    fn a_torn_or_foreign_file_is_refused() {
+        let mut bytes = one_request_trace();
         bytes.pop();
         let e = read_trace(&bytes[..], TRACE_BYTES_MAX)
             .unwrap_err()
@@ -427,13 +432,7 @@ mod tests {
     /// refused with what is wrong.
     #[test]
     fn a_hostile_header_or_length_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t");
-        let t = Tracer::default();
-        t.start(sink(&path), 16, 4096).unwrap();
-        t.record(&tag(3), HIT);
-        t.stop().unwrap();
-        let good = std::fs::read(&path).unwrap();
+        let good = one_request_trace();
         let with = |at: usize, field: &[u8]| {
             let mut b = good.clone();
             b[at..at + field.len()].copy_from_slice(field);
