@@ -199,12 +199,34 @@ pub fn init(
     if let Some(w) = &waldir {
         // Checked before anything is removed or made (the library checks again): a
         // directory with files that are not this database's old log is refused.
-        let old = bufpool::wal_directory(&RealVfs::new(), dir).ok().flatten();
-        let held = std::fs::read_dir(w).map(|d| d.count()).unwrap_or(0);
-        if held > 0 && old.as_deref() != Some(w.as_path()) {
+        // The old log's location counts as the same place however it is spelled; what
+        // re-init empties there is only the old log's files, so anything else in it is
+        // refused now, before the old database is removed (not after, when the new log
+        // could not go there).
+        let vfs = RealVfs::new();
+        let real = |p: &Path| bufpool::vfs::resolve_path(&vfs, p).ok();
+        let old = bufpool::wal_directory(&vfs, dir).ok().flatten();
+        let reused = old.is_some() && old.as_deref().and_then(real) == real(w);
+        let names: Vec<String> = std::fs::read_dir(w)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let foreign: Vec<&String> = names
+            .iter()
+            .filter(|n| !(reused && is_log_file(n)))
+            .collect();
+        if let Some(first) = foreign.first() {
             return Err(KnobError(format!(
-                "invalid value for --waldir: {} is not empty",
-                w.display()
+                "invalid value for --waldir: {} is not empty (it holds {first}{})",
+                w.display(),
+                if foreign.len() > 1 {
+                    format!(" and {} more", foreign.len() - 1)
+                } else {
+                    String::new()
+                }
             ))
             .into());
         }
@@ -339,11 +361,23 @@ fn outside_data_dir(dir: &Path, location: &Path, flag: &str) -> Result<PathBuf> 
     let data = std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
     let location =
         std::path::absolute(location).map_err(|e| bad(format!("{}: {e}", location.display())))?;
-    if location.starts_with(&data) {
+    // Where both really lead (links followed, `..` applied), not how they are spelled:
+    // `other/../db/x` and `link/x` with `link` → `db` are inside `db`.
+    let vfs = RealVfs::new();
+    let real_data = bufpool::vfs::resolve_path(&vfs, &data)
+        .with_context(|| format!("resolving {}", data.display()))?;
+    let real = bufpool::vfs::resolve_path(&vfs, &location)
+        .map_err(|e| bad(format!("{}: {e}", location.display())))?;
+    if real.starts_with(&real_data) {
         return Err(bad(format!(
-            "{} is inside the data directory {}",
+            "{} is inside the data directory {}{}",
             location.display(),
-            data.display()
+            data.display(),
+            if real != location {
+                format!(" (it leads to {})", real.display())
+            } else {
+                String::new()
+            }
         ))
         .into());
     }
@@ -382,15 +416,19 @@ fn empty_old_wal_directory(dir: &Path) -> Result<()> {
     for f in files {
         let f = f.with_context(|| format!("listing {}", location.display()))?;
         let name = f.file_name().to_string_lossy().into_owned();
-        if f.file_type()?.is_file()
-            && name.len() == 16
-            && name.bytes().all(|b| b.is_ascii_hexdigit())
-        {
+        if f.file_type()?.is_file() && is_log_file(&name) {
             std::fs::remove_file(f.path())
                 .with_context(|| format!("removing {}", f.path().display()))?;
         }
     }
     Ok(())
+}
+
+/// Whether `name` is a log file's: a segment (16 hex digits) or a segment being made
+/// (`<segment>.tmp`, left by a crash while a new segment was filled before its rename).
+fn is_log_file(name: &str) -> bool {
+    let stem = name.strip_suffix(".tmp").unwrap_or(name);
+    stem.len() == 16 && stem.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Whether `name` is a relation file's: `<number>[_fsm|_vm|_init][.<segment>]`.

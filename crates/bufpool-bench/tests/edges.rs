@@ -249,3 +249,67 @@ fn trace_replay_refuses_a_hostile_header_and_bounds_its_memory() {
     assert!(err.contains("not a regular file"), "{err}");
     writer.join().unwrap().unwrap();
 }
+
+/// `--waldir` and `--tablespaces` inside the data directory are refused however they are
+/// spelled: through `..` (`other/../db/x`) or through a link to the data directory (the
+/// check was on the spelling, and both put the log inside `db`). Nothing is made.
+#[test]
+fn a_location_inside_the_data_directory_is_refused_however_spelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    std::fs::create_dir(cwd.join("other")).unwrap();
+    std::fs::create_dir(cwd.join("db")).unwrap();
+    std::os::unix::fs::symlink(cwd.join("db"), cwd.join("alias")).unwrap();
+    for flag in ["--waldir", "--tablespaces"] {
+        for spelled in ["other/../db/x", "alias/x"] {
+            let o = bufpool(cwd, &["init", "-s", "1", "-D", "db", flag, spelled]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{flag} {spelled}: {err}");
+            assert!(
+                err.contains(flag) && err.contains("inside the data directory"),
+                "{flag} {spelled}: {err}"
+            );
+            assert_eq!(std::fs::read_dir(cwd.join("db")).unwrap().count(), 0);
+        }
+    }
+}
+
+/// Re-init with the same `--waldir` after a crash left a half-made segment
+/// (`<segment>.tmp`) there: it is the old log's too, and is removed with it (it used to
+/// stay, so the new log's location was "not empty" after the old database was already
+/// deleted: init failed and the directory held nothing). A file that is not the log's is
+/// refused before the old database is touched, which still checks out.
+#[test]
+fn reinit_with_the_same_waldir_removes_a_leftover_segment_and_keeps_a_foreign_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let devices = tempfile::tempdir().unwrap();
+    let waldir = devices.path().join("pg_wal");
+    let w = waldir.display().to_string();
+    let args = [
+        "init",
+        "-s",
+        "1",
+        "-D",
+        "db",
+        "--set",
+        "shared_buffers=16MB",
+        "--waldir",
+        &w,
+    ];
+    ok(cwd, &args);
+    std::fs::write(waldir.join("00000000000000FF.tmp"), b"half a segment").unwrap();
+    ok(cwd, &args);
+    assert!(!waldir.join("00000000000000FF.tmp").exists());
+    ok(cwd, &["check", "-D", "db"]);
+    std::fs::write(waldir.join("notes.txt"), b"mine").unwrap();
+    let o = bufpool(cwd, &args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("not empty") && err.contains("notes.txt"),
+        "{err}"
+    );
+    assert!(waldir.join("notes.txt").exists());
+    ok(cwd, &["check", "-D", "db"]);
+}

@@ -146,6 +146,23 @@ fn bad_locations_are_refused_naming_them() {
     ));
     assert_eq!(path, "/db/inner");
     assert!(why.contains("inside the data directory"), "{why}");
+    // However it is spelled: through `..`, or through a link that leads into the data
+    // directory.
+    vfs.create_dir_all(Path::new("/other")).unwrap();
+    vfs.create_dir_all(Path::new(DIR)).unwrap();
+    vfs.symlink(Path::new(DIR), Path::new("/alias")).unwrap();
+    for spelled in ["/other/../db/inner", "/alias/inner"] {
+        let (path, why) = problem(create_wal_directory(
+            &vfs,
+            Path::new(DIR),
+            Path::new(spelled),
+        ));
+        assert_eq!(path, spelled);
+        assert!(
+            why.contains("inside the data directory") && why.contains("/db/inner"),
+            "{why}"
+        );
+    }
     vfs.create_dir_all(Path::new("/used")).unwrap();
     vfs.open(
         Path::new("/used/000000010000"),
@@ -192,4 +209,32 @@ fn an_open_whose_log_is_missing_fails() {
         "{text}"
     );
     assert!(!vfs.exists(Path::new(LOCATION)).unwrap());
+}
+
+/// A WAL location that is there but emptied (its segment files removed by hand, or a
+/// fresh, empty device mounted in its place) fails the open naming the missing segment as
+/// missing, not as a corrupt log: nothing in it was damaged, it is not there.
+#[test]
+fn an_emptied_wal_location_is_reported_missing() {
+    let vfs = SimVfs::new();
+    create_wal_directory(&vfs, Path::new(DIR), Path::new(LOCATION)).unwrap();
+    {
+        let e = open(&vfs).unwrap();
+        let heap = Heap::create(&e, REL).unwrap();
+        insert(&e, &heap, 0..ROWS);
+        e.shutdown().unwrap();
+    }
+    for name in vfs.list_dir(Path::new(LOCATION)).unwrap() {
+        vfs.unlink(&Path::new(LOCATION).join(name)).unwrap();
+    }
+    let err = open(&vfs).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("missing") && !text.contains("corrupt") && text.contains(LOCATION),
+        "{text}"
+    );
+    assert!(
+        vfs.list_dir(Path::new(LOCATION)).unwrap().is_empty(),
+        "no new log was started in the emptied location"
+    );
 }

@@ -100,6 +100,10 @@ pub enum EngineError {
         lsn: Lsn,
         reason: String,
     },
+    /// The log segment the control file's checkpoint record is in is not there (removed,
+    /// or an empty directory or device where the log was): nothing to replay from.
+    #[error("the WAL segment {path} holding the checkpoint record at {lsn} is missing (removed, or an empty directory or device where the log was); refusing to open, since a new log would lose every commit in the missing one")]
+    WalMissing { path: PathBuf, lsn: Lsn },
     /// A WAL directory that cannot be made or is not there: the path and the reason.
     #[error("WAL directory {path}: {problem}")]
     WalDirectory { path: PathBuf, problem: String },

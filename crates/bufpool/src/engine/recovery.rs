@@ -472,6 +472,22 @@ pub(super) fn run(
     let page_size = pool.page_size();
     let mut reader = LogReader::new(vfs, dir.join("wal"), seg_size);
     // The checkpoint record must be there: without it the redo point cannot be trusted.
+    // Its segment missing altogether is not damage but a log that is not there (named
+    // where it lives, through the WAL directory's link).
+    let segment = reader.seg_path(ctl.checkpoint.0 / seg_size);
+    if !vfs
+        .exists(&segment)
+        .map_err(|e| EngineError::io("checking", &segment, e))?
+    {
+        let path = match super::waldir::wal_directory(vfs, dir)? {
+            Some(location) => location.join(segment.file_name().unwrap_or_default()),
+            None => segment,
+        };
+        return Err(EngineError::WalMissing {
+            path,
+            lsn: ctl.checkpoint,
+        });
+    }
     match reader.record_at(ctl.checkpoint.0, page_size)? {
         Ok(r) if r.kind == RecordKind::Checkpoint && r.extra == ctl.redo.0 => {}
         Ok(r) => {

@@ -39,13 +39,26 @@ pub fn create_wal_directory(vfs: &dyn Vfs, dir: &Path, location: &Path) -> Resul
             "the location must be an absolute path".into(),
         ));
     }
-    if dir.is_absolute() && location.starts_with(dir) {
+    // Decided on where both really lead (links followed, `..` applied), not on how
+    // they are spelled.
+    let real = |p: &Path| {
+        std::path::absolute(p)
+            .and_then(|p| crate::vfs::resolve_path(vfs, &p))
+            .map_err(|e| EngineError::io("resolving", p, e))
+    };
+    let (real_dir, real_location) = (real(dir)?, real(location)?);
+    if real_location.starts_with(&real_dir) {
         return Err(invalid(
             location,
             format!(
-                "the location lies inside the data directory {}; the log belongs elsewhere \
-                 (another directory or device)",
-                dir.display()
+                "the location lies inside the data directory {}{}; the log belongs \
+                 elsewhere (another directory or device)",
+                dir.display(),
+                if real_location != location {
+                    format!(" (it leads to {})", real_location.display())
+                } else {
+                    String::new()
+                }
             ),
         ));
     }

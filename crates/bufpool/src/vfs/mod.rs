@@ -239,6 +239,15 @@ pub(crate) fn resolve_links(
     Err(io::Error::from_raw_os_error(libc::ELOOP))
 }
 
+/// `path` (absolute) with every symbolic link in it followed through `vfs` and `.` and
+/// `..` applied as the kernel applies them: where it really leads, so that whether one
+/// location lies inside another is decided on the real directories, not on spelling
+/// (`/other/../db/x`, or `/link/x` with `/link` → `/db`, are inside `/db`). The part that
+/// does not exist yet is taken as written (it holds no link). A cycle of links is `ELOOP`.
+pub fn resolve_path(vfs: &dyn Vfs, path: &Path) -> io::Result<PathBuf> {
+    resolve_links(path, true, |p| vfs.read_link(p).ok())
+}
+
 /// Replaces the file at `path` with `bytes` so that after a crash it holds the old or the
 /// new contents, never a mix: writes `<name>.tmp` beside it, fsyncs it, renames it over
 /// `path`, fsyncs the directory. (The temporary name keeps the whole file name, so two
