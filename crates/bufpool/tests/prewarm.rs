@@ -3,7 +3,11 @@
 //! Proves: the list round-trips and a damaged one is refused, never used; a clean shutdown
 //! saves what the pool held and the next open reloads it (the pages are hits afterwards);
 //! the reload skips blocks of forks that are gone or shorter, and stops when the pool has
-//! no free buffer; a crash-like drop saves nothing; the interval knob is range-checked.
+//! no free buffer; a crash-like drop saves nothing; the interval knob is range-checked;
+//! a reload that runs while a truncation or a drop is between dropping its buffers and
+//! cutting or removing the file (the pool's pause point, VACUUM's `HookPoint`) reads none
+//! of those blocks, so no page past the new end stays in the pool and a relation number
+//! used again starts from zeroed pages.
 
 mod common;
 
@@ -279,4 +283,139 @@ fn a_torn_free_space_map_page_is_left_to_the_map_and_the_rest_reloads() {
         .expect("the torn main page is reported");
     assert!(err.contains("16384") && err.contains("checksum"), "{err}");
     drop(e);
+}
+
+/// A pool holding REL with 20 pages, all on storage and none in the pool.
+fn twenty_pages() -> bufpool::BufferPool {
+    let pool = open(Arc::new(MemVfs::new()), Path::new("/db"), &config("64"));
+    fill(&pool, 20);
+    pool.evict_all().unwrap();
+    pool
+}
+
+/// The reload of a list naming REL's 20 blocks.
+fn reload(pool: &bufpool::BufferPool) -> prewarm::PrewarmStats {
+    let saved = prewarm::SavedBlocks {
+        saved_at_unix: 0,
+        blocks: (0..20).map(tag).collect(),
+    };
+    let opts = bufpool::ReadStreamOptions::default();
+    prewarm::load(pool, &saved, &opts, &|| false, &mut |_| {})
+        .unwrap()
+        .0
+}
+
+fn is_zeroed(pool: &bufpool::BufferPool, t: BufferTag) -> bool {
+    let b = pool.read(t).unwrap();
+    let g = b.read();
+    g.iter().all(|&x| x == 0)
+}
+
+/// A reload racing a truncation (VACUUM cutting empty pages) leaves no page past the
+/// new end in the pool: the next extension gets a zeroed page, not the old block. The
+/// reload runs at the truncation's pause point, between the drop of the buffers past the
+/// end and the cut of the file. (Before the fix it read blocks 5..20 there, and the
+/// extension returned the old block 5.)
+#[test]
+fn a_reload_racing_a_truncation_leaves_no_page_past_the_end() {
+    let pool = twenty_pages();
+    let mut st = None;
+    pool.truncate_relation_with(REL, ForkNumber::Main, 5, &mut || st = Some(reload(&pool)))
+        .unwrap();
+    let past: Vec<u32> = pool
+        .buffercache()
+        .iter()
+        .filter_map(|r| r.tag)
+        .filter(|t| t.rel == REL && t.block >= 5)
+        .map(|t| t.block)
+        .collect();
+    assert!(
+        past.is_empty(),
+        "blocks past the new end in the pool: {past:?}"
+    );
+    let b = pool.extend(REL, ForkNumber::Main).unwrap();
+    assert_eq!(b.tag().block, 5);
+    drop(b);
+    assert!(
+        is_zeroed(&pool, tag(5)),
+        "the extension returned the old block 5"
+    );
+    let st = st.unwrap();
+    assert_eq!((st.listed, st.skipped, st.loaded), (20, 20, 0), "{st:?}");
+    // Once the truncation is over the reload reads what is left.
+    let st = reload(&pool);
+    assert_eq!((st.loaded, st.skipped), (6, 14), "{st:?}");
+}
+
+/// A reload racing a drop of the relation brings none of its pages back when the
+/// relation number is used again: the new relation's first page is zeroed.
+#[test]
+fn a_reload_racing_a_drop_brings_no_page_back() {
+    let pool = twenty_pages();
+    pool.drop_relation_with(REL, &mut || {
+        reload(&pool);
+    })
+    .unwrap();
+    pool.create_relation(REL, ForkNumber::Main).unwrap();
+    let b = pool.extend(REL, ForkNumber::Main).unwrap();
+    assert_eq!(b.tag().block, 0);
+    drop(b);
+    assert!(
+        is_zeroed(&pool, tag(0)),
+        "the new relation's first page is the dropped one's"
+    );
+}
+
+/// The same through VACUUM: its truncation's hook point (`HookPoint::VacuumTruncate`,
+/// with the new length) runs a reload of every block the table had; afterwards no page
+/// past the new end is in the pool, and the table's next page is a fresh one.
+#[test]
+fn a_reload_during_vacuums_truncation_leaves_no_page_past_the_end() {
+    use bufpool::engine::HookPoint;
+    use bufpool::table::Heap;
+    let vfs = MemVfs::new();
+    let e = engine(&vfs, "256", false);
+    let heap = Heap::create(&e, REL).unwrap();
+    let x = e.begin_xid().unwrap();
+    let tids: Vec<_> = (0..400u32)
+        .map(|i| heap.insert(x, &[i as u8; 200]).unwrap())
+        .collect();
+    e.commit_transaction(x).unwrap();
+    let pages = e.pool().nblocks(REL, ForkNumber::Main).unwrap();
+    assert!(pages > 10, "{pages}");
+    let x = e.begin_xid().unwrap();
+    for t in &tids[40..] {
+        assert!(heap.delete(x, *t).unwrap());
+    }
+    e.commit_transaction(x).unwrap();
+    e.pool().flush_all().unwrap();
+    e.pool().evict_all().unwrap();
+    let saved = prewarm::SavedBlocks {
+        saved_at_unix: 0,
+        blocks: (0..pages).map(tag).collect(),
+    };
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let s = seen.clone();
+    e.set_test_hook(
+        HookPoint::VacuumTruncate,
+        Some(Box::new(move |e: &Engine, keep| {
+            let opts = bufpool::ReadStreamOptions::default();
+            let (st, _) = prewarm::load(e.pool(), &saved, &opts, &|| false, &mut |_| {}).unwrap();
+            *s.lock().unwrap() = Some((keep, st.skipped));
+        })),
+    );
+    let report = heap.vacuum(true).unwrap();
+    e.set_test_hook(HookPoint::VacuumTruncate, None);
+    let keep = pages - report.truncated_pages;
+    assert!(report.truncated_pages > 0, "{report:?}");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some((u64::from(keep), u64::from(pages)))
+    );
+    let past = resident(&e)
+        .into_iter()
+        .filter(|t| t.rel == REL && t.fork == ForkNumber::Main && t.block >= keep)
+        .count();
+    assert_eq!(past, 0, "pages past the new end {keep} in the pool");
+    e.shutdown().unwrap();
 }

@@ -256,6 +256,12 @@ pub struct BufferPool {
     /// The I/O engines reads run ahead of use go through, built on first use; dropped
     /// (finishing every read in flight) before the page memory they write into.
     aio: read_run::ReadAhead,
+    /// Held exclusively by a truncation or a drop from before it drops the buffers until
+    /// the file is cut or removed; shared by a reader that reads blocks it did not reach
+    /// through the relation itself (autoprewarm's reload, [`BufferPool::try_hold_sizes`]),
+    /// so that such a read cannot land between the two and leave a page past the new end
+    /// (PostgreSQL excludes it with the relation's lock).
+    sizes: crate::sync::RwLock<()>,
 }
 
 impl Drop for BufferPool {
@@ -336,6 +342,7 @@ impl BufferPool {
             bgwriter_durable: crate::sync::AtomicBool::new(false),
             rings: ring::RingShared::new(opts.rings),
             aio: read_run::ReadAhead::new(opts.aio, nbuffers),
+            sizes: crate::sync::RwLock::new(()),
         })
     }
 
@@ -1124,7 +1131,20 @@ impl BufferPool {
 
     /// Drops a relation: discards its buffers and unlinks all its forks.
     pub fn drop_relation(&self, rel: RelFileId) -> BufferResult<()> {
+        self.drop_relation_with(rel, &mut || {})
+    }
+
+    /// [`BufferPool::drop_relation`], calling `between` after the buffers are dropped
+    /// and before the files are removed (a test's pause point).
+    #[doc(hidden)]
+    pub fn drop_relation_with(
+        &self,
+        rel: RelFileId,
+        between: &mut dyn FnMut(),
+    ) -> BufferResult<()> {
+        let _sizes = self.sizes.write();
         self.drop_buffers(rel, None, 0)?;
+        between();
         for fork in ForkNumber::ALL {
             if self.smgr.exists(rel, fork)? {
                 self.smgr.unlink(rel, fork)?;
@@ -1140,8 +1160,31 @@ impl BufferPool {
         fork: ForkNumber,
         nblocks: BlockNumber,
     ) -> BufferResult<()> {
+        self.truncate_relation_with(rel, fork, nblocks, &mut || {})
+    }
+
+    /// [`BufferPool::truncate_relation`], calling `between` after the buffers past the
+    /// new end are dropped and before the file is cut (VACUUM's hook point).
+    #[doc(hidden)]
+    pub fn truncate_relation_with(
+        &self,
+        rel: RelFileId,
+        fork: ForkNumber,
+        nblocks: BlockNumber,
+        between: &mut dyn FnMut(),
+    ) -> BufferResult<()> {
+        let _sizes = self.sizes.write();
         self.drop_buffers(rel, Some(fork), nblocks)?;
+        between();
         Ok(self.smgr.truncate(rel, fork, nblocks)?)
+    }
+
+    /// For a reader of blocks it did not reach through the relation itself (a saved
+    /// block list): while the guard lives no truncation or drop runs, so a block below
+    /// the size it reads now stays there until it has read it. `None` while one runs (the
+    /// reader skips those blocks rather than wait). Never taken on the read path.
+    pub fn try_hold_sizes(&self) -> Option<crate::sync::RwLockReadGuard<'_, ()>> {
+        self.sizes.try_read()
     }
 
     /// Whether the free list holds a buffer (PostgreSQL's have_free_buffer): a reader that

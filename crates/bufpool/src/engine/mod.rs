@@ -158,10 +158,13 @@ pub enum HookPoint {
     /// In chain compression, before it locks a page (the argument) to free the chains the
     /// shortened link skips there.
     HeapFreeOrphans = 5,
+    /// In VACUUM's truncation, after the buffers past the new end (the argument, in
+    /// blocks) are dropped and before the file is cut.
+    VacuumTruncate = 6,
 }
 
 /// How many [`HookPoint`]s there are.
-const HOOK_POINTS: usize = 6;
+const HOOK_POINTS: usize = 7;
 
 /// A structure check of a relation, run by [`Engine::verify`]: `Err` is the check's own
 /// error (a B-tree's is an [`crate::index::IndexError`]), kept typed so a caller can

@@ -16,7 +16,10 @@
 //! The reload, as PostgreSQL 18's: blocks sorted by relation, fork and block, read per fork
 //! through a read stream (adjacent blocks combined into one vectored read, reads kept in
 //! flight ahead); blocks of a fork that no longer exists, or past its end now, are
-//! skipped; a free-space map page that fails verification is left out and counted (a crash
+//! skipped, and so are blocks whose fork a truncation or a drop is changing at that moment
+//! (the pool's sizes hold, [`BufferPool::try_hold_sizes`], taken per 1,024 blocks: a page
+//! read between the drop of a fork's buffers and the cut of its file would stay in the
+//! pool past the new end); a free-space map page that fails verification is left out and counted (a crash
 //! can tear one, the map is not WAL-logged, and the map reads it back as zeros itself),
 //! while a failing page of any other fork stops the reload with its error; it stops when
 //! the pool has no free buffer left (it never evicts a page someone
@@ -216,8 +219,16 @@ pub fn load(
         ..PrewarmStats::default()
     };
     let smgr = pool.smgr();
-    for group in blocks.chunk_by(|a, b| (a.rel, a.fork) == (b.rel, b.fork)) {
+    let forks = blocks.chunk_by(|a, b| (a.rel, a.fork) == (b.rel, b.fork));
+    for group in forks.flat_map(|g| g.chunks(HOLD_BLOCKS)) {
         let (rel, fork) = (group[0].rel, group[0].fork);
+        // The fork's size cannot shrink while these blocks are read (a truncation or a
+        // drop waits); one running now makes the reload skip them instead of reading
+        // pages it is about to cut off (they would stay in the pool past the new end).
+        let Some(_sizes) = pool.try_hold_sizes() else {
+            st.skipped += group.len() as u64;
+            continue;
+        };
         let nblocks = if smgr.exists(rel, fork)? {
             pool.nblocks(rel, fork)?
         } else {
@@ -264,6 +275,10 @@ pub fn load(
     }
     Ok((st, false))
 }
+
+/// How many blocks of a fork the reload reads under one hold of the pool's sizes
+/// ([`BufferPool::try_hold_sizes`]): a truncation or drop waits at most for these.
+const HOLD_BLOCKS: usize = 1024;
 
 /// The reload's read streams: the engine's, with one combined read in flight. A background
 /// load must not queue the clients' reads behind megabytes of its own: with the default 16

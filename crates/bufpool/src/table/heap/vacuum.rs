@@ -213,7 +213,10 @@ impl Heap<'_> {
         let keep = last_nonempty.map_or(0, |b| b + 1);
         if opts.truncate && keep < n {
             pool.flush_relation(self.rel)?;
-            pool.truncate_relation(self.rel, ForkNumber::Main, keep)?;
+            pool.truncate_relation_with(self.rel, ForkNumber::Main, keep, &mut || {
+                self.engine
+                    .run_hook_at(crate::engine::HookPoint::VacuumTruncate, u64::from(keep))
+            })?;
             self.fsm.truncate(pool, keep)?;
             report.truncated_pages = n - keep;
             self.engine.checkpoint()?;
