@@ -8,10 +8,10 @@
 #
 # Usage (root; `status` and `profiles` also work unprivileged):
 #   scripts/slow-device.sh up --mount DIR [--profile NAME] [--size 4G] [--backing FILE]
-#                             [--fresh] [--no-direct-io] [--mount-opts OPTS]
+#                             [--fresh] [--no-direct-io] [--mount-opts OPTS] [--owner TOKEN]
 #                             [--read-bps N] [--write-bps N] [--read-iops N] [--write-iops N]
 #   scripts/slow-device.sh set-profile NAME [--read-bps N ...]   # new limits, same data
-#   scripts/slow-device.sh down [--mount DIR] [--keep] [--force]
+#   scripts/slow-device.sh down [--mount DIR] [--owner TOKEN] [--keep] [--force]
 #   scripts/slow-device.sh status [--json]
 #   scripts/slow-device.sh profiles
 #
@@ -33,6 +33,7 @@
 #             a profile (--profile, else the current one). Up at another DIR: exit 2 (one
 #             device per --name). A stale state (loop detached, unmounted) is cleaned up
 #             first, keeping FILE. Prints the status line.
+#             --owner TOKEN records who brought it up (`bufpool` passes one per run).
 #   set-profile  New limits on the device that is up; nothing else changes.
 #   down      Removes the throttle rules first (so flushing dirty pages is not slowed),
 #             unmounts, detaches the loop device, removes FILE unless --keep if this
@@ -40,6 +41,9 @@
 #             `up` created it. Nothing up: does nothing, exit 0. Without the state file,
 #             --mount DIR finds the loop device through the mount table. DIR busy: exit 1,
 #             everything left as it was (throttle re-applied); --force unmounts lazily.
+#             --owner TOKEN: only if the device was brought up with that token (else
+#             nothing to do, exit 0): how a run's watchdog takes down its own device after
+#             the run died, never a later run's.
 #   status    One line of key=value pairs (values never contain spaces), e.g.
 #               state=up profile=hdd device=/dev/loop0 majmin=7:0 mount=/x fs=ext4 dio=1
 #               read_bps=120000000 write_bps=120000000 read_iops=150 write_iops=150
@@ -153,7 +157,7 @@ save_state() {
   : > "$tmp"
   for k in profile device majmin mount fs dio read_bps write_bps read_iops write_iops \
            size backing created_backing created_mount base_rbytes base_wbytes base_rios \
-           base_wios up_at; do
+           base_wios up_at owner; do
     echo "$k=${S[$k]:-}" >> "$tmp"
   done
   mv -f "$tmp" "$STATE"
@@ -344,6 +348,7 @@ cmd_up() {
     if [ "${S[mount]}" = "$mnt" ] && print_status 0 >/dev/null; then
       [ -n "$PROFILE_ARG" ] || PROFILE_ARG=${S[profile]%+custom}
       resolve_limits "$PROFILE_ARG"
+      S[owner]=$OWNER_ARG
       apply_limits
       log "already up at $mnt (${S[device]}); profile $PROFILE_NAME applied"
       print_status 0
@@ -440,7 +445,7 @@ cmd_up() {
   [ "$fresh_fs" = 0 ] || chmod 1777 "$mnt"
   sync -f "$mnt" 2>/dev/null || sync
 
-  S=([device]="$dev" [majmin]="$mm" [mount]="$mnt" [fs]=ext4 [dio]="$dio"
+  S=([device]="$dev" [majmin]="$mm" [mount]="$mnt" [fs]=ext4 [dio]="$dio" [owner]="$OWNER_ARG"
      [size]="$(stat -c %s "$backing")" [backing]="$backing"
      [created_backing]="$created_backing" [created_mount]="$created_mount"
      [base_rbytes]="$(cg_counter "$mm" io_service_bytes Read)"
@@ -535,6 +540,9 @@ cmd_down() {
     S=([device]="$dev" [majmin]="$(majmin_of "$dev")" [mount]="$mnt" [backing]="$bf" [created_backing]=0 [created_mount]=0)
     [ "$(blkid -o value -s LABEL "$dev" 2>/dev/null || true)" != "$LABEL" ] || S[created_backing]=1
     log "no state file; found $dev ($bf) at $mnt"
+  elif [ -n "$OWNER_ARG" ] && [ "${S[owner]:-}" != "$OWNER_ARG" ]; then
+    log "up for another owner (${S[owner]:-none}), not $OWNER_ARG; nothing to do"
+    return 0
   elif [ -n "$MOUNT_ARG" ] && [ "$(abspath "$MOUNT_ARG")" != "${S[mount]}" ]; then
     die "up at ${S[mount]}, not at $(abspath "$MOUNT_ARG"); refusing"
   fi
@@ -567,16 +575,18 @@ done
 set -- ${REST[@]+"${REST[@]}"}
 STATE="$STATE_DIR/state${NAME:+-$NAME}"
 DEFAULT_BACKING="/var/tmp/bufpool-slow-device${NAME:+-$NAME}.img"
-DEFERRED=0 MOUNT_ARG='' PROFILE_ARG='' SIZE_ARG='' BACKING_ARG='' MOUNT_OPTS='' FRESH=0 NO_DIO=0 KEEP=0 FORCE=0
+DEFERRED=0 OWNER_ARG='' MOUNT_ARG='' PROFILE_ARG='' SIZE_ARG='' BACKING_ARG='' MOUNT_OPTS='' FRESH=0 NO_DIO=0 KEEP=0 FORCE=0
 declare -A O=() # limit overrides
 if [ "$CMD" = set-profile ] && [ $# -ge 1 ] && [ "${1#-}" = "$1" ]; then PROFILE_ARG=$1; shift; fi
 case "$CMD" in status|profiles) ;; *)
   while [ $# -gt 0 ]; do
     case "$1" in
-      --mount|--profile|--size|--backing|--mount-opts|--read-bps|--write-bps|--read-iops|--write-iops)
+      --owner|--mount|--profile|--size|--backing|--mount-opts|--read-bps|--write-bps|--read-iops|--write-iops)
         [ $# -ge 2 ] || usage "$1 needs a value" ;;
     esac
     case "$1" in
+      --owner) OWNER_ARG=$2; shift
+               case "$OWNER_ARG" in *[!A-Za-z0-9:.-]*) usage "--owner: letters, digits, ':', '.' and '-' only" ;; esac ;;
       --mount) MOUNT_ARG=$2; shift ;;
       --profile) PROFILE_ARG=$2; shift ;;
       --size) SIZE_ARG=$2; shift ;;

@@ -197,39 +197,7 @@ pub fn init(
         .map(|w| outside_data_dir(dir, w, "--waldir"))
         .transpose()?;
     if let Some(w) = &waldir {
-        // Checked before anything is removed or made (the library checks again): a
-        // directory with files that are not this database's old log is refused.
-        // The old log's location counts as the same place however it is spelled; what
-        // re-init empties there is only the old log's files, so anything else in it is
-        // refused now, before the old database is removed (not after, when the new log
-        // could not go there).
-        let vfs = RealVfs::new();
-        let real = |p: &Path| bufpool::vfs::resolve_path(&vfs, p).ok();
-        let old = bufpool::wal_directory(&vfs, dir).ok().flatten();
-        let reused = old.is_some() && old.as_deref().and_then(real) == real(w);
-        let names: Vec<String> = std::fs::read_dir(w)
-            .map(|d| {
-                d.filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let foreign: Vec<&String> = names
-            .iter()
-            .filter(|n| !(reused && is_log_file(n)))
-            .collect();
-        if let Some(first) = foreign.first() {
-            return Err(KnobError(format!(
-                "invalid value for --waldir: {} is not empty (it holds {first}{})",
-                w.display(),
-                if foreign.len() > 1 {
-                    format!(" and {} more", foreign.len() - 1)
-                } else {
-                    String::new()
-                }
-            ))
-            .into());
-        }
+        check_waldir_is_free(dir, w)?;
     }
     // The directory's lock, held from before anything is removed until the new engine
     // opens: a process that has the old database open holds it, and init refuses
@@ -337,6 +305,41 @@ pub fn init(
     Ok(())
 }
 
+/// `init --waldir W`, before anything is removed or made (the library checks again): W
+/// must be empty, or hold only the old log of this same directory (which re-init empties;
+/// its location counts as the same however it is spelled). Anything else in it is refused
+/// now, not after the old database was removed, when the new log could not go there.
+fn check_waldir_is_free(dir: &Path, w: &Path) -> Result<()> {
+    let vfs = RealVfs::new();
+    let real = |p: &Path| bufpool::vfs::resolve_path(&vfs, p).ok();
+    let old = bufpool::wal_directory(&vfs, dir).ok().flatten();
+    let reused = old.is_some() && old.as_deref().and_then(real) == real(w);
+    let names: Vec<String> = std::fs::read_dir(w)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let foreign: Vec<&String> = names
+        .iter()
+        .filter(|n| !(reused && is_log_file(n)))
+        .collect();
+    if let Some(first) = foreign.first() {
+        return Err(KnobError(format!(
+            "invalid value for --waldir: {} is not empty (it holds {first}{})",
+            w.display(),
+            if foreign.len() > 1 {
+                format!(" and {} more", foreign.len() - 1)
+            } else {
+                String::new()
+            }
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 /// `init --tablespaces`: each directory made absolute (the links must not depend on the
 /// working directory), none twice and none inside the data directory; a bad one is a flag
 /// error (exit status 2) before anything is written. The storage manager checks the rest
@@ -424,9 +427,13 @@ fn empty_old_wal_directory(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Whether `name` is a log file's: a segment (16 hex digits) or a segment being made
-/// (`<segment>.tmp`, left by a crash while a new segment was filled before its rename).
+/// Whether `name` is a log file's: a segment (16 hex digits), a segment being made
+/// (`<segment>.tmp`, left by a crash while a new segment was filled before its rename),
+/// or the log's stamped durable end.
 fn is_log_file(name: &str) -> bool {
+    if name == bufpool::wal::durable_end::FILE {
+        return true;
+    }
     let stem = name.strip_suffix(".tmp").unwrap_or(name);
     stem.len() == 16 && stem.bytes().all(|b| b.is_ascii_hexdigit())
 }

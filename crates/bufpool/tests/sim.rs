@@ -202,6 +202,9 @@ impl Knobs {
             ("checkpoint_timeout", "30s".into()),
             ("min_wal_size", "1MB".into()),
             ("max_wal_size", "2MB".into()),
+            // The durable end stamped (off by default for its cost): with it a flip in the
+            // log's last durable stretch is refused, so `flips_tail_lost` is a failure.
+            ("wal_durable_end", "on".into()),
         ] {
             c.set(k, &v)
                 .unwrap_or_else(|e| panic!("sim knob {k} = {v}: {e}"));
@@ -252,7 +255,7 @@ struct Stats {
     flips_detected: u64,
     flips_harmless: u64,
     /// Bit flips in the log's last durable stretch that lost acknowledged commits without
-    /// an error: a corrupt record there reads as a torn tail (see `World::tail`).
+    /// an error (a failure: the stamped durable end must refuse them; see `World::tail`).
     flips_tail_lost: u64,
 }
 
@@ -445,7 +448,7 @@ impl World {
         }
         // What recovery found is on disk: a later crash must not lose it either.
         self.acked = seqs;
-        let durable = e.wal().flushed();
+        let durable = e.wal().acknowledged_end();
         self.tail = (durable, durable);
         self.note(format!("recovered {seqs:?}"));
         let mut life = Life::open(&e, &fault, knobs)?;
@@ -538,12 +541,18 @@ impl World {
                     "no effect".to_string()
                 }
                 Ok(seqs) if wal_lsn(&path, at).is_some_and(|lsn| lsn >= self.tail.0 .0) => {
+                    // Once counted and let pass (the log could not tell); the stamped
+                    // durable end (`wal_durable_end`) makes it a refusal, so a loss here
+                    // is a failure like any other.
                     self.stats.flips_tail_lost += 1;
-                    format!(
-                        "in the log's last durable stretch (from {:?}): acknowledged {:?}, \
-                         recovered {seqs:?}, read as a torn tail",
+                    let m = format!(
+                        "{what}: in the log's last durable stretch (from {:?}): acknowledged \
+                         {:?}, recovered {seqs:?}, read as a torn tail",
                         self.tail.0, self.acked
-                    )
+                    );
+                    self.note(m.clone());
+                    self.flip_failure = Some(m);
+                    "LOST (tail)".into()
                 }
                 Ok(seqs) => {
                     let m = format!(
@@ -854,7 +863,7 @@ impl World {
                     let at = life.e.wal().insert_position();
                     life.e
                         .wal()
-                        .flush(at)
+                        .flush_acknowledged(at)
                         .map(|_| format!("WAL flushed to {at:?}"))
                         .map_err(engine("WAL flush"))
                 }
@@ -880,7 +889,7 @@ impl World {
                 }
                 Err(e) => return Err(e),
             }
-            let flushed = life.e.wal().flushed();
+            let flushed = life.e.wal().acknowledged_end();
             if flushed != self.tail.1 {
                 self.tail = (self.tail.1, flushed);
             }

@@ -317,3 +317,67 @@ fn a_creation_interrupted_before_its_control_file_opens_again() {
         bank::verify(&e, &acked);
     }
 }
+
+/// Proves (item 9 of the safety issue): damage to the log's last flush, whose commits
+/// were synced and acknowledged, is refused naming the LSN and segment, not read as a
+/// torn tail. No later record vouches for that flush (each record carries the durable end
+/// from before its own flush), so without the stamped durable end
+/// (`wal_durable_end = off`, PostgreSQL's behaviour) recovery ends the log at the damaged
+/// commit record and the acknowledged transfer is silently gone: the test shows that too.
+/// How: transfers committed one by one (each flushed and acknowledged), the engine dropped
+/// without a checkpoint, one byte flipped inside the last commit's records; then restored,
+/// and everything acknowledged is recovered.
+#[test]
+fn damage_to_the_last_acknowledged_flush_is_refused_not_read_as_a_torn_tail() {
+    for stamped in [true, false] {
+        let vfs = MemVfs::new();
+        let mut c = config();
+        c.set("wal_durable_end", if stamped { "on" } else { "off" })
+            .unwrap();
+        let acked = bank_with_transfers(&vfs, &c, 40);
+        let seg = tail_segment(&vfs);
+        let segno = u64::from_str_radix(seg.file_name().unwrap().to_str().unwrap(), 16).unwrap();
+        let base = segno * 65536;
+        let recs = records_in(&vfs.contents(&seg).unwrap(), base);
+        let last = recs.last().expect("records in the tail segment");
+        // Nothing vouches for the last record: the last flush before the crash.
+        assert!(
+            recs.iter().all(|r| r.flushed <= last.lsn),
+            "stamped={stamped}"
+        );
+        let victim = last.lsn.0;
+        let mut bytes = vfs.contents(&seg).unwrap();
+        let at = (victim - base) as usize + 20;
+        bytes[at] ^= 0x55;
+        vfs.set_contents(&seg, bytes.clone());
+        match open(&vfs, &c) {
+            Err(err) => {
+                let msg = err.to_string();
+                assert!(stamped, "refused without the stamp: {msg}");
+                assert!(matches!(err, EngineError::Corrupt { .. }), "{msg}");
+                assert!(
+                    msg.contains(&bufpool::Lsn(victim).to_string())
+                        && msg.contains(&seg.display().to_string())
+                        && msg.contains("durable_end")
+                        && msg.contains("acknowledged"),
+                    "{msg}"
+                );
+            }
+            Ok(e) => {
+                assert!(!stamped, "damage to acknowledged log read as a torn tail");
+                let end = e.recovery_report().unwrap().end;
+                assert!(end.0 <= victim, "the log ends at the damage: {end}");
+                drop(e);
+                // That open started the log's next life past the damage; the original
+                // log is gone, so this case stops here.
+                continue;
+            }
+        }
+        bytes[at] ^= 0x55;
+        vfs.set_contents(&seg, bytes);
+        let e = open(&vfs, &c).unwrap();
+        let mut want = vec![0; bank::MAX_THREADS as usize];
+        want[..2].copy_from_slice(&acked[..2]);
+        bank::verify(&e, &want);
+    }
+}

@@ -4,9 +4,17 @@
 //!
 //! Owns: [`SlowDevice`] (up, settle, down on drop), and folder helpers:
 //! [`copy_db`] (tablespace links followed), [`remove_db`], [`dir_bytes`].
+//!
+//! A run that dies (SIGINT, SIGTERM, SIGKILL, a panic that aborts) runs no drop: each
+//! device brought up gets a watchdog, a `bash` in its own process group blocked reading a
+//! pipe whose only writer is this process. The kernel closes the pipe when the process
+//! ends, however it ends; the watchdog then runs `slow-device.sh down --force --owner
+//! TOKEN`, which takes the device down only if it is still the one this run brought up
+//! (the token is this process's; a later run's device at the same folder is left alone).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 
@@ -74,9 +82,11 @@ impl SlowDevice {
     ) -> Result<std::result::Result<SlowDevice, String>> {
         let script = slow_device_script();
         let named: Vec<&str> = name.map_or(Vec::new(), |n| vec!["--name", n]);
+        // Armed before the device exists: a run killed while `up` runs is covered too.
+        watch(&script, &named, mount)?;
         let out = Command::new("bash")
             .arg(&script)
-            .args(["up", "--profile", profile, "--fresh"])
+            .args(["up", "--profile", profile, "--fresh", "--owner", &owner()])
             .args(&named)
             .arg("--mount")
             .arg(mount)
@@ -149,6 +159,51 @@ impl SlowDevice {
     }
 }
 
+/// This process's token for the devices it brings up: its pid and start time (a pid
+/// alone can be reused by a later run).
+fn owner() -> String {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TOKEN
+        .get_or_init(|| {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            format!("{}-{nanos}", std::process::id())
+        })
+        .clone()
+}
+
+/// The write ends of the watchdogs' pipes: held until the process ends (never closed
+/// before, so a watchdog fires only when this process is gone).
+static WATCHDOGS: Mutex<Vec<std::process::ChildStdin>> = Mutex::new(Vec::new());
+
+/// Starts the watchdog that takes the device `named` at `mount` down once this process
+/// has ended (see the module doc). Its output goes nowhere: it must not hold a pipe a
+/// caller waits on (a test reading the bench's output would wait for it).
+fn watch(script: &Path, named: &[&str], mount: &Path) -> Result<()> {
+    use std::os::unix::process::CommandExt as _;
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(r#"cat >/dev/null; exec bash "$0" down --force "$@""#)
+        .arg(script)
+        .args(named)
+        .arg("--mount")
+        .arg(mount)
+        .args(["--owner", &owner()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .context("starting the slow device's watchdog")?;
+    let pipe = child.stdin.take().context("the watchdog's pipe")?;
+    WATCHDOGS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(pipe);
+    Ok(())
+}
+
 impl Drop for SlowDevice {
     fn drop(&mut self) {
         let named: Vec<&str> = self
@@ -161,6 +216,7 @@ impl Drop for SlowDevice {
             .args(&named)
             .arg("--mount")
             .arg(&self.mount)
+            .args(["--owner", &owner()])
             .status();
     }
 }

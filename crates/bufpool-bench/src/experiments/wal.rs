@@ -18,6 +18,12 @@
 //! - `commits_per_s_16t_sync_delay`: the same with `commit_delay` = `COMMIT_DELAY_US`
 //!   (commit_siblings 5), next to it in every repetition; `commit_delay_gain_16` = that ÷
 //!   the run without.
+//! - `commits_per_s_{1,4,16}t_sync_durable_end`: the synchronous runs with
+//!   `wal_durable_end` on (the log's durable end stamped and synced after the flush, before
+//!   the commit returns), next to the default (off) in every repetition;
+//!   `durable_end_cost_{1,4,16}` = on ÷ off (below 1: what the stamp costs), and
+//!   `durable_end_syncs_per_sync_16t` the stamp's syncs per log sync at 16 threads (at
+//!   most 1: one per group of acknowledged commits).
 //! - `segments_created_inline` (metadata): log segments the flush leader had to create
 //!   itself while committers waited, over all timed commit runs (0 when preparation ahead
 //!   keeps up).
@@ -283,6 +289,8 @@ struct Engines {
     overlap: Engine,
     /// `commit_delay` [`COMMIT_DELAY_US`].
     delay: Engine,
+    /// `wal_durable_end` on.
+    stamped: Engine,
 }
 
 impl Engines {
@@ -315,12 +323,20 @@ impl Engines {
             &[("commit_delay", COMMIT_DELAY_US), ("commit_siblings", "5")],
         )?;
         setup_pages(&delay, 16)?;
+        let stamped = engine_with(
+            &dir.join("stamped"),
+            true,
+            "16MB",
+            &[("wal_durable_end", "on")],
+        )?;
+        setup_pages(&stamped, 16)?;
         Ok(Engines {
             sync,
             async_,
             insert,
             overlap,
             delay,
+            stamped,
         })
     }
 }
@@ -368,6 +384,9 @@ fn run_with(opts: &Plan, r: &Runner) -> Result<Report> {
             counts.inline.0 += after.segments_created_inline - before.segments_created_inline;
             counts.inline.1 += after.segment_waits_inline - before.segment_waits_inline;
             overlapped(&engines, opts, rep, (name, threads, rate), &mut samples)?;
+            if sync {
+                stamped(&engines, opts, rep, (name, threads, rate), &mut samples)?;
+            }
             if name == "commits_per_s_16t_sync" {
                 let run = (rate, raw, before, after);
                 sync_16t(&engines, opts, rep, run, &mut samples, &mut counts)?;
@@ -456,6 +475,38 @@ fn overlapped(
         samples.push(
             "overlapped_syncs_share_16t",
             (after.overlapped_syncs - before.overlapped_syncs) as f64
+                / (after.syncs - before.syncs).max(1) as f64,
+        );
+    }
+    Ok(())
+}
+
+/// After each synchronous run: the same with `wal_durable_end` on, and what the stamp
+/// costs (on ÷ off); at 16 threads, its syncs per log sync.
+fn stamped(
+    engines: &Engines,
+    opts: &Plan,
+    rep: usize,
+    (name, threads, rate): (&str, u32, f64),
+    samples: &mut Samples,
+) -> Result<()> {
+    let (on_name, cost_name) = match name {
+        "commits_per_s_1t_sync" => ("commits_per_s_1t_sync_durable_end", "durable_end_cost_1"),
+        "commits_per_s_4t_sync" => ("commits_per_s_4t_sync_durable_end", "durable_end_cost_4"),
+        "commits_per_s_16t_sync" => ("commits_per_s_16t_sync_durable_end", "durable_end_cost_16"),
+        _ => return Ok(()),
+    };
+    progress(format!("wal: {}: {on_name}", rep_tag(rep, opts)));
+    let e = &engines.stamped;
+    let before = e.wal().stats();
+    let on = commits_per_s(e, threads, opts.duration)?;
+    let after = e.wal().stats();
+    samples.push(on_name, on);
+    samples.push(cost_name, on / rate);
+    if threads == 16 {
+        samples.push(
+            "durable_end_syncs_per_sync_16t",
+            (after.durable_end_syncs - before.durable_end_syncs) as f64
                 / (after.syncs - before.syncs).max(1) as f64,
         );
     }
@@ -583,7 +634,7 @@ fn redo(
 }
 
 /// The figures of the report, in order: name and unit.
-const FIGURES: [(&str, &str); 23] = [
+const FIGURES: [(&str, &str); 30] = [
     ("raw_fdatasync_per_s", "/s"),
     ("raw_fdatasync_us", "us"),
     ("sync_us_16t", "us"),
@@ -596,6 +647,13 @@ const FIGURES: [(&str, &str); 23] = [
     ("sync_overlap_gain_4", "x"),
     ("sync_overlap_gain_16", "x"),
     ("overlapped_syncs_share_16t", "x"),
+    ("commits_per_s_1t_sync_durable_end", "/s"),
+    ("commits_per_s_4t_sync_durable_end", "/s"),
+    ("commits_per_s_16t_sync_durable_end", "/s"),
+    ("durable_end_cost_1", "x"),
+    ("durable_end_cost_4", "x"),
+    ("durable_end_cost_16", "x"),
+    ("durable_end_syncs_per_sync_16t", "x"),
     ("commits_per_s_16t_sync_delay", "/s"),
     ("commit_delay_gain_16", "x"),
     ("commits_per_s_1t_async", "/s"),

@@ -51,6 +51,8 @@ impl ConfigBuilder {
         commit_siblings: u64 => |c, v| c.commit_siblings = v;
         /// WAL flush leaders that may sync at once (1 to 8; 1: serial).
         wal_syncs_in_flight: u64 => |c, v| c.wal_syncs_in_flight = v;
+        /// Whether the log's durable end is kept (and synced) before commits are acknowledged.
+        wal_durable_end: bool => |c, v| c.wal_durable_end = v;
         /// Bytes; 0: only wal_writer_delay wakes the WAL writer.
         wal_writer_flush_after: u64 => |c, v| c.wal_writer_flush_after = v;
         checkpoint_timeout: Duration => |c, v| c.checkpoint_timeout_ms = millis(v);

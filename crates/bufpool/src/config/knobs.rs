@@ -591,6 +591,14 @@ pub static KNOBS: &[Knob] = &[
             |c| Value::Int(c.wal_syncs_in_flight),
         )
     },
+    row(
+        "wal_durable_end",
+        Unit::Bool,
+        "off",
+        "after the log's flush and before commits are acknowledged, write and sync how far the log is durable (wal/durable_end), so recovery refuses damage to acknowledged log at its very end instead of reading it as a torn tail; off, as in PostgreSQL, that damage loses the commits silently. Costs one small write and sync per group of commits: about half the synchronous commit rate on a saturated device",
+        |c, v| c.wal_durable_end = flag(v),
+        |c| Value::Bool(c.wal_durable_end),
+    ),
     Knob {
         min: MIN_CHECKPOINT_TIMEOUT_MS,
         max: MAX_CHECKPOINT_TIMEOUT_MS,

@@ -162,6 +162,7 @@ impl Config {
             commit_delay_us: self.commit_delay_us,
             commit_siblings: self.commit_siblings,
             syncs_in_flight: self.wal_syncs_in_flight as usize,
+            durable_end: self.wal_durable_end,
             // With synchronous commits every commit flushes the log itself; the WAL writer
             // is woken by volume only when it is the one that flushes.
             writer_flush_after: if self.synchronous_commit {

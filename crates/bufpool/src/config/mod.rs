@@ -133,6 +133,9 @@ pub struct Config {
     pub commit_siblings: u64,
     /// WAL flush leaders that may sync at once (1: serial syncs).
     pub wal_syncs_in_flight: u64,
+    /// Keep the log's durable end in a file of its own, synced before commits are
+    /// acknowledged (see the knob).
+    pub wal_durable_end: bool,
     /// PostgreSQL's wal_writer_flush_after, bytes (0: off).
     pub wal_writer_flush_after: u64,
     /// Time between automatic checkpoints (PostgreSQL's checkpoint_timeout), ms.

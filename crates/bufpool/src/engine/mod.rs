@@ -236,8 +236,15 @@ impl LogWriter {
                     }
                     // Every delay when commits do not flush; and whenever inserts have
                     // left wal_writer_flush_after unwritten, so the ring never fills.
-                    let flush = !synchronous_commit || wake == WalWriterWake::Flush;
-                    if flush && w.flush(w.insert_position()).is_err() {
+                    // Without synchronous commits its flush is what makes the commits
+                    // durable, so it stamps the durable end as a committer would.
+                    let end = w.insert_position();
+                    let flushed = match (synchronous_commit, wake == WalWriterWake::Flush) {
+                        (false, _) => w.flush_acknowledged(end),
+                        (true, true) => w.flush(end),
+                        (true, false) => Ok(()),
+                    };
+                    if flushed.is_err() {
                         return; // latched: commits will report it
                     }
                     match w.prepare_ahead() {
@@ -736,7 +743,7 @@ impl Engine {
     /// leaves it to the WAL writer (off).
     pub fn commit(&self, end: Lsn) -> Result<(), EngineError> {
         if self.synchronous_commit {
-            self.wal.flush(end)?;
+            self.wal.flush_acknowledged(end)?;
         }
         Ok(())
     }
@@ -814,7 +821,7 @@ impl Engine {
         drop(gate);
         if early {
             self.run_hook(HookPoint::CommitBeforeFlush);
-            self.wal.flush(end)?;
+            self.wal.flush_acknowledged(end)?;
         }
         Ok(end)
     }

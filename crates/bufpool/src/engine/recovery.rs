@@ -46,6 +46,9 @@ use crate::wal::{control, WAL_BLOCK};
 pub struct RecoveryReport {
     pub redo: Lsn,
     pub end: Lsn,
+    /// The durable end stamped before the crash (`wal_durable_end`; None: no stamp): the
+    /// log was not allowed to end before it.
+    pub durable_end: Option<Lsn>,
     /// Incarnation of the last record replayed (the log continues with the next one).
     pub incarnation: u32,
     /// The next transaction id: above the control file's and every id replayed.
@@ -299,6 +302,10 @@ struct LogWalk<'r, 'v> {
     /// Set when the walk ends at a bad record with valid ones of this life after it: where
     /// the last of them ends (see [`RecoveryReport::lost_until`]).
     lost_until: Option<u64>,
+    /// The durable end stamped in `wal/durable_end` and the file (`wal_durable_end`): the
+    /// log up to there was synced and commits up to there acknowledged, so it cannot end
+    /// before it.
+    durable_end: Option<(Lsn, PathBuf)>,
 }
 
 impl LogWalk<'_, '_> {
@@ -340,7 +347,8 @@ impl LogWalk<'_, '_> {
             Ok(r) => r,
             Err((at, why)) => {
                 let why = why.describe();
-                match check_tail(reader, pos, at, page_size, incarnation, &why)? {
+                let durable_end = self.durable_end.as_ref();
+                match check_tail(reader, pos, at, page_size, incarnation, &why, durable_end)? {
                     Tail::Continue(r) => r,
                     Tail::End { lost_until } => {
                         self.lost_until = lost_until;
@@ -471,45 +479,7 @@ pub(super) fn run(
     report.redo = ctl.redo;
     let page_size = pool.page_size();
     let mut reader = LogReader::new(vfs, dir.join("wal"), seg_size);
-    // The checkpoint record must be there: without it the redo point cannot be trusted.
-    // Its segment missing altogether is not damage but a log that is not there (named
-    // where it lives, through the WAL directory's link).
-    let segment = reader.seg_path(ctl.checkpoint.0 / seg_size);
-    if !vfs
-        .exists(&segment)
-        .map_err(|e| EngineError::io("checking", &segment, e))?
-    {
-        let path = match super::waldir::wal_directory(vfs, dir)? {
-            Some(location) => location.join(segment.file_name().unwrap_or_default()),
-            None => segment,
-        };
-        return Err(EngineError::WalMissing {
-            path,
-            lsn: ctl.checkpoint,
-        });
-    }
-    match reader.record_at(ctl.checkpoint.0, page_size)? {
-        Ok(r) if r.kind == RecordKind::Checkpoint && r.extra == ctl.redo.0 => {}
-        Ok(r) => {
-            return Err(EngineError::Corrupt {
-                path: reader.seg_path(ctl.checkpoint.0 / seg_size),
-                offset: ctl.checkpoint.0 % seg_size,
-                lsn: ctl.checkpoint,
-                reason: format!(
-                    "the control file's checkpoint record is a {:?} record",
-                    r.kind
-                ),
-            })
-        }
-        Err(why) => {
-            return Err(EngineError::Corrupt {
-                path: reader.seg_path(ctl.checkpoint.0 / seg_size),
-                offset: ctl.checkpoint.0 % seg_size,
-                lsn: ctl.checkpoint,
-                reason: format!("the control file's checkpoint record is unreadable: {why}"),
-            })
-        }
-    }
+    check_checkpoint_record(vfs, dir, &mut reader, &ctl, seg_size, page_size)?;
     report.next_xid = ctl.next_xid;
     multis.restore(
         MultiPositions {
@@ -525,6 +495,8 @@ pub(super) fn run(
     let mut known_forks = HashSet::new();
     // Transactions whose changes replay applied and whose outcome it has not seen yet.
     let mut open_xids: HashSet<u32> = HashSet::new();
+    let (stamped, stamp_file) = crate::wal::durable_end::read(vfs, &dir.join("wal"))?;
+    report.durable_end = stamped;
     let mut walk = LogWalk {
         reader: &mut reader,
         pos: ctl.redo.0,
@@ -532,6 +504,7 @@ pub(super) fn run(
         incarnation: ctl.incarnation,
         marks_padding: None,
         lost_until: None,
+        durable_end: stamped.map(|s| (s, stamp_file)),
     };
     loop {
         let rec = match walk.next()? {
@@ -585,6 +558,7 @@ pub(super) fn holds_only_creation(
         incarnation: 0,
         marks_padding: None,
         lost_until: None,
+        durable_end: None,
     };
     loop {
         match walk.next()? {
@@ -644,6 +618,50 @@ fn end_of_replay(
     Ok(())
 }
 
+/// The control file's checkpoint record must be there and be a checkpoint naming the
+/// control file's redo point: without it the redo point cannot be trusted. Its segment
+/// missing altogether is not damage but a log that is not there ([`EngineError::WalMissing`]).
+fn check_checkpoint_record(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    reader: &mut LogReader<'_>,
+    ctl: &control::Control,
+    seg_size: u64,
+    page_size: usize,
+) -> Result<(), EngineError> {
+    // The checkpoint record must be there: without it the redo point cannot be trusted.
+    // Its segment missing altogether is not damage but a log that is not there (named
+    // where it lives, through the WAL directory's link).
+    let segment = reader.seg_path(ctl.checkpoint.0 / seg_size);
+    if !vfs
+        .exists(&segment)
+        .map_err(|e| EngineError::io("checking", &segment, e))?
+    {
+        let path = match super::waldir::wal_directory(vfs, dir)? {
+            Some(location) => location.join(segment.file_name().unwrap_or_default()),
+            None => segment,
+        };
+        return Err(EngineError::WalMissing {
+            path,
+            lsn: ctl.checkpoint,
+        });
+    }
+    let reason = match reader.record_at(ctl.checkpoint.0, page_size)? {
+        Ok(r) if r.kind == RecordKind::Checkpoint && r.extra == ctl.redo.0 => return Ok(()),
+        Ok(r) => format!(
+            "the control file's checkpoint record is a {:?} record",
+            r.kind
+        ),
+        Err(why) => format!("the control file's checkpoint record is unreadable: {why}"),
+    };
+    Err(EngineError::Corrupt {
+        path: reader.seg_path(ctl.checkpoint.0 / seg_size),
+        offset: ctl.checkpoint.0 % seg_size,
+        lsn: ctl.checkpoint,
+        reason,
+    })
+}
+
 /// How the log goes on after a bad record ([`check_tail`]).
 enum Tail {
     /// With this record (an earlier recovery's EndOfRecovery, past that life's junk).
@@ -665,6 +683,7 @@ fn check_tail(
     page_size: usize,
     incarnation: u32,
     why: &str,
+    durable_end: Option<&(Lsn, PathBuf)>,
 ) -> Result<Tail, EngineError> {
     let mut lost_until: Option<u64> = None;
     let mut next = reader.next_valid_after(at, page_size, incarnation)?;
@@ -697,6 +716,20 @@ fn check_tail(
         // Records never overlap: the next one starts after this one's last byte.
         let last_byte = r.lsn.0 + r.len.max(1) as u64 - 1;
         next = reader.next_valid_after(last_byte, page_size, incarnation)?;
+    }
+    // Nothing after it vouches for it (the last flush before the crash has no later
+    // record): the stamped durable end tells a torn tail from damage to synced log.
+    if let Some((stamped, file)) = durable_end.filter(|(s, _)| s.0 > at) {
+        return Err(EngineError::Corrupt {
+            path: reader.seg_path(at / reader.seg_size),
+            offset: at % reader.seg_size,
+            lsn: Lsn(at),
+            reason: format!(
+                "{why}; yet the log was synced up to {stamped} before commits were \
+                 acknowledged ({}), so this record had been acknowledged",
+                file.display()
+            ),
+        });
     }
     Ok(Tail::End { lost_until })
 }
@@ -875,6 +908,7 @@ mod tests {
             incarnation: 1,
             marks_padding: None,
             lost_until: None,
+            durable_end: None,
         };
         let mut seen = Vec::new();
         loop {

@@ -33,6 +33,7 @@
 //! space), so a leader waiting for insertions cannot deadlock with one.
 
 pub mod control;
+pub mod durable_end;
 mod error;
 mod flush;
 mod insert;
@@ -94,6 +95,7 @@ struct Counters {
     last_sync_end: AtomicU64,
     /// Leaders that took their place while another leader held one (`WalStats`).
     overlapped_syncs: AtomicU64,
+    durable_end_syncs: AtomicU64,
     /// Bytes written to segment files, and padding inserted to end flushes on a block.
     write_bytes: AtomicU64,
     pad_bytes: AtomicU64,
@@ -133,6 +135,8 @@ pub struct Wal {
     epoch: std::time::Instant,
     control_path: PathBuf,
     vfs: Arc<dyn Vfs>,
+    /// `wal_durable_end`: the file the durable end is stamped in.
+    durable_end: Option<durable_end::Stamp>,
 }
 
 impl std::fmt::Debug for Wal {
@@ -176,6 +180,15 @@ impl Wal {
             opts.recycle_segments,
         )?;
         let start = round_up(end.0, WAL_BLOCK);
+        let wal_dir = dir.join("wal");
+        if end == Lsn(0) {
+            // A new log: an old database's stamp must not speak for it.
+            durable_end::remove(&*vfs, &wal_dir)?;
+        }
+        let durable_end = opts
+            .durable_end
+            .then(|| durable_end::Stamp::open(&*vfs, &wal_dir))
+            .transpose()?;
         let buffer = LogBuffer::new(opts.buffers as usize);
         // The ring's lap bound (`reserved - written <= ring - 4 KiB`) and the flush's
         // padding work in whole blocks, with room for a record past the margin.
@@ -214,6 +227,7 @@ impl Wal {
             epoch: std::time::Instant::now(),
             control_path: dir.join(control::CONTROL_FILE),
             vfs,
+            durable_end,
         };
         wal.prepare_now()?;
         Ok(wal)
@@ -309,6 +323,40 @@ impl Wal {
             overlapped_syncs: c.overlapped_syncs.load(Ordering::Relaxed),
             write_bytes: c.write_bytes.load(Ordering::Relaxed),
             pad_bytes: c.pad_bytes.load(Ordering::Relaxed),
+            durable_end_syncs: c.durable_end_syncs.load(Ordering::Relaxed),
+        }
+    }
+
+    /// How far the log is durable in the sense recovery holds it to: the stamped durable
+    /// end with `wal_durable_end` (what [`Wal::flush_acknowledged`] made durable), the
+    /// flushed end without.
+    pub fn acknowledged_end(&self) -> Lsn {
+        match &self.durable_end {
+            Some(stamp) => stamp.end().min(self.flushed()),
+            None => self.flushed(),
+        }
+    }
+
+    /// [`Wal::flush`] for a commit about to be acknowledged: with `wal_durable_end`, also
+    /// makes the durable end durable (one write and sync per group of committers, see
+    /// `durable_end.rs`), so that recovery refuses damage to this commit's record instead
+    /// of reading it as a torn tail. A failure latches the log, as a failed log sync does.
+    pub fn flush_acknowledged(&self, lsn: Lsn) -> Result<(), WalError> {
+        self.flush(lsn)?;
+        let Some(stamp) = &self.durable_end else {
+            return Ok(());
+        };
+        if stamp.covers(lsn) {
+            return Ok(());
+        }
+        let c = &self.counters;
+        let synced = || {
+            c.durable_end_syncs.fetch_add(1, Ordering::Relaxed);
+            self.flushed()
+        };
+        match stamp.stamp(lsn, synced) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(WalError::Io(e))),
         }
     }
 
@@ -447,7 +495,85 @@ mod tests {
             commit_siblings: 5,
             writer_flush_after: 0,
             syncs_in_flight: 2,
+            durable_end: true,
         }
+    }
+
+    /// `flush_acknowledged` stamps the durable end (one write and sync for what is
+    /// flushed, none when a stamp already covers the position); the stamp survives a
+    /// reopen; a new log removes it; a failed sync of the stamp latches the log.
+    #[test]
+    fn acknowledged_flushes_stamp_the_durable_end() {
+        use crate::vfs::{FaultKind, FaultOp, FaultRule, FaultVfs};
+        let fault = FaultVfs::new(Arc::new(MemVfs::new()));
+        let vfs: Arc<dyn Vfs> = Arc::new(fault.clone());
+        let wal = Wal::open(vfs.clone(), Path::new("/db"), options(1), Lsn(0), Lsn(0), 0).unwrap();
+        let (_, a) = wal
+            .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, 0))
+            .unwrap();
+        wal.flush(a).unwrap();
+        assert_eq!(
+            wal.stats().durable_end_syncs,
+            0,
+            "a plain flush stamps nothing"
+        );
+        assert!(wal.acknowledged_end() < a);
+        wal.flush_acknowledged(a).unwrap();
+        assert_eq!(wal.stats().durable_end_syncs, 1);
+        assert!(wal.acknowledged_end() >= a);
+        wal.flush_acknowledged(a).unwrap();
+        assert_eq!(wal.stats().durable_end_syncs, 1, "covered already");
+        let (_, b) = wal
+            .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, 0))
+            .unwrap();
+        wal.flush_acknowledged(b).unwrap();
+        assert_eq!(wal.stats().durable_end_syncs, 2);
+        let flushed = wal.flushed();
+        drop(wal);
+        let dir = Path::new("/db/wal");
+        assert_eq!(durable_end::read(&*vfs, dir).unwrap().0, Some(flushed));
+        // A later life continues the sequence: its stamp wins over the older slot.
+        let wal = Wal::open(
+            vfs.clone(),
+            Path::new("/db"),
+            options(1),
+            flushed,
+            Lsn(0),
+            1,
+        )
+        .unwrap();
+        let (_, c) = wal
+            .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, 0))
+            .unwrap();
+        fault.add_rule(FaultRule::nth(
+            "durable_end",
+            FaultOp::Fsync,
+            1,
+            FaultKind::Eio,
+        ));
+        let err = wal.flush_acknowledged(c).unwrap_err();
+        assert!(err.to_string().contains("durable_end"), "{err}");
+        assert!(wal.is_failed(), "a failed stamp latches the log");
+        drop(wal);
+        fault.clear_rules();
+        let wal = Wal::open(
+            vfs.clone(),
+            Path::new("/db"),
+            options(1),
+            flushed,
+            Lsn(0),
+            2,
+        )
+        .unwrap();
+        let (_, d) = wal
+            .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, 0))
+            .unwrap();
+        wal.flush_acknowledged(d).unwrap();
+        assert!(durable_end::read(&*vfs, dir).unwrap().0.unwrap() >= d);
+        drop(wal);
+        // A new log (position 0) does not inherit it.
+        drop(Wal::open(vfs.clone(), Path::new("/db"), options(1), Lsn(0), Lsn(0), 0).unwrap());
+        assert_eq!(durable_end::read(&*vfs, dir).unwrap().0, None);
     }
 
     fn open(vfs: &MemVfs, prepare_segments: u64) -> Wal {

@@ -51,6 +51,8 @@ pub struct WalOptions {
     /// the previous one to end; with more, the next leader syncs its batch while the
     /// previous sync is still running. Either way `flushed` moves in write order.
     pub syncs_in_flight: usize,
+    /// Keep the durable end in `durable_end` ([`super::Wal::flush_acknowledged`]).
+    pub durable_end: bool,
 }
 
 /// Default of [`WalOptions::prepare_segments`]: four segments ahead. PostgreSQL prepares
@@ -124,4 +126,7 @@ pub struct WalStats {
     /// boundary (PostgreSQL instead rewrites the partial page on the next flush): at
     /// high commit rates with few commits per flush, a large share of `write_bytes`.
     pub pad_bytes: u64,
+    /// Writes and syncs of the durable end (`wal_durable_end`): at most one per group of
+    /// acknowledged commits.
+    pub durable_end_syncs: u64,
 }
