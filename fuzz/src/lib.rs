@@ -27,6 +27,13 @@ use bufpool::wal::record::{self, BlockChange, Invalid, RecordBuilder, RecordKind
 use bufpool::wal::SyncMethod;
 use bufpool::{BufferTag, ForkNumber, HugePages, Lsn, MemVfs, RelFileId, Smgr, SmgrOptions, Vfs};
 
+// The bench's own decoders of what clients and users send, included as they are (each is
+// standard library only), so the bench's code is what runs here.
+#[path = "../../crates/bufpool-bench/src/conf.rs"]
+mod conf;
+#[path = "../../crates/bufpool-bench/src/requests.rs"]
+mod requests;
+
 /// A target's body.
 pub type Target = fn(&[u8]);
 
@@ -39,6 +46,10 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("config", config),
     ("smgr_meta", smgr_meta),
     ("trace", trace),
+    ("prewarm_blocks", prewarm_blocks),
+    ("conf_file", conf_file),
+    ("http_request", http_request),
+    ("socket_request", socket_request),
 ];
 
 /// Reads parameters off the front of an input; past its end every read is zero.
@@ -672,4 +683,168 @@ pub fn trace(data: &[u8]) {
         opt.hits + opt.misses,
         "both replays see every request"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// prewarm_blocks
+
+/// Autoprewarm's saved block list (`autoprewarm.blocks`, read at every open with
+/// autoprewarm on).
+///
+/// Input: `sel` (bit 0: fix mode, the rest is the body and a header with its true count
+/// and checksum is put before it, so the line parser behind the checks is explored), then
+/// the file's bytes.
+///
+/// Properties: decoding never panics; a list it accepts has no more blocks than the input
+/// has lines (nothing is sized by the header), and encodes and decodes back to the same
+/// blocks.
+pub fn prewarm_blocks(data: &[u8]) {
+    use bufpool::engine::prewarm;
+    let mut inp = Input(data);
+    let sel = inp.u8();
+    let body = inp.rest();
+    let file = if sel & 1 != 0 {
+        let lines = body
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        let mut f = format!(
+            "bufpool autoprewarm 1 blocks={lines} saved_at=0 crc32c={:08x}\n",
+            crc32c::crc32c(body)
+        )
+        .into_bytes();
+        f.extend_from_slice(body);
+        f
+    } else {
+        body.to_vec()
+    };
+    let path = Path::new("/d/autoprewarm.blocks");
+    match prewarm::decode(&file, path) {
+        Ok(saved) => {
+            let lines = file.iter().filter(|&&b| b == b'\n').count() + 1;
+            assert!(saved.blocks.len() <= lines, "more blocks than lines");
+            let mut blocks = saved.blocks.clone();
+            let again = prewarm::decode(&prewarm::encode(&mut blocks, saved.saved_at_unix), path)
+                .expect("an encoded list decodes");
+            let mut want = saved.blocks.clone();
+            want.sort_unstable();
+            assert_eq!(again.blocks, want, "encode and decode lose nothing");
+        }
+        Err(e) => assert!(e.to_string().contains("/d/autoprewarm.blocks"), "{e}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// conf_file
+
+/// The configuration file, `bufpool.conf` (postgresql.conf syntax; the bench's `conf.rs`),
+/// and what loading it does with each setting (`Config::set_deferred`, then `validate`).
+///
+/// Input: the file's bytes (not UTF-8: the loader refuses it, as here).
+///
+/// Properties: parsing never panics; an error names a line of the input; every setting
+/// comes from a line of the input, its value no longer than the input, and writing it
+/// back as a line (`conf::line`) parses to the same name and value; applying the settings
+/// to a `Config` never panics, and its errors name the knob.
+pub fn conf_file(data: &[u8]) {
+    // The loader reads no more than this, nor anything that is not UTF-8.
+    if data.len() > conf::CONF_BYTES_MAX {
+        return;
+    }
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let lines = text.lines().count();
+    match conf::parse(text) {
+        Ok(settings) => {
+            let mut c = Config::default();
+            for s in &settings {
+                assert!(s.line >= 1 && s.line <= lines, "line {} of {lines}", s.line);
+                assert!(s.value.len() <= text.len());
+                let back =
+                    conf::parse(&conf::line(&s.name, &s.value)).expect("a written line parses");
+                assert_eq!(
+                    (back[0].name.as_str(), back[0].value.as_str()),
+                    (s.name.as_str(), s.value.as_str())
+                );
+                if let Err(e) = c.set_deferred(&s.name, &s.value) {
+                    assert!(e.knob == s.name || e.knob == "(name)", "{e}");
+                }
+            }
+            if let Err(e) = c.validate() {
+                assert!(!e.to_string().is_empty());
+            }
+        }
+        Err(e) => assert!(e.line >= 1 && e.line <= lines.max(1), "{e}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// http_request, socket_request
+
+/// Feeds `data` to a framer in chunks of `chunk` bytes, as a client's writes arrive;
+/// returns the request if one was framed, and checks the framing's bounds.
+fn frame(data: &[u8], chunk: usize, end: &'static [u8]) -> Option<Vec<u8>> {
+    use requests::{Framed, Framer, REQUEST_BYTES_MAX};
+    let mut f = Framer::new(end);
+    for piece in data.chunks(chunk.max(1)) {
+        match f.push(piece) {
+            Framed::More => {}
+            Framed::Done => {
+                let request = f.into_request();
+                assert!(request.ends_with(end), "a request ends at its marker");
+                let first = request.windows(end.len()).position(|w| w == end);
+                assert_eq!(
+                    first,
+                    Some(request.len() - end.len()),
+                    "at its first marker"
+                );
+                assert!(request.len() <= REQUEST_BYTES_MAX + chunk + end.len());
+                return Some(request);
+            }
+            Framed::TooLong => {
+                assert!(data.len() > REQUEST_BYTES_MAX);
+                return None;
+            }
+        }
+    }
+    // The client closed its side: what came is the request.
+    Some(f.into_request())
+}
+
+/// The metrics endpoint's request (`GET /metrics HTTP/1.1` and headers up to a blank
+/// line). Input: `sel` (the size of the client's writes, 1 to 256), then the bytes.
+///
+/// Properties: framing and routing never panic; a request is cut at its first blank
+/// line and never exceeds the limit by more than one read; only a first line whose first
+/// two words are `GET` and `/metrics` reaches the metrics.
+pub fn http_request(data: &[u8]) {
+    let mut inp = Input(data);
+    let chunk = usize::from(inp.u8()) + 1;
+    let bytes = inp.rest();
+    if let Some(request) = frame(bytes, chunk, b"\r\n\r\n") {
+        let route = requests::http_route(&request);
+        let line = request.split(|&b| b == b'\n').next().unwrap_or_default();
+        let mut words = line
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty());
+        let metrics = words.next() == Some(b"GET") && words.next() == Some(b"/metrics");
+        assert_eq!(route == requests::Route::Metrics, metrics, "{route:?}");
+    }
+}
+
+/// The buffer-cache socket's request: one line naming a view. Input: `sel` (the size of
+/// the client's writes, 1 to 256), then the bytes.
+///
+/// Properties: framing and parsing never panic; a view is named only by a line that is
+/// exactly its name, give or take white space.
+pub fn socket_request(data: &[u8]) {
+    let mut inp = Input(data);
+    let chunk = usize::from(inp.u8()) + 1;
+    if let Some(line) = frame(inp.rest(), chunk, b"\n") {
+        if let Some(name) = requests::view_name(&line) {
+            assert_eq!(line.trim_ascii(), name.as_bytes());
+            assert!(requests::VIEW_NAMES.contains(&name));
+        }
+    }
 }

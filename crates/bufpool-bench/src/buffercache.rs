@@ -51,7 +51,9 @@ impl View {
         }
     }
 
-    fn parse(line: &str) -> Option<View> {
+    /// The view a request line names (`requests::view_name`).
+    fn parse(line: &[u8]) -> Option<View> {
+        let name = crate::requests::view_name(line)?;
         [
             View::Rows,
             View::Summary,
@@ -59,7 +61,7 @@ impl View {
             View::Relations,
         ]
         .into_iter()
-        .find(|v| v.request() == line.trim())
+        .find(|v| v.request() == name)
     }
 }
 
@@ -282,18 +284,15 @@ fn answer_one(pool: &BufferPool, mut conn: UnixStream) -> std::io::Result<()> {
         Ok(_) if peer != own => serde_json::to_vec(&serde_json::json!({
             "error": format!("user {peer} may not read the pool of user {own}'s run")
         })),
-        Ok(line) => {
-            let line = String::from_utf8_lossy(&line);
-            match View::parse(&line) {
-                Some(view) => serde_json::to_vec(&answer(pool, view)),
-                None => serde_json::to_vec(&serde_json::json!({
-                    "error": format!(
-                        "unknown view {:?}: rows, summary, usage-counts or relations",
-                        line.trim()
-                    )
-                })),
-            }
-        }
+        Ok(line) => match View::parse(&line) {
+            Some(view) => serde_json::to_vec(&answer(pool, view)),
+            None => serde_json::to_vec(&serde_json::json!({
+                "error": format!(
+                    "unknown view {:?}: rows, summary, usage-counts or relations",
+                    String::from_utf8_lossy(line.trim_ascii())
+                )
+            })),
+        },
         Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
             serde_json::to_vec(&serde_json::json!({ "error": e.to_string() }))
         }
@@ -371,7 +370,10 @@ pub fn run(dir: &Path, view: View, json: bool) -> Result<()> {
 /// nothing to show.
 fn saved_blocks(dir: &Path, view: View) -> Result<Answer> {
     let vfs = bufpool::RealVfs::new();
-    let Some(saved) = bufpool::engine::prewarm::read_saved(&vfs, dir)? else {
+    // The pool the directory is configured for bounds the list it can have saved.
+    let (config, _) = crate::commands::load_config(dir, &[])?;
+    let max = config.nbuffers() as u64;
+    let Some(saved) = bufpool::engine::prewarm::read_saved(&vfs, dir, max)? else {
         bail!(
             "{} is not running (no process holds it), so its pool is empty, and no block \
              list was saved (autoprewarm = off)",

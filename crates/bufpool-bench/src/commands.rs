@@ -74,21 +74,14 @@ pub fn load_config(
         .map(|k| (k.name.to_string(), Source::Default))
         .collect();
     let path = dir.join(CONFIG_FILE);
-    if path.exists() {
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let table: toml::Table = text
-            .parse()
-            .with_context(|| format!("parsing {}", path.display()))?;
-        for (k, v) in table {
-            let v = match v {
-                toml::Value::String(s) => s,
-                other => other.to_string(),
-            };
-            // Rules between knobs are checked once all are in (the file is in name order).
-            c.set_deferred(&k, &v)
-                .map_err(|e| KnobError(format!("{} (in {})", e, path.display())))?;
-            sources.insert(k, Source::File);
+    if let Some(text) = read_config_file(&path)? {
+        let settings =
+            crate::conf::parse(&text).map_err(|e| KnobError(format!("{}: {e}", path.display())))?;
+        for s in settings {
+            // Rules between knobs are checked once all are in.
+            c.set_deferred(&s.name, &s.value)
+                .map_err(|e| KnobError(format!("{} ({}, line {})", e, path.display(), s.line)))?;
+            sources.insert(s.name, Source::File);
         }
     }
     for (k, v) in sets {
@@ -107,15 +100,46 @@ pub fn knob_values(c: &Config) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn write_config_file(dir: &Path, c: &Config) -> Result<()> {
-    let mut t = toml::Table::new();
-    for (k, v) in knob_values(c) {
-        t.insert(k, toml::Value::String(v));
+/// The configuration file's text, if there is one: a regular file (a FIFO or a device
+/// would block or never end) of at most `conf::CONF_BYTES_MAX` bytes, in UTF-8.
+fn read_config_file(path: &Path) -> Result<Option<String>> {
+    use std::io::Read as _;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    if !meta.is_file() {
+        bail!("{} is not a regular file", path.display());
     }
-    let text = format!(
-        "# bufpool configuration (PostgreSQL's names and units); `bufpool config` lists every knob.\n{}",
-        toml::to_string(&t)?
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| {
+            f.take(crate::conf::CONF_BYTES_MAX as u64 + 1)
+                .read_to_end(&mut bytes)
+        })
+        .with_context(|| format!("reading {}", path.display()))?;
+    if bytes.len() > crate::conf::CONF_BYTES_MAX {
+        bail!(
+            "{} is larger than {} bytes: not a configuration file",
+            path.display(),
+            crate::conf::CONF_BYTES_MAX
+        );
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("{} is not UTF-8 text: {e}", path.display()))?;
+    Ok(Some(text))
+}
+
+fn write_config_file(dir: &Path, c: &Config) -> Result<()> {
+    let mut text = String::from(
+        "# bufpool configuration: PostgreSQL's names, units and postgresql.conf syntax;\n\
+         # `bufpool config` lists every knob.\n",
     );
+    for (k, v) in knob_values(c) {
+        text.push_str(&crate::conf::line(&k, &v));
+        text.push('\n');
+    }
     let path = dir.join(CONFIG_FILE);
     // The owner's only, as the engine's own files (`bufpool::vfs::FILE_MODE`).
     use std::io::Write as _;

@@ -6,11 +6,13 @@
 mod buffercache;
 mod commands;
 mod compare;
+mod conf;
 mod dirlock;
 mod experiments;
 mod maintenance;
 mod metrics_http;
 mod report;
+mod requests;
 mod seeds;
 mod serve;
 mod tpcb;

@@ -93,22 +93,19 @@ pub fn serve<'scope, 'env>(
 
 /// The answer to `request` (a request head): status, content type, body.
 fn respond(engine: &Engine, request: &[u8]) -> (&'static str, &'static str, String) {
-    let line = request.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(line);
-    let mut words = line.split_whitespace();
-    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    match (method, path) {
-        ("GET", "/metrics") => (
+    use crate::requests::{http_route, Route};
+    match http_route(request) {
+        Route::Metrics => (
             "200 OK",
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             bufpool::metrics::render_openmetrics(&bufpool::metrics::samples(engine)),
         ),
-        ("GET", _) => (
+        Route::NotFound => (
             "404 Not Found",
             "text/plain",
             "only /metrics is served\n".into(),
         ),
-        _ => (
+        Route::MethodNotAllowed => (
             "405 Method Not Allowed",
             "text/plain",
             "only GET is served\n".into(),

@@ -18,10 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Most bytes a request may take: a request line with its headers, or a view's name.
-/// PostgreSQL's own limit on a startup packet is 10,000 bytes; an HTTP scraper's request
-/// is a few hundred.
-pub const REQUEST_BYTES_MAX: usize = 8 << 10;
+pub use crate::requests::REQUEST_BYTES_MAX;
+use crate::requests::{Framed, Framer};
 
 /// Time a connection gets for its request and its answer together: a scraper on the same
 /// machine needs milliseconds; a client that trickles is cut off here.
@@ -142,10 +140,10 @@ fn wait_readable(listener: &impl AsRawFd) {
 /// buffer never grows beyond that.
 pub fn read_request(
     conn: &mut impl Connection,
-    end: &[u8],
+    end: &'static [u8],
     deadline: Instant,
 ) -> io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
+    let mut framer = Framer::new(end);
     let mut chunk = [0u8; 1024];
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -165,19 +163,17 @@ pub fn read_request(
             Err(e) => return Err(e),
         };
         if n == 0 {
-            return Ok(buf);
+            return Ok(framer.into_request());
         }
-        let from = buf.len().saturating_sub(end.len() - 1);
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf[from..].windows(end.len()).position(|w| w == end) {
-            buf.truncate(from + i + end.len());
-            return Ok(buf);
-        }
-        if buf.len() > REQUEST_BYTES_MAX {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("a request of more than {REQUEST_BYTES_MAX} bytes"),
-            ));
+        match framer.push(&chunk[..n]) {
+            Framed::More => {}
+            Framed::Done => return Ok(framer.into_request()),
+            Framed::TooLong => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a request of more than {REQUEST_BYTES_MAX} bytes"),
+                ))
+            }
         }
     }
 }

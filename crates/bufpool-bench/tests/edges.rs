@@ -392,3 +392,62 @@ fn a_killed_experiment_leaves_no_slow_device_up() {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
+
+/// `bufpool.conf` is read in postgresql.conf syntax (a line edited by hand the way one
+/// edits PostgreSQL's: `name value`, unquoted units, a trailing comment), and a line it
+/// cannot read is refused naming the file and the line. A FIFO in its place is refused,
+/// not waited on.
+#[test]
+fn the_configuration_file_takes_postgresql_conf_lines_and_names_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(
+        cwd,
+        &[
+            "init",
+            "-s",
+            "1",
+            "-D",
+            "db",
+            "--set",
+            "shared_buffers=16MB",
+        ],
+    );
+    let conf = cwd.join("db/bufpool.conf");
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    assert!(text.contains("shared_buffers = '16MB'"), "{text}");
+    text.push_str("synchronous_commit off   # by hand\nShared_Buffers = 24MB\n");
+    std::fs::write(&conf, &text).unwrap();
+    let out = ok(cwd, &["config", "-D", "db"]);
+    let value = |name: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_else(|| panic!("{name} not listed:\n{out}"))
+            .to_string()
+    };
+    assert_eq!(value("synchronous_commit"), "off");
+    assert_eq!(value("shared_buffers"), "24MB");
+    let lines = text.lines().count();
+    text.push_str("checkpoint_timeout = '5min\n");
+    std::fs::write(&conf, &text).unwrap();
+    let o = bufpool(cwd, &["config", "-D", "db"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bufpool.conf")
+            && err.contains(&format!("line {}", lines + 1))
+            && err.contains("unterminated"),
+        "{err}"
+    );
+    std::fs::remove_file(&conf).unwrap();
+    let fifo = std::ffi::CString::new(conf.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let o = bufpool(cwd, &["config", "-D", "db"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("not a regular file"),
+        "{err}"
+    );
+}

@@ -100,7 +100,7 @@ fn power_loss_during_autoprewarm_saves() {
             2,
             "the run without a crash failed"
         );
-        let saved = prewarm::read_saved(&vfs, Path::new("/db"))
+        let saved = prewarm::read_saved(&vfs, Path::new("/db"), 1 << 20)
             .unwrap()
             .unwrap();
         assert_eq!(saved.blocks, SETS[2].clone().map(tag).collect::<Vec<_>>());
@@ -116,7 +116,7 @@ fn power_loss_during_autoprewarm_saves() {
         &base,
         workload,
         |vfs, returned, _report, _ctx| {
-            let saved = prewarm::read_saved(vfs, Path::new("/db"))
+            let saved = prewarm::read_saved(vfs, Path::new("/db"), 1 << 20)
                 .unwrap_or_else(|e| panic!("the list after the crash: {e}"));
             let which = match &saved {
                 None => {

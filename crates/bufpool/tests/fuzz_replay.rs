@@ -4,8 +4,9 @@
 //! Proves: every input the fuzzers kept (the seeds made from real pages, WAL records,
 //! control files, SLRU pages, configuration lines and metadata files, what the fuzzers grew
 //! from them, and every input that once crashed) still goes through the decoders of the
-//! page header and checksum, WAL records, the control file, SLRU pages, the configuration
-//! and the data directory's metadata file with no panic and with each target's properties
+//! page header and checksum, WAL records, the control file, SLRU pages, the configuration,
+//! the data directory's metadata file, access traces, autoprewarm's block list, the
+//! configuration file's syntax and the bench's HTTP and socket requests with no panic and with each target's properties
 //! holding (see fuzz/src/lib.rs, included here: it is the only copy of the target bodies).
 //! The named regression tests below pin the crashes the fuzzers found.
 //!
@@ -113,6 +114,26 @@ fn smgr_meta_corpus() {
 #[test]
 fn trace_corpus() {
     assert!(replay("trace") > 0);
+}
+
+#[test]
+fn prewarm_blocks_corpus() {
+    assert!(replay("prewarm_blocks") > 0);
+}
+
+#[test]
+fn conf_file_corpus() {
+    assert!(replay("conf_file") > 0);
+}
+
+#[test]
+fn http_request_corpus() {
+    assert!(replay("http_request") > 0);
+}
+
+#[test]
+fn socket_request_corpus() {
+    assert!(replay("socket_request") > 0);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ fn a_clean_shutdown_saves_the_pool_and_the_next_open_reloads_it() {
     let before = resident(&e);
     assert_eq!(before.len(), 21);
     e.shutdown().unwrap();
-    let saved = prewarm::read_saved(&vfs, Path::new("/db"))
+    let saved = prewarm::read_saved(&vfs, Path::new("/db"), 1 << 20)
         .unwrap()
         .expect("a saved list");
     assert_eq!(saved.blocks, before);
@@ -206,7 +206,10 @@ fn a_crash_like_drop_saves_nothing_and_the_knobs_are_checked() {
     let e = engine(&vfs, "64", true);
     populate(&e, 0..10);
     drop(e);
-    assert_eq!(prewarm::read_saved(&vfs, Path::new("/db")).unwrap(), None);
+    assert_eq!(
+        prewarm::read_saved(&vfs, Path::new("/db"), 1 << 20).unwrap(),
+        None
+    );
     let e = engine(&vfs, "64", false);
     assert!(e.autoprewarm_stats().is_none());
     assert_eq!(e.autoprewarm_dump_now().unwrap(), resident(&e).len() as u64);
@@ -418,4 +421,29 @@ fn a_reload_during_vacuums_truncation_leaves_no_page_past_the_end() {
         .count();
     assert_eq!(past, 0, "pages past the new end {keep} in the pool");
     e.shutdown().unwrap();
+}
+
+/// A block list longer than the pool's buffers' list can be is refused by its length,
+/// before anything that size is allocated or read (the file's length is input: a sparse
+/// file of terabytes once meant an allocation of terabytes).
+#[test]
+fn a_list_longer_than_the_pool_can_have_saved_is_refused_unread() {
+    let vfs = MemVfs::new();
+    vfs.create_dir_all(Path::new("/db")).unwrap();
+    let mut blocks: Vec<BufferTag> = (0..10).map(tag).collect();
+    let bytes = prewarm::encode(&mut blocks, 7);
+    vfs.set_contents(&Path::new("/db").join(BLOCKS_FILE), bytes.clone());
+    let saved = prewarm::read_saved(&vfs, Path::new("/db"), 10)
+        .unwrap()
+        .unwrap();
+    assert_eq!(saved.blocks.len(), 10);
+    let mut long = bytes;
+    long.resize(10 * 44 + 256 + 1, b'\n');
+    vfs.set_contents(&Path::new("/db").join(BLOCKS_FILE), long);
+    let err = prewarm::read_saved(&vfs, Path::new("/db"), 10).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, EngineError::PrewarmCorrupt { .. }) && msg.contains("10 blocks"),
+        "{msg}"
+    );
 }

@@ -1093,8 +1093,8 @@ impl World {
         }
         let pool = life.e.pool();
         let smgr = pool.smgr();
-        let saved =
-            prewarm::read_saved(&**smgr.vfs(), smgr.dir()).map_err(engine("autoprewarm read"))?;
+        let saved = prewarm::read_saved(&**smgr.vfs(), smgr.dir(), pool.nbuffers() as u64)
+            .map_err(engine("autoprewarm read"))?;
         let Some(saved) = saved else {
             return Ok("autoprewarm: no list saved".into());
         };

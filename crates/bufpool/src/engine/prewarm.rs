@@ -164,8 +164,20 @@ fn parse_line(line: &str) -> Option<BufferTag> {
     Some(BufferTag::new(RelFileId::new(ts, rel), fork, block))
 }
 
-/// Reads `dir`'s saved block list; `Ok(None)` if none was saved.
-pub fn read_saved(vfs: &dyn Vfs, dir: &Path) -> Result<Option<SavedBlocks>, EngineError> {
+/// The longest line of a block list (four numbers of at most 10 digits, three commas and
+/// a newline) and room for the header: a list of `n` blocks takes at most
+/// `n * LINE_BYTES_MAX + HEADER_BYTES_MAX` bytes.
+const LINE_BYTES_MAX: u64 = 44;
+const HEADER_BYTES_MAX: u64 = 256;
+
+/// Reads `dir`'s saved block list; `Ok(None)` if none was saved. A file longer than a list
+/// of `max_blocks` can be (the pool's buffers: a list never holds more) is reported
+/// corrupt without being read: its length is input, not a size to allocate.
+pub fn read_saved(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    max_blocks: u64,
+) -> Result<Option<SavedBlocks>, EngineError> {
     let path = dir.join(BLOCKS_FILE);
     if !vfs
         .exists(&path)
@@ -179,6 +191,18 @@ pub fn read_saved(vfs: &dyn Vfs, dir: &Path) -> Result<Option<SavedBlocks>, Engi
     let len = f
         .len()
         .map_err(|e| EngineError::io("reading the size of", &path, e))?;
+    let most = max_blocks
+        .saturating_mul(LINE_BYTES_MAX)
+        .saturating_add(HEADER_BYTES_MAX);
+    if len > most {
+        return Err(EngineError::PrewarmCorrupt {
+            path,
+            problem: format!(
+                "{len} bytes, more than a list of {max_blocks} blocks (the pool's buffers) \
+                 can take ({most})"
+            ),
+        });
+    }
     let mut bytes = vec![0u8; len as usize];
     let mut done = 0;
     while done < bytes.len() {
@@ -403,7 +427,8 @@ impl Shared {
         crate::stats::set_thread_writer(crate::stats::IoWriter::BackgroundWorker);
         let started = Instant::now();
         let stopping = || *self.stop.lock();
-        let r = read_saved(&*self.vfs, &self.dir).and_then(|saved| match saved {
+        let buffers = self.pool.nbuffers() as u64;
+        let r = read_saved(&*self.vfs, &self.dir, buffers).and_then(|saved| match saved {
             Some(saved) => load(&self.pool, &saved, opts, &stopping, &mut |p| {
                 let mut st = self.stats.lock();
                 (st.listed, st.loaded, st.skipped) = (p.listed, p.loaded, p.skipped);
