@@ -28,6 +28,19 @@
 //! through the history index; both B-trees' structure checks. Every page it reads passes
 //! its checksum or the read fails with an error naming it.
 //!
+//! Knobs: drawn again at every restart (`Knobs`): pool size, synchronous commit, early
+//! lock release, checkpoint sort, WAL compression, commit-log group update, autoprewarm
+//! (threads mode), and from a second stream of the seed (`MoreKnobs`, so that adding them
+//! left every seed's steps as they were): every replacement policy, `wal_syncs_in_flight`
+//! 1 to 3, every `wal_sync_method`, `checkpoint_sync_method`, `commit_delay`, every
+//! `slru_design`, `io_direct`, `full_page_writes` (off only in a life that ends in whole
+//! writes, as it is only safe on storage that never tears a page), and in threads mode
+//! I/O workers for read-ahead and writer crews of 1 to 3. Fixed per world from the seed
+//! (`Layout`): 4 or 8 kB blocks, 64 or 128 kB log segments, and the log in a directory of
+//! its own or not. `BUFPOOL_SIM_PIN=name=value,...` pins knobs over what was drawn (to
+//! tell which one a failing seed needs). The stamped durable end (`wal_durable_end`) is
+//! always on: a loss in the log's last durable stretch is a failure.
+//!
 //! Reproducible: in the default mode (`Mode::Steps`) every thread the engine could run is
 //! off (`bgwriter`, `checkpointer` and `wal_writer` off, `io_method = sync`, one checkpoint
 //! writer) and the steps that stand in for them (a background-writer round, a checkpoint,
@@ -147,6 +160,26 @@ enum Mode {
     Threads,
 }
 
+/// What a world's directory is made with, fixed for its life (block and log segment
+/// sizes cannot change after creation): drawn from the seed alone, as `wal_elsewhere`.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    /// Bytes.
+    block: u64,
+    /// Bytes.
+    segment: u64,
+}
+
+impl Layout {
+    fn of_seed(seed: u64) -> Layout {
+        let h = mix(seed ^ 0x1a70_u64);
+        Layout {
+            block: if h & 1 == 0 { 4096 } else { 8192 },
+            segment: if h & 2 == 0 { 64 << 10 } else { 128 << 10 },
+        }
+    }
+}
+
 /// The knobs of one life (drawn again at every restart).
 #[derive(Clone, Copy, Debug)]
 struct Knobs {
@@ -158,10 +191,51 @@ struct Knobs {
     clog_group_update: bool,
     /// Threads mode only: the autoprewarm worker (a thread of its own).
     autoprewarm: bool,
+    /// Drawn from the world's second stream (`World::knob_rng`), so that adding them left
+    /// the steps, faults and fates of every seed as they were.
+    more: MoreKnobs,
+}
+
+/// The knobs the simulator drew later (see [`Knobs::more`]).
+#[derive(Clone, Copy, Debug)]
+struct MoreKnobs {
+    replacement: &'static str,
+    wal_syncs_in_flight: u32,
+    wal_sync_method: &'static str,
+    checkpoint_sync_method: &'static str,
+    commit_delay_us: u32,
+    slru_design: &'static str,
+    io_direct: bool,
+    /// Off only with atomic page writes: a life with it off ends in a prefix cut (whole
+    /// writes in program order), never a tear (PostgreSQL's condition for turning it off).
+    full_page_writes: bool,
+    /// Threads mode only (threads of their own): read-ahead through I/O workers, and
+    /// crews of more than one writer.
+    io_worker: bool,
+    checkpoint_writers: u32,
+    bgwriter_writers: u32,
+}
+
+impl MoreKnobs {
+    fn draw(rng: &mut Rng) -> MoreKnobs {
+        MoreKnobs {
+            replacement: rng.pick(&["clock", "sieve", "s3fifo", "arc", "2q", "cooling"]),
+            wal_syncs_in_flight: rng.pick(&[1, 1, 2, 3]),
+            wal_sync_method: rng.pick(&["fdatasync", "fsync", "open_datasync"]),
+            checkpoint_sync_method: rng.pick(&["fsync", "open_datasync"]),
+            commit_delay_us: rng.pick(&[0, 0, 20]),
+            slru_design: rng.pick(&["central", "banks", "banks_locks_lru"]),
+            io_direct: rng.pct(30),
+            full_page_writes: rng.pct(75),
+            io_worker: rng.pct(50),
+            checkpoint_writers: rng.pick(&[1, 2, 3]),
+            bgwriter_writers: rng.pick(&[1, 2]),
+        }
+    }
 }
 
 impl Knobs {
-    fn draw(rng: &mut Rng) -> Knobs {
+    fn draw(rng: &mut Rng, more: &mut Rng) -> Knobs {
         Knobs {
             shared_buffers: rng.pick(&[16, 24, 64]),
             synchronous_commit: rng.pct(60),
@@ -170,16 +244,18 @@ impl Knobs {
             wal_compression: rng.pct(30),
             clog_group_update: rng.pct(50),
             autoprewarm: rng.pct(50),
+            more: MoreKnobs::draw(more),
         }
     }
 
-    fn config(&self, mode: Mode) -> Config {
+    fn config(&self, mode: Mode, layout: Layout) -> Config {
         let on = |b: bool| if b { "on" } else { "off" };
         let mut c = Config::default();
         let threads = mode == Mode::Threads;
+        let m = &self.more;
         for (k, v) in [
-            ("block_size", "4kB".to_string()),
-            ("wal_segment_size", "64kB".to_string()),
+            ("block_size", layout.block.to_string()),
+            ("wal_segment_size", format!("{}kB", layout.segment >> 10)),
             ("shared_buffers", self.shared_buffers.to_string()),
             ("synchronous_commit", on(self.synchronous_commit).into()),
             ("early_lock_release", on(self.early_lock_release).into()),
@@ -191,9 +267,32 @@ impl Knobs {
             ("clog_group_update", on(self.clog_group_update).into()),
             ("autoprewarm", on(threads && self.autoprewarm).into()),
             ("autoprewarm_interval", "0".into()),
-            ("io_method", "sync".into()),
-            ("checkpoint_writers", "1".into()),
-            ("bgwriter_writers", "1".into()),
+            (
+                "io_method",
+                if threads && m.io_worker {
+                    "worker"
+                } else {
+                    "sync"
+                }
+                .into(),
+            ),
+            (
+                "checkpoint_writers",
+                if threads { m.checkpoint_writers } else { 1 }.to_string(),
+            ),
+            (
+                "bgwriter_writers",
+                if threads { m.bgwriter_writers } else { 1 }.to_string(),
+            ),
+            ("buffer_replacement", m.replacement.into()),
+            ("wal_syncs_in_flight", m.wal_syncs_in_flight.to_string()),
+            ("wal_sync_method", m.wal_sync_method.into()),
+            ("checkpoint_sync_method", m.checkpoint_sync_method.into()),
+            ("commit_delay", m.commit_delay_us.to_string()),
+            ("commit_siblings", "1".into()),
+            ("slru_design", m.slru_design.into()),
+            ("io_direct", on(m.io_direct).into()),
+            ("full_page_writes", on(m.full_page_writes).into()),
             ("bgwriter", on(threads).into()),
             ("checkpointer", on(threads).into()),
             ("wal_writer", on(threads).into()),
@@ -208,6 +307,17 @@ impl Knobs {
         ] {
             c.set(k, &v)
                 .unwrap_or_else(|e| panic!("sim knob {k} = {v}: {e}"));
+        }
+        // `BUFPOOL_SIM_PIN=name=value,...` pins knobs over what was drawn: to tell which
+        // knob a failing seed needs.
+        if let Ok(pins) = std::env::var("BUFPOOL_SIM_PIN") {
+            for pin in pins.split(',').filter(|p| !p.is_empty()) {
+                let (k, v) = pin
+                    .split_once('=')
+                    .expect("BUFPOOL_SIM_PIN: name=value,...");
+                c.set(k, v)
+                    .unwrap_or_else(|e| panic!("BUFPOOL_SIM_PIN {k} = {v}: {e}"));
+            }
         }
         c
     }
@@ -304,6 +414,9 @@ struct Txn {
 struct World {
     mode: Mode,
     rng: Rng,
+    /// The knobs drawn after the first ones ([`MoreKnobs`]): a stream of their own.
+    knob_rng: Rng,
+    layout: Layout,
     /// The log in a directory of its own (`create_wal_directory`, `<DIR>/wal` a link to
     /// [`WAL_ELSEWHERE`]): half the seeds, decided from the seed alone so the random
     /// stream of every world stays as it was.
@@ -352,6 +465,8 @@ impl World {
         World {
             mode,
             rng: Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x5151),
+            knob_rng: Rng(mix(seed ^ 0x6b6e_6f62)),
+            layout: Layout::of_seed(seed),
             wal_elsewhere: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 63 == 1,
             vfs: SimVfs::new(),
             acked: [0; CLIENTS],
@@ -378,7 +493,7 @@ impl World {
         Engine::open(
             vfs.clone(),
             Path::new(DIR),
-            &knobs.config(self.mode),
+            &knobs.config(self.mode, self.layout),
             create,
         )
         .map_err(engine("open"))
@@ -386,7 +501,7 @@ impl World {
 
     /// Creates the database (no faults): accounts, sequence and shared rows, both indexes.
     fn create(&mut self) -> Result<(), Stop> {
-        let knobs = Knobs::draw(&mut self.rng);
+        let knobs = Knobs::draw(&mut self.rng, &mut self.knob_rng);
         if self.wal_elsewhere {
             bufpool::create_wal_directory(&self.vfs, Path::new(DIR), Path::new(WAL_ELSEWHERE))
                 .map_err(engine("create_wal_directory"))?;
@@ -426,7 +541,7 @@ impl World {
 
     /// One life: open, check, run steps, end in a clean shutdown or a power cut.
     fn life(&mut self, n: u32) -> Result<(), Stop> {
-        let knobs = Knobs::draw(&mut self.rng);
+        let knobs = Knobs::draw(&mut self.rng, &mut self.knob_rng);
         self.stats.lives += 1;
         self.note(format!("life {n}: {knobs:?}"));
         let fault = FaultVfs::new(Arc::new(self.vfs.clone()));
@@ -473,9 +588,9 @@ impl World {
                 return Ok(());
             }
             // A fault armed late failed the shutdown: a crash after all.
-            self.power_cut(None);
+            self.power_cut(None, !knobs.more.full_page_writes);
         } else {
-            self.power_cut(Some(e));
+            self.power_cut(Some(e), !knobs.more.full_page_writes);
         }
         Ok(())
     }
@@ -483,10 +598,12 @@ impl World {
     /// Cuts the power: nothing more reaches the file system, the engine is dropped, and
     /// what survives is decided by random fates or an ordered prefix. Then maybe a bit
     /// flip on a copy, opened and checked on the side.
-    fn power_cut(&mut self, e: Option<Engine>) {
+    /// `atomic_pages`: the life ran with `full_page_writes` off, which is safe only where
+    /// a page write is never torn, so its cut keeps or drops whole writes (a prefix).
+    fn power_cut(&mut self, e: Option<Engine>, atomic_pages: bool) {
         self.vfs.crash_after(0);
         drop(e);
-        if self.rng.pct(70) {
+        if self.rng.pct(70) && !atomic_pages {
             let seed = self.rng.next();
             let r = self.vfs.crash(seed);
             self.stats.crashes_random += 1;
@@ -526,7 +643,7 @@ impl World {
         let bit = self.rng.below(8);
         data[at] ^= 1 << bit;
         copy.set_contents(&path, data);
-        let knobs = Knobs::draw(&mut self.rng);
+        let knobs = Knobs::draw(&mut self.rng, &mut self.knob_rng);
         let vfs: Arc<dyn Vfs> = Arc::new(copy);
         let what = format!("bit {bit} of byte {at} of {}", path.display());
         let outcome = match self.open(&vfs, &knobs, false) {
@@ -540,7 +657,10 @@ impl World {
                     self.stats.flips_harmless += 1;
                     "no effect".to_string()
                 }
-                Ok(seqs) if wal_lsn(&path, at).is_some_and(|lsn| lsn >= self.tail.0 .0) => {
+                Ok(seqs)
+                    if wal_lsn(&path, at, self.layout.segment)
+                        .is_some_and(|lsn| lsn >= self.tail.0 .0) =>
+                {
                     // Once counted and let pass (the log could not tell); the stamped
                     // durable end (`wal_durable_end`) makes it a refusal, so a loss here
                     // is a failure like any other.
@@ -581,13 +701,13 @@ impl World {
 }
 
 /// The log position of byte `at` of `path`, if it is a log segment (named by its number in
-/// hexadecimal, 64 kB each here).
-fn wal_lsn(path: &Path, at: usize) -> Option<u64> {
+/// hexadecimal, `segment` bytes each).
+fn wal_lsn(path: &Path, at: usize, segment: u64) -> Option<u64> {
     if !path.starts_with(Path::new(DIR).join("wal")) {
         return None;
     }
     let segno = u64::from_str_radix(path.file_name()?.to_str()?, 16).ok()?;
-    Some(segno * 65536 + at as u64)
+    Some(segno * segment + at as u64)
 }
 
 /// Every file under `dir`, recursively.
@@ -1147,7 +1267,7 @@ impl World {
 
     /// A final open and check after the last life.
     fn last_check(&mut self) -> Result<(), Stop> {
-        let knobs = Knobs::draw(&mut self.rng);
+        let knobs = Knobs::draw(&mut self.rng, &mut self.knob_rng);
         let vfs: Arc<dyn Vfs> = Arc::new(self.vfs.clone());
         let e = self
             .open(&vfs, &knobs, false)
@@ -1383,7 +1503,7 @@ fn sim_soak() {
 /// page (the map is not WAL-logged; the reload now leaves such a page to the map).
 #[test]
 fn the_seeds_that_found_defects_pass() {
-    for seed in [100389, 353157, 349310, 948123244] {
+    for seed in [100389, 353157, 349310, 948123244, 571439873, 571441912, 581443541] {
         run_world(seed, Mode::Steps, 12).unwrap_or_else(|r| panic!("{r}"));
     }
 }

@@ -306,6 +306,11 @@ struct LogWalk<'r, 'v> {
     /// log up to there was synced and commits up to there acknowledged, so it cannot end
     /// before it.
     durable_end: Option<(Lsn, PathBuf)>,
+    /// The block boundary that marked padding after the last record returned reaches:
+    /// a flush wrote that padding, so the durable log reaches the boundary, and a page
+    /// stamped with it (a hint's "flush the log to here first", see `Engine::log_hint`)
+    /// is not past the end of the log.
+    padded_to: Option<u64>,
 }
 
 impl LogWalk<'_, '_> {
@@ -329,6 +334,9 @@ impl LogWalk<'_, '_> {
                     // point, with no record read yet, the log up to the checkpoint record
                     // is durable: no sector of it can be lost).
                     let next = pos.div_ceil(WAL_BLOCK) * WAL_BLOCK;
+                    if marked {
+                        self.padded_to = Some(next);
+                    }
                     valid_at(reader, next, page_size, incarnation)?.map_err(|w| (next, w))
                 } else {
                     Err((
@@ -505,6 +513,7 @@ pub(super) fn run(
         marks_padding: None,
         lost_until: None,
         durable_end: stamped.map(|s| (s, stamp_file)),
+        padded_to: None,
     };
     loop {
         let rec = match walk.next()? {
@@ -559,6 +568,7 @@ pub(super) fn holds_only_creation(
         marks_padding: None,
         lost_until: None,
         durable_end: None,
+        padded_to: None,
     };
     loop {
         match walk.next()? {
@@ -602,7 +612,12 @@ fn end_of_replay(
     // A page replay read carries changes of records past the end of the log: the log lost
     // records that were durable (a corrupt one in its last stretch read as its end).
     // Replay skipped its older records on it, so it would answer with them applied.
-    if let Some((lsn, tag)) = report.newest_page.filter(|&(l, _)| l > report.end) {
+    // Marked padding right after the last record is durable log too (a flush wrote it).
+    let reach = match walk.padded_to {
+        Some(p) if p > report.end.0 && p - report.end.0 < WAL_BLOCK => Lsn(p),
+        _ => report.end,
+    };
+    if let Some((lsn, tag)) = report.newest_page.filter(|&(l, _)| l > reach) {
         let at = report.end.0;
         return Err(EngineError::Corrupt {
             path: walk.reader.seg_path(at / walk.reader.seg_size),
@@ -909,6 +924,7 @@ mod tests {
             marks_padding: None,
             lost_until: None,
             durable_end: None,
+            padded_to: None,
         };
         let mut seen = Vec::new();
         loop {
