@@ -39,7 +39,12 @@
 //! (`Layout`): 4 or 8 kB blocks, 64 or 128 kB log segments, and the log in a directory of
 //! its own or not. `BUFPOOL_SIM_PIN=name=value,...` pins knobs over what was drawn (to
 //! tell which one a failing seed needs). The stamped durable end (`wal_durable_end`) is
-//! always on: a loss in the log's last durable stretch is a failure.
+//! always on: a loss in the log's last durable stretch is a failure. From the second
+//! stream too: in one step of 200 the power fails a few writes into the step
+//! (`SimVfs::crash_after`), wherever they land (inside a checkpoint, a segment switch, a
+//! control-file replacement, an SLRU write round, a B-tree split, VACUUM's truncation),
+//! and a quarter of the read and write faults are short transfers (not with
+//! `full_page_writes` off: a short page write is a torn page).
 //!
 //! Reproducible: in the default mode (`Mode::Steps`) every thread the engine could run is
 //! off (`bgwriter`, `checkpointer` and `wal_writer` off, `io_method = sync`, one checkpoint
@@ -348,6 +353,12 @@ struct Stats {
     /// Power cuts with random fates, and with a prefix of the pending writes.
     crashes_random: u64,
     crashes_prefix: u64,
+    /// Steps during which the power failed after a few more writes (`SimVfs::crash_after`):
+    /// a cut inside whatever the step was doing (a checkpoint, a segment switch, a
+    /// control-file replacement, an SLRU write, a split, VACUUM's truncation).
+    cuts_mid_step: u64,
+    /// Faults armed as short transfers (half a read or write moved).
+    faults_short: u64,
     clean_restarts: u64,
     faults_armed: u64,
     /// Calls the fault layer failed.
@@ -378,6 +389,8 @@ impl Stats {
         self.lock_conflicts += o.lock_conflicts;
         self.crashes_random += o.crashes_random;
         self.crashes_prefix += o.crashes_prefix;
+        self.cuts_mid_step += o.cuts_mid_step;
+        self.faults_short += o.faults_short;
         self.clean_restarts += o.clean_restarts;
         self.faults_armed += o.faults_armed;
         self.faults_hit += o.faults_hit;
@@ -580,6 +593,8 @@ impl World {
         drop(life);
         if clean {
             if e.shutdown().is_ok() {
+                // A power failure armed inside a step that never came: the power stays on.
+                self.vfs.crash_after(u64::MAX);
                 self.stats.clean_restarts += 1;
                 for (c, k, _) in unflushed {
                     self.acked[c] = self.acked[c].max(k);
@@ -935,6 +950,15 @@ impl World {
                 return Ok(false);
             }
             self.stats.steps += 1;
+            // The power fails a few writes into this step, wherever they land (drawn from
+            // the second stream: every seed's steps stay as they were).
+            if !armed && self.knob_rng.below(1000) < 5 {
+                let n = self.knob_rng.below(24);
+                self.vfs.crash_after(n);
+                armed = true;
+                self.stats.cuts_mid_step += 1;
+                self.note(format!("the power fails after {n} more writes"));
+            }
             let roll = self.rng.below(100);
             let r: Result<String, Stop> = match roll {
                 0..=61 => {
@@ -1253,6 +1277,18 @@ impl World {
             FaultOp::Any,
         ]);
         let kind = self.rng.pick(&[FaultKind::Eio, FaultKind::Enospc]);
+        // A short transfer instead, a quarter of the time (the second stream). Not with
+        // full_page_writes off: a short page write is a torn page (the engine reports it
+        // and keeps the page dirty, as PostgreSQL does), which only a page image repairs
+        // if the power fails before the page is written again.
+        let short_ok = life.knobs.more.full_page_writes;
+        let kind =
+            if self.knob_rng.pct(25) && short_ok && matches!(op, FaultOp::Write | FaultOp::Read) {
+                self.stats.faults_short += 1;
+                FaultKind::Short
+            } else {
+                kind
+            };
         let rule = FaultRule {
             path_contains: path.to_string(),
             op,
@@ -1400,8 +1436,9 @@ fn soak(
         "{label}: {seeds} seeds ({first}..{}) in {wall:.0} s, {:.0} CPU-seconds: {} lives, {} steps, {} commits, {} \
          aborts, {} lock conflicts; crash states {} (power cuts with random fates {}, with a \
          prefix {}, bit flips {}: refused at open {}, detected by a read {}, no effect {}, \
-         acknowledged commits lost in the log's last durable stretch {}); \
-         clean restarts {}; faults armed {}, I/O calls failed {}, engine errors met {}; \
+         acknowledged commits lost in the log's last durable stretch {}; cuts inside a \
+         step {}); clean restarts {}; faults armed {} ({} short), I/O calls failed {}, \
+         engine errors met {}; \
          checkpoints {}, VACUUMs {}, bgwriter rounds {}; failures {}",
         seed.saturating_sub(1),
         cpu_seconds(),
@@ -1418,8 +1455,10 @@ fn soak(
         total.flips_detected,
         total.flips_harmless,
         total.flips_tail_lost,
+        total.cuts_mid_step,
         total.clean_restarts,
         total.faults_armed,
+        total.faults_short,
         total.faults_hit,
         total.errors,
         total.checkpoints,
@@ -1503,7 +1542,9 @@ fn sim_soak() {
 /// page (the map is not WAL-logged; the reload now leaves such a page to the map).
 #[test]
 fn the_seeds_that_found_defects_pass() {
-    for seed in [100389, 353157, 349310, 948123244, 571439873, 571441912, 581443541] {
+    for seed in [
+        100389, 353157, 349310, 948123244, 571439873, 571441912, 581443541,
+    ] {
         run_world(seed, Mode::Steps, 12).unwrap_or_else(|r| panic!("{r}"));
     }
 }
