@@ -931,7 +931,8 @@ mod model {
     /// Proves: waking only the waiters a sync covered (plus one new leader) never loses a
     /// wakeup, and every flush returns with its record durable, with `places` leaders
     /// allowed to sync at once (1: serial; 2: overlapping syncs, published in order). How:
-    /// three modeled threads each insert two commit records and flush to each end,
+    /// three modeled threads each insert two commit records and flush to each end (as a
+    /// committer: the durable end stamped after the flush, `wal_durable_end`),
     /// against one log on MemVfs; shuttle explores random and PCT schedules and reports
     /// any schedule in which every thread sleeps (a lost wakeup, or a leader waiting for a
     /// place or a publication that never comes) as a deadlock. After each flush, the log
@@ -954,6 +955,7 @@ mod model {
                     commit_siblings: 5,
                     writer_flush_after: 0,
                     syncs_in_flight: places,
+                    durable_end: true,
                 },
                 Lsn(0),
                 Lsn(0),
@@ -974,8 +976,12 @@ mod model {
                                 0,
                             ))
                             .unwrap();
-                        wal.flush(end).unwrap();
+                        wal.flush_acknowledged(end).unwrap();
                         assert!(wal.flushed() >= end, "flush returned before {end}");
+                        assert!(
+                            wal.acknowledged_end() >= end,
+                            "acknowledged before the durable end was stamped past {end}"
+                        );
                     }
                 })
             })
