@@ -16,7 +16,7 @@
 //! last saved (`autoprewarm.blocks`: what the pool held then, without usage counts or
 //! dirtiness), or says that nothing was saved.
 
-use std::io::{BufReader, Write};
+use std::io::BufReader;
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -331,7 +331,16 @@ pub fn ask(dir: &Path, view: View) -> Result<Option<Answer>> {
         Err(e) => return Err(e).with_context(|| format!("connecting to {}", path.display())),
     };
     conn.set_read_timeout(Some(Duration::from_secs(60)))?;
-    (&conn).write_all(format!("{}\n", view.request()).as_bytes())?;
+    // Through the servers' writer (MSG_NOSIGNAL): a server that closed the connection
+    // is an error here, not a SIGPIPE.
+    let mut conn = conn;
+    let deadline = Instant::now() + crate::serve::CONNECTION_DEADLINE;
+    crate::serve::write_answer(
+        &mut conn,
+        format!("{}\n", view.request()).as_bytes(),
+        deadline,
+    )
+    .with_context(|| format!("asking {}", path.display()))?;
     let v: serde_json::Value = serde_json::from_reader(BufReader::new(&conn))
         .with_context(|| format!("reading the answer from {}", path.display()))?;
     if let Some(e) = v.get("error") {
@@ -501,6 +510,7 @@ pub fn render(a: &Answer) -> String {
 mod tests {
     use super::*;
     use bufpool::{BufferTag, Config, ForkNumber, RealVfs, RelFileId};
+    use std::io::Write as _;
 
     fn pool(dir: &Path) -> Arc<BufferPool> {
         let mut c = Config::default();

@@ -131,12 +131,19 @@ fn read_config_file(path: &Path) -> Result<Option<String>> {
     Ok(Some(text))
 }
 
+/// Writes `<dir>/bufpool.conf`: the knobs whose values differ from the defaults as
+/// settings, every other knob as a comment showing its default (postgresql.conf's habit),
+/// so that `bufpool config` tells what the file sets from what is a default.
 fn write_config_file(dir: &Path, c: &Config) -> Result<()> {
     let mut text = String::from(
         "# bufpool configuration: PostgreSQL's names, units and postgresql.conf syntax;\n\
-         # `bufpool config` lists every knob.\n",
+         # `bufpool config` lists every knob. Lines starting with # show defaults.\n",
     );
+    let defaults = knob_values(&Config::default());
     for (k, v) in knob_values(c) {
+        if defaults.get(&k) == Some(&v) {
+            text.push('#');
+        }
         text.push_str(&crate::conf::line(&k, &v));
         text.push('\n');
     }

@@ -324,6 +324,12 @@ fn init_logging() {
 }
 
 fn main() -> Result<()> {
+    // SIGPIPE at its default, as in C programs: `bufpool config | head` ends quietly when
+    // the reader stops (Rust ignores it, and printing to the closed pipe panicked). The
+    // bench's servers write with MSG_NOSIGNAL (`serve::write_answer`), so a client that
+    // goes away is an error there, not the end of the run.
+    // SAFETY: setting a signal's disposition to SIG_DFL, before any thread is started.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     init_logging();
     let mut command: Vec<String> = std::env::args().collect();

@@ -40,7 +40,7 @@ pub trait Listener: AsRawFd {
 }
 
 /// An accepted connection: a byte stream with timeouts.
-pub trait Connection: Read + Write + Send + 'static {
+pub trait Connection: Read + Write + AsRawFd + Send + 'static {
     fn set_read_timeout(&self, d: Option<Duration>) -> io::Result<()>;
     fn set_write_timeout(&self, d: Option<Duration>) -> io::Result<()>;
     fn set_nonblocking(&self, on: bool) -> io::Result<()>;
@@ -188,8 +188,31 @@ pub fn write_answer(conn: &mut impl Connection, bytes: &[u8], deadline: Instant)
         ));
     }
     conn.set_write_timeout(Some(left))?;
-    conn.write_all(bytes)?;
-    conn.flush()
+    // send(2) with MSG_NOSIGNAL, not write(2): a client gone away is an EPIPE here, never
+    // a SIGPIPE, which the program leaves at its default so that `bufpool ... | head` ends
+    // quietly (see `main`).
+    let fd = conn.as_raw_fd();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        // SAFETY: `fd` is the socket `conn` owns, open for the whole call; the pointer and
+        // length are those of the live slice `rest`.
+        let n = unsafe { libc::send(fd, rest.as_ptr().cast(), rest.len(), libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => {
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, e))
+                }
+                _ => return Err(e),
+            }
+        }
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        rest = &rest[n as usize..];
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -566,12 +566,12 @@ fn ctrl_c_stops_the_bench_cleanly_and_keeps_what_was_measured() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let err = BufReader::new(child.stderr.take().unwrap());
-    for line in err.lines() {
-        if line.unwrap().starts_with("progress:") {
-            break;
-        }
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 && !line.starts_with("progress:") {
+        line.clear();
     }
+    common::drain(err);
     // SAFETY: sending SIGINT to our own child process, whose pid we hold.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let out = child.wait_with_output().unwrap();

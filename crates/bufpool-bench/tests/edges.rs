@@ -31,11 +31,14 @@ fn running_bench(cwd: &Path, seconds: &str) -> Child {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let err = BufReader::new(child.stderr.take().unwrap());
-    for line in err.lines() {
-        if line.unwrap().starts_with("progress:") {
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        if line.starts_with("progress:") {
+            common::drain(err);
             return child;
         }
+        line.clear();
     }
     let _ = child.kill();
     let status = child.wait();
@@ -450,4 +453,78 @@ fn the_configuration_file_takes_postgresql_conf_lines_and_names_a_bad_one() {
         !o.status.success() && err.contains("not a regular file"),
         "{err}"
     );
+}
+
+/// `init` writes into `bufpool.conf` only what differs from the defaults (the rest as
+/// comments), so `bufpool config` says which knobs the file sets: it said "configuration
+/// file" for all of them before.
+#[test]
+fn init_writes_only_what_differs_from_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(
+        cwd,
+        &[
+            "init",
+            "-s",
+            "1",
+            "-D",
+            "db",
+            "--set",
+            "shared_buffers=16MB",
+        ],
+    );
+    let text = std::fs::read_to_string(cwd.join("db/bufpool.conf")).unwrap();
+    let set: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(set, ["shared_buffers = '16MB'"], "{text}");
+    assert!(text.contains("#checkpoint_timeout = '300s'"), "{text}");
+    let out = ok(cwd, &["config", "-D", "db"]);
+    let from_file = |name: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} not listed:\n{out}"))
+            .contains("configuration file")
+    };
+    assert!(from_file("shared_buffers"), "{out}");
+    assert!(!from_file("checkpoint_timeout"), "{out}");
+}
+
+/// A reader that stops early (`bufpool config | head -1`) ends the command quietly, by
+/// SIGPIPE as any Unix tool, instead of a panic ("failed printing to stdout", exit 101).
+#[test]
+fn a_reader_that_stops_early_ends_the_command_quietly() {
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    // A pipe of one page, far less than `config` prints (about 30 kB): the command is
+    // still writing when the reader goes, whatever the timing.
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2(2) returns. Close-on-exec: the
+    // child must get the write end as its output only, never a copy of the read end.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors were just made by pipe(2) and are owned here only.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: F_SETPIPE_SZ on a pipe this test owns.
+    assert!(unsafe { libc::fcntl(fds[0], libc::F_SETPIPE_SZ, 4096) } >= 4096);
+    let child = Command::new(env!("CARGO_BIN_EXE_bufpool"))
+        .args(["config"])
+        .current_dir(dir.path())
+        .stdout(Stdio::from(write))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(std::fs::File::from(read));
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(first.starts_with("name"), "{first}");
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?}: {err}",
+        o.status
+    );
+    assert!(!err.contains("panicked"), "{err}");
 }

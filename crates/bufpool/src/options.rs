@@ -8,16 +8,35 @@
 
 use std::fmt;
 
-/// A bad configuration value: which knob, what was given, what is allowed.
+/// A bad configuration value: which knob, what was given, what is allowed. A name that is
+/// no knob has `knob` [`UNKNOWN_KNOB`], the name in `value` and a suggestion in
+/// `allowed`, and reads as PostgreSQL's `unrecognized configuration parameter`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid value for {knob}: \"{value}\" (allowed: {allowed})")]
+#[error("{}", self.message())]
 pub struct ConfigError {
     pub knob: &'static str,
     pub value: String,
     pub allowed: String,
 }
 
+/// [`ConfigError::knob`] of a name that is no knob.
+pub const UNKNOWN_KNOB: &str = "(name)";
+
 impl ConfigError {
+    fn message(&self) -> String {
+        if self.knob == UNKNOWN_KNOB {
+            format!(
+                "unrecognized configuration parameter \"{}\" ({})",
+                self.value, self.allowed
+            )
+        } else {
+            format!(
+                "invalid value for {}: \"{}\" (allowed: {})",
+                self.knob, self.value, self.allowed
+            )
+        }
+    }
+
     pub(crate) fn new(
         knob: &'static str,
         value: impl fmt::Display,

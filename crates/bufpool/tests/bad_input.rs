@@ -305,3 +305,29 @@ fn corrupt_metadata_file_is_named() {
         .to_string();
     assert!(err.contains("bufpool.meta"), "{err}");
 }
+
+/// A misspelt knob is PostgreSQL's "unrecognized configuration parameter", with the
+/// closest knob's name when one is close (it listed all 73 names before); a name near
+/// nothing gets no guess.
+#[test]
+fn a_misspelt_knob_is_unrecognized_with_a_suggestion() {
+    let mut c = Config::default();
+    let err = c.set("shared_bufers", "16MB").unwrap_err();
+    assert_eq!(err.knob, bufpool::options::UNKNOWN_KNOB);
+    let text = err.to_string();
+    assert!(
+        text.starts_with("unrecognized configuration parameter \"shared_bufers\"")
+            && text.contains("did you mean \"shared_buffers\"?"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("checkpoint_timeout"),
+        "no list of every knob: {text}"
+    );
+    let text = c.set("zzzzqqqq", "1").unwrap_err().to_string();
+    assert!(
+        text.contains("unrecognized") && !text.contains("did you mean"),
+        "{text}"
+    );
+    assert_eq!(c, Config::default(), "nothing changed");
+}

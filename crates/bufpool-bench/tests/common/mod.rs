@@ -25,3 +25,10 @@ pub fn ok(cwd: &Path, args: &[&str]) -> String {
     );
     String::from_utf8(o.stdout).unwrap()
 }
+
+/// Keeps reading `r` (a child's stderr) to its end on a thread of its own: a child whose
+/// output pipe the test stopped reading would block once it is full, or end by SIGPIPE
+/// once the test closed it (the program leaves SIGPIPE at its default).
+pub fn drain(mut r: impl std::io::Read + Send + 'static) {
+    std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
+}

@@ -237,6 +237,23 @@ pub struct Config {
 }
 }
 
+/// What to tell someone who named no knob: the closest knob's name when one is close
+/// (PostgreSQL's own messages have no such hint; its `\dconfig` lists them), else where the
+/// list is.
+fn suggestion(name: &str) -> String {
+    let lower = name.to_ascii_lowercase();
+    let best = KNOBS
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(&lower, k.name), k.name))
+        .min();
+    match best {
+        Some((d, k)) if d <= (k.len() / 3).max(2) => {
+            format!("did you mean \"{k}\"? `bufpool config` lists every knob")
+        }
+        _ => "`bufpool config` lists every knob".to_string(),
+    }
+}
+
 impl Default for Config {
     /// Every knob at its table default.
     fn default() -> Self {
@@ -267,11 +284,10 @@ impl Config {
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
         let v = value.trim();
         let Some(k) = knob(name) else {
-            let names: Vec<&str> = KNOBS.iter().map(|k| k.name).collect();
             return Err(ConfigError::new(
-                "(name)",
+                crate::options::UNKNOWN_KNOB,
                 name,
-                format!("one of {}", names.join(", ")),
+                suggestion(name),
             ));
         };
         let parsed = k
