@@ -596,6 +596,17 @@ pub struct BenchArgs {
         default_value = "tpcb-like"
     )]
     pub mode: Mode,
+    /// pgbench's -S: the select-only built-in script (`-b select-only`).
+    #[arg(short = 'S', long = "select-only", conflicts_with_all = ["mode", "skip_some_updates"])]
+    pub select_only: bool,
+    /// pgbench's -N: skip the updates of tellers and branches, the simple-update built-in
+    /// script (`-b simple-update`).
+    #[arg(short = 'N', long = "skip-some-updates", conflicts_with = "mode")]
+    pub skip_some_updates: bool,
+    /// pgbench's -n: no VACUUM before the run. Accepted as typed; the bench never runs one
+    /// before the test anyway (a VACUUM beside the clients is `--vacuum-every`).
+    #[arg(short = 'n', long = "no-vacuum")]
+    pub no_vacuum: bool,
     /// A second script run by one thread beside the clients, as seed 002's second pgbench
     /// instance: savepoint-overflow (70 nested savepoints, pause, commit) or long-running
     /// (one insert, pause, commit). Its transactions are reported apart (`side_script`).
@@ -665,6 +676,17 @@ pub struct BenchArgs {
 }
 
 impl BenchArgs {
+    /// pgbench's shorthands for a built-in script (-S, -N) turned into the script.
+    fn with_shorthands(&self) -> BenchArgs {
+        let mut a = self.clone();
+        if a.select_only {
+            a.mode = Mode::SelectOnly;
+        } else if a.skip_some_updates {
+            a.mode = Mode::SimpleUpdate;
+        }
+        a
+    }
+
     /// A plain TPC-B run of `clients` clients (one thread) for `seconds` on `dir` with
     /// knobs `sets`: no rate, log, progress or label. Callers change what they need with
     /// struct update syntax.
@@ -683,6 +705,9 @@ impl BenchArgs {
             aggregate_interval: None,
             log_prefix: "pgbench_log".into(),
             mode: Mode::TpcbLike,
+            select_only: false,
+            skip_some_updates: false,
+            no_vacuum: false,
             seed: 0x5eed,
             sets,
             json: false,
@@ -1063,6 +1088,7 @@ pub fn describe_written(w: &crate::report::model::WriteBytes) -> String {
 
 /// `bufpool bench`.
 pub fn bench(a: &BenchArgs) -> Result<()> {
+    let a = &a.with_shorthands();
     let stop = install_ctrl_c();
     let o = run_bench(a, stop)?;
     if let Some(path) = &a.out {

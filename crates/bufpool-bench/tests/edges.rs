@@ -528,3 +528,33 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// pgbench's everyday shorthands as typed: `-n -S` runs the select-only script, `-N` the
+/// simple-update one (each refused with the exit status of a flag error before); `-S` with
+/// `-N` or with `-b` is refused, naming the flags.
+#[test]
+fn pgbench_shorthands_n_s_and_n_run_their_scripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(cwd, &["init", "-s", "1", "-D", "db", "--set", "shared_buffers=16MB"]);
+    for (flags, mode) in [
+        (&["-n", "-S"][..], "select-only"),
+        (&["-N"][..], "simple-update"),
+        (&["-n"][..], "tpcb-like"),
+    ] {
+        let mut args = vec!["bench", "-D", "db", "-c", "2", "-T", "1", "--json"];
+        args.extend_from_slice(flags);
+        let out = ok(cwd, &args);
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(j["mode"], mode, "{flags:?}: {j}");
+        assert!(j["transactions"].as_u64().unwrap() > 0, "{flags:?}: {j}");
+    }
+    for flags in [&["-S", "-N"][..], &["-S", "-b", "tpcb-like"][..]] {
+        let mut args = vec!["bench", "-D", "db", "-T", "1"];
+        args.extend_from_slice(flags);
+        let o = bufpool(cwd, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains("cannot be used with"), "{flags:?}: {err}");
+    }
+}
