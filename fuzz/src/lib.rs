@@ -743,8 +743,8 @@ pub fn prewarm_blocks(data: &[u8]) {
 /// Input: the file's bytes (not UTF-8: the loader refuses it, as here).
 ///
 /// Properties: parsing never panics; an error names a line of the input; every setting
-/// comes from a line of the input, its value no longer than the input, and writing it
-/// back as a line (`conf::line`) parses to the same name and value; applying the settings
+/// and include comes from a line of the input, a setting's value no longer than the
+/// input, and writing it back as a line (`conf::line`) parses to the same name and value; applying the settings
 /// to a `Config` never panics, and its errors name the knob.
 pub fn conf_file(data: &[u8]) {
     // The loader reads no more than this, nor anything that is not UTF-8.
@@ -755,18 +755,32 @@ pub fn conf_file(data: &[u8]) {
         return;
     };
     let lines = text.lines().count();
-    match conf::parse(text) {
-        Ok(settings) => {
+    match conf::items(text) {
+        Ok(items) => {
             let mut c = Config::default();
-            for s in &settings {
+            let settings = items.iter().filter_map(|i| match i {
+                conf::Item::Setting(s) => Some(s),
+                conf::Item::Include { line, path, .. } => {
+                    assert!(*line >= 1 && *line <= lines && !path.is_empty());
+                    None
+                }
+            });
+            for s in settings {
                 assert!(s.line >= 1 && s.line <= lines, "line {} of {lines}", s.line);
                 assert!(s.value.len() <= text.len());
                 let back =
-                    conf::parse(&conf::line(&s.name, &s.value)).expect("a written line parses");
-                assert_eq!(
-                    (back[0].name.as_str(), back[0].value.as_str()),
-                    (s.name.as_str(), s.value.as_str())
-                );
+                    conf::items(&conf::line(&s.name, &s.value)).expect("a written line parses");
+                match back.as_slice() {
+                    [conf::Item::Setting(b)] => assert_eq!(
+                        (b.name.as_str(), b.value.as_str()),
+                        (s.name.as_str(), s.value.as_str())
+                    ),
+                    // A setting named "include" reads back as an include.
+                    [conf::Item::Include { .. }] => {
+                        assert!(s.name == "include" || s.name == "include_if_exists")
+                    }
+                    other => panic!("a written line read back as {other:?}"),
+                }
                 if let Err(e) = c.set_deferred(&s.name, &s.value) {
                     assert!(e.knob == s.name || e.knob == "(name)", "{e}");
                 }

@@ -73,23 +73,66 @@ pub fn load_config(
         .iter()
         .map(|k| (k.name.to_string(), Source::Default))
         .collect();
-    let path = dir.join(CONFIG_FILE);
-    if let Some(text) = read_config_file(&path)? {
-        let settings =
-            crate::conf::parse(&text).map_err(|e| KnobError(format!("{}: {e}", path.display())))?;
-        for s in settings {
-            // Rules between knobs are checked once all are in.
-            c.set_deferred(&s.name, &s.value)
-                .map_err(|e| KnobError(format!("{} ({}, line {})", e, path.display(), s.line)))?;
-            sources.insert(s.name, Source::File);
-        }
-    }
+    apply_config_file(&dir.join(CONFIG_FILE), false, 0, &mut c, &mut sources)?;
     for (k, v) in sets {
         c.set_deferred(k, v).map_err(knob_error)?;
         sources.insert(k.clone(), Source::CommandLine);
     }
     c.validate().map_err(knob_error)?;
     Ok((c, sources))
+}
+
+/// How deep `include` may nest in the configuration file (PostgreSQL's limit too): a file
+/// that includes itself ends there with an error instead of recursing.
+const INCLUDE_DEPTH_MAX: usize = 10;
+
+/// Applies the configuration file `path` to `c` (rules between knobs are checked once all
+/// are in), reading each `include` in its place, relative to the including file's
+/// directory, at most [`INCLUDE_DEPTH_MAX`] deep. A missing file is nothing to apply
+/// for the top file and `include_if_exists`, an error for `include`.
+fn apply_config_file(
+    path: &Path,
+    required: bool,
+    depth: usize,
+    c: &mut Config,
+    sources: &mut BTreeMap<String, Source>,
+) -> Result<()> {
+    let Some(text) = read_config_file(path)? else {
+        if required {
+            return Err(KnobError(format!("{}: no such file", path.display())).into());
+        }
+        return Ok(());
+    };
+    let items =
+        crate::conf::items(&text).map_err(|e| KnobError(format!("{}: {e}", path.display())))?;
+    for item in items {
+        match item {
+            crate::conf::Item::Setting(s) => {
+                c.set_deferred(&s.name, &s.value).map_err(|e| {
+                    KnobError(format!("{} ({}, line {})", e, path.display(), s.line))
+                })?;
+                sources.insert(s.name, Source::File);
+            }
+            crate::conf::Item::Include {
+                path: name,
+                if_exists,
+                line,
+            } => {
+                if depth + 1 >= INCLUDE_DEPTH_MAX {
+                    return Err(KnobError(format!(
+                        "{}, line {line}: include nested more than {} deep (a file that \
+                         includes itself?)",
+                        path.display(),
+                        INCLUDE_DEPTH_MAX
+                    ))
+                    .into());
+                }
+                let base = path.parent().unwrap_or(Path::new("."));
+                apply_config_file(&base.join(name), !if_exists, depth + 1, c, sources)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every knob's value in effect.

@@ -7,15 +7,29 @@
 //! is letters, digits, `_` and `.`, case-insensitive (kept in lower case); a value is one
 //! unquoted word (letters, digits and `_ . - + :` and `/`, as in `16MB`, `0.9`, `-1`,
 //! `on`), or quoted in single quotes, where `''` or `\'` is a quote and `\\` a backslash;
-//! a later line for the same name wins. Also taken, since earlier releases wrote the file
-//! as TOML: a value in double quotes with `\"` and `\\`. Not taken (an error naming the
-//! line): `include` directives, anything after the value but a comment, an unterminated
-//! quote, a line without a value.
+//! a later line for the same name wins. `include 'file'` and `include_if_exists 'file'`
+//! name another file, read in their place (the caller resolves them: relative to the
+//! including file's directory, at most 10 deep: `commands::apply_config_file`). Also taken, since
+//! earlier releases wrote the file as TOML: a value in double quotes with `\"` and `\\`.
+//! Not taken (an error naming the line): `include_dir`, anything after the value but a
+//! comment, an unterminated quote, a line without a value.
 //! Bounds: the caller reads at most [`CONF_BYTES_MAX`]; nothing here allocates more than
 //! the text's own size.
 
 /// Most bytes the configuration file may hold (PostgreSQL's are a few tens of kB).
 pub const CONF_BYTES_MAX: usize = 1 << 20;
+
+/// One line that says something: a setting, or another file to read in its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    Setting(Setting),
+    Include {
+        path: String,
+        /// `include_if_exists`: a missing file is skipped.
+        if_exists: bool,
+        line: usize,
+    },
+}
 
 /// One setting: its name (lower case), its value as text, and its line (from 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,9 +60,9 @@ fn is_word_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "_.-+:/".contains(c)
 }
 
-/// The settings of `text`, in file order (a name may come more than once: the last one
-/// wins when they are applied in order).
-pub fn parse(text: &str) -> Result<Vec<Setting>, ConfError> {
+/// The settings and includes of `text`, in file order (a name may come more than once:
+/// the last one wins when they are applied in order).
+pub fn items(text: &str) -> Result<Vec<Item>, ConfError> {
     let mut out = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -63,7 +77,7 @@ pub fn parse(text: &str) -> Result<Vec<Setting>, ConfError> {
             return Err(bad(format!("expected a setting's name, found {c:?}")));
         }
         let name = rest[..name_len].to_ascii_lowercase();
-        if name == "include" || name == "include_if_exists" || name == "include_dir" {
+        if name == "include_dir" {
             return Err(bad(format!("{name} directives are not supported")));
         }
         let mut rest = rest[name_len..].trim_start();
@@ -78,7 +92,18 @@ pub fn parse(text: &str) -> Result<Vec<Setting>, ConfError> {
                 after.chars().next().unwrap_or(' ')
             )));
         }
-        out.push(Setting { name, value, line });
+        if name == "include" || name == "include_if_exists" {
+            if value.is_empty() {
+                return Err(bad(format!("{name}: no file named")));
+            }
+            out.push(Item::Include {
+                path: value,
+                if_exists: name == "include_if_exists",
+                line,
+            });
+        } else {
+            out.push(Item::Setting(Setting { name, value, line }));
+        }
     }
     Ok(out)
 }
@@ -154,6 +179,20 @@ pub fn line(name: &str, value: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The settings of a text without includes.
+    fn parse(text: &str) -> Result<Vec<Setting>, ConfError> {
+        items(text)?
+            .into_iter()
+            .map(|i| match i {
+                Item::Setting(s) => Ok(s),
+                Item::Include { line, .. } => Err(ConfError {
+                    line,
+                    problem: "an include".into(),
+                }),
+            })
+            .collect()
+    }
+
     fn one(text: &str) -> (String, String) {
         let s = parse(text).unwrap();
         assert_eq!(s.len(), 1, "{s:?}");
@@ -193,7 +232,8 @@ mod tests {
             ("x = 'open", 1, "unterminated"),
             ("x = 1 2", 1, "after the value"),
             ("= 5", 1, "name"),
-            ("include 'other.conf'", 1, "not supported"),
+            ("include_dir 'conf.d'", 1, "not supported"),
+            ("include ''", 1, "no file named"),
             ("x = a b", 1, "after the value"),
             ("x = ;", 1, "unexpected"),
         ] {
@@ -201,6 +241,27 @@ mod tests {
             assert_eq!(e.line, line, "{text:?}: {e}");
             assert!(e.to_string().contains(says), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn includes_are_items() {
+        let i = items("a = 1\ninclude 'more.conf'\ninclude_if_exists \"/etc/x.conf\"").unwrap();
+        assert_eq!(i.len(), 3);
+        assert_eq!(
+            i[1],
+            Item::Include {
+                path: "more.conf".into(),
+                if_exists: false,
+                line: 2
+            }
+        );
+        assert!(matches!(
+            &i[2],
+            Item::Include {
+                if_exists: true,
+                ..
+            }
+        ));
     }
 
     #[test]

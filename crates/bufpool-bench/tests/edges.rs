@@ -536,7 +536,18 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
 fn pgbench_shorthands_n_s_and_n_run_their_scripts() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
-    ok(cwd, &["init", "-s", "1", "-D", "db", "--set", "shared_buffers=16MB"]);
+    ok(
+        cwd,
+        &[
+            "init",
+            "-s",
+            "1",
+            "-D",
+            "db",
+            "--set",
+            "shared_buffers=16MB",
+        ],
+    );
     for (flags, mode) in [
         (&["-n", "-S"][..], "select-only"),
         (&["-N"][..], "simple-update"),
@@ -557,4 +568,52 @@ fn pgbench_shorthands_n_s_and_n_run_their_scripts() {
         assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
         assert!(err.contains("cannot be used with"), "{flags:?}: {err}");
     }
+}
+
+/// postgresql.conf's `include` and `include_if_exists`, relative to the including file;
+/// a file that includes itself is refused at the nesting limit, naming the file and line;
+/// a missing `include` is an error, a missing `include_if_exists` is nothing.
+#[test]
+fn the_configuration_file_includes_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(
+        cwd,
+        &[
+            "init",
+            "-s",
+            "1",
+            "-D",
+            "db",
+            "--set",
+            "shared_buffers=16MB",
+        ],
+    );
+    let conf = cwd.join("db/bufpool.conf");
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str("include 'more.conf'\ninclude_if_exists 'absent.conf'\n");
+    std::fs::write(&conf, &text).unwrap();
+    std::fs::write(cwd.join("db/more.conf"), "bgwriter_delay = 50ms\n").unwrap();
+    let out = ok(cwd, &["config", "-D", "db"]);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("bgwriter_delay "))
+        .unwrap();
+    assert!(
+        line.contains("50ms") && line.contains("configuration file"),
+        "{line}"
+    );
+    std::fs::write(cwd.join("db/more.conf"), "include 'more.conf'\n").unwrap();
+    let o = bufpool(cwd, &["config", "-D", "db"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("more.conf, line 1") && err.contains("nested"),
+        "{err}"
+    );
+    std::fs::remove_file(cwd.join("db/more.conf")).unwrap();
+    let o = bufpool(cwd, &["config", "-D", "db"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("more.conf: no such file"), "{err}");
 }
