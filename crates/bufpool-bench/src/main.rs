@@ -309,17 +309,47 @@ struct ReportArgs {
 
 /// Prints the library's log lines (log_checkpoints) to stderr, as PostgreSQL's server log
 /// would show them; `RUST_LOG` overrides the filter (e.g. `RUST_LOG=off`).
+/// Log lines as PostgreSQL's default `log_line_prefix` (`%m [%p] `) writes them:
+/// `2026-12-06 16:35:16.123 UTC [1234] LOG:  checkpoint starting: time`, with PostgreSQL's
+/// level words (ERROR, WARNING, LOG, DEBUG1, DEBUG2).
+struct PgLogLine;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for PgLogLine
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut w: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let level = match *event.metadata().level() {
+            tracing::Level::ERROR => "ERROR",
+            tracing::Level::WARN => "WARNING",
+            tracing::Level::INFO => "LOG",
+            tracing::Level::DEBUG => "DEBUG1",
+            tracing::Level::TRACE => "DEBUG2",
+        };
+        // RFC 3339 with milliseconds, in PostgreSQL's spelling.
+        let t = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+        let t = t.replacen('T', " ", 1).replace('Z', " UTC");
+        write!(w, "{t} [{}] {level}:  ", std::process::id())?;
+        ctx.field_format().format_fields(w.by_ref(), event)?;
+        writeln!(w)
+    }
+}
+
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("bufpool=info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .without_time()
         // A closed stderr (a reader that went away) must not turn into a panic.
         .log_internal_errors(false)
+        .event_format(PgLogLine)
         .try_init();
 }
 

@@ -617,3 +617,46 @@ fn the_configuration_file_includes_others() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("more.conf: no such file"), "{err}");
 }
+
+/// Log lines carry PostgreSQL's default prefix (`%m [%p] `) and level words:
+/// `2026-12-06 16:35:16.123 UTC [1234] LOG:  checkpoint starting: ...` (they began with
+/// ` INFO ` and no time before).
+#[test]
+fn log_lines_read_as_postgresqls() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    ok(
+        cwd,
+        &[
+            "init",
+            "-s",
+            "1",
+            "-D",
+            "db",
+            "--set",
+            "shared_buffers=16MB",
+        ],
+    );
+    let o = bufpool(cwd, &["checkpoint", "-D", "db"]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.contains("checkpoint starting"))
+        .unwrap_or_else(|| panic!("no checkpoint log line: {err}"));
+    let (date, rest) = line.split_once(' ').unwrap();
+    let (time, rest) = rest.split_once(' ').unwrap();
+    assert!(
+        date.len() == 10
+            && date.as_bytes()[4] == b'-'
+            && time.len() == 12
+            && time.as_bytes()[8] == b'.',
+        "{line}"
+    );
+    let rest = rest
+        .strip_prefix("UTC [")
+        .unwrap_or_else(|| panic!("{line}"));
+    let (pid, rest) = rest.split_once("] ").unwrap();
+    assert!(pid.parse::<u32>().is_ok(), "{line}");
+    assert!(rest.starts_with("LOG:  checkpoint starting: "), "{line}");
+}
