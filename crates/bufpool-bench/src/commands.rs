@@ -630,12 +630,13 @@ pub struct BenchArgs {
     /// Log file name prefix.
     #[arg(long = "log-prefix", default_value = "pgbench_log")]
     pub log_prefix: String,
-    /// Built-in script.
+    /// Built-in script, as pgbench takes it: its name or a unique prefix of it (`tpcb`),
+    /// an `@weight` accepted (one script runs, so it has no effect), `list` for the names.
     #[arg(
         short = 'b',
         long = "builtin",
         value_name = "BUILTIN",
-        value_enum,
+        value_parser = parse_builtin,
         default_value = "tpcb-like"
     )]
     pub mode: Mode,
@@ -646,8 +647,7 @@ pub struct BenchArgs {
     /// script (`-b simple-update`).
     #[arg(short = 'N', long = "skip-some-updates", conflicts_with = "mode")]
     pub skip_some_updates: bool,
-    /// pgbench's -n: no VACUUM before the run. Accepted as typed; the bench never runs one
-    /// before the test anyway (a VACUUM beside the clients is `--vacuum-every`).
+    /// pgbench's -n: no VACUUM of branches and tellers before the run.
     #[arg(short = 'n', long = "no-vacuum")]
     pub no_vacuum: bool,
     /// A second script run by one thread beside the clients, as seed 002's second pgbench
@@ -716,6 +716,40 @@ pub struct BenchArgs {
     /// Overrides a knob for this run (repeatable), e.g. --set shared_buffers=64MB.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::parse_set)]
     pub sets: Vec<(String, String)>,
+}
+
+/// `-b NAME[@WEIGHT]`: a built-in script by its name or a unique prefix (pgbench's rule).
+fn parse_builtin(text: &str) -> std::result::Result<Mode, String> {
+    use clap::ValueEnum as _;
+    let (name, weight) = text.split_once('@').unwrap_or((text, "1"));
+    if weight.parse::<u32>().is_err() {
+        return Err(format!("invalid weight {weight:?} (a whole number)"));
+    }
+    let names: Vec<&str> = Mode::value_variants().iter().map(|m| m.name()).collect();
+    let list = format!("available built-in scripts: {}", names.join(", "));
+    if name == "list" {
+        return Err(list);
+    }
+    let hits: Vec<Mode> = Mode::value_variants()
+        .iter()
+        .copied()
+        .filter(|m| m.name() == name)
+        .chain(
+            Mode::value_variants()
+                .iter()
+                .copied()
+                .filter(|m| m.name() != name && m.name().starts_with(name)),
+        )
+        .collect();
+    match hits.as_slice() {
+        [m, ..] if m.name() == name => Ok(*m),
+        [m] if !name.is_empty() => Ok(*m),
+        [] | [_] => Err(format!("no built-in script {name:?}; {list}")),
+        _ => Err(format!(
+            "ambiguous built-in script {name:?}: {}",
+            hits.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+        )),
+    }
 }
 
 impl BenchArgs {
@@ -855,6 +889,7 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         stop,
         config: Default::default(),
         abort_fraction: a.abort_fraction,
+        no_vacuum: a.no_vacuum,
         ack_log: a.ack_log.clone(),
         rate_profile,
         batch,
@@ -904,10 +939,12 @@ pub(crate) fn run_tpcb_traced(
     // As pgbench does before each run: vacuum the small, hot tables, so that space their
     // rows left behind in earlier runs is reused. (pgbench also truncates the history;
     // we keep it, so that `check` can match it against the balances.)
-    eprint!("starting vacuum...");
-    db.branches.vacuum(false)?;
-    db.tellers.vacuum(false)?;
-    eprintln!("end.");
+    if !opts.no_vacuum {
+        eprint!("starting vacuum...");
+        db.branches.vacuum(false)?;
+        db.tellers.vacuum(false)?;
+        eprintln!("end.");
+    }
     if opts.label.is_empty() {
         let sync = c.get("synchronous_commit").unwrap_or_default();
         opts.label = format!(

@@ -529,9 +529,10 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-/// pgbench's everyday shorthands as typed: `-n -S` runs the select-only script, `-N` the
-/// simple-update one (each refused with the exit status of a flag error before); `-S` with
-/// `-N` or with `-b` is refused, naming the flags.
+/// pgbench's everyday shorthands as typed: `-n -S` runs the select-only script without
+/// the VACUUM before it, `-N` the simple-update one (each refused with the exit status of
+/// a flag error before); `-b` takes a unique prefix and an `@weight`, and `list`; `-S`
+/// with `-N` or with `-b` is refused, naming the flags.
 #[test]
 fn pgbench_shorthands_n_s_and_n_run_their_scripts() {
     let dir = tempfile::tempdir().unwrap();
@@ -548,17 +549,35 @@ fn pgbench_shorthands_n_s_and_n_run_their_scripts() {
             "shared_buffers=16MB",
         ],
     );
-    for (flags, mode) in [
-        (&["-n", "-S"][..], "select-only"),
-        (&["-N"][..], "simple-update"),
-        (&["-n"][..], "tpcb-like"),
+    for (flags, mode, vacuum) in [
+        (&["-n", "-S"][..], "select-only", false),
+        (&["-N"][..], "simple-update", true),
+        (&["-n"][..], "tpcb-like", false),
+        (&["-b", "sel@3"][..], "select-only", true),
+        (&["-b", "tpcb"][..], "tpcb-like", true),
     ] {
         let mut args = vec!["bench", "-D", "db", "-c", "2", "-T", "1", "--json"];
         args.extend_from_slice(flags);
-        let out = ok(cwd, &args);
+        let o = bufpool(cwd, &args);
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(o.status.success(), "{flags:?}: {err}");
         let j: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(j["mode"], mode, "{flags:?}: {j}");
         assert!(j["transactions"].as_u64().unwrap() > 0, "{flags:?}: {j}");
+        assert_eq!(err.contains("starting vacuum"), vacuum, "{flags:?}: {err}");
+    }
+    for (b, says) in [
+        ("list", "tpcb-like, simple-update, select-only"),
+        ("ycsb", "ambiguous"),
+        ("nope", "no built-in script"),
+    ] {
+        let o = bufpool(cwd, &["bench", "-D", "db", "-T", "1", "-b", b]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "-b {b}: {err}");
+        assert!(err.contains(says), "-b {b}: {err}");
     }
     for flags in [&["-S", "-N"][..], &["-S", "-b", "tpcb-like"][..]] {
         let mut args = vec!["bench", "-D", "db", "-T", "1"];

@@ -111,6 +111,8 @@ pub struct BenchOptions {
     /// Fraction of transactions rolled back after doing all their work (an "abort
     /// storm" for tests: their changes must vanish; they count as failed).
     pub abort_fraction: f64,
+    /// pgbench's `-n`: no VACUUM of branches and tellers before the run.
+    pub no_vacuum: bool,
     /// `--ack-log`: each client appends a line per committed transaction to this file.
     pub ack_log: Option<PathBuf>,
     /// `--rate-profile`: a sine-wave target rate with spikes instead of `-R`'s constant.
@@ -156,6 +158,7 @@ impl BenchOptions {
             stop,
             config: Default::default(),
             abort_fraction: 0.0,
+            no_vacuum: false,
             ack_log: None,
             rate_profile: None,
             batch: None,
