@@ -718,6 +718,28 @@ pub struct BenchArgs {
     pub sets: Vec<(String, String)>,
 }
 
+/// pgbench's `bench -b list` (or `--builtin list`, `--builtin=list`, `-blist`) in
+/// `args`: the built-in scripts' names, one per line, as pgbench lists them.
+pub fn builtin_list(args: impl Iterator<Item = String>) -> Option<String> {
+    use clap::ValueEnum as _;
+    let args: Vec<String> = args.collect();
+    if args.get(1).map(String::as_str) != Some("bench") {
+        return None;
+    }
+    let asks = args
+        .windows(2)
+        .any(|w| matches!(w[0].as_str(), "-b" | "--builtin") && w[1] == "list")
+        || args.iter().any(|a| a == "--builtin=list" || a == "-blist");
+    asks.then(|| {
+        let mut out = String::from("Available builtin scripts:");
+        for m in Mode::value_variants() {
+            out.push_str("\n  ");
+            out.push_str(m.name());
+        }
+        out
+    })
+}
+
 /// `-b NAME[@WEIGHT]`: a built-in script by its name or a unique prefix (pgbench's rule).
 fn parse_builtin(text: &str) -> std::result::Result<Mode, String> {
     use clap::ValueEnum as _;

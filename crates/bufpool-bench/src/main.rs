@@ -360,6 +360,11 @@ fn main() -> Result<()> {
     // goes away is an error there, not the end of the run.
     // SAFETY: setting a signal's disposition to SIG_DFL, before any thread is started.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // pgbench's `-b list`: the built-in scripts, and a normal exit.
+    if let Some(list) = commands::builtin_list(std::env::args()) {
+        println!("{list}");
+        return Ok(());
+    }
     let cli = Cli::parse();
     init_logging();
     let mut command: Vec<String> = std::env::args().collect();

@@ -569,11 +569,13 @@ fn pgbench_shorthands_n_s_and_n_run_their_scripts() {
         assert!(j["transactions"].as_u64().unwrap() > 0, "{flags:?}: {j}");
         assert_eq!(err.contains("starting vacuum"), vacuum, "{flags:?}: {err}");
     }
-    for (b, says) in [
-        ("list", "tpcb-like, simple-update, select-only"),
-        ("ycsb", "ambiguous"),
-        ("nope", "no built-in script"),
-    ] {
+    // `-b list` lists them and ends normally, as pgbench's does.
+    let out = ok(cwd, &["bench", "-D", "db", "-b", "list"]);
+    assert!(
+        out.starts_with("Available builtin scripts:") && out.contains("\n  select-only"),
+        "{out}"
+    );
+    for (b, says) in [("ycsb", "ambiguous"), ("nope", "no built-in script")] {
         let o = bufpool(cwd, &["bench", "-D", "db", "-T", "1", "-b", b]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "-b {b}: {err}");
