@@ -402,20 +402,8 @@ fn a_killed_experiment_leaves_no_slow_device_up() {
 /// not waited on.
 #[test]
 fn the_configuration_file_takes_postgresql_conf_lines_and_names_a_bad_one() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::small_db();
     let cwd = dir.path();
-    ok(
-        cwd,
-        &[
-            "init",
-            "-s",
-            "1",
-            "-D",
-            "db",
-            "--set",
-            "shared_buffers=16MB",
-        ],
-    );
     let conf = cwd.join("db/bufpool.conf");
     let mut text = std::fs::read_to_string(&conf).unwrap();
     assert!(text.contains("shared_buffers = '16MB'"), "{text}");
@@ -460,20 +448,8 @@ fn the_configuration_file_takes_postgresql_conf_lines_and_names_a_bad_one() {
 /// file" for all of them before.
 #[test]
 fn init_writes_only_what_differs_from_the_defaults() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::small_db();
     let cwd = dir.path();
-    ok(
-        cwd,
-        &[
-            "init",
-            "-s",
-            "1",
-            "-D",
-            "db",
-            "--set",
-            "shared_buffers=16MB",
-        ],
-    );
     let text = std::fs::read_to_string(cwd.join("db/bufpool.conf")).unwrap();
     let set: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(set, ["shared_buffers = '16MB'"], "{text}");
@@ -535,20 +511,8 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
 /// with `-N` or with `-b` is refused, naming the flags.
 #[test]
 fn pgbench_shorthands_n_s_and_n_run_their_scripts() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::small_db();
     let cwd = dir.path();
-    ok(
-        cwd,
-        &[
-            "init",
-            "-s",
-            "1",
-            "-D",
-            "db",
-            "--set",
-            "shared_buffers=16MB",
-        ],
-    );
     for (flags, mode, vacuum) in [
         (&["-n", "-S"][..], "select-only", false),
         (&["-N"][..], "simple-update", true),
@@ -596,20 +560,8 @@ fn pgbench_shorthands_n_s_and_n_run_their_scripts() {
 /// a missing `include` is an error, a missing `include_if_exists` is nothing.
 #[test]
 fn the_configuration_file_includes_others() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::small_db();
     let cwd = dir.path();
-    ok(
-        cwd,
-        &[
-            "init",
-            "-s",
-            "1",
-            "-D",
-            "db",
-            "--set",
-            "shared_buffers=16MB",
-        ],
-    );
     let conf = cwd.join("db/bufpool.conf");
     let mut text = std::fs::read_to_string(&conf).unwrap();
     text.push_str("include 'more.conf'\ninclude_if_exists 'absent.conf'\n");
@@ -644,20 +596,8 @@ fn the_configuration_file_includes_others() {
 /// ` INFO ` and no time before).
 #[test]
 fn log_lines_read_as_postgresqls() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::small_db();
     let cwd = dir.path();
-    ok(
-        cwd,
-        &[
-            "init",
-            "-s",
-            "1",
-            "-D",
-            "db",
-            "--set",
-            "shared_buffers=16MB",
-        ],
-    );
     let o = bufpool(cwd, &["checkpoint", "-D", "db"]);
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);

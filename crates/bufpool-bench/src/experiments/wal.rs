@@ -450,6 +450,41 @@ fn limits(
     Ok(raw)
 }
 
+/// Which engine a twin run uses, and the names of its samples: the run's rate, its
+/// ratio to the default's rate, and at 16 threads a share of the log's syncs (the
+/// counter's name and how to read it from the log's statistics).
+struct Twin {
+    run: &'static str,
+    ratio: &'static str,
+    share: (&'static str, fn(&WalStats) -> u64),
+}
+
+/// Runs the twin of a commit run (`name` at `threads`, `rate`) on `e`: pushes its rate,
+/// its rate over `rate`, and at 16 threads its share counter per log sync.
+fn twin_run(
+    e: &Engine,
+    twin: &Twin,
+    opts: &Plan,
+    rep: usize,
+    (threads, rate): (u32, f64),
+    samples: &mut Samples,
+) -> Result<()> {
+    progress(format!("wal: {}: {}", rep_tag(rep, opts), twin.run));
+    let before = e.wal().stats();
+    let twin_rate = commits_per_s(e, threads, opts.duration)?;
+    let after = e.wal().stats();
+    samples.push(twin.run, twin_rate);
+    samples.push(twin.ratio, twin_rate / rate);
+    if threads == 16 {
+        let (name, count) = twin.share;
+        samples.push(
+            name,
+            (count(&after) - count(&before)) as f64 / (after.syncs - before.syncs).max(1) as f64,
+        );
+    }
+    Ok(())
+}
+
 /// After the 4- and 16-thread synchronous runs: the same with overlapping syncs, and its
 /// gain over `rate`.
 fn overlapped(
@@ -459,26 +494,17 @@ fn overlapped(
     (name, threads, rate): (&str, u32, f64),
     samples: &mut Samples,
 ) -> Result<()> {
-    let (overlap_name, gain_name) = match name {
+    let (run, ratio) = match name {
         "commits_per_s_4t_sync" => ("commits_per_s_4t_sync_overlap", "sync_overlap_gain_4"),
         "commits_per_s_16t_sync" => ("commits_per_s_16t_sync_overlap", "sync_overlap_gain_16"),
         _ => return Ok(()),
     };
-    progress(format!("wal: {}: {overlap_name}", rep_tag(rep, opts)));
-    let e = &engines.overlap;
-    let before = e.wal().stats();
-    let overlapped = commits_per_s(e, threads, opts.duration)?;
-    let after = e.wal().stats();
-    samples.push(overlap_name, overlapped);
-    samples.push(gain_name, overlapped / rate);
-    if threads == 16 {
-        samples.push(
-            "overlapped_syncs_share_16t",
-            (after.overlapped_syncs - before.overlapped_syncs) as f64
-                / (after.syncs - before.syncs).max(1) as f64,
-        );
-    }
-    Ok(())
+    let share = (
+        "overlapped_syncs_share_16t",
+        (|s| s.overlapped_syncs) as fn(&WalStats) -> u64,
+    );
+    let twin = Twin { run, ratio, share };
+    twin_run(&engines.overlap, &twin, opts, rep, (threads, rate), samples)
 }
 
 /// After each synchronous run: the same with `wal_durable_end` on, and what the stamp
@@ -490,27 +516,18 @@ fn stamped(
     (name, threads, rate): (&str, u32, f64),
     samples: &mut Samples,
 ) -> Result<()> {
-    let (on_name, cost_name) = match name {
+    let (run, ratio) = match name {
         "commits_per_s_1t_sync" => ("commits_per_s_1t_sync_durable_end", "durable_end_cost_1"),
         "commits_per_s_4t_sync" => ("commits_per_s_4t_sync_durable_end", "durable_end_cost_4"),
         "commits_per_s_16t_sync" => ("commits_per_s_16t_sync_durable_end", "durable_end_cost_16"),
         _ => return Ok(()),
     };
-    progress(format!("wal: {}: {on_name}", rep_tag(rep, opts)));
-    let e = &engines.stamped;
-    let before = e.wal().stats();
-    let on = commits_per_s(e, threads, opts.duration)?;
-    let after = e.wal().stats();
-    samples.push(on_name, on);
-    samples.push(cost_name, on / rate);
-    if threads == 16 {
-        samples.push(
-            "durable_end_syncs_per_sync_16t",
-            (after.durable_end_syncs - before.durable_end_syncs) as f64
-                / (after.syncs - before.syncs).max(1) as f64,
-        );
-    }
-    Ok(())
+    let share = (
+        "durable_end_syncs_per_sync_16t",
+        (|s| s.durable_end_syncs) as fn(&WalStats) -> u64,
+    );
+    let twin = Twin { run, ratio, share };
+    twin_run(&engines.stamped, &twin, opts, rep, (threads, rate), samples)
 }
 
 /// After the 16-thread synchronous run (its rate, the raw fdatasync rate, the WAL's

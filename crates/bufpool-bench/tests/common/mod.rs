@@ -32,3 +32,21 @@ pub fn ok(cwd: &Path, args: &[&str]) -> String {
 pub fn drain(mut r: impl std::io::Read + Send + 'static) {
     std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
 }
+
+/// A folder holding `db`, a scale-1 database with a 16 MB pool made by `bufpool init`.
+pub fn small_db() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    ok(
+        dir.path(),
+        &[
+            "init",
+            "-s",
+            "1",
+            "-D",
+            "db",
+            "--set",
+            "shared_buffers=16MB",
+        ],
+    );
+    dir
+}

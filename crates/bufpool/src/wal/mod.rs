@@ -507,10 +507,16 @@ mod tests {
         use crate::vfs::{FaultKind, FaultOp, FaultRule, FaultVfs};
         let fault = FaultVfs::new(Arc::new(MemVfs::new()));
         let vfs: Arc<dyn Vfs> = Arc::new(fault.clone());
-        let wal = Wal::open(vfs.clone(), Path::new("/db"), options(1), Lsn(0), Lsn(0), 0).unwrap();
-        let (_, a) = wal
-            .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, 0))
-            .unwrap();
+        let open = |end: Lsn, life: u32| {
+            Wal::open(vfs.clone(), Path::new("/db"), options(1), end, Lsn(0), life).unwrap()
+        };
+        let record = |wal: &Wal| {
+            wal.insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, 0))
+                .unwrap()
+                .1
+        };
+        let wal = open(Lsn(0), 0);
+        let a = record(&wal);
         wal.flush(a).unwrap();
         assert_eq!(
             wal.stats().durable_end_syncs,
@@ -523,9 +529,7 @@ mod tests {
         assert!(wal.acknowledged_end() >= a);
         wal.flush_acknowledged(a).unwrap();
         assert_eq!(wal.stats().durable_end_syncs, 1, "covered already");
-        let (_, b) = wal
-            .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, 0))
-            .unwrap();
+        let b = record(&wal);
         wal.flush_acknowledged(b).unwrap();
         assert_eq!(wal.stats().durable_end_syncs, 2);
         let flushed = wal.flushed();
@@ -533,18 +537,8 @@ mod tests {
         let dir = Path::new("/db/wal");
         assert_eq!(durable_end::read(&*vfs, dir).unwrap().0, Some(flushed));
         // A later life continues the sequence: its stamp wins over the older slot.
-        let wal = Wal::open(
-            vfs.clone(),
-            Path::new("/db"),
-            options(1),
-            flushed,
-            Lsn(0),
-            1,
-        )
-        .unwrap();
-        let (_, c) = wal
-            .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, 0))
-            .unwrap();
+        let wal = open(flushed, 1);
+        let c = record(&wal);
         fault.add_rule(FaultRule::nth(
             "durable_end",
             FaultOp::Fsync,
@@ -556,23 +550,13 @@ mod tests {
         assert!(wal.is_failed(), "a failed stamp latches the log");
         drop(wal);
         fault.clear_rules();
-        let wal = Wal::open(
-            vfs.clone(),
-            Path::new("/db"),
-            options(1),
-            flushed,
-            Lsn(0),
-            2,
-        )
-        .unwrap();
-        let (_, d) = wal
-            .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, 0))
-            .unwrap();
+        let wal = open(flushed, 2);
+        let d = record(&wal);
         wal.flush_acknowledged(d).unwrap();
         assert!(durable_end::read(&*vfs, dir).unwrap().0.unwrap() >= d);
         drop(wal);
         // A new log (position 0) does not inherit it.
-        drop(Wal::open(vfs.clone(), Path::new("/db"), options(1), Lsn(0), Lsn(0), 0).unwrap());
+        drop(open(Lsn(0), 0));
         assert_eq!(durable_end::read(&*vfs, dir).unwrap().0, None);
     }
 
