@@ -58,6 +58,7 @@
 pub mod buffer;
 pub mod config;
 pub mod engine;
+pub(crate) mod hooks;
 pub mod index;
 pub mod invariants;
 pub mod metrics;

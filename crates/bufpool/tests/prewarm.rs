@@ -153,7 +153,7 @@ fn the_reload_skips_gone_blocks_and_stops_when_the_pool_is_full() {
     e.shutdown().unwrap();
     // OTHER is dropped and REL cut to 30 pages while the directory is closed.
     let e = engine(&vfs, "64", false);
-    e.pool().drop_relation(OTHER).unwrap();
+    e.drop_relation(OTHER).unwrap();
     e.pool()
         .truncate_relation(REL, ForkNumber::Main, 30)
         .unwrap();
@@ -401,7 +401,8 @@ fn a_reload_during_vacuums_truncation_leaves_no_page_past_the_end() {
     let s = seen.clone();
     e.set_test_hook(
         HookPoint::VacuumTruncate,
-        Some(Box::new(move |e: &Engine, keep| {
+        Some(Box::new(move |e: Option<&Engine>, keep| {
+            let e = e.expect("an engine point passes the engine");
             let opts = bufpool::ReadStreamOptions::default();
             let (st, _) = prewarm::load(e.pool(), &saved, &opts, &|| false, &mut |_| {}).unwrap();
             *s.lock().unwrap() = Some((keep, st.skipped));

@@ -857,7 +857,8 @@ fn a_hint_cannot_straddle_a_redo_point_move() {
     set(&e, 0, 5); // logged after the redo point: the hint needs no image
     e.set_test_hook(
         bufpool::engine::HookPoint::HintBeforeLsn,
-        Some(Box::new(|e: &Engine, _| {
+        Some(Box::new(|e: Option<&Engine>, _| {
+            let e = e.expect("an engine point passes the engine");
             let redo = e.wal().begin_checkpoint();
             e.wal()
                 .insert(RecordBuilder::new(RecordKind::Checkpoint, 0, 0, redo.0))
@@ -916,7 +917,8 @@ fn a_checkpoint_between_commit_record_and_commit_log_keeps_the_commit() {
             let done = std::sync::Mutex::new(done_rx);
             e.set_test_hook(
                 HookPoint::CommitBeforeStatus,
-                Some(Box::new(move |e: &Engine, _| {
+                Some(Box::new(move |e: Option<&Engine>, _| {
+                    let e = e.expect("an engine point passes the engine");
                     if let Some(tx) = started.lock().unwrap().take() {
                         tx.send(()).unwrap();
                     }
@@ -1073,7 +1075,8 @@ fn early_lock_release_never_lets_a_hint_outrun_the_commit_record() {
             let (crashed, vfs) = (crashed.clone(), vfs.clone());
             e.set_test_hook(
                 HookPoint::CommitBeforeFlush,
-                Some(Box::new(move |e: &Engine, _| {
+                Some(Box::new(move |e: Option<&Engine>, _| {
+                    let e = e.expect("an engine point passes the engine");
                     let snap = e.txns().snapshot(INVALID_XID);
                     let got = Heap::open(e, r1).fetch(&snap, t1).unwrap();
                     assert_eq!(got, Some(2u64.to_le_bytes().to_vec()), "A has ended");
@@ -1202,7 +1205,8 @@ fn a_transaction_that_saw_an_early_released_commit_commits_only_after_it_is_dura
         let (crashed, vfs, armed) = (crashed.clone(), vfs.clone(), armed.clone());
         e.set_test_hook(
             HookPoint::CommitBeforeFlush,
-            Some(Box::new(move |e: &Engine, _| {
+            Some(Box::new(move |e: Option<&Engine>, _| {
+                let e = e.expect("an engine point passes the engine");
                 if !armed.swap(false, Ordering::SeqCst) {
                     return; // U's own commit passes here too
                 }

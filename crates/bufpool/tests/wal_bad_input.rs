@@ -380,3 +380,151 @@ fn damage_to_the_last_acknowledged_flush_is_refused_not_read_as_a_torn_tail() {
         bank::verify(&e, &want);
     }
 }
+
+/// Proves: a commit-log page on storage never outlives the commit record that decided it.
+/// A transaction changes a row, a checkpoint writes that page, then the transaction
+/// changes a row of another table and commits (asynchronously); the log is flushed and
+/// the commit-log page written (saying "committed"), nothing else. One byte is flipped in
+/// the record of the second change, so the log read from the redo point ends there. No
+/// record after the flush vouched for it, so recovery took the damage for a torn tail and
+/// the commit log answered "committed" for a transaction of which only the first change
+/// survived: half a transaction, no error (the simulator's seed 17208124, 2026-12-06).
+/// Now a commit-log write first inserts a record vouching for the flushed log
+/// (`Wal::flush_vouched`), so the damage is refused naming where it is, with or without
+/// the stamped durable end.
+#[test]
+fn a_commit_log_page_never_outlives_the_commit_record_that_decided_it() {
+    use bufpool::table::Heap;
+    use bufpool::txn::INVALID_XID;
+    use bufpool::RelFileId;
+    for stamped in [false, true] {
+        let vfs = MemVfs::new();
+        let mut c = config();
+        for (k, v) in [
+            ("synchronous_commit", "off"),
+            ("wal_writer", "off"),
+            ("bgwriter", "off"),
+            ("checkpointer", "off"),
+            ("wal_durable_end", if stamped { "on" } else { "off" }),
+        ] {
+            c.set(k, v).unwrap();
+        }
+        let (first, second) = (RelFileId::new(0, 16384), RelFileId::new(0, 16385));
+        let e = open(&vfs, &c).unwrap();
+        let (a, b) = (
+            Heap::create(&e, first).unwrap(),
+            Heap::create(&e, second).unwrap(),
+        );
+        e.checkpoint().unwrap();
+        let x = e.begin_xid().unwrap();
+        a.insert(x, b"first half").unwrap();
+        e.checkpoint().unwrap();
+        let before = e.wal().insert_position();
+        b.insert(x, b"second half").unwrap();
+        e.commit_transaction(x).unwrap();
+        e.wal().flush(e.wal().insert_position()).unwrap();
+        e.txns().clog().flush().unwrap();
+        drop(e);
+        // The first record at or after `before`: the second change.
+        let seg_size = 65536;
+        let segno = before.0 / seg_size;
+        let seg = Path::new("/db/wal").join(format!("{segno:016X}"));
+        let mut bytes = vfs.contents(&seg).unwrap();
+        let victim = records_in(&bytes, segno * seg_size)
+            .into_iter()
+            .find(|r| r.lsn >= before)
+            .expect("the second change's record")
+            .lsn;
+        bytes[(victim.0 - segno * seg_size) as usize + 20] ^= 0x55;
+        vfs.set_contents(&seg, bytes);
+        match open(&vfs, &c) {
+            Err(err) => {
+                let msg = err.to_string();
+                assert!(matches!(err, EngineError::Corrupt { .. }), "{msg}");
+                assert!(
+                    msg.contains(&victim.to_string()) && msg.contains(&seg.display().to_string()),
+                    "{msg}"
+                );
+            }
+            Ok(e) => {
+                let snap = e.txns().snapshot(INVALID_XID);
+                let mut seen = Vec::new();
+                for rel in [first, second] {
+                    Heap::open(&e, rel)
+                        .scan(&snap, |_, d| seen.push(d.to_vec()))
+                        .unwrap();
+                }
+                panic!(
+                    "stamped={stamped}: the damage read as the end of the log; visible: {:?}",
+                    seen.iter()
+                        .map(|d| String::from_utf8_lossy(d))
+                        .collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+}
+
+/// Proves: damage to a relation's drop record is refused, not read as the end of the log.
+/// The drop unlinks the files once its record is flushed; if nothing after the record
+/// vouched for it, a byte flipped in it read as a torn tail, replay recreated the relation
+/// from its records since the checkpoint and the dropped rows came back, no error (the
+/// simulator's seed 19300233, 2026-12-06). Now the drop flushes through
+/// `Wal::flush_vouched`.
+#[test]
+fn damage_to_a_drop_record_is_refused_not_read_as_a_torn_tail() {
+    use bufpool::table::Heap;
+    use bufpool::wal::record::RecordKind;
+    use bufpool::RelFileId;
+    let vfs = MemVfs::new();
+    let mut c = config();
+    for (k, v) in [
+        ("wal_writer", "off"),
+        ("bgwriter", "off"),
+        ("checkpointer", "off"),
+    ] {
+        c.set(k, v).unwrap();
+    }
+    let rel = RelFileId::new(0, 16384);
+    let e = open(&vfs, &c).unwrap();
+    let heap = Heap::create(&e, rel).unwrap();
+    e.checkpoint().unwrap();
+    let x = e.begin_xid().unwrap();
+    heap.insert(x, b"dropped row").unwrap();
+    e.commit_transaction(x).unwrap();
+    e.drop_relation(rel).unwrap();
+    drop(e);
+    let seg_size = 65536;
+    let (seg, victim) = wal_segments(&vfs)
+        .into_iter()
+        .find_map(|seg| {
+            let segno =
+                u64::from_str_radix(seg.file_name().unwrap().to_str().unwrap(), 16).unwrap();
+            let recs = records_in(&vfs.contents(&seg).unwrap(), segno * seg_size);
+            recs.into_iter()
+                .find(|r| r.kind == RecordKind::DropRelation)
+                .map(|r| (seg, r.lsn))
+        })
+        .expect("the drop record");
+    let mut bytes = vfs.contents(&seg).unwrap();
+    bytes[(victim.0 % seg_size) as usize + 20] ^= 0x55;
+    vfs.set_contents(&seg, bytes);
+    match open(&vfs, &c) {
+        Err(err) => {
+            let msg = err.to_string();
+            assert!(matches!(err, EngineError::Corrupt { .. }), "{msg}");
+            assert!(
+                msg.contains(&victim.to_string()) && msg.contains(&seg.display().to_string()),
+                "{msg}"
+            );
+        }
+        Ok(e) => {
+            let back = e
+                .pool()
+                .smgr()
+                .exists(rel, bufpool::ForkNumber::Main)
+                .unwrap();
+            panic!("the damaged drop record read as the end of the log; relation back: {back}");
+        }
+    }
+}

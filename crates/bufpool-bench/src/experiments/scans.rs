@@ -778,7 +778,7 @@ fn ring_run(
     let secs = start.elapsed().as_secs_f64();
     let flushes = (forced_flushes(&e) - before) as f64;
     if let Some(rel) = loaded {
-        e.pool().drop_relation(rel)?;
+        e.drop_relation(rel)?;
     }
     let end_len = ring.as_ref().map_or(0, |r| r.len());
     drop(ring);

@@ -1129,7 +1129,9 @@ impl BufferPool {
         Ok(dropped)
     }
 
-    /// Drops a relation: discards its buffers and unlinks all its forks.
+    /// Drops a relation: discards its buffers and unlinks all its forks. Not logged: a
+    /// relation with records since the last checkpoint comes back in recovery, so
+    /// callers with a log use `Engine::drop_relation`, which logs the drop first.
     pub fn drop_relation(&self, rel: RelFileId) -> BufferResult<()> {
         self.drop_relation_with(rel, &mut || {})
     }

@@ -246,6 +246,8 @@ pub(crate) struct Checkpointer {
     slru_written: AtomicU64,
     history: Mutex<Vec<CheckpointSummary>>,
     last_error: Mutex<Option<Arc<EngineError>>>,
+    /// Test hooks (`HookPoint::CheckpointAfterWrites`).
+    pub(super) probe: crate::hooks::Probe,
 }
 
 impl Checkpointer {
@@ -280,6 +282,7 @@ impl Checkpointer {
             slru_written: AtomicU64::new(0),
             history: Mutex::new(Vec::new()),
             last_error: Mutex::new(None),
+            probe: Default::default(),
         }
     }
 
@@ -384,6 +387,8 @@ impl Checkpointer {
             }
         })?;
         let sync_time = sync_start.elapsed();
+        self.probe
+            .fire(crate::hooks::HookPoint::CheckpointAfterWrites, redo.0);
         self.flush_slrus()?;
         let (lsn, end) = self.log_checkpoint(redo)?;
         let (distance, estimate) = self.release_segments(reason, redo)?;

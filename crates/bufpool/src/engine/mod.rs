@@ -131,40 +131,33 @@ impl EngineError {
     }
 }
 
-/// A test hook (see [`Engine::set_test_hook`]).
-/// The `u64` is the point's argument: the block number at the heap's points, 0 elsewhere.
-pub type TestHook = Box<dyn Fn(&Engine, u64) + Send + Sync>;
+/// A test hook (see [`Engine::set_test_hook`]): the engine where the engine itself passes
+/// the point (`None` at the points inside the log, the SLRUs and the checkpointer, which
+/// do not hold it), and the point's argument (see [`HookPoint`]).
+pub type TestHook = Box<dyn Fn(Option<&Engine>, u64) + Send + Sync>;
 
-/// Where a test hook runs: the points where an interleaving with a checkpoint matters.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookPoint {
-    /// In [`Engine::log_hint`], after deciding whether an image is needed, before the LSN
-    /// raise.
-    HintBeforeLsn = 0,
-    /// In [`Engine::commit_transaction`], after the commit record is in the log (durable
-    /// unless early lock release is in effect), before the commit log records the outcome.
-    CommitBeforeStatus = 1,
-    /// In [`Engine::commit_transaction`] with early lock release: after the transaction
-    /// ended (outcome visible, row locks free), before its commit record is flushed.
-    CommitBeforeFlush = 2,
-    /// In a heap row walk (fetch, update, delete, row lock) that follows a link to another
-    /// page: after the link's page lock is released, before the target page is read.
-    /// Argument: the target's block.
-    HeapHop = 3,
-    /// In a heap row walk, under the lock of the page it is on (the argument), right after
-    /// it read a link to another page and before it reads `Heap::roots_freed` for the hop.
-    HeapLink = 4,
-    /// In chain compression, before it locks a page (the argument) to free the chains the
-    /// shortened link skips there.
-    HeapFreeOrphans = 5,
-    /// In VACUUM's truncation, after the buffers past the new end (the argument, in
-    /// blocks) are dropped and before the file is cut.
-    VacuumTruncate = 6,
+pub use crate::hooks::HookPoint;
+use crate::hooks::HOOK_POINTS;
+
+/// The hooks set by [`HookPoint`], shared with the forwarders the engine installs in the
+/// log, the SLRUs and the checkpointer; `any` keeps the check off the hot path.
+#[derive(Default)]
+struct Hooks {
+    table: Mutex<[Option<Arc<TestHook>>; HOOK_POINTS]>,
+    any: std::sync::atomic::AtomicBool,
 }
 
-/// How many [`HookPoint`]s there are.
-const HOOK_POINTS: usize = 7;
+impl Hooks {
+    fn run(&self, e: Option<&Engine>, point: HookPoint, arg: u64) {
+        if self.any.load(std::sync::atomic::Ordering::Acquire) {
+            // Called without the lock: a hook may pass another hook point.
+            let hook = self.table.lock()[point as usize].clone();
+            if let Some(h) = hook {
+                h(e, arg);
+            }
+        }
+    }
+}
 
 /// A structure check of a relation, run by [`Engine::verify`]: `Err` is the check's own
 /// error (a B-tree's is an [`crate::index::IndexError`]), kept typed so a caller can
@@ -308,9 +301,8 @@ pub struct Engine {
     ckpt: Arc<checkpointer::Checkpointer>,
     /// Structure checks of relations above this layer (B-trees register theirs), by name.
     verifiers: Mutex<std::collections::BTreeMap<String, Verifier>>,
-    /// Test hooks by [`HookPoint`]; `has_hooks` keeps the check off the hot path.
-    hooks: Mutex<[Option<Arc<TestHook>>; HOOK_POINTS]>,
-    has_hooks: std::sync::atomic::AtomicBool,
+    /// Test hooks by [`HookPoint`].
+    hooks: Arc<Hooks>,
     recovery: Option<RecoveryReport>,
     /// The sequential-scan knobs, and the synchronized-scan positions all scans share.
     scan: ScanOptions,
@@ -407,7 +399,7 @@ impl Engine {
         // Commit-log and multixact pages go out only after the WAL behind them.
         let barrier = || -> crate::slru::WriteBarrier {
             let w = wal.clone();
-            Box::new(move || Ok(w.flush(w.insert_position())?))
+            Box::new(move || Ok(w.flush_vouched()?))
         };
         clog.set_write_barrier(barrier());
         multis.set_write_barriers(barrier(), barrier());
@@ -451,6 +443,14 @@ impl Engine {
         recovery: Option<RecoveryReport>,
         writer: Option<LogWriter>,
     ) -> Engine {
+        let hooks: Arc<Hooks> = Arc::default();
+        let forward: crate::hooks::Forward = {
+            let hooks = hooks.clone();
+            Arc::new(move |point, arg| hooks.run(None, point, arg))
+        };
+        wal.install_probe(forward.clone());
+        txns.install_probe(forward.clone());
+        ckpt.probe.install(forward);
         Engine {
             checkpointer: None,
             bgwriter: None,
@@ -467,8 +467,7 @@ impl Engine {
             wal_compression: config.wal_compression,
             ckpt,
             verifiers: Mutex::new(Default::default()),
-            hooks: Mutex::new(Default::default()),
-            has_hooks: std::sync::atomic::AtomicBool::new(false),
+            hooks,
             recovery,
             scan: config.scan_options(),
             scan_positions: ScanPositions::default(),
@@ -717,10 +716,11 @@ impl Engine {
     /// that passes it. `None` removes it.
     #[doc(hidden)]
     pub fn set_test_hook(&self, point: HookPoint, hook: Option<TestHook>) {
-        let mut hooks = self.hooks.lock();
-        hooks[point as usize] = hook.map(Arc::new);
-        let any = hooks.iter().any(Option::is_some);
-        self.has_hooks
+        let mut table = self.hooks.table.lock();
+        table[point as usize] = hook.map(Arc::new);
+        let any = table.iter().any(Option::is_some);
+        self.hooks
+            .any
             .store(any, std::sync::atomic::Ordering::Release);
     }
 
@@ -730,13 +730,7 @@ impl Engine {
 
     /// [`Self::run_hook`] with the point's argument (see [`TestHook`]).
     pub(crate) fn run_hook_at(&self, point: HookPoint, arg: u64) {
-        if self.has_hooks.load(std::sync::atomic::Ordering::Acquire) {
-            // Called without the lock: a hook may pass another hook point.
-            let hook = self.hooks.lock()[point as usize].clone();
-            if let Some(h) = hook {
-                h(self, arg);
-            }
-        }
+        self.hooks.run(Some(self), point, arg);
     }
 
     /// Makes a commit whose record ends at `end` durable (synchronous_commit = on), or
@@ -857,6 +851,36 @@ impl Engine {
     /// [`Transaction`]'s savepoints use it.
     pub fn begin_subtransaction(&self, parent: Xid) -> Result<Xid, EngineError> {
         Ok(self.txns.begin_sub(parent)?)
+    }
+
+    /// Drops relation `rel` (every fork): a `DropRelation` record, flushed and vouched for
+    /// (`Wal::flush_vouched`), then its
+    /// buffers discarded and its files unlinked (`BufferPool::drop_relation`), and the
+    /// structure checks registered for it forgotten. Not transactional: once it returns,
+    /// the relation is gone for good; a crash before it returns leaves it in place or gone.
+    /// Why logged: recovery replays the relation's records from the redo point, which
+    /// recreated its files and pages after a crash (the dropped rows came back, in a
+    /// relation created again under the same number too); replaying the record removes
+    /// them again. The record and the unlinks happen under `commit_gate` held shared, so
+    /// a checkpoint whose redo point is past the record waits until the files are gone.
+    pub fn drop_relation(&self, rel: RelFileId) -> Result<(), EngineError> {
+        let _gate = self.ckpt.commit_gate.read();
+        self.wal.insert(RecordBuilder::new(
+            RecordKind::DropRelation,
+            0,
+            0,
+            crate::wal::record::drop_relation_extra(rel),
+        ))?;
+        // Durable and vouched for (a later record says so): damage to the record is then
+        // refused by recovery, not read as a torn tail that would bring the files back.
+        self.wal.flush_vouched()?;
+        self.pool.drop_relation(rel)?;
+        // Checks are registered by name, the relation last ("index 0/16385").
+        let suffix = format!(" {rel}");
+        self.verifiers
+            .lock()
+            .retain(|name, _| !name.ends_with(&suffix));
+        Ok(())
     }
 
     /// Creates a multixact of `members` (2 or more, at most one updater) for transaction

@@ -525,6 +525,7 @@ pub(super) fn run(
             }
         };
         apply(pool, &rec, &mut known_forks, &mut report)?;
+        apply_drop(pool, &rec, &mut known_forks)?;
         apply_outcome(clog, &rec, &mut report)?;
         track_open(&mut open_xids, &rec);
         apply_multi(multis, &rec, &mut report)?;
@@ -811,6 +812,23 @@ fn apply_outcome(
         clog.set_tree(rec.xid, &rec.subxids, status)
             .map_err(EngineError::from)
     }
+}
+
+/// A dropped relation: whatever the records before this one recreated (or a crash in the
+/// middle of the drop left) is removed again, and a later record finds its forks missing
+/// (a relation created again under the number).
+fn apply_drop(
+    pool: &BufferPool,
+    rec: &Record,
+    known_forks: &mut HashSet<(RelFileId, ForkNumber)>,
+) -> Result<(), EngineError> {
+    if rec.kind != RecordKind::DropRelation {
+        return Ok(());
+    }
+    let rel = record::dropped_relation(rec.extra);
+    pool.drop_relation(rel)?;
+    known_forks.retain(|(r, _)| *r != rel);
+    Ok(())
 }
 
 fn apply(

@@ -251,6 +251,8 @@ struct Padded(AtomicU64);
 /// A banked SLRU over files in one directory.
 pub struct Slru {
     barrier: std::sync::OnceLock<WriteBarrier>,
+    /// Test hooks (`HookPoint::SlruRound`).
+    probe: crate::hooks::Probe,
     files: Segments,
     page_size: usize,
     design: SlruDesign,
@@ -325,6 +327,7 @@ impl Slru {
         files.repair()?;
         Ok(Slru {
             barrier: std::sync::OnceLock::new(),
+            probe: Default::default(),
             files,
             page_size,
             design: opts.design,
@@ -334,6 +337,11 @@ impl Slru {
             latest: Padded(AtomicU64::new(u64::MAX)),
             flushes: AtomicU64::new(0),
         })
+    }
+
+    /// Installs the engine's test-hook forwarder (see `hooks.rs`).
+    pub(crate) fn install_probe(&self, forward: crate::hooks::Forward) {
+        self.probe.install(forward);
     }
 
     /// Installs the write barrier (once).
@@ -471,6 +479,9 @@ impl Slru {
     /// Runs the write barrier, then writes `pages` in doublewrite rounds. No lock held.
     fn write_out(&self, pages: &mut [(u64, Vec<u8>)]) -> Result<(), SlruError> {
         self.files.check_latched()?;
+        if let Some(first) = pages.first() {
+            self.probe.fire(crate::hooks::HookPoint::SlruRound, first.0);
+        }
         if let (Some(barrier), Some(first)) = (self.barrier.get(), pages.first()) {
             barrier().map_err(|source| SlruError::Barrier {
                 pageno: first.0,

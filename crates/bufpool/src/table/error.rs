@@ -44,4 +44,4 @@ macro_rules! through_engine {
         }
     )*};
 }
-through_engine!(BufferError, ClogError, ConfigError);
+through_engine!(BufferError, ClogError, ConfigError, crate::smgr::SmgrError);

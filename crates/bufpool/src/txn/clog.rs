@@ -449,6 +449,11 @@ impl Clog {
         self.slru.set_write_barrier(barrier);
     }
 
+    /// Installs the engine's test-hook forwarder (see `hooks.rs`).
+    pub(crate) fn install_probe(&self, forward: crate::hooks::Forward) {
+        self.slru.install_probe(forward);
+    }
+
     /// Writes and fsyncs every changed page (at checkpoints). A failed fsync is latched:
     /// every later flush fails too, so no checkpoint completes (and releases the WAL the
     /// statuses depend on) until the directory is reopened and recovery replays them.

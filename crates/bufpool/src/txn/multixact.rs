@@ -194,6 +194,12 @@ impl MultiXact {
         self.members.set_write_barrier(members);
     }
 
+    /// Installs the engine's test-hook forwarder in both SLRUs (see `hooks.rs`).
+    pub(crate) fn install_probe(&self, forward: crate::hooks::Forward) {
+        self.offsets.install_probe(forward.clone());
+        self.members.install_probe(forward);
+    }
+
     /// The most members one multi may have (a members page).
     pub fn max_members(&self) -> usize {
         self.members_per_page as usize

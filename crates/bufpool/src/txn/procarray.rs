@@ -234,6 +234,13 @@ impl TxnManager {
         }
     }
 
+    /// Installs the engine's test-hook forwarder in every SLRU (see `hooks.rs`).
+    pub(crate) fn install_probe(&self, forward: crate::hooks::Forward) {
+        self.clog.install_probe(forward.clone());
+        self.subtrans.install_probe(forward.clone());
+        self.multis.install_probe(forward);
+    }
+
     pub fn clog(&self) -> &Clog {
         &self.clog
     }

@@ -32,6 +32,11 @@ pub struct Subtrans {
 }
 
 impl Subtrans {
+    /// Installs the engine's test-hook forwarder (see `hooks.rs`).
+    pub(crate) fn install_probe(&self, forward: crate::hooks::Forward) {
+        self.slru.install_probe(forward);
+    }
+
     /// Opens `<dir>/subtrans` with the shape `opts` (the engine's `subtransaction_buffers`
     /// and `slru_design`), and makes the page of `next_xid` a zeroed page.
     pub fn open(

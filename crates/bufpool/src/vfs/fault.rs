@@ -51,6 +51,9 @@ pub enum FaultKind {
     /// Panics inside the call (an embedder's file system with a bug): the engine must
     /// turn it into an error for that I/O, never a hang.
     Panic,
+    /// Sleeps this many microseconds, then lets the call through: a slow device or a
+    /// stalled request, which moves the interleavings of the threads around it.
+    Delay { micros: u32 },
 }
 
 /// One fault to inject.
@@ -136,7 +139,7 @@ impl Faults {
 fn error_of(kind: FaultKind) -> io::Error {
     match kind {
         FaultKind::Enospc => io::Error::from_raw_os_error(libc::ENOSPC),
-        FaultKind::Eio | FaultKind::Short | FaultKind::Panic => {
+        FaultKind::Eio | FaultKind::Short | FaultKind::Panic | FaultKind::Delay { .. } => {
             io::Error::from_raw_os_error(libc::EIO)
         }
     }
@@ -163,6 +166,10 @@ impl Faults {
                 panic!("injected panic in {:?} of {}", call.op, call.path.display())
             }
             Some(FaultKind::Short) if file_op => Verdict::Short,
+            Some(FaultKind::Delay { micros }) => {
+                std::thread::sleep(std::time::Duration::from_micros(u64::from(micros)));
+                Verdict::Pass
+            }
             Some(kind) => Verdict::Fail(error_of(kind)),
         }
     }
@@ -302,5 +309,22 @@ mod tests {
         vfs.add_rule(FaultRule::nth("x", FaultOp::Fsync, 1, FaultKind::Eio));
         assert_eq!(f.sync_data().unwrap_err().raw_os_error(), Some(libc::EIO));
         assert!(f.sync_data().is_ok());
+    }
+
+    /// A delay lets the call through, after it: the data is written, and the call took at
+    /// least the delay (a lower bound only: the machine may add to it, never remove).
+    #[test]
+    fn a_delay_passes_the_call_after_it() {
+        let mem = MemVfs::new();
+        mem.create_dir_all(Path::new("/d")).unwrap();
+        let vfs = FaultVfs::new(Arc::new(mem.clone()));
+        let f = vfs.open(Path::new("/d/x"), OpenOptions::create()).unwrap();
+        let delay = FaultKind::Delay { micros: 20_000 };
+        vfs.add_rule(FaultRule::nth("x", FaultOp::Write, 1, delay));
+        let t = std::time::Instant::now();
+        assert_eq!(f.write_at(&[7u8; 512], 0).unwrap(), 512);
+        assert!(t.elapsed() >= std::time::Duration::from_millis(20));
+        assert_eq!(mem.contents(Path::new("/d/x")).unwrap(), vec![7u8; 512]);
+        assert_eq!(vfs.injected(), 1);
     }
 }

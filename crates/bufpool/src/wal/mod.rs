@@ -96,6 +96,7 @@ struct Counters {
     /// Leaders that took their place while another leader held one (`WalStats`).
     overlapped_syncs: AtomicU64,
     durable_end_syncs: AtomicU64,
+    vouches: AtomicU64,
     /// Bytes written to segment files, and padding inserted to end flushes on a block.
     write_bytes: AtomicU64,
     pad_bytes: AtomicU64,
@@ -137,6 +138,10 @@ pub struct Wal {
     vfs: Arc<dyn Vfs>,
     /// `wal_durable_end`: the file the durable end is stamped in.
     durable_end: Option<durable_end::Stamp>,
+    /// The end of the newest record [`Wal::flush_vouched`] inserted (0: none yet).
+    vouched: AtomicU64,
+    /// Test hooks (`HookPoint::ControlReplace`).
+    probe: crate::hooks::Probe,
 }
 
 impl std::fmt::Debug for Wal {
@@ -228,6 +233,8 @@ impl Wal {
             control_path: dir.join(control::CONTROL_FILE),
             vfs,
             durable_end,
+            vouched: AtomicU64::new(0),
+            probe: Default::default(),
         };
         wal.prepare_now()?;
         Ok(wal)
@@ -324,6 +331,7 @@ impl Wal {
             write_bytes: c.write_bytes.load(Ordering::Relaxed),
             pad_bytes: c.pad_bytes.load(Ordering::Relaxed),
             durable_end_syncs: c.durable_end_syncs.load(Ordering::Relaxed),
+            vouches: c.vouches.load(Ordering::Relaxed),
         }
     }
 
@@ -358,6 +366,37 @@ impl Wal {
             Ok(()) => Ok(()),
             Err(e) => Err(self.fail(WalError::Io(e))),
         }
+    }
+
+    /// Installs the engine's test-hook forwarder (see `hooks.rs`), here and in the
+    /// segment files.
+    pub(crate) fn install_probe(&self, forward: crate::hooks::Forward) {
+        self.probe.install(forward.clone());
+        self.segments.probe.install(forward);
+    }
+
+    /// Makes everything inserted so far durable *and vouched for*, before something other
+    /// than a page is written that depends on it (the commit log's and the multixacts'
+    /// pages: they carry no LSN that recovery could compare with the end of the log).
+    /// A flush alone is not enough: damage to the last durable records reads exactly as a
+    /// torn tail unless a later valid record's `flushed` field vouches for them, and the
+    /// last flush before a crash has no later record. So a small record (a no-op, no
+    /// transaction) is inserted after the flush, carrying the flushed end, and flushed in
+    /// turn: damage anywhere before it is refused by recovery rather than read as the end
+    /// of the log, so a status on storage never outlives the record that decided it. (The
+    /// record itself damaged loses nothing: only it lies past what it vouches for.)
+    /// Returns at once when nothing but the previous vouching record was inserted since.
+    pub fn flush_vouched(&self) -> Result<(), WalError> {
+        let at = self.insert_position();
+        if at.0 <= self.vouched.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.flush(at)?;
+        let (_, end) = self.insert(RecordBuilder::new(RecordKind::Noop, 0, 0, 0))?;
+        self.flush(end)?;
+        self.vouched.fetch_max(end.0, Ordering::AcqRel);
+        self.counters.vouches.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Whether the log is latched after a failure (every insert and flush fails).
@@ -443,6 +482,8 @@ impl Wal {
 
     /// Writes the control file atomically.
     pub fn write_control(&self, c: &Control) -> Result<(), ControlError> {
+        self.probe
+            .fire(crate::hooks::HookPoint::ControlReplace, c.checkpoint.0);
         control::write(&*self.vfs, &self.control_path, c)
     }
 

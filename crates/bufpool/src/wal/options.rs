@@ -129,4 +129,7 @@ pub struct WalStats {
     /// Writes and syncs of the durable end (`wal_durable_end`): at most one per group of
     /// acknowledged commits.
     pub durable_end_syncs: u64,
+    /// Vouching records [`super::Wal::flush_vouched`] inserted and flushed, one per
+    /// commit-log or multixact write round that found new log to vouch for.
+    pub vouches: u64,
 }

@@ -127,6 +127,20 @@ pub enum RecordKind {
     /// A multixact was created: `extra` is its id; the body holds where its members start
     /// and the members (see [`MultiCreate`]).
     MultiCreate = 6,
+    /// A relation was dropped: `extra` is its identity ([`drop_relation_extra`]). Logged
+    /// and flushed before any of its files is unlinked; replay removes whatever the
+    /// records before it recreated, so a dropped relation never comes back.
+    DropRelation = 7,
+}
+
+/// The `extra` field of a [`RecordKind::DropRelation`] record naming `rel`.
+pub fn drop_relation_extra(rel: crate::types::RelFileId) -> u64 {
+    (u64::from(rel.tablespace) << 32) | u64::from(rel.relation)
+}
+
+/// The relation a [`RecordKind::DropRelation`] record's `extra` names.
+pub fn dropped_relation(extra: u64) -> crate::types::RelFileId {
+    crate::types::RelFileId::new((extra >> 32) as u32, extra as u32)
 }
 
 impl RecordKind {
@@ -138,6 +152,7 @@ impl RecordKind {
             4 => RecordKind::Noop,
             5 => RecordKind::XactTree,
             6 => RecordKind::MultiCreate,
+            7 => RecordKind::DropRelation,
             _ => return None,
         })
     }

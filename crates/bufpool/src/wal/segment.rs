@@ -113,6 +113,8 @@ pub(super) struct Segments {
     /// pg_stat_io's WAL rows: the zero-fills here (`init`), the log's writes and fsyncs
     /// (`normal`, counted by the flush path).
     pub(super) io: crate::stats::WalIoStats,
+    /// Test hooks (`HookPoint::SegmentSwitch`).
+    pub(super) probe: crate::hooks::Probe,
 }
 
 /// Whether a segment being made ahead of need is needed soon: a paced zero-fill stops
@@ -156,6 +158,7 @@ impl Segments {
             removed: AtomicU64::new(0),
             fill_pauses: AtomicU64::new(0),
             io: Default::default(),
+            probe: Default::default(),
         })
     }
 
@@ -243,6 +246,8 @@ impl Segments {
     /// (its stale records fail the LSN check), else creates and zero-fills a new file.
     /// Holds `make`.
     fn make(&self, segno: u64, path: &Path, urgent: Option<Urgent<'_>>) -> Result<(), MakeError> {
+        self.probe
+            .fire(crate::hooks::HookPoint::SegmentSwitch, segno);
         let recycled = {
             let mut r = self.recyclable.lock();
             if r.is_empty() {

@@ -341,6 +341,8 @@ impl BTree<'_> {
         drop(pages);
         drop(rg);
         drop(child);
+        self.engine
+            .run_hook_at(crate::engine::HookPoint::BtreeSplit, u64::from(rblock));
         if self.interrupt_split.swap(false, Ordering::Relaxed) {
             return Ok(());
         }

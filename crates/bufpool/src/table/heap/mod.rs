@@ -177,6 +177,15 @@ pub struct Heap<'e> {
 impl<'e> Heap<'e> {
     /// Creates the relation's main and free-space forks.
     pub fn create(engine: &'e Engine, rel: RelFileId) -> Result<Heap<'e>, HeapError> {
+        // A free-space map without its table is debris: of a creation a power cut undid
+        // in part (the table's directory entry lost, the map's kept; creation is not
+        // logged). It holds nothing of value: removed, so the creation can succeed.
+        let pool = engine.pool();
+        if !pool.smgr().exists(rel, ForkNumber::Main)?
+            && pool.smgr().exists(rel, ForkNumber::FreeSpace)?
+        {
+            pool.drop_relation(rel)?;
+        }
         engine.pool().create_relation(rel, ForkNumber::Main)?;
         engine.pool().create_relation(rel, ForkNumber::FreeSpace)?;
         Ok(Self::open(engine, rel))
