@@ -147,7 +147,7 @@ mod tests {
         let mut c = bufpool::Config::default();
         c.set("shared_buffers", "16").unwrap();
         let vfs: std::sync::Arc<dyn bufpool::Vfs> = std::sync::Arc::new(bufpool::RealVfs::new());
-        drop(bufpool::Engine::open(vfs.clone(), tmp.path(), &c, true).unwrap());
+        drop(bufpool::Engine::open_vfs(vfs.clone(), tmp.path(), &c, true).unwrap());
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             let prober = s.spawn(|| {
@@ -159,7 +159,7 @@ mod tests {
                 probes
             });
             for i in 0..30 {
-                let e = bufpool::Engine::open(vfs.clone(), tmp.path(), &c, false)
+                let e = bufpool::Engine::open_vfs(vfs.clone(), tmp.path(), &c, false)
                     .unwrap_or_else(|e| panic!("open {i} beside the probe: {e}"));
                 assert!(in_use(tmp.path()).unwrap(), "an open engine holds the lock");
                 drop(e);

@@ -6,14 +6,13 @@
 //! reach disk, and a committed transaction survives a crash at any instant.
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use bufpool::index::BTree;
 //! use bufpool::table::{Heap, Tid};
-//! use bufpool::{Config, Engine, RealVfs, RelFileId};
+//! use bufpool::{Engine, RelFileId};
 //!
 //! # fn main() -> Result<(), bufpool::Error> {
-//! let config = Config::builder().shared_buffers(64 << 20).build()?;
-//! let engine = Engine::open(Arc::new(RealVfs::new()), "db".as_ref(), &config, true)?;
+//! // `Engine::open("db")` with the default knobs; a builder for others.
+//! let engine = Engine::builder("db").shared_buffers(64 << 20).open()?;
 //! let accounts = Heap::create(&engine, RelFileId::new(0, 16384))?;
 //! let pkey = BTree::create(&engine, RelFileId::new(0, 16385), true)?;
 //!
@@ -54,6 +53,11 @@
 //!   tree.
 //!
 //! A pool without a log, for a page cache of your own: [`BufferPool::open`].
+//!
+//! Examples (`cargo run -p bufpool --example NAME`): `kv_store` (a key-value store on a
+//! heap and a B-tree, surviving a restart), `page_cache` (the pool alone over a file
+//! system of your own), `counter_service` (threads incrementing one transactional
+//! counter, row locks and all).
 
 pub mod buffer;
 pub mod config;
@@ -82,7 +86,9 @@ pub use buffer::{
     RingStats, WalFlush,
 };
 pub use config::{Config, ConfigError, HugePages, PoolSize};
-pub use engine::{create_wal_directory, wal_directory, Engine, EngineError, RecoveryReport};
+pub use engine::{
+    create_wal_directory, wal_directory, Engine, EngineBuilder, EngineError, RecoveryReport,
+};
 pub use index::IndexError;
 pub use scan::{BlockSource, ReadStream, ReadStreamOptions, ReadStreamStats};
 pub use smgr::{Smgr, SmgrError, SmgrOptions};
@@ -119,6 +125,8 @@ pub enum Error {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Buffer(#[from] BufferError),
+    #[error(transparent)]
+    Storage(#[from] SmgrError),
 }
 
 impl Error {
@@ -134,6 +142,7 @@ impl Error {
             Error::Heap(e) => e.raw_os_error(),
             Error::Index(e) => e.raw_os_error(),
             Error::Buffer(e) => e.raw_os_error(),
+            Error::Storage(e) => e.raw_os_error(),
             Error::Catalog(_) | Error::Config(_) => None,
         }
     }

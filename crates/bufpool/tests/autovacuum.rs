@@ -25,7 +25,7 @@ fn open(vfs: &MemVfs) -> Engine {
     let mut c = Config::default();
     c.set("shared_buffers", "64").unwrap();
     c.set("wal_segment_size", "1MB").unwrap();
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &c,

@@ -124,7 +124,7 @@ fn the_engine_runs_the_thread_only_when_switched_on() {
             .bgwriter_delay(std::time::Duration::from_millis(10))
             .build()
             .unwrap();
-        let e = Engine::open(vfs.clone(), Path::new("/db"), &c, true).unwrap();
+        let e = Engine::open_vfs(vfs.clone(), Path::new("/db"), &c, true).unwrap();
         assert_eq!(e.bgwriter_running(), on);
         let heap = Heap::create(&e, rel).unwrap();
         let x = e.begin_xid().unwrap();
@@ -133,7 +133,7 @@ fn the_engine_runs_the_thread_only_when_switched_on() {
         }
         e.commit_transaction(x).unwrap();
         e.shutdown().unwrap();
-        let e = Engine::open(vfs, Path::new("/db"), &c, false).unwrap();
+        let e = Engine::open_vfs(vfs, Path::new("/db"), &c, false).unwrap();
         assert!(e.pool().nblocks(rel, ForkNumber::Main).unwrap() > 20);
         if !on {
             assert_eq!(e.bgwriter_stats().rounds, 0);

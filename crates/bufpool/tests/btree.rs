@@ -34,7 +34,7 @@ fn config(buffers: &str) -> Config {
 }
 
 fn open_with(vfs: &MemVfs, c: &Config) -> Engine {
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         c,

@@ -32,7 +32,7 @@ fn config() -> Config {
 }
 
 fn open_on(vfs: Arc<dyn Vfs>, c: &Config) -> Engine {
-    Engine::open(vfs, Path::new("/db"), c, true).unwrap()
+    Engine::open_vfs(vfs, Path::new("/db"), c, true).unwrap()
 }
 
 fn tag(b: u32) -> BufferTag {

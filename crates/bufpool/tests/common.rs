@@ -52,7 +52,7 @@ pub fn fill(pool: &BufferPool, n: u32) {
 pub fn small_engine(vfs: &MemVfs) -> Engine {
     let mut c = config("32");
     c.set("wal_segment_size", "1MB").unwrap();
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &c,

@@ -23,7 +23,7 @@ fn config() -> Config {
 }
 
 fn open(dir: &Path) -> Engine {
-    Engine::open(Arc::new(RealVfs::new()), dir, &config(), true).unwrap()
+    Engine::open_vfs(Arc::new(RealVfs::new()), dir, &config(), true).unwrap()
 }
 
 /// Child half: open (recovering), then transfer forever, printing "ack <t> <k>".

@@ -45,7 +45,7 @@ fn config_small_segments() -> Config {
 }
 
 fn open_with(vfs: &SimVfs, c: &Config) -> Result<Engine, bufpool::EngineError> {
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         c,

@@ -49,7 +49,7 @@ fn config(synchronous_commit: bool) -> Config {
 }
 
 fn open(vfs: &SimVfs, c: &Config) -> Result<Engine, bufpool::EngineError> {
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         c,

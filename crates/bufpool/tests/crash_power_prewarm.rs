@@ -30,7 +30,7 @@ fn config() -> Config {
 }
 
 fn open(vfs: &SimVfs) -> Result<Engine, EngineError> {
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &config(),

@@ -175,7 +175,7 @@ fn real_directory(block_size: &str) -> MemVfs {
     c.set("shared_buffers", "32").unwrap();
     c.set("block_size", block_size).unwrap();
     c.set("wal_segment_size", "64kB").unwrap();
-    let e = Engine::open(
+    let e = Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &c,

@@ -22,7 +22,7 @@ fn config() -> Config {
 }
 
 fn open(vfs: &MemVfs) -> Engine {
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &config(),
@@ -652,7 +652,7 @@ fn interleaved_transactions_match_a_model_through_pruning() {
         let vfs = MemVfs::new();
         let mut c = config();
         c.set("block_size", "4kB").unwrap();
-        let e = Engine::open(
+        let e = Engine::open_vfs(
             Arc::new(vfs.clone()) as Arc<dyn Vfs>,
             Path::new("/db"),
             &c,
@@ -884,7 +884,8 @@ fn interleaved_transactions_match_a_model_through_pruning() {
         multis_made += u64::from(e.txns().multis().positions().next_multi - 1);
         let _ = heap;
         drop(e);
-        let e = Engine::open(Arc::new(vfs) as Arc<dyn Vfs>, Path::new("/db"), &c, true).unwrap();
+        let e =
+            Engine::open_vfs(Arc::new(vfs) as Arc<dyn Vfs>, Path::new("/db"), &c, true).unwrap();
         let heap = Heap::open(&e, REL);
         check(
             &heap,
@@ -1060,7 +1061,7 @@ fn vacuum_and_bulk_load_run_through_rings() {
             c.set("bulkwrite_ring_size", "0").unwrap();
             c.set("vacuum_buffer_usage_limit", "0").unwrap();
         }
-        let e = Engine::open(
+        let e = Engine::open_vfs(
             Arc::new(vfs.clone()) as Arc<dyn Vfs>,
             Path::new("/db"),
             &c,

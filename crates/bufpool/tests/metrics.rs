@@ -19,7 +19,7 @@ fn engine() -> Engine {
     let vfs = MemVfs::new();
     let mut c = config("64");
     c.set("wal_segment_size", "1MB").unwrap();
-    let e = Engine::open(Arc::new(vfs) as Arc<dyn Vfs>, Path::new("/db"), &c, true).unwrap();
+    let e = Engine::open_vfs(Arc::new(vfs) as Arc<dyn Vfs>, Path::new("/db"), &c, true).unwrap();
     fill(e.pool(), 8);
     e.pool().evict_all().unwrap();
     for b in 0..8 {

@@ -40,7 +40,7 @@ fn open_bounded(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<Engine, String> {
     let (tx, rx) = mpsc::channel();
     let dir = dir.to_path_buf();
     std::thread::spawn(move || {
-        let r = Engine::open(vfs, &dir, &config(), true).map_err(|e| e.to_string());
+        let r = Engine::open_vfs(vfs, &dir, &config(), true).map_err(|e| e.to_string());
         let _ = tx.send(r);
     });
     rx.recv_timeout(OPEN_BOUND)
@@ -49,7 +49,7 @@ fn open_bounded(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<Engine, String> {
 
 /// A database with `n` committed rows, crashed (no shutdown).
 fn crashed_database(dir: &Path, n: u32) {
-    let e = Engine::open(Arc::new(RealVfs::new()), dir, &config(), true).unwrap();
+    let e = Engine::open_vfs(Arc::new(RealVfs::new()), dir, &config(), true).unwrap();
     let heap = Heap::create(&e, REL).unwrap();
     for i in 0..n {
         let t = e.begin().unwrap();

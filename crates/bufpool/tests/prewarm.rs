@@ -31,7 +31,7 @@ fn engine(vfs: &MemVfs, buffers: &str, prewarm: bool) -> Engine {
     c.set("autoprewarm", if prewarm { "on" } else { "off" })
         .unwrap();
     c.set("autoprewarm_interval", "0").unwrap();
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &c,

@@ -1,16 +1,13 @@
 //! README's "tables and indexes" example, kept compiling and true.
 
-use std::sync::Arc;
-
 use bufpool::index::BTree;
 use bufpool::table::{Heap, Tid};
-use bufpool::{Config, Engine, RealVfs, RelFileId};
+use bufpool::{Engine, RelFileId};
 
 #[test]
 fn readme_tables_and_indexes_example() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let config = Config::default();
-    let engine = Engine::open(Arc::new(RealVfs::new()), dir.path(), &config, true)?;
+    let engine = Engine::open(dir.path())?;
     let heap = Heap::create(&engine, RelFileId::new(0, 16384))?.with_fillfactor(90)?;
     let pkey = BTree::create(&engine, RelFileId::new(0, 16385), true)?;
     let x = engine.begin()?;

@@ -28,7 +28,7 @@ fn open(vfs: &MemVfs, set: &[(&str, &str)]) -> Engine {
     for (k, v) in set {
         c.set(k, v).unwrap();
     }
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &c,

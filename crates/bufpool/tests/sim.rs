@@ -585,7 +585,7 @@ impl World {
     }
 
     fn open(&self, vfs: &Arc<dyn Vfs>, knobs: &Knobs, create: bool) -> Result<Engine, Stop> {
-        Engine::open(
+        Engine::open_vfs(
             vfs.clone(),
             Path::new(DIR),
             &knobs.config(self.mode, self.layout),

@@ -35,7 +35,7 @@ fn clog_segment() -> PathBuf {
 }
 
 fn open(vfs: Arc<dyn Vfs>) -> Engine {
-    Engine::open(vfs, dir(), &config(), true).unwrap()
+    Engine::open_vfs(vfs, dir(), &config(), true).unwrap()
 }
 
 /// Runs `n` transactions, committing two in three and aborting the rest; returns each id
@@ -338,7 +338,7 @@ fn torn_clog_page_opens_and_keeps_every_status() {
     for (what, unit, pick) in cases {
         let vfs = copy_tree(&mem);
         vfs.set_contents(&clog_segment(), torn(&old, &new, unit, pick));
-        let e = Engine::open(Arc::new(vfs.clone()), dir(), &config(), true)
+        let e = Engine::open_vfs(Arc::new(vfs.clone()), dir(), &config(), true)
             .unwrap_or_else(|err| panic!("{what}: reopening failed: {err}"));
         check_statuses(&e, &outcomes, what);
         e.checkpoint().unwrap();
@@ -419,10 +419,9 @@ fn clog_survives_power_loss_at_every_io() {
             let acked = clog_workload(&e, &ids);
             drop(e);
             vfs.crash(seed * 7_919 + n);
-            let e =
-                Engine::open(Arc::new(vfs.clone()), dir(), &config(), true).unwrap_or_else(|err| {
-                    panic!("crash after {n} I/Os, seed {seed}: reopening failed: {err}")
-                });
+            let e = Engine::open_vfs(Arc::new(vfs.clone()), dir(), &config(), true).unwrap_or_else(
+                |err| panic!("crash after {n} I/Os, seed {seed}: reopening failed: {err}"),
+            );
             repaired += e.txns().clog().stats().repaired;
             for &x in &acked.committed {
                 assert_eq!(

@@ -20,7 +20,7 @@ fn open(vfs: &MemVfs, wal_writer: bool) -> Engine {
     c.set("wal_segment_size", "1MB").unwrap();
     c.set("wal_writer", if wal_writer { "on" } else { "off" })
         .unwrap();
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &c,
@@ -136,7 +136,7 @@ fn the_wal_writer_writes_under_its_own_backend_type() {
     c.set("wal_segment_size", "1MB").unwrap();
     c.set("synchronous_commit", "off").unwrap();
     c.set("wal_writer_delay", "10ms").unwrap();
-    let e = Engine::open(
+    let e = Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &c,

@@ -37,7 +37,7 @@ fn config() -> Config {
 }
 
 fn open(vfs: &SimVfs) -> Engine {
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new(DIR),
         &config(),

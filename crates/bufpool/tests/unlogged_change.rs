@@ -47,7 +47,7 @@ fn data_file_holds_marker(mem: &MemVfs) -> bool {
 fn a_change_that_could_not_be_logged_is_never_written() {
     let mem = MemVfs::new();
     let vfs = FaultVfs::new(Arc::new(mem.clone()));
-    let e = Engine::open(
+    let e = Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &config(),
@@ -104,7 +104,7 @@ fn a_change_that_could_not_be_logged_is_never_written() {
     drop(e);
 
     // Reopen without faults: the committed row is there, unchanged; nothing of y or z.
-    let e = Engine::open(
+    let e = Engine::open_vfs(
         Arc::new(mem.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &config(),

@@ -113,7 +113,7 @@ fn open(vfs: &MemVfs) -> Engine {
 
 /// Opens (creating) the engine at /db on any vfs with `c`.
 fn open_on(vfs: Arc<dyn Vfs>, c: &Config) -> Engine {
-    Engine::open(vfs, Path::new("/db"), c, true).unwrap()
+    Engine::open_vfs(vfs, Path::new("/db"), c, true).unwrap()
 }
 
 fn tag(b: u32) -> BufferTag {
@@ -449,7 +449,7 @@ fn many_committers_share_syncs() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config();
     c.set("wal_segment_size", "16MB").unwrap();
-    let e = Engine::open(Arc::new(bufpool::RealVfs::new()), dir.path(), &c, true).unwrap();
+    let e = Engine::open_vfs(Arc::new(bufpool::RealVfs::new()), dir.path(), &c, true).unwrap();
     create_pages(&e, 16);
     let syncs0 = e.wal().stats().syncs;
     std::thread::scope(|s| {
@@ -487,7 +487,7 @@ fn asynchronous_commit_returns_at_once_and_the_writer_makes_it_durable() {
     let mut c = config();
     c.set("synchronous_commit", "off").unwrap();
     c.set("wal_writer_delay", "10ms").unwrap();
-    let e = Engine::open(
+    let e = Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &c,
@@ -535,7 +535,7 @@ fn page_writes_force_wal_flushes_and_are_counted() {
     c.set("synchronous_commit", "off").unwrap();
     c.set("wal_writer_delay", "10s").unwrap(); // the writer stays out of the way
     c.set("wal_buffers", "4MB").unwrap(); // room for every record: no ring-full flushes
-    let e = Engine::open(
+    let e = Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &c,
@@ -558,12 +558,13 @@ fn every_sync_method_commits_durably() {
         let mut c = config();
         c.set("wal_sync_method", method).unwrap();
         {
-            let e = Engine::open(Arc::new(bufpool::RealVfs::new()), dir.path(), &c, true).unwrap();
+            let e =
+                Engine::open_vfs(Arc::new(bufpool::RealVfs::new()), dir.path(), &c, true).unwrap();
             create_pages(&e, 2);
             set(&e, 1, 1234);
             assert!(e.wal().flushed() > bufpool::Lsn(0), "{method}");
         }
-        let e = Engine::open(Arc::new(bufpool::RealVfs::new()), dir.path(), &c, true).unwrap();
+        let e = Engine::open_vfs(Arc::new(bufpool::RealVfs::new()), dir.path(), &c, true).unwrap();
         assert_eq!(
             get_u64(&e.pool().read(tag(1)).unwrap().read(), BODY + 8),
             1234,
@@ -584,7 +585,7 @@ fn multi_page_records_with_images_fit_at_every_page_size() {
         c.set("wal_segment_size", "1MB").unwrap();
         let mut acked = vec![0u64; bank::MAX_THREADS as usize];
         {
-            let e = Engine::open(
+            let e = Engine::open_vfs(
                 Arc::new(vfs.clone()) as Arc<dyn Vfs>,
                 Path::new("/db"),
                 &c,
@@ -598,7 +599,7 @@ fn multi_page_records_with_images_fit_at_every_page_size() {
             }
             acked[0] = 20;
         }
-        let e = Engine::open(
+        let e = Engine::open_vfs(
             Arc::new(vfs.clone()) as Arc<dyn Vfs>,
             Path::new("/db"),
             &c,
@@ -654,7 +655,7 @@ fn records_of_an_earlier_life_beyond_the_end_are_never_replayed() {
             .unwrap()
     };
     let positions: Vec<bufpool::Lsn> = {
-        let e = Engine::open(
+        let e = Engine::open_vfs(
             Arc::new(vfs.clone()) as Arc<dyn Vfs>,
             Path::new("/db"),
             &c,
@@ -684,7 +685,7 @@ fn records_of_an_earlier_life_beyond_the_end_are_never_replayed() {
     vfs.set_contents(&seg, bytes);
     let page_value = |e: &Engine| e.pool().read(tag(0)).unwrap().read()[BODY];
     {
-        let e = Engine::open(
+        let e = Engine::open_vfs(
             Arc::new(vfs.clone()) as Arc<dyn Vfs>,
             Path::new("/db"),
             &c,
@@ -698,7 +699,7 @@ fn records_of_an_earlier_life_beyond_the_end_are_never_replayed() {
         );
         // Dropped again: the next open replays the new life's few records.
     }
-    let e = Engine::open(
+    let e = Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &c,
@@ -758,7 +759,7 @@ fn commit_records_survive_ring_full_retries() {
     c.set("wal_writer_delay", "10s").unwrap(); // only ring-full flushes make room
     c.set("wal_buffers", "64kB").unwrap();
     let xids: Vec<u32> = {
-        let e = Engine::open(
+        let e = Engine::open_vfs(
             Arc::new(vfs.clone()) as Arc<dyn Vfs>,
             Path::new("/db"),
             &c,
@@ -775,7 +776,7 @@ fn commit_records_survive_ring_full_retries() {
         e.wal().flush(e.wal().insert_position()).unwrap();
         xids
     };
-    let e = Engine::open(
+    let e = Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         &c,
@@ -997,7 +998,8 @@ fn a_lost_sector_before_a_later_batch_is_never_skipped() {
     let lost = (a1_end.0 % seg_size) as usize;
     bytes[lost..lost.div_ceil(4096) * 4096].fill(0);
     vfs.set_contents(&seg, bytes);
-    let Err(err) = Engine::open(Arc::new(vfs.clone()), Path::new("/db"), &config(), true) else {
+    let Err(err) = Engine::open_vfs(Arc::new(vfs.clone()), Path::new("/db"), &config(), true)
+    else {
         panic!("the open should be refused");
     };
     let msg = err.to_string();
@@ -1130,14 +1132,14 @@ fn the_wal_segment_size_is_fixed_at_creation() {
     } // dropped without a shutdown: a crash, so recovery must read the whole log
     let mut other = config();
     other.set("wal_segment_size", "128kB").unwrap();
-    let err = Engine::open(Arc::new(vfs.clone()), Path::new("/db"), &other, false)
+    let err = Engine::open_vfs(Arc::new(vfs.clone()), Path::new("/db"), &other, false)
         .expect_err("a different segment size must be refused")
         .to_string();
     assert!(
         err.contains("wal_segment_size") && err.contains("65536") && err.contains("131072"),
         "{err}"
     );
-    let e = Engine::open(Arc::new(vfs.clone()), Path::new("/db"), &config(), false).unwrap();
+    let e = Engine::open_vfs(Arc::new(vfs.clone()), Path::new("/db"), &config(), false).unwrap();
     for b in 0..4u32 {
         let buf = e.pool().read(tag(b)).unwrap();
         assert_eq!(
@@ -1284,7 +1286,7 @@ fn a_page_stamped_at_the_padded_end_of_the_log_opens() {
     c.set("bgwriter", "off").unwrap();
     let rel = RelFileId::new(0, 16500);
     {
-        let e = Engine::open(Arc::new(vfs.clone()), Path::new("/db"), &c, true).unwrap();
+        let e = Engine::open_vfs(Arc::new(vfs.clone()), Path::new("/db"), &c, true).unwrap();
         let heap = Heap::create(&e, rel).unwrap();
         let x = e.begin_xid().unwrap();
         heap.insert(x, &[7u8; 100]).unwrap();
@@ -1307,7 +1309,7 @@ fn a_page_stamped_at_the_padded_end_of_the_log_opens() {
             "the hint stamped the boundary"
         );
     } // dropped without a shutdown checkpoint: recovery runs
-    let e = Engine::open(Arc::new(vfs.clone()), Path::new("/db"), &c, true)
+    let e = Engine::open_vfs(Arc::new(vfs.clone()), Path::new("/db"), &c, true)
         .unwrap_or_else(|err| panic!("a directory with nothing wrong refused: {err}"));
     let heap = Heap::open(&e, rel);
     let snap = e.txns().snapshot(bufpool::txn::INVALID_XID);

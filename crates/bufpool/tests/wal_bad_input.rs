@@ -21,7 +21,7 @@ fn config() -> Config {
 }
 
 fn open(vfs: &MemVfs, c: &Config) -> Result<Engine, EngineError> {
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new("/db"),
         c,
@@ -169,7 +169,7 @@ fn failed_wal_fsync_is_never_acknowledged_and_blocks_writes_until_reopen() {
     let fault = FaultVfs::new(Arc::new(RealVfs::new()));
     let c = config();
     let acked = {
-        let e = Engine::open(Arc::new(fault.clone()), dir.path(), &c, true).unwrap();
+        let e = Engine::open_vfs(Arc::new(fault.clone()), dir.path(), &c, true).unwrap();
         bank::init(&e).unwrap();
         bank::run_transfer(&e, 0, 1).unwrap();
         fault.add_rule(FaultRule {
@@ -185,7 +185,7 @@ fn failed_wal_fsync_is_never_acknowledged_and_blocks_writes_until_reopen() {
         acked[0] = 1;
         acked
     };
-    let e = Engine::open(Arc::new(RealVfs::new()), dir.path(), &c, true).unwrap();
+    let e = Engine::open_vfs(Arc::new(RealVfs::new()), dir.path(), &c, true).unwrap();
     let seqs = bank::verify(&e, &acked);
     assert!(seqs[0] <= 2 && seqs[1] == 0, "{seqs:?}");
     bank::run_transfer(&e, 1, 1).unwrap();

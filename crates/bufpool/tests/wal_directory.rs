@@ -35,7 +35,7 @@ fn config() -> Config {
 }
 
 fn open(vfs: &SimVfs) -> Result<Engine, EngineError> {
-    Engine::open(
+    Engine::open_vfs(
         Arc::new(vfs.clone()) as Arc<dyn Vfs>,
         Path::new(DIR),
         &config(),

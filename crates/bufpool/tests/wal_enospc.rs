@@ -31,7 +31,7 @@ fn config() -> Config {
 }
 
 fn open(vfs: Arc<dyn Vfs>, create: bool) -> Engine {
-    Engine::open(vfs, Path::new("/db"), &config(), create).unwrap()
+    Engine::open_vfs(vfs, Path::new("/db"), &config(), create).unwrap()
 }
 
 fn tag(b: u32) -> BufferTag {

@@ -687,7 +687,7 @@ fn bulk(
     let load_s = t.elapsed().as_secs_f64();
     let (c, _) = load_config(dir, wal)?;
     let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());
-    let engine = Engine::open(vfs.clone(), dir, &c, false)
+    let engine = Engine::open_vfs(vfs.clone(), dir, &c, false)
         .with_context(|| format!("opening {}", dir.display()))?;
     let (update_s, checkpoint_s) = {
         let db = Db::open(&engine, vfs.as_ref(), dir)?;

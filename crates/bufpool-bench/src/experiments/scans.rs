@@ -113,7 +113,7 @@ impl Bed {
         for (k, v) in sets {
             c.set(k, v).with_context(|| format!("--set {k}={v}"))?;
         }
-        Engine::open(
+        Engine::open_vfs(
             Arc::new(RealVfs::new()) as Arc<dyn Vfs>,
             &self.dir,
             &c,
@@ -128,7 +128,7 @@ fn load(dir: &Path, pool_mb: u64) -> Result<Bed> {
     let mut c = Config::default();
     c.set("shared_buffers", &format!("{pool_mb}MB"))?;
     c.set("bgwriter", "off")?;
-    let e = Engine::open(Arc::new(RealVfs::new()) as Arc<dyn Vfs>, dir, &c, true)
+    let e = Engine::open_vfs(Arc::new(RealVfs::new()) as Arc<dyn Vfs>, dir, &c, true)
         .with_context(|| format!("creating {}", dir.display()))?;
     let page_size = e.pool().page_size();
     let pool_pages = (pool_mb << 20) / page_size as u64;

@@ -138,7 +138,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let mut c = Config::default();
     c.set("shared_buffers", &a.pool_size)?;
     c.set("synchronous_commit", "off")?;
-    let e = Engine::open(Arc::new(RealVfs::new()), r.scratch(), &c, true)
+    let e = Engine::open_vfs(Arc::new(RealVfs::new()), r.scratch(), &c, true)
         .with_context(|| format!("opening {}", r.scratch().display()))?;
     let (tree, build_s) = build_index(&e)?;
     let bed = load_heap(&e, tree, build_s)?;

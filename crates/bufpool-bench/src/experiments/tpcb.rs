@@ -133,7 +133,7 @@ fn table_sizes(dir: &Path) -> Vec<(String, u64)> {
     let Ok((config, _)) = crate::commands::load_config(dir, &[]) else {
         return Vec::new();
     };
-    let Ok(engine) = bufpool::Engine::open(Arc::new(vfs), dir, &config, false) else {
+    let Ok(engine) = bufpool::Engine::open_vfs(Arc::new(vfs), dir, &config, false) else {
         return Vec::new();
     };
     let Ok(db) = crate::tpcb::Db::open(&engine, &vfs, dir) else {

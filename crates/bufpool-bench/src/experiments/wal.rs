@@ -103,7 +103,7 @@ fn engine_with(dir: &Path, sync: bool, wal_buffers: &str, set: &[(&str, &str)]) 
     c.set("synchronous_commit", if sync { "on" } else { "off" })?;
     c.set("wal_buffers", wal_buffers)?;
     std::fs::create_dir_all(dir)?;
-    Engine::open(Arc::new(RealVfs::new()), dir, &c, true)
+    Engine::open_vfs(Arc::new(RealVfs::new()), dir, &c, true)
         .with_context(|| format!("opening {}", dir.display()))
 }
 

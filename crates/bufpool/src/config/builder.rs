@@ -21,8 +21,11 @@ macro_rules! setters {
     };
 }
 
-impl ConfigBuilder {
-    setters! {
+/// Hands the list of typed setters (doc, name, type, how it sets the field) to macro
+/// `$with`: one list for two builders, this one's [`setters`] and the engine builder's
+/// forwarders (`engine/builder.rs`), so a knob added here reaches both.
+macro_rules! with_config_setters {
+    ($with:ident) => { $with! {
         /// Pool size in bytes.
         shared_buffers: u64 => |c, v| c.shared_buffers = PoolSize::Bytes(v);
         /// Pool size as a number of buffers.
@@ -144,6 +147,18 @@ impl ConfigBuilder {
         autoprewarm: bool => |c, v| c.autoprewarm = v;
         /// Rounded down to milliseconds; zero saves only at shutdown.
         autoprewarm_interval: Duration => |c, v| c.autoprewarm_interval_ms = millis(v);
+    } };
+}
+pub(crate) use with_config_setters;
+
+impl ConfigBuilder {
+    with_config_setters!(setters);
+
+    /// Sets knob `name` from its text, as in `bufpool.conf` (`"64MB"`, `"on"`, `"30s"`);
+    /// the rules between knobs are checked by [`ConfigBuilder::build`], once all are in.
+    pub fn set(mut self, name: &str, value: &str) -> Result<Self, ConfigError> {
+        self.0.set_deferred(name, value)?;
+        Ok(self)
     }
 
     /// The config, if every knob is valid; else the first bad one.

@@ -41,6 +41,7 @@ mod layers;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use builder::with_config_setters;
 pub use builder::ConfigBuilder;
 pub use knobs::*;
 

@@ -29,12 +29,14 @@
 //! checkpoint in progress finishing at full speed) before the bgwriter at shutdown.
 //! Locks: the checkpoint mutex (one checkpoint at a time), then the pool's and the log's own.
 
+mod builder;
 mod checkpointer;
 pub mod prewarm;
 pub mod recovery;
 mod transaction;
 mod waldir;
 
+pub use builder::EngineBuilder;
 pub use checkpointer::{
     CheckpointReason, CheckpointSummary, CheckpointerOptions, CheckpointerStats,
 };
@@ -322,8 +324,46 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Opens `dir` (creating it with `create`), recovering from a crash if needed.
-    pub fn open(
+    /// Opens the database in directory `path` on the real file system with the default
+    /// knobs, creating it if it does not exist, recovering from a crash if needed. The
+    /// one-line door; [`Engine::builder`] sets knobs, a custom file system or "open only
+    /// if it exists".
+    ///
+    /// ```no_run
+    /// let engine = bufpool::Engine::open("my-db")?;
+    /// # Ok::<(), bufpool::EngineError>(())
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Engine, EngineError> {
+        Self::builder(path).open()
+    }
+
+    /// A builder for opening the database in `path`: typed knobs (every
+    /// [`crate::config::ConfigBuilder`] setter), knobs by name, the file system, whether
+    /// to create.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// let engine = bufpool::Engine::builder("my-db")
+    ///     .shared_buffers(256 << 20)
+    ///     .synchronous_commit(false)
+    ///     .checkpoint_timeout(Duration::from_secs(60))
+    ///     .open()?;
+    /// # Ok::<(), bufpool::EngineError>(())
+    /// ```
+    pub fn builder(path: impl AsRef<Path>) -> EngineBuilder {
+        EngineBuilder {
+            path: path.as_ref().to_path_buf(),
+            config: Config::builder(),
+            named: Vec::new(),
+            vfs: None,
+            create: true,
+        }
+    }
+
+    /// Opens `dir` on file system `vfs` with `config` (creating it with `create`),
+    /// recovering from a crash if needed: the form for a custom [`Vfs`] and a [`Config`]
+    /// built elsewhere.
+    pub fn open_vfs(
         vfs: Arc<dyn Vfs>,
         dir: &Path,
         config: &Config,
@@ -332,7 +372,7 @@ impl Engine {
         Self::open_with_progress(vfs, dir, config, create, &mut |_| {})
     }
 
-    /// [`Engine::open`], reporting recovery progress.
+    /// [`Engine::open_vfs`], reporting recovery progress.
     pub fn open_with_progress(
         vfs: Arc<dyn Vfs>,
         dir: &Path,

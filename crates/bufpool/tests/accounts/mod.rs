@@ -23,7 +23,7 @@ pub fn config() -> Config {
 }
 
 pub fn open(dir: &Path) -> Engine {
-    Engine::open(Arc::new(RealVfs::new()), dir, &config(), true).unwrap()
+    Engine::open_vfs(Arc::new(RealVfs::new()), dir, &config(), true).unwrap()
 }
 
 /// A pgbench-like 100-byte row: id, value, filler.
