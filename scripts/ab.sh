@@ -54,7 +54,7 @@ ab_dir=$(cd "$ab_dir" && pwd) # absolute: the runs start in folders of their own
 build() {
     local rev=$1 sha src bin
     if [ "$rev" = worktree ]; then
-        cargo build --release -q -p bufpool-bench >&2
+        cargo build --release -q -p pgbufpool-bench >&2
         bin="$ab_dir/bin/worktree"
         cp target/release/bufpool "$bin"
         echo "$bin"
@@ -70,7 +70,7 @@ build() {
         rm -rf "$src"
         git worktree add -q --detach "$src" "$sha" >&2
         echo "ab.sh: building $rev ($sha)" >&2
-        (cd "$src" && CARGO_TARGET_DIR="$ab_dir/target" cargo build --release -q -p bufpool-bench) >&2
+        (cd "$src" && CARGO_TARGET_DIR="$ab_dir/target" cargo build --release -q -p pgbufpool-bench) >&2
         cp "$ab_dir/target/release/bufpool" "$bin"
         git worktree remove --force "$src"
     fi

@@ -6,12 +6,12 @@
 #
 # Usage: scripts/bench-matrix.sh [SECONDS_PER_RUN=20] [WORKDIR=./bufpool-data/matrix]
 # Prints a Markdown table on stdout; progress on stderr. Needs a release build:
-#   cargo build --release -p bufpool-bench
+#   cargo build --release -p pgbufpool-bench
 set -euo pipefail
 secs="${1:-20}"
 work="${2:-bufpool-data/matrix}"
 bin="$(cd "$(dirname "$0")/.." && pwd)/target/release/bufpool"
-[ -x "$bin" ] || { echo "build first: cargo build --release -p bufpool-bench" >&2; exit 2; }
+[ -x "$bin" ] || { echo "build first: cargo build --release -p pgbufpool-bench" >&2; exit 2; }
 mkdir -p "$work"
 work="$(cd "$work" && pwd)"
 

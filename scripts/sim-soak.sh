@@ -22,13 +22,13 @@ dir="${SIM_DIR:-$(mktemp -d /tmp/bufpool-sim.XXXXXX)}"
 mkdir -p "$dir"
 
 # One build, so the jobs start together and time only the simulation.
-cargo test --release -p bufpool --test sim --no-run 2>&1 | tail -1
+cargo test --release -p pgbufpool --test sim --no-run 2>&1 | tail -1
 echo "sim-soak: $jobs jobs for $minutes min from seed $first; logs in $dir"
 start=$(date +%s)
 pids=()
 for j in $(seq 0 $((jobs - 1))); do
   BUFPOOL_SIM_SECONDS=$seconds BUFPOOL_SIM_FIRST_SEED=$((first + j * 10000000)) \
-    cargo test --release -p bufpool --test sim sim_soak -- --ignored --nocapture \
+    cargo test --release -p pgbufpool --test sim sim_soak -- --ignored --nocapture \
     > "$dir/job$j.log" 2>&1 &
   pids+=($!)
 done

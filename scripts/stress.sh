@@ -45,7 +45,7 @@ if [ "${2:-}" = "--release" ]; then profile=release; fi
 if [ -n "${BUFPOOL_BIN:-}" ]; then
   bin="$BUFPOOL_BIN"
 else
-  if [ "$profile" = release ]; then cargo build -q --release -p bufpool-bench; else cargo build -q -p bufpool-bench; fi
+  if [ "$profile" = release ]; then cargo build -q --release -p pgbufpool-bench; else cargo build -q -p pgbufpool-bench; fi
   bin="$PWD/target/$profile/bufpool"
 fi
 round_s="${STRESS_ROUND_S:-6}"

@@ -339,7 +339,7 @@ fn slow_device_state() -> String {
 /// An experiment killed with SIGKILL while its slow device is up leaves no device behind:
 /// its watchdog (blocked on a pipe only the dead process held) takes it down. Before,
 /// the loop device stayed attached and mounted until some later run reused it. Needs
-/// root and a free loop device, so it is ignored by default: `cargo test -p bufpool-bench
+/// root and a free loop device, so it is ignored by default: `cargo test -p pgbufpool-bench
 /// --test edges -- --ignored` runs it (`.ci/run` does, as root).
 #[test]
 #[ignore = "needs root and a loop device: --ignored runs it"]

@@ -2,7 +2,7 @@
 //! updates one row; a second updater waits for the first's row lock, so no increment is
 //! lost. After a restart the count is exact.
 //!
-//! Run: `cargo run -p bufpool --example counter_service`.
+//! Run: `cargo run -p pgbufpool --example counter_service`.
 
 use std::path::Path;
 

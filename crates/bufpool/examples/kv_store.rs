@@ -1,7 +1,7 @@
 //! A small key-value store on bufpool: values in a heap, a unique B-tree from key to row,
 //! every put a transaction; closed, reopened, and every committed value still there.
 //!
-//! Run: `cargo run -p bufpool --example kv_store [DIR]` (a temporary directory without
+//! Run: `cargo run -p pgbufpool --example kv_store [DIR]` (a temporary directory without
 //! DIR). Keys are integers: the B-tree maps `i64` keys to row ids; a text key can be
 //! stored through an order-keeping encoding of your own, or its hash where order does not
 //! matter.

@@ -4,7 +4,7 @@
 //! changed under an exclusive guard, evicted when the pool is full, written back and
 //! synced on demand.
 //!
-//! Run: `cargo run -p bufpool --example page_cache`.
+//! Run: `cargo run -p pgbufpool --example page_cache`.
 
 use std::path::Path;
 use std::sync::Arc;

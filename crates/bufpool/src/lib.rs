@@ -54,7 +54,7 @@
 //!
 //! A pool without a log, for a page cache of your own: [`BufferPool::open`].
 //!
-//! Examples (`cargo run -p bufpool --example NAME`): `kv_store` (a key-value store on a
+//! Examples (`cargo run -p pgbufpool --example NAME`): `kv_store` (a key-value store on a
 //! heap and a B-tree, surviving a restart), `page_cache` (the pool alone over a file
 //! system of your own), `counter_service` (threads incrementing one transactional
 //! counter, row locks and all).

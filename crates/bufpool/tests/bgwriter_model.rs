@@ -1,6 +1,6 @@
 //! Model test of the bgwriter's hibernation handshake with shuttle.
 //!
-//! Run with `cargo test -p bufpool --features shuttle --test bgwriter_model` (CI runs the
+//! Run with `cargo test -p pgbufpool --features shuttle --test bgwriter_model` (CI runs the
 //! shuttle tests). Under the feature the pool's atomics, mutexes and condition variables
 //! come from shuttle, a nap between rounds is a yield, and a hibernating bgwriter's wait
 //! never times out (shuttle has no time), so a lost wake-up leaves it asleep for good.

@@ -991,7 +991,7 @@ fn open_refuses_a_relation_that_is_not_a_btree() {
 // -------------------------------------------------------------- performance
 
 /// Random lookups of 1M keys against std's BTreeMap (release build):
-/// `cargo test --release -p bufpool --test btree -- --ignored --nocapture lookup_speed`.
+/// `cargo test --release -p pgbufpool --test btree -- --ignored --nocapture lookup_speed`.
 #[test]
 #[ignore]
 fn lookup_speed_vs_btreemap() {

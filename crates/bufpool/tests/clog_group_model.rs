@@ -1,6 +1,6 @@
 //! Model test of the commit log's group update with shuttle.
 //!
-//! Run with `cargo test -p bufpool --features shuttle --test clog_group_model` (CI does).
+//! Run with `cargo test -p pgbufpool --features shuttle --test clog_group_model` (CI does).
 //! Under the feature the bank locks, the group's queue lock, the members' outcome locks
 //! and condition variables come from shuttle, which runs the real commit-log code under
 //! random and PCT schedules.

@@ -10,7 +10,7 @@
 //! holding (see fuzz/src/lib.rs, included here: it is the only copy of the target bodies).
 //! The named regression tests below pin the crashes the fuzzers found.
 //!
-//! `cargo test -p bufpool --test fuzz_replay -- --ignored write_seeds` rewrites the seed
+//! `cargo test -p pgbufpool --test fuzz_replay -- --ignored write_seeds` rewrites the seed
 //! files (`fuzz/corpus/<target>/seed-*`) from a real engine run in memory.
 
 #[path = "../../../fuzz/src/lib.rs"]

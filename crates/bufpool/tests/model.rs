@@ -1,6 +1,6 @@
 //! Model test of the buffer state machine with shuttle.
 //!
-//! Run with `cargo test -p bufpool --features shuttle --test model` (CI does). Under the
+//! Run with `cargo test -p pgbufpool --features shuttle --test model` (CI does). Under the
 //! feature every atomic, lock and condition variable of the pool comes from shuttle, which
 //! runs the real pool code under thousands of random and PCT schedules.
 //! Proves: pin/unpin/evict/read-in races never evict a pinned buffer (a pinned page's

@@ -1,6 +1,6 @@
 //! Model test of ring membership with shuttle.
 //!
-//! Run with `cargo test -p bufpool --features shuttle --test ring_model`. Under the feature
+//! Run with `cargo test -p pgbufpool --features shuttle --test ring_model`. Under the feature
 //! every atomic, lock and condition variable of the pool comes from shuttle, which runs the
 //! real pool code under random and PCT schedules.
 //! Proves: a ring owner and another thread that pins, uses and dirties the ring's members

@@ -1600,7 +1600,7 @@ fn run_world(seed: u64, mode: Mode, lives: u32) -> Result<(Stats, u64), String> 
         let mode_env = format!("{mode_env} BUFPOOL_SIM_LIVES={lives}");
         format!(
             "sim seed {seed} ({mode:?}) failed in {stage}: {s:?}\n  last steps:\n    {}\n  rerun: \
-             BUFPOOL_SIM_SEED={seed}{mode_env} cargo test -p bufpool --test sim -- --nocapture",
+             BUFPOOL_SIM_SEED={seed}{mode_env} cargo test -p pgbufpool --test sim -- --nocapture",
             w.recent.iter().cloned().collect::<Vec<_>>().join("\n    ")
         )
     };

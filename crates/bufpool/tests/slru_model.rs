@@ -1,6 +1,6 @@
 //! Model test of a bank's slot state machine with shuttle.
 //!
-//! Run with `cargo test -p bufpool --features shuttle --test slru_model` (CI does). Under
+//! Run with `cargo test -p pgbufpool --features shuttle --test slru_model` (CI does). Under
 //! the feature the bank locks, the slots' I/O locks and the atomics come from shuttle, which
 //! runs the real SLRU code under random and PCT schedules.
 //! Proves: concurrent misses on the same pages cost one read each (a second thread finds

@@ -1,6 +1,6 @@
 //! Model test of paced synchronized scans (`seqscan_sync_pacing`) with shuttle.
 //!
-//! Run with `cargo test -p bufpool --features shuttle --test syncscan_model`. Under the
+//! Run with `cargo test -p pgbufpool --features shuttle --test syncscan_model`. Under the
 //! feature the groups' mutex and condition variable come from shuttle, whose timed waits
 //! never time out: a front scan that waits for a wake-up nobody sends is reported as a
 //! deadlock instead of ending after a timeout.

@@ -1101,7 +1101,7 @@ fn ns_per(d: Duration, ops: usize) -> f64 {
 fn format_bytes(b: u64) -> String {
     const GIB: u64 = 1 << 30;
     const MIB: u64 = 1 << 20;
-    if b >= GIB && b % GIB == 0 {
+    if b >= GIB && b.is_multiple_of(GIB) {
         format!("{} GiB", b / GIB)
     } else if b >= MIB {
         format!("{:.0} MiB", b as f64 / MIB as f64)

@@ -707,7 +707,7 @@ impl RunResult {
             ("checkpoint_completion_target", "0.9"),
             (
                 "synchronous_commit",
-                if seed % 2 == 0 { "on" } else { "off" },
+                if seed.is_multiple_of(2) { "on" } else { "off" },
             ),
             ("wal_buffers", "16MB"),
         ] {

@@ -157,7 +157,7 @@ impl<'a> Monitor<'a> {
             });
             last = now;
             if let Some(p) = self.progress_s {
-                if sec % u64::from(p.max(1)) == 0 {
+                if sec.is_multiple_of(u64::from(p.max(1))) {
                     last_progress = self.progress(p.max(1), last_progress);
                 }
             }

@@ -947,7 +947,7 @@ mod tests {
 }
 
 /// Model tests of the flush queue under shuttle: run with
-/// `cargo test -p bufpool --features shuttle --lib wal::model`.
+/// `cargo test -p pgbufpool --features shuttle --lib wal::model`.
 #[cfg(all(test, feature = "shuttle"))]
 mod model {
     use super::*;

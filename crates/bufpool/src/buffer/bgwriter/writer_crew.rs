@@ -284,7 +284,7 @@ mod tests {
     }
 }
 
-/// Run with `cargo test -p bufpool --features shuttle --lib writer_crew`.
+/// Run with `cargo test -p pgbufpool --features shuttle --lib writer_crew`.
 #[cfg(all(test, feature = "shuttle"))]
 mod model_tests {
     use super::*;
