@@ -107,6 +107,22 @@ pub fn is_new(page: &[u8]) -> bool {
     get_u16(page, OFF_LAYOUT) == 0
 }
 
+/// Clears what no log record decides on any page: the checksum (stamped at write) and the
+/// free space between `lower` and `upper` (a compaction leaves old bytes there, which no
+/// record carries). For comparing a page rebuilt by recovery with the live run's image at
+/// the same LSN (PostgreSQL's `mask_page_lsn_and_checksum` and `mask_unused_space`); an
+/// access method masks its own unlogged bits on top (the heap's hint bits).
+pub fn mask_unlogged(page: &mut [u8]) {
+    page[OFF_CHECKSUM..OFF_CHECKSUM + 4].fill(0);
+    if is_new(page) {
+        return;
+    }
+    let (lower, upper) = (lower(page) as usize, upper(page) as usize);
+    if PAGE_HEADER_SIZE <= lower && lower <= upper && upper <= page.len() {
+        page[lower..upper].fill(0);
+    }
+}
+
 /// Initializes an empty page: header with free space spanning the page up to a special
 /// area of `special_size` bytes at its end.
 pub fn init(page: &mut [u8], special_size: usize) {

@@ -26,7 +26,18 @@
 //! every account reached through its index entry and seen once by a scan with the same
 //! value; exactly one history row per recovered transfer, with the right amount, found
 //! through the history index; both B-trees' structure checks. Every page it reads passes
-//! its checksum or the read fails with an error naming it.
+//! its checksum or the read fails with an error naming it. No row of a dropped
+//! generation of the scratch table is back (`check_scratch`). The replay check: every
+//! main-fork page in the pool equals, masked of what no record decides, the image the
+//! live run had at its LSN (`capture_pages`, `compare_replayed`). After the last life, a
+//! liveness check: with faults gone, every client commits its next transfer within a
+//! bound, and a clean shutdown and reopen keep them (`last_check`).
+//!
+//! More workloads (since 2026-12-06): the history table and its index in a tablespace
+//! (half the seeds, `Layout::hist_space`), a scratch table created, filled, dropped and
+//! created again under its number (`scratch_step`), transactions with more nested
+//! savepoints than a running entry caches (subtransaction overflow), autovacuum rounds
+//! beside the manual VACUUMs, and latency faults (threads mode).
 //!
 //! Knobs: drawn again at every restart (`Knobs`): pool size, synchronous commit, early
 //! lock release, checkpoint sort, WAL compression, commit-log group update, autoprewarm
@@ -63,7 +74,7 @@
 //! states, faults injected and failures. A failure prints its seed, mode and the last
 //! steps, and how to rerun it alone (`BUFPOOL_SIM_SEED=n`, `BUFPOOL_SIM_MODE=threads`).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -74,7 +85,7 @@ use bufpool::index::btree::BTree;
 use bufpool::table::{Autovacuum, AutovacuumOptions, Heap, HeapError, RowLockMode, Tid};
 use bufpool::testing::{FaultKind, FaultOp, FaultRule, FaultVfs, SimVfs};
 use bufpool::txn::{Xid, INVALID_XID};
-use bufpool::{Config, Engine, Lsn, RelFileId, Vfs};
+use bufpool::{BufferTag, Config, Engine, Lsn, RelFileId, Vfs};
 
 const ACC: RelFileId = RelFileId::new(0, 980);
 const ACC_IDX: RelFileId = RelFileId::new(0, 981);
@@ -104,6 +115,20 @@ const STEPS_AFTER_ERROR: u32 = 12;
 /// time all of them may take.
 const LIVENESS_STEPS: u32 = 200;
 const LIVENESS_LIMIT: Duration = Duration::from_secs(30);
+/// Live images the replay check keeps per page.
+const VERSIONS_KEPT: usize = 6;
+
+/// Masks what no log record decides: the checksum (stamped at write) everywhere, and the
+/// heaps' hint bits (`heap_page::mask_unlogged`).
+fn mask_for_compare(tag: BufferTag, layout: Layout, image: &mut [u8]) {
+    let heap = tag.rel == ACC || tag.rel == SCRATCH || tag.rel == layout.hist();
+    if heap {
+        bufpool::table::heap_page::mask_unlogged(image);
+    } else {
+        bufpool::page::mask_unlogged(image);
+    }
+}
+
 /// The named points a power cut can be armed at (see `HookPoint`).
 const CUT_POINTS: [HookPoint; 6] = [
     HookPoint::CheckpointAfterWrites,
@@ -415,6 +440,8 @@ struct Stats {
     faults_delay: u64,
     /// Worlds whose last check found progress once faults stopped.
     liveness_checks: u64,
+    /// Pages the replay check compared with the live run's image at their LSN.
+    replay_pages_compared: u64,
     clean_restarts: u64,
     faults_armed: u64,
     /// Calls the fault layer failed.
@@ -450,6 +477,7 @@ impl Stats {
         self.overflows += o.overflows;
         self.faults_delay += o.faults_delay;
         self.liveness_checks += o.liveness_checks;
+        self.replay_pages_compared += o.replay_pages_compared;
         self.drops += o.drops;
         self.autovacuums += o.autovacuums;
         for (a, b) in self.points_fired.iter_mut().zip(o.points_fired) {
@@ -526,6 +554,9 @@ struct World {
     scratch_dropped: u64,
     /// Cuts armed at a named point that the point then fired, by `CUT_POINTS` index.
     points_fired: Arc<[AtomicU64; CUT_POINTS.len()]>,
+    /// The replay check's memory: per page of a main fork, the last images the live run
+    /// had (masked, see [`mask_for_compare`]) at the LSNs it saw, newest last.
+    versions: HashMap<BufferTag, VecDeque<(Lsn, Vec<u8>)>>,
 }
 
 /// Everything one life has open.
@@ -563,7 +594,79 @@ impl World {
             scratch_gen: 0,
             scratch_dropped: 0,
             points_fired: Arc::default(),
+            versions: HashMap::new(),
         }
+    }
+
+    /// The replay check, live side: every page of a main fork in the pool whose LSN moved
+    /// since the last look is kept, masked, at that LSN (at most [`VERSIONS_KEPT`] per
+    /// page). Resident pages only: nothing is read.
+    fn capture_pages(&mut self, e: &Engine) {
+        for row in e.pool().buffercache() {
+            let Some(tag) = row.tag.filter(|t| t.fork == bufpool::ForkNumber::Main) else {
+                continue;
+            };
+            let Some(buf) = e.pool().read_resident(tag, bufpool::IoContext::Normal) else {
+                continue;
+            };
+            let g = buf.read();
+            let lsn = bufpool::page::lsn(&g);
+            let kept = self.versions.entry(tag).or_default();
+            if lsn == Lsn(0) || kept.back().is_some_and(|(l, _)| *l == lsn) {
+                continue;
+            }
+            let mut image = g.to_vec();
+            drop(g);
+            mask_for_compare(tag, self.layout, &mut image);
+            if kept.len() == VERSIONS_KEPT {
+                kept.pop_front();
+            }
+            kept.push_back((lsn, image));
+        }
+    }
+
+    /// The replay check, recovered side (PostgreSQL's `wal_consistency_checking`, done by
+    /// the simulator, which sees both sides): every page of a main fork in the pool after
+    /// recovery and the first checks, rebuilt by replay or read from storage, must equal
+    /// the image the live run had at its LSN, masked of what no record decides.
+    fn compare_replayed(&mut self, e: &Engine) -> Result<(), Stop> {
+        for row in e.pool().buffercache() {
+            let Some(tag) = row.tag.filter(|t| t.fork == bufpool::ForkNumber::Main) else {
+                continue;
+            };
+            // Valid pages only (a failed read leaves a tag without a page), never a read.
+            let Some(buf) = e.pool().read_resident(tag, bufpool::IoContext::Normal) else {
+                continue;
+            };
+            let g = buf.read();
+            let lsn = bufpool::page::lsn(&g);
+            let Some((_, live)) = self
+                .versions
+                .get(&tag)
+                .and_then(|v| v.iter().find(|(l, _)| *l == lsn))
+            else {
+                continue;
+            };
+            let mut image = g.to_vec();
+            drop(g);
+            mask_for_compare(tag, self.layout, &mut image);
+            self.stats.replay_pages_compared += 1;
+            if let Some(at) = image.iter().zip(live).position(|(a, b)| a != b) {
+                return Err(Stop::Bug(format!(
+                    "replay check: {tag} at LSN {lsn:?} differs from the live run's image at \
+                     byte {at} (recovered {:#04x}, live {:#04x})",
+                    image[at], live[at]
+                )));
+            }
+        }
+        // Images past the recovered end are of records the crash lost: the next life
+        // writes other records at those positions.
+        if let Some(end) = e.recovery_report().map(|r| r.end) {
+            for kept in self.versions.values_mut() {
+                kept.retain(|(l, _)| *l <= end);
+            }
+        }
+        Ok(())
     }
 
     fn expect(&self) -> Expect {
@@ -666,6 +769,7 @@ impl World {
                 )));
             }
         }
+        self.compare_replayed(&e)?;
         // What recovery found is on disk: a later crash must not lose it either.
         self.acked = seqs;
         let durable = e.wal().acknowledged_end();
@@ -1201,6 +1305,11 @@ impl World {
                 }
                 end > flushed
             });
+            // Once anything is armed, a change may be in a page and not in the log (a
+            // failed insert latches the log): no live image is trusted after that.
+            if !armed {
+                self.capture_pages(life.e);
+            }
         }
         Ok(false)
     }
@@ -1413,6 +1522,29 @@ impl World {
             .smgr()
             .exists(SCRATCH, bufpool::ForkNumber::Main)
             .map_err(|err| Stop::Engine(format!("scratch exists: {err}")))?;
+        let idle = life.txns.iter().all(Option::is_none);
+        if exists && idle && self.rng.pct(25) {
+            // Emptied and vacuumed with truncation: VACUUM cuts the table to nothing (a
+            // truncation, then its checkpoint: `HookPoint::VacuumTruncate` between).
+            let heap = Heap::open(e, SCRATCH);
+            let x = e.begin_xid().map_err(engine("begin"))?;
+            let mut tids = Vec::new();
+            heap.scan(&e.txns().snapshot(x), |tid, _| tids.push(tid))
+                .map_err(engine("scan scratch"))?;
+            for tid in &tids {
+                if let Err(err) = heap.delete(x, *tid) {
+                    let _ = e.abort_transaction(x);
+                    return Err(Stop::Engine(format!("scratch delete: {err}")));
+                }
+            }
+            e.commit_transaction(x).map_err(engine("commit"))?;
+            let r = heap.vacuum(true).map_err(engine("vacuum scratch"))?;
+            return Ok(format!(
+                "scratch emptied ({} rows) and vacuumed: {} pages truncated",
+                tids.len(),
+                r.truncated_pages
+            ));
+        }
         if exists && self.rng.pct(40) {
             e.drop_relation(SCRATCH).map_err(engine("drop"))?;
             self.scratch_dropped = self.scratch_gen;
@@ -1710,7 +1842,7 @@ fn soak(
          step {}, at a named point {}, fired {:?}); clean restarts {}; faults armed {} ({} short, {} delays), I/O calls failed {}, \
          engine errors met {}; \
          checkpoints {}, VACUUMs {} (autovacuum {}), bgwriter rounds {}, subtransaction \
-         overflows {}, drops {}; liveness checks passed {}; failures {}",
+         overflows {}, drops {}; liveness checks passed {}; pages compared by the replay check {}; failures {}",
         seed.saturating_sub(1),
         cpu_seconds(),
         total.lives,
@@ -1746,6 +1878,7 @@ fn soak(
         total.overflows,
         total.drops,
         total.liveness_checks,
+        total.replay_pages_compared,
         failures.len()
     );
     (total, failures, seeds)

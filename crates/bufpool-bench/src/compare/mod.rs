@@ -563,7 +563,12 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
             KnobError("--engines: name at least one of bufpool, postgres, sqlite".into()).into(),
         );
     }
-    if o.rounds == 0 || o.clients == 0 || o.jobs == 0 || !o.clients.is_multiple_of(o.jobs) || o.scale == 0 {
+    if o.rounds == 0
+        || o.clients == 0
+        || o.jobs == 0
+        || !o.clients.is_multiple_of(o.jobs)
+        || o.scale == 0
+    {
         return Err(KnobError(format!(
             "invalid --rounds {} / -s {} / -c {} / -j {}: each at least 1, clients a multiple of jobs",
             o.rounds, o.scale, o.clients, o.jobs

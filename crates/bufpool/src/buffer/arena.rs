@@ -91,6 +91,28 @@ impl std::fmt::Debug for PageArena {
     }
 }
 
+/// `mmap`'s flag for explicit huge pages: Linux's `MAP_HUGETLB`; none elsewhere (there
+/// `huge_pages = on` is refused and `try` maps normal pages).
+#[cfg(target_os = "linux")]
+const MAP_HUGE: Option<libc::c_int> = Some(libc::MAP_HUGETLB);
+#[cfg(not(target_os = "linux"))]
+const MAP_HUGE: Option<libc::c_int> = None;
+
+/// Asks for transparent huge pages over a mapped range (Linux's `MADV_HUGEPAGE`); false
+/// where the kernel refused or has no such advice.
+fn advise_huge(addr: usize, len: usize) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: [addr, addr + len) is mapped by the caller; madvise only sets a hint.
+        unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_HUGEPAGE) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (addr, len);
+        false
+    }
+}
+
 fn thp_enabled() -> bool {
     match std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled") {
         Ok(s) => !s.contains("[never]"),
@@ -125,7 +147,7 @@ impl PageArena {
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "pool size overflows"))?;
         let rounded = len.div_ceil(HUGE_PAGE_SIZE) * HUGE_PAGE_SIZE;
         if huge != HugePages::Off {
-            if let Some(base) = mmap_anon(rounded, libc::MAP_HUGETLB) {
+            if let Some(base) = MAP_HUGE.and_then(|flag| mmap_anon(rounded, flag)) {
                 return Ok(Self {
                     base,
                     map_len: rounded,
@@ -164,12 +186,9 @@ impl PageArena {
                     libc::munmap((aligned + rounded) as *mut libc::c_void, tail);
                 }
             }
-            // SAFETY: [aligned, aligned + rounded) is mapped; madvise only sets a hint.
-            let rc = unsafe {
-                libc::madvise(aligned as *mut libc::c_void, rounded, libc::MADV_HUGEPAGE)
-            };
+            let advised = advise_huge(aligned, rounded);
             let base = NonNull::new(aligned as *mut u8).expect("mapped address is non-null");
-            let huge = if rc == 0 {
+            let huge = if advised {
                 HugePageUse::Transparent
             } else {
                 HugePageUse::None

@@ -45,6 +45,29 @@ fn retry_eintr<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     }
 }
 
+/// Buffers one `preadv`/`pwritev` may take: Linux's `UIO_MAXIOV`, and the same 1,024
+/// elsewhere (macOS's and the BSDs' `IOV_MAX`).
+#[cfg(target_os = "linux")]
+const IOV_MAX: usize = libc::UIO_MAXIOV as usize;
+#[cfg(not(target_os = "linux"))]
+const IOV_MAX: usize = 1024;
+
+/// `open`'s flag for `io_direct`: Linux's `O_DIRECT`; elsewhere the open is refused
+/// (`Unsupported`, naming the knob) rather than silently cached.
+fn o_direct() -> io::Result<libc::c_int> {
+    #[cfg(target_os = "linux")]
+    {
+        Ok(libc::O_DIRECT)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "io_direct = on needs Linux's O_DIRECT",
+        ))
+    }
+}
+
 impl Vfs for RealVfs {
     fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>> {
         let mut o = fs::OpenOptions::new();
@@ -54,7 +77,7 @@ impl Vfs for RealVfs {
             .create_new(opts.create_new);
         let mut flags = libc::O_CLOEXEC;
         if opts.direct {
-            flags |= libc::O_DIRECT;
+            flags |= o_direct()?;
         }
         if opts.dsync {
             flags |= libc::O_DSYNC;
@@ -149,7 +172,7 @@ impl VfsFile for RealFile {
     }
 
     fn read_vectored_at(&self, bufs: &mut [IoSliceMut<'_>], offset: u64) -> io::Result<usize> {
-        let iovcnt = bufs.len().min(libc::UIO_MAXIOV as usize) as libc::c_int;
+        let iovcnt = bufs.len().min(IOV_MAX) as libc::c_int;
         retry_eintr(|| {
             // SAFETY: `IoSliceMut` is guaranteed ABI-compatible with `struct iovec` on Unix;
             // the pointer and count describe `iovcnt` live, writable buffers borrowed
@@ -171,7 +194,7 @@ impl VfsFile for RealFile {
     }
 
     fn write_vectored_at(&self, bufs: &[IoSlice<'_>], offset: u64) -> io::Result<usize> {
-        let iovcnt = bufs.len().min(libc::UIO_MAXIOV as usize) as libc::c_int;
+        let iovcnt = bufs.len().min(IOV_MAX) as libc::c_int;
         retry_eintr(|| {
             // SAFETY: `IoSlice` is ABI-compatible with `struct iovec` on Unix; the buffers
             // are live and borrowed for the call; the kernel only reads them.
@@ -191,6 +214,16 @@ impl VfsFile for RealFile {
         })
     }
 
+    /// Linux's `sync_file_range(SYNC_FILE_RANGE_WRITE)`: start writing the range back
+    /// now, wait for nothing. A hint only; elsewhere nothing (the fsync that follows does
+    /// the work, as PostgreSQL's `pg_flush_data` falls back to doing).
+    #[cfg(not(target_os = "linux"))]
+    fn writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
+
+    #[cfg(target_os = "linux")]
     fn writeback(&self, offset: u64, len: u64) -> io::Result<()> {
         retry_eintr(|| {
             // SAFETY: plain system call on an fd owned by `self`; no memory is passed.
@@ -222,6 +255,18 @@ impl VfsFile for RealFile {
         retry_eintr(|| self.file.set_len(len))
     }
 
+    /// Elsewhere than Linux: the file is extended to cover the range (`set_len`, blocks
+    /// not reserved; macOS has no `posix_fallocate`).
+    #[cfg(not(target_os = "linux"))]
+    fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
+        let end = offset.saturating_add(len);
+        if self.file.metadata()?.len() < end {
+            retry_eintr(|| self.file.set_len(end))?;
+        }
+        Ok(())
+    }
+
+    #[cfg(target_os = "linux")]
     fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
         retry_eintr(|| {
             // SAFETY: plain system call on an fd owned by `self`; no memory is passed.

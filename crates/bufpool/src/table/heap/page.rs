@@ -667,11 +667,76 @@ fn item_offset(slot: u16) -> usize {
     PAGE_HEADER_SIZE + (slot as usize - 1) * ITEM_ID_SIZE
 }
 
+/// The hint bits every tuple of `page` may carry without a log record
+/// (`XMIN_COMMITTED`, `XMIN_INVALID`, `XMAX_COMMITTED`, `XMAX_INVALID`).
+pub const HINT_BITS: u16 = XMIN_COMMITTED | XMIN_INVALID | XMAX_COMMITTED | XMAX_INVALID;
+
+/// Clears what a heap page may hold that its log records do not decide: every tuple's
+/// hint bits ([`HINT_BITS`], set by readers without a record), the free space and the
+/// checksum ([`page::mask_unlogged`]). Two images of one page at one LSN, one from the
+/// live run and one rebuilt by recovery, are equal once both are masked (PostgreSQL's
+/// `heap_mask`, for `wal_consistency_checking`). A page that is not a well-formed heap
+/// page is left alone but for the checksum.
+pub fn mask_unlogged(page: &mut [u8]) {
+    page::mask_unlogged(page);
+    if page::is_new(page) || page::lower(page) as usize > page.len() {
+        return;
+    }
+    let slots = HeapPage(page).slots();
+    for slot in 1..=slots {
+        if let ItemId::Normal { offset, len } = HeapPage(page).item(slot) {
+            let o = offset as usize + 14;
+            if (len as usize) < TUPLE_HEADER_SIZE || o + 2 > page.len() {
+                continue;
+            }
+            let m = u16::from_le_bytes([page[o], page[o + 1]]) & !HINT_BITS;
+            page[o..o + 2].copy_from_slice(&m.to_le_bytes());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+
+    /// Masking makes two images that differ only in hint bits and the checksum equal,
+    /// and leaves every other difference standing.
+    #[test]
+    fn masking_hides_hint_bits_and_the_checksum_only() {
+        let mut a = vec![0u8; 8192];
+        let mut p = HeapPageMut::new(&mut a);
+        let s = p.insert(0, 10, b"row").unwrap();
+        let mut b = a.clone();
+        let mut h = HeapPage(&b).tuple(s).unwrap().0;
+        h.infomask |= XMIN_COMMITTED;
+        assert!(HeapPageMut::new(&mut b).set_header(s, &h));
+        b[9] = 0x5a; // a checksum
+        assert_ne!(a, b);
+        let (mut ma, mut mb) = (a.clone(), b.clone());
+        mask_unlogged(&mut ma);
+        mask_unlogged(&mut mb);
+        assert_eq!(ma, mb);
+        // A logged field (xmax) differing stays a difference.
+        h.xmax = 11;
+        assert!(HeapPageMut::new(&mut b).set_header(s, &h));
+        let mut mb = b.clone();
+        mask_unlogged(&mut mb);
+        assert_ne!(ma, mb);
+        // Bytes in the free space (left by a compaction) are not compared.
+        let (mut c, mut d) = (a.clone(), a.clone());
+        let free = page::lower(&c) as usize + 10;
+        c[free] = 1;
+        d[free] = 2;
+        mask_unlogged(&mut c);
+        mask_unlogged(&mut d);
+        assert_eq!(c, d);
+        // A page that is not a heap page: only the checksum is cleared.
+        let mut junk = vec![0xffu8; 8192];
+        mask_unlogged(&mut junk);
+        assert!(junk[8..12].iter().all(|&x| x == 0) && junk[12..].iter().all(|&x| x == 0xff));
+    }
 
     #[test]
     fn insert_fetch_update_header_and_compact() {
