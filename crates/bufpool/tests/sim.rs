@@ -630,6 +630,14 @@ impl World {
     /// recovery and the first checks, rebuilt by replay or read from storage, must equal
     /// the image the live run had at its LSN, masked of what no record decides.
     fn compare_replayed(&mut self, e: &Engine) -> Result<(), Stop> {
+        // Images past the recovered end are of records the crash lost: this life writes
+        // other records at those positions (the checks' hint images already did), so they
+        // go first, before any comparison.
+        if let Some(end) = e.recovery_report().map(|r| r.end) {
+            for kept in self.versions.values_mut() {
+                kept.retain(|(l, _)| *l <= end);
+            }
+        }
         for row in e.pool().buffercache() {
             let Some(tag) = row.tag.filter(|t| t.fork == bufpool::ForkNumber::Main) else {
                 continue;
@@ -657,13 +665,6 @@ impl World {
                      byte {at} (recovered {:#04x}, live {:#04x})",
                     image[at], live[at]
                 )));
-            }
-        }
-        // Images past the recovered end are of records the crash lost: the next life
-        // writes other records at those positions.
-        if let Some(end) = e.recovery_report().map(|r| r.end) {
-            for kept in self.versions.values_mut() {
-                kept.retain(|(l, _)| *l <= end);
             }
         }
         Ok(())
