@@ -648,8 +648,35 @@ pub struct BenchArgs {
     #[arg(short = 'N', long = "skip-some-updates", conflicts_with = "mode")]
     pub skip_some_updates: bool,
     /// pgbench's -n: no VACUUM of branches and tellers before the run.
-    #[arg(short = 'n', long = "no-vacuum")]
+    #[arg(short = 'n', long = "no-vacuum", conflicts_with = "vacuum_all")]
     pub no_vacuum: bool,
+    /// pgbench's -v: VACUUM all four tables before the run (accounts and history too).
+    #[arg(short = 'v', long = "vacuum-all")]
+    pub vacuum_all: bool,
+    /// pgbench's -C (a new connection per transaction): accepted, no effect (an embedded
+    /// engine has no connections; the summary says so).
+    #[arg(short = 'C', long = "connect")]
+    pub connect: bool,
+    /// pgbench's -r: accepted; per-statement latencies need statements, which the
+    /// built-in scripts do not run one by one here: the summary says so.
+    #[arg(short = 'r', long = "report-per-command", alias = "report-latencies")]
+    pub report_per_command: bool,
+    /// With -l: the share of transactions the per-transaction log keeps (0 < RATE <= 1).
+    #[arg(long = "sampling-rate", value_name = "RATE", value_parser = parse_rate)]
+    pub sampling_rate: Option<f64>,
+    /// Progress lines (-P) carry the Unix time instead of the seconds since the start.
+    #[arg(long = "progress-timestamp")]
+    pub progress_timestamp: bool,
+    /// A transaction that fails on a deadlock runs again, up to N tries in all (pgbench's
+    /// retry of serialization and deadlock failures; 0: unlimited within -T).
+    #[arg(long = "max-tries", value_name = "N", default_value_t = 1)]
+    pub max_tries: u32,
+    /// The summary counts failures by kind (serialization, deadlock).
+    #[arg(long = "failures-detailed")]
+    pub failures_detailed: bool,
+    /// Prints a built-in script (by name or unique prefix) and ends, as pgbench does.
+    #[arg(long = "show-script", value_name = "NAME", value_parser = parse_builtin)]
+    pub show_script: Option<Mode>,
     /// A second script run by one thread beside the clients, as seed 002's second pgbench
     /// instance: savepoint-overflow (70 nested savepoints, pause, commit) or long-running
     /// (one insert, pause, commit). Its transactions are reported apart (`side_script`).
@@ -659,8 +686,9 @@ pub struct BenchArgs {
     /// savepoint-overflow, 10000 for long-running, the seed's pg_sleep).
     #[arg(long = "side-pause-ms")]
     pub side_pause_ms: Option<u64>,
-    /// Random seed (a number; default: fixed).
-    #[arg(long = "random-seed", default_value_t = 0x5eed)]
+    /// Random seed: a number, `time` (the current time) or `rand` (from the OS); default
+    /// fixed, so runs repeat (pgbench's default is `time`).
+    #[arg(long = "random-seed", default_value = "24301", value_parser = parse_seed)]
     pub seed: u64,
     /// Machine-readable summary on stdout.
     #[arg(long)]
@@ -740,6 +768,120 @@ pub fn builtin_list(args: impl Iterator<Item = String>) -> Option<String> {
     })
 }
 
+/// pgbench's init steps (`-I`): letters of `dtgGvpf`, each once; t, g (or G) and p must
+/// be there, since the bench needs its tables filled and keyed.
+pub fn parse_init_steps(text: &str) -> std::result::Result<String, String> {
+    if let Some(c) = text.chars().find(|c| !"dtgGvpf".contains(*c)) {
+        return Err(format!(
+            "unrecognized initialization step {c:?} (allowed: d drop, t tables, g or G data, \
+             v vacuum, p primary keys, f foreign keys)"
+        ));
+    }
+    let has = |set: &str| text.chars().any(|c| set.contains(c));
+    for (step, what) in [
+        ("t", "creates the tables"),
+        ("gG", "fills them"),
+        ("p", "keys them"),
+    ] {
+        if !has(step) {
+            return Err(format!(
+                "init steps {text:?} lack {}: bufpool init always {what} (the bench needs them)",
+                &step[..1]
+            ));
+        }
+    }
+    Ok(text.to_string())
+}
+
+/// `--sampling-rate`: a share in (0, 1].
+fn parse_rate(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= 1.0 => Ok(r),
+        _ => Err(format!(
+            "invalid sampling rate {text:?} (more than 0, at most 1)"
+        )),
+    }
+}
+
+/// `--random-seed`: a number, `time` (seconds and microseconds of now, mixed) or `rand`
+/// (the OS's randomness), as pgbench takes it.
+fn parse_seed(text: &str) -> std::result::Result<u64, String> {
+    match text.trim() {
+        "time" => Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64)),
+        "rand" => {
+            use rand::TryRngCore as _;
+            rand::rngs::OsRng
+                .try_next_u64()
+                .map_err(|e| format!("--random-seed rand: {e}"))
+        }
+        n => n
+            .parse::<u64>()
+            .map_err(|_| format!("invalid random seed {text:?} (a number, time or rand)")),
+    }
+}
+
+/// The text of built-in script `mode`, as pgbench's `--show-script` prints it: the SQL
+/// whose effect the engine calls reproduce (the bench runs no SQL).
+pub fn builtin_script_text(mode: Mode) -> &'static str {
+    match mode {
+        Mode::TpcbLike => "-- tpcb-like: <builtin: TPC-B (sort of)>
+\\set aid random(1, 100000 * :scale)
+\\set bid random(1, 1 * :scale)
+\\set tid random(1, 10 * :scale)
+\\set delta random(-5000, 5000)
+BEGIN;
+UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
+UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
+END;
+",
+        Mode::SimpleUpdate => "-- simple-update: <builtin: simple update>
+\\set aid random(1, 100000 * :scale)
+\\set bid random(1, 1 * :scale)
+\\set tid random(1, 10 * :scale)
+\\set delta random(-5000, 5000)
+BEGIN;
+UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
+END;
+",
+        Mode::SelectOnly => "-- select-only: <builtin: select only>
+\\set aid random(1, 100000 * :scale)
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+",
+        Mode::SavepointOverflow => "-- savepoint-overflow (bufpool's, seed 002's savepoint.sql)
+BEGIN;
+-- 70 times: SAVEPOINT sN; INSERT INTO pgbench_test VALUES (...);
+SELECT pg_sleep(1);
+COMMIT;
+",
+        Mode::Multixact => "-- multixact (bufpool's, seed 002's multixact.sql)
+\\set aid random(1, 100000 * :scale)
+BEGIN;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid FOR UPDATE;
+SAVEPOINT s1;
+UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
+COMMIT;
+",
+        Mode::YcsbB => "-- ycsb-b (bufpool's): 95% reads, 5% updates, Zipfian keys
+\\set aid random_zipfian(1, 100000 * :scale, 0.99)
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;      -- 95%
+UPDATE pgbench_accounts SET abalance = abalance WHERE aid = :aid;  -- 5%
+",
+        Mode::YcsbC => "-- ycsb-c (bufpool's): reads only, Zipfian keys
+\\set aid random_zipfian(1, 100000 * :scale, 0.99)
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+",
+    }
+}
+
 /// `-b NAME[@WEIGHT]`: a built-in script by its name or a unique prefix (pgbench's rule).
 fn parse_builtin(text: &str) -> std::result::Result<Mode, String> {
     use clap::ValueEnum as _;
@@ -807,6 +949,14 @@ impl BenchArgs {
             select_only: false,
             skip_some_updates: false,
             no_vacuum: false,
+            vacuum_all: false,
+            connect: false,
+            report_per_command: false,
+            sampling_rate: None,
+            progress_timestamp: false,
+            max_tries: 1,
+            failures_detailed: false,
+            show_script: None,
             seed: 0x5eed,
             sets,
             json: false,
@@ -855,6 +1005,13 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
     }
     if a.aggregate_interval.is_some() && !a.log {
         return Err(KnobError("--aggregate-interval needs -l".into()).into());
+    }
+    if a.sampling_rate.is_some() && (!a.log || a.aggregate_interval.is_some()) {
+        return Err(KnobError(
+            "--sampling-rate needs -l without --aggregate-interval (the per-transaction log)"
+                .into(),
+        )
+        .into());
     }
     if a.rate_profile.is_some() && a.rate.is_some() {
         return Err(KnobError(
@@ -912,6 +1069,14 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         config: Default::default(),
         abort_fraction: a.abort_fraction,
         no_vacuum: a.no_vacuum,
+        vacuum_all: a.vacuum_all,
+        sampling_rate: a.sampling_rate.unwrap_or(1.0),
+        progress_timestamp: a.progress_timestamp,
+        max_tries: if a.max_tries == 0 {
+            u32::MAX
+        } else {
+            a.max_tries
+        },
         ack_log: a.ack_log.clone(),
         rate_profile,
         batch,
@@ -965,6 +1130,12 @@ pub(crate) fn run_tpcb_traced(
         eprint!("starting vacuum...");
         db.branches.vacuum(false)?;
         db.tellers.vacuum(false)?;
+        eprintln!("end.");
+    }
+    if opts.vacuum_all {
+        eprint!("starting vacuum pgbench_accounts...");
+        db.accounts.vacuum(false)?;
+        db.history.vacuum(false)?;
         eprintln!("end.");
     }
     if opts.label.is_empty() {
@@ -1039,9 +1210,15 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
         "query mode: embedded (-M {} has no effect: transactions call the engine directly, no SQL is parsed)",
         a.protocol.name()
     );
+    if a.connect {
+        println!("connection mode: embedded (-C has no effect: there are no connections to open)");
+    }
     println!("number of clients: {}", r.clients);
     println!("number of threads: {}", r.threads);
-    println!("maximum number of tries: 1");
+    match a.max_tries {
+        0 => println!("maximum number of tries: unlimited"),
+        n => println!("maximum number of tries: {n}"),
+    }
     match (a.time, a.transactions) {
         (Some(t), _) => println!("duration: {t} s"),
         _ => println!(
@@ -1059,11 +1236,33 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
         r.failed,
         100.0 * r.failed as f64 / all as f64
     );
+    if a.failures_detailed {
+        println!("number of serialization failures: 0 (0.000%)");
+        println!(
+            "number of deadlock failures: {} ({:.3}%)",
+            o.deadlocks,
+            100.0 * o.deadlocks as f64 / all as f64
+        );
+    }
+    if a.max_tries != 1 {
+        println!(
+            "number of transactions retried: {} ({:.3}%)",
+            o.retried,
+            100.0 * o.retried as f64 / all as f64
+        );
+        println!("total number of retries: {}", o.retries);
+    }
     if a.rate.is_some() && a.latency_limit.is_some() {
         println!(
             "number of transactions skipped: {} ({:.3}%)",
             o.skipped,
             100.0 * o.skipped as f64 / (all + o.skipped) as f64
+        );
+    }
+    if a.report_per_command {
+        println!(
+            "statement latencies: not reported (-r): the built-in scripts run as engine calls, \
+             not statement by statement; the latency lines below are per transaction"
         );
     }
     if let Some(l) = a.latency_limit {
@@ -1190,6 +1389,10 @@ pub fn describe_written(w: &crate::report::model::WriteBytes) -> String {
 
 /// `bufpool bench`.
 pub fn bench(a: &BenchArgs) -> Result<()> {
+    if let Some(m) = a.show_script {
+        print!("{}", builtin_script_text(m));
+        return Ok(());
+    }
     let a = &a.with_shorthands();
     let stop = install_ctrl_c();
     let o = run_bench(a, stop)?;

@@ -293,8 +293,65 @@ struct InitArgs {
     /// of its segment files.
     #[arg(long, value_name = "DIR")]
     waldir: Option<PathBuf>,
+    /// pgbench's -q (quiet logging): accepted; init prints one line when done anyway.
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
+    /// pgbench's init steps (default dtgvp): d drop, t create tables, g or G generate
+    /// data, v vacuum, p primary keys, f foreign keys. t, g and p are always done (the
+    /// bench needs them); v and f are accepted with a note.
+    #[arg(short = 'I', long = "init-steps", value_name = "STEPS", value_parser = commands::parse_init_steps)]
+    init_steps: Option<String>,
+    /// pgbench's --unlogged-tables: accepted with a note (every relation is logged here).
+    #[arg(long = "unlogged-tables")]
+    unlogged_tables: bool,
+    /// pgbench's --foreign-keys: accepted with a note (keys are not enforced).
+    #[arg(long = "foreign-keys")]
+    foreign_keys: bool,
+    /// pgbench's --partitions: accepted with a note (pgbench_accounts is one table).
+    #[arg(long = "partitions", value_name = "N")]
+    partitions: Option<u32>,
+    /// pgbench's --partition-method (range or hash): accepted with --partitions.
+    #[arg(
+        long = "partition-method",
+        value_name = "NAME",
+        requires = "partitions"
+    )]
+    partition_method: Option<String>,
     #[command(flatten)]
     dir: DirArgs,
+}
+
+impl InitArgs {
+    /// One line per pgbench flag given that cannot apply here, for stderr.
+    fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let Some(steps) = &self.init_steps {
+            if steps.contains('v') {
+                notes.push("init step v: nothing to vacuum in freshly loaded tables".into());
+            }
+            if steps.contains('f') || self.foreign_keys {
+                notes.push("foreign keys: not created (the engine has no constraints)".into());
+            }
+        } else if self.foreign_keys {
+            notes.push("foreign keys: not created (the engine has no constraints)".into());
+        }
+        if self.unlogged_tables {
+            notes.push(
+                "--unlogged-tables: the tables are logged (the engine has no unlogged relations)"
+                    .into(),
+            );
+        }
+        if let Some(n) = self.partitions {
+            notes.push(format!(
+                "--partitions {n}{}: pgbench_accounts stays one table (no partitioning)",
+                self.partition_method
+                    .as_deref()
+                    .map(|m| format!(" --partition-method {m}"))
+                    .unwrap_or_default()
+            ));
+        }
+        notes
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -377,14 +434,20 @@ fn main() -> Result<()> {
     let r = match cli.command {
         Some(Command::Experiment(args)) => experiments::run(args, command),
         Some(Command::Seeds(a)) => seeds::run(&a),
-        Some(Command::Init(a)) => commands::init(
-            &a.dir.dir,
-            a.scale,
-            a.fillfactor,
-            &a.tablespaces,
-            a.waldir.as_deref(),
-            &a.dir.sets,
-        ),
+        Some(Command::Init(a)) => {
+            for note in a.notes() {
+                eprintln!("note: {note}");
+            }
+            let _ = a.quiet;
+            commands::init(
+                &a.dir.dir,
+                a.scale,
+                a.fillfactor,
+                &a.tablespaces,
+                a.waldir.as_deref(),
+                &a.dir.sets,
+            )
+        }
         Some(Command::Bench(b)) => commands::bench(&b),
         Some(Command::Check(c)) => {
             match commands::check(&c.dir.dir, &c.dir.sets, &c.acked, c.accounts_only) {

@@ -555,6 +555,116 @@ fn pgbench_shorthands_n_s_and_n_run_their_scripts() {
     }
 }
 
+/// More of pgbench's command line as typed (each refused with a flag error before):
+/// `-v` vacuums the accounts too, `-C` and `-r` run with a one-line note, `--max-tries`
+/// and `--failures-detailed` add pgbench's summary lines, `--sampling-rate` keeps about
+/// that share of the per-transaction log, `--progress-timestamp` stamps progress lines
+/// with the Unix time, `--random-seed time|rand` run, `--show-script` prints a script;
+/// init takes `-q`, `-I` (refusing steps that would leave no tables) and the flags that
+/// cannot apply with a note each.
+#[test]
+fn more_pgbench_flags_run_as_typed() {
+    let dir = common::small_db();
+    let cwd = dir.path();
+    let run = |flags: &[&str]| {
+        let mut args = vec!["bench", "-D", "db", "-c", "2"];
+        if !flags.contains(&"-T") && !flags.contains(&"-t") {
+            args.extend(["-T", "1"]);
+        }
+        args.extend_from_slice(flags);
+        let o = bufpool(cwd, &args);
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        );
+        assert!(o.status.success(), "{flags:?}: {err}");
+        (out, err)
+    };
+    let (_, err) = run(&["-v"]);
+    assert!(err.contains("starting vacuum pgbench_accounts"), "{err}");
+    let (out, _) = run(&["-C", "-r"]);
+    assert!(
+        out.contains("connection mode: embedded") && out.contains("statement latencies"),
+        "{out}"
+    );
+    let (out, _) = run(&["--max-tries", "3", "--failures-detailed"]);
+    for line in [
+        "maximum number of tries: 3",
+        "number of deadlock failures: ",
+        "number of transactions retried: ",
+        "total number of retries: ",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let (_, err) = run(&["-T", "2", "-P", "1", "--progress-timestamp"]);
+    let stamp: f64 = err
+        .lines()
+        .find_map(|l| l.strip_prefix("progress: "))
+        .and_then(|l| l.split(' ').next())
+        .expect(&err)
+        .parse()
+        .unwrap();
+    assert!((stamp - now).abs() < 60.0, "{stamp} vs {now}: {err}");
+    for seed in ["time", "rand", "7"] {
+        run(&["--random-seed", seed]);
+    }
+    run(&[
+        "-t",
+        "400",
+        "-l",
+        "--sampling-rate",
+        "0.5",
+        "--log-prefix",
+        "s",
+    ]);
+    let lines: usize = std::fs::read_dir(cwd)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("s."))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap().lines().count())
+        .sum();
+    // 800 transactions, each kept with probability 1/2: far inside 300..500.
+    assert!((300..500).contains(&lines), "{lines} of 800 logged");
+    let o = bufpool(cwd, &["bench", "-D", "db", "-l", "--sampling-rate", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    let out = ok(cwd, &["bench", "--show-script", "tpcb"]);
+    assert!(
+        out.contains("\\set aid random(1, 100000 * :scale)") && out.contains("END;"),
+        "{out}"
+    );
+    // init
+    let o = bufpool(
+        cwd,
+        &[
+            "init",
+            "-q",
+            "-s",
+            "1",
+            "-D",
+            "db2",
+            "-I",
+            "dtgvpf",
+            "--unlogged-tables",
+            "--partitions",
+            "2",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("note: --unlogged-tables") && err.contains("note: --partitions 2"),
+        "{err}"
+    );
+    for steps in ["dt", "dtxgp"] {
+        let o = bufpool(cwd, &["init", "-D", "db3", "-I", steps]);
+        assert_eq!(o.status.code(), Some(2), "-I {steps}");
+    }
+}
+
 /// postgresql.conf's `include` and `include_if_exists`, relative to the including file;
 /// a file that includes itself is refused at the nesting limit, naming the file and line;
 /// a missing `include` is an error, a missing `include_if_exists` is nothing.

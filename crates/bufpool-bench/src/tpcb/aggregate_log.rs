@@ -123,7 +123,7 @@ pub(crate) fn write_aggregate_file(
     for (i, s) in slots.iter().enumerate() {
         writeln!(
             f,
-            "{} {} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {} 0 0 0 {}",
+            "{} {} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {} {} {} 0 {}",
             wall_start + i as u64 * u64::from(interval),
             s.n,
             s.sum,
@@ -135,6 +135,8 @@ pub(crate) fn write_aggregate_file(
             s.lag_min,
             s.lag_max,
             s.skipped,
+            s.retried,
+            s.retries,
             s.deadlocks
         )
         .with_context(|| format!("writing {}", path.display()))?;

@@ -115,6 +115,7 @@ impl<'a, 'e> Client<'a, 'e> {
     /// deadlock.
     pub(super) fn run(self) -> Result<ClientStats> {
         let mut rng = SmallRng::seed_from_u64(self.opts.seed ^ (u64::from(self.id) << 32));
+        let mut sample = SmallRng::seed_from_u64(!self.opts.seed ^ (u64::from(self.id) << 32));
         let mut out = ClientStats {
             seconds: Vec::new(),
             hist: latency_histogram(),
@@ -168,8 +169,16 @@ impl<'a, 'e> Client<'a, 'e> {
                 _ => Mark::now(&sched_stat),
             };
             let began = Instant::now();
-            let done = one_transaction(self.db, self.opts, &self.keys, &mut rng)
-                .with_context(|| format!("client {}", self.id))?;
+            // `--max-tries`: a deadlock victim runs again, from its start, up to the limit.
+            let mut tries = 1;
+            let done = loop {
+                let done = one_transaction(self.db, self.opts, &self.keys, &mut rng)
+                    .with_context(|| format!("client {}", self.id))?;
+                match done {
+                    Done::Failed { deadlock: true } if tries < self.opts.max_tries => tries += 1,
+                    done => break done,
+                }
+            };
             if let (Some(f), Done::Committed(Some([tid, bid, aid, delta, mtime]))) =
                 (ack.as_mut(), done)
             {
@@ -187,7 +196,18 @@ impl<'a, 'e> Client<'a, 'e> {
                 out.waits.add(sec, took, &mark, &end_mark);
             }
             last_mark = Some(end_mark);
-            if self.opts.transaction_log {
+            if tries > 1 {
+                let slot = slot_at(
+                    &mut out.seconds,
+                    end.duration_since(self.start).as_secs() as usize,
+                );
+                slot.retried += 1;
+                slot.retries += u64::from(tries - 1);
+            }
+            // `--sampling-rate`: a stream of its own, so sampling changes no transaction.
+            if self.opts.transaction_log
+                && (self.opts.sampling_rate >= 1.0 || sample.random_bool(self.opts.sampling_rate))
+            {
                 out.log.push(TxLine {
                     no: count,
                     time: match done {

@@ -112,6 +112,8 @@ pub(super) struct Monitor<'a> {
     done: &'a AtomicBool,
     /// The run's relations by name, for the pool samples.
     names: &'a HashMap<RelFileId, String>,
+    /// `--progress-timestamp`: progress lines carry the Unix time.
+    timestamps: bool,
 }
 
 impl<'a> Monitor<'a> {
@@ -133,7 +135,14 @@ impl<'a> Monitor<'a> {
             live,
             done,
             names,
+            timestamps: false,
         }
+    }
+
+    /// Progress lines stamped with the Unix time (pgbench's `--progress-timestamp`).
+    pub(super) fn with_timestamps(mut self, on: bool) -> Self {
+        self.timestamps = on;
+        self
     }
 
     /// Runs until `done`; returns each whole second's buffer writes and the pool at its
@@ -187,9 +196,16 @@ impl<'a> Monitor<'a> {
         } else {
             (0.0, 0.0)
         };
+        let at = if self.timestamps {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64())
+        } else {
+            self.start.elapsed().as_secs_f64()
+        };
         eprintln!(
             "progress: {:.1} s, {:.1} tps, lat {:.3} ms stddev {:.3}, {} failed",
-            self.start.elapsed().as_secs_f64(),
+            at,
             dn as f64 / f64::from(p),
             avg,
             sd,

@@ -113,6 +113,17 @@ pub struct BenchOptions {
     pub abort_fraction: f64,
     /// pgbench's `-n`: no VACUUM of branches and tellers before the run.
     pub no_vacuum: bool,
+    /// pgbench's `-v`: VACUUM all four tables before the run (accounts and history too).
+    pub vacuum_all: bool,
+    /// pgbench's `--sampling-rate`: the share of transactions the per-transaction log
+    /// keeps (1.0: all).
+    pub sampling_rate: f64,
+    /// pgbench's `--progress-timestamp`: progress lines carry the Unix time, not the
+    /// seconds since the start.
+    pub progress_timestamp: bool,
+    /// pgbench's `--max-tries`: a transaction that failed on a deadlock is run again, up
+    /// to this many tries in all (1: never again).
+    pub max_tries: u32,
     /// `--ack-log`: each client appends a line per committed transaction to this file.
     pub ack_log: Option<PathBuf>,
     /// `--rate-profile`: a sine-wave target rate with spikes instead of `-R`'s constant.
@@ -159,6 +170,10 @@ impl BenchOptions {
             config: Default::default(),
             abort_fraction: 0.0,
             no_vacuum: false,
+            vacuum_all: false,
+            sampling_rate: 1.0,
+            progress_timestamp: false,
+            max_tries: 1,
             ack_log: None,
             rate_profile: None,
             batch: None,
@@ -186,6 +201,12 @@ pub struct RunOutcome {
     pub late: u64,
     /// Transactions skipped because they could not start within `-L` (with `-R`).
     pub skipped: u64,
+    /// Transactions that took more than one try (`--max-tries`), and the tries beyond
+    /// the first, over all of them.
+    pub retried: u64,
+    pub retries: u64,
+    /// Failed transactions that failed on a deadlock (pgbench's deadlock failures).
+    pub deadlocks: u64,
     /// Average lag behind the `-R` schedule, ms.
     pub lag_avg_ms: f64,
     pub lag_max_ms: f64,
@@ -253,7 +274,9 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             av: av.as_ref(),
         };
         let monitor = s.spawn(|| {
-            Monitor::new(pool, &before, start, opts.progress_s, &live, &done, &names).run()
+            Monitor::new(pool, &before, start, opts.progress_s, &live, &done, &names)
+                .with_timestamps(opts.progress_timestamp)
+                .run()
         });
         let done_ref = &done;
         let batches = opts

@@ -23,6 +23,10 @@ pub(crate) struct Slot {
     pub(crate) failed: u64,
     /// Those of them that failed on a deadlock (the aggregate log's deadlock_failures).
     pub(crate) deadlocks: u64,
+    /// Transactions that ended here after more than one try, and the tries beyond the
+    /// first (`--max-tries`; the aggregate log's retried and retries).
+    pub(crate) retried: u64,
+    pub(crate) retries: u64,
     /// The longest any transaction still running at the end of this second had been
     /// running by then (its latency so far, µs): a second in which the clients stall
     /// completes nothing, and `max` alone would record no latency for it.
@@ -72,6 +76,8 @@ impl Slot {
         self.skipped += o.skipped;
         self.failed += o.failed;
         self.deadlocks += o.deadlocks;
+        self.retried += o.retried;
+        self.retries += o.retries;
         self.stalled = self.stalled.max(o.stalled);
     }
 
