@@ -674,6 +674,13 @@ pub struct BenchArgs {
     /// The summary counts failures by kind (serialization, deadlock).
     #[arg(long = "failures-detailed")]
     pub failures_detailed: bool,
+    /// pgbench's -f: runs the script in FILENAME (an `@weight` is accepted: one script
+    /// runs). Its statements must be ones the engine runs: `\\set` (with random,
+    /// random_zipfian, random_exponential, random_gaussian), `\\sleep`, BEGIN, END,
+    /// ROLLBACK and the built-in scripts' statements; anything else is refused before the
+    /// run, naming its line.
+    #[arg(short = 'f', long = "file", value_name = "FILENAME[@W]", conflicts_with_all = ["select_only", "skip_some_updates"])]
+    pub file: Option<String>,
     /// Prints a built-in script (by name or unique prefix) and ends, as pgbench does.
     #[arg(long = "show-script", value_name = "NAME", value_parser = parse_builtin)]
     pub show_script: Option<Mode>,
@@ -879,6 +886,7 @@ UPDATE pgbench_accounts SET abalance = abalance WHERE aid = :aid;  -- 5%
 \\set aid random_zipfian(1, 100000 * :scale, 0.99)
 SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
 ",
+        Mode::Script => "-- a script file (-f)\n",
     }
 }
 
@@ -957,6 +965,7 @@ impl BenchArgs {
             max_tries: 1,
             failures_detailed: false,
             show_script: None,
+            file: None,
             seed: 0x5eed,
             sets,
             json: false,
@@ -975,6 +984,45 @@ impl BenchArgs {
             metrics_addr: None,
         }
     }
+}
+
+/// The script the clients run, if any: `-f FILE` (mode `script`), or for `-r` a
+/// built-in script that reads as one (tpcb-like, simple-update, select-only: its mode
+/// stays) so its statements are timed one by one.
+fn bench_script(a: &BenchArgs) -> Result<(Mode, Option<Arc<tpcb::script::Script>>)> {
+    /// Longest script file read (a bound, whatever the file holds).
+    const SCRIPT_MAX: u64 = 1 << 20;
+    if let Some(spec) = &a.file {
+        let path = match spec.rsplit_once('@') {
+            Some((p, w)) if w.parse::<u32>().is_ok() => p,
+            _ => spec.as_str(),
+        };
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut std::io::Read::take(
+                std::fs::File::open(path).with_context(|| format!("opening script {path}"))?,
+                SCRIPT_MAX + 1,
+            ),
+            &mut text,
+        )
+        .with_context(|| format!("reading script {path} (text, UTF-8)"))?;
+        if text.len() as u64 > SCRIPT_MAX {
+            return Err(KnobError(format!("script {path} is over {SCRIPT_MAX} bytes")).into());
+        }
+        let script =
+            tpcb::script::Script::parse(path, &text).map_err(|e| KnobError(e.to_string()))?;
+        return Ok((Mode::Script, Some(Arc::new(script))));
+    }
+    if a.report_per_command
+        && matches!(
+            a.mode,
+            Mode::TpcbLike | Mode::SimpleUpdate | Mode::SelectOnly
+        )
+    {
+        let script = tpcb::script::Script::parse(a.mode.name(), builtin_script_text(a.mode))?;
+        return Ok((a.mode, Some(Arc::new(script))));
+    }
+    Ok((a.mode, None))
 }
 
 pub(crate) fn install_ctrl_c() -> Arc<AtomicBool> {
@@ -1048,6 +1096,7 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
     } else {
         a.transactions
     };
+    let (mode, script) = bench_script(a)?;
     let opts = BenchOptions {
         clients: a.clients,
         threads: a.threads,
@@ -1061,7 +1110,7 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         transaction_log: a.log && a.aggregate_interval.is_none(),
         log_prefix: a.log_prefix.clone(),
         log_dir: std::env::current_dir()?,
-        mode: a.mode,
+        mode,
         seed: a.seed,
         // Empty: `run_tpcb` names it after the clients and synchronous_commit.
         label: a.label.clone().unwrap_or_default(),
@@ -1077,6 +1126,7 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         } else {
             a.max_tries
         },
+        script,
         ack_log: a.ack_log.clone(),
         rate_profile,
         batch,
@@ -1195,14 +1245,19 @@ fn print_autovacuum(t: &crate::report::model::TableCounts) {
 
 fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     let r = &o.result;
-    let ttype = match a.mode {
-        Mode::TpcbLike => "<builtin: TPC-B (sort of)>",
-        Mode::SimpleUpdate => "<builtin: simple update>",
-        Mode::SelectOnly => "<builtin: select only>",
-        Mode::SavepointOverflow => "<builtin: savepoint overflow (seed 002)>",
-        Mode::Multixact => "<builtin: multixact (seed 002)>",
-        Mode::YcsbB => "<builtin: YCSB B (95% reads, 5% updates)>",
-        Mode::YcsbC => "<builtin: YCSB C (reads only)>",
+    let ttype = if let Some(f) = &a.file {
+        f.as_str()
+    } else {
+        match a.mode {
+            Mode::TpcbLike => "<builtin: TPC-B (sort of)>",
+            Mode::SimpleUpdate => "<builtin: simple update>",
+            Mode::SelectOnly => "<builtin: select only>",
+            Mode::SavepointOverflow => "<builtin: savepoint overflow (seed 002)>",
+            Mode::Multixact => "<builtin: multixact (seed 002)>",
+            Mode::YcsbB => "<builtin: YCSB B (95% reads, 5% updates)>",
+            Mode::YcsbC => "<builtin: YCSB C (reads only)>",
+            Mode::Script => "<script>",
+        }
     };
     println!("transaction type: {ttype}");
     println!("scaling factor: {}", r.scale);
@@ -1259,10 +1314,11 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
             100.0 * o.skipped as f64 / (all + o.skipped) as f64
         );
     }
-    if a.report_per_command {
+    if a.report_per_command && o.statements.is_empty() {
         println!(
-            "statement latencies: not reported (-r): the built-in scripts run as engine calls, \
-             not statement by statement; the latency lines below are per transaction"
+            "statement latencies: not reported (-r): the {} script runs as engine calls, not \
+             statement by statement; the latency lines below are per transaction",
+            a.mode.name()
         );
     }
     if let Some(l) = a.latency_limit {
@@ -1353,6 +1409,17 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     );
     println!("initial connection time = 0.000 ms");
     println!("tps = {:.6} (without initial connection time)", r.tps);
+    if a.report_per_command && !o.statements.is_empty() {
+        println!("statement latencies in milliseconds and failures:");
+        for (text, st) in &o.statements {
+            let ms = if st.count > 0 {
+                st.sum_us / st.count as f64 / 1000.0
+            } else {
+                0.0
+            };
+            println!("{ms:>14.3}{:>12}  {text}", st.failures);
+        }
+    }
     if let Some(w) = &r.bytes_written {
         println!("bytes written per transaction: {}", describe_written(w));
     }

@@ -665,6 +665,81 @@ fn more_pgbench_flags_run_as_typed() {
     }
 }
 
+/// pgbench's `-f` and `-r`: a script file of the statements the engine runs (`\\set` with
+/// the random functions, `\\sleep`, BEGIN/END, the accounts updates in either sign, the
+/// balance select) runs and keeps the balances (`check`); `-r` prints one latency line per
+/// command, for a file and for the built-in tpcb-like script; a statement the engine does
+/// not run is refused before the run, naming the file and line (exit status 2).
+#[test]
+fn script_files_and_per_statement_latencies() {
+    let dir = common::small_db();
+    let cwd = dir.path();
+    std::fs::write(
+        cwd.join("transfer.sql"),
+        "-- a transfer between two accounts\n\\set a random(1, 100000 * :scale)\n\
+         \\set b random_zipfian(1, 100000 * :scale, 1.1)\n\\set d random(1, 100)\nBEGIN;\n\
+         UPDATE pgbench_accounts SET abalance = abalance - :d WHERE aid = :a;\n\
+         UPDATE pgbench_accounts SET abalance = abalance + :d WHERE aid = :b;\n\
+         SELECT abalance FROM pgbench_accounts WHERE aid = :a;\nEND;\n",
+    )
+    .unwrap();
+    let out = ok(
+        cwd,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-c",
+            "2",
+            "-T",
+            "1",
+            "-f",
+            "transfer.sql",
+            "-r",
+            "--max-tries",
+            "5",
+        ],
+    );
+    assert!(out.contains("transaction type: transfer.sql"), "{out}");
+    let lines: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("statement latencies in milliseconds"))
+        .skip(1)
+        .take(8)
+        .collect();
+    assert_eq!(lines.len(), 8, "{out}");
+    assert!(
+        lines[4].ends_with("WHERE aid = :a;") && lines[7].ends_with("END;"),
+        "{lines:?}"
+    );
+    let n: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("number of transactions actually processed: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(n > 0, "{out}");
+    let out = ok(cwd, &["check", "-D", "db"]);
+    assert!(out.contains("check: OK"), "{out}");
+    let out = ok(cwd, &["bench", "-D", "db", "-c", "1", "-T", "1", "-r"]);
+    assert!(
+        out.contains("UPDATE pgbench_branches SET bbalance"),
+        "{out}"
+    );
+    std::fs::write(
+        cwd.join("bad.sql"),
+        "BEGIN;\nDELETE FROM pgbench_accounts;\n",
+    )
+    .unwrap();
+    let o = bufpool(cwd, &["bench", "-D", "db", "-T", "1", "-f", "bad.sql"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.sql, line 2: statement not supported"),
+        "{err}"
+    );
+}
+
 /// postgresql.conf's `include` and `include_if_exists`, relative to the including file;
 /// a file that includes itself is refused at the nesting limit, naming the file and line;
 /// a missing `include` is an error, a missing `include_if_exists` is nothing.

@@ -35,6 +35,8 @@ pub(super) struct ClientStats {
     pub(super) log: Vec<TxLine>,
     /// What the committed transactions waited for.
     pub(super) waits: ClientWaits,
+    /// Per script command (`-f`, `-r`): count, time, failures.
+    pub(super) statements: Vec<super::script::StatementStat>,
 }
 
 /// One line of pgbench's per-transaction log.
@@ -122,7 +124,12 @@ impl<'a, 'e> Client<'a, 'e> {
             late: 0,
             log: Vec::new(),
             waits: ClientWaits::default(),
+            statements: Vec::new(),
         };
+        let mut script =
+            self.opts.script.as_ref().map(|s| {
+                super::script::ScriptState::new(s, self.db.scale, self.id, self.opts.seed)
+            });
         let sched_stat = ThreadSched::open();
         // Back to back (no -R), one transaction's end mark is the next one's start: one
         // schedstat read per transaction instead of two.
@@ -172,8 +179,9 @@ impl<'a, 'e> Client<'a, 'e> {
             // `--max-tries`: a deadlock victim runs again, from its start, up to the limit.
             let mut tries = 1;
             let done = loop {
-                let done = one_transaction(self.db, self.opts, &self.keys, &mut rng)
-                    .with_context(|| format!("client {}", self.id))?;
+                let done =
+                    one_transaction(self.db, self.opts, &self.keys, &mut rng, script.as_mut())
+                        .with_context(|| format!("client {}", self.id))?;
                 match done {
                     Done::Failed { deadlock: true } if tries < self.opts.max_tries => tries += 1,
                     done => break done,
@@ -224,6 +232,9 @@ impl<'a, 'e> Client<'a, 'e> {
             }
             count += 1;
             self.record(&mut out, done, sched, began, end);
+        }
+        if let Some(st) = script {
+            out.statements = st.stats;
         }
         Ok(out)
     }
@@ -336,6 +347,24 @@ enum Done {
 
 /// Runs one transaction of `mode`; Err: any error other than a deadlock.
 fn one_transaction(
+    db: &Db<'_>,
+    opts: &BenchOptions,
+    keys: &Keys,
+    rng: &mut SmallRng,
+    script: Option<&mut super::script::ScriptState>,
+) -> Result<Done> {
+    if let (Some(s), Some(st)) = (opts.script.as_deref(), script) {
+        return Ok(match super::script::run_once(db, s, st, rng)? {
+            super::script::Ran::Committed => Done::Committed(None),
+            super::script::Ran::Deadlock => Done::Failed { deadlock: true },
+        });
+    }
+    Ok(builtin_transaction(db, opts, keys, rng)?)
+}
+
+/// One transaction of a built-in script, by engine calls; Err: any error other than a
+/// deadlock.
+fn builtin_transaction(
     db: &Db<'_>,
     opts: &BenchOptions,
     keys: &Keys,

@@ -19,6 +19,7 @@ pub mod keys;
 mod monitor;
 pub(crate) mod outcome;
 pub mod run;
+pub mod script;
 pub mod side;
 pub(crate) mod stats;
 pub mod vacuum;

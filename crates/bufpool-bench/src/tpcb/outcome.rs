@@ -27,6 +27,8 @@ pub(super) struct Merged {
     total: Slot,
     /// What the transactions waited for.
     waits: WaitProfile,
+    /// Per script command, over all clients.
+    statements: Vec<super::script::StatementStat>,
 }
 
 /// What a run measured besides the clients' statistics.
@@ -51,7 +53,16 @@ impl Merged {
         let mut secs = vec![Slot::default(); nsec];
         let mut hist = latency_histogram();
         let mut late = 0;
+        let mut statements = Vec::<super::script::StatementStat>::new();
         for o in clients {
+            if statements.len() < o.statements.len() {
+                statements.resize(o.statements.len(), Default::default());
+            }
+            for (a, b) in statements.iter_mut().zip(&o.statements) {
+                a.count += b.count;
+                a.sum_us += b.sum_us;
+                a.failures += b.failures;
+            }
             for (i, s) in o.seconds.iter().enumerate() {
                 secs[i].merge(s);
             }
@@ -68,6 +79,7 @@ impl Merged {
             late,
             total,
             waits: ClientWaits::profile(clients.iter().map(|c| c.waits.clone())),
+            statements,
         }
     }
 
@@ -110,6 +122,12 @@ impl Merged {
             retried: total.retried,
             retries: total.retries,
             deadlocks: total.deadlocks,
+            statements: opts
+                .script
+                .iter()
+                .flat_map(|s| s.commands.iter().map(|c| c.text.clone()))
+                .zip(self.statements)
+                .collect(),
             lag_avg_ms: avg_ms(total.lag_sum, total.n),
             lag_max_ms: total.lag_max / 1000.0,
             batches: Default::default(),

@@ -57,6 +57,10 @@ pub enum Mode {
     /// YCSB's workload C: reads only, Zipfian keys.
     #[value(name = "ycsb-c")]
     YcsbC,
+    /// A script (`-f FILE`, or a built-in script run statement by statement for `-r`):
+    /// `BenchOptions::script`. Not a `-b` name.
+    #[value(skip)]
+    Script,
 }
 
 impl Mode {
@@ -69,6 +73,7 @@ impl Mode {
             Mode::Multixact => "multixact",
             Mode::YcsbB => "ycsb-b",
             Mode::YcsbC => "ycsb-c",
+            Mode::Script => "script",
         }
     }
 
@@ -124,6 +129,9 @@ pub struct BenchOptions {
     /// pgbench's `--max-tries`: a transaction that failed on a deadlock is run again, up
     /// to this many tries in all (1: never again).
     pub max_tries: u32,
+    /// The script the clients run ([`Mode::Script`]): `-f FILE`, or a built-in script
+    /// parsed from its text for `-r`.
+    pub script: Option<std::sync::Arc<super::script::Script>>,
     /// `--ack-log`: each client appends a line per committed transaction to this file.
     pub ack_log: Option<PathBuf>,
     /// `--rate-profile`: a sine-wave target rate with spikes instead of `-R`'s constant.
@@ -174,6 +182,7 @@ impl BenchOptions {
             sampling_rate: 1.0,
             progress_timestamp: false,
             max_tries: 1,
+            script: None,
             ack_log: None,
             rate_profile: None,
             batch: None,
@@ -207,6 +216,9 @@ pub struct RunOutcome {
     pub retries: u64,
     /// Failed transactions that failed on a deadlock (pgbench's deadlock failures).
     pub deadlocks: u64,
+    /// Per command of the script run (`-f`, or a built-in one for `-r`): count, total
+    /// time, failures; empty otherwise.
+    pub statements: Vec<(String, super::script::StatementStat)>,
     /// Average lag behind the `-R` schedule, ms.
     pub lag_avg_ms: f64,
     pub lag_max_ms: f64,
