@@ -1243,8 +1243,8 @@ fn print_autovacuum(t: &crate::report::model::TableCounts) {
     }
 }
 
-fn print_summary(a: &BenchArgs, o: &RunOutcome) {
-    let r = &o.result;
+/// pgbench's summary head: what ran, how, with how many clients, threads and tries.
+fn print_summary_head(a: &BenchArgs, r: &crate::report::model::RunResult) {
     let ttype = if let Some(f) = &a.file {
         f.as_str()
     } else {
@@ -1281,11 +1281,11 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
             a.transactions.unwrap_or(10)
         ),
     }
-    println!(
-        "number of transactions actually processed: {}",
-        r.transactions
-    );
-    let all = (r.transactions + r.failed).max(1);
+}
+
+/// pgbench's failure and retry lines (`--failures-detailed`, `--max-tries`).
+fn print_failures(a: &BenchArgs, o: &RunOutcome, all: u64) {
+    let r = &o.result;
     println!(
         "number of failed transactions: {} ({:.3}%)",
         r.failed,
@@ -1307,6 +1307,30 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
         );
         println!("total number of retries: {}", o.retries);
     }
+}
+
+/// pgbench's `-r` block: one line per command of the script run.
+fn print_statement_latencies(o: &RunOutcome) {
+    println!("statement latencies in milliseconds and failures:");
+    for (text, st) in &o.statements {
+        let ms = if st.count > 0 {
+            st.sum_us / st.count as f64 / 1000.0
+        } else {
+            0.0
+        };
+        println!("{ms:>14.3}{:>12}  {text}", st.failures);
+    }
+}
+
+fn print_summary(a: &BenchArgs, o: &RunOutcome) {
+    let r = &o.result;
+    print_summary_head(a, r);
+    println!(
+        "number of transactions actually processed: {}",
+        r.transactions
+    );
+    let all = (r.transactions + r.failed).max(1);
+    print_failures(a, o, all);
     if a.rate.is_some() && a.latency_limit.is_some() {
         println!(
             "number of transactions skipped: {} ({:.3}%)",
@@ -1410,15 +1434,7 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     println!("initial connection time = 0.000 ms");
     println!("tps = {:.6} (without initial connection time)", r.tps);
     if a.report_per_command && !o.statements.is_empty() {
-        println!("statement latencies in milliseconds and failures:");
-        for (text, st) in &o.statements {
-            let ms = if st.count > 0 {
-                st.sum_us / st.count as f64 / 1000.0
-            } else {
-                0.0
-            };
-            println!("{ms:>14.3}{:>12}  {text}", st.failures);
-        }
+        print_statement_latencies(o);
     }
     if let Some(w) = &r.bytes_written {
         println!("bytes written per transaction: {}", describe_written(w));

@@ -248,6 +248,14 @@ impl Drop for Finish<'_> {
 }
 
 /// Runs the benchmark and returns its result (also writing the aggregate logs).
+/// Now, in microseconds since the Unix epoch (0 if the clock is before it).
+fn unix_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
 pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     if opts.mode == Mode::SavepointOverflow || opts.side.is_some() {
         db.test()?;
@@ -270,10 +278,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let live = Live::default();
     let done = AtomicBool::new(false);
     let start = Instant::now();
-    let wall_start_us = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0);
+    let wall_start_us = unix_micros();
     let wall_start = wall_start_us / 1_000_000;
     let pages_start = super::autovacuum::sizes(db);
     let names = db.relation_names();
