@@ -112,6 +112,7 @@ pub mod testing {
 /// transaction that touches heaps and indexes). Each layer's own error converts into it;
 /// messages are the wrapped error's.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     #[error(transparent)]
     Engine(#[from] EngineError),

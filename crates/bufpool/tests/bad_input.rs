@@ -163,19 +163,16 @@ fn more_pins_than_buffers_is_an_error_not_a_hang() {
 #[test]
 fn invalid_configuration_names_the_knob() {
     let dir = tempfile::tempdir().unwrap();
-    let c = Config {
-        buffer_mapping_partitions: 3,
-        ..Config::default()
-    };
+    // `Config` is non-exhaustive: fields are set on a default, never by a struct literal.
+    let mut c = Config::default();
+    c.buffer_mapping_partitions = 3;
     let err = BufferPool::open(real(), dir.path(), &c, true).unwrap_err();
     assert!(
         matches!(err, BufferError::Config(ref e) if e.knob == "buffer_mapping_partitions"),
         "{err}"
     );
-    let c = Config {
-        shared_buffers: bufpool::PoolSize::Buffers(8),
-        ..Config::default()
-    };
+    let mut c = Config::default();
+    c.shared_buffers = bufpool::PoolSize::Buffers(8);
     let err = BufferPool::open(real(), dir.path(), &c, true)
         .unwrap_err()
         .to_string();

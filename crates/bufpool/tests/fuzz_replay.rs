@@ -145,10 +145,8 @@ fn socket_request_corpus() {
 /// division by zero instead of being refused.
 #[test]
 fn regression_config_block_size_zero_is_refused_not_divided_by() {
-    let c = Config {
-        block_size: 0,
-        ..Config::default()
-    };
+    let mut c = Config::default();
+    c.block_size = 0;
     assert_eq!(c.validate().unwrap_err().knob, "block_size");
     assert_eq!(
         Config::builder().block_size(0).build().unwrap_err().knob,

@@ -7,6 +7,7 @@ use crate::smgr::SmgrError;
 use crate::types::{BufferTag, Lsn};
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BufferError {
     #[error(transparent)]
     Storage(#[from] SmgrError),

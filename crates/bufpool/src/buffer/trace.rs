@@ -87,6 +87,7 @@ pub struct TraceSummary {
 }
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TraceError {
     #[error("writing or reading the trace: {0}")]
     Io(#[from] std::io::Error),

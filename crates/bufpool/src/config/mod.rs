@@ -105,6 +105,7 @@ config_struct! {
 /// fields directly (they are typed), set them through [`Config::set`] (text, as in a
 /// configuration file) or [`Config::builder`] (typed).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Config {
     pub shared_buffers: PoolSize,
     pub block_size: usize,

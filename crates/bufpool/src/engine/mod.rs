@@ -71,6 +71,7 @@ use crate::wal::{
 };
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     #[error(transparent)]
     Buffer(#[from] BufferError),

@@ -9,6 +9,7 @@ use crate::engine::EngineError;
 use crate::options::ConfigError;
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum IndexError {
     /// A failure below the index.
     #[error(transparent)]

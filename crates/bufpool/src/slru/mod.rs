@@ -85,6 +85,7 @@ pub const PAGES_PER_SEGMENT: u64 = 32;
 pub const TRAILER_SIZE: usize = 8;
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SlruError {
     #[error(transparent)]
     Io(#[from] IoError),

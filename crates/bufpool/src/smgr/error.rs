@@ -8,6 +8,7 @@ use crate::types::{BlockNumber, BufferTag};
 use crate::vfs::IoError;
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SmgrError {
     #[error("data directory {dir} is in use by process {pid} (lock file {lock}); stop that process first")]
     DirectoryLocked {

@@ -34,6 +34,7 @@ use super::Smgr;
 /// A tablespace that cannot be created or read: which one, the path, and the reason or
 /// the OS error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TablespaceError {
     #[error("tablespace {id}: {path}: {problem}")]
     Invalid {

@@ -167,6 +167,7 @@ pub struct IndexDef {
 }
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CatalogError {
     #[error("catalog {path}: {problem}")]
     Corrupt { path: PathBuf, problem: String },

@@ -10,6 +10,7 @@ use crate::options::ConfigError;
 use crate::txn::{ClogError, Deadlock};
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HeapError {
     /// A failure below the heap.
     #[error(transparent)]

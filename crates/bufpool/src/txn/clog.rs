@@ -52,6 +52,7 @@ impl XidStatus {
 }
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClogError {
     #[error(transparent)]
     Slru(#[from] SlruError),

@@ -91,6 +91,7 @@ impl MemberMode {
 pub type Member = (Xid, MemberMode);
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MultiXactError {
     #[error(transparent)]
     Slru(#[from] SlruError),

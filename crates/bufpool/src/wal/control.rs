@@ -44,6 +44,7 @@ pub struct Control {
 }
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ControlError {
     #[error("control file {path} is missing: this data directory has no log yet, or the file was removed (recovery cannot know where to start)")]
     Missing { path: PathBuf },

@@ -4,6 +4,7 @@ use crate::types::Lsn;
 use crate::vfs::IoError;
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WalError {
     #[error(transparent)]
     Io(#[from] IoError),
