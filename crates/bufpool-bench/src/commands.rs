@@ -1497,6 +1497,7 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
     let r = &o.result;
     serde_json::json!({
         "label": r.label,
+        "provenance": r.provenance,
         "mode": r.mode,
         "scale": r.scale,
         "clients": r.clients,

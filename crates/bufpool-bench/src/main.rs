@@ -11,6 +11,7 @@ mod dirlock;
 mod experiments;
 mod maintenance;
 mod metrics_http;
+mod provenance;
 mod report;
 mod requests;
 mod seeds;

@@ -740,6 +740,29 @@ fn script_files_and_per_statement_latencies() {
     );
 }
 
+/// Every report says where it comes from: the `--json` summary and `--out`'s run file
+/// carry the binary's version and commit and the machine (an experiment's JSON too).
+#[test]
+fn reports_record_version_commit_and_machine() {
+    let dir = common::small_db();
+    let cwd = dir.path();
+    let out = ok(
+        cwd,
+        &[
+            "bench", "-D", "db", "-c", "1", "-T", "1", "--json", "--out", "run.json",
+        ],
+    );
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join("run.json")).unwrap()).unwrap();
+    for p in [&summary["provenance"], &run["provenance"]] {
+        assert_eq!(p["version"], env!("CARGO_PKG_VERSION"), "{p}");
+        let commit = p["commit"].as_str().unwrap();
+        assert!(!commit.is_empty(), "{p}");
+        assert!(p["cores"].as_u64().unwrap() >= 1, "{p}");
+    }
+}
+
 /// postgresql.conf's `include` and `include_if_exists`, relative to the including file;
 /// a file that includes itself is refused at the nesting limit, naming the file and line;
 /// a missing `include` is an error, a missing `include_if_exists` is nothing.

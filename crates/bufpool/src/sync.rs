@@ -1,16 +1,16 @@
 //! The one door to atomics, locks and condition variables.
 //!
 //! Owns: nothing but type aliases and thin wrappers. Normal builds use `std` atomics and
-//! `parking_lot` locks; with the `shuttle` feature every primitive comes from `shuttle`, so the
+//! `parking_lot` locks; under `--cfg shuttle` every primitive comes from `shuttle`, so the
 //! model test (`tests/model.rs`) can explore interleavings of the real buffer-pool code.
 //! Invariants: no module outside this one names `std::sync::atomic`, `parking_lot` or
 //! `shuttle` directly for state that other threads share.
 //! Locks: none of its own.
 
-#[cfg(not(feature = "shuttle"))]
+#[cfg(not(shuttle))]
 pub use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-#[cfg(feature = "shuttle")]
+#[cfg(shuttle)]
 pub use shuttle::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 pub use std::sync::Arc;
@@ -18,42 +18,42 @@ pub use std::sync::Arc;
 /// Mutual exclusion lock with parking_lot's panic-free API (`lock()` returns the guard).
 #[derive(Debug, Default)]
 pub struct Mutex<T>(
-    #[cfg(not(feature = "shuttle"))] parking_lot::Mutex<T>,
-    #[cfg(feature = "shuttle")] shuttle::sync::Mutex<T>,
+    #[cfg(not(shuttle))] parking_lot::Mutex<T>,
+    #[cfg(shuttle)] shuttle::sync::Mutex<T>,
 );
 
-#[cfg(not(feature = "shuttle"))]
+#[cfg(not(shuttle))]
 pub type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
-#[cfg(feature = "shuttle")]
+#[cfg(shuttle)]
 pub type MutexGuard<'a, T> = shuttle::sync::MutexGuard<'a, T>;
 
 impl<T> Mutex<T> {
     pub fn new(value: T) -> Self {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return Self(parking_lot::Mutex::new(value));
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         return Self(shuttle::sync::Mutex::new(value));
     }
 
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return self.0.lock();
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         return self.0.lock().unwrap_or_else(|e| e.into_inner());
     }
 
     /// The lock if it is free now; never waits.
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return self.0.try_lock();
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         return granted(self.0.try_lock());
     }
 }
 
 /// A shuttle try-lock's outcome as parking_lot's: the guard (poisoning ignored, as the
 /// blocking calls do), or None if the lock is taken.
-#[cfg(feature = "shuttle")]
+#[cfg(shuttle)]
 fn granted<G>(r: std::sync::TryLockResult<G>) -> Option<G> {
     match r {
         Ok(g) => Some(g),
@@ -65,54 +65,54 @@ fn granted<G>(r: std::sync::TryLockResult<G>) -> Option<G> {
 /// Reader-writer lock with parking_lot's panic-free API.
 #[derive(Debug, Default)]
 pub struct RwLock<T>(
-    #[cfg(not(feature = "shuttle"))] parking_lot::RwLock<T>,
-    #[cfg(feature = "shuttle")] shuttle::sync::RwLock<T>,
+    #[cfg(not(shuttle))] parking_lot::RwLock<T>,
+    #[cfg(shuttle)] shuttle::sync::RwLock<T>,
 );
 
-#[cfg(not(feature = "shuttle"))]
+#[cfg(not(shuttle))]
 pub type RwLockReadGuard<'a, T> = parking_lot::RwLockReadGuard<'a, T>;
-#[cfg(not(feature = "shuttle"))]
+#[cfg(not(shuttle))]
 pub type RwLockWriteGuard<'a, T> = parking_lot::RwLockWriteGuard<'a, T>;
-#[cfg(feature = "shuttle")]
+#[cfg(shuttle)]
 pub type RwLockReadGuard<'a, T> = shuttle::sync::RwLockReadGuard<'a, T>;
-#[cfg(feature = "shuttle")]
+#[cfg(shuttle)]
 pub type RwLockWriteGuard<'a, T> = shuttle::sync::RwLockWriteGuard<'a, T>;
 
 impl<T> RwLock<T> {
     pub fn new(value: T) -> Self {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return Self(parking_lot::RwLock::new(value));
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         return Self(shuttle::sync::RwLock::new(value));
     }
 
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return self.0.read();
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         return self.0.read().unwrap_or_else(|e| e.into_inner());
     }
 
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return self.0.write();
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         return self.0.write().unwrap_or_else(|e| e.into_inner());
     }
 
     /// The lock shared if that is possible now; never waits.
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return self.0.try_read();
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         return granted(self.0.try_read());
     }
 
     /// The lock exclusively if it is free now; never waits.
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return self.0.try_write();
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         return granted(self.0.try_write());
     }
 }
@@ -120,27 +120,27 @@ impl<T> RwLock<T> {
 /// Condition variable paired with [`Mutex`].
 #[derive(Debug, Default)]
 pub struct Condvar(
-    #[cfg(not(feature = "shuttle"))] parking_lot::Condvar,
-    #[cfg(feature = "shuttle")] shuttle::sync::Condvar,
+    #[cfg(not(shuttle))] parking_lot::Condvar,
+    #[cfg(shuttle)] shuttle::sync::Condvar,
 );
 
 impl Condvar {
     pub fn new() -> Self {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return Self(parking_lot::Condvar::new());
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         return Self(shuttle::sync::Condvar::new());
     }
 
     /// Blocks until notified; the caller re-checks its condition in a loop.
     pub fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         {
             let mut guard = guard;
             self.0.wait(&mut guard);
             guard
         }
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         return self.0.wait(guard).unwrap_or_else(|e| e.into_inner());
     }
 
@@ -152,13 +152,13 @@ impl Condvar {
         guard: MutexGuard<'a, T>,
         timeout: std::time::Duration,
     ) -> (MutexGuard<'a, T>, bool) {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         {
             let mut guard = guard;
             let r = self.0.wait_for(&mut guard, timeout);
             (guard, r.timed_out())
         }
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         {
             let (guard, r) = self
                 .0
@@ -179,9 +179,9 @@ impl Condvar {
 
 /// Gives up the CPU to another thread (under shuttle: to another modeled thread).
 pub fn yield_now() {
-    #[cfg(not(feature = "shuttle"))]
+    #[cfg(not(shuttle))]
     std::thread::yield_now();
-    #[cfg(feature = "shuttle")]
+    #[cfg(shuttle)]
     shuttle::thread::yield_now();
 }
 
@@ -189,9 +189,9 @@ pub fn yield_now() {
 /// modeled thread under shuttle (which ignores the name).
 pub type JoinHandle<T> = ThreadHandle<T>;
 
-#[cfg(not(feature = "shuttle"))]
+#[cfg(not(shuttle))]
 type ThreadHandle<T> = std::thread::JoinHandle<T>;
-#[cfg(feature = "shuttle")]
+#[cfg(shuttle)]
 type ThreadHandle<T> = shuttle::thread::JoinHandle<T>;
 
 /// Starts a thread named `name` running `f`.
@@ -199,9 +199,9 @@ pub fn spawn<T: Send + 'static>(
     name: String,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> std::io::Result<JoinHandle<T>> {
-    #[cfg(not(feature = "shuttle"))]
+    #[cfg(not(shuttle))]
     return std::thread::Builder::new().name(name).spawn(f);
-    #[cfg(feature = "shuttle")]
+    #[cfg(shuttle)]
     {
         let _ = name;
         Ok(shuttle::thread::spawn(f))
@@ -214,13 +214,13 @@ pub fn spawn<T: Send + 'static>(
 /// scheduler, so spin loops cannot starve the other modeled threads.
 #[derive(Debug, Default)]
 pub struct SpinWait {
-    #[cfg_attr(feature = "shuttle", allow(dead_code))]
+    #[cfg_attr(shuttle, allow(dead_code))]
     rounds: u32,
 }
 
 impl SpinWait {
     /// Rounds of busy spinning before each spin turns into a yield.
-    #[cfg_attr(feature = "shuttle", allow(dead_code))]
+    #[cfg_attr(shuttle, allow(dead_code))]
     const SPIN_ROUNDS: u32 = 6;
 
     pub fn new() -> Self {
@@ -228,7 +228,7 @@ impl SpinWait {
     }
 
     pub fn spin(&mut self) {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         {
             if self.rounds < Self::SPIN_ROUNDS {
                 for _ in 0..(1u32 << self.rounds) {
@@ -239,7 +239,7 @@ impl SpinWait {
                 std::thread::yield_now();
             }
         }
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         shuttle::thread::yield_now();
     }
 }
@@ -248,18 +248,18 @@ impl SpinWait {
 /// `buffer::guard`, so that a guard can hold both a pin and the lock without borrowing a
 /// lock object. Normal builds use parking_lot's word-sized lock.
 pub struct RawContentLock {
-    #[cfg(not(feature = "shuttle"))]
+    #[cfg(not(shuttle))]
     raw: parking_lot::RawRwLock,
     /// Under shuttle: (readers, the writer's thread) behind a modeled mutex and condition
     /// variable. The writer is recorded so that a release by another thread, which the
     /// lock's contract forbids, fails the model.
-    #[cfg(feature = "shuttle")]
+    #[cfg(shuttle)]
     state: shuttle::sync::Mutex<(u32, Option<shuttle::thread::ThreadId>)>,
-    #[cfg(feature = "shuttle")]
+    #[cfg(shuttle)]
     cond: shuttle::sync::Condvar,
 }
 
-#[cfg(not(feature = "shuttle"))]
+#[cfg(not(shuttle))]
 use parking_lot::lock_api::RawRwLock as _;
 
 impl Default for RawContentLock {
@@ -270,11 +270,11 @@ impl Default for RawContentLock {
 
 impl RawContentLock {
     pub fn new() -> Self {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return Self {
             raw: parking_lot::RawRwLock::INIT,
         };
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         return Self {
             state: shuttle::sync::Mutex::new((0, None)),
             cond: shuttle::sync::Condvar::new(),
@@ -283,9 +283,9 @@ impl RawContentLock {
 
     #[inline]
     pub fn lock_shared(&self) {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         self.raw.lock_shared();
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         {
             let mut s = self.state.lock().unwrap();
             while s.1.is_some() {
@@ -297,9 +297,9 @@ impl RawContentLock {
 
     #[inline]
     pub fn try_lock_shared(&self) -> bool {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return self.raw.try_lock_shared();
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         {
             let mut s = self.state.lock().unwrap();
             if s.1.is_some() {
@@ -312,9 +312,9 @@ impl RawContentLock {
 
     #[inline]
     pub fn try_lock_exclusive(&self) -> bool {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         return self.raw.try_lock_exclusive();
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         {
             let mut s = self.state.lock().unwrap();
             if s.1.is_some() || s.0 > 0 {
@@ -327,9 +327,9 @@ impl RawContentLock {
 
     #[inline]
     pub fn lock_exclusive(&self) {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         self.raw.lock_exclusive();
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         {
             let mut s = self.state.lock().unwrap();
             while s.1.is_some() || s.0 > 0 {
@@ -346,12 +346,12 @@ impl RawContentLock {
     /// successful `try_lock_shared`) and give that hold up with this call.
     #[inline]
     pub unsafe fn unlock_shared(&self) {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         // SAFETY: forwarded from this function's contract: the lock is held shared.
         unsafe {
             self.raw.unlock_shared()
         };
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         {
             let mut s = self.state.lock().unwrap();
             assert!(
@@ -369,12 +369,12 @@ impl RawContentLock {
     /// The calling context must hold the lock exclusively and give that hold up.
     #[inline]
     pub unsafe fn unlock_exclusive(&self) {
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         // SAFETY: forwarded from this function's contract: the lock is held exclusively.
         unsafe {
             self.raw.unlock_exclusive()
         };
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         {
             let mut s = self.state.lock().unwrap();
             assert!(s.1.is_some(), "unlock_exclusive without an exclusive hold");

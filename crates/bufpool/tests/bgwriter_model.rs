@@ -1,7 +1,7 @@
 //! Model test of the bgwriter's hibernation handshake with shuttle.
 //!
-//! Run with `cargo test -p pgbufpool --features shuttle --test bgwriter_model` (CI runs the
-//! shuttle tests). Under the feature the pool's atomics, mutexes and condition variables
+//! Run with `RUSTFLAGS="--cfg shuttle" cargo test -p pgbufpool --target-dir target/shuttle --test bgwriter_model` (CI runs the
+//! shuttle tests). Under `--cfg shuttle` the pool's atomics, mutexes and condition variables
 //! come from shuttle, a nap between rounds is a yield, and a hibernating bgwriter's wait
 //! never times out (shuttle has no time), so a lost wake-up leaves it asleep for good.
 //! Proves: an allocation always reaches the bgwriter: after each allocation, some later
@@ -13,7 +13,7 @@
 //! PCT schedules interleave the allocation with every step of round, nap and hibernation.
 //! Checked once by hand: without the bgwriter's re-read of the allocation count after it
 //! raises its flag, both tests fail at shuttle's step bound.
-#![cfg(feature = "shuttle")]
+#![cfg(shuttle)]
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Model test of the commit log's group update with shuttle.
 //!
-//! Run with `cargo test -p pgbufpool --features shuttle --test clog_group_model` (CI does).
-//! Under the feature the bank locks, the group's queue lock, the members' outcome locks
+//! Run with `RUSTFLAGS="--cfg shuttle" cargo test -p pgbufpool --target-dir target/shuttle --test clog_group_model` (CI does).
+//! Under `--cfg shuttle` the bank locks, the group's queue lock, the members' outcome locks
 //! and condition variables come from shuttle, which runs the real commit-log code under
 //! random and PCT schedules.
 //! Proves: however the ends interleave (each trying the bank lock, queueing, leading, or
@@ -12,7 +12,7 @@
 //! leader under that page's lock too, and a reader running beside them never sees a status
 //! move backwards. How: a commit log of two 4 KiB pages in one bank, three or four ending
 //! threads and a reader, in each `slru_design`.
-#![cfg(feature = "shuttle")]
+#![cfg(shuttle)]
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

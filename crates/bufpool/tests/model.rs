@@ -1,6 +1,6 @@
 //! Model test of the buffer state machine with shuttle.
 //!
-//! Run with `cargo test -p pgbufpool --features shuttle --test model` (CI does). Under the
+//! Run with `RUSTFLAGS="--cfg shuttle" cargo test -p pgbufpool --target-dir target/shuttle --test model` (CI does). Under the
 //! feature every atomic, lock and condition variable of the pool comes from shuttle, which
 //! runs the real pool code under thousands of random and PCT schedules.
 //! Proves: pin/unpin/evict/read-in races never evict a pinned buffer (a pinned page's
@@ -18,7 +18,7 @@
 //! `arc`, `2q`, `cooling`; the last four share `policy/queues.rs`, so `arc` runs the full
 //! set and the other two the random schedules), and those policies' lists are modelled
 //! against a relation drop (`lists_survive_a_drop`).
-#![cfg(feature = "shuttle")]
+#![cfg(shuttle)]
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! Model test of ring membership with shuttle.
 //!
-//! Run with `cargo test -p pgbufpool --features shuttle --test ring_model`. Under the feature
+//! Run with `RUSTFLAGS="--cfg shuttle" cargo test -p pgbufpool --target-dir target/shuttle --test ring_model`. Under the feature
 //! every atomic, lock and condition variable of the pool comes from shuttle, which runs the
 //! real pool code under random and PCT schedules.
 //! Proves: a ring owner and another thread that pins, uses and dirties the ring's members
@@ -14,7 +14,7 @@
 //! modeled. How: a 16-buffer pool with 12 buffers pinned by the test for the whole run, so
 //! 4 buffers are fought over by the ring (2 slots: 16 / 8) and the other thread; the log
 //! is a mock whose durable end moves only when the pool flushes it.
-#![cfg(feature = "shuttle")]
+#![cfg(shuttle)]
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! Model test of a bank's slot state machine with shuttle.
 //!
-//! Run with `cargo test -p pgbufpool --features shuttle --test slru_model` (CI does). Under
+//! Run with `RUSTFLAGS="--cfg shuttle" cargo test -p pgbufpool --target-dir target/shuttle --test slru_model` (CI does). Under
 //! the feature the bank locks, the slots' I/O locks and the atomics come from shuttle, which
 //! runs the real SLRU code under random and PCT schedules.
 //! Proves: concurrent misses on the same pages cost one read each (a second thread finds
@@ -10,7 +10,7 @@
 //! eviction of a dirty page returns only once that page is on disk (it waits for the
 //! eviction's write in progress). How: one bank (4 slots, or
 //! 2 so every miss evicts), pages stamped with their number, in each `slru_design`.
-#![cfg(feature = "shuttle")]
+#![cfg(shuttle)]
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Model test of paced synchronized scans (`seqscan_sync_pacing`) with shuttle.
 //!
-//! Run with `cargo test -p pgbufpool --features shuttle --test syncscan_model`. Under the
+//! Run with `RUSTFLAGS="--cfg shuttle" cargo test -p pgbufpool --target-dir target/shuttle --test syncscan_model`. Under the
 //! feature the groups' mutex and condition variable come from shuttle, whose timed waits
 //! never time out: a front scan that waits for a wake-up nobody sends is reported as a
 //! deadlock instead of ending after a timeout.
@@ -9,7 +9,7 @@
 //! schedules: the front is woken by every advance and every departure of the others, no
 //! two members wait for each other (not even exactly half a table apart), and a group's
 //! slot is freed when its last member leaves.
-#![cfg(feature = "shuttle")]
+#![cfg(shuttle)]
 
 use std::sync::Arc;
 use std::time::Duration;

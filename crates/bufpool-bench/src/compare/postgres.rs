@@ -233,6 +233,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
     let mut config: BTreeMap<String, String> = settings.clone();
     config.insert("pgbench -M".into(), o.mode.clone());
     let result = RunResult {
+        provenance: crate::provenance::Provenance::here(),
         label: label.to_string(),
         started_at: crate::report::model::rfc3339_utc(wall_start),
         mode: "tpcb-like".into(),

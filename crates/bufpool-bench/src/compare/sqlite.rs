@@ -207,6 +207,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
     let series = series(&secs, &[], elapsed);
     let config = settings_in_effect(o)?;
     let result = RunResult {
+        provenance: crate::provenance::Provenance::here(),
         label: "sqlite".into(),
         started_at: crate::report::model::rfc3339_utc(wall_start),
         mode: "tpcb-like".into(),

@@ -552,19 +552,6 @@ mod tests {
     }
 }
 
-/// The CPU's model name from /proc/cpuinfo ("" if unknown).
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_default()
-}
-
 /// What every experiment report says about its run: the machine's core count, the build
 /// profile and the command line.
 #[derive(Debug, Clone)]
@@ -590,7 +577,7 @@ impl RunInfo {
     }
 
     /// The JSON fields `experiment`, `command`, `argv`, `profile`, `cores`, `machine`
-    /// (cores, CPU, kernel) and `device` (this machine's own disk through the page cache;
+    /// (cores, CPU, kernel), `version`, `commit` (the binary's) and `device` (this machine's own disk through the page cache;
     /// an experiment on a throttled device or with O_DIRECT replaces it).
     pub fn metadata(
         &self,
@@ -603,16 +590,17 @@ impl RunInfo {
         m.insert("argv".into(), argv.to_vec().into());
         m.insert("profile".into(), self.profile.into());
         m.insert("cores".into(), self.cores.into());
+        let here = crate::provenance::Provenance::here();
         m.insert(
             "machine".into(),
             serde_json::json!({
                 "cores": self.cores,
-                "cpu": cpu_model(),
-                "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease")
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_default(),
+                "cpu": here.cpu,
+                "kernel": here.kernel,
             }),
         );
+        m.insert("version".into(), here.version.into());
+        m.insert("commit".into(), here.commit.into());
         m.insert(
             "device".into(),
             serde_json::json!({

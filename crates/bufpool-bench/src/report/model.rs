@@ -49,6 +49,10 @@ pub struct RunResult {
     pub checkpoints: Vec<CheckpointSpan>,
     /// Every knob in effect, by name.
     pub config: BTreeMap<String, String>,
+    /// The binary's version and commit and the machine (empty in results written
+    /// before 2026-12-06).
+    #[serde(default)]
+    pub provenance: crate::provenance::Provenance,
     /// One entry per elapsed second.
     pub series: Vec<Second>,
     /// (bucket upper bound in ms, count), ascending: the transaction-latency distribution.
@@ -714,6 +718,7 @@ impl RunResult {
             config.insert(k.to_string(), v.to_string());
         }
         RunResult {
+            provenance: crate::provenance::Provenance::here(),
             label: label.to_string(),
             started_at: "2026-01-02T03:04:05Z".to_string(),
             mode: "tpcb-like".to_string(),

@@ -103,6 +103,7 @@ impl Merged {
             buffers: buffer_counts(&m.before, &m.after),
             checkpoints: m.checkpoints,
             config: opts.config.clone(),
+            provenance: crate::provenance::Provenance::here(),
             series,
             latency_histogram: histogram_buckets(&self.hist),
             bgwriter: None,

@@ -28,7 +28,7 @@ pub struct BufferDesc {
     pub(super) link: AtomicU64,
 }
 
-#[cfg(not(feature = "shuttle"))]
+#[cfg(not(shuttle))]
 const _: () = assert!(
     std::mem::size_of::<BufferDesc>() == 64,
     "descriptor should fill one cache line"

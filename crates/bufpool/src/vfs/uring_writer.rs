@@ -365,7 +365,7 @@ mod uring {
     }
 }
 
-#[cfg(all(test, not(feature = "shuttle")))]
+#[cfg(all(test, not(shuttle)))]
 mod tests {
     use super::*;
     use crate::vfs::{FaultKind, FaultOp, FaultRule, FaultVfs, MemVfs, OpenOptions, RealVfs, Vfs};

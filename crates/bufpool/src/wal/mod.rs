@@ -947,8 +947,8 @@ mod tests {
 }
 
 /// Model tests of the flush queue under shuttle: run with
-/// `cargo test -p pgbufpool --features shuttle --lib wal::model`.
-#[cfg(all(test, feature = "shuttle"))]
+/// `RUSTFLAGS="--cfg shuttle" cargo test -p pgbufpool --target-dir target/shuttle --lib wal::model`.
+#[cfg(all(test, shuttle))]
 mod model {
     use super::*;
     use crate::vfs::MemVfs;

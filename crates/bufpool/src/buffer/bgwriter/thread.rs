@@ -49,7 +49,7 @@ impl BufferPool {
     /// none with one writer, a pool too small for batches, or under shuttle (whose model
     /// threads cannot be served by plain ones).
     pub(super) fn bgwriter_helpers(&self) -> usize {
-        if cfg!(feature = "shuttle")
+        if cfg!(shuttle)
             || self.bgwriter.options.strategy == BgwriterStrategy::VictimQueue
             || self.bgwriter_uring_ready(&mut self.bgwriter.round.lock())
         {
@@ -115,12 +115,12 @@ impl BufferPool {
     /// Sleeps `ms` or until a stop request. Under shuttle, time does not pass:
     /// a nap is a yield, so the model explores rounds racing allocations.
     pub(super) fn bgwriter_nap(&self, ms: u64) {
-        #[cfg(feature = "shuttle")]
+        #[cfg(shuttle)]
         {
             let _ = ms;
             crate::sync::yield_now();
         }
-        #[cfg(not(feature = "shuttle"))]
+        #[cfg(not(shuttle))]
         {
             let b = &self.bgwriter;
             let latch = b.latch.lock();

@@ -164,7 +164,7 @@ impl<T: Send> WriterCrew<T> {
     }
 }
 
-#[cfg(all(test, not(feature = "shuttle")))]
+#[cfg(all(test, not(shuttle)))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
@@ -284,8 +284,8 @@ mod tests {
     }
 }
 
-/// Run with `cargo test -p pgbufpool --features shuttle --lib writer_crew`.
-#[cfg(all(test, feature = "shuttle"))]
+/// Run with `RUSTFLAGS="--cfg shuttle" cargo test -p pgbufpool --target-dir target/shuttle --lib writer_crew`.
+#[cfg(all(test, shuttle))]
 mod model_tests {
     use super::*;
     use crate::sync::{Arc, AtomicUsize};

@@ -144,7 +144,7 @@ impl BufferPool {
         if matches!(state.uring, UringSetup::Untried) {
             let o = &self.bgwriter.options;
             let single = o.writers <= 1 || o.strategy == BgwriterStrategy::VictimQueue;
-            state.uring = if single || o.io != BgwriterIo::IoUring || cfg!(feature = "shuttle") {
+            state.uring = if single || o.io != BgwriterIo::IoUring || cfg!(shuttle) {
                 UringSetup::Unavailable
             } else {
                 let ring = UringWriter::new();
