@@ -137,16 +137,21 @@ impl EngineError {
 /// A test hook (see [`Engine::set_test_hook`]): the engine where the engine itself passes
 /// the point (`None` at the points inside the log, the SLRUs and the checkpointer, which
 /// do not hold it), and the point's argument (see [`HookPoint`]).
-pub type TestHook = Box<dyn Fn(Option<&Engine>, u64) + Send + Sync>;
+#[cfg(any(test, feature = "testing"))]
+pub type TestHook = HookFn;
+type HookFn = Box<dyn Fn(Option<&Engine>, u64) + Send + Sync>;
 
+#[cfg(any(test, feature = "testing"))]
 pub use crate::hooks::HookPoint;
+#[cfg(not(any(test, feature = "testing")))]
+pub(crate) use crate::hooks::HookPoint;
 use crate::hooks::HOOK_POINTS;
 
 /// The hooks set by [`HookPoint`], shared with the forwarders the engine installs in the
 /// log, the SLRUs and the checkpointer; `any` keeps the check off the hot path.
 #[derive(Default)]
 struct Hooks {
-    table: Mutex<[Option<Arc<TestHook>>; HOOK_POINTS]>,
+    table: Mutex<[Option<Arc<HookFn>>; HOOK_POINTS]>,
     any: std::sync::atomic::AtomicBool,
 }
 
@@ -756,6 +761,7 @@ impl Engine {
     /// Test hook (deterministic interleaving): `hook` runs at `point` in every later call
     /// that passes it. `None` removes it.
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn set_test_hook(&self, point: HookPoint, hook: Option<TestHook>) {
         let mut table = self.hooks.table.lock();
         table[point as usize] = hook.map(Arc::new);

@@ -181,7 +181,7 @@ impl<'e> BTree<'e> {
     /// Test hook (fault injection): the next split of a non-root page returns right after
     /// logging the two halves, without inserting the downlink, leaving exactly the state a
     /// crash between the two records leaves. The next insert passing the page repairs it.
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn interrupt_next_split(&self) {
         self.interrupt_split.store(true, Ordering::Relaxed);
     }
