@@ -19,7 +19,7 @@ pub enum SmgrError {
     #[error("data directory {dir}: {problem}")]
     Directory { dir: PathBuf, problem: String },
     #[error(transparent)]
-    Tablespace(#[from] super::tablespace::TablespaceError),
+    Tablespace(#[from] TablespaceError),
     #[error(transparent)]
     Io(#[from] IoError),
     #[error("reading {tag} from {path}: {source}")]
@@ -84,4 +84,35 @@ pub(crate) fn file_err<'a>(
     path: &'a std::path::Path,
 ) -> impl FnOnce(io::Error) -> SmgrError + 'a {
     move |source| SmgrError::Io(IoError::new(op, path, source))
+}
+
+/// A tablespace that cannot be created or read: which one, the path, and the reason or
+/// the OS error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TablespaceError {
+    #[error("tablespace {id}: {path}: {problem}")]
+    Invalid {
+        id: u32,
+        path: PathBuf,
+        problem: String,
+    },
+    #[error("tablespace {id}: {op} {path}: {source}")]
+    Io {
+        id: u32,
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl TablespaceError {
+    /// The OS error number behind this error, if there is one.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            TablespaceError::Io { source, .. } => source.raw_os_error(),
+            TablespaceError::Invalid { .. } => None,
+        }
+    }
 }

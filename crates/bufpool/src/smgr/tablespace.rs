@@ -28,39 +28,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::error::{file_err, SmgrResult};
+use super::error::{file_err, SmgrResult, TablespaceError};
 use super::Smgr;
-
-/// A tablespace that cannot be created or read: which one, the path, and the reason or
-/// the OS error.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TablespaceError {
-    #[error("tablespace {id}: {path}: {problem}")]
-    Invalid {
-        id: u32,
-        path: PathBuf,
-        problem: String,
-    },
-    #[error("tablespace {id}: {op} {path}: {source}")]
-    Io {
-        id: u32,
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-}
-
-impl TablespaceError {
-    /// The OS error number behind this error, if there is one.
-    pub fn raw_os_error(&self) -> Option<i32> {
-        match self {
-            TablespaceError::Io { source, .. } => source.raw_os_error(),
-            TablespaceError::Invalid { .. } => None,
-        }
-    }
-}
 
 /// The default tablespace: the plain directory `<dir>/base/0`, never a link.
 pub const DEFAULT_TABLESPACE: u32 = 0;
