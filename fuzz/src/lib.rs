@@ -33,6 +33,10 @@ use bufpool::{BufferTag, ForkNumber, HugePages, Lsn, MemVfs, RelFileId, Smgr, Sm
 mod conf;
 #[path = "../../crates/bufpool-bench/src/requests.rs"]
 mod requests;
+// pgbench script files (`bench -f`): anyhow and rand besides the standard library.
+#[path = "../../crates/bufpool-bench/src/tpcb/script.rs"]
+#[allow(dead_code)]
+mod script;
 
 /// A target's body.
 pub type Target = fn(&[u8]);
@@ -50,6 +54,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("conf_file", conf_file),
     ("http_request", http_request),
     ("socket_request", socket_request),
+    ("script_file", script_file),
 ];
 
 /// Reads parameters off the front of an input; past its end every read is zero.
@@ -859,6 +864,54 @@ pub fn socket_request(data: &[u8]) {
         if let Some(name) = requests::view_name(&line) {
             assert_eq!(line.trim_ascii(), name.as_bytes());
             assert!(requests::VIEW_NAMES.contains(&name));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// script_file
+
+/// A pgbench script file as `bench -f` reads it (`tpcb/script.rs`), then each `\set` of a
+/// parsed script evaluated once.
+///
+/// Input: the file's bytes (not UTF-8: the reader refuses it, as here).
+///
+/// Properties: parsing never panics and never recurses without bound (expressions are
+/// bounded in tokens and depth); an error names the file and a line of the input; a parsed
+/// script's commands come from lines of the input, in order; evaluating its `\set`s never
+/// panics (errors, such as a division by zero or an unset variable, are values).
+pub fn script_file(data: &[u8]) {
+    // `bench -f` reads no more than 1 MiB.
+    if data.len() > 1 << 20 {
+        return;
+    }
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let lines = text.lines().count();
+    match script::Script::parse("f.sql", text) {
+        Ok(s) => {
+            let mut last = 0;
+            for c in &s.commands {
+                assert!(
+                    c.line > last && c.line <= lines,
+                    "line {} of {lines}",
+                    c.line
+                );
+                last = c.line;
+            }
+            use rand::SeedableRng as _;
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+            let mut st = script::ScriptState::new(&s, 1, 0, 1);
+            for c in &s.commands {
+                if let script::Op::Set(_, e) = &c.op {
+                    let _ = st.eval(e, &mut rng);
+                }
+            }
+        }
+        Err(e) => {
+            let e = e.to_string();
+            assert!(e.starts_with("f.sql"), "{e}");
         }
     }
 }

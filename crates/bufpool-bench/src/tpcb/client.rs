@@ -354,9 +354,9 @@ fn one_transaction(
     script: Option<&mut super::script::ScriptState>,
 ) -> Result<Done> {
     if let (Some(s), Some(st)) = (opts.script.as_deref(), script) {
-        return Ok(match super::script::run_once(db, s, st, rng)? {
-            super::script::Ran::Committed => Done::Committed(None),
-            super::script::Ran::Deadlock => Done::Failed { deadlock: true },
+        return Ok(match super::script_run::run_once(db, s, st, rng)? {
+            super::script_run::Ran::Committed => Done::Committed(None),
+            super::script_run::Ran::Deadlock => Done::Failed { deadlock: true },
         });
     }
     Ok(builtin_transaction(db, opts, keys, rng)?)

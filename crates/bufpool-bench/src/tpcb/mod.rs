@@ -20,6 +20,7 @@ mod monitor;
 pub(crate) mod outcome;
 pub mod run;
 pub mod script;
+mod script_run;
 pub mod side;
 pub(crate) mod stats;
 pub mod vacuum;

@@ -10,21 +10,19 @@
 //! tellers and branches updates, the balance select, the history insert) with `:variable`
 //! or literal arguments. Anything else is refused when the file is read, naming its line.
 //! [`ScriptState`]: one client's variables, Zipfian generators and per-statement
-//! latencies (`-r`).
+//! latencies (`-r`). Running a script on the engine is `script_run.rs`'s; this file knows
+//! no engine, so the fuzz target includes it as it is (`fuzz/src/lib.rs`, `script_file`).
 //! Invariants: a script is checked whole before the run starts; a transaction still open
 //! at the script's end is committed (as pgbench ends the session's work); a statement
 //! outside `BEGIN` runs in a transaction of its own.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{bail, Result};
 use rand::rngs::SmallRng;
 use rand::Rng;
 use rand_distr::{Distribution, Zipf};
-
-use super::col;
-use super::Db;
 
 /// A parsed script.
 #[derive(Debug, Clone)]
@@ -93,13 +91,13 @@ pub enum Expr {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Value {
+pub enum Value {
     Int(i64),
     Num(f64),
 }
 
 impl Value {
-    fn int(self) -> Result<i64> {
+    pub fn int(self) -> Result<i64> {
         match self {
             Value::Int(i) => Ok(i),
             Value::Num(f) if f.is_finite() => Ok(f as i64),
@@ -328,7 +326,7 @@ const EXPR_TOKENS_MAX: usize = 1000;
 const EXPR_DEPTH_MAX: usize = 64;
 
 /// A `\set` expression: precedence climbing over `+ -` and `* / %`.
-fn parse_expr(text: &str) -> Result<Expr, String> {
+pub fn parse_expr(text: &str) -> Result<Expr, String> {
     let tokens = tokenize(text)?;
     if tokens.len() > EXPR_TOKENS_MAX {
         return Err(format!(
@@ -497,7 +495,7 @@ pub struct StatementStat {
 /// One client's interpreter state: variables (kept across transactions, as pgbench's),
 /// Zipfian generators by range and exponent, per-statement figures.
 pub struct ScriptState {
-    vars: HashMap<String, Value>,
+    pub(crate) vars: HashMap<String, Value>,
     zipf: HashMap<(i64, u64), Zipf<f64>>,
     pub stats: Vec<StatementStat>,
 }
@@ -519,7 +517,8 @@ impl ScriptState {
         }
     }
 
-    fn eval(&mut self, e: &Expr, rng: &mut SmallRng) -> Result<Value> {
+    /// Evaluates `e` with this client's variables; errors name what went wrong.
+    pub fn eval(&mut self, e: &Expr, rng: &mut SmallRng) -> Result<Value> {
         Ok(match e {
             Expr::Int(i) => Value::Int(*i),
             Expr::Num(f) => Value::Num(*f),
@@ -644,7 +643,8 @@ impl ScriptState {
         })
     }
 
-    fn arg(&self, a: &Arg) -> Result<i64> {
+    /// A statement's argument's value.
+    pub fn arg(&self, a: &Arg) -> Result<i64> {
         match a {
             Arg::Int(i) => Ok(*i),
             Arg::Neg(a) => self
@@ -660,154 +660,6 @@ impl ScriptState {
     }
 }
 
-/// How one run of a script ended.
-pub enum Ran {
-    Committed,
-    /// A deadlock aborted it.
-    Deadlock,
-}
-
-/// Runs `script` once for one client: its commands in order, timing each into `st`.
-pub fn run_once(
-    db: &Db<'_>,
-    script: &Script,
-    st: &mut ScriptState,
-    rng: &mut SmallRng,
-) -> Result<Ran> {
-    let mut open: Option<bufpool::engine::Transaction<'_>> = None;
-    for (i, c) in script.commands.iter().enumerate() {
-        let began = Instant::now();
-        let r = step(db, c, st, rng, &mut open);
-        st.stats[i].count += 1;
-        st.stats[i].sum_us += began.elapsed().as_secs_f64() * 1e6;
-        match r {
-            Ok(()) => {}
-            Err(e) => {
-                st.stats[i].failures += 1;
-                let deadlock = e
-                    .downcast_ref::<bufpool::Error>()
-                    .is_some_and(bufpool::Error::is_deadlock);
-                drop(open.take()); // rolled back
-                if deadlock {
-                    return Ok(Ran::Deadlock);
-                }
-                return Err(e.context(format!("{}, line {}: {}", script.name, c.line, c.text)));
-            }
-        }
-    }
-    if let Some(t) = open.take() {
-        t.commit()?;
-    }
-    Ok(Ran::Committed)
-}
-
-fn step<'e>(
-    db: &Db<'e>,
-    c: &Command,
-    st: &mut ScriptState,
-    rng: &mut SmallRng,
-    open: &mut Option<bufpool::engine::Transaction<'e>>,
-) -> Result<()> {
-    match &c.op {
-        Op::Set(var, e) => {
-            let v = st.eval(e, rng)?;
-            st.vars.insert(var.clone(), v);
-        }
-        Op::Sleep(e, unit) => {
-            let n = st.eval(e, rng)?.int()?;
-            std::thread::sleep(unit.saturating_mul(n.max(0) as u32));
-        }
-        Op::Begin => {
-            if open.is_some() {
-                bail!("BEGIN inside a transaction");
-            }
-            *open = Some(db.engine.begin()?);
-        }
-        Op::Commit => {
-            if let Some(t) = open.take() {
-                t.commit()?;
-            }
-        }
-        Op::Rollback => {
-            if let Some(t) = open.take() {
-                t.abort()?;
-            }
-        }
-        op => {
-            // Outside BEGIN: a transaction of its own.
-            let alone = open.is_none();
-            if alone {
-                *open = Some(db.engine.begin()?);
-            }
-            let t = open.as_ref().expect("opened above");
-            match op {
-                Op::SelectBalance { aid } => {
-                    db.abalance(&t.snapshot(), st.arg(aid)?)?;
-                }
-                Op::UpdateAccounts { delta, aid } => {
-                    let (d, k) = (st.arg(delta)?, st.arg(aid)?);
-                    db.add(
-                        t.xid()?,
-                        &db.accounts,
-                        &db.accounts_pkey,
-                        &db.sa,
-                        col::ABALANCE,
-                        k,
-                        d,
-                    )?;
-                }
-                Op::UpdateTellers { delta, tid } => {
-                    let (d, k) = (st.arg(delta)?, st.arg(tid)?);
-                    db.add(
-                        t.xid()?,
-                        &db.tellers,
-                        &db.tellers_pkey,
-                        &db.st,
-                        col::TBALANCE,
-                        k,
-                        d,
-                    )?;
-                }
-                Op::UpdateBranches { delta, bid } => {
-                    let (d, k) = (st.arg(delta)?, st.arg(bid)?);
-                    db.add(
-                        t.xid()?,
-                        &db.branches,
-                        &db.branches_pkey,
-                        &db.sb,
-                        col::BBALANCE,
-                        k,
-                        d,
-                    )?;
-                }
-                Op::InsertHistory {
-                    tid,
-                    bid,
-                    aid,
-                    delta,
-                } => {
-                    let mtime = SystemTime::now()
-                        .duration_since(UNIX_EPOCH)
-                        .map_or(0, |d| d.as_micros() as i64);
-                    let row = [
-                        st.arg(tid)?,
-                        st.arg(bid)?,
-                        st.arg(aid)?,
-                        st.arg(delta)?,
-                        mtime,
-                    ];
-                    db.insert_history(t.xid()?, row)?;
-                }
-                _ => unreachable!("handled above"),
-            }
-            if alone {
-                open.take().expect("opened above").commit()?;
-            }
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -815,15 +667,15 @@ mod tests {
 
     #[test]
     fn the_builtin_scripts_parse_and_others_are_refused_by_line() {
-        for m in [
-            super::super::run::Mode::TpcbLike,
-            super::super::run::Mode::SimpleUpdate,
-            super::super::run::Mode::SelectOnly,
-        ] {
-            let text = crate::commands::builtin_script_text(m);
-            let s = Script::parse(m.name(), text).unwrap();
-            assert!(s.commands.len() >= 2, "{}", m.name());
-        }
+        // The built-in scripts' texts parse (`commands::builtin_script_text`, tested
+        // through `-r` in `edges.rs`); this file is also included by the fuzz crate, so
+        // its tests name nothing outside it.
+        let tpcb =
+            "\\set aid random(1, 100000 * :scale)\n\\set delta random(-5000, 5000)\nBEGIN;\n\
+                    UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n\
+                    INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, \
+                    :aid, :delta, CURRENT_TIMESTAMP);\nEND;\n";
+        assert_eq!(Script::parse("tpcb", tpcb).unwrap().commands.len(), 6);
         let s = Script::parse(
             "f",
             "\\set aid random(1, 100000 * :scale)\nselect   ABALANCE from pgbench_accounts where aid=:aid;\n",

@@ -43,10 +43,10 @@ mod tablespace;
 mod writeback;
 
 use error::file_err;
+pub use error::TablespaceError;
 pub use error::{SmgrError, SmgrResult};
 pub use fsync::SegmentId;
 pub use probe::{DeviceProbe, FAST_PAGES_PER_SEC, PROBE_FILE, PROBE_PAGES, PROBE_ROUNDS};
-pub use error::TablespaceError;
 pub use tablespace::DEFAULT_TABLESPACE;
 pub use writeback::{Device, HintedOnce, WritebackContext, HINTED_ONCE_MAX_AGE, MAX_DEVICES};
 
