@@ -1815,7 +1815,12 @@ mod tests {
         for name in POSTGRESQL_KNOBS {
             assert!(KNOBS.iter().any(|k| k.name == *name), "{name} is no knob");
         }
-        for own in ["buffer_replacement", "wal_durable_end", "slru_design", "bgwriter_strategy"] {
+        for own in [
+            "buffer_replacement",
+            "wal_durable_end",
+            "slru_design",
+            "bgwriter_strategy",
+        ] {
             assert!(!POSTGRESQL_KNOBS.contains(&own), "{own}");
         }
     }
