@@ -115,6 +115,18 @@ const STEPS_AFTER_ERROR: u32 = 12;
 /// time all of them may take.
 const LIVENESS_STEPS: u32 = 200;
 const LIVENESS_LIMIT: Duration = Duration::from_secs(30);
+/// The pages of main forks the pool holds valid now, pinned: the replay check's sides.
+/// Never a read (a failed read leaves a tag without a page: skipped).
+fn resident_main_pages(e: &Engine) -> impl Iterator<Item = (BufferTag, bufpool::BufferRef<'_>)> {
+    e.pool().buffercache().into_iter().filter_map(move |row| {
+        let tag = row.tag.filter(|t| t.fork == bufpool::ForkNumber::Main)?;
+        Some((
+            tag,
+            e.pool().read_resident(tag, bufpool::IoContext::Normal)?,
+        ))
+    })
+}
+
 /// Live images the replay check keeps per page.
 const VERSIONS_KEPT: usize = 6;
 
@@ -602,13 +614,7 @@ impl World {
     /// since the last look is kept, masked, at that LSN (at most [`VERSIONS_KEPT`] per
     /// page). Resident pages only: nothing is read.
     fn capture_pages(&mut self, e: &Engine) {
-        for row in e.pool().buffercache() {
-            let Some(tag) = row.tag.filter(|t| t.fork == bufpool::ForkNumber::Main) else {
-                continue;
-            };
-            let Some(buf) = e.pool().read_resident(tag, bufpool::IoContext::Normal) else {
-                continue;
-            };
+        for (tag, buf) in resident_main_pages(e) {
             let g = buf.read();
             let lsn = bufpool::page::lsn(&g);
             let kept = self.versions.entry(tag).or_default();
@@ -638,14 +644,7 @@ impl World {
                 kept.retain(|(l, _)| *l <= end);
             }
         }
-        for row in e.pool().buffercache() {
-            let Some(tag) = row.tag.filter(|t| t.fork == bufpool::ForkNumber::Main) else {
-                continue;
-            };
-            // Valid pages only (a failed read leaves a tag without a page), never a read.
-            let Some(buf) = e.pool().read_resident(tag, bufpool::IoContext::Normal) else {
-                continue;
-            };
+        for (tag, buf) in resident_main_pages(e) {
             let g = buf.read();
             let lsn = bufpool::page::lsn(&g);
             let Some((_, live)) = self

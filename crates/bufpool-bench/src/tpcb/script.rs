@@ -114,38 +114,13 @@ impl Value {
 }
 
 /// The SQL the engine runs, normalized (lowercase words, spaces around punctuation),
-/// with `{x}` where an argument goes.
-const STATEMENTS: [(&str, &[&str]); 8] = [
-    (
-        "update pgbench_accounts set abalance = abalance + {} where aid = {}",
-        &["delta", "aid"],
-    ),
-    ("select abalance from pgbench_accounts where aid = {}", &["aid"]),
-    (
-        "update pgbench_tellers set tbalance = tbalance + {} where tid = {}",
-        &["delta", "tid"],
-    ),
-    (
-        "update pgbench_branches set bbalance = bbalance + {} where bid = {}",
-        &["delta", "bid"],
-    ),
-    (
-        "insert into pgbench_history ( tid , bid , aid , delta , mtime ) values ( {} , {} , {} , {} , current_timestamp )",
-        &["tid", "bid", "aid", "delta"],
-    ),
-    // The updates subtracting: the same statements with the delta negated.
-    (
-        "update pgbench_accounts set abalance = abalance - {} where aid = {}",
-        &["delta", "aid"],
-    ),
-    (
-        "update pgbench_tellers set tbalance = tbalance - {} where tid = {}",
-        &["delta", "tid"],
-    ),
-    (
-        "update pgbench_branches set bbalance = bbalance - {} where bid = {}",
-        &["delta", "bid"],
-    ),
+/// with `{}` where an argument goes. An update's `+` also matches `-` (the delta negated).
+const STATEMENTS: [&str; 5] = [
+    "update pgbench_accounts set abalance = abalance + {} where aid = {}",
+    "select abalance from pgbench_accounts where aid = {}",
+    "update pgbench_tellers set tbalance = tbalance + {} where tid = {}",
+    "update pgbench_branches set bbalance = bbalance + {} where bid = {}",
+    "insert into pgbench_history ( tid , bid , aid , delta , mtime ) values ( {} , {} , {} , {} , current_timestamp )",
 ];
 
 impl Script {
@@ -220,36 +195,20 @@ fn parse_command(code: &str) -> Result<Op, String> {
         "rollback" | "abort" => return Ok(Op::Rollback),
         _ => {}
     }
-    for (i, (template, _)) in STATEMENTS.iter().enumerate() {
-        if let Some(args) = match_template(template, &norm)? {
+    for (i, template) in STATEMENTS.iter().enumerate() {
+        if let Some((args, minus)) = match_template(template, &norm)? {
             let a = |k: usize| args[k].clone();
-            let neg = |k: usize| Arg::Neg(Box::new(args[k].clone()));
+            // `abalance - :d`: the delta (the update's first argument) negated.
+            let delta = if minus {
+                Arg::Neg(Box::new(a(0)))
+            } else {
+                a(0)
+            };
             return Ok(match i {
-                0 => Op::UpdateAccounts {
-                    delta: a(0),
-                    aid: a(1),
-                },
+                0 => Op::UpdateAccounts { delta, aid: a(1) },
                 1 => Op::SelectBalance { aid: a(0) },
-                2 => Op::UpdateTellers {
-                    delta: a(0),
-                    tid: a(1),
-                },
-                3 => Op::UpdateBranches {
-                    delta: a(0),
-                    bid: a(1),
-                },
-                5 => Op::UpdateAccounts {
-                    delta: neg(0),
-                    aid: a(1),
-                },
-                6 => Op::UpdateTellers {
-                    delta: neg(0),
-                    tid: a(1),
-                },
-                7 => Op::UpdateBranches {
-                    delta: neg(0),
-                    bid: a(1),
-                },
+                2 => Op::UpdateTellers { delta, tid: a(1) },
+                3 => Op::UpdateBranches { delta, bid: a(1) },
                 _ => Op::InsertHistory {
                     tid: a(0),
                     bid: a(1),
@@ -294,14 +253,20 @@ fn normalize(sql: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `norm` against `template`: the arguments where it has `{}`, or None if it differs.
-fn match_template(template: &str, norm: &str) -> Result<Option<Vec<Arg>>, String> {
+/// `norm` against `template`: the arguments where it has `{}`, and whether a `+` of the
+/// template was a `-` of the statement; None if it differs.
+fn match_template(template: &str, norm: &str) -> Result<Option<(Vec<Arg>, bool)>, String> {
     let (t, n): (Vec<&str>, Vec<&str>) = (template.split(' ').collect(), norm.split(' ').collect());
     if t.len() != n.len() {
         return Ok(None);
     }
     let mut args = Vec::new();
+    let mut minus = false;
     for (tw, nw) in t.iter().zip(&n) {
+        if *tw == "+" && *nw == "-" {
+            minus = true;
+            continue;
+        }
         if *tw == "{}" {
             args.push(if let Some(v) = nw.strip_prefix(':') {
                 if !is_name(v) {
@@ -317,7 +282,7 @@ fn match_template(template: &str, norm: &str) -> Result<Option<Vec<Arg>>, String
             return Ok(None);
         }
     }
-    Ok(Some(args))
+    Ok(Some((args, minus)))
 }
 
 /// Most tokens in one expression, and most nested parentheses or calls: bounds on the
