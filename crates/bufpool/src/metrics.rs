@@ -16,7 +16,9 @@ use crate::engine::Engine;
 /// A metric's kind (OpenMetrics' `counter` or `gauge`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A total since the engine opened, rendered with `_total`.
     Counter,
+    /// A value now, which may go up or down.
     Gauge,
 }
 
@@ -25,9 +27,13 @@ pub enum Kind {
 pub struct Sample {
     /// The family name (a counter's without `_total`).
     pub name: &'static str,
+    /// The help text (`# HELP`).
     pub help: &'static str,
+    /// Counter or gauge (`# TYPE`).
     pub kind: Kind,
+    /// Label names and values (e.g. `backend_type`, `object`, `context`).
     pub labels: Vec<(&'static str, String)>,
+    /// The value.
     pub value: f64,
 }
 

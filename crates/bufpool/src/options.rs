@@ -14,8 +14,11 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.message())]
 pub struct ConfigError {
+    /// The knob's name ([`UNKNOWN_KNOB`] for a name that is no knob).
     pub knob: &'static str,
+    /// The value given (for a name that is no knob, the name).
     pub value: String,
+    /// What the knob allows (for a name that is no knob, a suggestion).
     pub allowed: String,
 }
 

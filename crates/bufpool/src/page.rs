@@ -79,24 +79,29 @@ pub fn set_lsn(page: &mut [u8], lsn: Lsn) {
     page[OFF_LSN..OFF_LSN + 8].copy_from_slice(&lsn.0.to_le_bytes());
 }
 
+/// The page flags (owned by the access methods).
 pub fn flags(page: &[u8]) -> u16 {
     get_u16(page, OFF_FLAGS)
 }
 
+/// Sets the page flags.
 pub fn set_flags(page: &mut [u8], flags: u16) {
     put_u16(page, OFF_FLAGS, flags);
 }
 
+/// Start of free space (slotted pages): an offset in the page, in bytes.
 #[inline(always)]
 pub fn lower(page: &[u8]) -> u16 {
     get_u16(page, OFF_LOWER)
 }
 
+/// End of free space (slotted pages): an offset in the page, in bytes.
 #[inline(always)]
 pub fn upper(page: &[u8]) -> u16 {
     get_u16(page, OFF_UPPER)
 }
 
+/// Start of the access method's special area: an offset in the page, in bytes.
 pub fn special(page: &[u8]) -> u16 {
     get_u16(page, OFF_SPECIAL)
 }
@@ -176,13 +181,27 @@ pub fn stored_checksum(page: &[u8]) -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PageProblem {
     /// The stored checksum does not match the contents and identity.
-    Checksum { expected: u32, found: u32 },
+    Checksum {
+        /// The checksum computed from the page as read and its identity.
+        expected: u32,
+        /// The checksum stored in the page.
+        found: u32,
+    },
     /// The layout word names another page size or an unknown format version.
-    Layout { found: u16 },
+    Layout {
+        /// The layout word stored in the page.
+        found: u16,
+    },
     /// The page's LSN lies past the end of the log: the page was written after log
     /// records the log no longer has (a corrupt record in its last durable stretch read
     /// as the end of the log), so what the page holds cannot be trusted.
-    LsnPastEndOfLog { lsn: u64, end: u64 },
+    LsnPastEndOfLog {
+        /// The page's LSN.
+        lsn: u64,
+        /// Where the log ends: its end now, or where recovery ended it when the LSN falls
+        /// in the records it lost.
+        end: u64,
+    },
 }
 
 impl std::fmt::Display for PageProblem {

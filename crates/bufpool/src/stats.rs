@@ -23,9 +23,12 @@ use std::time::Duration;
 /// Who performed an I/O (pg_stat_io's `backend_type`): the calling thread's role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum IoWriter {
+    /// A client backend: any thread not given another role (the default).
     #[default]
     Backend = 0,
+    /// The background writer thread.
     Bgwriter = 1,
+    /// The checkpointer thread.
     Checkpointer = 2,
     /// The engine's WAL writer thread.
     WalWriter = 3,
@@ -40,27 +43,40 @@ pub enum IoWriter {
 /// Why the buffer was used (pg_stat_io's `context`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum IoContext {
+    /// Ordinary use of the pool, without a ring (the default).
     #[default]
     Normal = 0,
+    /// Through a bulk-read ring (a large sequential scan).
     BulkRead = 1,
+    /// Through a bulk-write ring (a bulk load).
     BulkWrite = 2,
+    /// Through a vacuum ring (VACUUM).
     Vacuum = 3,
 }
 
 /// What happened (pg_stat_io's columns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IoOp {
+    /// A page found already in a buffer, with no read.
     Hit = 0,
+    /// Reads from storage: blocks for relations, read operations for the WAL.
     Read = 1,
+    /// Writes to storage: blocks for relations, write operations for the WAL.
     Write = 2,
+    /// Blocks whose writeback the OS was asked to start (sync_file_range).
     Writeback = 3,
+    /// Blocks added at the end of a relation fork.
     Extend = 4,
+    /// A buffer holding a valid page taken from the clock for another page.
     Eviction = 5,
+    /// A ring's buffer holding a valid page reused for another page.
     Reuse = 6,
+    /// fsync calls.
     Fsync = 7,
 }
 
 impl IoWriter {
+    /// Every role, in the order of their numbers.
     pub const ALL: [IoWriter; NWRITERS] = [
         IoWriter::Backend,
         IoWriter::Bgwriter,
@@ -70,6 +86,7 @@ impl IoWriter {
         IoWriter::Startup,
         IoWriter::BackgroundWorker,
     ];
+    /// The role's short name (`backend`, `bgwriter`, `checkpointer`, ...).
     pub fn name(self) -> &'static str {
         [
             "backend",
@@ -97,18 +114,21 @@ impl IoWriter {
 }
 
 impl IoContext {
+    /// Every context, in the order of their numbers.
     pub const ALL: [IoContext; 4] = [
         IoContext::Normal,
         IoContext::BulkRead,
         IoContext::BulkWrite,
         IoContext::Vacuum,
     ];
+    /// pg_stat_io's `context` word (`normal`, `bulkread`, `bulkwrite`, `vacuum`).
     pub fn name(self) -> &'static str {
         ["normal", "bulkread", "bulkwrite", "vacuum"][self as usize]
     }
 }
 
 impl IoOp {
+    /// Every operation, in the order of their numbers.
     pub const ALL: [IoOp; 8] = [
         IoOp::Hit,
         IoOp::Read,
@@ -119,6 +139,7 @@ impl IoOp {
         IoOp::Reuse,
         IoOp::Fsync,
     ];
+    /// pg_stat_io's column name for the operation (`hits`, `reads`, `writes`, ...).
     pub fn name(self) -> &'static str {
         [
             "hits",
@@ -252,6 +273,7 @@ impl std::fmt::Debug for IoStats {
 }
 
 impl IoStats {
+    /// Zeroed counters.
     pub fn new() -> Self {
         Self {
             stripes: Stripe::zeroed(EXCLUSIVE_STRIPES + 1),
@@ -344,6 +366,7 @@ pub struct IoStatsSnapshot {
 }
 
 impl IoStatsSnapshot {
+    /// How many of `op` `writer` did under `context`.
     pub fn get(&self, writer: IoWriter, context: IoContext, op: IoOp) -> u64 {
         self.c[writer as usize][context as usize][op as usize]
     }
@@ -389,7 +412,9 @@ impl IoStatsSnapshot {
 pub struct RelCounters {
     /// Rows inserted, updated and deleted (`n_tup_ins`, `n_tup_upd`, `n_tup_del`).
     pub inserted: AtomicU64,
+    /// Rows updated (`n_tup_upd`).
     pub updated: AtomicU64,
+    /// Rows deleted (`n_tup_del`).
     pub deleted: AtomicU64,
     /// Estimated live rows (`n_live_tup`): set by VACUUM's count, moved by inserts and
     /// deletes since. 0 until the first VACUUM of this process (counters are not kept
@@ -400,10 +425,12 @@ pub struct RelCounters {
     pub dead: AtomicU64,
     /// VACUUMs and autovacuums finished (`vacuum_count`, `autovacuum_count`).
     pub vacuums: AtomicU64,
+    /// Autovacuums finished (`autovacuum_count`).
     pub autovacuums: AtomicU64,
     /// When the last VACUUM and autovacuum finished, milliseconds since the Unix epoch (0:
     /// never).
     pub last_vacuum_ms: AtomicU64,
+    /// When the last autovacuum finished (0: never), in milliseconds since the Unix epoch.
     pub last_autovacuum_ms: AtomicU64,
     /// The relation's free-space map bounds, shared here so that every heap handle of the
     /// relation uses the same ones (`table::fsm`).
@@ -484,14 +511,23 @@ fn sub_saturating(a: &AtomicU64, n: u64) {
 /// A copy of one relation's [`RelCounters`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RelCountersSnapshot {
+    /// Rows inserted (`n_tup_ins`).
     pub inserted: u64,
+    /// Rows updated (`n_tup_upd`).
     pub updated: u64,
+    /// Rows deleted (`n_tup_del`).
     pub deleted: u64,
+    /// Estimated live rows (`n_live_tup`).
     pub live: u64,
+    /// Estimated dead row versions (`n_dead_tup`).
     pub dead: u64,
+    /// VACUUMs finished (`vacuum_count`).
     pub vacuums: u64,
+    /// Autovacuums finished (`autovacuum_count`).
     pub autovacuums: u64,
+    /// When the last VACUUM finished (0: never), in milliseconds since the Unix epoch.
     pub last_vacuum_ms: u64,
+    /// When the last autovacuum finished (0: never), in milliseconds since the Unix epoch.
     pub last_autovacuum_ms: u64,
 }
 
@@ -632,12 +668,16 @@ impl Default for WalIoStats {
 /// The contexts of the log's rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WalIoContext {
+    /// The log's writes and fsyncs of segment files, and recovery's reads of them.
     Normal = 0,
+    /// Zero-filling a new segment file (its writes and fsyncs).
     Init = 1,
 }
 
 impl WalIoContext {
+    /// Both contexts, in the order of their numbers.
     pub const ALL: [WalIoContext; 2] = [WalIoContext::Normal, WalIoContext::Init];
+    /// pg_stat_io's `context` word (`normal`, `init`).
     pub fn name(self) -> &'static str {
         ["normal", "init"][self as usize]
     }
@@ -661,6 +701,7 @@ impl WalIoStats {
         c[2 * NOPS + k].fetch_add(elapsed.as_nanos() as u64, Relaxed);
     }
 
+    /// A copy of the counters at one moment.
     pub fn snapshot(&self) -> WalIoSnapshot {
         let mut s = WalIoSnapshot::default();
         for (i, v) in self.c.iter().enumerate() {
@@ -723,24 +764,44 @@ impl WalIoSnapshot {
 /// I/O operations (a combined read of 16 blocks is one there); the bytes agree.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StatIoRow {
+    /// pg_stat_io's `backend_type` ([`IoWriter::backend_type`]).
     pub backend_type: &'static str,
+    /// The kind of I/O: `relation` or `wal`.
     pub object: &'static str,
+    /// pg_stat_io's `context`: `normal`, `bulkread`, `bulkwrite` or `vacuum` (`relation`),
+    /// `normal` or `init` (`wal`).
     pub context: &'static str,
+    /// Reads: blocks for `relation`, read operations for `wal`.
     pub reads: u64,
+    /// Bytes read.
     pub read_bytes: u64,
+    /// Time spent reading, in milliseconds.
     pub read_time_ms: f64,
+    /// Writes: blocks for `relation`, write operations for `wal`.
     pub writes: u64,
+    /// Bytes written.
     pub write_bytes: u64,
+    /// Time spent writing, in milliseconds.
     pub write_time_ms: f64,
+    /// Blocks whose writeback the OS was asked to start (`relation` only).
     pub writebacks: u64,
+    /// Time spent asking for writeback, in milliseconds.
     pub writeback_time_ms: f64,
+    /// Blocks added by extending relation forks (`relation` only).
     pub extends: u64,
+    /// Bytes added by extending relation forks.
     pub extend_bytes: u64,
+    /// Time spent extending, in milliseconds.
     pub extend_time_ms: f64,
+    /// Pages found already in a buffer (`relation` only).
     pub hits: u64,
+    /// Valid pages evicted from buffers the clock chose (`relation` only).
     pub evictions: u64,
+    /// Ring buffers holding a valid page reused for another page (`relation` only).
     pub reuses: u64,
+    /// fsync calls.
     pub fsyncs: u64,
+    /// Time spent in fsync, in milliseconds.
     pub fsync_time_ms: f64,
 }
 

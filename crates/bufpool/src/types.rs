@@ -15,11 +15,14 @@ pub const MAX_BLOCK_NUMBER: BlockNumber = u32::MAX - 1;
 /// A relation's file identity: the tablespace (a directory) and the relation number.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct RelFileId {
+    /// The tablespace's id (0: the default tablespace, in the data directory).
     pub tablespace: u32,
+    /// The relation number, which names its files.
     pub relation: u32,
 }
 
 impl RelFileId {
+    /// The identity of relation `relation` in tablespace `tablespace`.
     pub const fn new(tablespace: u32, relation: u32) -> Self {
         Self {
             tablespace,
@@ -38,14 +41,19 @@ impl fmt::Display for RelFileId {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 #[repr(u8)]
 pub enum ForkNumber {
+    /// The main fork: the relation's pages.
     #[default]
     Main = 0,
+    /// The free-space map (`_fsm`).
     FreeSpace = 1,
+    /// The visibility map (`_vm`).
     Visibility = 2,
+    /// The init fork (`_init`), PostgreSQL's fork for unlogged relations.
     Init = 3,
 }
 
 impl ForkNumber {
+    /// Every fork, in the order of their numbers.
     pub const ALL: [ForkNumber; 4] = [
         ForkNumber::Main,
         ForkNumber::FreeSpace,
@@ -63,6 +71,7 @@ impl ForkNumber {
         }
     }
 
+    /// The fork numbered `v`, if there is one.
     pub fn from_u8(v: u8) -> Option<Self> {
         Self::ALL.get(v as usize).copied()
     }
@@ -71,12 +80,16 @@ impl ForkNumber {
 /// The name of one page: the buffer-mapping key and the checkpoint sort key.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct BufferTag {
+    /// The relation.
     pub rel: RelFileId,
+    /// The fork of the relation.
     pub fork: ForkNumber,
+    /// The block number within the fork.
     pub block: BlockNumber,
 }
 
 impl BufferTag {
+    /// The tag of block `block` of fork `fork` of `rel`.
     pub const fn new(rel: RelFileId, fork: ForkNumber, block: BlockNumber) -> Self {
         Self { rel, fork, block }
     }
@@ -150,6 +163,7 @@ fn fmix64(mut k: u64) -> u64 {
 pub struct Lsn(pub u64);
 
 impl Lsn {
+    /// LSN 0, the start of the log; a new (all-zero) page carries it.
     pub const ZERO: Lsn = Lsn(0);
 }
 

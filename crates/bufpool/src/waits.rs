@@ -50,6 +50,7 @@ pub enum Wait {
 pub const KINDS: usize = 11;
 
 impl Wait {
+    /// Every kind, in the order of their numbers.
     pub const ALL: [Wait; KINDS] = [
         Wait::RowLock,
         Wait::ContentLock,
@@ -85,7 +86,9 @@ impl Wait {
 /// One thread's waits: nanoseconds and count per kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WaitTimes {
+    /// Time spent waiting per kind (index: the kind's number), in nanoseconds.
     pub ns: [u64; KINDS],
+    /// Waits per kind (index: the kind's number).
     pub count: [u64; KINDS],
 }
 
@@ -113,6 +116,7 @@ impl WaitTimes {
         self.ns.iter().sum()
     }
 
+    /// Time spent in waits of kind `w`, in nanoseconds.
     pub fn ns_of(&self, w: Wait) -> u64 {
         self.ns[w as usize]
     }

@@ -34,6 +34,7 @@ pub enum HugePages {
 }
 
 impl HugePages {
+    /// The knob's word for the setting (`try`, `on`, `off`).
     pub fn name(self) -> &'static str {
         match self {
             HugePages::Try => "try",
@@ -55,6 +56,7 @@ pub enum HugePageUse {
 }
 
 impl HugePageUse {
+    /// How reports name this kind of pages.
     pub fn name(self) -> &'static str {
         match self {
             HugePageUse::Explicit => "explicit (MAP_HUGETLB)",
@@ -64,6 +66,7 @@ impl HugePageUse {
     }
 }
 
+/// The page memory of all buffers: one mapping, one frame of `page_size` bytes per buffer.
 pub struct PageArena {
     base: NonNull<u8>,
     map_len: usize,
@@ -141,6 +144,8 @@ fn mmap_anon(len: usize, extra_flags: libc::c_int) -> Option<NonNull<u8>> {
 }
 
 impl PageArena {
+    /// Maps `nbuffers` frames of `page_size` bytes with huge pages as `huge` asks. Fails if
+    /// the size overflows, if `On` gets no explicit huge pages, or if the mapping fails.
     pub fn new(nbuffers: usize, page_size: usize, huge: HugePages) -> io::Result<Self> {
         let len = nbuffers
             .checked_mul(page_size)
@@ -211,10 +216,12 @@ impl PageArena {
         })
     }
 
+    /// Which kind of pages back the arena.
     pub fn huge_pages(&self) -> HugePageUse {
         self.huge
     }
 
+    /// The size of one frame (the page size), in bytes.
     pub fn page_size(&self) -> usize {
         self.page_size
     }

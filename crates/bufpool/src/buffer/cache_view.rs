@@ -33,11 +33,15 @@ use crate::types::{BufferTag, RelFileId};
 /// `bufferid` is this plus one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufferCacheRow {
+    /// The buffer id (0-based).
     pub buffer: u32,
     /// relfilenode, relforknumber, relblocknumber (and the tablespace).
     pub tag: Option<BufferTag>,
+    /// Whether the page is dirty.
     pub isdirty: bool,
+    /// The buffer's usage count.
     pub usagecount: u8,
+    /// Pins on the buffer.
     pub pinning_backends: u32,
     /// The kind of ring that loaded the page, if one did (bufpool's addition: a ring
     /// holds buffer ids, not marks, so this is the loader, not a live membership).
@@ -47,9 +51,13 @@ pub struct BufferCacheRow {
 /// pg_buffercache_summary's row.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct BufferCacheSummary {
+    /// Buffers holding a page.
     pub buffers_used: u64,
+    /// Buffers holding none.
     pub buffers_unused: u64,
+    /// Used buffers that are dirty.
     pub buffers_dirty: u64,
+    /// Used buffers that are pinned.
     pub buffers_pinned: u64,
     /// Mean usage count over the used buffers (0 if none).
     pub usagecount_avg: f64,
@@ -59,9 +67,13 @@ pub struct BufferCacheSummary {
 /// buffers count under 0, as in PostgreSQL).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UsageCountRow {
+    /// The usage count (unused buffers under 0).
     pub usage_count: u8,
+    /// Buffers with this usage count.
     pub buffers: u64,
+    /// Of those, the dirty ones.
     pub dirty: u64,
+    /// Of those, the pinned ones.
     pub pinned: u64,
 }
 
@@ -70,9 +82,13 @@ pub struct UsageCountRow {
 /// no locks, no allocation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolShape {
+    /// Used buffers by usage count (index: the usage count).
     pub by_usage: [u64; USAGE_COUNT_MAX as usize + 1],
+    /// Buffers holding no page.
     pub unused: u64,
+    /// Used buffers that are dirty.
     pub dirty: u64,
+    /// Used buffers that are pinned.
     pub pinned: u64,
     /// Indexed like [`RingKind::ALL`].
     pub by_ring: [u64; 3],
@@ -81,6 +97,7 @@ pub struct PoolShape {
 /// pg_buffercache_evict's outcome for one buffer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EvictOutcome {
+    /// Whether the buffer was unmapped and put on the free list.
     pub buffer_evicted: bool,
     /// The page was dirty and this call wrote it.
     pub buffer_flushed: bool,
@@ -89,7 +106,9 @@ pub struct EvictOutcome {
 /// pg_buffercache_evict_relation's / _evict_all's counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EvictCounts {
+    /// Buffers unmapped and put on the free list.
     pub buffers_evicted: u64,
+    /// Dirty buffers this call wrote, evicted or not.
     pub buffers_flushed: u64,
     /// Buffers of the relation (or all used buffers) left in place: pinned or dirtied by
     /// someone else meanwhile.
@@ -99,14 +118,18 @@ pub struct EvictCounts {
 /// pg_buffercache_mark_dirty's outcome for one buffer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MarkDirtyOutcome {
+    /// Whether this call marked the page dirty.
     pub buffer_dirtied: bool,
+    /// Whether the page was dirty already (left as it was).
     pub buffer_already_dirty: bool,
 }
 
 /// pg_buffercache_mark_dirty_relation's / _all's counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MarkDirtyCounts {
+    /// Buffers this call marked dirty.
     pub buffers_dirtied: u64,
+    /// Buffers that were dirty already.
     pub buffers_already_dirty: u64,
     /// Used buffers that could not be pinned (being loaded or evicted meanwhile).
     pub buffers_skipped: u64,
@@ -375,10 +398,15 @@ pub fn relations(rows: &[BufferCacheRow]) -> Vec<RelationRow> {
 /// One relation fork's buffers (see [`relations`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RelationRow {
+    /// The relation.
     pub rel: RelFileId,
+    /// The fork.
     pub fork: crate::types::ForkNumber,
+    /// Buffers holding a page of the fork.
     pub buffers: u64,
+    /// Of those, the dirty ones.
     pub dirty: u64,
+    /// Of those, the pinned ones.
     pub pinned: u64,
     /// Sum of the usage counts (mean = usage_sum / buffers).
     pub usage_sum: u64,

@@ -72,6 +72,7 @@ pub struct CheckpointWriteOptions {
     pub combine_pages: usize,
     /// Pages between writeback hints (0: no hints).
     pub flush_after_pages: usize,
+    /// Which writeback contexts the hints go through.
     pub writeback: WritebackScope,
     /// Threads writing (the caller's included).
     pub writers: usize,

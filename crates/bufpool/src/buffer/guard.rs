@@ -109,9 +109,11 @@ pub struct PageReadGuard<'b> {
 }
 
 impl PageReadGuard<'_> {
+    /// The page's tag.
     pub fn tag(&self) -> BufferTag {
         self.buf.tag()
     }
+    /// The page LSN: the WAL record that last changed the page.
     pub fn lsn(&self) -> Lsn {
         page::lsn(self.page)
     }
@@ -146,10 +148,12 @@ pub struct PageWriteGuard<'b> {
 }
 
 impl PageWriteGuard<'_> {
+    /// The page's tag.
     pub fn tag(&self) -> BufferTag {
         self.buf.tag()
     }
 
+    /// The page LSN: the WAL record that last changed the page.
     pub fn lsn(&self) -> Lsn {
         page::lsn(self)
     }

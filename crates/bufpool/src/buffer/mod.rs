@@ -346,15 +346,19 @@ impl BufferPool {
         })
     }
 
+    /// Buffers in the pool.
     pub fn nbuffers(&self) -> usize {
         self.descs.len()
     }
+    /// The page size, in bytes.
     pub fn page_size(&self) -> usize {
         self.page_size
     }
+    /// The storage manager the pool reads and writes through.
     pub fn smgr(&self) -> &Arc<Smgr> {
         &self.smgr
     }
+    /// Which kind of pages back the pool's page memory.
     pub fn huge_pages(&self) -> HugePageUse {
         self.arena.huge_pages()
     }
@@ -1300,7 +1304,9 @@ impl BufferPool {
 /// Counts of buffers by state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UsageSummary {
+    /// Buffers whose page is valid (loaded).
     pub valid: usize,
+    /// Buffers whose page is dirty.
     pub dirty: usize,
     /// Buffers with at least one pin.
     pub pinned: usize,

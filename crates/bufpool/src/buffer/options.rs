@@ -116,6 +116,7 @@ pub fn ring_size_allowed() -> String {
 
 /// bgwriter_delay bounds: PostgreSQL's 10 ms to 10 s.
 pub const MIN_BGWRITER_DELAY_MS: u64 = 10;
+/// Largest bgwriter_delay: PostgreSQL's 10 s, in milliseconds.
 pub const MAX_BGWRITER_DELAY_MS: u64 = 10_000;
 /// Default bgwriter_delay: PostgreSQL's 200 ms.
 pub const DEFAULT_BGWRITER_DELAY_MS: u64 = 200;
@@ -164,6 +165,7 @@ pub enum BgwriterStrategy {
 }
 
 impl BgwriterStrategy {
+    /// Every strategy, in the order of their numbers.
     pub const ALL: [BgwriterStrategy; 4] = [
         BgwriterStrategy::Lru,
         BgwriterStrategy::DirtyChain,
@@ -199,6 +201,7 @@ pub enum BgwriterIo {
 }
 
 impl BgwriterIo {
+    /// Every method, in the order of their numbers.
     pub const ALL: [BgwriterIo; 2] = [BgwriterIo::Threads, BgwriterIo::IoUring];
     /// The knob's word for it.
     pub fn name(self) -> &'static str {
@@ -212,6 +215,7 @@ pub struct BgwriterOptions {
     /// Whether the engine starts the thread (`bgwriter`). A pool without the thread can
     /// still run rounds on demand ([`super::BufferPool::bgwriter_round`]).
     pub enabled: bool,
+    /// What each round does (`bgwriter_strategy`).
     pub strategy: BgwriterStrategy,
     /// Sleep between rounds (`bgwriter_delay`), ms.
     pub delay_ms: u64,

@@ -29,17 +29,22 @@ pub const REPLAY_RING_BUFFERS: usize = 32;
 /// Miss counts of one replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ReplayCounts {
+    /// Pool size replayed, in buffers.
     pub nbuffers: usize,
+    /// Requests that found their page in the pool (probes included).
     pub hits: u64,
+    /// Requests that had to load their page.
     pub misses: u64,
     /// Probes that found nothing (not requests: they admit nothing).
     pub probes_missed: u64,
 }
 
 impl ReplayCounts {
+    /// Requests counted: hits plus misses.
     pub fn requests(&self) -> u64 {
         self.hits + self.misses
     }
+    /// Misses over requests (0 when there were none).
     pub fn miss_ratio(&self) -> f64 {
         self.misses as f64 / self.requests().max(1) as f64
     }

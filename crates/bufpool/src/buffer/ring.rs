@@ -124,6 +124,7 @@ pub enum RingKind {
 }
 
 impl RingKind {
+    /// Every kind, in the order of their numbers.
     pub const ALL: [RingKind; 3] = [RingKind::BulkRead, RingKind::BulkWrite, RingKind::Vacuum];
 
     /// The state bits (`RING_MASK`) that record a page loaded through this kind of ring.
@@ -180,8 +181,11 @@ impl RingKind {
 /// `vacuum_buffer_usage_limit`, `ring_growth`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RingOptions {
+    /// Bulk-read ring size (`bulkread_ring_size`; 0: no ring), in bytes.
     pub bulkread_bytes: u64,
+    /// Bulk-write ring size (`bulkwrite_ring_size`; 0: no ring), in bytes.
     pub bulkwrite_bytes: u64,
+    /// Vacuum ring size (`vacuum_buffer_usage_limit`; 0: no ring), in bytes.
     pub vacuum_bytes: u64,
     /// Vacuum and bulk-write rings start at [`RING_START_BYTES`] and grow to their size
     /// (on), or are fixed at their size (off).
@@ -389,6 +393,7 @@ impl Ring {
         Some(ring)
     }
 
+    /// The operation this ring serves.
     pub fn kind(&self) -> RingKind {
         self.kind
     }

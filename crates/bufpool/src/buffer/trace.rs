@@ -35,7 +35,9 @@ pub const RING: u8 = 4;
 
 const MAGIC: &[u8; 8] = b"BUFPTRC1";
 const VERSION: u32 = 1;
+/// Size of a trace file's header, in bytes.
 pub const HEADER_BYTES: usize = 32;
+/// Size of one record in a trace file, in bytes.
 pub const RECORD_BYTES: usize = 24;
 /// A thread's buffer is written out when it holds this many bytes.
 const CHUNK_BYTES: usize = 64 * 1024;
@@ -43,6 +45,7 @@ const CHUNK_BYTES: usize = 64 * 1024;
 /// One buffer request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TraceRecord {
+    /// The page requested.
     pub tag: BufferTag,
     /// [`HIT`], [`PROBE`], [`RING`].
     pub flags: u8,
@@ -51,6 +54,7 @@ pub struct TraceRecord {
 }
 
 impl TraceRecord {
+    /// The record as a trace file stores it.
     pub fn encode(&self) -> [u8; RECORD_BYTES] {
         let mut b = [0u8; RECORD_BYTES];
         b[0..8].copy_from_slice(&self.tag.word0().to_le_bytes());
@@ -59,6 +63,7 @@ impl TraceRecord {
         b
     }
 
+    /// A record from the form a trace file stores it in.
     pub fn decode(b: &[u8; RECORD_BYTES]) -> Self {
         let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
         let meta = word(16);
@@ -73,28 +78,37 @@ impl TraceRecord {
 /// What a trace file says about the pool that recorded it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TraceHeader {
+    /// Buffers in the pool that recorded the trace.
     pub nbuffers: u64,
+    /// That pool's page size, in bytes.
     pub page_size: u32,
 }
 
 /// A recording's totals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TraceSummary {
+    /// Records written.
     pub records: u64,
+    /// Bytes written to the sink, header included.
     pub bytes: u64,
     /// Records dropped because the recording was stopping while they were made.
     pub dropped: u64,
 }
 
+/// An error of recording or reading a trace.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TraceError {
+    /// Writing to the sink or reading the trace failed.
     #[error("writing or reading the trace: {0}")]
     Io(#[from] std::io::Error),
+    /// What was read is not a trace this build can read (what is wrong with it).
     #[error("not a bufpool trace: {0}")]
     Format(String),
+    /// A recording was started while another was under way.
     #[error("a trace is already being recorded; stop it first")]
     Busy,
+    /// A recording was stopped while none was under way.
     #[error("no trace is being recorded")]
     NotRecording,
 }

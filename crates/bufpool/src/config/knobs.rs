@@ -15,6 +15,7 @@ pub const MAX_SEGMENT_SIZE_BYTES: u64 = 64 << 30;
 pub const DEFAULT_CHECKPOINT_TIMEOUT_MS: u64 = 300_000;
 /// checkpoint_timeout bounds: PostgreSQL's 30 s to 1 day.
 pub const MIN_CHECKPOINT_TIMEOUT_MS: u64 = 30_000;
+/// Largest checkpoint_timeout: PostgreSQL's 1 day, in milliseconds.
 pub const MAX_CHECKPOINT_TIMEOUT_MS: u64 = 86_400_000;
 /// Largest max_wal_size and min_wal_size (PostgreSQL allows more; 1 TB is plenty here).
 pub const MAX_WAL_SIZE: u64 = 1 << 40;
@@ -51,10 +52,12 @@ pub const DEFAULT_WAL_SEGMENT_SIZE: u64 = 16 << 20;
 /// WAL segment sizes allowed: powers of two in this range (PostgreSQL allows 1 MiB..1 GiB;
 /// smaller ones are allowed here for tests that crash after every I/O).
 pub const MIN_WAL_SEGMENT_SIZE: u64 = 64 << 10;
+/// Largest WAL segment: 1 GiB, in bytes.
 pub const MAX_WAL_SEGMENT_SIZE: u64 = 1 << 30;
 /// wal_buffers bounds (the automatic size is shared_buffers / 32 clamped to 64kB..16MB,
 /// as PostgreSQL does).
 pub const MIN_WAL_BUFFERS: u64 = 64 << 10;
+/// Largest wal_buffers: 1 GiB, in bytes.
 pub const MAX_WAL_BUFFERS: u64 = 1 << 30;
 /// wal_buffers must hold this many pages (a record may carry several full-page images and
 /// must fit the ring with a margin); the automatic size holds twice as many.
@@ -63,6 +66,7 @@ pub const WAL_BUFFERS_MIN_PAGES: u64 = 8;
 /// asynchronous commit: a crash loses the commits of at most about three delays (the
 /// writer flushes every delay; PostgreSQL documents the same bound).
 pub const DEFAULT_WAL_WRITER_DELAY_MS: u64 = 200;
+/// Largest wal_writer_delay: PostgreSQL's 10 s, in milliseconds.
 pub const MAX_WAL_WRITER_DELAY_MS: u64 = 10_000;
 /// commit_delay bounds: PostgreSQL's 0 to 100000 microseconds (default 0, off).
 pub const MAX_COMMIT_DELAY_US: u64 = 100_000;
@@ -126,6 +130,7 @@ pub enum Effect {
 }
 
 impl Effect {
+    /// The effect as `bufpool config` prints it.
     pub fn name(self) -> &'static str {
         match self {
             Effect::Creation => "at creation",
@@ -137,6 +142,7 @@ impl Effect {
 /// A parsed knob value, before the row stores it in a [`Config`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value {
+    /// An on/off value.
     Bool(bool),
     /// Index into the row's word list.
     Word(usize),
@@ -153,12 +159,15 @@ type Rule = (fn(&Config) -> bool, &'static str);
 
 /// One row of the knob table.
 pub struct Knob {
+    /// The knob's name, as `set` takes it.
     pub name: &'static str,
+    /// The unit of its value.
     pub unit: Unit,
     /// The default, as `set` accepts it ("auto" where it is derived from the pool).
     pub default: &'static str,
     /// Inclusive bounds of an integer value, in the unit's base (count, bytes, ms).
     pub min: u64,
+    /// Inclusive upper bound of an integer value, in the unit's base (count, bytes, ms).
     pub max: u64,
     /// The words of an [`Unit::Enum`] knob.
     pub words: &'static [&'static str],
@@ -168,6 +177,7 @@ pub struct Knob {
     pub auto: bool,
     /// One line for `bufpool config` and the docs.
     pub description: &'static str,
+    /// When a changed value takes effect.
     pub effect: Effect,
     /// Extra rule checked against the whole config (relations between knobs); the second
     /// field is its text in "allowed".

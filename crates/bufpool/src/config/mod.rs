@@ -48,7 +48,9 @@ pub use knobs::*;
 /// Size of the buffer pool: in bytes, or as a number of buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PoolSize {
+    /// A size in bytes.
     Bytes(u64),
+    /// A number of buffers.
     Buffers(u64),
 }
 /// Declares [`Config`] and `Config::blank(placeholder)`, a config whose every field holds
@@ -107,25 +109,37 @@ config_struct! {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Config {
+    /// Size of the buffer pool.
     pub shared_buffers: PoolSize,
+    /// Page size, in bytes; fixed when a data directory is created.
     pub block_size: usize,
+    /// Size of one relation segment file, in bytes; fixed at creation.
     pub segment_size: u64,
+    /// Lock partitions of the buffer mapping table.
     pub buffer_mapping_partitions: usize,
+    /// Which buffer a miss evicts.
     pub buffer_replacement: ReplacementPolicy,
+    /// Whether page memory uses huge pages.
     pub huge_pages: HugePages,
+    /// Data files opened with O_DIRECT (bypassing the OS page cache).
     pub io_direct: bool,
+    /// A commit waits until its WAL is durable.
     pub synchronous_commit: bool,
     /// With synchronous commit: end a transaction at its commit record, before its
     /// flush (see the knob).
     pub early_lock_release: bool,
+    /// A page's first change after a checkpoint logs a full-page image.
     pub full_page_writes: bool,
     /// `wal_compression = lz4`: full-page images are logged LZ4-compressed, and so is a
     /// change of 1 kB or more (its bytes), when that is smaller.
     pub wal_compression: bool,
+    /// Size of one WAL segment file, in bytes.
     pub wal_segment_size: u64,
     /// None: automatic (shared_buffers / 32 within 64kB..16MB).
     pub wal_buffers: Option<u64>,
+    /// How the WAL is made durable.
     pub wal_sync_method: SyncMethod,
+    /// How often the WAL writer flushes when synchronous commit is off, in milliseconds.
     pub wal_writer_delay_ms: u64,
     /// Whether the engine runs the WAL writer thread.
     pub wal_writer: bool,
@@ -151,6 +165,7 @@ pub struct Config {
     pub max_wal_size: u64,
     /// Bytes of released WAL kept for recycling.
     pub min_wal_size: u64,
+    /// Checkpoint pages written sorted by file and block, balanced across tablespaces.
     pub checkpoint_sort: bool,
     /// Bytes; 0 disables the checkpoint's writeback hints.
     pub checkpoint_flush_after: u64,
@@ -164,13 +179,17 @@ pub struct Config {
     pub io_workers: usize,
     /// Combined reads a read stream keeps in flight (PostgreSQL's effective_io_concurrency).
     pub effective_io_concurrency: u64,
+    /// Threads writing a checkpoint's pages.
     pub checkpoint_writers: usize,
     /// checkpoint_sync_method = open_datasync.
     pub checkpoint_open_datasync: bool,
+    /// A log line per checkpoint (tracing target `bufpool::checkpoint`).
     pub log_checkpoints: bool,
     /// Whether the engine runs the background writer thread.
     pub bgwriter: bool,
+    /// What a bgwriter round does.
     pub bgwriter_strategy: BgwriterStrategy,
+    /// Sleep between background writer rounds, in milliseconds.
     pub bgwriter_delay_ms: u64,
     /// None: automatic (see `BgwriterOptions::lru_maxpages_for`).
     pub bgwriter_lru_maxpages: Option<u64>,
@@ -178,7 +197,9 @@ pub struct Config {
     pub transaction_buffers: Option<u64>,
     /// Subtransaction SLRU pages; None: automatic (see [`Config::slru_set`]).
     pub subtransaction_buffers: Option<u64>,
+    /// Multixact offset SLRU pages.
     pub multixact_offset_buffers: u64,
+    /// Multixact member SLRU pages.
     pub multixact_member_buffers: u64,
     /// How every SLRU is searched and locked.
     pub slru_design: SlruDesign,
@@ -207,12 +228,16 @@ pub struct Config {
     pub bgwriter_lru_percent_thousandths: u64,
     /// A list policy's bgwriter cleans its frequent list only.
     pub bgwriter_frequent_only: bool,
+    /// A large sequential scan starts where another scan of the table is or ended.
     pub synchronize_seqscans: bool,
+    /// When a scan uses a ring and a synchronized start.
     pub seqscan_strategy: SeqscanStrategy,
     /// seqscan_sync_threshold in thousandths of the pool.
     pub seqscan_sync_threshold_thousandths: u64,
     /// seqscan_ring_threshold in thousandths of the pool.
     pub seqscan_ring_threshold_thousandths: u64,
+    /// A synchronized scan that keeps its pages first reads backwards over the pages
+    /// still cached.
     pub seqscan_cache_trail: bool,
     /// Synchronized ring scans of one table wait for each other (see the knob).
     pub seqscan_sync_pacing: bool,
@@ -226,11 +251,17 @@ pub struct Config {
     pub ring_growth: bool,
     /// Whether `bufpool bench` runs the autovacuum launcher.
     pub autovacuum: bool,
+    /// Time between the autovacuum launcher's looks at the tables, in milliseconds.
     pub autovacuum_naptime_ms: u64,
+    /// Dead versions that, beyond the scale factor's share, make a table due for
+    /// autovacuum.
     pub autovacuum_vacuum_threshold: u64,
     /// autovacuum_vacuum_scale_factor in thousandths (0.2 is 200).
     pub autovacuum_vacuum_scale_factor_thousandths: u64,
+    /// Cost an autovacuum spends before it naps (page hit 1, read 2, dirtied 20).
     pub autovacuum_vacuum_cost_limit: u64,
+    /// An autovacuum's nap each time it has spent the cost limit (0: no pacing), in
+    /// milliseconds.
     pub autovacuum_vacuum_cost_delay_ms: u64,
     /// pg_prewarm's autoprewarm: save the pool's block list, reload it after open.
     pub autoprewarm: bool,

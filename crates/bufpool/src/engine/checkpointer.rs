@@ -84,11 +84,16 @@ impl CheckpointReason {
 /// The checkpointer's settings (from the knob table).
 #[derive(Debug, Clone, Copy)]
 pub struct CheckpointerOptions {
+    /// Time between automatic checkpoints (`checkpoint_timeout`).
     pub timeout: Duration,
+    /// Fraction of the interval a checkpoint's writes are spread over
+    /// (`checkpoint_completion_target`).
     pub completion_target: f64,
     /// WAL bytes since the last redo point that trigger a checkpoint.
     pub max_wal_size: u64,
+    /// How the checkpoint writes its pages.
     pub write: CheckpointWriteOptions,
+    /// Log a line when a checkpoint starts and when it completes (`log_checkpoints`).
     pub log: bool,
 }
 
@@ -113,36 +118,58 @@ impl CheckpointerOptions {
 /// What one checkpoint did: PostgreSQL 17's log_checkpoints line, as numbers.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckpointSummary {
+    /// Why the checkpoint ran.
     pub reason: CheckpointReason,
+    /// Whether it ran without pacing.
     pub immediate: bool,
+    /// When it started.
     pub started: Instant,
+    /// When it ended.
     pub ended: Instant,
     /// Buffers dirty at the start, and of those written by the checkpoint.
     pub buffers_marked: u64,
+    /// Of the buffers dirty at the start, those the checkpoint wrote.
     pub buffers_written: u64,
+    /// Pool size when the dirty buffers were marked, in buffers.
     pub nbuffers: u64,
+    /// Write calls (a combined run is one).
     pub write_calls: u64,
+    /// Writeback hint calls (merged ranges).
     pub writeback_calls: u64,
+    /// Tablespaces among the dirty buffers.
     pub tablespaces: u64,
+    /// WAL segment files added (created and zero-filled) while the checkpoint ran.
     pub wal_added: u64,
+    /// WAL segment files removed (unlinked) while the checkpoint ran.
     pub wal_removed: u64,
+    /// WAL segment files recycled (renamed from released ones) while the checkpoint ran.
     pub wal_recycled: u64,
+    /// Time from the start to the end of the write phase.
     pub write_time: Duration,
+    /// Time of the sync phase (fsyncs of the data files).
     pub sync_time: Duration,
+    /// Data files fsynced.
     pub sync_files: usize,
+    /// The longest single fsync.
     pub longest_sync: Duration,
+    /// The fsyncs' total time.
     pub total_sync: Duration,
     /// WAL bytes between the previous redo point and this one, and the running estimate.
     pub distance: u64,
+    /// The running estimate of the distance between redo points, in bytes.
     pub estimate: u64,
+    /// The checkpoint record's LSN.
     pub lsn: Lsn,
+    /// Its redo point.
     pub redo: Lsn,
 }
 
 impl CheckpointSummary {
+    /// Time from the start to the end.
     pub fn total_time(&self) -> Duration {
         self.ended - self.started
     }
+    /// The fsyncs' average time (zero if there were none).
     pub fn average_sync(&self) -> Duration {
         self.total_sync
             .checked_div(self.sync_files as u32)
@@ -196,8 +223,11 @@ pub struct CheckpointerStats {
     pub num_done: u64,
     /// Checkpoints that failed.
     pub num_failed: u64,
+    /// Time completed checkpoints spent writing, in milliseconds.
     pub write_time_ms: u64,
+    /// Time completed checkpoints spent syncing, in milliseconds.
     pub sync_time_ms: u64,
+    /// Buffers completed checkpoints wrote.
     pub buffers_written: u64,
     /// SLRU pages (commit log, subtransactions, multixacts) the checkpoints wrote
     /// (PostgreSQL 18's pg_stat_checkpointer.slru_written).

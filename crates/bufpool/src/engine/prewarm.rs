@@ -73,9 +73,11 @@ pub struct PrewarmStats {
     pub stopped_pool_full: bool,
     /// The reload has ended (finished, stopped, or failed).
     pub load_done: bool,
+    /// Time from the worker's start to the reload's end, in seconds.
     pub load_seconds: f64,
     /// Saves so far, and the blocks in the last one.
     pub dumps: u64,
+    /// Blocks in the last save.
     pub last_dump_blocks: u64,
     /// The last failure (a corrupt list, an I/O error), as text.
     pub last_error: Option<String>,
@@ -369,6 +371,7 @@ impl Worker {
         })
     }
 
+    /// The worker's counters so far.
     pub fn stats(&self) -> PrewarmStats {
         self.shared.stats.lock().clone()
     }

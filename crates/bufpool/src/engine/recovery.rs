@@ -44,7 +44,9 @@ use crate::wal::{control, WAL_BLOCK};
 /// What recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
+    /// The redo point replay started from (the control file's).
     pub redo: Lsn,
+    /// The end of the recovered log: where replay stopped.
     pub end: Lsn,
     /// The durable end stamped before the crash (`wal_durable_end`; None: no stamp): the
     /// log was not allowed to end before it.
@@ -55,14 +57,21 @@ pub struct RecoveryReport {
     pub next_xid: u32,
     /// Transaction outcomes replayed into the commit log.
     pub commits: u64,
+    /// Transaction aborts replayed into the commit log.
     pub aborts: u64,
     /// Multixact creations replayed into the multixact SLRUs.
     pub multis: u64,
+    /// Records replayed.
     pub records: u64,
+    /// Page changes applied (full-page images included).
     pub pages_applied: u64,
+    /// Page changes skipped: the page's LSN was already at or past the record's end.
     pub pages_skipped: u64,
+    /// Full-page images applied.
     pub images: u64,
+    /// Bytes of the records replayed (their lengths before alignment).
     pub bytes: u64,
+    /// Files under the data directory fsynced before replay.
     pub files_synced: u64,
     /// Whole recovery, including the fsync of the data directory.
     pub elapsed: Duration,
@@ -82,7 +91,9 @@ pub struct RecoveryReport {
     pub newest_page: Option<(Lsn, crate::types::BufferTag)>,
     /// The log read by replay: segment reads, bytes, time (pg_stat_io's startup/wal row).
     pub wal_reads: u64,
+    /// Bytes of log read.
     pub wal_read_bytes: u64,
+    /// Time spent reading the log.
     pub wal_read_time: Duration,
 }
 

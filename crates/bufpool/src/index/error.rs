@@ -8,17 +8,29 @@ use crate::buffer::BufferError;
 use crate::engine::EngineError;
 use crate::options::ConfigError;
 
+/// An error of an index operation.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum IndexError {
     /// A failure below the index.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// A unique index would hold a key twice.
     #[error("duplicate key {key} in unique index {index}")]
-    DuplicateKey { index: String, key: i64 },
+    DuplicateKey {
+        /// The index's relation, as `tablespace/relation`.
+        index: String,
+        /// The key found twice.
+        key: i64,
+    },
     /// The structure failed a check (order, high keys, links, levels, a page's format).
     #[error("index {index} is corrupt: {reason}")]
-    Corrupt { index: String, reason: String },
+    Corrupt {
+        /// The index's relation, as `tablespace/relation`.
+        index: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl IndexError {

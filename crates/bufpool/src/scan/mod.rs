@@ -41,6 +41,7 @@ pub enum SeqscanStrategy {
 /// What the scan knobs say (built by `Config::scan_options`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScanOptions {
+    /// Which rule picks a scan's start and ring (`seqscan_strategy`).
     pub strategy: SeqscanStrategy,
     /// `synchronize_seqscans`: large scans start at the shared reported position.
     pub synchronize: bool,

@@ -84,29 +84,45 @@ pub const PAGES_PER_SEGMENT: u64 = 32;
 /// Bytes at the end of each page that hold its checksum (4) and reserved zeros (4).
 pub const TRAILER_SIZE: usize = 8;
 
+/// An SLRU error; each names the page and the file or directory where there is one.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SlruError {
+    /// An OS error from a file operation (opening, reading, creating, removing, ...).
     #[error(transparent)]
     Io(#[from] IoError),
+    /// A page read from disk whose checksum does not match its contents.
     #[error("page {pageno} of {path}: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
     Corrupt {
+        /// The page number.
         pageno: u64,
+        /// The segment file's path.
         path: PathBuf,
+        /// The checksum stored in the page's trailer.
         stored: u32,
+        /// The checksum computed from the page as read.
         computed: u32,
     },
+    /// The owner's write barrier failed, so the pages were not written.
     #[error("page {pageno} of {path}: the write barrier failed: {source}")]
     Barrier {
+        /// The first of the pages about to be written.
         pageno: u64,
+        /// The SLRU's directory.
         path: PathBuf,
+        /// The owner's error.
         source: BarrierError,
     },
+    /// A read returned part of a page.
     #[error("page {pageno} of {path}: short transfer ({got} of {want} bytes)")]
     Short {
+        /// The page number.
         pageno: u64,
+        /// The segment file's path.
         path: PathBuf,
+        /// Bytes read.
         got: usize,
+        /// Bytes wanted: the page size.
         want: usize,
     },
     /// A failed fsync, or a failed write in place: latched, so this and every later write
@@ -168,6 +184,7 @@ pub enum SlruDesign {
 }
 
 impl SlruDesign {
+    /// Every design.
     pub const ALL: [SlruDesign; 3] = [
         SlruDesign::Central,
         SlruDesign::Banks,
@@ -190,29 +207,39 @@ pub struct SlruOptions {
     /// Page slots (at least 2). Split into `buffers.div_ceil(BANK_SIZE)` banks as evenly
     /// as possible; the configuration keeps it a multiple of [`BANK_SIZE`].
     pub buffers: usize,
+    /// How the slots are searched and locked.
     pub design: SlruDesign,
 }
 
 /// The sizes and design of every SLRU, as the configuration builds them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlruSet {
+    /// The design of every SLRU (`slru_design`).
     pub design: SlruDesign,
+    /// Page slots of the commit log (`transaction_buffers`).
     pub transaction_buffers: usize,
+    /// Page slots of the subtransaction log (`subtransaction_buffers`).
     pub subtransaction_buffers: usize,
+    /// Page slots of the multixact offsets SLRU (`multixact_offset_buffers`).
     pub multixact_offset_buffers: usize,
+    /// Page slots of the multixact members SLRU (`multixact_member_buffers`).
     pub multixact_member_buffers: usize,
 }
 
 impl SlruSet {
+    /// The commit log's options.
     pub fn transaction(&self) -> SlruOptions {
         self.options(self.transaction_buffers)
     }
+    /// The subtransaction log's options.
     pub fn subtransaction(&self) -> SlruOptions {
         self.options(self.subtransaction_buffers)
     }
+    /// The multixact offsets SLRU's options.
     pub fn multixact_offset(&self) -> SlruOptions {
         self.options(self.multixact_offset_buffers)
     }
+    /// The multixact members SLRU's options.
     pub fn multixact_member(&self) -> SlruOptions {
         self.options(self.multixact_member_buffers)
     }
@@ -365,6 +392,7 @@ impl Slru {
         self.banks.iter().map(Bank::nslots).sum()
     }
 
+    /// The design the SLRU was opened with.
     pub fn design(&self) -> SlruDesign {
         self.design
     }
@@ -389,6 +417,7 @@ impl Slru {
             .collect()
     }
 
+    /// The SLRU's counters: the banks' summed, plus the file layer's.
     pub fn stats(&self) -> SlruStats {
         let c = &self.files.counters;
         let sum = |f: fn(&Bank) -> &AtomicU64| {
@@ -410,6 +439,7 @@ impl Slru {
         }
     }
 
+    /// Path of segment file `segno`.
     pub fn segment_path(&self, segno: u64) -> PathBuf {
         self.files.segment_path(segno)
     }

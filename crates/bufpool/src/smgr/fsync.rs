@@ -20,8 +20,11 @@ use crate::types::{ForkNumber, RelFileId};
 /// One segment file of one fork of a relation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SegmentId {
+    /// The relation.
     pub rel: RelFileId,
+    /// The fork of the relation.
     pub fork: ForkNumber,
+    /// The segment number (0: the first segment, whose file name has no number).
     pub segno: u32,
 }
 

@@ -104,7 +104,9 @@ type ForkMap =
 /// Where one page is overwritten: see [`Smgr::page_target`].
 #[derive(Debug, Clone)]
 pub struct PageTarget {
+    /// The segment file holding the page.
     pub file: Arc<dyn VfsFile>,
+    /// The page's offset in that file, in bytes.
     pub offset: u64,
     tag: BufferTag,
     segno: u32,
@@ -120,6 +122,7 @@ pub struct SyncReport {
     pub files: usize,
     /// Their fsyncs' total and longest time.
     pub total: Duration,
+    /// The longest single fsync.
     pub longest: Duration,
 }
 
@@ -312,9 +315,11 @@ impl Smgr {
         Ok(smgr)
     }
 
+    /// The data directory's path.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+    /// The page size, in bytes.
     pub fn block_size(&self) -> usize {
         self.block_size
     }
@@ -323,9 +328,11 @@ impl Smgr {
     pub fn direct_io(&self) -> bool {
         self.direct
     }
+    /// Pages per segment file.
     pub fn segment_blocks(&self) -> u32 {
         self.segment_blocks
     }
+    /// The file system the data files are reached through.
     pub fn vfs(&self) -> &Arc<dyn Vfs> {
         &self.vfs
     }

@@ -31,6 +31,7 @@ use crate::sync::{Condvar, Mutex, MutexGuard};
 /// The launcher's settings (from the knob table).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AutovacuumOptions {
+    /// Time between the launcher's looks at the tables (`autovacuum_naptime`).
     pub naptime: Duration,
     /// Dead versions beyond the scale factor's share that make a table due.
     pub threshold: u64,
@@ -79,9 +80,13 @@ pub struct AutovacuumStats {
     /// Over all of them: pages gone through, dead versions removed, cost naps and their
     /// time, and the time spent vacuuming (naps included).
     pub pages: u64,
+    /// Dead versions removed.
     pub removed: u64,
+    /// Naps the cost limit imposed.
     pub cost_naps: u64,
+    /// Those naps' total length.
     pub cost_nap_time: Duration,
+    /// Time spent vacuuming, naps included.
     pub vacuum_time: Duration,
     /// Finished VACUUMs per table, by the names the caller gave.
     pub per_table: Vec<(String, u64)>,
@@ -95,9 +100,13 @@ pub const HISTORY_MAX: usize = 10_000;
 /// One VACUUM the launcher ran.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AutovacuumRun {
+    /// The name the caller gave the table.
     pub table: String,
+    /// When the VACUUM started.
     pub started: Instant,
+    /// When it ended.
     pub ended: Instant,
+    /// What it did.
     pub report: VacuumReport,
 }
 
@@ -105,7 +114,9 @@ pub struct AutovacuumRun {
 #[derive(Debug, thiserror::Error)]
 #[error("autovacuum of {table}: {source}")]
 pub struct AutovacuumError {
+    /// The name the caller gave the table.
     pub table: String,
+    /// The VACUUM's error.
     #[source]
     pub source: HeapError,
 }
@@ -136,6 +147,7 @@ impl std::fmt::Debug for Autovacuum {
 }
 
 impl Autovacuum {
+    /// A launcher with settings `opts`, not yet running.
     pub fn new(opts: AutovacuumOptions) -> Self {
         Autovacuum {
             opts,
@@ -149,6 +161,7 @@ impl Autovacuum {
         }
     }
 
+    /// The launcher's settings.
     pub fn options(&self) -> &AutovacuumOptions {
         &self.opts
     }

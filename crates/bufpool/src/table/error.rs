@@ -9,20 +9,30 @@ use crate::engine::EngineError;
 use crate::options::ConfigError;
 use crate::txn::{ClogError, Deadlock};
 
+/// An error of a heap operation.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HeapError {
     /// A failure below the heap.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// A tuple too large for a page.
     #[error("a tuple of {len} bytes does not fit a page (at most {max} bytes)")]
-    TupleTooLarge { len: usize, max: usize },
+    TupleTooLarge {
+        /// The tuple's data length, in bytes.
+        len: usize,
+        /// The most data a tuple may hold on a page of this size, in bytes.
+        max: usize,
+    },
     /// A row-lock wait would close a cycle of waiting transactions; abort this one.
     #[error(transparent)]
     Deadlock(#[from] Deadlock),
     /// `Heap::try_lock_row` (NOWAIT) found the row held against the lock asked for.
     #[error("could not lock the row: transaction {holder} holds it (NOWAIT)")]
-    WouldBlock { holder: u32 },
+    WouldBlock {
+        /// The transaction holding the row.
+        holder: u32,
+    },
 }
 
 impl HeapError {

@@ -32,11 +32,17 @@ use crate::vfs::Vfs;
 /// Status bits per transaction.
 const BITS: u64 = 2;
 
+/// A transaction's status in the commit log (two bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum XidStatus {
+    /// No outcome recorded: running, or cut off by a crash (a zeroed page reads as this).
     InProgress = 0,
+    /// The transaction committed.
     Committed = 1,
+    /// The transaction aborted.
     Aborted = 2,
+    /// A subtransaction of a tree whose commit is under way: marked before its top-level
+    /// transaction's page commits, then set to Committed.
     SubCommitted = 3,
 }
 
@@ -51,27 +57,49 @@ impl XidStatus {
     }
 }
 
+/// An error of the commit log or of the transaction operations that use it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClogError {
+    /// A page of the commit log or the subtransaction log could not be read or written.
     #[error(transparent)]
     Slru(#[from] SlruError),
+    /// A multixact operation failed.
     #[error(transparent)]
     Multi(#[from] super::multixact::MultiXactError),
+    /// A transaction that must be running is not: the parent of a new savepoint, or a
+    /// subtransaction to roll back (all of them running and of one tree).
     #[error("transaction {xid} is not running (a savepoint needs a running parent; a rollback, a running subtransaction)")]
-    NotRunning { xid: Xid },
+    NotRunning {
+        /// The transaction's id.
+        xid: Xid,
+    },
+    /// The transaction is a subtransaction where a top-level transaction is needed.
     #[error("transaction {xid} is a subtransaction: end it with a rollback to its savepoint, or end its top-level transaction")]
-    NotTopLevel { xid: Xid },
+    NotTopLevel {
+        /// The subtransaction's id.
+        xid: Xid,
+    },
+    /// Assigning a new transaction id was refused: the id space is nearly used up.
     #[error(
         "database is not accepting commands that assign new transaction ids, to avoid \
          wraparound data loss: the next id would be {next}, within {margin} of the end of the \
          32-bit id space (ids are not frozen or reused yet: copy the data into a new directory)"
     )]
-    XidsExhausted { next: Xid, margin: u32 },
+    XidsExhausted {
+        /// The id that would have been assigned next.
+        next: Xid,
+        /// How many ids before the end of the id space assigning stops.
+        margin: u32,
+    },
+    /// A status change the commit log does not allow (see the module doc).
     #[error("transaction {xid} cannot go from {from:?} to {to:?}")]
     BadTransition {
+        /// The transaction's id.
         xid: Xid,
+        /// The status the commit log holds.
         from: XidStatus,
+        /// The status asked for.
         to: XidStatus,
     },
 }
@@ -131,6 +159,7 @@ struct Group {
 /// The commit log's counters: its SLRU's, and the group update's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClogStats {
+    /// The commit log SLRU's counters.
     pub slru: SlruStats,
     /// Groups led (each a leader that recorded its group's outcomes).
     pub group_leaders: u64,
@@ -221,6 +250,7 @@ impl Clog {
         self.xids_per_page
     }
 
+    /// The status the commit log holds for `xid`.
     pub fn get(&self, xid: Xid) -> Result<XidStatus, ClogError> {
         let (page, byte, shift) = self.locate(xid);
         Ok(self

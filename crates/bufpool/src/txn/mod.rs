@@ -17,8 +17,11 @@ pub use subtrans::Subtrans;
 /// A transaction id (PostgreSQL's TransactionId). 0 is invalid, 1 is reserved for data
 /// loaded by bootstrap/bulk load ("frozen"); normal ids start at `FIRST_NORMAL_XID`.
 pub type Xid = u32;
+/// The invalid transaction id: no transaction (its status reads as aborted).
 pub const INVALID_XID: Xid = 0;
+/// The frozen transaction id: data loaded by bootstrap or bulk load, always committed.
 pub const FROZEN_XID: Xid = 1;
+/// The first normal transaction id: the lowest assigned to a transaction.
 pub const FIRST_NORMAL_XID: Xid = 3;
 
 /// How many of the last 32-bit transaction ids (and multixact ids) are never handed out.

@@ -51,7 +51,9 @@ use crate::vfs::Vfs;
 /// A multixact id. 0 is invalid; ids start at 1. Its own space: a tuple's xmax is a
 /// multi only when its infomask says so.
 pub type MultiId = u32;
+/// The invalid multixact id: no multixact.
 pub const INVALID_MULTI: MultiId = 0;
+/// The first multixact id handed out.
 pub const FIRST_MULTI: MultiId = 1;
 
 /// Bytes per offsets entry and per member.
@@ -71,6 +73,8 @@ pub enum MemberMode {
 }
 
 impl MemberMode {
+    /// The mode stored as byte `v` (1 share, 2 exclusive, 3 update, 4 delete); None for any
+    /// other byte.
     pub fn from_u8(v: u8) -> Option<MemberMode> {
         Some(match v {
             1 => MemberMode::Share,
@@ -90,33 +94,69 @@ impl MemberMode {
 /// One holder of a row.
 pub type Member = (Xid, MemberMode);
 
+/// An error of the multixact SLRUs.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MultiXactError {
+    /// A page of `multixact_offsets` or `multixact_members` could not be read or written.
     #[error(transparent)]
     Slru(#[from] SlruError),
+    /// A multixact was asked for that was never created, or whose creation was lost.
     #[error("multixact {multi} does not exist (next is {next}): a tuple names a multixact that was never created or whose creation was lost")]
-    Missing { multi: MultiId, next: MultiId },
+    Missing {
+        /// The multixact's id.
+        multi: MultiId,
+        /// The next multixact id to be handed out.
+        next: MultiId,
+    },
+    /// A multixact's entry or members are inconsistent.
     #[error("multixact {multi}: {problem}")]
     Corrupt {
+        /// The multixact's id.
         multi: MultiId,
+        /// What is wrong with it.
         problem: &'static str,
     },
+    /// A multixact of fewer than 2 members, or more than fit one members page.
     #[error("a multixact needs 2 to {max} members, not {count}")]
-    BadCount { count: usize, max: usize },
+    BadCount {
+        /// The number of members asked for.
+        count: usize,
+        /// The most members one multixact may have.
+        max: usize,
+    },
+    /// Creating a multixact was refused: the multixact id space is nearly used up.
     #[error(
         "database is not accepting commands that create multixacts, to avoid wraparound \
          data loss: the next multixact id would be {next}, within {margin} of the end of the \
          32-bit id space"
     )]
-    IdsExhausted { next: MultiId, margin: u32 },
+    IdsExhausted {
+        /// The id that would have been assigned next.
+        next: MultiId,
+        /// How many ids before the end of the id space assigning stops.
+        margin: u32,
+    },
+    /// The 32-bit member space has no room left for a multixact's members.
     #[error("multixact members exhausted: {count} members do not fit after position {next_member} of the 32-bit member space")]
-    MembersExhausted { next_member: u32, count: usize },
+    MembersExhausted {
+        /// The index of the next member.
+        next_member: u32,
+        /// The number of members asked for.
+        count: usize,
+    },
+    /// A multixact below the oldest kept was asked for: it was truncated.
     #[error("multixact {multi} was truncated (the oldest kept is {oldest}): a tuple names a multixact older than its relation's bound")]
-    Truncated { multi: MultiId, oldest: MultiId },
+    Truncated {
+        /// The multixact's id.
+        multi: MultiId,
+        /// The oldest multixact kept.
+        oldest: MultiId,
+    },
 }
 
 impl MultiXactError {
+    /// The OS error number behind this error, if there is one.
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
             MultiXactError::Slru(e) => e.raw_os_error(),
@@ -128,7 +168,9 @@ impl MultiXactError {
 /// Where the next multi and member go, and the oldest multi kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MultiPositions {
+    /// The next multixact id to hand out.
     pub next_multi: MultiId,
+    /// The index of the next member.
     pub next_member: u32,
     /// Multis below it were truncated away.
     pub oldest_multi: MultiId,

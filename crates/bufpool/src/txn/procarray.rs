@@ -177,8 +177,12 @@ impl State {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("deadlock: transaction {waiter} waits for {holder}, which waits (through {chain:?}) for {waiter}; abort {waiter} and retry")]
 pub struct Deadlock {
+    /// The transaction that asked to wait.
     pub waiter: Xid,
+    /// The transaction holding the row lock it would wait for.
     pub holder: Xid,
+    /// The transactions in between, in order: `holder` waits for the first, each for the next,
+    /// the last for `waiter`'s tree (empty: `holder` waits for it directly).
     pub chain: Vec<Xid>,
 }
 
@@ -241,6 +245,7 @@ impl TxnManager {
         self.multis.install_probe(forward);
     }
 
+    /// The commit log.
     pub fn clog(&self) -> &Clog {
         &self.clog
     }

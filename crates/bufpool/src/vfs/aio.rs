@@ -70,6 +70,7 @@ pub const URING_ENTRIES: u32 = 256;
 /// What an engine is built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AioOptions {
+    /// How reads run ahead of use.
     pub method: IoMethod,
     /// Threads of the `worker` method (also of the fallback from io_uring).
     pub workers: usize,

@@ -22,6 +22,7 @@ unsafe impl Send for AlignedBuf {}
 unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
+    /// A buffer of `len` zero bytes (`len` must not be 0).
     pub fn zeroed(len: usize) -> Self {
         assert!(len > 0);
         let layout = Layout::from_size_align(len, IO_ALIGN).expect("valid layout");
@@ -31,11 +32,13 @@ impl AlignedBuf {
         Self { ptr, len }
     }
 
+    /// The buffer's bytes.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: ptr is a live allocation of len initialized (zeroed) bytes owned by self.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
+    /// The buffer's bytes, writable.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as above, and &mut self guarantees exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }

@@ -25,9 +25,13 @@ pub enum IoAt {
 #[derive(Debug, thiserror::Error)]
 #[error("{op} {}{}: {source}", path.display(), at_text(*at))]
 pub struct IoError {
+    /// The operation, as the message words it ("reading", "fsync of", ...).
     pub op: &'static str,
+    /// The file's path.
     pub path: PathBuf,
+    /// Where in the file it failed.
     pub at: IoAt,
+    /// The OS error.
     #[source]
     pub source: io::Error,
 }

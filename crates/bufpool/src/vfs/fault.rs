@@ -19,22 +19,29 @@ use crate::sync::{AtomicU64, Mutex, Ordering};
 /// Which calls a rule matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultOp {
+    /// open.
     Open,
     /// read_at and read_vectored_at.
     Read,
     /// write_at and write_vectored_at.
     Write,
+    /// writeback (sync_file_range).
     Writeback,
     /// sync_all and sync_data.
     Fsync,
+    /// set_len (ftruncate).
     Truncate,
     /// allocate (posix_fallocate: how relation files grow).
     Allocate,
+    /// unlink.
     Unlink,
+    /// rename (matched on the old name).
     Rename,
+    /// sync_dir (fsync of a directory).
     SyncDir,
     /// symlink (matched on the link's path).
     Symlink,
+    /// Every operation.
     Any,
 }
 
@@ -53,18 +60,24 @@ pub enum FaultKind {
     Panic,
     /// Sleeps this many microseconds, then lets the call through: a slow device or a
     /// stalled request, which moves the interleavings of the threads around it.
-    Delay { micros: u32 },
+    Delay {
+        /// How long to sleep, in microseconds.
+        micros: u32,
+    },
 }
 
 /// One fault to inject.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FaultRule {
+    /// Matches calls on paths that contain this string.
     pub path_contains: String,
+    /// The operation matched.
     pub op: FaultOp,
     /// 1-based number of the first matching call that fails.
     pub nth: u64,
     /// How many consecutive matching calls fail.
     pub times: u64,
+    /// What the failing calls do.
     pub kind: FaultKind,
 }
 
@@ -184,6 +197,7 @@ pub struct FaultVfs {
 }
 
 impl FaultVfs {
+    /// Wraps `inner`, with no rules yet.
     pub fn new(inner: Arc<dyn Vfs>) -> Self {
         let faults: Arc<Faults> = Arc::default();
         let f = faults.clone();

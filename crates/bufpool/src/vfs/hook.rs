@@ -22,11 +22,13 @@ use super::{FaultOp, OpenOptions, Vfs, VfsFile};
 /// One call, as the hook sees it before it runs.
 #[derive(Debug)]
 pub struct Call<'a> {
+    /// The operation.
     pub op: FaultOp,
     /// The file's path (a rename: the old name; a symlink: the link).
     pub path: &'a Path,
     /// Reads and writes (and writeback, allocate: the range; set_len: the length in `len`).
     pub offset: u64,
+    /// The bytes read or written, the range's length, or set_len's new length.
     pub len: u64,
     /// A write's bytes, buffer by buffer (empty for every other call).
     pub data: Vec<&'a [u8]>,
@@ -50,7 +52,9 @@ pub type CallHook = Arc<dyn Fn(&Call<'_>) -> Option<io::Error> + Send + Sync>;
 /// What a hook decides for a call ([`HookVfs::with_verdicts`]).
 #[derive(Debug)]
 pub enum Verdict {
+    /// The call runs.
     Pass,
+    /// The call fails with this error, without reaching the wrapped file system.
     Fail(io::Error),
     /// A read or write moves the first half of its bytes (rounded down to 512; a vectored
     /// read: of its first buffer) and reports that count; any other call fails with EIO.

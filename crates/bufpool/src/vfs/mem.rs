@@ -51,6 +51,7 @@ pub struct MemVfs {
 }
 
 impl MemVfs {
+    /// An empty file system: only the root directory `/`.
     pub fn new() -> Self {
         let vfs = Self::default();
         vfs.tree.lock().dirs.insert(PathBuf::from("/"));

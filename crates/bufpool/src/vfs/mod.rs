@@ -55,15 +55,18 @@ pub struct OpenOptions {
 }
 
 impl OpenOptions {
+    /// Open an existing file for reading only.
     pub fn read_only() -> Self {
         Self::default()
     }
+    /// Open an existing file for reading and writing.
     pub fn read_write() -> Self {
         Self {
             write: true,
             ..Self::default()
         }
     }
+    /// Open for reading and writing, creating the file if it does not exist.
     pub fn create() -> Self {
         Self {
             write: true,
@@ -71,6 +74,7 @@ impl OpenOptions {
             ..Self::default()
         }
     }
+    /// Create the file and open it for reading and writing; fail if it exists.
     pub fn create_new() -> Self {
         Self {
             write: true,
@@ -83,12 +87,17 @@ impl OpenOptions {
 
 /// File-system level operations.
 pub trait Vfs: Send + Sync + fmt::Debug {
+    /// Opens the file at `path` as `opts` says.
     fn open(&self, path: &Path, opts: OpenOptions) -> io::Result<Arc<dyn VfsFile>>;
+    /// Removes the file (or the symbolic link) at `path` (unlink(2)).
     fn unlink(&self, path: &Path) -> io::Result<()>;
+    /// Renames the file `from` to `to`, replacing `to` if it exists (rename(2)).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// fsync of a directory, making creations, renames and unlinks in it durable.
     fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// Creates the directory `path` and any missing parents.
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Whether `path` exists.
     fn exists(&self, path: &Path) -> io::Result<bool>;
     /// Names of the entries of a directory, unsorted (symbolic links included).
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
@@ -109,15 +118,15 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// None where the file system cannot tell (in memory, simulated): two paths with the
     /// same `Some` share a device's bandwidth and its fsyncs.
     fn device_id(&self, path: &Path) -> io::Result<Option<u64>>;
-    /// What `path` itself is, without following a link it ends in (lstat(2)). The
-    /// default, for file systems that hold only files, directories and links, asks
-    /// `read_link` and `list_dir`; the real file system also tells FIFOs, sockets and
-    /// devices apart ([`FileKind::Other`]), which must never be opened as data.
     /// The permission bits of `path` (st_mode & 0o7777, following links), or None where
     /// the file system has none (in memory, simulated).
     fn mode(&self, _path: &Path) -> io::Result<Option<u32>> {
         Ok(None)
     }
+    /// What `path` itself is, without following a link it ends in (lstat(2)). The
+    /// default, for file systems that hold only files, directories and links, asks
+    /// `read_link` and `list_dir`; the real file system also tells FIFOs, sockets and
+    /// devices apart ([`FileKind::Other`]), which must never be opened as data.
     fn file_kind(&self, path: &Path) -> io::Result<FileKind> {
         match self.read_link(path) {
             Ok(_) => return Ok(FileKind::Symlink),
@@ -135,8 +144,11 @@ pub trait Vfs: Send + Sync + fmt::Debug {
 /// What a path is ([`Vfs::file_kind`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
+    /// A regular file.
     File,
+    /// A directory.
     Directory,
+    /// A symbolic link.
     Symlink,
     /// A FIFO, a socket, a device: nothing the engine writes, never opened.
     Other,
@@ -145,6 +157,7 @@ pub enum FileKind {
 /// Operations on one open file. Offsets are absolute (pread/pwrite style), so one handle is
 /// shared by all threads without a seek position.
 pub trait VfsFile: Send + Sync + fmt::Debug {
+    /// The path the file was opened with.
     fn path(&self) -> &Path;
     /// One pread; may return fewer bytes than asked at end of file.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
@@ -175,7 +188,9 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
         }
         Ok(())
     }
+    /// The file's length, in bytes.
     fn len(&self) -> io::Result<u64>;
+    /// Whether the file's length is 0.
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }

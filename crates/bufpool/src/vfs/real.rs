@@ -25,6 +25,7 @@ pub const DIR_MODE: u32 = 0o700;
 pub struct RealVfs;
 
 impl RealVfs {
+    /// The real file systems.
     pub fn new() -> Self {
         Self
     }

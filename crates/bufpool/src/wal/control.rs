@@ -25,31 +25,51 @@ use std::path::{Path, PathBuf};
 use crate::types::{Lsn, RelFileId};
 use crate::vfs::{IoError, OpenOptions, Vfs};
 
+/// The control file's name in the data directory.
 pub const CONTROL_FILE: &str = "bufpool.control";
 const FORMAT: u32 = 2;
 
+/// The control file's contents: where recovery starts, and the counters it restores.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Control {
+    /// The LSN of the latest checkpoint record.
     pub checkpoint: Lsn,
+    /// That checkpoint's redo point: where recovery starts replaying.
     pub redo: Lsn,
+    /// The log's incarnation (bumped by every recovery).
     pub incarnation: u32,
+    /// The next transaction id to hand out.
     pub next_xid: u32,
     /// Where the next multixact and its members go (at the redo point or later: replay
     /// raises them past every multixact it replays).
     pub next_multi: u32,
+    /// The index of the next multixact member.
     pub next_member: u32,
+    /// The oldest multixact kept: those below it were truncated.
     pub oldest_multi: u32,
     /// Per relation, the oldest multixact its tuples may name (`txn::MultiXact`'s bounds).
     pub multi_rels: Vec<(RelFileId, u32)>,
 }
 
+/// Why the control file cannot be read or written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ControlError {
+    /// The control file does not exist.
     #[error("control file {path} is missing: this data directory has no log yet, or the file was removed (recovery cannot know where to start)")]
-    Missing { path: PathBuf },
+    Missing {
+        /// The control file's path.
+        path: PathBuf,
+    },
+    /// The control file is damaged or unreadable; `problem` says how.
     #[error("control file {path}: {problem}")]
-    Corrupt { path: PathBuf, problem: String },
+    Corrupt {
+        /// The control file's path.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Reading or writing the control file failed.
     #[error("{} control file {}: {}", .0.op, .0.path.display(), .0.source)]
     Io(#[source] IoError),
 }
@@ -74,6 +94,8 @@ fn render(c: &Control) -> String {
     format!("{body}crc32c={crc:08x}\n")
 }
 
+/// Writes `c` to the control file at `path` atomically (temp file, fsync, rename, fsync of
+/// the directory).
 pub fn write(vfs: &dyn Vfs, path: &Path, c: &Control) -> Result<(), ControlError> {
     debug_assert!(
         c.redo <= c.checkpoint,
@@ -84,6 +106,7 @@ pub fn write(vfs: &dyn Vfs, path: &Path, c: &Control) -> Result<(), ControlError
     crate::vfs::write_atomic(vfs, path, render(c).as_bytes()).map_err(ControlError::Io)
 }
 
+/// Reads the control file at `path` and checks its checksum and fields.
 pub fn read(vfs: &dyn Vfs, path: &Path) -> Result<Control, ControlError> {
     if !vfs
         .exists(path)

@@ -240,14 +240,17 @@ impl Wal {
         Ok(wal)
     }
 
+    /// Size of each segment file, in bytes.
     pub fn segment_size(&self) -> u64 {
         self.segments.size
     }
 
+    /// The path of segment file number `segno`.
     pub fn segment_path(&self, segno: u64) -> PathBuf {
         self.segments.path(segno)
     }
 
+    /// The numbers of the segment files present on disk, ascending.
     pub fn segment_numbers(&self) -> Result<Vec<u64>, WalError> {
         self.segments.list()
     }
@@ -292,6 +295,7 @@ impl Wal {
         self.segments.io.snapshot()
     }
 
+    /// The log's counters, since it was opened.
     pub fn stats(&self) -> WalStats {
         let c = &self.counters;
         WalStats {

@@ -3,14 +3,17 @@
 /// How the log is made durable (PostgreSQL's `wal_sync_method`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SyncMethod {
+    /// Segments synced with fdatasync (the default).
     #[default]
     Fdatasync,
+    /// Segments synced with fsync.
     Fsync,
     /// Segments opened with O_DSYNC: every write is durable when it returns.
     OpenDatasync,
 }
 
 impl SyncMethod {
+    /// The setting's value as PostgreSQL's `wal_sync_method` spells it.
     pub fn name(self) -> &'static str {
         match self {
             SyncMethod::Fdatasync => "fdatasync",
@@ -29,8 +32,12 @@ pub const DEFAULT_RECYCLE_SEGMENTS: usize = 5;
 /// Log settings (validated by `Config`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WalOptions {
+    /// Size of each segment file, in bytes (PostgreSQL's `wal_segment_size`).
     pub segment_size: u64,
+    /// Size of the in-memory log ring that records are copied into before they are written, in
+    /// bytes (PostgreSQL's `wal_buffers`).
     pub buffers: u64,
+    /// How the log is made durable.
     pub sync_method: SyncMethod,
     /// How many segments released by checkpoints are kept to be renamed into new ones
     /// (instead of creating and zero-filling a file); the rest are unlinked. 0 keeps none.
@@ -70,19 +77,25 @@ pub const DEFAULT_PREPARE_SEGMENTS: u64 = 4;
 /// difference across a checkpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SegmentCounts {
+    /// Segment files created and zero-filled.
     pub added: u64,
+    /// Segment files renamed from a segment a checkpoint released.
     pub recycled: u64,
+    /// Segment files unlinked.
     pub removed: u64,
 }
 
 /// Counters of the log (all since open).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WalStats {
+    /// Records inserted.
     pub records: u64,
+    /// Bytes of log the records took, each rounded up to [`super::record::ALIGN`].
     pub bytes: u64,
     /// Full-page images logged (pg_stat_wal's wal_fpi), and the bytes they took in the
     /// log (compressed, with `wal_compression = lz4`).
     pub images: u64,
+    /// Bytes those full-page images took in the log.
     pub image_bytes: u64,
     /// Flushes that wrote and synced.
     pub syncs: u64,

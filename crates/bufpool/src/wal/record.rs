@@ -57,6 +57,7 @@ use std::ops::Range;
 
 use crate::types::{BufferTag, ForkNumber, Lsn, RelFileId};
 
+/// Bytes of a record's header, before its block references.
 pub const HEADER_SIZE: usize = 48;
 const BLOCK_HEADER_SIZE: usize = 16;
 /// Bytes of a range's offset and length in a block's range table.
@@ -71,6 +72,7 @@ pub const ALIGN: u64 = 8;
 /// holds at most a few full-page images; 4 MiB leaves room for 128 pages of 32 KiB.
 pub const MAX_RECORD_SIZE: usize = 4 << 20;
 
+/// The record ends its transaction with a commit.
 pub const FLAG_COMMIT: u8 = 1;
 /// The record ends its transaction with an abort.
 pub const FLAG_ABORT: u8 = 2;
@@ -167,22 +169,34 @@ pub enum BlockChange {
     Ranges(Vec<(u16, Vec<u8>)>),
 }
 
+/// One page a record changes, and the change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockRef {
+    /// The page.
     pub tag: BufferTag,
+    /// What the record does to it.
     pub change: BlockChange,
 }
 
 /// A decoded record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
+    /// Where the record starts in the log.
     pub lsn: Lsn,
+    /// The log's durable end when the record was inserted: every byte before it had been
+    /// fsynced.
     pub flushed: Lsn,
+    /// The life of the log the record was written in (bumped by every recovery).
     pub incarnation: u32,
+    /// The transaction the record belongs to (0 for checkpoint and end-of-recovery records).
     pub xid: u32,
+    /// What the record does.
     pub kind: RecordKind,
+    /// [`FLAG_COMMIT`] or [`FLAG_ABORT`] if the record ends its transaction, else 0.
     pub flags: u8,
+    /// Kind-specific value (checkpoint: its redo point; see [`RecordKind`] for the others).
     pub extra: u64,
+    /// The pages the record changes.
     pub blocks: Vec<BlockRef>,
     /// Transaction tree records: the subtransactions that share the outcome.
     pub subxids: Vec<u32>,
@@ -201,6 +215,7 @@ impl Record {
     }
 }
 
+/// Rounds `x` up to the record alignment ([`ALIGN`]).
 pub fn align(x: u64) -> u64 {
     x.div_ceil(ALIGN) * ALIGN
 }
@@ -211,9 +226,13 @@ pub fn align(x: u64) -> u64 {
 /// relation u32, then `count` times (xid u32, mode u8, 3 zero bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MultiCreate {
+    /// The multixact's id.
     pub multi: u32,
+    /// The index of its first member.
     pub start: u32,
+    /// The relation whose tuple will name it.
     pub rel: RelFileId,
+    /// Its members: (transaction id, mode byte 1..=4).
     pub members: Vec<(u32, u8)>,
 }
 
@@ -239,6 +258,8 @@ pub struct RecordBuilder {
 }
 
 impl RecordBuilder {
+    /// A record of `kind` by transaction `xid` with `flags` and the kind-specific `extra`, no
+    /// blocks yet.
     pub fn new(kind: RecordKind, xid: u32, flags: u8, extra: u64) -> Self {
         // Room for a typical change record (a block header and a few ranges) from the
         // start: growing from the header's size cost two or three reallocations each.
@@ -443,6 +464,7 @@ impl RecordBuilder {
         self.buf.len()
     }
 
+    /// Whether no block has been added.
     pub fn is_empty(&self) -> bool {
         self.nblocks == 0
     }
@@ -530,17 +552,23 @@ pub enum Invalid {
     Zero,
     /// Fewer bytes available than the header or the record needs.
     Truncated {
+        /// Bytes the header or the record needs.
         need: usize,
+        /// Bytes available.
         have: usize,
     },
     /// Length field out of range.
     Length(u32),
     /// The record says it belongs elsewhere (stale data from a recycled segment).
     WrongLsn {
+        /// The position the record claims.
         found: u64,
     },
+    /// The stored CRC does not match the record's bytes.
     Checksum {
+        /// The CRC in the record.
         stored: u32,
+        /// The CRC of the record's bytes.
         computed: u32,
     },
     /// Structurally wrong body (unknown kind, block overruns the record).

@@ -151,6 +151,7 @@ pub const HINTED_BITS_PER_BUFFER: usize = 16;
 /// Victim queue: its capacity is the per-round write cap, within these bounds (a buffer id
 /// is 4 bytes and a cell 16, so 64 Ki cells are 1 MiB).
 pub const VICTIM_QUEUE_MIN: usize = 64;
+/// The victim queue's largest capacity, in cells (1 MiB).
 pub const VICTIM_QUEUE_MAX: usize = 1 << 16;
 
 /// Called with every error of a bgwriter write (the page stays dirty; the bgwriter goes
@@ -190,6 +191,7 @@ pub struct RoundReport {
     pub idle: bool,
     /// A stop request ended the round early.
     pub stopped: bool,
+    /// How long the round took.
     pub elapsed: Duration,
     /// The allocation count the round read (for the hibernation re-check).
     allocations_seen: u64,
@@ -211,7 +213,9 @@ pub struct BgwriterStats {
     pub buffers_backend: u64,
     /// Of `buffers_clean`, pages written by the mini-checkpoint all-scan.
     pub buffers_mini_checkpoint: u64,
+    /// Rounds run.
     pub rounds: u64,
+    /// Times the bgwriter thread went into hibernation.
     pub hibernations: u64,
     /// Bgwriter writes that failed (pages left dirty).
     pub write_errors: u64,
@@ -219,9 +223,11 @@ pub struct BgwriterStats {
     pub buffers_scanned: u64,
     /// Time spent in rounds, and the longest round.
     pub round_time_total: Duration,
+    /// The longest round.
     pub round_time_max: Duration,
     /// Victim queue: buffers pushed by the bgwriter, and popped by allocations.
     pub victims_queued: u64,
+    /// Queued buffers an allocation took as its victim.
     pub victims_popped: u64,
     /// The allocation count the latest round read: how far the bgwriter has caught up
     /// with demand (`buffers_alloc - buffers_alloc_seen` allocations it has not seen yet).
@@ -234,6 +240,7 @@ pub struct BgwriterStats {
     /// (`unreached`: the bgwriter had not looked there yet this lap) or behind it
     /// (`passed`: it looked and the buffer was not reusable then, or was dirtied again).
     pub dirty_victims_unreached: u64,
+    /// Dirty victims handed out behind the bgwriter's cursor (`passed`, see above).
     pub dirty_victims_passed: u64,
     /// Rounds that found the hand past their cursor (the bgwriter was lapped and
     /// restarted at the hand).

@@ -27,7 +27,9 @@ pub struct BTreeStats {
     pub levels: u32,
     /// Tree pages reached (the meta page not counted).
     pub pages: u32,
+    /// Leaf pages reached.
     pub leaf_pages: u32,
+    /// Internal pages reached.
     pub internal_pages: u32,
     /// Leaf entries.
     pub entries: u64,

@@ -187,11 +187,13 @@ impl<'a> BtPage<'a> {
         (lower.saturating_sub(PAGE_HEADER_SIZE) / self.esize()).min(self.capacity())
     }
 
+    /// Whether the page holds no entry.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Whether the page holds as many entries as it can.
     #[inline]
     pub fn is_full(&self) -> bool {
         self.len() >= self.capacity()
@@ -203,26 +205,31 @@ impl<'a> BtPage<'a> {
         page::is_new(self.0)
     }
 
+    /// The page's level (0: a leaf).
     #[inline]
     pub fn level(&self) -> u16 {
         get_u16(self.0, self.special() + SP_LEVEL)
     }
 
+    /// Whether the page is a leaf (level 0).
     #[inline]
     pub fn is_leaf(&self) -> bool {
         self.level() == 0
     }
 
+    /// The flags of the special area ([`ROOT`], [`RIGHTMOST`], [`INCOMPLETE_SPLIT`]).
     #[inline]
     pub fn flags(&self) -> u16 {
         get_u16(self.0, self.special() + SP_FLAGS)
     }
 
+    /// Whether the page is the root.
     #[inline]
     pub fn is_root(&self) -> bool {
         self.flags() & ROOT != 0
     }
 
+    /// Whether the page is the last of its level (no right link, no high key).
     #[inline]
     pub fn is_rightmost(&self) -> bool {
         self.flags() & RIGHTMOST != 0
@@ -355,11 +362,13 @@ pub struct BtPageMut<'a> {
 }
 
 impl<'a> BtPageMut<'a> {
+    /// Write access to `page`, nothing declared yet.
     pub fn new(page: &'a mut [u8]) -> BtPageMut<'a> {
         let delta = PageDelta::new(page.len());
         BtPageMut { page, delta }
     }
 
+    /// The page, for reading.
     pub fn view(&self) -> BtPage<'_> {
         BtPage(self.page)
     }
@@ -412,6 +421,7 @@ impl<'a> BtPageMut<'a> {
         self.put(sp + SP_RIGHT, &NO_BLOCK.to_le_bytes());
     }
 
+    /// Replaces the flags of the special area with `flags`.
     pub fn set_flags(&mut self, flags: u16) {
         let sp = self.special();
         self.put(sp + SP_FLAGS, &flags.to_le_bytes());
@@ -558,8 +568,11 @@ impl<'a> BtPageMut<'a> {
 /// The meta page's contents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
+    /// Whether the index is unique on the key.
     pub unique: bool,
+    /// The root page's block.
     pub root: u32,
+    /// The root page's level.
     pub root_level: u32,
 }
 

@@ -35,9 +35,13 @@ pub const TUPLE_HEADER_SIZE: usize = 20;
 /// Tuples start at 8-byte boundaries (PostgreSQL's MAXALIGN).
 const TUPLE_ALIGN: usize = 8;
 
+/// Hint bit: xmin is known committed.
 pub const XMIN_COMMITTED: u16 = 1 << 0;
+/// Hint bit: xmin is known aborted.
 pub const XMIN_INVALID: u16 = 1 << 1;
+/// Hint bit: xmax is known committed.
 pub const XMAX_COMMITTED: u16 = 1 << 2;
+/// Hint bit: xmax is known aborted, or there is none (set on insert).
 pub const XMAX_INVALID: u16 = 1 << 3;
 /// The tuple was updated: its ctid points at the newer version.
 pub const UPDATED: u16 = 1 << 4;
@@ -67,9 +71,21 @@ const LP_DEAD: u8 = 3;
 /// A line pointer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ItemId {
+    /// Free: no tuple, the slot reusable.
     Unused,
-    Normal { offset: u16, len: u16 },
-    Redirect { to: u16 },
+    /// A tuple.
+    Normal {
+        /// Where the tuple starts in the page, in bytes.
+        offset: u16,
+        /// The space the tuple takes (header and data, aligned to 8), in bytes.
+        len: u16,
+    },
+    /// A chain root after pruning: leads to another slot of this page.
+    Redirect {
+        /// The slot it leads to.
+        to: u16,
+    },
+    /// A deleted row's root after pruning: no tuple, the slot kept until VACUUM makes it unused.
     Dead,
 }
 
@@ -104,10 +120,16 @@ const _: () = assert!(crate::page::MAX_PAGE_SIZE - 1 <= 0x7FFF + 1);
 /// The MVCC header of a tuple.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TupleHeader {
+    /// The transaction that inserted this version.
     pub xmin: u32,
+    /// The transaction (with [`XMAX_IS_MULTI`], the multixact) that deleted, updated or locked
+    /// it; 0 if none.
     pub xmax: u32,
+    /// The block of the newer version (the tuple's own block until it is updated).
     pub ctid_block: u32,
+    /// The slot of the newer version (the tuple's own slot until it is updated).
     pub ctid_slot: u16,
+    /// Hint and state bits ([`XMIN_COMMITTED`] and the flags after it).
     pub infomask: u16,
 }
 
@@ -321,11 +343,13 @@ pub struct HeapPageMut<'a> {
 }
 
 impl<'a> HeapPageMut<'a> {
+    /// Write access to `page`, nothing declared yet.
     pub fn new(page: &'a mut [u8]) -> HeapPageMut<'a> {
         let delta = PageDelta::new(page.len());
         HeapPageMut { page, delta }
     }
 
+    /// The page, for reading.
     pub fn view(&self) -> HeapPage<'_> {
         HeapPage(self.page)
     }

@@ -43,6 +43,7 @@ pub struct SeqScanOptions {
 /// What one scan did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScanReport {
+    /// The plan the scan followed.
     pub plan: ScanPlan,
     /// Whether a ring was used (the plan asked and its size was not 0).
     pub ring: bool,
@@ -57,6 +58,7 @@ pub struct ScanReport {
     /// Whether the scan joined its table's group of paced scans (`seqscan_sync_pacing`),
     /// and how long it waited for the group's last member.
     pub paced: bool,
+    /// How long it waited for the group's last member.
     pub group_wait: std::time::Duration,
 }
 

@@ -39,9 +39,11 @@ use std::time::{Duration, Instant};
 /// What VACUUM did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VacuumReport {
+    /// The relation's size in pages when the pass began.
     pub pages: u32,
     /// Dead versions whose space was reclaimed.
     pub removed: u64,
+    /// Empty pages cut off the end of the relation.
     pub truncated_pages: u32,
     /// Tuples whose multixact xmax (all members ended) became a plain one.
     pub multis_replaced: u64,
@@ -60,10 +62,13 @@ pub struct VacuumReport {
     /// Pages found in the pool, read from storage, and found clean and dirtied (the cost
     /// accounting's three kinds).
     pub pages_hit: u64,
+    /// Pages read from storage.
     pub pages_read: u64,
+    /// Pages found clean and dirtied by the pass.
     pub pages_dirtied: u64,
     /// Naps the cost limit imposed, and their total length.
     pub cost_naps: u64,
+    /// The naps' total length.
     pub cost_nap_time: Duration,
     /// The pass stopped early when asked to ([`VacuumOptions::interrupt`]); pages it did
     /// not reach are as they were.
@@ -72,7 +77,9 @@ pub struct VacuumReport {
 
 /// PostgreSQL's `vacuum_cost_page_hit`, `_miss` (its default since 14) and `_dirty`.
 pub const VACUUM_COST_PAGE_HIT: u64 = 1;
+/// Cost of a page read from storage (`vacuum_cost_page_miss`).
 pub const VACUUM_COST_PAGE_MISS: u64 = 2;
+/// Cost of a page the pass dirtied (`vacuum_cost_page_dirty`).
 pub const VACUUM_COST_PAGE_DIRTY: u64 = 20;
 
 /// Cost-based pacing (PostgreSQL's vacuum_cost_limit and _delay): each page costs
@@ -83,7 +90,9 @@ pub const VACUUM_COST_PAGE_DIRTY: u64 = 20;
 /// (PostgreSQL's vacuum_delay_point).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VacuumCost {
+    /// The cost balance at which the pass naps.
     pub limit: u64,
+    /// The nap for a balance of `limit` (longer past it, at most four times this).
     pub delay: Duration,
 }
 
