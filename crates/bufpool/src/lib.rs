@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! bufpool: an embeddable, PostgreSQL-grade database buffer manager, with the storage
 //! manager, write-ahead log, commit log and small transactional tables it needs.
 //!
@@ -6,29 +7,35 @@
 //! reach disk, and a committed transaction survives a crash at any instant.
 //!
 //! ```no_run
-//! use bufpool::index::BTree;
-//! use bufpool::table::{Heap, Tid};
-//! use bufpool::{Engine, RelFileId};
+//! use bufpool::table::{ColumnType, Schema, Tid};
+//! use bufpool::{Database, Engine};
 //!
 //! # fn main() -> Result<(), bufpool::Error> {
-//! // `Engine::open("db")` with the default knobs; a builder for others.
-//! let engine = Engine::builder("db").shared_buffers(64 << 20).open()?;
-//! let accounts = Heap::create(&engine, RelFileId::new(0, 16384))?;
-//! let pkey = BTree::create(&engine, RelFileId::new(0, 16385), true)?;
+//! // `Database::open("db")` with the default knobs; the engine's builder for others.
+//! let db = Database::new(Engine::builder("db").shared_buffers(64 << 20).open()?.into());
+//! // Tables and indexes by name: the catalog picks their relation numbers.
+//! let schema = Schema::new(&[("id", ColumnType::Int8), ("owner", ColumnType::Char(8))]);
+//! let accounts = db.create_table("accounts", schema)?;
+//! let pkey = db.create_index("accounts_pkey", "accounts", "id", true)?;
 //!
-//! let x = engine.begin()?;
+//! let x = db.begin()?;
 //! let tid = accounts.insert(x.xid()?, b"alice 100")?; // its first write: an id
 //! pkey.insert(x.xid()?, 1, tid.to_u64())?;
 //! x.commit()?; // durable when this returns (synchronous_commit = on)
 //!
-//! let y = engine.begin()?; // reads only: no id, no log record, no flush
+//! let y = db.begin()?; // reads only: no id, no log record, no flush
 //! let root = Tid::from_u64(pkey.get(1)?.expect("committed above"));
 //! assert_eq!(accounts.fetch(&y.snapshot(), root)?.as_deref(), Some(&b"alice 100"[..]));
 //! y.commit()?;
-//! engine.shutdown()?; // a checkpoint: the next open replays nothing
+//! drop((accounts, pkey)); // handles share the engine: `Heap<'static>` can go to a thread
+//! db.shutdown()?; // a checkpoint: the next open replays nothing
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! Handles borrow the engine (`Heap::open(&engine, rel)`, `Heap<'e>`) or share it
+//! (`Heap::open(arc.clone(), rel)`, `Heap<'static>`): see [`EngineRef`]. The B-tree keys on
+//! `i64`; [`index::key`] maps byte strings and unsigned integers to order-keeping keys.
 //!
 //! The layers, bottom up (nothing imports upward; `tests/layering.rs` checks it against
 //! docs/ARCHITECTURE.md):
@@ -51,6 +58,7 @@
 //! - [`engine`]: opens a directory, recovery, page logging, commits, checkpoints.
 //! - [`table`] and [`index`]: heap relations (MVCC rows, HOT chains, VACUUM) and the B-link
 //!   tree.
+//! - [`database`]: tables and indexes created and opened by name through the catalog.
 //!
 //! A pool without a log, for a page cache of your own: [`BufferPool::open`].
 //!
@@ -61,10 +69,12 @@
 
 pub mod buffer;
 pub mod config;
+pub mod database;
 pub mod engine;
+mod error;
 pub(crate) mod hooks;
 pub mod index;
-pub mod invariants;
+pub(crate) mod invariants;
 pub mod metrics;
 pub mod options;
 pub mod page;
@@ -86,10 +96,14 @@ pub use buffer::{
     RingStats, WalFlush,
 };
 pub use config::{Config, ConfigError, HugePages, PoolSize};
+pub use database::Database;
 pub use engine::{
-    create_wal_directory, wal_directory, Engine, EngineBuilder, EngineError, RecoveryReport,
+    create_wal_directory, wal_directory, Engine, EngineBuilder, EngineError, EngineRef,
+    RecoveryReport,
 };
+pub use error::Error;
 pub use index::IndexError;
+pub use invariants::Violations;
 pub use scan::{BlockSource, ReadStream, ReadStreamOptions, ReadStreamStats};
 pub use smgr::{Smgr, SmgrError, SmgrOptions};
 pub use stats::{IoContext, IoOp, IoStats, IoStatsSnapshot, IoWriter};
@@ -106,45 +120,4 @@ pub mod testing {
         Call, CallHook, CrashChoice, CrashReport, FaultKind, FaultOp, FaultRule, FaultVfs, HookVfs,
         SimVfs, SyncPoint, Verdict, VerdictHook,
     };
-}
-
-/// Any error of the library, for an embedder that uses several layers at once (a
-/// transaction that touches heaps and indexes). Each layer's own error converts into it;
-/// messages are the wrapped error's.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Heap(#[from] HeapError),
-    #[error(transparent)]
-    Index(#[from] IndexError),
-    #[error(transparent)]
-    Catalog(#[from] CatalogError),
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Buffer(#[from] BufferError),
-    #[error(transparent)]
-    Storage(#[from] SmgrError),
-}
-
-impl Error {
-    /// Whether a row-lock wait refused to close a cycle: abort the transaction and retry.
-    pub fn is_deadlock(&self) -> bool {
-        matches!(self, Error::Heap(HeapError::Deadlock(_)))
-    }
-
-    /// The OS error number behind this error, if there is one.
-    pub fn raw_os_error(&self) -> Option<i32> {
-        match self {
-            Error::Engine(e) => e.raw_os_error(),
-            Error::Heap(e) => e.raw_os_error(),
-            Error::Index(e) => e.raw_os_error(),
-            Error::Buffer(e) => e.raw_os_error(),
-            Error::Storage(e) => e.raw_os_error(),
-            Error::Catalog(_) | Error::Config(_) => None,
-        }
-    }
 }

@@ -474,8 +474,7 @@ fn fillfactor_leaves_room_and_is_validated() {
     for bad in [0u8, 9, 101] {
         let err = Heap::open(&e, REL)
             .with_fillfactor(bad)
-            .err()
-            .expect("out of range")
+            .expect_err("out of range")
             .to_string();
         assert!(
             err.contains("fillfactor") && err.contains("10..100"),

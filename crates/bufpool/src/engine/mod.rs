@@ -31,6 +31,7 @@
 
 mod builder;
 mod checkpointer;
+mod handle;
 pub mod prewarm;
 pub mod recovery;
 mod transaction;
@@ -40,6 +41,7 @@ pub use builder::EngineBuilder;
 pub use checkpointer::{
     CheckpointReason, CheckpointSummary, CheckpointerOptions, CheckpointerStats,
 };
+pub use handle::EngineRef;
 pub use recovery::RecoveryReport;
 pub use transaction::Transaction;
 pub use waldir::{create_wal_directory, wal_directory};
@@ -70,21 +72,29 @@ use crate::wal::{
     FLAG_COMMIT,
 };
 
+/// What opening, recovering, committing or checkpointing an engine can fail with.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EngineError {
+    /// The buffer pool failed (a read, a write, no free buffer).
     #[error(transparent)]
     Buffer(#[from] BufferError),
+    /// The storage manager failed (a relation file, the data directory).
     #[error(transparent)]
     Storage(#[from] SmgrError),
+    /// The write-ahead log failed (an append, a flush, a segment).
     #[error(transparent)]
     Wal(#[from] WalError),
+    /// The control file is unreadable, corrupt or could not be written.
     #[error(transparent)]
     Control(#[from] ControlError),
+    /// A knob is out of range or knobs contradict each other.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The commit log (or another SLRU of transaction state) failed.
     #[error(transparent)]
     Clog(#[from] ClogError),
+    /// A file operation outside the layers above failed.
     #[error(transparent)]
     Io(#[from] IoError),
     /// A checkpoint the checkpointer thread ran for a request failed: its error, shared
@@ -92,27 +102,61 @@ pub enum EngineError {
     /// [`EngineError::raw_os_error`]).
     #[error("checkpoint failed: {0}")]
     Checkpoint(std::sync::Arc<EngineError>),
+    /// The checkpointer thread stopped (shutdown) before a requested checkpoint ran.
     #[error("the checkpointer stopped before the requested checkpoint ran")]
     CheckpointerStopped,
+    /// A shutdown of a shared engine while other handles still hold it.
+    #[error("shutdown: {others} other handles still share the engine; drop them first")]
+    StillShared {
+        /// Handles other than the one shutting down (`Arc` strong count minus one).
+        others: usize,
+    },
+    /// A savepoint that is not open in the transaction named.
     #[error("savepoint {id} is not open in transaction {xid} (released, rolled back past, or another transaction's)")]
-    NoSavepoint { xid: Xid, id: u32 },
+    NoSavepoint {
+        /// The transaction asked.
+        xid: Xid,
+        /// The savepoint id asked for.
+        id: u32,
+    },
+    /// A log record that fails its checks before the log's known end: refused rather than
+    /// read as the end of the log.
     #[error("the WAL is corrupt at {lsn} ({path}, offset {offset}): {reason}; refusing to open, since replaying only up to here would silently drop acknowledged commits")]
     Corrupt {
+        /// The segment file holding the bad record.
         path: PathBuf,
+        /// The record's offset in that file, in bytes.
         offset: u64,
+        /// The record's LSN.
         lsn: Lsn,
+        /// What check failed.
         reason: String,
     },
     /// The log segment the control file's checkpoint record is in is not there (removed,
     /// or an empty directory or device where the log was): nothing to replay from.
     #[error("the WAL segment {path} holding the checkpoint record at {lsn} is missing (removed, or an empty directory or device where the log was); refusing to open, since a new log would lose every commit in the missing one")]
-    WalMissing { path: PathBuf, lsn: Lsn },
+    WalMissing {
+        /// Where the segment should be.
+        path: PathBuf,
+        /// The checkpoint record's LSN.
+        lsn: Lsn,
+    },
     /// A WAL directory that cannot be made or is not there: the path and the reason.
     #[error("WAL directory {path}: {problem}")]
-    WalDirectory { path: PathBuf, problem: String },
+    WalDirectory {
+        /// The WAL directory.
+        path: PathBuf,
+        /// Why it cannot be used.
+        problem: String,
+    },
     /// A saved autoprewarm block list that fails its checks: not used.
     #[error("autoprewarm block list {path} is corrupt ({problem}); not used")]
-    PrewarmCorrupt { path: PathBuf, problem: String },
+    PrewarmCorrupt {
+        /// The block list file.
+        path: PathBuf,
+        /// The check it failed.
+        problem: String,
+    },
 }
 
 impl EngineError {
@@ -309,6 +353,8 @@ pub struct Engine {
     ckpt: Arc<checkpointer::Checkpointer>,
     /// Structure checks of relations above this layer (B-trees register theirs), by name.
     verifiers: Mutex<std::collections::BTreeMap<String, Verifier>>,
+    /// Serializes creations through the catalog ([`crate::Database`]).
+    catalog_lock: Mutex<()>,
     /// Test hooks by [`HookPoint`].
     hooks: Arc<Hooks>,
     recovery: Option<RecoveryReport>,
@@ -513,6 +559,7 @@ impl Engine {
             wal_compression: config.wal_compression,
             ckpt,
             verifiers: Mutex::new(Default::default()),
+            catalog_lock: Mutex::new(()),
             hooks,
             recovery,
             scan: config.scan_options(),
@@ -633,6 +680,7 @@ impl Engine {
         prewarm::dump(&self.pool, &**smgr.vfs(), smgr.dir())
     }
 
+    /// The shared buffer pool.
     pub fn pool(&self) -> &BufferPool {
         &self.pool
     }
@@ -673,6 +721,7 @@ impl Engine {
         self.writer.as_ref().is_some_and(|w| w.thread.is_some())
     }
 
+    /// The write-ahead log.
     pub fn wal(&self) -> &Wal {
         &self.wal
     }
@@ -1034,6 +1083,11 @@ impl Engine {
             }
         }
         problems.into_result()
+    }
+
+    /// The lock [`crate::Database`] holds across one creation through the catalog.
+    pub(crate) fn catalog_lock(&self) -> crate::sync::MutexGuard<'_, ()> {
+        self.catalog_lock.lock()
     }
 
     /// An immediate checkpoint, in the calling thread: every change before its redo point

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use crate::types::RelFileId;
 use crate::vfs::{IoError, OpenOptions, Vfs};
 
+/// The catalog's file name, in the data directory.
 pub const CATALOG_FILE: &str = "bufpool.catalog";
 /// The format of a catalog whose relations are all in tablespace 0 (relation numbers
 /// alone).
@@ -40,12 +41,16 @@ const FORMAT_TABLESPACES: u32 = 2;
 /// A column type: fixed width, little-endian.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnType {
+    /// A 4-byte signed integer (`int4`).
     Int4,
+    /// An 8-byte signed integer (`int8`).
     Int8,
+    /// A fixed-width, space-padded string of this many bytes (`char(N)`).
     Char(u16),
 }
 
 impl ColumnType {
+    /// The column's width, in bytes.
     pub fn width(self) -> usize {
         match self {
             ColumnType::Int4 => 4,
@@ -74,19 +79,24 @@ impl ColumnType {
     }
 }
 
+/// A named column of a [`Schema`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
+    /// The column's name.
     pub name: String,
+    /// Its type (and so its width).
     pub ty: ColumnType,
 }
 
 /// A row layout: columns in order, each at a fixed offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schema {
+    /// The columns, in row order.
     pub columns: Vec<Column>,
 }
 
 impl Schema {
+    /// A schema of these (name, type) columns, in this order.
     pub fn new(columns: &[(&str, ColumnType)]) -> Schema {
         Schema {
             columns: columns
@@ -149,46 +159,79 @@ impl Schema {
     }
 }
 
+/// A table of the catalog.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableDef {
+    /// The table's name (one word, unique among tables).
     pub name: String,
+    /// Its relation.
     pub rel: RelFileId,
+    /// Its fillfactor, in percent (10..=100).
     pub fillfactor: u8,
+    /// Its row layout.
     pub schema: Schema,
 }
 
+/// An index of the catalog: a B-tree on one integer column of a table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexDef {
+    /// The index's name (unique among indexes).
     pub name: String,
+    /// Its relation.
     pub rel: RelFileId,
+    /// The name of the table it indexes.
     pub table: String,
+    /// The integer column it keys on.
     pub column: String,
+    /// Whether it refuses a second entry of one key.
     pub unique: bool,
 }
 
+/// What reading, writing or changing the catalog can fail with.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CatalogError {
+    /// The catalog file fails its checks (format, checksum, a line that does not parse).
     #[error("catalog {path}: {problem}")]
-    Corrupt { path: PathBuf, problem: String },
+    Corrupt {
+        /// The catalog file.
+        path: PathBuf,
+        /// What is wrong, with the line.
+        problem: String,
+    },
+    /// Reading or writing the catalog file failed.
     #[error("{} catalog {}: {}", .0.op, .0.path.display(), .0.source)]
     Io(#[source] IoError),
+    /// A change the catalog refuses (a name or relation number taken, a bad name or
+    /// column).
     #[error("catalog: {0}")]
     Invalid(String),
+    /// No table or index of that name.
+    #[error("catalog: {what} {name:?} does not exist")]
+    NotFound {
+        /// "table" or "index".
+        what: &'static str,
+        /// The name asked for.
+        name: String,
+    },
 }
 
 /// Tables and indexes of a data directory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Catalog {
+    /// The tables, in creation order.
     pub tables: Vec<TableDef>,
+    /// The indexes, in creation order.
     pub indexes: Vec<IndexDef>,
 }
 
 impl Catalog {
+    /// The table named `name`.
     pub fn table(&self, name: &str) -> Option<&TableDef> {
         self.tables.iter().find(|t| t.name == name)
     }
 
+    /// The index named `name`.
     pub fn index(&self, name: &str) -> Option<&IndexDef> {
         self.indexes.iter().find(|i| i.name == name)
     }

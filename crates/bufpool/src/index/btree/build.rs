@@ -23,7 +23,7 @@ use super::page::{
 use super::{corrupt_error, BTree, META_BLOCK, NO_XID};
 use crate::buffer::BufferRef;
 use crate::config::ConfigError;
-use crate::engine::Engine;
+use crate::engine::EngineRef;
 use crate::index::IndexError;
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::types::{ForkNumber, RelFileId};
@@ -41,7 +41,7 @@ impl<'e> BTree<'e> {
     /// half-built for the caller to drop. `progress` gets the number of entries every
     /// 65536 entries and at the end.
     pub fn bulk_build(
-        engine: &'e Engine,
+        engine: impl Into<EngineRef<'e>>,
         rel: RelFileId,
         unique: bool,
         sorted: impl Iterator<Item = (i64, u64)>,
@@ -51,6 +51,7 @@ impl<'e> BTree<'e> {
         if !(10..=100).contains(&fillfactor) {
             return Err(ConfigError::new("fillfactor", fillfactor, "10..100 (percent)").into());
         }
+        let engine = engine.into();
         let pool = engine.pool();
         let page_size = pool.page_size();
         pool.create_relation(rel, ForkNumber::Main)?;
@@ -65,7 +66,7 @@ impl<'e> BTree<'e> {
             ));
         }
         let tree = BTree {
-            engine,
+            engine: engine.clone(),
             rel,
             unique,
             root: AtomicU32::new(NO_BLOCK),
@@ -116,6 +117,7 @@ impl<'e> BTree<'e> {
             tree.bulk_write(buf, image)?;
         }
         let root = levels[top].0.tag().block;
+        drop(levels); // its pins borrow `tree`, returned below
         {
             let mut mg = mbuf.write();
             Meta {
@@ -136,7 +138,7 @@ impl<'e> BTree<'e> {
     }
 
     /// A new page for the bulk build: a block extended now, built in private memory.
-    fn bulk_page(&self, level: u16) -> Result<(BufferRef<'e>, Vec<u8>), IndexError> {
+    fn bulk_page(&self, level: u16) -> Result<(BufferRef<'_>, Vec<u8>), IndexError> {
         let buf = self.engine.pool().extend(self.rel, ForkNumber::Main)?;
         let mut image = vec![0u8; self.engine.pool().page_size()];
         BtPageMut::new(&mut image).init(level, 0);
@@ -157,9 +159,9 @@ impl<'e> BTree<'e> {
 
     /// Appends an entry to `level`'s current page; a page at its target moves on to a new
     /// page first, whose downlink goes into the level above (created on demand).
-    fn bulk_add(
-        &self,
-        levels: &mut Vec<(BufferRef<'e>, Vec<u8>)>,
+    fn bulk_add<'t>(
+        &'t self,
+        levels: &mut Vec<(BufferRef<'t>, Vec<u8>)>,
         level: usize,
         key: Pair,
         child: u32,

@@ -64,7 +64,7 @@ mod split;
 
 pub use check::BTreeStats;
 
-use crate::engine::Engine;
+use crate::engine::{Engine, EngineRef};
 use crate::index::IndexError;
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::types::{BufferTag, ForkNumber, RelFileId};
@@ -77,7 +77,7 @@ const NO_XID: u32 = 0;
 
 /// A B-link tree index. Share it by reference between threads.
 pub struct BTree<'e> {
-    engine: &'e Engine,
+    engine: EngineRef<'e>,
     rel: RelFileId,
     unique: bool,
     root: AtomicU32,
@@ -119,7 +119,25 @@ fn corrupt_error(rel: RelFileId, reason: String) -> IndexError {
 impl<'e> BTree<'e> {
     /// Creates the index relation: block 0 the meta page, block 1 an empty root leaf,
     /// logged as one record.
-    pub fn create(engine: &'e Engine, rel: RelFileId, unique: bool) -> Result<Self, IndexError> {
+    pub fn create(
+        engine: impl Into<EngineRef<'e>>,
+        rel: RelFileId,
+        unique: bool,
+    ) -> Result<Self, IndexError> {
+        let engine = engine.into();
+        Self::create_pages(&engine, rel, unique)?;
+        register_check(&engine, rel);
+        Ok(BTree {
+            engine,
+            rel,
+            unique,
+            root: AtomicU32::new(1),
+            interrupt_split: AtomicBool::new(false),
+        })
+    }
+
+    /// Creates the relation's meta page and empty root leaf, logged as one record.
+    fn create_pages(engine: &Engine, rel: RelFileId, unique: bool) -> Result<(), IndexError> {
         let pool = engine.pool();
         pool.create_relation(rel, ForkNumber::Main)?;
         let mbuf = pool.extend(rel, ForkNumber::Main)?;
@@ -146,18 +164,25 @@ impl<'e> BTree<'e> {
         .init(&mut mg);
         BtPageMut::new(&mut rg).init(0, ROOT);
         engine.log_pages(NO_XID, 0, &mut [(&mut mg, whole), (&mut rg, whole)])?;
-        register_check(engine, rel);
+        Ok(())
+    }
+
+    /// Opens an existing index: reads the meta page.
+    pub fn open(engine: impl Into<EngineRef<'e>>, rel: RelFileId) -> Result<Self, IndexError> {
+        let engine = engine.into();
+        let meta = Self::read_meta(&engine, rel)?;
+        register_check(&engine, rel);
         Ok(BTree {
             engine,
             rel,
-            unique,
-            root: AtomicU32::new(1),
+            unique: meta.unique,
+            root: AtomicU32::new(meta.root),
             interrupt_split: AtomicBool::new(false),
         })
     }
 
-    /// Opens an existing index: reads the meta page.
-    pub fn open(engine: &'e Engine, rel: RelFileId) -> Result<Self, IndexError> {
+    /// Reads the meta page of an existing index.
+    fn read_meta(engine: &Engine, rel: RelFileId) -> Result<Meta, IndexError> {
         let pool = engine.pool();
         if pool.nblocks(rel, ForkNumber::Main)? == 0 {
             return Err(corrupt_error(
@@ -167,15 +192,7 @@ impl<'e> BTree<'e> {
         }
         let buf = pool.read(BufferTag::new(rel, ForkNumber::Main, META_BLOCK))?;
         let g = buf.read();
-        let meta = Meta::read(&g).map_err(|e| corrupt_error(rel, format!("block 0: {e}")))?;
-        register_check(engine, rel);
-        Ok(BTree {
-            engine,
-            rel,
-            unique: meta.unique,
-            root: AtomicU32::new(meta.root),
-            interrupt_split: AtomicBool::new(false),
-        })
+        Meta::read(&g).map_err(|e| corrupt_error(rel, format!("block 0: {e}")))
     }
 
     /// Test hook (fault injection): the next split of a non-root page returns right after
@@ -186,10 +203,17 @@ impl<'e> BTree<'e> {
         self.interrupt_split.store(true, Ordering::Relaxed);
     }
 
+    /// The index's relation.
     pub fn rel(&self) -> RelFileId {
         self.rel
     }
 
+    /// The engine this handle works on.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Whether the index refuses a second entry of one key.
     pub fn is_unique(&self) -> bool {
         self.unique
     }

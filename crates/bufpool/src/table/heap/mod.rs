@@ -57,7 +57,7 @@ use visibility::{Hints, Vis};
 use super::fsm::Fsm;
 use crate::buffer::{PageWriteGuard, Ring, RingKind, RING_POOL_DIVISOR};
 use crate::config::ConfigError;
-use crate::engine::{Engine, HookPoint};
+use crate::engine::{Engine, EngineRef, HookPoint};
 use crate::page::PAGE_HEADER_SIZE;
 use crate::page_delta::BeforeImage;
 use crate::stats::RelCounters;
@@ -73,7 +73,9 @@ use page::{
 /// A tuple's address: block and 1-based slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Tid {
+    /// The block number in the table's main fork.
     pub block: u32,
+    /// The line pointer's number on that page, from 1.
     pub slot: u16,
 }
 
@@ -165,7 +167,7 @@ fn chain_roots(page: HeapPage<'_>, block: u32, roots: &mut Vec<u16>) {
 
 /// A heap relation.
 pub struct Heap<'e> {
-    engine: &'e Engine,
+    engine: EngineRef<'e>,
     rel: RelFileId,
     fsm: Fsm,
     fillfactor: u8,
@@ -174,9 +176,19 @@ pub struct Heap<'e> {
     counters: std::sync::Arc<RelCounters>,
 }
 
+impl std::fmt::Debug for Heap<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Heap")
+            .field("rel", &self.rel)
+            .field("fillfactor", &self.fillfactor)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'e> Heap<'e> {
     /// Creates the relation's main and free-space forks.
-    pub fn create(engine: &'e Engine, rel: RelFileId) -> Result<Heap<'e>, HeapError> {
+    pub fn create(engine: impl Into<EngineRef<'e>>, rel: RelFileId) -> Result<Heap<'e>, HeapError> {
+        let engine = engine.into();
         // A free-space map without its table is debris: of a creation a power cut undid
         // in part (the table's directory entry lost, the map's kept; creation is not
         // logged). It holds nothing of value: removed, so the creation can succeed.
@@ -193,16 +205,18 @@ impl<'e> Heap<'e> {
 
     /// Opens an existing relation (its free-space fork is created if missing: the map is
     /// not WAL-logged, so a crash may lose a new one).
-    pub fn open(engine: &'e Engine, rel: RelFileId) -> Heap<'e> {
+    pub fn open(engine: impl Into<EngineRef<'e>>, rel: RelFileId) -> Heap<'e> {
+        let engine = engine.into();
         let pool = engine.pool();
         if pool.nblocks(rel, ForkNumber::FreeSpace).is_err() {
             let _ = pool.create_relation(rel, ForkNumber::FreeSpace);
         }
         let counters = engine.rel_stats().of(rel);
+        let fsm = Fsm::shared(rel, pool.page_size(), counters.fsm_bounds.clone());
         Heap {
             engine,
             rel,
-            fsm: Fsm::shared(rel, pool.page_size(), counters.fsm_bounds.clone()),
+            fsm,
             fillfactor: DEFAULT_FILLFACTOR,
             hint: AtomicU32::new(0),
             counters,
@@ -238,8 +252,15 @@ impl<'e> Heap<'e> {
         self.counters.snapshot()
     }
 
+    /// The table's relation.
     pub fn rel(&self) -> RelFileId {
         self.rel
+    }
+
+    /// The engine this handle works on (to begin transactions where only the handle was
+    /// passed along).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// The free-space map.
@@ -274,7 +295,7 @@ impl<'e> Heap<'e> {
         &self,
         block: u32,
         first: bool,
-    ) -> Result<Option<crate::buffer::BufferRef<'e>>, HeapError> {
+    ) -> Result<Option<crate::buffer::BufferRef<'_>>, HeapError> {
         let pool = self.engine.pool();
         match pool.read(self.tag(block)) {
             Ok(buf) => Ok(Some(buf)),
