@@ -12,11 +12,11 @@
 //! index-specific.
 //!
 //! Invariants: the ranges are ascending, disjoint, non-empty, at least
-//! [`RANGE_MERGE_GAP_BYTES`] + 1 bytes apart, and inside the page; every byte a change wrote
+//! `RANGE_MERGE_GAP_BYTES` + 1 bytes apart, and inside the page; every byte a change wrote
 //! lies in one of them (a byte written but not declared would be lost at redo: debug builds
 //! check this with [`BeforeImage::assert_declared`] wherever a change is logged). A declared
 //! byte need not have changed: the record then carries it unchanged, which is harmless.
-//! Overflow: past [`PAGE_DELTA_RANGES_MAX`] ranges the delta becomes the whole page (still
+//! Overflow: past `PAGE_DELTA_RANGES_MAX` ranges the delta becomes the whole page (still
 //! correct, only larger); no heap allocation on the hot path.
 //! Locks: none; the mutator's caller holds the page's exclusive content lock.
 
@@ -26,12 +26,12 @@ use std::ops::Range;
 /// declares 2-3 ranges (header bounds with the line pointer, the tuple), a same-page update
 /// 4-5, a prune or a B-tree split a handful; 16 leaves room and keeps the recorder at
 /// 256 bytes on the stack.
-pub const PAGE_DELTA_RANGES_MAX: usize = 16;
+pub(crate) const PAGE_DELTA_RANGES_MAX: usize = 16;
 
 /// Ranges closer than this are declared as one: the record spends 4 bytes (offset and
 /// length, `RecordBuilder::ranges`) on each range, so a gap of up to 4 unchanged bytes
 /// costs no more logged as data than as a second range header.
-pub const RANGE_MERGE_GAP_BYTES: usize = 4;
+pub(crate) const RANGE_MERGE_GAP_BYTES: usize = 4;
 
 /// The byte ranges of one page that a change wrote (see the module doc).
 #[derive(Clone)]
@@ -63,8 +63,8 @@ impl PageDelta {
     }
 
     /// Declares that bytes `r` were (or are about to be) written. Merges it with every
-    /// declared range it overlaps or comes within [`RANGE_MERGE_GAP_BYTES`] of; past
-    /// [`PAGE_DELTA_RANGES_MAX`] ranges, declares the whole page.
+    /// declared range it overlaps or comes within `RANGE_MERGE_GAP_BYTES` of; past
+    /// `PAGE_DELTA_RANGES_MAX` ranges, declares the whole page.
     #[inline]
     pub fn touch(&mut self, r: Range<usize>) {
         debug_assert!(

@@ -47,7 +47,7 @@ pub enum Wait {
 }
 
 /// How many kinds there are.
-pub const KINDS: usize = 11;
+pub(crate) const KINDS: usize = 11;
 
 impl Wait {
     /// Every kind, in the order of their numbers.

@@ -51,7 +51,7 @@ use crate::types::{BufferTag, Lsn};
 use crate::vfs::AlignedBuf;
 
 /// Largest run one vectored write may carry, in pages (bounds the scratch).
-pub const MAX_COMBINE_PAGES: usize = 128;
+pub(crate) const MAX_COMBINE_PAGES: usize = 128;
 
 /// Which writeback contexts a checkpoint uses (seed 004's open question).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

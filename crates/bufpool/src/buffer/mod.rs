@@ -64,9 +64,9 @@ pub use cache_view::{
     BufferCacheRow, BufferCacheSummary, EvictCounts, EvictOutcome, MarkDirtyCounts,
     MarkDirtyOutcome, PoolShape, RelationRow, UsageCountRow,
 };
+pub(crate) use checkpoint::MAX_COMBINE_PAGES;
 pub use checkpoint::{
     CheckpointPacer, CheckpointWriteOptions, CheckpointWriteReport, Immediate, WritebackScope,
-    MAX_COMBINE_PAGES,
 };
 pub use error::{BufferError, BufferResult};
 pub use guard::{BufferRef, PageReadGuard, PageWriteGuard};
@@ -82,11 +82,11 @@ pub use options::{
     MIN_BGWRITER_DELAY_MS, MIN_BUFFERS,
 };
 pub use policy::ReplacementPolicy;
-pub use read_run::{ReadRun, ReadRunStats, LOOKAHEAD_PINS_POOL_DIVISOR};
+pub use read_run::{ReadRun, ReadRunStats};
+pub(crate) use ring::RING_POOL_DIVISOR;
 pub use ring::{
     Ring, RingKind, RingOptions, RingStats, DEFAULT_BULKREAD_RING_BYTES,
     DEFAULT_BULKWRITE_RING_BYTES, DEFAULT_VACUUM_RING_BYTES, MAX_RING_BYTES, MIN_RING_BYTES,
-    RING_POOL_DIVISOR, RING_START_BYTES,
 };
 
 use std::cell::Cell;

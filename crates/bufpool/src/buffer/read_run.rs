@@ -66,7 +66,7 @@ use crate::vfs::aio::{Aio, AioOptions, IoMethod, ReadvRequest};
 /// many from pinning the pool between them (PostgreSQL bounds the sum through
 /// `MaxBackends`; an embedded pool has no such bound). A stream with nothing queued is
 /// always granted one pin, so every stream makes progress.
-pub const LOOKAHEAD_PINS_POOL_DIVISOR: usize = 2;
+pub(crate) const LOOKAHEAD_PINS_POOL_DIVISOR: usize = 2;
 
 /// The pool's read-ahead state: I/O engines, one per method, each built the first time a
 /// run asks for it; the look-ahead pin account.
@@ -372,7 +372,7 @@ impl BufferPool {
     }
 
     /// Reserves up to `want` look-ahead pins from the pool-wide account (see
-    /// [`LOOKAHEAD_PINS_POOL_DIVISOR`]); returns how many were granted, at least one if
+    /// `LOOKAHEAD_PINS_POOL_DIVISOR`); returns how many were granted, at least one if
     /// `at_least_one` (a stream with nothing queued) and `want > 0`. Give them back with
     /// [`BufferPool::release_lookahead_pins`] as the pinned buffers leave the stream.
     pub fn reserve_lookahead_pins(&self, want: usize, at_least_one: bool) -> usize {

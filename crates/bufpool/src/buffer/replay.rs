@@ -6,7 +6,7 @@
 //! frames that are bare state words: a hit pins and unpins with the hit path's own
 //! functions (`state::pinned`, `state::ring_pinned`), a miss takes the policy's victim and
 //! stores the usage it admits with, so the policy code is the pool's, not a copy. A ring's
-//! request (RING) goes through one ring of [`REPLAY_RING_BUFFERS`] buffers, reused as
+//! request (RING) goes through one ring of `REPLAY_RING_BUFFERS` buffers, reused as
 //! `ring.rs` reuses a member (unpinned, usage at most 1, still holding the ring's page;
 //! else a victim from the policy joins the ring); every ring request of a trace shares it.
 //! Not modelled: overlapping pins (one request at a time, so the policy never meets a
@@ -24,7 +24,7 @@ use crate::sync::{AtomicU64, Ordering};
 
 /// Buffers of the one ring a replay's ring requests share: the bulk-read ring's default
 /// (256 kB) in 8 kB pages.
-pub const REPLAY_RING_BUFFERS: usize = 32;
+pub(crate) const REPLAY_RING_BUFFERS: usize = 32;
 
 /// Miss counts of one replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

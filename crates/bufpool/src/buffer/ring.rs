@@ -12,7 +12,7 @@
 //! enough to stay in the CPU's L2 cache while a scan streams through it, seed 003's L2
 //! argument), bulk write 16 MB (BAS_BULKWRITE: a load dirties every page, and a small ring
 //! would force a WAL flush at every turn), vacuum 2 MB (PostgreSQL 17's
-//! vacuum_buffer_usage_limit). Each is capped at 1/[`RING_POOL_DIVISOR`] of the pool, as
+//! vacuum_buffer_usage_limit). Each is capped at 1/`RING_POOL_DIVISOR` of the pool, as
 //! PostgreSQL caps it; 0 is no ring (the operation uses the clock like anyone else).
 //!
 //! Taking a victim through a ring (`victim_for`), one step:
@@ -87,7 +87,7 @@ pub const DEFAULT_BULKWRITE_RING_BYTES: u64 = 16 << 20;
 pub const DEFAULT_VACUUM_RING_BYTES: u64 = 2 << 20;
 /// Where a growing ring starts (and what it shrinks back to): 256 kB, the bulk-read size,
 /// for its L2 argument; seed 003 asks to "start with a small ring".
-pub const RING_START_BYTES: u64 = 256 << 10;
+pub(crate) const RING_START_BYTES: u64 = 256 << 10;
 /// Smallest ring other than 0 (no ring): PostgreSQL's floor for vacuum_buffer_usage_limit.
 pub const MIN_RING_BYTES: u64 = 128 << 10;
 /// Largest ring a knob may ask for: PostgreSQL's 16 GB limit of vacuum_buffer_usage_limit
@@ -95,11 +95,11 @@ pub const MIN_RING_BYTES: u64 = 128 << 10;
 pub const MAX_RING_BYTES: u64 = 16 << 30;
 /// A ring holds at most nbuffers / this (PostgreSQL's GetAccessStrategy caps a ring at
 /// 1/8 of shared_buffers), so a few concurrent bulk operations cannot own the pool.
-pub const RING_POOL_DIVISOR: usize = 8;
+pub(crate) const RING_POOL_DIVISOR: usize = 8;
 /// A quiet lap removes (slots − start) / this slots, at least one: a quarter of the
 /// excess, so a ring grown for a burst of dirty pages halves its excess in under three
 /// quiet laps, yet one quiet lap does not undo all of the growth.
-pub const RING_SHRINK_DIVISOR: usize = 4;
+pub(crate) const RING_SHRINK_DIVISOR: usize = 4;
 
 // Every default ring size, and the growing ring's start, is one a ring knob accepts.
 const _: () = assert!(
@@ -187,7 +187,7 @@ pub struct RingOptions {
     pub bulkwrite_bytes: u64,
     /// Vacuum ring size (`vacuum_buffer_usage_limit`; 0: no ring), in bytes.
     pub vacuum_bytes: u64,
-    /// Vacuum and bulk-write rings start at [`RING_START_BYTES`] and grow to their size
+    /// Vacuum and bulk-write rings start at `RING_START_BYTES` and grow to their size
     /// (on), or are fixed at their size (off).
     pub growth: bool,
 }
@@ -347,7 +347,7 @@ pub struct Ring {
 impl Ring {
     /// A ring of `kind` with room for `bytes` of pages of `pool`; `None` when `bytes` is 0
     /// (no ring: the operation uses the shared clock like any other). Vacuum and bulk-write
-    /// rings grow (start at [`RING_START_BYTES`], grow up to `bytes`) when the pool's
+    /// rings grow (start at `RING_START_BYTES`, grow up to `bytes`) when the pool's
     /// `ring_growth` is on; see [`Ring::with_growth`] to choose explicitly.
     pub fn new(kind: RingKind, bytes: usize, pool: &BufferPool) -> Option<Ring> {
         let growth = pool.rings.options.growth && kind.can_grow();

@@ -24,7 +24,8 @@ pub mod read_stream;
 pub mod syncscan;
 
 pub use read_stream::{BlockSource, ReadStream, ReadStreamOptions, ReadStreamStats};
-pub use syncscan::{GroupMember, ScanPositions, GROUP_WAIT_MAX};
+pub(crate) use syncscan::GROUP_WAIT_MAX;
+pub use syncscan::{GroupMember, ScanPositions};
 
 use crate::types::BlockNumber;
 

@@ -60,7 +60,7 @@ pub const DEFAULT_IO_CONCURRENCY: usize = 16;
 /// threads, so one stream may take a sixteenth (8 MiB ahead of a 128 MiB pool, four times
 /// PostgreSQL's default reach of 16 x 128 kB); all streams together are bounded by the
 /// pool-wide account (`buffer::LOOKAHEAD_PINS_POOL_DIVISOR`, half the pool).
-pub const PIN_SHARE_DIVISOR: usize = 16;
+pub(crate) const PIN_SHARE_DIVISOR: usize = 16;
 
 /// How a stream reads ahead. `Config::read_stream_options` builds it from the knobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! second rides just behind the first, finding the pages the first one just read.
 //!
 //! Owns: [`ScanPositions`], a most-recently-used list of at most
-//! [`SYNC_SCAN_ENTRIES`] `(relation fork, block)` pairs.
+//! `SYNC_SCAN_ENTRIES` `(relation fork, block)` pairs.
 //!
 //! Invariants: at most one entry per relation fork; the list never grows beyond its
 //! capacity (the least recently used entry is dropped); nothing is allocated after
@@ -15,18 +15,18 @@
 //!
 //! Locks: one mutex around the list, never held across I/O. [`ScanPositions::start`]
 //! waits for it (once per scan); [`ScanPositions::report`] only tries it: a scan that
-//! finds it busy skips this report (the next one comes [`REPORT_INTERVAL_BYTES`] later),
+//! finds it busy skips this report (the next one comes `REPORT_INTERVAL_BYTES` later),
 //! so scans never queue behind each other here.
 //!
 //! **Groups** (`seqscan_sync_pacing`, on by default; PostgreSQL has none): scans of one table
 //! that read through rings share its pages only while they stay within a ring of each
 //! other; once the first runs further ahead, the others find its pages gone and read them
 //! again. A paced scan joins its table's group ([`ScanPositions::join`], at most
-//! [`GROUP_MEMBERS`] scans per table, [`SYNC_SCAN_ENTRIES`] tables) and tells it where it
+//! `GROUP_MEMBERS` scans per table, `SYNC_SCAN_ENTRIES` tables) and tells it where it
 //! is every few pages ([`GroupMember::advance`]). The group's front scan (no other member
 //! is ahead of it by less than half the table) that is more than `max_lead` pages ahead
 //! of its last member waits, holding no page lock, until that gap is at most half of
-//! `max_lead`, that member leaves, or [`GROUP_WAIT_MAX`] passes. Only the front waits, and
+//! `max_lead`, that member leaves, or `GROUP_WAIT_MAX` passes. Only the front waits, and
 //! only for members that are not fronts, so scans never wait for each other in a cycle;
 //! a member that advances or leaves wakes the waiters. A member that did not move during a
 //! whole wait (its consumer stalls, or waits for the front's own thread, as a scan inside
@@ -41,18 +41,18 @@ use crate::types::{BlockNumber, ForkNumber, RelFileId};
 
 /// Positions kept (PostgreSQL's SYNC_SCAN_NELEM: enough for the large scans one system
 /// runs at once; a relation not scanned recently falls off the end).
-pub const SYNC_SCAN_ENTRIES: usize = 20;
+pub(crate) const SYNC_SCAN_ENTRIES: usize = 20;
 
 /// A scan reports its position once per this many bytes of pages (PostgreSQL's
 /// SYNC_SCAN_REPORT_INTERVAL, 128 kB): often enough that a follower starts within a few
 /// pages of the leader (the OS's readahead window), rarely enough that the lock is cold.
-pub const REPORT_INTERVAL_BYTES: usize = 128 * 1024;
+pub(crate) const REPORT_INTERVAL_BYTES: usize = 128 * 1024;
 
 /// Most scans of one relation fork in a group; more run unpaced.
-pub const GROUP_MEMBERS: usize = 8;
+pub(crate) const GROUP_MEMBERS: usize = 8;
 
 /// Longest a front scan waits at one check for its group's last member.
-pub const GROUP_WAIT_MAX: Duration = Duration::from_millis(50);
+pub(crate) const GROUP_WAIT_MAX: Duration = Duration::from_millis(50);
 
 /// Which relation fork an entry is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +113,7 @@ impl ScanPositions {
     }
 
     /// Joins the group of paced scans of `rel`'s `fork` (made if new), at `block` of a
-    /// relation of `nblocks` (at least 1). None when the group has [`GROUP_MEMBERS`]
+    /// relation of `nblocks` (at least 1). None when the group has `GROUP_MEMBERS`
     /// members or every group slot is taken: the scan then runs unpaced.
     pub fn join(
         &self,
@@ -237,7 +237,7 @@ pub struct GroupMember<'a> {
 impl GroupMember<'_> {
     /// Records that this scan is at `block`; if it is its group's front and more than
     /// `max_lead` pages ahead of the last member, waits (at most `max_wait`; scans use
-    /// [`GROUP_WAIT_MAX`]) until that gap is at most `max_lead / 2` or that member leaves.
+    /// `GROUP_WAIT_MAX`) until that gap is at most `max_lead / 2` or that member leaves.
     /// Call it holding no page lock. Returns how long it waited.
     pub fn advance(
         &self,

@@ -46,16 +46,17 @@ use error::file_err;
 pub use error::TablespaceError;
 pub use error::{SmgrError, SmgrResult};
 pub use fsync::SegmentId;
-pub use probe::{DeviceProbe, FAST_PAGES_PER_SEC, PROBE_FILE, PROBE_PAGES, PROBE_ROUNDS};
+pub use probe::{DeviceProbe, PROBE_FILE};
+pub(crate) use probe::{FAST_PAGES_PER_SEC, PROBE_ROUNDS};
 pub use tablespace::DEFAULT_TABLESPACE;
-pub use writeback::{Device, HintedOnce, WritebackContext, HINTED_ONCE_MAX_AGE, MAX_DEVICES};
+pub use writeback::{Device, HintedOnce, WritebackContext};
 
 /// An fsync of one segment at a checkpoint that takes this long or longer says the device
 /// is not keeping up with the dirty pages the page cache holds for it: the bgwriter then
 /// hints every write to that file's tablespace again (`bgwriter_flush_once`). On slow10
 /// (10 MB/s) with TPC-B at scale 20, hinting once per cycle made the longest fsync
 /// 0.9-1.4 s (every write: 0.1-0.4 s); on a fast local disk it stays in milliseconds.
-pub const SLOW_SYNC: std::time::Duration = std::time::Duration::from_millis(500);
+pub(crate) const SLOW_SYNC: std::time::Duration = std::time::Duration::from_millis(500);
 
 use std::collections::HashMap;
 use std::io::{IoSlice, IoSliceMut};
@@ -218,7 +219,7 @@ pub struct Smgr {
     /// Completed `sync_each` calls (every pending file fsynced): writers that remember
     /// what they hinted since the last one ([`HintedOnce`]) read it.
     syncs_done: AtomicU64,
-    /// The tablespaces one of whose files took [`SLOW_SYNC`] or more to fsync, with the
+    /// The tablespaces one of whose files took `SLOW_SYNC` or more to fsync, with the
     /// device each is on (None if the file system cannot tell).
     slow_tablespaces: Mutex<Vec<(u32, Option<u64>)>>,
     /// The device probes taken so far, one per device: (device, the tablespace it was
@@ -1209,7 +1210,7 @@ impl Smgr {
         Ok(report)
     }
 
-    /// Whether a file on `tablespace`'s device has taken [`SLOW_SYNC`] or more to fsync
+    /// Whether a file on `tablespace`'s device has taken `SLOW_SYNC` or more to fsync
     /// since the directory was opened: the device did not absorb what the page cache held
     /// for it. A file of another tablespace on the same device ([`Self::device_of`])
     /// counts: the two share the device's bandwidth. Stats the tablespace's directory

@@ -24,12 +24,12 @@ pub const PROBE_FILE: &str = "bufpool_device_probe.tmp";
 
 /// Pages the probe file holds (1 MiB of 8 kB pages); every other one is rewritten and
 /// timed.
-pub const PROBE_PAGES: u64 = 128;
+pub(crate) const PROBE_PAGES: u64 = 128;
 
 /// Rounds of rewriting and syncing; the slowest counts: a device's burst budget or write
 /// cache can absorb one round (a throttled slow10 device, idle before, synced one in
 /// 3.4 ms, at 18,800 pages a second, and the next ones in about 60 ms).
-pub const PROBE_ROUNDS: u32 = 3;
+pub(crate) const PROBE_ROUNDS: u32 = 3;
 
 /// A device that writes the probe's scattered pages back at this rate or faster is fast
 /// enough for the page cache to keep rewrites until the fsync: 300 pages a second, about
@@ -43,7 +43,7 @@ pub const PROBE_ROUNDS: u32 = 3;
 /// is driven past what it absorbs, a checkpoint's fsync passes [`super::SLOW_SYNC`] and
 /// the tablespace turns slow. On an hdd a cycle's rewrites take seconds to drain (seed
 /// 004's unhinted fsyncs there: up to 28 s).
-pub const FAST_PAGES_PER_SEC: f64 = 300.0;
+pub(crate) const FAST_PAGES_PER_SEC: f64 = 300.0;
 
 /// What one probe measured.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -61,7 +61,7 @@ impl DeviceProbe {
     }
 
     /// Whether the device drains rewrites left in the page cache quickly
-    /// ([`FAST_PAGES_PER_SEC`]).
+    /// (`FAST_PAGES_PER_SEC`).
     pub fn is_fast(&self) -> bool {
         self.pages_per_sec() >= FAST_PAGES_PER_SEC
     }
@@ -69,8 +69,8 @@ impl DeviceProbe {
 
 impl Smgr {
     /// Measures the device under `tablespace`'s directory (which must exist): writes
-    /// [`PROBE_PAGES`] pages to [`PROBE_FILE`] and syncs them (allocation, untimed), then
-    /// [`PROBE_ROUNDS`] times rewrites every other page and times one fdatasync, then
+    /// `PROBE_PAGES` pages to [`PROBE_FILE`] and syncs them (allocation, untimed), then
+    /// `PROBE_ROUNDS` times rewrites every other page and times one fdatasync, then
     /// unlinks the file. Costs 2.5 MiB of writes: on a 10 MB/s device about 0.3 s.
     pub fn probe_device(&self, tablespace: u32) -> SmgrResult<DeviceProbe> {
         let path = self.probe_path(tablespace);
@@ -229,7 +229,7 @@ mod tests {
         assert!(!vfs.exists(&path).unwrap(), "a leftover is removed at open");
     }
 
-    /// The verdict is the rate against [`FAST_PAGES_PER_SEC`].
+    /// The verdict is the rate against `FAST_PAGES_PER_SEC`.
     #[test]
     fn fast_means_three_hundred_pages_a_second() {
         let at = |ms| DeviceProbe {

@@ -17,7 +17,7 @@ use crate::types::BufferTag;
 /// The longest a [`HintedOnce`] remembers a block without a complete sync: the kernel's
 /// default dirty expiry (`vm.dirty_expire_centisecs`, 30 s), after which it writes a dirty
 /// page back by itself anyway.
-pub const HINTED_ONCE_MAX_AGE: Duration = Duration::from_secs(30);
+pub(crate) const HINTED_ONCE_MAX_AGE: Duration = Duration::from_secs(30);
 
 /// Which blocks a writer has already hinted since the data files' last complete fsync
 /// ([`Smgr::syncs_done`]), so that it hints each block at most once per checkpoint cycle
@@ -31,7 +31,7 @@ pub const HINTED_ONCE_MAX_AGE: Duration = Duration::from_secs(30);
 /// one device share its probe and its slow fsyncs ([`Smgr::probe_device_once`],
 /// [`Smgr::slow_sync_in`]). Until its device is probed (at the next
 /// [`Self::refresh_devices`]), and for good once it is found slow or a file on it took
-/// [`super::SLOW_SYNC`] or more to fsync, every write to that tablespace is hinted
+/// `SLOW_SYNC` or more to fsync, every write to that tablespace is hinted
 /// (PostgreSQL's behaviour): a slow device would turn the rewrites left pending into a
 /// long fsync.
 ///
@@ -47,7 +47,7 @@ pub struct HintedOnce {
     epoch: u64,
     since: Option<Instant>,
     /// Each tablespace written to so far and what its device is (at most
-    /// [`MAX_DEVICES`]; beyond that a tablespace is hinted every write).
+    /// `MAX_DEVICES`; beyond that a tablespace is hinted every write).
     devices: Vec<(u32, Device)>,
     /// The write-back rate its probe measured, pages a second, per entry of `devices`
     /// (None: not probed, or the probe failed).
@@ -55,7 +55,7 @@ pub struct HintedOnce {
 }
 
 /// Tablespaces a [`HintedOnce`] judges apart.
-pub const MAX_DEVICES: usize = 32;
+pub(crate) const MAX_DEVICES: usize = 32;
 
 /// What a [`HintedOnce`] knows of the device under a tablespace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,7 +83,7 @@ impl HintedOnce {
     }
 
     /// Forgets every block if the files were synced since the last call (`epoch`, from
-    /// [`Smgr::syncs_done`]) or [`HINTED_ONCE_MAX_AGE`] has passed since the last clearing.
+    /// [`Smgr::syncs_done`]) or `HINTED_ONCE_MAX_AGE` has passed since the last clearing.
     /// Call once per batch of writes (a bgwriter round), not per write.
     pub fn start(&mut self, epoch: u64, now: Instant) {
         let stale = self
@@ -140,7 +140,7 @@ impl HintedOnce {
     /// Probes one tablespace written to but not yet probed (`probe`: the pages a second
     /// its device writes back, or None if the probe failed; one per call, so a batch
     /// waits for at most one probe) and marks slow each one `slow_sync` names. A device
-    /// is fast at [`super::FAST_PAGES_PER_SEC`] or more. Call at the start of a batch of
+    /// is fast at `FAST_PAGES_PER_SEC` or more. Call at the start of a batch of
     /// writes (a bgwriter round), not per write. Returns the tablespaces whose verdict
     /// changed, with the new one.
     pub fn refresh_devices(
@@ -303,7 +303,7 @@ mod tests {
 
     /// Each tablespace's device is judged apart: unprobed and slow ones are hinted every
     /// write, a fast one once; a slow fsync turns a fast device slow for good; a failed
-    /// probe counts as slow; tablespaces beyond [`MAX_DEVICES`] are hinted every write.
+    /// probe counts as slow; tablespaces beyond `MAX_DEVICES` are hinted every write.
     #[test]
     fn devices_are_judged_per_tablespace() {
         let t = |ts, block| BufferTag::new(RelFileId::new(ts, 1), ForkNumber::Main, block);

@@ -90,12 +90,12 @@ pub struct AutovacuumStats {
     pub vacuum_time: Duration,
     /// Finished VACUUMs per table, by the names the caller gave.
     pub per_table: Vec<(String, u64)>,
-    /// The last [`HISTORY_MAX`] VACUUMs (interrupted ones too), oldest first.
+    /// The last `HISTORY_MAX` VACUUMs (interrupted ones too), oldest first.
     pub history: Vec<AutovacuumRun>,
 }
 
 /// Most VACUUMs kept in [`AutovacuumStats::history`].
-pub const HISTORY_MAX: usize = 10_000;
+pub(crate) const HISTORY_MAX: usize = 10_000;
 
 /// One VACUUM the launcher ran.
 #[derive(Debug, Clone, PartialEq)]

@@ -65,7 +65,8 @@ pub const DEFAULT_IO_WORKERS: usize = 3;
 pub const MAX_IO_WORKERS: usize = 32;
 /// Entries of the io_uring submission queue. In-flight reads are bounded by the streams'
 /// pin budgets long before this; a full queue is submitted and retried, never dropped.
-pub const URING_ENTRIES: u32 = 256;
+#[cfg(feature = "io-uring")]
+pub(crate) const URING_ENTRIES: u32 = 256;
 
 /// What an engine is built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -62,7 +62,7 @@ impl std::fmt::Debug for UringWriter {
 }
 
 /// Entries of the ring's submission queue: the most writes in flight.
-pub const WRITE_RING_ENTRIES: u32 = 64;
+pub(crate) const WRITE_RING_ENTRIES: u32 = 64;
 
 impl UringWriter {
     /// A ring if the build and the kernel allow one; otherwise blocking writes (and
@@ -120,7 +120,7 @@ impl UringWriter {
     }
 
     /// Writes the pages `src` gives, each `page_size` bytes, keeping up to `in_flight` (at
-    /// least 1, at most [`WRITE_RING_ENTRIES`]) in the kernel: a page is asked for only
+    /// least 1, at most `WRITE_RING_ENTRIES`) in the kernel: a page is asked for only
     /// when a slot is free, so it is prepared just before its write. Returns when `src`
     /// has no more pages and every write has completed (and been reported to `src`).
     pub fn pipeline(&mut self, in_flight: usize, page_size: usize, src: &mut dyn WriteSource) {

@@ -65,7 +65,7 @@ const RANGE_HEADER_SIZE: usize = 4;
 /// Ranges that take at least this many bytes (with their range headers) are tried
 /// compressed ([`RecordBuilder::ranges_lz4`]). Below it the compression is not tried: a
 /// usual heap change takes 150-250 bytes of ranges.
-pub const RANGES_TRY_LZ4_BYTES: usize = 1024;
+pub(crate) const RANGES_TRY_LZ4_BYTES: usize = 1024;
 /// Records are 8-byte aligned so a scan for valid records after a damaged one can step by 8.
 pub const ALIGN: u64 = 8;
 /// Largest record: bounds a corrupt length field before anything is allocated. A record
@@ -91,7 +91,7 @@ const CRC_LAYOUT_BODY_FIRST: u8 = 1;
 /// Layout 1's CRC, written by a writer that marks its padding: what this writer produces.
 const CRC_LAYOUT_MARKED_PADDING: u8 = 2;
 /// Bytes of a pad marker (see the module doc).
-pub const PAD_MARKER_LEN: usize = 8;
+pub(crate) const PAD_MARKER_LEN: usize = 8;
 
 /// The pad marker a layout 2 writer puts where its flush padding starts, at log position
 /// `pos`, in the life of the log `incarnation`: a zero length (so it reads as "no record")
@@ -316,7 +316,7 @@ impl RecordBuilder {
     }
 
     /// Adds byte ranges of `page` like [`Self::ranges`], their bytes compressed as one
-    /// LZ4 block if they take at least [`RANGES_TRY_LZ4_BYTES`] and that is smaller. A
+    /// LZ4 block if they take at least `RANGES_TRY_LZ4_BYTES` and that is smaller. A
     /// prune that moves kilobytes of tuples, or a change past the page delta's range limit
     /// (declared as the whole page), costs about 1 kB of a TPC-B page instead of 3-8 kB.
     /// Redo decompresses only the ranges and applies them like any (an earlier version logged the
@@ -841,7 +841,7 @@ mod tests {
     }
 
     /// Proves: [`RecordBuilder::ranges_lz4`] logs ranges of at least
-    /// [`RANGES_TRY_LZ4_BYTES`] compressed when that is smaller, and they decode to exactly
+    /// `RANGES_TRY_LZ4_BYTES` compressed when that is smaller, and they decode to exactly
     /// the ranges; smaller ranges, and large ranges of an incompressible page, stay plain;
     /// none of it counts as a full-page image; a record mixing them decodes; compressed
     /// bytes that pass the CRC yet do not decompress to the ranges' lengths are refused.

@@ -48,8 +48,8 @@
 //! - `lru`: the round above.
 //! - `dirty-chain`: the same horizon (upcoming − already ahead, times the density, in
 //!   buffers), but only buffers whose dirty-map bit is set are visited (`dirty_map.rs`).
-//! - `mini-checkpoint`: the `lru` round, plus every [`MINI_CHECKPOINT_EVERY_ROUNDS`] rounds
-//!   an all-scan of `nbuffers /` [`MINI_CHECKPOINT_SCAN_DIVISOR`] buffers from its own
+//! - `mini-checkpoint`: the `lru` round, plus every `MINI_CHECKPOINT_EVERY_ROUNDS` rounds
+//!   an all-scan of `nbuffers /` `MINI_CHECKPOINT_SCAN_DIVISOR` buffers from its own
 //!   cursor that writes unpinned dirty buffers at any usage count, at most a quarter of
 //!   `lru_maxpages` (PostgreSQL 8.1's bgwriter_all_percent / all_maxpages).
 //! - `victim-queue`: the bgwriter runs the clock sweep itself for the upcoming allocations,
@@ -61,7 +61,7 @@
 //! it with shuttle). Bgwriter: under the latch mutex, clear `wake`, store `hibernating =
 //! true` (SeqCst), re-read the allocation count (SeqCst); if it moved since the round read
 //! it, do not sleep; else wait on the condition variable until `wake` or stop (or the long
-//! timeout, `delay` × [`HIBERNATE_DELAY_FACTOR`]). Allocator: count the allocation
+//! timeout, `delay` × `HIBERNATE_DELAY_FACTOR`). Allocator: count the allocation
 //! (SeqCst `fetch_add`), then load `hibernating` (SeqCst; on x86 the same plain load a
 //! Relaxed one is); only if set, take the mutex, set `wake`, clear the flag and notify.
 //! Either the allocator's load sees the flag (and its notify, under the mutex, reaches a
@@ -118,41 +118,41 @@ use crate::vfs::VfsFile;
 
 /// Weight of a new sample in the smoothed allocation rate and density: 1/16, PostgreSQL's
 /// smoothing_samples (an average over roughly the last 16 rounds, 3.2 s at 200 ms).
-pub const SMOOTHING_SAMPLES: f64 = 16.0;
+pub(crate) const SMOOTHING_SAMPLES: f64 = 16.0;
 /// Starting density (buffers the sweep passes per allocation): PostgreSQL's 10.0, a
 /// pessimistic guess replaced by measurements within a few rounds.
-pub const INITIAL_DENSITY: f64 = 10.0;
+pub(crate) const INITIAL_DENSITY: f64 = 10.0;
 /// The whole pool is examined at least once per this many ms even without demand:
 /// PostgreSQL's scan_whole_pool_milliseconds (2 minutes).
-pub const SCAN_WHOLE_POOL_MS: u64 = 120_000;
+pub(crate) const SCAN_WHOLE_POOL_MS: u64 = 120_000;
 /// Idle rounds (no allocations, nothing written) before hibernating: PostgreSQL's rule
 /// (it hibernates after a second consecutive round that could).
-pub const HIBERNATE_AFTER_IDLE_ROUNDS: u32 = 2;
+pub(crate) const HIBERNATE_AFTER_IDLE_ROUNDS: u32 = 2;
 /// The shortest nap between rounds, ms (PostgreSQL's smallest bgwriter_delay).
-pub const MIN_NAP_MS: u64 = 10;
+pub(crate) const MIN_NAP_MS: u64 = 10;
 /// A hibernating bgwriter wakes on its own after `delay` × this: PostgreSQL's
 /// HIBERNATE_FACTOR (10 s at the default delay).
-pub const HIBERNATE_DELAY_FACTOR: u64 = 50;
+pub(crate) const HIBERNATE_DELAY_FACTOR: u64 = 50;
 /// Mini-checkpoint: an all-scan every this many rounds (1 s at the default delay), so the
 /// hot dirty buffers the LRU scan never reaches are written in the background.
-pub const MINI_CHECKPOINT_EVERY_ROUNDS: u64 = 5;
+pub(crate) const MINI_CHECKPOINT_EVERY_ROUNDS: u64 = 5;
 /// Mini-checkpoint: each all-scan examines `nbuffers /` this, so the whole pool is passed
 /// every 60 all-scans (a minute at the default delay); PostgreSQL 8.1's all_percent was
 /// 0.333% per round, i.e. the pool every 60 s at its default 200 ms.
-pub const MINI_CHECKPOINT_SCAN_DIVISOR: u64 = 60;
+pub(crate) const MINI_CHECKPOINT_SCAN_DIVISOR: u64 = 60;
 /// Victim queue: stale ids an allocation pops (pinned, used or dirtied since queued)
 /// before it gives up on the queue and sweeps; bounds the allocation's extra work.
-pub const VICTIM_QUEUE_POPS_MAX: u32 = 8;
+pub(crate) const VICTIM_QUEUE_POPS_MAX: u32 = 8;
 /// Bits of the `bgwriter_flush_once` filter per buffer of the pool: the blocks a bgwriter
 /// writes between two syncs are mostly those the pool held (and re-read) in that time, so
 /// with 16 bits a buffer fewer than one in 16 of them collide.
-pub const HINTED_BITS_PER_BUFFER: usize = 16;
+pub(crate) const HINTED_BITS_PER_BUFFER: usize = 16;
 
 /// Victim queue: its capacity is the per-round write cap, within these bounds (a buffer id
 /// is 4 bytes and a cell 16, so 64 Ki cells are 1 MiB).
-pub const VICTIM_QUEUE_MIN: usize = 64;
+pub(crate) const VICTIM_QUEUE_MIN: usize = 64;
 /// The victim queue's largest capacity, in cells (1 MiB).
-pub const VICTIM_QUEUE_MAX: usize = 1 << 16;
+pub(crate) const VICTIM_QUEUE_MAX: usize = 1 << 16;
 
 /// Called with every error of a bgwriter write (the page stays dirty; the bgwriter goes
 /// on). Without a hook, the thread prints the error to stderr.

@@ -55,7 +55,7 @@ fn dirty(pool: &BufferPool, id: usize) -> bool {
 }
 
 /// Proves: the nap is `bgwriter_delay` when the hand stands still, and shortens (but
-/// not below [`MIN_NAP_MS`]) when the hand, at its measured speed, would reach the
+/// not below `MIN_NAP_MS`) when the hand, at its measured speed, would reach the
 /// bgwriter's cursor sooner. How: the cursor set a known distance ahead of the hand,
 /// the previous reading of the hand placed in the past.
 #[test]
@@ -99,7 +99,7 @@ fn the_nap_shortens_when_the_hand_would_overtake_the_cursor() {
 }
 
 /// Proves: with `bgwriter_adaptive_nap = off` the nap is always `bgwriter_delay`, where
-/// the adaptive nap would be its floor. How: the set-up above that gave [`MIN_NAP_MS`].
+/// the adaptive nap would be its floor. How: the set-up above that gave `MIN_NAP_MS`.
 #[test]
 fn a_fixed_nap_is_always_the_delay() {
     let mut c = config(64, "lru");

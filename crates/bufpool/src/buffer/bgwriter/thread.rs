@@ -92,7 +92,7 @@ impl BufferPool {
     /// How long to nap after a round: `bgwriter_delay`, unless the clock hand, at the
     /// speed it moved since the last nap (`last`: the hand and when it was read), would
     /// reach the end of what the bgwriter has looked at (its cursor) sooner; then half the
-    /// time the lead lasts, at least [`MIN_NAP_MS`]. So a busy pool gets rounds as often
+    /// time the lead lasts, at least `MIN_NAP_MS`. So a busy pool gets rounds as often
     /// as its hand needs them, each still bounded by `bgwriter_lru_maxpages`, and a quiet
     /// one the full delay; `bgwriter_delay` is the longest nap, not a fixed one. With
     /// `bgwriter_adaptive_nap = off`, always `bgwriter_delay` (PostgreSQL's fixed nap).

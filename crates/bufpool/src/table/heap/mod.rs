@@ -96,7 +96,7 @@ impl Tid {
 /// Most pages a bulk load adds with one storage call: 16 (128 kB of 8 kB pages,
 /// io_combine_limit's default), also held pinned at once while they are filled; at most
 /// half of the load's ring, so the ring never meets its own pinned pages.
-pub const BULK_EXTEND_PAGES: usize = 16;
+pub(crate) const BULK_EXTEND_PAGES: usize = 16;
 
 /// Default fillfactor (PostgreSQL's for heaps): inserts fill pages completely.
 pub const DEFAULT_FILLFACTOR: u8 = 100;
@@ -412,7 +412,7 @@ impl<'e> Heap<'e> {
 
     /// [`Heap::bulk_load`] through the caller's `ring` (`None`: the shared clock), so an
     /// experiment can compare ring configurations. Pages are added
-    /// [`BULK_EXTEND_PAGES`] at a time (at most half the ring) with one storage call, as
+    /// `BULK_EXTEND_PAGES` at a time (at most half the ring) with one storage call, as
     /// many as the rows still to come surely fill (by the iterator's lower size bound and
     /// the most rows a page can hold), so no page is left empty; an iterator without a
     /// size bound extends one page at a time.
