@@ -81,7 +81,10 @@
 #                         vacuum, the run and the checkpoint. dev_write_bytes: what the
 #                         cluster folder's block device has written (its sector count,
 #                         after a sync -f), -1 if unreadable; other writers count too.
-#   pgbench.out         pgbench's stdout and stderr (summary: "tps = ...", latency, ...)
+#   pgbench.out         pgbench's stdout (summary: "tps = ...", latency, ...)
+#   pgbench.err         pgbench's stderr (progress lines every --progress seconds, default
+#                       10, warnings, errors),
+#                       also shown on this script's stderr as they come
 #   pgbench_cpu.txt     pgbench's own CPU seconds, "user_s sys_s": "0.412 0.903"
 #   pgbench_log.PID[.T] pgbench's per-transaction log, one file per -j thread (thread 0
 #                       has no .T suffix), lines
@@ -122,6 +125,7 @@ trap 'ERR_LINE=$LINENO ERR_CMD=$BASH_COMMAND' ERR
 
 # ---------------------------------------------------------------- arguments
 OUT='' SCALE='' CLIENTS='' JOBS='' SECS='' SHARED_BUFFERS='' CKPT_TIMEOUT='' SYNC='' MODE=prepared
+PROGRESS=10
 PG_VERSION_WANTED='' PORT_ARG='' PROBE=0
 while (($#)); do
   opt=$1 val=
@@ -130,7 +134,7 @@ while (($#)); do
     -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
     --*=*) val=${opt#*=} opt=${opt%%=*}; shift ;;
     --out | --scale | --clients | --jobs | --time | --shared-buffers | --checkpoint-timeout | \
-      --sync | --mode | --postgres-version | --port)
+      --sync | --mode | --postgres-version | --port | --progress)
       (($# >= 2)) || bad_usage "$opt needs a value"
       val=$2
       shift 2
@@ -150,6 +154,7 @@ while (($#)); do
     --mode) MODE=$val ;;
     --postgres-version) PG_VERSION_WANTED=$val ;;
     --port) PORT_ARG=$val ;;
+    --progress) PROGRESS=$val ;;
     *) bad_usage "unknown option: $opt" ;;
   esac
 done
@@ -160,7 +165,7 @@ if ((!PROBE)); then
     "--shared-buffers:$SHARED_BUFFERS" "--checkpoint-timeout:$CKPT_TIMEOUT" "--sync:$SYNC"; do
     [[ -n ${pair#*:} ]] || bad_usage "${pair%%:*} is required"
   done
-  for pair in "--scale:$SCALE" "--clients:$CLIENTS" "--jobs:$JOBS" "--time:$SECS"; do
+  for pair in "--scale:$SCALE" "--clients:$CLIENTS" "--jobs:$JOBS" "--time:$SECS" "--progress:$PROGRESS"; do
     [[ ${pair#*:} =~ ^[1-9][0-9]*$ ]] || bad_usage "${pair%%:*} must be a positive integer, not '${pair#*:}'"
   done
   ((JOBS <= CLIENTS)) || bad_usage "--jobs ($JOBS) must not exceed --clients ($CLIENTS)"
@@ -562,7 +567,7 @@ mkdir -p -- "$OUT" || die "cannot create --out $OUT"
 OUT=$(cd -- "$OUT" && pwd) || die "cannot enter --out $OUT"
 [[ -w $OUT ]] || die "--out $OUT is not writable"
 rm -f -- "$OUT"/pgbench_log.* "$OUT"/{load_s.txt,pgbench_init.out,version.txt,settings.txt} \
-  "$OUT"/{stats,proc}_{before,after}.txt "$OUT"/{pgbench.out,pgbench_cpu.txt,peak_pss_bytes.txt,server.log}
+  "$OUT"/{stats,proc}_{before,after}.txt "$OUT"/{pgbench.out,pgbench.err,pgbench_cpu.txt,peak_pss_bytes.txt,server.log}
 
 if ((IS_ROOT)); then
   command -v runuser >/dev/null 2>&1 || die "runuser (util-linux) is needed to run the server as $PG_USER_NAME"
@@ -756,8 +761,11 @@ sample before
 log "pgbench -c $CLIENTS -j $JOBS -T $SECS -M $MODE -l (vacuum, then $SECS s)..."
 (
   TIMEFORMAT='%U %S'
-  time "$BIN/pgbench" -c "$CLIENTS" -j "$JOBS" -T "$SECS" -M "$MODE" -l \
-    --log-prefix "$OUT/pgbench_log" -s "$SCALE" >"$OUT/pgbench.out" 2>&1
+  # Progress lines (stderr, every --progress seconds) both kept and shown as they come;
+  # the summary (stdout) kept for the figures.
+  time "$BIN/pgbench" -c "$CLIENTS" -j "$JOBS" -T "$SECS" -M "$MODE" -l -P "$PROGRESS" \
+    --log-prefix "$OUT/pgbench_log" -s "$SCALE" >"$OUT/pgbench.out" \
+    2> >(tee "$OUT/pgbench.err" >&"$ERR_FD")
 ) 2>"$OUT/pgbench_cpu.txt" &
 CHILD_PID=$!
 sampler "$PM_PID" "$CHILD_PID" "$TMP/peak_pss" &
@@ -768,7 +776,7 @@ CHILD_PID=
 wait "$SAMPLER_PID" || true
 SAMPLER_PID=
 if ((rc != 0)); then
-  die "pgbench exited with $rc: $(grep -vE '^(pgbench: )?(warning|scale option)' "$OUT/pgbench.out" | tail -n1 || true)"
+  die "pgbench exited with $rc: $(cat "$OUT/pgbench.out" "$OUT/pgbench.err" 2>/dev/null | grep -vE '^(pgbench: )?(warning|scale option)|^progress: ' | tail -n1 || true)"
 fi
 [[ -s $TMP/peak_pss ]] || die "the memory sampler recorded nothing"
 cp "$TMP/peak_pss" "$OUT/peak_pss_bytes.txt"

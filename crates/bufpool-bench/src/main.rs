@@ -109,6 +109,10 @@ struct CompareArgs {
     /// Rounds: each runs every engine once, in turn, so drift hits them all alike.
     #[arg(long, default_value_t = 1)]
     rounds: u32,
+    /// Seconds between each engine's progress lines (pgbench's -P), shown live and kept
+    /// in its logs.
+    #[arg(short = 'P', long = "progress", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    progress: u32,
     /// pgbench's query mode for PostgreSQL.
     #[arg(long, value_enum, default_value = "prepared")]
     pg_mode: compare::PgMode,
@@ -148,6 +152,9 @@ struct SqliteTpcbArgs {
     cache_size: String,
     #[arg(long)]
     log_prefix: Option<PathBuf>,
+    /// A progress line on stderr every N seconds (pgbench's -P).
+    #[arg(short = 'P', long)]
+    progress: Option<u32>,
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -169,6 +176,7 @@ fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
             cache_bytes,
             seed: 0x5eed,
             log_prefix: a.log_prefix,
+            progress_s: a.progress,
         },
         &stop,
     )?;
@@ -479,6 +487,7 @@ fn main() -> Result<()> {
             out_dir: c.out,
             json: c.json,
             command: command.clone(),
+            progress_s: c.progress,
         }),
         Some(Command::SqliteTpcb(a)) => sqlite_tpcb(a),
         Some(Command::Trace(t)) => trace::run(t),

@@ -43,11 +43,27 @@ fn bufpool_and_sqlite_side_by_side_json_report_and_logs() {
             "2",
             "--pool",
             "16MB",
+            "-P",
+            "1",
             "--json",
         ],
         &[],
     );
     let text = ok(&o, "compare");
+    // Each engine's progress lines reach the user as they come, after its name, and
+    // stay in its log.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    for (engine, log) in [
+        ("bufpool", "bufpool-r1/bench.stderr.log"),
+        ("sqlite", "sqlite-r1/run.stderr.log"),
+    ] {
+        assert!(
+            stderr.contains(&format!("  {engine} | progress: 1.0 s")),
+            "{stderr}"
+        );
+        let kept = std::fs::read_to_string(cwd.join("bufpool-compare/logs").join(log)).unwrap();
+        assert!(kept.contains("progress: 1.0 s"), "{log}: {kept}");
+    }
     let j: serde_json::Value = serde_json::from_str(&text).expect("compare --json is JSON");
     let engines = j["engines"].as_array().unwrap();
     let names: Vec<&str> = engines

@@ -124,6 +124,9 @@ pub struct CompareOptions {
     pub out_dir: PathBuf,
     pub json: bool,
     pub command: Vec<String>,
+    /// Seconds between each engine's progress lines (pgbench's `-P`), shown as they come
+    /// and kept in the engine's `*.stderr.log`.
+    pub progress_s: u32,
 }
 
 /// One engine's run in one round and what it cost.
@@ -326,6 +329,7 @@ fn run_bufpool(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun
             .args(["-s", &o.scale.to_string(), "-D"])
             .arg(data)
             .args(sets(o)),
+        "bufpool",
         &logs.join("init.out"),
         data,
     )?;
@@ -340,11 +344,18 @@ fn run_bufpool(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun
             .args(["-c", &o.clients.to_string()])
             .args(["-j", &o.jobs.to_string()])
             .args(["-T", &o.time_s.to_string()])
-            .args(["-P", "10", "--label", "bufpool", "--out"])
+            .args([
+                "-P",
+                &o.progress_s.to_string(),
+                "--label",
+                "bufpool",
+                "--out",
+            ])
             .arg(&run_json)
             .arg("-D")
             .arg(data)
             .args(sets(o)),
+        "bufpool",
         &logs.join("bench.out"),
         data,
     )?;
@@ -372,6 +383,7 @@ fn run_sqlite(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun>
                 "--dir",
             ])
             .arg(data),
+        "sqlite",
         &logs.join("load.out"),
         data,
     )?;
@@ -390,12 +402,14 @@ fn run_sqlite(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun>
             .args(["--time", &o.time_s.to_string()])
             .args(["--sync", if o.sync { "on" } else { "off" }])
             .args(["--cache-size", &o.pool])
+            .args(["-P", &o.progress_s.to_string()])
             .arg("--log-prefix")
             .arg(logs.join("sqlite_log"))
             .arg("--out")
             .arg(&out)
             .arg("--dir")
             .arg(data),
+        "sqlite",
         &logs.join("run.out"),
         data,
     )?;
@@ -434,6 +448,7 @@ fn pg_options(o: &CompareOptions, major: Option<&str>) -> postgres::PgOptions {
             PgMode::Simple => "simple".into(),
         },
         version: major.map(str::to_string),
+        progress_s: o.progress_s,
     }
 }
 
@@ -451,6 +466,7 @@ fn run_postgres(o: &CompareOptions, who: &Entrant, logs: &Path) -> Result<Engine
     // The script reports its own figures; its rusage (pgbench, psql) is not needed.
     process::run_measured(
         &mut postgres::command(&p, logs),
+        &who.name(),
         &logs.join("peer.out"),
         logs,
     )?;

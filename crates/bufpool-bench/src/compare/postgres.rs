@@ -74,6 +74,8 @@ pub struct PgOptions {
     /// pgbench's -M: "prepared" or "simple".
     pub mode: String,
     pub version: Option<String>,
+    /// Seconds between pgbench's progress lines (`-P`).
+    pub progress_s: u32,
 }
 
 /// The script's command line, writing into `out`.
@@ -89,7 +91,8 @@ pub fn command(o: &PgOptions, out: &Path) -> Command {
         .args(["--shared-buffers", &o.shared_buffers])
         .args(["--checkpoint-timeout", &o.checkpoint_timeout])
         .args(["--sync", if o.sync { "on" } else { "off" }])
-        .args(["--mode", &o.mode]);
+        .args(["--mode", &o.mode])
+        .args(["--progress", &o.progress_s.to_string()]);
     if let Some(v) = &o.version {
         cmd.args(["--postgres-version", v]);
     }

@@ -66,21 +66,62 @@ pub fn write_bytes_self() -> u64 {
     io_self("write_bytes")
 }
 
-/// Runs `cmd` with stdout to `stdout_file` (stderr inherited: the child's progress lines
-/// reach the user) and returns its usage; an exit other than 0 is an error that quotes
-/// the last lines of `stdout_file`.
-pub fn run_measured(cmd: &mut Command, stdout_file: &Path, data_dir: &Path) -> Result<Usage> {
+/// Where [`run_measured`] keeps a child's stderr: beside its stdout file, `NAME.stderr.log`.
+pub fn stderr_log(stdout_file: &Path) -> std::path::PathBuf {
+    stdout_file.with_extension("stderr.log")
+}
+
+/// Copies the child's stderr, line by line as it comes, to ours (each line after
+/// `label`, so the progress lines of a long run show live) and to `log`.
+fn tee_stderr(
+    child_err: std::process::ChildStderr,
+    label: String,
+    log: std::fs::File,
+) -> std::sync::mpsc::Receiver<()> {
+    let (done, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::{BufRead, Write};
+        let mut log = std::io::BufWriter::new(log);
+        for line in std::io::BufReader::new(child_err).split(b'\n') {
+            let Ok(line) = line else { break };
+            let text = String::from_utf8_lossy(&line);
+            eprintln!("  {label} | {text}");
+            let _ = writeln!(log, "{text}");
+        }
+        let _ = log.flush();
+        let _ = done.send(());
+    });
+    rx
+}
+
+/// Runs `cmd` with stdout to `stdout_file` and stderr both shown live (each line after
+/// `label`) and kept in [`stderr_log`], and returns its usage; an exit other than 0 is an
+/// error that quotes the last lines of both.
+pub fn run_measured(
+    cmd: &mut Command,
+    label: &str,
+    stdout_file: &Path,
+    data_dir: &Path,
+) -> Result<Usage> {
     let out = std::fs::File::create(stdout_file)
         .with_context(|| format!("creating {}", stdout_file.display()))?;
+    let err_path = stderr_log(stdout_file);
+    let err_log = std::fs::File::create(&err_path)
+        .with_context(|| format!("creating {}", err_path.display()))?;
     let io_before = write_bytes_self();
     let wchar_before = io_self("wchar");
     let dev_before = device_written(data_dir);
     let started = Instant::now();
-    let child = cmd
+    let mut child = cmd
         .stdout(Stdio::from(out))
+        .stderr(Stdio::piped())
         .stdin(Stdio::null())
         .spawn()
         .with_context(|| format!("starting {cmd:?}"))?;
+    let tee = child
+        .stderr
+        .take()
+        .map(|e| tee_stderr(e, label.to_string(), err_log));
     let pid = child.id() as libc::pid_t;
     let mut status: libc::c_int = 0;
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
@@ -98,6 +139,12 @@ pub fn run_measured(cmd: &mut Command, stdout_file: &Path, data_dir: &Path) -> R
         }
     }
     drop(child);
+    if let Some(t) = tee {
+        // The pipe ends with the child, unless a process it left running holds its
+        // stderr (a server it started): then the copy goes on in the background rather
+        // than hold the comparison up.
+        let _ = t.recv_timeout(std::time::Duration::from_secs(2));
+    }
     let wall_s = started.elapsed().as_secs_f64();
     let io_after = write_bytes_self();
     let wchar_after = io_self("wchar");
@@ -112,7 +159,8 @@ pub fn run_measured(cmd: &mut Command, stdout_file: &Path, data_dir: &Path) -> R
         device_write_bytes: dev_before.zip(dev_after).map(|(b, a)| a.saturating_sub(b)),
     };
     if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        let text = std::fs::read_to_string(stdout_file).unwrap_or_default();
+        let mut text = std::fs::read_to_string(stdout_file).unwrap_or_default();
+        text.push_str(&std::fs::read_to_string(&err_path).unwrap_or_default());
         let tail: Vec<&str> = text.lines().rev().take(15).collect();
         let how = if libc::WIFSIGNALED(status) {
             format!("killed by signal {}", libc::WTERMSIG(status))
@@ -140,7 +188,7 @@ mod tests {
             "dd if=/dev/zero of={} bs=1M count=4 conv=fsync 2>/dev/null; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo done",
             target.display()
         ));
-        let u = run_measured(&mut cmd, &dir.path().join("out"), dir.path()).unwrap();
+        let u = run_measured(&mut cmd, "sh", &dir.path().join("out"), dir.path()).unwrap();
         assert_eq!(
             std::fs::read_to_string(dir.path().join("out")).unwrap(),
             "done\n"
@@ -160,12 +208,30 @@ mod tests {
     fn a_failing_child_is_an_error_with_its_output() {
         let dir = tempfile::tempdir().unwrap();
         let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg("echo something broke; exit 3");
-        let e = run_measured(&mut cmd, &dir.path().join("out"), dir.path()).unwrap_err();
+        cmd.arg("-c")
+            .arg("echo something broke; echo on stderr too >&2; exit 3");
+        let e = run_measured(&mut cmd, "sh", &dir.path().join("out"), dir.path()).unwrap_err();
         let msg = format!("{e:#}");
         assert!(
-            msg.contains("exit status 3") && msg.contains("something broke"),
+            msg.contains("exit status 3")
+                && msg.contains("something broke")
+                && msg.contains("on stderr too"),
             "{msg}"
+        );
+    }
+
+    #[test]
+    fn the_childs_progress_lines_are_kept_as_they_come() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg("echo summary; for i in 1 2 3; do echo progress: $i >&2; done");
+        let out = dir.path().join("run.out");
+        run_measured(&mut cmd, "sh", &out, dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "summary\n");
+        assert_eq!(
+            std::fs::read_to_string(stderr_log(&out)).unwrap(),
+            "progress: 1\nprogress: 2\nprogress: 3\n"
         );
     }
 }

@@ -14,7 +14,7 @@
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
@@ -79,6 +79,49 @@ pub struct SqliteOptions {
     pub seed: u64,
     /// Where to write the per-second log (pgbench's aggregate format), if anywhere.
     pub log_prefix: Option<PathBuf>,
+    /// A progress line on stderr every this many seconds (pgbench's `-P`), if any.
+    pub progress_s: Option<u32>,
+}
+
+/// What the clients have done so far, for the progress lines.
+#[derive(Default)]
+struct Running {
+    commits: AtomicU64,
+    failed: AtomicU64,
+    latency_us: AtomicU64,
+}
+
+/// Prints pgbench's progress line every `every` until `done`: the interval's rate,
+/// average latency and failures.
+fn report_progress(running: &Running, every: Duration, start: Instant, done: &AtomicBool) {
+    let mut last = (0u64, 0u64, 0u64);
+    let mut next = every;
+    while !done.load(Ordering::Relaxed) {
+        if start.elapsed() < next {
+            // Short naps so the end of the run is not held up by a whole interval.
+            std::thread::sleep(Duration::from_millis(50).min(next - start.elapsed()));
+            continue;
+        }
+        let now = (
+            running.commits.load(Ordering::Relaxed),
+            running.failed.load(Ordering::Relaxed),
+            running.latency_us.load(Ordering::Relaxed),
+        );
+        let n = now.0 - last.0;
+        let lat_ms = if n > 0 {
+            (now.2 - last.2) as f64 / n as f64 / 1000.0
+        } else {
+            0.0
+        };
+        eprintln!(
+            "progress: {:.1} s, {:.1} tps, lat {lat_ms:.3} ms, {} failed",
+            next.as_secs_f64(),
+            n as f64 / every.as_secs_f64(),
+            now.1 - last.1
+        );
+        last = now;
+        next += every;
+    }
 }
 
 /// A SQLite run: the common result plus what only SQLite reports.
@@ -161,14 +204,23 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
+    let running = Running::default();
+    let done = AtomicBool::new(false);
     let per_client: Vec<Result<ClientOut>> = std::thread::scope(|s| {
+        let (running, done) = (&running, &done);
+        if let Some(every) = o.progress_s.filter(|&p| p > 0) {
+            let every = Duration::from_secs(every.into());
+            s.spawn(move || report_progress(running, every, start, done));
+        }
         let handles: Vec<_> = (0..o.clients.max(1))
-            .map(|id| s.spawn(move || client(o, id, scale, start, stop)))
+            .map(|id| s.spawn(move || client(o, id, scale, start, stop, running)))
             .collect();
-        handles
+        let outs = handles
             .into_iter()
             .map(|h| h.join().expect("sqlite client thread"))
-            .collect()
+            .collect();
+        done.store(true, Ordering::Relaxed);
+        outs
     });
     let elapsed = start.elapsed().as_secs_f64();
     let outs: Vec<ClientOut> = per_client.into_iter().collect::<Result<_>>()?;
@@ -258,6 +310,7 @@ fn client(
     scale: i64,
     start: Instant,
     stop: &AtomicBool,
+    running: &Running,
 ) -> Result<ClientOut> {
     let db = open(&o.dir)?;
     configure(&db, o)?;
@@ -283,12 +336,15 @@ fn client(
                 let us = end.duration_since(t0).as_micros() as u64;
                 slot_at(&mut out.seconds, sec).add(us as f64, 0.0);
                 out.hist.record(us.max(1)).ok();
+                running.commits.fetch_add(1, Ordering::Relaxed);
+                running.latency_us.fetch_add(us, Ordering::Relaxed);
             }
             Err(e) if is_busy(&e) => {
                 // The busy handler gave up: roll back and count it, as pgbench counts
                 // a failed transaction.
                 let _ = db.execute_batch("ROLLBACK");
                 slot_at(&mut out.seconds, sec).failed += 1;
+                running.failed.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => return Err(e).context("SQLite TPC-B transaction"),
         }

@@ -367,6 +367,7 @@ fn sqlite_normal(r: &Runner, o: &Settings) -> Result<crate::compare::sqlite::Sql
         cache_bytes: 64 << 20,
         seed: 0x5eed,
         log_prefix: None,
+        progress_s: None,
     };
     let sq = crate::compare::sqlite::run(&options, &r.stop())?;
     let _ = std::fs::remove_dir_all(&dir);
