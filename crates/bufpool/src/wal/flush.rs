@@ -34,7 +34,7 @@
 //! crash during the rewrite can leave that block torn. If the device tears at 512-byte
 //! sectors but writes each sector atomically, the acknowledged prefix of the block is
 //! rewritten with the same bytes and survives. If a sector caught mid-write can come back
-//! as garbage (our power-loss simulator, `vfs/sim.rs`, models this; so do drives without
+//! as garbage (our power-loss simulator, `vfs/sim/`, models this; so do drives without
 //! power-loss protection), the acknowledged records in that sector are destroyed, and
 //! recovery then sees corruption before records it was told were durable. Padding makes
 //! that impossible on any device, at the cost of at most 4 KiB of log per flush (and more
