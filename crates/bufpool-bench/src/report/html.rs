@@ -1,11 +1,15 @@
 //! index.html: one self-contained page (inline CSS, no scripts, no fonts, no network) that
-//! shows the charts as images next to it, a summary table and the knobs of every run.
+//! opens with each run's headline figures and where it comes from, then the per-second TPS
+//! and maximum-latency charts (images next to it), then the summary table, the other
+//! charts, pg_stat_io and the knobs of every run. Every table sits in a box that scrolls
+//! sideways by itself, so the page never does.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::charts::{run_colour, Chart};
-use super::model::{RunResult, WriteBytes};
+use super::model::{RunResult, StatIo, WriteBytes};
+use crate::provenance::Provenance;
 
 /// Escapes text for HTML element content and quoted attribute values.
 pub fn escape(text: &str) -> String {
@@ -55,12 +59,20 @@ fn hex(i: usize) -> String {
 
 const STYLE: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;\
-margin:0 auto;padding:1.5em 2em 3em;max-width:1040px;color:#222;background:#fff;line-height:1.45}\
+margin:0 auto;padding:1.5em 2em 3em;max-width:1040px;color:#222;background:#fff;line-height:1.45;\
+overflow-wrap:break-word}\
 h1{margin:.2em 0 .4em;font-size:1.7em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}\
-ul.runs{list-style:none;padding:0}ul.runs li{margin:.25em 0}\
+.headline{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,17em),1fr));\
+gap:.8em;margin:.6em 0 1em}\
+.headline .run{min-width:0;border:1px solid #e4e4e4;border-radius:4px;padding:.55em .9em;\
+overflow-wrap:anywhere}.run .muted{font-size:.9em}.nowrap{white-space:nowrap}\
+.nums{display:flex;flex-wrap:wrap;gap:.1em 1.3em;margin:.3em 0}\
+.num b{font-size:1.45em;font-variant-numeric:tabular-nums}\
 .swatch{display:inline-block;width:1.6em;height:.8em;border-radius:2px;margin-right:.5em;vertical-align:middle}\
 .muted{color:#666}nav a{margin-right:1.2em}\
-table{border-collapse:collapse;margin:.6em 0;font-size:.92em}\
+.scroll{overflow-x:auto;max-width:100%;margin:.6em 0}\
+table{border-collapse:collapse;margin:0;font-size:.92em}\
+caption{text-align:left;color:#444;padding:.2em 0}\
 th,td{border:1px solid #d8d8d8;padding:.28em .7em;text-align:right;vertical-align:top}\
 th:first-child,td:first-child{text-align:left}thead th{background:#f3f3f3}\
 tr.group th{background:#fafafa;text-align:left;font-weight:600;color:#444}\
@@ -70,6 +82,16 @@ figure{margin:1.6em 0;padding:0}\
 figure img{max-width:100%;height:auto;border:1px solid #e4e4e4;display:block}\
 figcaption{margin-top:.4em;color:#333;max-width:60em}\
 footer{margin-top:3em;color:#888;font-size:.85em}";
+
+/// Opens a table inside its horizontally scrolling box: a table wider than the page (many
+/// runs, many columns, long knob values) scrolls by itself, never the page.
+fn open_table(out: &mut String, class: &str) {
+    let _ = writeln!(out, "<div class=\"scroll\"><table class=\"{class}\">");
+}
+
+fn close_table(out: &mut String) {
+    out.push_str("</table></div>\n");
+}
 
 type Row = (&'static str, fn(&RunResult) -> String);
 
@@ -315,8 +337,44 @@ fn checkpoint_rows() -> (&'static str, Vec<Row>) {
     )
 }
 
-/// pg_stat_io as PostgreSQL 18 has it, one table per run that recorded it (bufpool
-/// runs): every row with I/O, bytes in MB, times in ms.
+/// One column of the pg_stat_io tables: its heading and its cell of a row.
+type IoColumn = (&'static str, fn(&StatIo) -> String);
+
+fn mb(bytes: u64) -> String {
+    fixed(bytes as f64 / 1e6, 1)
+}
+
+/// pg_stat_io's counters in two tables of a few columns each (each row's backend type,
+/// object and context repeated), so that neither is wider than the page.
+const STAT_IO_TABLES: [(&str, &[IoColumn]); 2] = [
+    (
+        "Reads, writes and writebacks",
+        &[
+            ("reads", |s| group(s.reads)),
+            ("read MB", |s| mb(s.read_bytes)),
+            ("read ms", |s| fixed(s.read_time_ms, 1)),
+            ("writes", |s| group(s.writes)),
+            ("write MB", |s| mb(s.write_bytes)),
+            ("write ms", |s| fixed(s.write_time_ms, 1)),
+            ("writebacks", |s| group(s.writebacks)),
+        ],
+    ),
+    (
+        "Extends, hits, evictions, reuses and fsyncs",
+        &[
+            ("extends", |s| group(s.extends)),
+            ("extend MB", |s| mb(s.extend_bytes)),
+            ("hits", |s| group(s.hits)),
+            ("evictions", |s| group(s.evictions)),
+            ("reuses", |s| group(s.reuses)),
+            ("fsyncs", |s| group(s.fsyncs)),
+            ("fsync ms", |s| fixed(s.fsync_time_ms, 1)),
+        ],
+    ),
+];
+
+/// pg_stat_io as PostgreSQL 18 has it, per run that recorded it (bufpool runs): every
+/// row with I/O, bytes in MB, times in ms.
 fn stat_io_section(out: &mut String, runs: &[RunResult]) {
     let with: Vec<&RunResult> = runs.iter().filter(|r| !r.stat_io.is_empty()).collect();
     if with.is_empty() {
@@ -327,43 +385,35 @@ fn stat_io_section(out: &mut String, runs: &[RunResult]) {
          the run. Relation reads, writes and extends count blocks (PostgreSQL 18 counts \
          I/O operations: a combined read of 16 blocks is one there); the bytes agree.</p>\n",
     );
-    let mb = |b: u64| fixed(b as f64 / 1e6, 1);
     for r in with {
-        let _ = writeln!(
-            out,
-            "<h3>{}</h3>\n<table class=\"summary\"><thead><tr><th>backend_type</th>\
-             <th>object</th><th>context</th><th>reads</th><th>read MB</th><th>read ms</th>\
-             <th>writes</th><th>write MB</th><th>write ms</th><th>writebacks</th>\
-             <th>extends</th><th>extend MB</th><th>hits</th><th>evictions</th>\
-             <th>reuses</th><th>fsyncs</th><th>fsync ms</th></tr></thead><tbody>",
-            escape(&r.label)
-        );
-        for s in &r.stat_io {
-            let _ = writeln!(
+        let _ = writeln!(out, "<h3>{}</h3>", escape(&r.label));
+        for (caption, columns) in STAT_IO_TABLES {
+            open_table(out, "summary");
+            let _ = write!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(&s.backend_type),
-                escape(&s.object),
-                escape(&s.context),
-                group(s.reads),
-                mb(s.read_bytes),
-                fixed(s.read_time_ms, 1),
-                group(s.writes),
-                mb(s.write_bytes),
-                fixed(s.write_time_ms, 1),
-                group(s.writebacks),
-                group(s.extends),
-                mb(s.extend_bytes),
-                group(s.hits),
-                group(s.evictions),
-                group(s.reuses),
-                group(s.fsyncs),
-                fixed(s.fsync_time_ms, 1),
+                "<caption>{caption}</caption><thead><tr><th>backend_type</th><th>object</th>\
+                 <th>context</th>"
             );
+            for (name, _) in columns {
+                let _ = write!(out, "<th>{name}</th>");
+            }
+            out.push_str("</tr></thead><tbody>\n");
+            for s in &r.stat_io {
+                let _ = write!(
+                    out,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td>",
+                    escape(&s.backend_type),
+                    escape(&s.object),
+                    escape(&s.context)
+                );
+                for (_, cell) in columns {
+                    let _ = write!(out, "<td>{}</td>", cell(s));
+                }
+                out.push_str("</tr>\n");
+            }
+            out.push_str("</tbody>");
+            close_table(out);
         }
-        out.push_str("</tbody></table>\n");
     }
 }
 
@@ -380,49 +430,97 @@ fn header_row(out: &mut String, first: &str, runs: &[RunResult]) {
     out.push_str("</tr></thead>\n");
 }
 
-/// The whole page. Chart images are referenced by file name, relative to index.html.
-pub fn render_index(runs: &[RunResult], charts: &[Chart]) -> String {
-    let mut out = String::with_capacity(16 * 1024);
-    let labels: Vec<String> = runs.iter().map(|r| escape(&r.label)).collect();
-    let title = format!("bufpool benchmark report: {}", labels.join(", "));
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{title}</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>{STYLE}</style>\n\
-         </head>\n<body>\n<h1>bufpool benchmark report</h1>\n"
-    );
+/// Where a run comes from, in one line: the binary's version and commit and the machine,
+/// each part only when the run recorded it.
+fn provenance_line(p: &Provenance) -> String {
+    let mut build = Vec::new();
+    if !p.version.is_empty() {
+        build.push(format!("bufpool {}", escape(&p.version)));
+    }
+    if !p.commit.is_empty() {
+        build.push(format!("commit {}", escape(&p.commit)));
+    }
+    let mut machine = Vec::new();
+    if p.cores > 0 {
+        machine.push(format!("{} cores", p.cores));
+    }
+    if !p.cpu.is_empty() {
+        machine.push(escape(&p.cpu));
+    }
+    if !p.kernel.is_empty() {
+        machine.push(format!("kernel {}", escape(&p.kernel)));
+    }
+    let parts: Vec<String> = [build.join(", "), machine.join(", ")]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect();
+    if parts.is_empty() {
+        "version, commit and machine not recorded".to_string()
+    } else {
+        parts.join(" · ")
+    }
+}
 
-    out.push_str("<ul class=\"runs\">\n");
+/// The first screen: per run its label in its colour, its headline figures (TPS, latency
+/// average, p99 and maximum), its set-up and start, and where it comes from.
+fn headline(out: &mut String, runs: &[RunResult]) {
+    out.push_str("<section id=\"headline\" class=\"headline\">\n");
     for (i, r) in runs.iter().enumerate() {
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "<li><span class=\"swatch\" style=\"background:{}\"></span><strong>{}</strong> \
-             <span class=\"muted\">{}, scale {}, {} clients, {} threads, {} s, {} TPS, started {}</span></li>",
+            "<div class=\"run\">\n<div><span class=\"swatch\" style=\"background:{}\"></span>\
+             <strong>{}</strong></div>\n<div class=\"nums\">",
             hex(i),
-            labels[i],
+            escape(&r.label)
+        );
+        let l = &r.latency_ms;
+        for (value, what) in [
+            (fixed(r.tps, 1), "TPS"),
+            (ms(l.avg), "ms average"),
+            (ms(l.p99), "ms p99"),
+            (ms(l.max), "ms max"),
+        ] {
+            let _ = write!(out, "<span class=\"num\"><b>{value}</b> {what}</span>");
+        }
+        let _ = write!(
+            out,
+            "</div>\n<div class=\"muted\">{}, scale {}, {} clients, {} threads, {} s, \
+             started <span class=\"nowrap\">{}</span></div>\n<div class=\"muted\">{}</div>\n</div>\n",
             escape(&r.mode),
             r.scale,
             r.clients,
             r.threads,
             fixed(r.duration_s, 0),
-            fixed(r.tps, 1),
-            escape(&super::model::started_at_shown(&r.started_at))
+            escape(&super::model::started_at_shown(&r.started_at)),
+            provenance_line(&r.provenance)
         );
     }
-    let stat_io_link = if runs.iter().any(|r| !r.stat_io.is_empty()) {
-        "<a href=\"#stat-io\">pg_stat_io</a>"
-    } else {
-        ""
-    };
-    let _ = writeln!(
-        out,
-        "</ul>\n<nav><a href=\"#summary\">Summary</a>{stat_io_link}<a href=\"#charts\">Charts</a>\
-         <a href=\"#config\">Configuration</a></nav>"
-    );
+    out.push_str("</section>\n");
+}
 
-    out.push_str("<h2 id=\"summary\">Summary</h2>\n<table class=\"summary\">\n");
-    header_row(&mut out, "", runs);
+/// The charts a reader looks at first, right under the headline figures.
+const FIRST_CHARTS: [&str; 2] = ["tps.svg", "max-latency.svg"];
+
+fn figures(out: &mut String, charts: &[&Chart]) {
+    for c in charts {
+        let _ = writeln!(
+            out,
+            "<figure id=\"{id}\">\n<img src=\"{src}\" alt=\"{alt}\">\n\
+             <figcaption><strong>{title}.</strong> {caption}</figcaption>\n</figure>",
+            id = escape(c.file_name.trim_end_matches(".svg")),
+            src = escape(c.file_name),
+            alt = escape(&c.alt),
+            title = escape(&c.title),
+            caption = escape(c.caption)
+        );
+    }
+}
+
+/// The summary table: one column per run, the rows of [`summary_rows`] by group.
+fn summary_table(out: &mut String, runs: &[RunResult]) {
+    out.push_str("<h2 id=\"summary\">Summary</h2>\n");
+    open_table(out, "summary");
+    header_row(out, "", runs);
     out.push_str("<tbody>\n");
     for (group_name, rows) in summary_rows() {
         let _ = writeln!(
@@ -439,61 +537,98 @@ pub fn render_index(runs: &[RunResult], charts: &[Chart]) -> String {
             out.push_str("</tr>\n");
         }
     }
-    out.push_str("</tbody>\n</table>\n");
-    stat_io_section(&mut out, runs);
+    out.push_str("</tbody>\n");
+    close_table(out);
+}
 
-    out.push_str("<h2 id=\"charts\">Charts</h2>\n");
-    if runs.len() > 1 {
-        out.push_str(
-            "<p class=\"muted\">Runs are overlaid, one colour per run as in the list above.</p>\n",
-        );
-    }
-    for c in charts {
-        let _ = writeln!(
-            out,
-            "<figure id=\"{id}\">\n<img src=\"{src}\" alt=\"{alt}\">\n\
-             <figcaption><strong>{title}.</strong> {caption}</figcaption>\n</figure>",
-            id = escape(c.file_name.trim_end_matches(".svg")),
-            src = escape(c.file_name),
-            alt = escape(&c.alt),
-            title = escape(&c.title),
-            caption = escape(c.caption)
-        );
-    }
-
+/// Every knob of every run, one column per run, rows that differ highlighted.
+fn config_section(out: &mut String, runs: &[RunResult]) {
     out.push_str("<h2 id=\"config\">Configuration</h2>\n");
     let keys: BTreeSet<&String> = runs.iter().flat_map(|r| r.config.keys()).collect();
     if keys.is_empty() {
         out.push_str("<p class=\"muted\">No knobs recorded.</p>\n");
-    } else {
-        if runs.len() > 1 {
-            out.push_str(
-                "<p class=\"muted\">Highlighted rows differ between runs; – means not set.</p>\n",
-            );
-        }
-        out.push_str("<table class=\"config\">\n");
-        header_row(&mut out, "knob", runs);
-        out.push_str("<tbody>\n");
-        for key in keys {
-            let values: Vec<Option<&String>> = runs.iter().map(|r| r.config.get(key)).collect();
-            let differs = values.windows(2).any(|w| w[0] != w[1]);
+        return;
+    }
+    if runs.len() > 1 {
+        out.push_str(
+            "<p class=\"muted\">Highlighted rows differ between runs; – means not set.</p>\n",
+        );
+    }
+    open_table(out, "config");
+    header_row(out, "knob", runs);
+    out.push_str("<tbody>\n");
+    for key in keys {
+        let values: Vec<Option<&String>> = runs.iter().map(|r| r.config.get(key)).collect();
+        let differs = values.windows(2).any(|w| w[0] != w[1]);
+        let _ = write!(
+            out,
+            "<tr{}><td class=\"knob\">{}</td>",
+            if differs { " class=\"differs\"" } else { "" },
+            escape(key)
+        );
+        for v in values {
             let _ = write!(
                 out,
-                "<tr{}><td class=\"knob\">{}</td>",
-                if differs { " class=\"differs\"" } else { "" },
-                escape(key)
+                "<td>{}</td>",
+                v.map_or_else(|| "–".to_string(), |v| escape(v))
             );
-            for v in values {
-                let _ = write!(
-                    out,
-                    "<td>{}</td>",
-                    v.map_or_else(|| "–".to_string(), |v| escape(v))
-                );
-            }
-            out.push_str("</tr>\n");
         }
-        out.push_str("</tbody>\n</table>\n");
+        out.push_str("</tr>\n");
     }
+    out.push_str("</tbody>\n");
+    close_table(out);
+}
+
+/// The whole page, in the order a reader looks: each run's headline figures, the
+/// per-second TPS and maximum-latency charts, the summary table, the other charts,
+/// pg_stat_io and the knobs. Chart images are referenced by file name, relative to
+/// index.html.
+pub fn render_index(runs: &[RunResult], charts: &[Chart]) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    let labels: Vec<String> = runs.iter().map(|r| escape(&r.label)).collect();
+    let title = format!("bufpool benchmark report: {}", labels.join(", "));
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{title}</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>{STYLE}</style>\n\
+         </head>\n<body>\n<h1>bufpool benchmark report</h1>\n"
+    );
+    headline(&mut out, runs);
+    let (first, more): (Vec<&Chart>, Vec<&Chart>) = charts
+        .iter()
+        .partition(|c| FIRST_CHARTS.contains(&c.file_name));
+    let link = |on: bool, id: &str, name: &str| {
+        if on {
+            format!("<a href=\"#{id}\">{name}</a>")
+        } else {
+            String::new()
+        }
+    };
+    let _ =
+        writeln!(
+        out,
+        "<nav>{}<a href=\"#summary\">Summary</a>{}{}<a href=\"#config\">Configuration</a></nav>",
+        link(!first.is_empty(), "charts", "Charts"),
+        link(!more.is_empty(), "more-charts", "More charts"),
+        link(runs.iter().any(|r| !r.stat_io.is_empty()), "stat-io", "pg_stat_io"),
+    );
+    if !first.is_empty() {
+        out.push_str("<h2 id=\"charts\">Throughput and latency per second</h2>\n");
+        if runs.len() > 1 {
+            out.push_str(
+                "<p class=\"muted\">Runs are overlaid, one colour per run as above.</p>\n",
+            );
+        }
+        figures(&mut out, &first);
+    }
+    summary_table(&mut out, runs);
+    if !more.is_empty() {
+        out.push_str("<h2 id=\"more-charts\">More charts</h2>\n");
+        figures(&mut out, &more);
+    }
+    stat_io_section(&mut out, runs);
+    config_section(&mut out, runs);
     let _ = write!(
         out,
         "<footer>Generated by <code>bufpool report</code> from {} run{}.</footer>\n</body>\n</html>\n",
@@ -520,7 +655,7 @@ mod tests {
         assert_eq!(group(1_234_567), "1,234,567");
     }
 
-    /// A run with pg_stat_io rows gets its table (and the page its link); runs without
+    /// A run with pg_stat_io rows gets its tables (and the page its link); runs without
     /// (PostgreSQL's, SQLite's) get none.
     #[test]
     fn stat_io_rows_get_a_table_per_run() {

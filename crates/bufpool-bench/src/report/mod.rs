@@ -3,7 +3,8 @@
 //!
 //! - `model`: the run result the benchmark writes (the JSON contract);
 //! - `charts`: the charts of pgsql-hackers seed 004 (per-second TPS and latency, CDFs);
-//! - `html`: the page with the charts, a summary table and the knobs of each run.
+//! - `html`: the page: each run's headline figures first, then the per-second charts, the
+//!   summary table, the other charts, pg_stat_io and the knobs of each run.
 
 pub mod charts;
 mod heatmap;
@@ -254,6 +255,127 @@ mod tests {
             assert!(out.join(s).is_file(), "index.html refers to missing {s}");
         }
         assert!(html.matches("<figcaption>").count() == n && html.matches(" alt=\"").count() == n);
+    }
+
+    /// How many `<table`s of `html` sit in no box of class "scroll" (`<div>`s counted open
+    /// and closed).
+    fn tables_outside_a_scroll_box(html: &str) -> usize {
+        let mut open: Vec<bool> = Vec::new();
+        let mut outside = 0;
+        let mut rest = html;
+        while let Some(i) = rest.find('<') {
+            rest = &rest[i..];
+            if rest.starts_with("<div") {
+                let tag = &rest[..rest.find('>').expect("unterminated <div")];
+                open.push(tag.contains("class=\"scroll\""));
+            } else if rest.starts_with("</div>") {
+                open.pop().expect("a </div> without its <div>");
+            } else if rest.starts_with("<table") && !open.contains(&true) {
+                outside += 1;
+            }
+            rest = &rest[1..];
+        }
+        outside
+    }
+
+    /// Saved runs as `bench --out` writes them (with their provenance and pg_stat_io rows),
+    /// read back.
+    fn saved_runs(dir: &Path) -> Vec<RunResult> {
+        let io = |backend_type: &str, object: &str, context: &str, n: u64| model::StatIo {
+            backend_type: backend_type.into(),
+            object: object.into(),
+            context: context.into(),
+            reads: 17 * n,
+            read_bytes: 17 * 8192 * n,
+            writes: 5 * n,
+            write_bytes: 5 * 8192 * n,
+            extends: n,
+            extend_bytes: 8192 * n,
+            hits: 1000 * n,
+            evictions: 3 * n,
+            fsyncs: n,
+            fsync_time_ms: 0.5 * n as f64,
+            ..Default::default()
+        };
+        ["c4 sync", "c4 async"]
+            .iter()
+            .enumerate()
+            .map(|(i, label)| {
+                let mut run = RunResult::example(label, i as u64 + 1);
+                run.provenance = crate::provenance::Provenance {
+                    version: "0.1.0".into(),
+                    commit: format!("0123456789a{i}"),
+                    cores: 2,
+                    cpu: "AMD EPYC 7B13".into(),
+                    kernel: "6.1.0-28-cloud-amd64".into(),
+                };
+                run.stat_io = vec![
+                    io("client backend", "relation", "normal", 40_000),
+                    io("autovacuum worker", "relation", "vacuum", 900),
+                    io("checkpointer", "relation", "normal", 12_000),
+                    io("walwriter", "wal", "normal", 3_000),
+                ];
+                let path = dir.join(format!("run{i}.json"));
+                fs::write(&path, serde_json::to_string_pretty(&run).unwrap()).unwrap();
+                load_run(&path).unwrap()
+            })
+            .collect()
+    }
+
+    /// Proves: the page opens with what a reader looks at first (each run's headline
+    /// figures and where it comes from, then the per-second TPS and maximum-latency
+    /// charts), the long tables come after them, and every table sits in a box that
+    /// scrolls sideways by itself, so the page never does.
+    #[test]
+    fn the_first_screen_is_headline_figures_then_charts_and_every_table_scrolls() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = saved_runs(dir.path());
+        let files = write_report(&runs, &dir.path().join("report")).unwrap();
+        let html = fs::read_to_string(&files.index).unwrap();
+        let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));
+        let (headline, first_table) = (at("<section id=\"headline\""), at("<table"));
+        let (tps, max) = (
+            at("<img src=\"tps.svg\""),
+            at("<img src=\"max-latency.svg\""),
+        );
+        assert!(
+            headline < tps && tps < max && max < first_table,
+            "headline {headline}, TPS chart {tps}, max-latency chart {max}, first table \
+             {first_table}"
+        );
+        let block = &html[headline..headline + html[headline..].find("</section>").unwrap()];
+        for r in &runs {
+            let l = &r.latency_ms;
+            for figure in [
+                html::escape(&r.label),
+                format!("<b>{:.1}</b> TPS", r.tps),
+                format!("<b>{:.3}</b> ms average", l.avg),
+                format!("<b>{:.3}</b> ms p99", l.p99),
+                format!("<b>{:.3}</b> ms max", l.max),
+                format!("bufpool 0.1.0, commit {}", r.provenance.commit),
+                "2 cores, AMD EPYC 7B13, kernel 6.1.0-28-cloud-amd64".into(),
+            ] {
+                assert!(
+                    block.contains(&figure),
+                    "the headline lacks {figure}: {block}"
+                );
+            }
+        }
+        // Every table scrolls in its box: the summary, pg_stat_io (split in two per run)
+        // and the knobs.
+        assert!(html.contains(".scroll{overflow-x:auto"));
+        assert_eq!(html.matches("<table").count(), 1 + 2 * runs.len() + 1);
+        assert_eq!(tables_outside_a_scroll_box(&html), 0);
+        assert_eq!(tables_outside_a_scroll_box("<div><table></table></div>"), 1);
+        // Nothing was dropped on the way: each pg_stat_io row's counters, every chart.
+        for counter in [
+            "<td>680,000</td>",
+            "<td>200,000</td>",
+            "<td>40,000,000</td>",
+        ] {
+            assert!(html.contains(counter), "no {counter}");
+        }
+        assert_eq!(html.matches("<img").count(), files.charts.len());
     }
 
     #[test]

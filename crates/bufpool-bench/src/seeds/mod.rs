@@ -205,17 +205,7 @@ pub fn run(a: &Args) -> Result<()> {
                 reports.push(saved_or_run(&saved, argv, a.resume, run_experiment)?);
             }
         }
-        let rows = plan
-            .compares
-            .iter()
-            .map(|c| {
-                let mut row = c.row(seed, &reports, &plan)?;
-                if unavailable.is_some() {
-                    row.skipped.clone_from(&unavailable);
-                }
-                Ok(row)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let rows = rows(seed, &plan, &reports, unavailable.as_ref())?;
         sections.push((seed, plan, reports, rows));
     }
     let doc = document(&sections, a.quick, &device);
@@ -229,6 +219,26 @@ pub fn run(a: &Args) -> Result<()> {
         println!("page: {}", a.out.join("index.html").display());
     }
     Ok(())
+}
+
+/// A seed's rows from its experiments' reports; every row says `unavailable` (why the
+/// plan could not run here), if given, instead of a figure.
+fn rows(
+    seed: &Seed,
+    plan: &plans::Plan,
+    reports: &[Value],
+    unavailable: Option<&String>,
+) -> Result<Vec<Row>> {
+    plan.compares
+        .iter()
+        .map(|c| {
+            let mut row = c.row(seed, reports, plan)?;
+            if let Some(why) = unavailable {
+                row.skipped = Some(why.clone());
+            }
+            Ok(row)
+        })
+        .collect()
 }
 
 /// The report of `argv`: the one saved at `saved` when `resume` is set and it was made by
@@ -415,14 +425,103 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The keys the page shows first in an object, in this order (our after and before; a
+/// figure's table, row and metric before its quote and message; a device's profile
+/// first); the rest follow alphabetically.
+const KEYS_FIRST: [&str; 11] = [
+    "after",
+    "before",
+    "table",
+    "row",
+    "metric",
+    "quote",
+    "from",
+    "profile",
+    "io",
+    "wal",
+    "tablespaces",
+];
+
+/// A JSON number as the page shows it: whole numbers as they are, others through [`fmt`].
+fn number(n: &serde_json::Number) -> String {
+    match (n.as_i64(), n.as_u64(), n.as_f64()) {
+        (Some(i), _, _) => i.to_string(),
+        (_, Some(u), _) => u.to_string(),
+        (_, _, Some(x)) => fmt(x),
+        _ => esc(&n.to_string()),
+    }
+}
+
+/// A value of seeds.json as the page shows it, never as JSON: numbers through [`fmt`],
+/// text as text, a list as a list, an object as one "key: value" line per key (nested
+/// ones indented under their key). An object with a numeric `value` (a thread's figure)
+/// opens with it and its `unit` in bold.
+fn readable(v: &Value) -> String {
+    match v {
+        Value::Null => "–".into(),
+        Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
+        Value::Number(n) => number(n),
+        Value::String(s) => esc(s),
+        Value::Array(items) if items.is_empty() => "–".into(),
+        Value::Array(items) => {
+            let items: String = items
+                .iter()
+                .map(|x| format!("<li>{}</li>", readable(x)))
+                .collect();
+            format!("<ul class=list>{items}</ul>")
+        }
+        Value::Object(m) => {
+            let mut h = String::new();
+            let headline = m.get("value").filter(|x| x.is_number());
+            if let Some(x) = headline {
+                let _ = match m.get("unit").and_then(Value::as_str) {
+                    Some(unit) if !unit.is_empty() => {
+                        write!(h, "<b>{} {}</b>", readable(x), esc(unit))
+                    }
+                    _ => write!(h, "<b>{}</b>", readable(x)),
+                };
+            }
+            let rank = |k: &str| KEYS_FIRST.iter().position(|f| *f == k);
+            let mut keys: Vec<&String> = m
+                .keys()
+                .filter(|k| headline.is_none() || !matches!(k.as_str(), "value" | "unit"))
+                .collect();
+            keys.sort_by_key(|k| (rank(k).unwrap_or(KEYS_FIRST.len()), k.as_str()));
+            for k in keys {
+                let _ = write!(
+                    h,
+                    "<div class=kv><span class=k>{}:</span> {}</div>",
+                    // Long keys (a figure's) may break after an underscore.
+                    esc(k).replace('_', "_<wbr>"),
+                    readable(&m[k])
+                );
+            }
+            h
+        }
+    }
+}
+
+/// The page's style: the rows' tables scroll sideways in their box if they must, never
+/// the page; long commands and device lines wrap in their cells.
+const PAGE_STYLE: &str = "<style>body{font:14px system-ui;max-width:72em;margin:2em auto;\
+     padding:0 1em;overflow-wrap:break-word}.scroll{overflow-x:auto}\
+     table{border-collapse:collapse;width:100%;table-layout:fixed}td,th{border:1px solid #ccc;\
+     padding:.3em .5em;vertical-align:top;text-align:left}.q{color:#555;font-size:90%}\
+     .ok{color:#060}.no{color:#a00}.kv{margin:.1em 0}.kv .kv,li .kv{margin-left:1.2em}\
+     .k{color:#555}ul.list{margin:.1em 0;padding-left:1.2em}</style>";
+
+/// The rows' columns and their share of the page: question, set-up, the thread's figures,
+/// ours, shape.
+const COLUMNS: &str = "<colgroup><col style=width:17%><col style=width:23%>\
+     <col style=width:27%><col style=width:23%><col style=width:10%></colgroup>";
+
 /// The page: one section per seed with the thread's shape, the commands, the rows (the
-/// thread's figures with their quotes, ours, the verdict), and the machine.
+/// thread's figures with their quotes, ours, the verdict), and the machine. Every value
+/// of seeds.json it shows reads as text ([`readable`]), never as JSON.
 fn page(sections: &[Section], doc: &Value) -> String {
-    let mut h = String::from(
+    let mut h = format!(
         "<!doctype html><meta charset=utf-8><title>bufpool: the seed threads' experiments</title>\
-         <style>body{font:14px system-ui;max-width:72em;margin:2em auto}table{border-collapse:collapse}\
-         td,th{border:1px solid #ccc;padding:.3em .5em;vertical-align:top}.q{color:#555;font-size:90%}\
-         .ok{color:#060}.no{color:#a00}</style>",
+         {PAGE_STYLE}"
     );
     let _ =
         write!(
@@ -432,7 +531,7 @@ fn page(sections: &[Section], doc: &Value) -> String {
          with the same change here; the shape matches when both are lower, about the same \
          (within {:.0}%), or higher.</p>",
         esc(doc["machine"]["cpu"].as_str().unwrap_or("")),
-        doc["cores"],
+        readable(&doc["cores"]),
         esc(doc["profile"].as_str().unwrap_or("")),
         esc(doc["device"].as_str().unwrap_or("")),
         if doc["quick"].as_bool() == Some(true) { ", quick runs" } else { "" },
@@ -447,17 +546,20 @@ fn page(sections: &[Section], doc: &Value) -> String {
             seed.year,
             esc(&seed.shape)
         );
-        for (argv, rep) in plan.runs.iter().zip(reports) {
+        for (i, argv) in plan.runs.iter().enumerate() {
+            let device = reports
+                .get(i)
+                .map_or_else(|| "not run".to_string(), |r| readable(&r["device"]));
             let _ = write!(
                 h,
-                "<li><code>{}</code> <span class=q>(device: {})</span></li>",
-                esc(&argv.join(" ")),
-                esc(&rep["device"].to_string())
+                "<li><code>{}</code><div class=q>device: {device}</div></li>",
+                esc(&argv.join(" "))
             );
         }
-        h.push_str(
-            "</ul><table><tr><th>question</th><th>set-up</th><th>the thread</th><th>ours</th>\
-             <th>shape</th></tr>",
+        let _ = write!(
+            h,
+            "</ul><div class=scroll><table>{COLUMNS}<tr><th>question</th><th>set-up</th><th>the thread</th>\
+             <th>ours</th><th>shape</th></tr>"
         );
         for r in rows {
             let class = match r.shape_matches() {
@@ -471,13 +573,13 @@ fn page(sections: &[Section], doc: &Value) -> String {
                 esc(&r.question),
                 esc(&r.setup),
                 fmt(r.seed_figure),
-                esc(&r.seed_detail.to_string()),
+                readable(&r.seed_detail),
                 r.our_figure.map_or("-".into(), fmt),
-                esc(&r.our_detail.to_string()),
+                readable(&r.our_detail),
                 esc(&verdict(r))
             );
         }
-        h.push_str("</table>");
+        h.push_str("</table></div>");
     }
     h
 }
@@ -616,6 +718,179 @@ mod tests {
         let err = saved_or_run(&saved, &argv("scans"), true, &mut run).unwrap_err();
         assert!(format!("{err:#}").contains("002-0.json"), "{err:#}");
         assert_eq!(runs, 4);
+    }
+
+    /// An experiment's report as the experiments write it: the device as run (what
+    /// `Runner::metadata` records), its command, and its tables.
+    fn report(tables: &[(&str, Value)]) -> Value {
+        let mut r = json!({
+            "command": "bufpool experiment --json --dir /tmp/bufpool-seeds/runs ...",
+            "device": {"profile": "scripts/slow-device.sh profile hdd-2007 (state=up \
+                                   read_iops=100 write_iops=100)",
+                       "io": "O_DIRECT", "wal": "shared", "tablespaces": "shared"},
+        });
+        for (key, rows) in tables {
+            r[*key] = rows.clone();
+        }
+        r
+    }
+
+    /// Each seed's reports, with the figures its plan reads (seed 001's slow device needs
+    /// root: it has none).
+    fn reports_of(id: &str) -> Vec<Value> {
+        let mut rows = Vec::new();
+        match id {
+            "000" => {
+                for (i, w) in ["bursty", "max-c1", "max-c2", "max-c4", "max-c8"]
+                    .iter()
+                    .enumerate()
+                {
+                    for (c, f) in [("seed000-bg2", 1.0), ("off", 1.25)] {
+                        let x = f * (1000.0 + 37.5 * i as f64);
+                        rows.push(json!({"config": c, "workload": w, "tps": x,
+                                         "latency_max_ms": x / 7.0}));
+                    }
+                }
+                vec![report(&[("runs", Value::Array(rows))])]
+            }
+            "002" => {
+                for (d, tps) in [
+                    ("banks_locks_lru", 1858.21),
+                    ("banks", 1411.5),
+                    ("central", 1200.0),
+                ] {
+                    rows.push(json!({"design": d, "clients": 32, "tps": {"median": tps}}));
+                    rows.push(json!({"design": d, "clients": 1, "tps": {"median": tps / 9.0}}));
+                }
+                let rows = Value::Array(rows);
+                vec![report(&[("exp1", rows.clone()), ("exp2", rows)])]
+            }
+            "003" => {
+                for k in [
+                    Value::Null,
+                    json!(1),
+                    json!(16),
+                    json!(32),
+                    json!(256),
+                    json!(1024),
+                ] {
+                    let s = 0.36177166 * (1.0 + k.as_f64().unwrap_or(100.0).ln());
+                    rows.push(json!({"ring_buffers": k, "seconds_one_block": {"median": s}}));
+                }
+                vec![report(&[("ring_sweep", Value::Array(rows))])]
+            }
+            "004" => {
+                for (c, throttled, tps) in [
+                    ("i", false, 812.4),
+                    ("j", false, 903.9),
+                    ("i", true, 480.0),
+                    ("j", true, 510.0),
+                ] {
+                    rows.push(
+                        json!({"config": c, "throttled": throttled, "checkpoints": 3,
+                                     "tps": tps, "tps_p10": tps * 0.8}),
+                    );
+                }
+                vec![report(&[("runs", Value::Array(rows))])]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The text of every `<td>` and `<li>` of `html`.
+    fn cells(html: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        for (open, close) in [("<td", "</td>"), ("<li>", "</li>")] {
+            for part in html.split(open).skip(1) {
+                out.push(&part[..part.find(close).expect("an unclosed cell")]);
+            }
+        }
+        out
+    }
+
+    /// The page of a run of every seed (rows measured, one seed without its device, rows
+    /// whose figure is missing) shows each value of seeds.json as text, never as JSON, and
+    /// every figure is still on it: the thread's with its quote and message, ours with
+    /// the command that measured it.
+    #[test]
+    fn the_page_shows_values_as_text_never_json() {
+        let figs = figures().unwrap();
+        let sections: Vec<Section> = figs
+            .seed
+            .iter()
+            .map(|seed| {
+                let plan = plans::plan(&seed.id, false, "hdd-2007", Path::new("/tmp/s")).unwrap();
+                let reports = reports_of(&seed.id);
+                let why = device_unavailable(&plan, "hdd-2007", Some(1000))
+                    .filter(|_| reports.is_empty());
+                let rows = rows(seed, &plan, &reports, why.as_ref()).unwrap();
+                (seed, plan, reports, rows)
+            })
+            .collect();
+        let doc = document(&sections, false, "hdd-2007");
+        // seeds.json keeps its shape: details are objects there.
+        assert!(doc["seeds"][0]["rows"][0]["seed_detail"].is_object());
+        assert!(doc["seeds"][0]["rows"][0]["our_detail"].is_object());
+        let html = page(&sections, &doc);
+        let all = cells(&html);
+        assert!(all.len() > 5 * 20, "{} cells", all.len());
+        for cell in &all {
+            for json in ["{\"", "\":", "{&quot;", "&quot;:"] {
+                assert!(!cell.contains(json), "JSON ({json}) in a cell: {cell}");
+            }
+        }
+        let body = &html[html.find("</style>").unwrap()..];
+        assert!(!body.contains("&quot;:") && !body.contains("\":"), "{body}");
+        let (mut measured, mut skipped) = (0, 0);
+        for (seed, _, _, rows) in &sections {
+            for r in rows {
+                let question = esc(&r.question);
+                let row = html
+                    .split("<tr>")
+                    .find(|tr| tr.contains(&format!("<td>{question}</td>")))
+                    .unwrap_or_else(|| panic!("no row for {question}"));
+                let mut shown = vec![fmt(r.seed_figure)];
+                for (key, f) in r.seed_detail.as_object().unwrap() {
+                    let fig = seed.figure(key).unwrap();
+                    assert_eq!(f["value"], fig.value);
+                    let key = key.replace('_', "_<wbr>");
+                    shown.push(format!(
+                        "{key}:</span> <b>{} {}</b>",
+                        fmt(fig.value),
+                        fig.unit
+                    ));
+                    shown.push(format!("quote:</span> {}", esc(&fig.quote)));
+                    shown.push(format!("row:</span> {}", esc(&fig.row)));
+                }
+                match (r.our_figure, &r.skipped) {
+                    (Some(ours), _) => {
+                        measured += 1;
+                        shown.push(fmt(ours));
+                        for side in ["after", "before"] {
+                            let x = r.our_detail[side].as_f64().unwrap();
+                            shown.push(format!("{side}:</span> {}", fmt(x)));
+                        }
+                        shown.push("source:</span> bufpool experiment --json".into());
+                    }
+                    (None, why) => {
+                        skipped += 1;
+                        shown.push(esc(why.as_deref().expect("a reason")));
+                    }
+                }
+                for s in shown {
+                    assert!(row.contains(&s), "{question}: no {s} in {row}");
+                }
+            }
+        }
+        assert!(
+            measured >= 10 && skipped >= 5,
+            "{measured} measured, {skipped} skipped"
+        );
+        assert!(html.contains("device: <div class=kv><span class=k>profile:</span> scripts/"));
+        assert!(
+            html.contains("device: not run"),
+            "seed 001's commands are listed"
+        );
     }
 
     #[test]
