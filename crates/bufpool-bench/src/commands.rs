@@ -684,23 +684,9 @@ pub struct BenchArgs {
     /// Log file name prefix.
     #[arg(long = "log-prefix", default_value = "pgbench_log")]
     pub log_prefix: String,
-    /// Built-in script, as pgbench takes it: its name or a unique prefix of it (`tpcb`),
-    /// an `@weight` accepted (one script runs, so it has no effect), `list` for the names.
-    #[arg(
-        short = 'b',
-        long = "builtin",
-        value_name = "BUILTIN",
-        value_parser = parse_builtin,
-        default_value = "tpcb-like"
-    )]
-    pub mode: Mode,
-    /// pgbench's -S: the select-only built-in script (`-b select-only`).
-    #[arg(short = 'S', long = "select-only", conflicts_with_all = ["mode", "skip_some_updates"])]
-    pub select_only: bool,
-    /// pgbench's -N: skip the updates of tellers and branches, the simple-update built-in
-    /// script (`-b simple-update`).
-    #[arg(short = 'N', long = "skip-some-updates", conflicts_with = "mode")]
-    pub skip_some_updates: bool,
+    /// The scripts: `-b`, `-S`, `-N`, `-f` (boxed: `Command` stays small).
+    #[command(flatten)]
+    pub scripts: Box<ScriptFlags>,
     /// pgbench's -n: no VACUUM of branches and tellers before the run.
     #[arg(short = 'n', long = "no-vacuum", conflicts_with = "vacuum_all")]
     pub no_vacuum: bool,
@@ -711,8 +697,9 @@ pub struct BenchArgs {
     /// engine has no connections; the summary says so).
     #[arg(short = 'C', long = "connect")]
     pub connect: bool,
-    /// pgbench's -r: accepted; per-statement latencies need statements, which the
-    /// built-in scripts do not run one by one here: the summary says so.
+    /// pgbench's -r: each command's average latency and failures, per script with several;
+    /// the tpcb-like, simple-update and select-only built-ins then run from their text,
+    /// statement by statement (the others run as engine calls: the summary says so).
     #[arg(short = 'r', long = "report-per-command", alias = "report-latencies")]
     pub report_per_command: bool,
     /// With -l: the share of transactions the per-transaction log keeps (0 < RATE <= 1).
@@ -728,13 +715,6 @@ pub struct BenchArgs {
     /// The summary counts failures by kind (serialization, deadlock).
     #[arg(long = "failures-detailed")]
     pub failures_detailed: bool,
-    /// pgbench's -f: runs the script in FILENAME (an `@weight` is accepted: one script
-    /// runs). Its statements must be ones the engine runs: `\\set` (with random,
-    /// random_zipfian, random_exponential, random_gaussian), `\\sleep`, BEGIN, END,
-    /// ROLLBACK and the built-in scripts' statements; anything else is refused before the
-    /// run, naming its line.
-    #[arg(short = 'f', long = "file", value_name = "FILENAME[@W]", conflicts_with_all = ["select_only", "skip_some_updates"])]
-    pub file: Option<String>,
     /// Prints a built-in script (by name or unique prefix) and ends, as pgbench does.
     #[arg(long = "show-script", value_name = "NAME", value_parser = parse_builtin)]
     pub show_script: Option<Mode>,
@@ -805,6 +785,40 @@ pub struct BenchArgs {
     /// Overrides a knob for this run (repeatable), e.g. --set shared_buffers=64MB.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::parse_set)]
     pub sets: Vec<(String, String)>,
+}
+
+/// pgbench's script flags, each repeatable and in any mix: each transaction runs one of
+/// the scripts given, picked with probability weight / (the weights' sum) as pgbench picks
+/// it; none given: tpcb-like. [`ScriptFlags::in_order`] gives them in command-line order.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ScriptFlags {
+    /// Built-in script, as pgbench takes it: its name or a unique prefix of it (`tpcb`),
+    /// with an optional weight (`@W`, 0 to 2147483647, default 1), `list` for the names.
+    /// Repeatable, and with -f, -S, -N: each transaction runs one of the scripts given,
+    /// picked with probability weight / (the weights' sum). None given: tpcb-like.
+    #[arg(
+        short = 'b',
+        long = "builtin",
+        value_name = "BUILTIN[@W]",
+        value_parser = parse_builtin_arg
+    )]
+    pub builtins: Vec<ScriptArg>,
+    /// pgbench's -S: the select-only built-in script (`-b select-only`).
+    #[arg(short = 'S', long = "select-only", num_args = 0, action = clap::ArgAction::Append,
+          default_missing_value = "select-only", value_parser = parse_builtin_arg)]
+    pub select_only: Vec<ScriptArg>,
+    /// pgbench's -N: skip the updates of tellers and branches, the simple-update built-in
+    /// script (`-b simple-update`).
+    #[arg(short = 'N', long = "skip-some-updates", num_args = 0, action = clap::ArgAction::Append,
+          default_missing_value = "simple-update", value_parser = parse_builtin_arg)]
+    pub skip_some_updates: Vec<ScriptArg>,
+    /// pgbench's -f: runs the script in FILENAME, with an optional weight (`@W`, as -b's);
+    /// repeatable, and with -b, -S, -N. Its statements must be ones the engine runs:
+    /// `\\set` (with random, random_zipfian, random_exponential, random_gaussian),
+    /// `\\sleep`, BEGIN, END, ROLLBACK and the built-in scripts' statements; anything else
+    /// is refused before the run, naming its line.
+    #[arg(short = 'f', long = "file", value_name = "FILENAME[@W]", value_parser = parse_file_arg)]
+    pub files: Vec<ScriptArg>,
 }
 
 /// pgbench's `bench -b list` (or `--builtin list`, `--builtin=list`, `-blist`) in
@@ -944,13 +958,82 @@ SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
     }
 }
 
-/// `-b NAME[@WEIGHT]`: a built-in script by its name or a unique prefix (pgbench's rule).
+/// One script of the command line (`-b`, `-f`, `-S`, `-N`): what it names, its weight,
+/// and its place among the others (pgbench numbers the scripts in command-line order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptArg {
+    /// When clap parsed it ([`SCRIPT_ARG_SEQ`]): the order of the command line across the
+    /// four flags, which clap keeps in four lists.
+    pub seq: u64,
+    pub source: ScriptSource,
+    pub weight: u32,
+}
+
+/// What a [`ScriptArg`] names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptSource {
+    Builtin(Mode),
+    File(String),
+}
+
+/// Counts the script flags parsed: clap parses a command line from left to right, calling
+/// the value parser at each flag, so the numbers give the flags' order.
+static SCRIPT_ARG_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn next_script_seq() -> u64 {
+    SCRIPT_ARG_SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
+/// `NAME[@WEIGHT]` split as pgbench's parseScriptWeight splits it: at the last `@`; the
+/// weight a whole number from 0 to 2147483647 (1 without `@`). `flag` names the option
+/// in errors.
+fn split_weight<'t>(text: &'t str, flag: &str) -> std::result::Result<(&'t str, u32), String> {
+    let Some((name, w)) = text.rsplit_once('@') else {
+        return Ok((text, 1));
+    };
+    let range = format!("0 .. {}", tpcb::mix::WEIGHT_MAX);
+    let digits = w.strip_prefix(['+', '-']).unwrap_or(w);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "{flag} {text}: invalid weight specification: @{w} (a whole number, {range})"
+        ));
+    }
+    match w.parse::<i64>() {
+        Ok(n) if (0..=i64::from(tpcb::mix::WEIGHT_MAX)).contains(&n) => Ok((name, n as u32)),
+        _ => Err(format!(
+            "{flag} {text}: weight specification out of range ({range}): {w}"
+        )),
+    }
+}
+
+/// `-b NAME[@WEIGHT]` (and `-S`, `-N`): a built-in script and its weight.
+fn parse_builtin_arg(text: &str) -> std::result::Result<ScriptArg, String> {
+    let (name, weight) = split_weight(text, "-b")?;
+    Ok(ScriptArg {
+        seq: next_script_seq(),
+        source: ScriptSource::Builtin(parse_builtin(name)?),
+        weight,
+    })
+}
+
+/// `-f FILENAME[@WEIGHT]`: a script file and its weight (the file is read before the run).
+fn parse_file_arg(text: &str) -> std::result::Result<ScriptArg, String> {
+    let (path, weight) = split_weight(text, "-f")?;
+    if path.is_empty() {
+        return Err(format!("-f {text}: no file name"));
+    }
+    Ok(ScriptArg {
+        seq: next_script_seq(),
+        source: ScriptSource::File(path.to_string()),
+        weight,
+    })
+}
+
+/// A built-in script by its name or a unique prefix (pgbench's rule); an `@WEIGHT` after
+/// it is ignored (`--show-script`).
 fn parse_builtin(text: &str) -> std::result::Result<Mode, String> {
     use clap::ValueEnum as _;
-    let (name, weight) = text.split_once('@').unwrap_or((text, "1"));
-    if weight.parse::<u32>().is_err() {
-        return Err(format!("invalid weight {weight:?} (a whole number)"));
-    }
+    let name = text.split_once('@').map_or(text, |(n, _)| n);
     let names: Vec<&str> = Mode::value_variants().iter().map(|m| m.name()).collect();
     let list = format!("available built-in scripts: {}", names.join(", "));
     if name == "list" {
@@ -978,18 +1061,33 @@ fn parse_builtin(text: &str) -> std::result::Result<Mode, String> {
     }
 }
 
-impl BenchArgs {
-    /// pgbench's shorthands for a built-in script (-S, -N) turned into the script.
-    fn with_shorthands(&self) -> BenchArgs {
-        let mut a = self.clone();
-        if a.select_only {
-            a.mode = Mode::SelectOnly;
-        } else if a.skip_some_updates {
-            a.mode = Mode::SimpleUpdate;
+impl ScriptFlags {
+    /// The scripts of the command line in its order (`-b`, `-f`, and pgbench's shorthands
+    /// `-S` and `-N` for `-b select-only` and `-b simple-update`); none: tpcb-like.
+    pub fn in_order(&self) -> Vec<ScriptArg> {
+        let mut all: Vec<ScriptArg> = [
+            &self.builtins,
+            &self.files,
+            &self.select_only,
+            &self.skip_some_updates,
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+        all.sort_by_key(|s| s.seq);
+        if all.is_empty() {
+            all.push(ScriptArg {
+                seq: 0,
+                source: ScriptSource::Builtin(Mode::TpcbLike),
+                weight: 1,
+            });
         }
-        a
+        all
     }
+}
 
+impl BenchArgs {
     /// A plain TPC-B run of `clients` clients (one thread) for `seconds` on `dir` with
     /// knobs `sets`: no rate, log, progress or label. Callers change what they need with
     /// struct update syntax.
@@ -1007,9 +1105,7 @@ impl BenchArgs {
             log: false,
             aggregate_interval: None,
             log_prefix: "pgbench_log".into(),
-            mode: Mode::TpcbLike,
-            select_only: false,
-            skip_some_updates: false,
+            scripts: Box::default(),
             no_vacuum: false,
             vacuum_all: false,
             connect: false,
@@ -1019,7 +1115,6 @@ impl BenchArgs {
             max_tries: 1,
             failures_detailed: false,
             show_script: None,
-            file: None,
             seed: 0x5eed,
             sets,
             json: false,
@@ -1040,43 +1135,52 @@ impl BenchArgs {
     }
 }
 
-/// The script the clients run, if any: `-f FILE` (mode `script`), or for `-r` a
-/// built-in script that reads as one (tpcb-like, simple-update, select-only: its mode
-/// stays) so its statements are timed one by one.
-fn bench_script(a: &BenchArgs) -> Result<(Mode, Option<Arc<tpcb::script::Script>>)> {
+/// The scripts the clients run, in the command line's order, each with its weight: a
+/// file (`-f`, parsed), or a built-in (engine calls; for `-r`, tpcb-like, simple-update
+/// and select-only are run from their text so their statements are timed one by one).
+/// Errors: a file that cannot be read or parsed, total weight 0 (exit status 2).
+fn bench_scripts(a: &BenchArgs) -> Result<Vec<tpcb::mix::WeightedScript>> {
+    let mut out = Vec::new();
+    for arg in a.scripts.in_order() {
+        out.push(match arg.source {
+            ScriptSource::File(path) => {
+                tpcb::mix::WeightedScript::file(read_script_file(&path)?, arg.weight)
+            }
+            ScriptSource::Builtin(mode) => {
+                let interpreted = a.report_per_command
+                    && matches!(mode, Mode::TpcbLike | Mode::SimpleUpdate | Mode::SelectOnly);
+                let script = interpreted
+                    .then(|| tpcb::script::Script::parse(mode.name(), builtin_script_text(mode)))
+                    .transpose()?
+                    .map(Arc::new);
+                tpcb::mix::WeightedScript::builtin(mode, arg.weight, script)
+            }
+        });
+    }
+    if out.iter().all(|s| s.weight == 0) {
+        return Err(KnobError("total script weight must not be zero".into()).into());
+    }
+    Ok(out)
+}
+
+/// A pgbench script file, read (at most 1 MiB) and parsed; a problem names the file and
+/// line (exit status 2).
+fn read_script_file(path: &str) -> Result<tpcb::script::Script> {
     /// Longest script file read (a bound, whatever the file holds).
     const SCRIPT_MAX: u64 = 1 << 20;
-    if let Some(spec) = &a.file {
-        let path = match spec.rsplit_once('@') {
-            Some((p, w)) if w.parse::<u32>().is_ok() => p,
-            _ => spec.as_str(),
-        };
-        let mut text = String::new();
-        std::io::Read::read_to_string(
-            &mut std::io::Read::take(
-                std::fs::File::open(path).with_context(|| format!("opening script {path}"))?,
-                SCRIPT_MAX + 1,
-            ),
-            &mut text,
-        )
-        .with_context(|| format!("reading script {path} (text, UTF-8)"))?;
-        if text.len() as u64 > SCRIPT_MAX {
-            return Err(KnobError(format!("script {path} is over {SCRIPT_MAX} bytes")).into());
-        }
-        let script =
-            tpcb::script::Script::parse(path, &text).map_err(|e| KnobError(e.to_string()))?;
-        return Ok((Mode::Script, Some(Arc::new(script))));
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(
+            std::fs::File::open(path).with_context(|| format!("opening script {path}"))?,
+            SCRIPT_MAX + 1,
+        ),
+        &mut text,
+    )
+    .with_context(|| format!("reading script {path} (text, UTF-8)"))?;
+    if text.len() as u64 > SCRIPT_MAX {
+        return Err(KnobError(format!("script {path} is over {SCRIPT_MAX} bytes")).into());
     }
-    if a.report_per_command
-        && matches!(
-            a.mode,
-            Mode::TpcbLike | Mode::SimpleUpdate | Mode::SelectOnly
-        )
-    {
-        let script = tpcb::script::Script::parse(a.mode.name(), builtin_script_text(a.mode))?;
-        return Ok((a.mode, Some(Arc::new(script))));
-    }
-    Ok((a.mode, None))
+    Ok(tpcb::script::Script::parse(path, &text).map_err(|e| KnobError(e.to_string()))?)
 }
 
 pub(crate) fn install_ctrl_c() -> Arc<AtomicBool> {
@@ -1150,7 +1254,15 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
     } else {
         a.transactions
     };
-    let (mode, script) = bench_script(a)?;
+    let mut scripts = bench_scripts(a)?;
+    // One script runs as it always has; several are picked per transaction.
+    let (mode, script) = match scripts.len() {
+        1 => scripts
+            .pop()
+            .map(|s| (s.mode, s.script))
+            .expect("one script"),
+        _ => (scripts[0].mode, None),
+    };
     let opts = BenchOptions {
         clients: a.clients,
         threads: a.threads,
@@ -1181,6 +1293,7 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
             a.max_tries
         },
         script,
+        scripts,
         ack_log: a.ack_log.clone(),
         rate_profile,
         batch,
@@ -1223,7 +1336,7 @@ pub(crate) fn run_tpcb_traced(
     let engine = open_engine(dir, &c, false)?;
     // `bufpool buffercache -D dir` reaches the pool through this while the run goes.
     let views = crate::buffercache::serve(engine.pool_arc().clone(), dir);
-    if opts.mode == tpcb::run::Mode::SavepointOverflow || opts.side.is_some() {
+    if opts.runs(tpcb::run::Mode::SavepointOverflow) || opts.side.is_some() {
         tpcb::ensure_test_table(&engine, &vfs as &dyn Vfs, dir)?;
     }
     let db = Db::open(&engine, &vfs as &dyn Vfs, dir)?;
@@ -1298,22 +1411,12 @@ fn print_autovacuum(t: &crate::report::model::TableCounts) {
 }
 
 /// pgbench's summary head: what ran, how, with how many clients, threads and tries.
-fn print_summary_head(a: &BenchArgs, r: &crate::report::model::RunResult) {
-    let ttype = if let Some(f) = &a.file {
-        f.as_str()
-    } else {
-        match a.mode {
-            Mode::TpcbLike => "<builtin: TPC-B (sort of)>",
-            Mode::SimpleUpdate => "<builtin: simple update>",
-            Mode::SelectOnly => "<builtin: select only>",
-            Mode::SavepointOverflow => "<builtin: savepoint overflow (seed 002)>",
-            Mode::Multixact => "<builtin: multixact (seed 002)>",
-            Mode::YcsbB => "<builtin: YCSB B (95% reads, 5% updates)>",
-            Mode::YcsbC => "<builtin: YCSB C (reads only)>",
-            Mode::Script => "<script>",
-        }
-    };
-    println!("transaction type: {ttype}");
+fn print_summary_head(a: &BenchArgs, o: &RunOutcome) {
+    let r = &o.result;
+    match o.scripts.as_slice() {
+        [one] => println!("transaction type: {}", one.desc),
+        _ => println!("transaction type: multiple scripts"),
+    }
     println!("scaling factor: {}", r.scale);
     println!(
         "query mode: embedded (-M {} has no effect: transactions call the engine directly, no SQL is parsed)",
@@ -1337,36 +1440,98 @@ fn print_summary_head(a: &BenchArgs, r: &crate::report::model::RunResult) {
     }
 }
 
-/// pgbench's failure and retry lines (`--failures-detailed`, `--max-tries`).
-fn print_failures(a: &BenchArgs, o: &RunOutcome, all: u64) {
-    let r = &o.result;
+/// Failed, deadlocked, retried transactions and retries beyond the first try: the
+/// figures of pgbench's failure lines.
+struct Failures {
+    failed: u64,
+    deadlocks: u64,
+    retried: u64,
+    retries: u64,
+}
+
+/// pgbench's failure and retry lines (`--failures-detailed`, `--max-tries`), each after
+/// `prefix` (" - " in a script's block), as shares of `all` transactions.
+fn print_failures(prefix: &str, a: &BenchArgs, f: &Failures, all: u64) {
+    let share = |n: u64| 100.0 * n as f64 / all as f64;
     println!(
-        "number of failed transactions: {} ({:.3}%)",
-        r.failed,
-        100.0 * r.failed as f64 / all as f64
+        "{prefix}number of failed transactions: {} ({:.3}%)",
+        f.failed,
+        share(f.failed)
     );
     if a.failures_detailed {
-        println!("number of serialization failures: 0 (0.000%)");
+        println!("{prefix}number of serialization failures: 0 (0.000%)");
         println!(
-            "number of deadlock failures: {} ({:.3}%)",
-            o.deadlocks,
-            100.0 * o.deadlocks as f64 / all as f64
+            "{prefix}number of deadlock failures: {} ({:.3}%)",
+            f.deadlocks,
+            share(f.deadlocks)
         );
     }
     if a.max_tries != 1 {
         println!(
-            "number of transactions retried: {} ({:.3}%)",
-            o.retried,
-            100.0 * o.retried as f64 / all as f64
+            "{prefix}number of transactions retried: {} ({:.3}%)",
+            f.retried,
+            share(f.retried)
         );
-        println!("total number of retries: {}", o.retries);
+        println!("{prefix}total number of retries: {}", f.retries);
     }
 }
 
-/// pgbench's `-r` block: one line per command of the script run.
-fn print_statement_latencies(o: &RunOutcome) {
-    println!("statement latencies in milliseconds and failures:");
-    for (text, st) in &o.statements {
+/// pgbench's per-script blocks (several scripts), after the totals: each script's
+/// weight, share, failures and latency, and with `-r` its statements.
+fn print_scripts(a: &BenchArgs, o: &RunOutcome) {
+    let total_weight: u64 = o.scripts.iter().map(|s| u64::from(s.weight)).sum();
+    let total = o.result.transactions.max(1) as f64;
+    for (i, s) in o.scripts.iter().enumerate() {
+        println!("SQL script {}: {}", i + 1, s.desc);
+        println!(
+            " - weight: {} (targets {:.1}% of total)",
+            s.weight,
+            100.0 * f64::from(s.weight) / total_weight.max(1) as f64
+        );
+        println!(
+            " - {} transactions ({:.1}% of total, tps = {:.6})",
+            s.transactions,
+            100.0 * s.transactions as f64 / total,
+            s.tps
+        );
+        let all = (s.transactions + s.failed).max(1);
+        let f = Failures {
+            failed: s.failed,
+            deadlocks: s.deadlocks,
+            retried: s.retried,
+            retries: s.retries,
+        };
+        print_failures(" - ", a, &f, all);
+        if a.rate.is_some() && a.latency_limit.is_some() {
+            println!(
+                " - number of transactions skipped: {} ({:.3}%)",
+                s.skipped,
+                100.0 * s.skipped as f64 / (all + s.skipped) as f64
+            );
+        }
+        // pgbench's printSimpleStats: only for a script that ran.
+        if s.transactions > 0 {
+            println!(" - latency average = {:.3} ms", s.latency_avg_ms);
+            println!(" - latency stddev = {:.3} ms", s.latency_stddev_ms);
+        }
+        if a.report_per_command && s.interpreted {
+            print_statement_latencies(" - ", &s.statements);
+        } else if a.report_per_command {
+            println!(
+                " - statement latencies: not reported (-r): the {} script runs as engine calls",
+                s.name
+            );
+        }
+    }
+}
+
+/// pgbench's `-r` block: one line per command of a script, its header after `prefix`.
+fn print_statement_latencies(
+    prefix: &str,
+    statements: &[(String, crate::tpcb::script::StatementStat)],
+) {
+    println!("{prefix}statement latencies in milliseconds and failures:");
+    for (text, st) in statements {
         let ms = if st.count > 0 {
             st.sum_us / st.count as f64 / 1000.0
         } else {
@@ -1378,13 +1543,20 @@ fn print_statement_latencies(o: &RunOutcome) {
 
 fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     let r = &o.result;
-    print_summary_head(a, r);
+    print_summary_head(a, o);
     println!(
         "number of transactions actually processed: {}",
         r.transactions
     );
     let all = (r.transactions + r.failed).max(1);
-    print_failures(a, o, all);
+    let failures = Failures {
+        failed: r.failed,
+        deadlocks: o.deadlocks,
+        retried: o.retried,
+        retries: o.retries,
+    };
+    print_failures("", a, &failures, all);
+    let several = o.scripts.len() > 1;
     if a.rate.is_some() && a.latency_limit.is_some() {
         println!(
             "number of transactions skipped: {} ({:.3}%)",
@@ -1392,11 +1564,11 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
             100.0 * o.skipped as f64 / (all + o.skipped) as f64
         );
     }
-    if a.report_per_command && o.statements.is_empty() {
+    if a.report_per_command && o.statements.is_empty() && !several {
         println!(
             "statement latencies: not reported (-r): the {} script runs as engine calls, not \
              statement by statement; the latency lines below are per transaction",
-            a.mode.name()
+            r.mode
         );
     }
     if let Some(l) = a.latency_limit {
@@ -1487,8 +1659,10 @@ fn print_summary(a: &BenchArgs, o: &RunOutcome) {
     );
     println!("initial connection time = 0.000 ms");
     println!("tps = {:.6} (without initial connection time)", r.tps);
-    if a.report_per_command && !o.statements.is_empty() {
-        print_statement_latencies(o);
+    if several {
+        print_scripts(a, o);
+    } else if a.report_per_command && !o.statements.is_empty() {
+        print_statement_latencies("", &o.statements);
     }
     if let Some(w) = &r.bytes_written {
         println!("bytes written per transaction: {}", describe_written(w));
@@ -1530,7 +1704,6 @@ pub fn bench(a: &BenchArgs) -> Result<()> {
         print!("{}", builtin_script_text(m));
         return Ok(());
     }
-    let a = &a.with_shorthands();
     let stop = install_ctrl_c();
     let o = run_bench(a, stop)?;
     if let Some(path) = &a.out {
@@ -1538,7 +1711,10 @@ pub fn bench(a: &BenchArgs) -> Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&summary_json(&o))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary_json(&o, a.report_per_command))?
+        );
     } else {
         print_summary(a, &o);
     }
@@ -1547,9 +1723,9 @@ pub fn bench(a: &BenchArgs) -> Result<()> {
 
 /// The `--json` summary: the issue's fields (tps, latency_ms, per_interval, buffers,
 /// checkpoints, config) and a few more.
-pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
+pub fn summary_json(o: &RunOutcome, per_command: bool) -> serde_json::Value {
     let r = &o.result;
-    serde_json::json!({
+    let mut j = serde_json::json!({
         "label": r.label,
         "provenance": r.provenance,
         "mode": r.mode,
@@ -1600,7 +1776,47 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
             "each_seconds_slowest": w.each_seconds_slowest,
         })),
         "config": r.config,
-    })
+    });
+    if o.scripts.len() > 1 {
+        j["scripts"] = o
+            .scripts
+            .iter()
+            .map(|s| script_json(s, per_command))
+            .collect();
+    }
+    j
+}
+
+/// One script of several in `--json`: pgbench's per-script figures, and with `-r`
+/// (`per_command`) its statements when they were timed (not for engine calls).
+fn script_json(s: &tpcb::mix::ScriptOutcome, per_command: bool) -> serde_json::Value {
+    let mut j = serde_json::json!({
+        "name": s.name,
+        "description": s.desc,
+        "weight": s.weight,
+        "transactions": s.transactions,
+        "failed": s.failed,
+        "skipped": s.skipped,
+        "retried": s.retried,
+        "tps": s.tps,
+        "latency_avg_ms": s.latency_avg_ms,
+        "latency_stddev_ms": s.latency_stddev_ms,
+    });
+    if per_command && s.interpreted {
+        j["statements"] = s
+            .statements
+            .iter()
+            .map(|(text, st)| {
+                serde_json::json!({
+                    "command": text,
+                    "count": st.count,
+                    "latency_avg_ms": if st.count > 0 { st.sum_us / st.count as f64 / 1000.0 } else { 0.0 },
+                    "failures": st.failures,
+                })
+            })
+            .collect();
+    }
+    j
 }
 
 /// `bufpool checkpoint`: opens the directory (recovering it if needed), takes an
@@ -1822,6 +2038,68 @@ mod tests {
             "bgwriter_strategy",
         ] {
             assert!(!POSTGRESQL_KNOBS.contains(&own), "{own}");
+        }
+    }
+
+    /// Proves: `-b`, `-f`, `-S` and `-N` keep the command line's order across the four
+    /// flags (pgbench numbers its scripts so), each with its weight (1 without `@`, the
+    /// last `@` splitting a file's name as pgbench splits it); none given is tpcb-like; a
+    /// weight that is empty, not a number or outside 0..=2^31-1 is refused, naming the
+    /// flag and the range.
+    #[test]
+    fn script_flags_keep_their_order_and_weights() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let parse = |args: &[&str]| {
+            let words = std::iter::once("bench").chain(args.iter().copied());
+            <Cli as clap::Parser>::try_parse_from(words).map(|c| c.bench.scripts.in_order())
+        };
+        let got = parse(&["-N", "-f", "x@y.sql@2", "-b", "sel@0", "-S", "-b", "tpcb"]).unwrap();
+        let got: Vec<(ScriptSource, u32)> = got.into_iter().map(|s| (s.source, s.weight)).collect();
+        use ScriptSource::{Builtin, File};
+        assert_eq!(
+            got,
+            [
+                (Builtin(Mode::SimpleUpdate), 1),
+                (File("x@y.sql".into()), 2),
+                (Builtin(Mode::SelectOnly), 0),
+                (Builtin(Mode::SelectOnly), 1),
+                (Builtin(Mode::TpcbLike), 1),
+            ]
+        );
+        let none = parse(&[]).unwrap();
+        assert_eq!(
+            (&none[0].source, none[0].weight),
+            (&Builtin(Mode::TpcbLike), 1)
+        );
+        assert_eq!(
+            parse(&["-b", "tpcb@2147483647"]).unwrap()[0].weight,
+            i32::MAX as u32
+        );
+        for (flag, value, says) in [
+            (
+                "-b",
+                "tpcb@",
+                "-b tpcb@: invalid weight specification: @ (a whole number, 0 .. 2147483647)",
+            ),
+            ("-b", "tpcb@1x", "invalid weight specification: @1x"),
+            ("-f", "a.sql@", "-f a.sql@: invalid weight specification"),
+            (
+                "-b",
+                "tpcb@2147483648",
+                "out of range (0 .. 2147483647): 2147483648",
+            ),
+            (
+                "-f",
+                "a.sql@-1",
+                "-f a.sql@-1: weight specification out of range",
+            ),
+        ] {
+            let e = parse(&[flag, value]).expect_err(value).to_string();
+            assert!(e.contains(says), "{value}: {e}");
         }
     }
 

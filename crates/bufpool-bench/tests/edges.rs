@@ -508,7 +508,7 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
 /// pgbench's everyday shorthands as typed: `-n -S` runs the select-only script without
 /// the VACUUM before it, `-N` the simple-update one (each refused with the exit status of
 /// a flag error before); `-b` takes a unique prefix and an `@weight`, and `list`; `-S`
-/// with `-N` or with `-b` is refused, naming the flags.
+/// with `-N` or with `-b` runs both scripts, as pgbench's (each refused before).
 #[test]
 fn pgbench_shorthands_n_s_and_n_run_their_scripts() {
     let dir = common::small_db();
@@ -546,12 +546,13 @@ fn pgbench_shorthands_n_s_and_n_run_their_scripts() {
         assert!(err.contains(says), "-b {b}: {err}");
     }
     for flags in [&["-S", "-N"][..], &["-S", "-b", "tpcb-like"][..]] {
-        let mut args = vec!["bench", "-D", "db", "-T", "1"];
+        let mut args = vec!["bench", "-D", "db", "-t", "20"];
         args.extend_from_slice(flags);
-        let o = bufpool(cwd, &args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
-        assert!(err.contains("cannot be used with"), "{flags:?}: {err}");
+        let out = ok(cwd, &args);
+        assert!(
+            out.contains("transaction type: multiple scripts") && out.contains("SQL script 2: "),
+            "{flags:?}: {out}"
+        );
     }
 }
 
@@ -828,4 +829,178 @@ fn log_lines_read_as_postgresqls() {
     let (pid, rest) = rest.split_once("] ").unwrap();
     assert!(pid.parse::<u32>().is_ok(), "{line}");
     assert!(rest.starts_with("LOG:  checkpoint starting: "), "{line}");
+}
+
+/// `bench --json` of `args` on `db` in `cwd`, which must succeed.
+fn bench_json(cwd: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["bench", "-D", "db", "--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ok(cwd, &all)).unwrap()
+}
+
+/// Each script's committed transactions in a `--json` summary's `scripts`.
+fn script_counts(j: &serde_json::Value) -> Vec<u64> {
+    let scripts = j["scripts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no scripts: {j}"));
+    scripts
+        .iter()
+        .map(|s| s["transactions"].as_u64().unwrap())
+        .collect()
+}
+
+/// Several scripts, as pgbench mixes them: `-f a.sql@2 -f b.sql -b select-only -S` are
+/// numbered in command-line order with their weights; every transaction runs one of them
+/// (their counts add up to the total, each command of a file ran once per transaction of
+/// its script, the per-transaction log's script_no column counts the same); `--json`'s
+/// `scripts` says so; the same `--random-seed` repeats the same split, another seed
+/// another; the balances still check.
+#[test]
+fn several_scripts_run_in_command_line_order_with_their_weights() {
+    let dir = common::small_db();
+    let cwd = dir.path();
+    std::fs::write(
+        cwd.join("a.sql"),
+        "\\set a random(1, 100000 * :scale)\n\\set b random(1, 100000 * :scale)\nBEGIN;\n\
+         UPDATE pgbench_accounts SET abalance = abalance - 7 WHERE aid = :a;\n\
+         UPDATE pgbench_accounts SET abalance = abalance + 7 WHERE aid = :b;\nEND;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        cwd.join("b.sql"),
+        "\\set a random(1, 1000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :a;\n",
+    )
+    .unwrap();
+    let mix = [
+        "-n",
+        "-t",
+        "500",
+        "-f",
+        "a.sql@2",
+        "-f",
+        "b.sql",
+        "-b",
+        "select-only",
+        "-S",
+    ];
+    let run = |seed: &str, prefix: &str| {
+        let mut args = vec!["-r", "-l", "--log-prefix", prefix, "--random-seed", seed];
+        args.extend_from_slice(&mix);
+        bench_json(cwd, &args)
+    };
+    let j = run("5", "one");
+    assert_eq!(
+        j["mode"], "a.sql@2 b.sql@1 select-only@1 select-only@1",
+        "{j}"
+    );
+    let scripts = j["scripts"].as_array().expect("scripts");
+    let field = |k: &str| scripts.iter().map(|s| s[k].clone()).collect::<Vec<_>>();
+    assert_eq!(
+        field("name"),
+        ["a.sql", "b.sql", "select-only", "select-only"]
+    );
+    assert_eq!(field("weight"), [2, 1, 1, 1]);
+    let counts = script_counts(&j);
+    assert_eq!(counts.iter().sum::<u64>(), 500, "{counts:?}");
+    assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
+    assert!(
+        (150..=250).contains(&counts[0]),
+        "a.sql targets 40%: {counts:?}"
+    );
+    for st in scripts[0]["statements"].as_array().unwrap() {
+        assert_eq!(st["count"], counts[0], "{st}");
+    }
+    let mut logged = [0u64; 4];
+    for e in std::fs::read_dir(cwd).unwrap().map(Result::unwrap) {
+        if e.file_name().to_string_lossy().starts_with("one.") {
+            for line in std::fs::read_to_string(e.path()).unwrap().lines() {
+                logged[line.split(' ').nth(3).unwrap().parse::<usize>().unwrap()] += 1;
+            }
+        }
+    }
+    assert_eq!(
+        logged.to_vec(),
+        counts,
+        "script_no in the per-transaction log"
+    );
+    let again = script_counts(&run("5", "two"));
+    assert_eq!(again, counts, "the same seed, the same split");
+    let other = script_counts(&run("6", "three"));
+    assert_ne!(other, counts, "another seed, another split");
+    assert!(ok(cwd, &["check", "-D", "db"]).contains("check: OK"));
+}
+
+/// Weights as pgbench checks them: `@` with nothing, non-digits or a value outside 0 ..
+/// 2147483647 is a flag error (exit status 2) naming the flag and the range; weights
+/// that sum to 0 are refused; a script of weight 0 is listed and never runs (pgbench's
+/// block: no latency lines for it), and the largest weight is taken.
+#[test]
+fn script_weights_are_checked_as_pgbench_checks_them() {
+    let dir = common::small_db();
+    let cwd = dir.path();
+    std::fs::write(cwd.join("a.sql"), "\\set a 1\n").unwrap();
+    for (flags, says) in [
+        (
+            &["-b", "tpcb@"][..],
+            "-b tpcb@: invalid weight specification: @ (a whole number, 0 .. 2147483647)",
+        ),
+        (
+            &["-b", "sel@ten"][..],
+            "-b sel@ten: invalid weight specification: @ten",
+        ),
+        (
+            &["-f", "a.sql@1.5"][..],
+            "-f a.sql@1.5: invalid weight specification",
+        ),
+        (
+            &["-b", "tpcb@2147483648"][..],
+            "weight specification out of range (0 .. 2147483647): 2147483648",
+        ),
+        (
+            &["-S", "-b", "tpcb@-3"][..],
+            "-b tpcb@-3: weight specification out of range",
+        ),
+        (
+            &["-b", "tpcb@0", "-f", "a.sql@0"][..],
+            "total script weight must not be zero",
+        ),
+    ] {
+        let mut args = vec!["bench", "-D", "db", "-t", "5"];
+        args.extend_from_slice(flags);
+        let o = bufpool(cwd, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(says), "{flags:?}: {err}");
+    }
+    let out = ok(
+        cwd,
+        &[
+            "bench",
+            "-D",
+            "db",
+            "-n",
+            "-t",
+            "50",
+            "-b",
+            "tpcb@0",
+            "-b",
+            "sel@2147483647",
+            "-N",
+        ],
+    );
+    let block = "SQL script 1: <builtin: TPC-B (sort of)>\n - weight: 0 (targets 0.0% of total)\n \
+                 - 0 transactions (0.0% of total, tps = 0.000000)\n - number of failed \
+                 transactions: 0 (0.000%)\nSQL script 2: <builtin: select only>\n - weight: \
+                 2147483647 (targets 100.0% of total)\n";
+    assert!(out.contains(block), "{out}");
+    assert!(
+        out.contains(
+            "SQL script 3: <builtin: simple update>\n - weight: 1 (targets 0.0% of total)\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("number of transactions actually processed: 50\n"),
+        "{out}"
+    );
 }

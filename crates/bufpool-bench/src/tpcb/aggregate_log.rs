@@ -28,7 +28,8 @@ pub(crate) fn log_file_name(prefix: &str, t: usize) -> String {
 
 /// pgbench's per-transaction log (PostgreSQL 15 to 18, without --max-tries):
 /// `client_id transaction_no time script_no time_epoch time_us [schedule_lag]`, where
-/// `time` is the latency in µs, or `skipped` (`-L` with `-R`) or `failed`; `time_epoch`
+/// `time` is the latency in µs, or `skipped` (`-L` with `-R`) or `failed`; `script_no`
+/// the script's index from 0 (several scripts: `-b`/`-f` repeated); `time_epoch`
 /// and `time_us` say when it ended (seconds and the µs within them); `schedule_lag` only
 /// with `-R`. Client c belongs to thread c % threads; lines in order of their end.
 pub(super) fn write_transaction_logs(
@@ -66,8 +67,9 @@ pub(super) fn write_transaction_logs(
             let lag = l.lag_us.map(|g| format!(" {g}")).unwrap_or_default();
             writeln!(
                 f,
-                "{c} {} {time} 0 {} {}{lag}",
+                "{c} {} {time} {} {} {}{lag}",
                 l.no,
+                l.script,
                 at / 1_000_000,
                 at % 1_000_000
             )

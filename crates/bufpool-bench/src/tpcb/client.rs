@@ -1,8 +1,9 @@
 //! One pgbench client: a thread with its own session on the shared engine that runs the
-//! built-in transaction back to back (or on `-R`'s Poisson schedule) until `-t`, `-T` or
-//! Ctrl-C stops it. Owns the client loop, the `-R` schedule and `-L` skipping, failure
-//! (deadlock, abort storm) counting, and the client's own per-second statistics and
-//! latency histogram; it bumps the monitor's live counters as it goes.
+//! run's script back to back (or on `-R`'s Poisson schedule) until `-t`, `-T` or Ctrl-C
+//! stops it; with several scripts, each transaction runs one picked by weight
+//! (`mix.rs`). Owns the client loop, the `-R` schedule and `-L` skipping, failure
+//! (deadlock, abort storm) counting, and the client's own per-second and per-script
+//! statistics and latency histogram; it bumps the monitor's live counters as it goes.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -13,8 +14,10 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::keys::Keys;
+use super::mix::{Pick, ScriptTally};
 use super::monitor::Live;
 use super::run::{BenchOptions, Mode};
+use super::script::ScriptState;
 use super::stats::{latency_histogram, note_running, slot_at, Slot};
 use super::waits::{ClientWaits, Mark, ThreadSched};
 use super::{Db, TELLERS_PER_SCALE};
@@ -35,8 +38,9 @@ pub(super) struct ClientStats {
     pub(super) log: Vec<TxLine>,
     /// What the committed transactions waited for.
     pub(super) waits: ClientWaits,
-    /// Per script command (`-f`, `-r`): count, time, failures.
-    pub(super) statements: Vec<super::script::StatementStat>,
+    /// Per script of the run (`BenchOptions::script_list`'s order): its transactions and,
+    /// interpreted (`-f`, `-r`), its commands' count, time and failures.
+    pub(super) scripts: Vec<ScriptTally>,
 }
 
 /// One line of pgbench's per-transaction log.
@@ -44,6 +48,8 @@ pub(super) struct ClientStats {
 pub(super) struct TxLine {
     /// The client's transaction number, from 0.
     pub(super) no: u64,
+    /// The script it ran (its index in the run's list, from 0).
+    pub(super) script: usize,
     pub(super) time: TxTime,
     /// When it ended (a skipped one: when it was due).
     pub(super) end: Instant,
@@ -83,8 +89,11 @@ pub(super) struct Client<'a, 'e> {
     rate: Option<f64>,
     /// `-L`, µs.
     limit_us: Option<f64>,
-    /// Which accounts its transactions touch.
-    keys: Keys,
+    /// The scripts it picks from, each with the accounts its transactions touch.
+    picks: &'a [Pick],
+    /// Their weights, and the weights' sum (pgbench's total_weight).
+    weights: Vec<u32>,
+    total_weight: u64,
 }
 
 impl<'a, 'e> Client<'a, 'e> {
@@ -95,8 +104,9 @@ impl<'a, 'e> Client<'a, 'e> {
         opts: &'a BenchOptions,
         start: Instant,
         live: &'a Live,
-        keys: Keys,
+        picks: &'a [Pick],
     ) -> Self {
+        let weights: Vec<u32> = picks.iter().map(|p| p.script.weight).collect();
         let clients = opts.clients.max(1);
         Client {
             id,
@@ -109,7 +119,9 @@ impl<'a, 'e> Client<'a, 'e> {
                 None => opts.rate.map(|r| r / clients as f64),
             },
             limit_us: opts.latency_limit_ms.map(|ms| ms * 1000.0),
-            keys,
+            picks,
+            total_weight: weights.iter().map(|&w| u64::from(w)).sum(),
+            weights,
         }
     }
 
@@ -118,52 +130,31 @@ impl<'a, 'e> Client<'a, 'e> {
     pub(super) fn run(self) -> Result<ClientStats> {
         let mut rng = SmallRng::seed_from_u64(self.opts.seed ^ (u64::from(self.id) << 32));
         let mut sample = SmallRng::seed_from_u64(!self.opts.seed ^ (u64::from(self.id) << 32));
+        let mut choose = super::mix::chooser(self.opts.seed, self.id);
         let mut out = ClientStats {
             seconds: Vec::new(),
             hist: latency_histogram(),
             late: 0,
             log: Vec::new(),
             waits: ClientWaits::default(),
-            statements: Vec::new(),
+            scripts: vec![ScriptTally::default(); self.picks.len()],
         };
-        let mut script =
-            self.opts.script.as_ref().map(|s| {
-                super::script::ScriptState::new(s, self.db.scale, self.id, self.opts.seed)
-            });
+        let mut states = self.script_states();
         let sched_stat = ThreadSched::open();
         // Back to back (no -R), one transaction's end mark is the next one's start: one
         // schedstat read per transaction instead of two.
         let mut last_mark: Option<Mark> = None;
-        // One append-mode handle per client: each line is one write(2) of under 4 KiB, so
-        // lines of concurrent clients never interleave, and a line reaches the OS (and
-        // survives a SIGKILL) before the client starts its next transaction.
-        let mut ack = match &self.opts.ack_log {
-            Some(p) => Some(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
-                    .with_context(|| format!("opening the ack log {}", p.display()))?,
-            ),
-            None => None,
-        };
+        let mut ack = self.open_ack_log()?;
         let mut scheduled = Instant::now();
         let mut count = 0u64;
         while !self.finished(count) {
+            // As pgbench: the script first, then its schedule (a skipped one counts to it).
+            let k = super::mix::choose(&self.weights, self.total_weight, &mut choose);
             let sched = match self.rate {
                 Some(rate) => match self.next_start(rate, &mut rng, &mut scheduled) {
                     Next::Run(at) => at,
                     Next::Skip(at) => {
-                        let sec = at.duration_since(self.start).as_secs() as usize;
-                        slot_at(&mut out.seconds, sec).skipped += 1;
-                        if self.opts.transaction_log {
-                            out.log.push(TxLine {
-                                no: count,
-                                time: TxTime::Skipped,
-                                end: at,
-                                lag_us: Some(Instant::now().duration_since(at).as_micros() as u64),
-                            });
-                        }
+                        self.skip(&mut out, k, count, at);
                         count += 1;
                         continue;
                     }
@@ -176,24 +167,9 @@ impl<'a, 'e> Client<'a, 'e> {
                 _ => Mark::now(&sched_stat),
             };
             let began = Instant::now();
-            // `--max-tries`: a deadlock victim runs again, from its start, up to the limit.
-            let mut tries = 1;
-            let done = loop {
-                let done =
-                    one_transaction(self.db, self.opts, &self.keys, &mut rng, script.as_mut())
-                        .with_context(|| format!("client {}", self.id))?;
-                match done {
-                    Done::Failed { deadlock: true } if tries < self.opts.max_tries => tries += 1,
-                    done => break done,
-                }
-            };
-            if let (Some(f), Done::Committed(Some([tid, bid, aid, delta, mtime]))) =
-                (ack.as_mut(), done)
-            {
-                use std::io::Write as _;
-                let line = format!("{tid} {bid} {aid} {delta} {mtime}\n");
-                f.write_all(line.as_bytes())
-                    .context("appending to the ack log (--ack-log)")?;
+            let (done, tries) = self.attempt(k, &mut rng, states[k].as_mut())?;
+            if let (Some(f), Done::Committed(Some(row))) = (ack.as_mut(), done) {
+                acknowledge(f, row)?;
             }
             let end = Instant::now();
             let end_mark = Mark::now(&sched_stat);
@@ -204,20 +180,14 @@ impl<'a, 'e> Client<'a, 'e> {
                 out.waits.add(sec, took, &mark, &end_mark);
             }
             last_mark = Some(end_mark);
-            if tries > 1 {
-                let slot = slot_at(
-                    &mut out.seconds,
-                    end.duration_since(self.start).as_secs() as usize,
-                );
-                slot.retried += 1;
-                slot.retries += u64::from(tries - 1);
-            }
+            self.note_tries(&mut out, k, tries, end);
             // `--sampling-rate`: a stream of its own, so sampling changes no transaction.
             if self.opts.transaction_log
                 && (self.opts.sampling_rate >= 1.0 || sample.random_bool(self.opts.sampling_rate))
             {
                 out.log.push(TxLine {
                     no: count,
+                    script: k,
                     time: match done {
                         Done::Committed(_) => {
                             TxTime::Us(end.duration_since(sched).as_micros() as u64)
@@ -231,12 +201,98 @@ impl<'a, 'e> Client<'a, 'e> {
                 });
             }
             count += 1;
-            self.record(&mut out, done, sched, began, end);
+            self.record(&mut out, k, done, sched, began, end);
         }
-        if let Some(st) = script {
-            out.statements = st.stats;
+        for (tally, state) in out.scripts.iter_mut().zip(states) {
+            if let Some(st) = state {
+                tally.statements = st.stats;
+            }
         }
         Ok(out)
+    }
+
+    /// An interpreter state for each script run statement by statement (none for those
+    /// run as engine calls).
+    fn script_states(&self) -> Vec<Option<ScriptState>> {
+        self.picks
+            .iter()
+            .map(|p| {
+                p.script
+                    .script
+                    .as_ref()
+                    .map(|s| ScriptState::new(s, self.db.scale, self.id, self.opts.seed))
+            })
+            .collect()
+    }
+
+    /// `--ack-log`'s handle: one append-mode handle per client. Each line is one write(2)
+    /// of under 4 KiB, so lines of concurrent clients never interleave, and a line
+    /// reaches the OS (and survives a SIGKILL) before the client starts its next
+    /// transaction.
+    fn open_ack_log(&self) -> Result<Option<std::fs::File>> {
+        let Some(p) = &self.opts.ack_log else {
+            return Ok(None);
+        };
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .with_context(|| format!("opening the ack log {}", p.display()))?;
+        Ok(Some(f))
+    }
+
+    /// Runs script `k` once, and again after a deadlock up to `--max-tries` (from its
+    /// start): how it ended and the tries it took.
+    fn attempt(
+        &self,
+        k: usize,
+        rng: &mut SmallRng,
+        mut state: Option<&mut ScriptState>,
+    ) -> Result<(Done, u32)> {
+        let mut tries = 1;
+        loop {
+            let done = one_transaction(
+                self.db,
+                self.opts,
+                &self.picks[k],
+                rng,
+                state.as_deref_mut(),
+            )
+            .with_context(|| format!("client {}", self.id))?;
+            match done {
+                Done::Failed { deadlock: true } if tries < self.opts.max_tries => tries += 1,
+                done => return Ok((done, tries)),
+            }
+        }
+    }
+
+    /// Counts a transaction of script `k`, number `count`, due at `at`, as skipped (`-L`).
+    fn skip(&self, out: &mut ClientStats, k: usize, count: u64, at: Instant) {
+        let sec = at.duration_since(self.start).as_secs() as usize;
+        slot_at(&mut out.seconds, sec).skipped += 1;
+        out.scripts[k].total.skipped += 1;
+        if self.opts.transaction_log {
+            out.log.push(TxLine {
+                no: count,
+                script: k,
+                time: TxTime::Skipped,
+                end: at,
+                lag_us: Some(Instant::now().duration_since(at).as_micros() as u64),
+            });
+        }
+    }
+
+    /// Counts the tries beyond the first of a transaction of script `k` that ended at
+    /// `end` (`--max-tries`).
+    fn note_tries(&self, out: &mut ClientStats, k: usize, tries: u32, end: Instant) {
+        if tries <= 1 {
+            return;
+        }
+        let sec = end.duration_since(self.start).as_secs() as usize;
+        for slot in [slot_at(&mut out.seconds, sec), &mut out.scripts[k].total] {
+            slot.retried += 1;
+            slot.retries += u64::from(tries - 1);
+        }
     }
 
     /// Whether Ctrl-C, `-t` (after `count` transactions) or `-T` has ended the run.
@@ -299,11 +355,13 @@ impl<'a, 'e> Client<'a, 'e> {
         Next::Run(*scheduled)
     }
 
-    /// Counts a finished transaction scheduled for `sched`, started at `began`, ended at
-    /// `end`. Without `-R` there is no schedule: the lag is 0, as pgbench logs it.
+    /// Counts a finished transaction of script `k` scheduled for `sched`, started at
+    /// `began`, ended at `end`. Without `-R` there is no schedule: the lag is 0, as
+    /// pgbench logs it.
     fn record(
         &self,
         out: &mut ClientStats,
+        k: usize,
         done: Done,
         sched: Instant,
         began: Instant,
@@ -319,17 +377,20 @@ impl<'a, 'e> Client<'a, 'e> {
         note_running(&mut out.seconds, since(sched), since(end));
         let sec = end.duration_since(self.start).as_secs() as usize;
         let slot = slot_at(&mut out.seconds, sec);
+        let tally = &mut out.scripts[k].total;
         if let Done::Committed(_) = done {
             slot.add(lat_us, lag_us);
+            tally.add(lat_us, lag_us);
             out.hist.saturating_record(lat_us.max(1.0) as u64);
             if self.limit_us.is_some_and(|l| lat_us > l) {
                 out.late += 1;
             }
             self.live.committed(lat_us);
         } else {
-            slot.failed += 1;
-            if let Done::Failed { deadlock: true } = done {
-                slot.deadlocks += 1;
+            let deadlock = matches!(done, Done::Failed { deadlock: true });
+            for s in [slot, tally] {
+                s.failed += 1;
+                s.deadlocks += u64::from(deadlock);
             }
             self.live.failed();
         }
@@ -345,32 +406,48 @@ enum Done {
     Failed { deadlock: bool },
 }
 
-/// Runs one transaction of `mode`; Err: any error other than a deadlock.
+/// Appends a committed transaction's history row to the ack log (`--ack-log`).
+fn acknowledge(f: &mut std::fs::File, [tid, bid, aid, delta, mtime]: [i64; 5]) -> Result<()> {
+    use std::io::Write as _;
+    let line = format!("{tid} {bid} {aid} {delta} {mtime}\n");
+    f.write_all(line.as_bytes())
+        .context("appending to the ack log (--ack-log)")
+}
+
+/// Runs one transaction of `pick`'s script: interpreted with `state` if it has commands,
+/// else by engine calls; Err: any error other than a deadlock.
 fn one_transaction(
     db: &Db<'_>,
     opts: &BenchOptions,
-    keys: &Keys,
+    pick: &Pick,
     rng: &mut SmallRng,
-    script: Option<&mut super::script::ScriptState>,
+    state: Option<&mut ScriptState>,
 ) -> Result<Done> {
-    if let (Some(s), Some(st)) = (opts.script.as_deref(), script) {
+    if let (Some(s), Some(st)) = (pick.script.script.as_deref(), state) {
         return Ok(match super::script_run::run_once(db, s, st, rng)? {
             super::script_run::Ran::Committed => Done::Committed(None),
             super::script_run::Ran::Deadlock => Done::Failed { deadlock: true },
         });
     }
-    Ok(builtin_transaction(db, opts, keys, rng)?)
+    let mode = pick.script.mode;
+    Ok(builtin_transaction(
+        db,
+        mode,
+        opts.abort_fraction,
+        &pick.keys,
+        rng,
+    )?)
 }
 
 /// One transaction of a built-in script, by engine calls; Err: any error other than a
 /// deadlock.
 fn builtin_transaction(
     db: &Db<'_>,
-    opts: &BenchOptions,
+    mode: Mode,
+    abort_fraction: f64,
     keys: &Keys,
     rng: &mut SmallRng,
 ) -> Result<Done, bufpool::Error> {
-    let (mode, abort_fraction) = (opts.mode, opts.abort_fraction);
     if mode == Mode::SavepointOverflow {
         let test = db.test.as_ref().expect("run() checks pgbench_test first");
         super::side::savepoint_overflow(

@@ -16,6 +16,7 @@ mod batch;
 pub mod burst;
 mod client;
 pub mod keys;
+pub mod mix;
 mod monitor;
 pub(crate) mod outcome;
 pub mod run;

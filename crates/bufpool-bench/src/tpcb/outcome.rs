@@ -27,8 +27,8 @@ pub(super) struct Merged {
     total: Slot,
     /// What the transactions waited for.
     waits: WaitProfile,
-    /// Per script command, over all clients.
-    statements: Vec<super::script::StatementStat>,
+    /// Per script of the run, over all clients.
+    scripts: Vec<super::mix::ScriptTally>,
 }
 
 /// What a run measured besides the clients' statistics.
@@ -53,16 +53,9 @@ impl Merged {
         let mut secs = vec![Slot::default(); nsec];
         let mut hist = latency_histogram();
         let mut late = 0;
-        let mut statements = Vec::<super::script::StatementStat>::new();
+        let mut scripts = Vec::new();
         for o in clients {
-            if statements.len() < o.statements.len() {
-                statements.resize(o.statements.len(), Default::default());
-            }
-            for (a, b) in statements.iter_mut().zip(&o.statements) {
-                a.count += b.count;
-                a.sum_us += b.sum_us;
-                a.failures += b.failures;
-            }
+            super::mix::merge(&mut scripts, &o.scripts);
             for (i, s) in o.seconds.iter().enumerate() {
                 secs[i].merge(s);
             }
@@ -79,7 +72,7 @@ impl Merged {
             late,
             total,
             waits: ClientWaits::profile(clients.iter().map(|c| c.waits.clone())),
-            statements,
+            scripts,
         }
     }
 
@@ -87,10 +80,11 @@ impl Merged {
     pub(super) fn outcome(self, db: &Db<'_>, opts: &BenchOptions, m: Measured) -> RunOutcome {
         let total = &self.total;
         let series = series(&self.secs, &m.samples, m.elapsed);
+        let scripts = super::mix::outcomes(&opts.script_list(), self.scripts, m.elapsed);
         let result = RunResult {
             label: opts.label.clone(),
             started_at: crate::report::model::rfc3339_utc(m.wall_start),
-            mode: opts.mode.name().into(),
+            mode: opts.mode_label(),
             scale: db.scale,
             clients: opts.clients.max(1),
             threads: opts.threads,
@@ -123,12 +117,12 @@ impl Merged {
             retried: total.retried,
             retries: total.retries,
             deadlocks: total.deadlocks,
-            statements: opts
-                .script
-                .iter()
-                .flat_map(|s| s.commands.iter().map(|c| c.text.clone()))
-                .zip(self.statements)
-                .collect(),
+            // One script: its commands (several: each script's, in `scripts`).
+            statements: match scripts.as_slice() {
+                [one] => one.statements.clone(),
+                _ => Vec::new(),
+            },
+            scripts,
             lag_avg_ms: avg_ms(total.lag_sum, total.n),
             lag_max_ms: total.lag_max / 1000.0,
             batches: Default::default(),

@@ -77,6 +77,20 @@ impl Mode {
         }
     }
 
+    /// pgbench's description of it (the summary's "transaction type", "SQL script N").
+    pub fn desc(self) -> &'static str {
+        match self {
+            Mode::TpcbLike => "<builtin: TPC-B (sort of)>",
+            Mode::SimpleUpdate => "<builtin: simple update>",
+            Mode::SelectOnly => "<builtin: select only>",
+            Mode::SavepointOverflow => "<builtin: savepoint overflow (seed 002)>",
+            Mode::Multixact => "<builtin: multixact (seed 002)>",
+            Mode::YcsbB => "<builtin: YCSB B (95% reads, 5% updates)>",
+            Mode::YcsbC => "<builtin: YCSB C (reads only)>",
+            Mode::Script => "<script>",
+        }
+    }
+
     /// The Zipfian constant its keys follow when `--zipf-theta` is not given (None:
     /// uniform, as pgbench).
     pub fn default_theta(self) -> Option<f64> {
@@ -132,6 +146,10 @@ pub struct BenchOptions {
     /// The script the clients run ([`Mode::Script`]): `-f FILE`, or a built-in script
     /// parsed from its text for `-r`.
     pub script: Option<std::sync::Arc<super::script::Script>>,
+    /// Several scripts (pgbench's `-b`/`-f` repeated, `-S`, `-N`): each transaction runs
+    /// one, picked by weight (`mix.rs`); `mode` and `script` are then unused. Empty: the
+    /// one script of `mode` and `script` runs.
+    pub scripts: Vec<super::mix::WeightedScript>,
     /// `--ack-log`: each client appends a line per committed transaction to this file.
     pub ack_log: Option<PathBuf>,
     /// `--rate-profile`: a sine-wave target rate with spikes instead of `-R`'s constant.
@@ -183,6 +201,7 @@ impl BenchOptions {
             progress_timestamp: false,
             max_tries: 1,
             script: None,
+            scripts: Vec::new(),
             ack_log: None,
             rate_profile: None,
             batch: None,
@@ -191,6 +210,41 @@ impl BenchOptions {
             autovacuum: None,
             zipf_theta: None,
             metrics_addr: None,
+        }
+    }
+
+    /// The scripts the clients pick from: `scripts`, or the one of `mode` and `script`
+    /// (weight 1; a file's name from its script).
+    pub fn script_list(&self) -> Vec<super::mix::WeightedScript> {
+        if !self.scripts.is_empty() {
+            return self.scripts.clone();
+        }
+        let mut one = super::mix::WeightedScript::builtin(self.mode, 1, self.script.clone());
+        if let (Mode::Script, Some(s)) = (self.mode, &self.script) {
+            (one.name, one.desc) = (s.name.clone(), s.name.clone());
+        }
+        vec![one]
+    }
+
+    /// What the result's `mode` says: the script's name (`script` for a file), or with
+    /// several each one's name and weight (`tpcb-like@9 select-only@1`).
+    pub fn mode_label(&self) -> String {
+        match self.scripts.as_slice() {
+            [] => self.mode.name().to_string(),
+            [one] => one.mode.name().to_string(),
+            many => many
+                .iter()
+                .map(|s| format!("{}@{}", s.name, s.weight))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+
+    /// Whether the run runs built-in script `mode` (alone or among others).
+    pub fn runs(&self, mode: Mode) -> bool {
+        match self.scripts.as_slice() {
+            [] => self.mode == mode,
+            many => many.iter().any(|s| s.mode == mode),
         }
     }
 
@@ -219,6 +273,9 @@ pub struct RunOutcome {
     /// Per command of the script run (`-f`, or a built-in one for `-r`): count, total
     /// time, failures; empty otherwise.
     pub statements: Vec<(String, super::script::StatementStat)>,
+    /// Per script of the run ([`BenchOptions::script_list`], in its order; one with a
+    /// single script): pgbench's "SQL script N" figures.
+    pub scripts: Vec<super::mix::ScriptOutcome>,
     /// Average lag behind the `-R` schedule, ms.
     pub lag_avg_ms: f64,
     pub lag_max_ms: f64,
@@ -257,13 +314,10 @@ fn unix_micros() -> u64 {
 }
 
 pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
-    if opts.mode == Mode::SavepointOverflow || opts.side.is_some() {
+    if opts.runs(Mode::SavepointOverflow) || opts.side.is_some() {
         db.test()?;
     }
-    let keys = super::keys::Keys::new(
-        db.scale as i64 * super::ACCOUNTS_PER_SCALE as i64,
-        opts.zipf_theta.or(opts.mode.default_theta()),
-    )?;
+    let picks = super::mix::picks(db, opts)?;
     let pool = db.engine.pool();
     let before = pool.stats();
     let bgw_before = pool.bgwriter_stats();
@@ -310,7 +364,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             .map(|a| s.spawn(|| super::autovacuum::run(db, a)));
         let mut handles = Vec::new();
         for id in 0..opts.clients.max(1) {
-            let client = Client::new(id, db, opts, start, &live, keys.clone());
+            let client = Client::new(id, db, opts, start, &live, &picks);
             handles.push(s.spawn(move || client.run()));
         }
         let clients: Vec<Result<ClientStats>> = handles
