@@ -146,6 +146,11 @@ impl Wal {
     ///    stores `flushed = U`, then wakes every waiter with LSN <= U and, if `writing` is
     ///    clear and waiters remain, one more. A failure wakes all (and a leader whose
     ///    earlier batch failed returns the failure instead of publishing).
+    /// 4. A leader with an empty batch (F = U: the batch before, still syncing, wrote its
+    ///    record) clears `writing`, waking one waiter with LSN > F, takes no place and
+    ///    returns once `flushed` >= F. It publishes nothing, so the next batch (also from
+    ///    F) may be published before it wakes; its waiters with LSN <= F are woken by the
+    ///    batch before, which stores `flushed` before it wakes them.
     ///
     /// No lost wakeup: a waiter W with LSN L registered while some leader X held the
     /// write role. If X's batch covers L, X's sync ends by waking W (or a failure wakes
@@ -252,6 +257,9 @@ impl Wal {
             self.abandon_write_role();
             return Err(e);
         }
+        if upto == from {
+            return self.await_earlier_batch(from);
+        }
         // A place in the sync pipeline, taken while holding the write role: places are
         // taken in write order. With one place (`syncs_in_flight` 1) this waits for the
         // previous leader's sync to end; with more, only when that many are running.
@@ -320,6 +328,24 @@ impl Wal {
             }
         }
         crate::invariants::debug_check(|| self.check_invariants());
+        Ok(())
+    }
+
+    /// A leader with nothing to write (everything inserted was written by an earlier
+    /// batch, still syncing: the caller's record is in it) hands the write role on and
+    /// waits for that batch's publication. It takes no sync place and publishes nothing: a
+    /// place held for an empty batch would hold back the next batch's sync, and a later
+    /// batch, starting at the same `from`, may be published before this wait wakes.
+    fn await_earlier_batch(&self, from: u64) -> Result<(), WalError> {
+        self.release_write_role(from);
+        let mut pipe = self.syncs.lock();
+        while self.progress.flushed.load(Ordering::Acquire) < from {
+            self.check_failed()?;
+            pipe = self.syncs_cv.wait(pipe);
+        }
+        drop(pipe);
+        self.check_failed()?;
+        self.counters.empty_batches.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 

@@ -88,6 +88,7 @@ struct Counters {
     buffers_full: AtomicU64,
     writer_kicks: AtomicU64,
     top_ups: AtomicU64,
+    empty_batches: AtomicU64,
     sync_ns: AtomicU64,
     sync_gap_ns: AtomicU64,
     sync_gaps: AtomicU64,
@@ -328,6 +329,7 @@ impl Wal {
             buffers_full: c.buffers_full.load(Ordering::Relaxed),
             writer_kicks: c.writer_kicks.load(Ordering::Relaxed),
             top_ups: c.top_ups.load(Ordering::Relaxed),
+            empty_batches: c.empty_batches.load(Ordering::Relaxed),
             sync_ns: c.sync_ns.load(Ordering::Relaxed),
             sync_gap_ns: c.sync_gap_ns.load(Ordering::Relaxed),
             sync_gaps: c.sync_gaps.load(Ordering::Relaxed),
@@ -1027,6 +1029,87 @@ mod model {
             wal.stats().overlapped_syncs,
             std::sync::atomic::Ordering::Relaxed,
         );
+    }
+
+    /// Proves: a leader with nothing of its own to write (its record went out in the
+    /// batch before, still syncing) waits for that batch and publishes nothing, so a later
+    /// leader's batch can be published first without breaking the order. How: the first
+    /// batch is led by hand (the write role, the write, a sync place; published by hand
+    /// later), two modeled threads flush records it wrote and did not write, and shuttle
+    /// explores every order of their wakeups after the publication. Before the fix the
+    /// empty leader held a sync place and, woken after the later batch was published,
+    /// failed `lead_flush`'s "batches are published in write order" (debug builds), as a
+    /// 16-thread run with `wal_syncs_in_flight` 2 did.
+    fn empty_batch_beside_a_later_one() {
+        let wal = Arc::new(
+            Wal::open(
+                Arc::new(MemVfs::new()),
+                Path::new("/db"),
+                WalOptions {
+                    segment_size: 64 << 10,
+                    buffers: 64 << 10,
+                    sync_method: SyncMethod::Fdatasync,
+                    recycle_segments: 1,
+                    prepare_segments: 1,
+                    commit_delay_us: 0,
+                    commit_siblings: 5,
+                    writer_flush_after: 0,
+                    syncs_in_flight: 2,
+                    durable_end: false,
+                },
+                Lsn(0),
+                Lsn(0),
+                1,
+            )
+            .unwrap(),
+        );
+        let record = |t| RecordBuilder::new(RecordKind::Noop, t, FLAG_COMMIT, 0);
+        let (_, end_a) = wal.insert(record(0)).unwrap();
+        let (_, end_b) = wal.insert(record(1)).unwrap();
+        // The first batch, led by hand: it writes both records and holds a sync place.
+        wal.queue.lock().writing = true;
+        let first = wal.pad_insertions();
+        wal.write_out(first).unwrap();
+        wal.syncs.lock().in_flight += 1;
+        wal.release_write_role(first);
+        assert!(first >= end_b.0 && end_a.0 <= first);
+        let w = wal.clone();
+        let b = shuttle::thread::spawn(move || {
+            w.flush(end_b).unwrap();
+            assert!(w.flushed() >= end_b);
+        });
+        let (_, end_c) = wal.insert(record(2)).unwrap();
+        let w = wal.clone();
+        let c = shuttle::thread::spawn(move || {
+            w.flush(end_c).unwrap();
+            assert!(w.flushed() >= end_c);
+        });
+        shuttle::thread::yield_now();
+        // The first batch's sync ends: published, its place given back, its waiters woken.
+        {
+            let mut pipe = wal.syncs.lock();
+            wal.progress.flushed.store(first, Ordering::Release);
+            pipe.in_flight -= 1;
+        }
+        wal.syncs_cv.notify_all();
+        {
+            let mut q = wal.queue.lock();
+            q.wake_covered(first);
+            if !q.writing {
+                q.wake_one_beyond(first);
+            }
+        }
+        b.join().unwrap();
+        c.join().unwrap();
+        assert!(wal.flushed() >= wal.insert_position());
+        assert_eq!(wal.syncs.lock().in_flight, 0);
+        wal.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_leader_with_nothing_to_write_keeps_the_publication_order() {
+        shuttle::check_random(empty_batch_beside_a_later_one, 5000);
+        shuttle::check_pct(empty_batch_beside_a_later_one, 5000, 3);
     }
 
     /// Overlapped syncs over every schedule run so far (outside shuttle's model: a plain

@@ -120,6 +120,9 @@ pub struct WalStats {
     /// Flush leaders that, on getting their turn to sync, wrote the commits that had
     /// arrived while they waited for the previous sync, so their sync covered them too.
     pub top_ups: u64,
+    /// Flush leaders with nothing to write (their record was in the batch before, still
+    /// syncing): they waited for that batch's publication without a sync place.
+    pub empty_batches: u64,
     /// Time spent in the flush leader's fsyncs (pg_stat_wal's wal_sync_time), ns.
     pub sync_ns: u64,
     /// Time from a leader's end of sync to the next leader's start of sync, summed over
