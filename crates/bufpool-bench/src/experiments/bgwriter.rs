@@ -41,7 +41,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use super::device::remove_db;
-use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Template};
+use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Steps, Template};
 use super::{layout, progress, summarize, Goal, Ratio, Report};
 use crate::commands::run_tpcb;
 use crate::tpcb::run::{BenchOptions, RunOutcome};
@@ -377,6 +377,9 @@ impl Row {
 /// The workloads of table 1, in order (the max runs set the others' rates).
 const WORKLOADS: [&str; 3] = ["max", "steady", "bursty"];
 
+/// The bgwriter strategies of table 2 (round cost).
+const ROUND_STRATEGIES: [&str; 2] = ["lru", "dirty-chain"];
+
 /// What the TPC-B runs share.
 struct Bed<'a> {
     o: &'a Settings,
@@ -409,6 +412,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         ]),
     };
     let mut rows: Vec<Row> = Vec::new();
+    r.plan(steps(&o));
     for workload in WORKLOADS {
         let max_off_tps = max_off_tps(&rows);
         let mut chosen = configs();
@@ -429,14 +433,31 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     r.release_device();
     // Table 2: round cost by pool size.
     let mut round_rows = Vec::new();
-    for strategy in ["lru", "dirty-chain"] {
+    for strategy in ROUND_STRATEGIES {
         for pool in &o.round_pools {
-            r.progress(format!("round cost, {strategy}, pool {pool}"));
+            r.step(format!("round cost, {strategy}, pool {pool}"));
             let c = round_cost(&r.scratch().join("rounds"), pool, strategy, o.rounds)?;
             round_rows.push((strategy, pool.clone(), c));
         }
     }
     Ok(report(r, &bed, &rows, &round_rows))
+}
+
+/// The steps of a run: table 1's TPC-B runs (each workload's schedule, then the client
+/// sweep), `--seconds` each, then table 2's round costs (a strategy and pool each).
+fn steps(o: &Settings) -> Steps {
+    let configs = configs();
+    let table1: usize = WORKLOADS
+        .iter()
+        .map(|w| {
+            let chosen: Vec<_> = configs.iter().filter(|(n, _)| o.runs(n, w)).collect();
+            schedule(&chosen, o.repeats, |(n, _)| paired(n)).len()
+        })
+        .sum();
+    let sweep = o.sweep.len() * configs.iter().filter(|(n, _)| o.sweeps(n)).count();
+    Steps::new()
+        .timed(table1 + sweep, o.seconds as f64)
+        .untimed(ROUND_STRATEGIES.len() * o.round_pools.len())
 }
 
 /// The max runs' median TPS with the bgwriter off (0 before they ran): the steady rate
@@ -509,7 +530,7 @@ fn measure(r: &Runner, bed: &Bed, run: &Run) -> Result<Row> {
     let opts = workload_options(o, run, opts);
     let rate = opts.rate;
     let of = if paired(name) { o.repeats.max(1) } else { 1 };
-    r.progress(format!(
+    r.step(format!(
         "{workload} / {name} (run {} of {of}): {} clients, {} s",
         run.repeat + 1,
         run.clients,

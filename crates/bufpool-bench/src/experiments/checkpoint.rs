@@ -58,7 +58,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::device::remove_db;
-use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Template};
+use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Steps, Template};
 use super::{layout, Figure, Goal, Ratio, Report};
 use crate::commands::{load_config, run_tpcb};
 use crate::report::model::RunResult;
@@ -741,13 +741,17 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     };
     let mut rows: Vec<Row> = Vec::new();
     let mut rate: Option<f64> = None;
-    let passes = [false, true].into_iter().filter(|t| {
-        if o.rate.is_some() {
-            *t
-        } else {
-            !t || o.throttled
-        }
-    });
+    let passes: Vec<bool> = [false, true]
+        .into_iter()
+        .filter(|t| {
+            if o.rate.is_some() {
+                *t
+            } else {
+                !t || o.throttled
+            }
+        })
+        .collect();
+    r.plan(steps(&o, passes.len()));
     for throttled in passes {
         if throttled {
             rate = Some(
@@ -761,7 +765,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     }
     let mut bulk_rows = Vec::new();
     for cfg in o.chosen.iter().filter(|_| o.bulk) {
-        r.progress(format!(
+        r.step(format!(
             "bulk {}: load + CHECKPOINT, update of every account, CHECKPOINT",
             cfg.label
         ));
@@ -782,6 +786,16 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     remove_db(&template.dir);
     r.release_device();
     Ok(report(r, &bed, &rows, &bulk_rows, rate))
+}
+
+/// The steps of a run: table 1's TPC-B runs (the schedule once per pass), `--seconds`
+/// each, then table 2's bulk runs (one per configuration).
+fn steps(o: &Settings, passes: usize) -> Steps {
+    let runs = schedule(&o.chosen, o.repeats, |c| repeated(c, o.ts_devices)).len();
+    let bulk = if o.bulk { o.chosen.len() } else { 0 };
+    Steps::new()
+        .timed(passes * runs, o.seconds as f64)
+        .untimed(bulk)
 }
 
 /// The throttled runs' rate: 60% of the median unthrottled TPS (of its repeats) of (c),
@@ -844,7 +858,7 @@ fn measure(
     };
     let log = PathBuf::from(log_file_name(&opts.log_prefix, 0));
     let rate_note = rate.map(|r| format!(", -R {r:.0}")).unwrap_or_default();
-    r.progress(format!(
+    r.step(format!(
         "{label}: {} clients, {} s{rate_note}",
         o.clients, o.seconds
     ));

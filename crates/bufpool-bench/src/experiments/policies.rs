@@ -42,7 +42,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
-use super::runner::{Runner, Template};
+use super::runner::{Runner, Steps, Template};
 use super::{progress, Goal, Ratio, Report, Samples};
 use crate::tpcb::run::Mode;
 use crate::tpcb::side::SideScript;
@@ -163,6 +163,18 @@ fn plan(a: &Args, r: &Runner) -> Result<Plan> {
     })
 }
 
+/// The steps of a run: per workload its traced run (`--seconds`) and its replays; the
+/// live runs (a policy and repeat each, `--seconds`); the hot-hit loop.
+fn steps(p: &Plan) -> Steps {
+    let seconds = p.seconds as f64;
+    let traces = WORKLOADS
+        .iter()
+        .fold(Steps::new(), |s, _| s.timed(1, seconds).untimed(1));
+    traces
+        .timed(p.repeats * p.policies.len(), seconds)
+        .untimed(1)
+}
+
 /// One replay: trace, pool size, policy (None: OPT), counts.
 struct Replayed {
     workload: &'static str,
@@ -181,6 +193,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let mut replayed = Vec::new();
     let mut traced = Vec::new();
     let mut tpcb_tps = 0.0;
+    r.plan(steps(&p));
     for w in WORKLOADS {
         let name = w.name;
         let (records, tps) = record(r, &tpl, sizes[RECORDED_AT].1, &p, w, tpcb_tps)?;
@@ -191,6 +204,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
             json!({"workload": name, "requests": records.len(), "tps": tps,
             "distinct_pages": replay::distinct_pages(&records)}),
         );
+        r.step(format!("replaying {name} at {} pool sizes", sizes.len()));
         for (size, n) in sizes {
             progress(format!("policies: replaying {name} at {n} buffers"));
             let opt = replay::optimal(&records, n);
@@ -234,7 +248,7 @@ fn record(
     w: Workload,
     tpcb_tps: f64,
 ) -> Result<(Vec<TraceRecord>, f64)> {
-    progress(format!("policies: tracing {} ({} s)", w.name, p.seconds));
+    r.step(format!("tracing {} ({} s)", w.name, p.seconds));
     let dir = r.fresh_copy(tpl, "trace")?;
     let mut sets = base_sets(pool);
     sets.extend(w.knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
@@ -310,11 +324,12 @@ fn live_tps(r: &Runner, tpl: &Template, pool: usize, p: &Plan) -> Result<Vec<Vec
     let mut tps = vec![Vec::new(); p.policies.len()];
     for rep in 0..p.repeats {
         for (i, pol) in p.policies.iter().enumerate() {
-            progress(format!(
-                "policies: live {} rep {}/{}",
+            r.step(format!(
+                "live {} rep {}/{} ({} s)",
                 pol.name(),
                 rep + 1,
-                p.repeats
+                p.repeats,
+                p.seconds
             ));
             let dir = r.fresh_copy(tpl, "live")?;
             let mut sets = base_sets(pool);
@@ -336,6 +351,7 @@ fn live_tps(r: &Runner, tpl: &Template, pool: usize, p: &Plan) -> Result<Vec<Vec
 /// Each policy's hot-hit ns: 64 resident pages read in a loop (medians of the repeats).
 fn hot_hits(r: &Runner, p: &Plan) -> Result<Vec<Vec<f64>>> {
     let ops = if r.common.short() { 200_000 } else { 4_000_000 };
+    r.step(format!("hot-hit ns, {ops} reads per policy and repeat"));
     let rel = RelFileId::new(0, 900);
     let mut out = vec![Vec::new(); p.policies.len()];
     let pools = p

@@ -39,7 +39,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
 
 use super::mutex_pool::MutexPool;
-use super::runner::Runner;
+use super::runner::{Runner, Steps};
 use super::{progress, sattolo_cycle, summarize, Figure, Goal, Ratio, Report, Summary};
 
 /// Offset of the next block number (u64 LE) in every page.
@@ -107,8 +107,10 @@ fn run_with(a: &Args, plan: &Plan, r: &Runner) -> Result<Report> {
         repeats
     );
     r.progress(format!("scratch directory {}", r.scratch().display()));
-    let hit = hit_phase(a, plan, repeats, &r.scratch().join("hit"))?;
-    let miss = miss_phase(plan, repeats, &r.scratch().join("miss"))?;
+    // Per phase: its set-up, then a step per repetition of each of its measurements.
+    r.plan(Steps::new().untimed(1 + 2 * repeats).untimed(1 + repeats));
+    let hit = hit_phase(r, a, plan, repeats)?;
+    let miss = miss_phase(r, plan, repeats)?;
     Ok(report(a, plan, r, &hit, &miss))
 }
 
@@ -452,8 +454,9 @@ fn open_pool(dir: &Path, shared_buffers: &str) -> Result<BufferPool> {
 }
 
 /// Phase 1: the hot set and the random chain, on a pool holding the whole relation.
-fn hit_phase(a: &Args, plan: &Plan, repeats: usize, dir: &Path) -> Result<HitPhase> {
-    let pool = open_pool(dir, &a.pool_size)?;
+fn hit_phase(r: &Runner, a: &Args, plan: &Plan, repeats: usize) -> Result<HitPhase> {
+    r.step(format!("hit phase: loading a pool of {}", a.pool_size));
+    let pool = open_pool(&r.scratch().join("hit"), &a.pool_size)?;
     let (nbuffers, page_size) = (pool.nbuffers(), pool.page_size());
     ensure!(
         nbuffers >= 2 * HOT_SET + HEADROOM,
@@ -469,11 +472,15 @@ fn hit_phase(a: &Args, plan: &Plan, repeats: usize, dir: &Path) -> Result<HitPha
 
     // From here on nobody writes any page of this pool until it is dropped.
     let stats_before = pool.stats();
-    let hot = hot_set(&pool, &pins, plan, repeats)?;
+    let hot = hot_set(r, &pool, &pins, plan, repeats)?;
     let chain = Chain::new(&pool, pins, ids, &next);
     chain.warm_up(plan.chain_steps / 10)?;
     let mut reps = Vec::with_capacity(repeats);
     for rep in 0..repeats {
+        r.step(format!(
+            "rep {}/{repeats} random chain, 1 and {THREADS} threads",
+            rep + 1
+        ));
         let pos = rng.random_range(0..npages);
         reps.push(chain.measure(pos, plan.chain_steps, (rep, repeats))?);
     }
@@ -554,6 +561,7 @@ fn load_chain<'p>(
 
 /// The hot set: 64 pages, pool vs HashMap over copies of the same pages, per repetition.
 fn hot_set(
+    r: &Runner,
     pool: &BufferPool,
     pins: &[BufferRef<'_>],
     plan: &Plan,
@@ -577,8 +585,8 @@ fn hot_set(
     hot_loop_map(&hot_map, &hot_pages, &hot_tags, plan.hot_ops / 10);
     let mut reps = Vec::with_capacity(repeats);
     for rep in 0..repeats {
-        progress(format!(
-            "pool: rep {}/{} hot_hit_ns, hashmap_get_ns ({} ops each)",
+        r.step(format!(
+            "rep {}/{} hot_hit_ns, hashmap_get_ns ({} ops each)",
             rep + 1,
             repeats,
             plan.hot_ops
@@ -776,8 +784,12 @@ impl<'p> Chain<'p> {
 }
 
 /// Phase 2: random reads of a relation 4x the pool, every one a miss, against `pread`.
-fn miss_phase(plan: &Plan, repeats: usize, dir: &Path) -> Result<MissPhase> {
-    let pool = open_pool(dir, &plan.miss_pool_size)?;
+fn miss_phase(r: &Runner, plan: &Plan, repeats: usize) -> Result<MissPhase> {
+    r.step(format!(
+        "miss phase: a relation {}x a pool of {}",
+        plan.miss_factor, plan.miss_pool_size
+    ));
+    let pool = open_pool(&r.scratch().join("miss"), &plan.miss_pool_size)?;
     let (nbuffers, page_size) = (pool.nbuffers(), pool.page_size());
     let npages = nbuffers * plan.miss_factor;
     let file = write_relation(&pool, npages)?;
@@ -797,8 +809,8 @@ fn miss_phase(plan: &Plan, repeats: usize, dir: &Path) -> Result<MissPhase> {
     let mut reps = Vec::with_capacity(repeats);
     for rep in 0..repeats {
         let seq = walk.next(plan.miss_steps);
-        progress(format!(
-            "pool: rep {}/{} miss_ns, pread_ns ({} reads each)",
+        r.step(format!(
+            "rep {}/{} miss_ns, pread_ns ({} reads each)",
             rep + 1,
             repeats,
             seq.len()

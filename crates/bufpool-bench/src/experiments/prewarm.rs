@@ -30,7 +30,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::device::remove_db;
-use super::runner::{knobs, DeviceArg, Runner, Template};
+use super::runner::{knobs, DeviceArg, Runner, Steps, Template};
 use super::{Goal, Report, Samples};
 use crate::commands::run_tpcb;
 use crate::report::model::RunResult;
@@ -89,6 +89,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let out_dir = r.out_dir()?;
     let mut samples = Samples::default();
     let mut last = Vec::new();
+    r.plan(Steps::new().timed(2 * repeats, (warm + seconds) as f64));
     for rep in 0..repeats {
         // Alternated, so that a drift of the shared machine falls on both alike.
         let order = if rep % 2 == 0 {
@@ -98,8 +99,11 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         };
         let mut pair: [Option<Restart>; 2] = [None, None];
         for on in order {
-            let m = restart(r, &template, pool_mb, (warm, seconds, a.builtin), on)?;
             let name = if on { "on" } else { "off" };
+            r.step(format!(
+                "autoprewarm {name} #{rep}: warm {warm} s, cold restart, {seconds} s"
+            ));
+            let m = restart(r, &template, pool_mb, (warm, seconds, a.builtin), on)?;
             r.progress(format!(
                 "{name} #{rep}: warm {:.0} tps; restart {:.0} tps, steady after {} s",
                 m.warm_tps, m.result.tps, m.steady_s

@@ -15,11 +15,13 @@
 //! 0.02 when every transaction synced the log). `--quick`: scale 2, 3 s runs, one
 //! repetition. On the local disk: the device only matters if something is written.
 
+use std::path::Path;
+
 use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::device::remove_db;
-use super::runner::{knobs, Runner};
+use super::runner::{knobs, Runner, Steps};
 use super::{layout, Goal, Report, Samples};
 use crate::commands::run_tpcb;
 use crate::report::model::RunResult;
@@ -100,7 +102,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let out_dir = r.out_dir()?;
     let mut samples = Samples::default();
     let mut runs = Vec::new();
-    let steps = repeats * SCRIPTS.len() * 2;
+    r.plan(Steps::new().timed(repeats * SCRIPTS.len() * 2, seconds as f64));
     for rep in 0..repeats {
         let order = if rep % 2 == 0 {
             [true, false]
@@ -109,31 +111,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         };
         for script in SCRIPTS {
             for sync in order {
-                let label = format!("{} sync {}", script.name(), if sync { "on" } else { "off" });
-                r.progress(format!(
-                    "[{}/{steps}] {label}: {CLIENTS} clients, {seconds} s",
-                    runs.len() + 1
-                ));
-                let mut sets = knobs(BASE);
-                sets.push((
-                    "synchronous_commit".into(),
-                    if sync { "on" } else { "off" }.into(),
-                ));
-                let opts = BenchOptions {
-                    mode: script,
-                    threads: CLIENTS,
-                    ..BenchOptions::tpcb(CLIENTS, seconds, &label, r.stop())
-                };
-                let out = run_tpcb(&dir, &sets, opts).with_context(|| label.clone())?;
-                let cost = LogCost::of(script, sync, &out.result);
-                r.progress(format!(
-                    "{label}: {:.0} tps, {:.1} log bytes and {:.3} syncs per transaction",
-                    cost.tps, cost.wal_bytes_per_tx, cost.wal_syncs_per_tx
-                ));
-                let path = out_dir.join(format!("{}-{rep}.json", label.replace(' ', "-")));
-                std::fs::write(&path, serde_json::to_string_pretty(&out.result)?)
-                    .with_context(|| format!("writing {}", path.display()))?;
-                runs.push(cost);
+                runs.push(measure(r, &dir, &out_dir, (script, sync, rep), seconds)?);
             }
         }
         for script in SCRIPTS {
@@ -154,6 +132,39 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     remove_db(&template.dir);
     push_targets(&mut samples, &runs);
     Ok(report(r, &samples, &runs, (scale, seconds)))
+}
+
+/// One run of `script` with synchronous commit `sync` (repetition `rep`) on the copy at
+/// `dir`: its log cost, its `RunResult` saved under `out_dir`.
+fn measure(
+    r: &Runner,
+    dir: &Path,
+    out_dir: &Path,
+    (script, sync, rep): (Mode, bool, usize),
+    seconds: u64,
+) -> Result<LogCost> {
+    let label = format!("{} sync {}", script.name(), if sync { "on" } else { "off" });
+    r.step(format!("{label}: {CLIENTS} clients, {seconds} s"));
+    let mut sets = knobs(BASE);
+    sets.push((
+        "synchronous_commit".into(),
+        if sync { "on" } else { "off" }.into(),
+    ));
+    let opts = BenchOptions {
+        mode: script,
+        threads: CLIENTS,
+        ..BenchOptions::tpcb(CLIENTS, seconds, &label, r.stop())
+    };
+    let out = run_tpcb(dir, &sets, opts).with_context(|| label.clone())?;
+    let cost = LogCost::of(script, sync, &out.result);
+    r.progress(format!(
+        "{label}: {:.0} tps, {:.1} log bytes and {:.3} syncs per transaction",
+        cost.tps, cost.wal_bytes_per_tx, cost.wal_syncs_per_tx
+    ));
+    let path = out_dir.join(format!("{}-{rep}.json", label.replace(' ', "-")));
+    std::fs::write(&path, serde_json::to_string_pretty(&out.result)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(cost)
 }
 
 fn report(r: &Runner, s: &Samples, runs: &[LogCost], (scale, seconds): (u32, u64)) -> Report {

@@ -7,14 +7,18 @@
 //! lives on (the local disk, or a [`SlowDevice`] brought up by [`Runner::use_device`] and
 //! taken down when the runner is done with it); the template database (loaded once by
 //! [`Runner::template`], copied fresh for every run by [`Runner::fresh_copy`]); progress
-//! lines; the order of repeated runs ([`schedule`]); and the report's header and common
-//! metadata (`experiment`, `command`, `argv`, `profile`, `cores`, `machine`, `device`).
+//! lines and steps (an experiment declares its [`Steps`] with [`Runner::plan`] before its
+//! main loop, then each [`Runner::step`] prints `step k of n (elapsed, about ... left):
+//! label`, the estimate from [`estimate`]); the order of repeated runs ([`schedule`]);
+//! and the report's header and common metadata (`experiment`, `command`, `argv`,
+//! `profile`, `cores`, `machine`, `device`).
 //! Invariants: every run's data lives under [`Runner::data_root`], on the device once one
-//! is up; nothing of the scratch folder outlives `finish`.
+//! is up; nothing of the scratch folder outlives `finish`; a step line never shows k > n.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
@@ -143,6 +147,8 @@ pub struct Runner {
     /// Lines printed under the report's table.
     pub notes: Vec<String>,
     stop: Arc<AtomicBool>,
+    /// The declared steps and how far they got ([`Runner::plan`], [`Runner::step`]).
+    steps: Mutex<StepClock>,
 }
 
 impl Runner {
@@ -169,6 +175,7 @@ impl Runner {
             data_root,
             notes: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
+            steps: Mutex::new(StepClock::default()),
         })
     }
 
@@ -298,6 +305,23 @@ impl Runner {
         progress(format!("{}: {}", self.name, msg.as_ref()));
     }
 
+    /// Declares the steps to come (before the main loop; a later plan starts over).
+    pub fn plan(&self, steps: Steps) {
+        *self.step_clock() = StepClock::new(steps);
+    }
+
+    /// Begins the next step (the one before it ends now) and prints its line:
+    /// `step k of n (m:ss elapsed, about m:ss left): label`, elapsed since the first step
+    /// (see [`step_line`]).
+    pub fn step(&self, label: impl AsRef<str>) {
+        let line = self.step_clock().begin(label.as_ref());
+        self.progress(line);
+    }
+
+    fn step_clock(&self) -> std::sync::MutexGuard<'_, StepClock> {
+        self.steps.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// `<--dir>/NAME`, made: where run files that outlive the scratch folder go.
     pub fn out_dir(&self) -> Result<PathBuf> {
         let dir = std::path::absolute(self.common.parent_dir().join(self.name))?;
@@ -369,6 +393,9 @@ impl Runner {
     /// Takes the device down, removes the scratch folder and returns the report, the
     /// runner's notes after `report`'s own.
     pub fn finish(self, mut report: Report) -> Result<Report> {
+        if let Some(line) = self.step_clock().done_line() {
+            self.progress(line);
+        }
         drop(self.device);
         drop(self.others);
         let path = self.scratch.path().to_path_buf();
@@ -414,6 +441,143 @@ pub fn schedule<C>(
     out
 }
 
+/// The steps an experiment plans, in order: each with its expected seconds when the
+/// experiment knows its length (a run of `--seconds`), else None.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Steps(Vec<Option<f64>>);
+
+impl Steps {
+    pub fn new() -> Steps {
+        Steps::default()
+    }
+
+    /// `n` more steps of unknown length.
+    pub fn untimed(mut self, n: usize) -> Steps {
+        self.0.extend(std::iter::repeat_n(None, n));
+        self
+    }
+
+    /// `n` more steps of about `seconds` each.
+    pub fn timed(mut self, n: usize, seconds: f64) -> Steps {
+        self.0.extend(std::iter::repeat_n(Some(seconds), n));
+        self
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Where the declared steps stand: when the first and the current step began, and how
+/// long each finished one took. [`Runner`] keeps one per experiment; `bufpool seeds` one
+/// over all the experiments it runs.
+#[derive(Debug, Default)]
+pub struct StepClock {
+    plan: Steps,
+    first: Option<Instant>,
+    current: Option<Instant>,
+    took: Vec<f64>,
+}
+
+impl StepClock {
+    /// A clock for `plan`, no step begun.
+    pub fn new(plan: Steps) -> StepClock {
+        StepClock {
+            plan,
+            ..StepClock::default()
+        }
+    }
+
+    /// Begins the next step (the one before it ends now): its line (see [`step_line`]).
+    pub fn begin(&mut self, label: &str) -> String {
+        let now = Instant::now();
+        if let Some(began) = self.current {
+            self.took.push((now - began).as_secs_f64());
+        }
+        let first = *self.first.get_or_insert(now);
+        self.current = Some(now);
+        step_line(&self.plan, &self.took, (now - first).as_secs_f64(), label)
+    }
+
+    /// The line [`Runner::finish`] prints: the steps taken (of the plan, when fewer) and
+    /// the time since the first; None if no step began.
+    pub fn done_line(&self) -> Option<String> {
+        let seconds = self.first?.elapsed().as_secs_f64();
+        let k = self.took.len() + 1;
+        let of = if k < self.plan.len() {
+            format!(" of {} planned", self.plan.len())
+        } else {
+            String::new()
+        };
+        Some(format!("done: {k}{of} steps in {}", clock(seconds.floor())))
+    }
+}
+
+/// Step `took.len() + 1` begins, `took` the seconds of the steps before it: the count to
+/// show (the plan's, grown to k once k passes it) and the seconds left, the step beginning
+/// included. A planned step's seconds count scaled by what the finished planned steps
+/// took over what they declared (as declared before any finished); a step of unknown
+/// length counts as the mean of the finished ones of unknown length, else of all finished
+/// ones. None when a step left has no basis (none finished, none declared), and past the
+/// plan (how many more come is unknown).
+pub fn estimate(plan: &Steps, took: &[f64]) -> (usize, Option<f64>) {
+    let k = took.len() + 1;
+    if k > plan.len() {
+        return (k, None);
+    }
+    let done = plan.0.iter().zip(took);
+    let (declared, actual) = done
+        .clone()
+        .filter_map(|(d, t)| d.map(|d| (d, *t)))
+        .fold((0.0, 0.0), |(d0, t0), (d, t)| (d0 + d, t0 + t));
+    let scale = if declared > 0.0 {
+        actual / declared
+    } else {
+        1.0
+    };
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let unknown: Vec<f64> = done.filter(|(d, _)| d.is_none()).map(|(_, t)| *t).collect();
+    let per_step = mean(&unknown).or_else(|| mean(took));
+    let left = plan.0[k - 1..]
+        .iter()
+        .map(|d| d.map(|d| d * scale).or(per_step))
+        .sum();
+    (plan.len(), left)
+}
+
+/// The text of a step line (after the experiment's name): `step k of n (m:ss elapsed,
+/// about m:ss left): label`. The time left is left out when [`estimate`] has none; past
+/// the plan, n is k and the line says how many were planned instead.
+pub fn step_line(plan: &Steps, took: &[f64], elapsed: f64, label: &str) -> String {
+    let k = took.len() + 1;
+    let (n, left) = estimate(plan, took);
+    let mut when = format!("{} elapsed", clock(elapsed.floor()));
+    if k > plan.len() {
+        match plan.len() {
+            0 => when.push_str(", none planned"),
+            p => when.push_str(&format!(", more than the {p} planned")),
+        }
+    } else if let Some(left) = left {
+        when.push_str(&format!(", about {} left", clock(left.ceil())));
+    }
+    format!("step {k} of {n} ({when}): {label}")
+}
+
+/// Whole seconds as `m:ss`, or `h:mm:ss` from an hour on (0 for a negative or NaN).
+pub fn clock(seconds: f64) -> String {
+    let s = if seconds.is_finite() && seconds > 0.0 {
+        seconds as u64
+    } else {
+        0
+    };
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
 /// `(name, value)` pairs as owned knob settings.
 pub fn knobs<K: AsRef<str>, V: AsRef<str>>(kv: &[(K, V)]) -> Vec<(String, String)> {
     kv.iter()
@@ -437,6 +601,119 @@ mod tests {
             1,
             "no repeats runs once"
         );
+    }
+
+    #[test]
+    fn a_clock_reads_m_ss_then_h_mm_ss() {
+        let cases = [
+            (0.0, "0:00"),
+            (42.9, "0:42"),
+            (130.0, "2:10"),
+            (3599.0, "59:59"),
+            (3600.0, "1:00:00"),
+            (3725.0, "1:02:05"),
+            (36_061.0, "10:01:01"),
+            (-5.0, "0:00"),
+            (f64::NAN, "0:00"),
+        ];
+        for (seconds, text) in cases {
+            assert_eq!(clock(seconds), text, "{seconds} s");
+        }
+    }
+
+    #[test]
+    fn the_time_left_is_the_mean_of_finished_steps_when_none_is_declared() {
+        let plan = Steps::new().untimed(4);
+        assert_eq!(
+            estimate(&plan, &[]),
+            (4, None),
+            "no basis before a step ends"
+        );
+        assert_eq!(estimate(&plan, &[10.0]), (4, Some(30.0)));
+        assert_eq!(estimate(&plan, &[10.0, 20.0]), (4, Some(30.0)));
+        assert_eq!(estimate(&plan, &[1.0, 2.0, 3.0]), (4, Some(2.0)));
+    }
+
+    #[test]
+    fn declared_seconds_give_the_time_left_scaled_by_what_the_finished_took() {
+        let plan = Steps::new().timed(3, 10.0);
+        assert_eq!(
+            estimate(&plan, &[]),
+            (3, Some(30.0)),
+            "as declared at first"
+        );
+        assert_eq!(estimate(&plan, &[20.0]), (3, Some(40.0)), "runs take twice");
+        // Two declared steps, then two of unknown length.
+        let mixed = Steps::new().timed(2, 10.0).untimed(2);
+        assert_eq!(mixed.len(), 4);
+        assert_eq!(
+            estimate(&mixed, &[]),
+            (4, None),
+            "the unknown ones have no basis"
+        );
+        // 15 s for the first: the second counts 15, the unknown ones the mean, 15.
+        assert_eq!(estimate(&mixed, &[15.0]), (4, Some(45.0)));
+        // Once one of unknown length finished, the others count as it did.
+        assert_eq!(estimate(&mixed, &[15.0, 15.0, 4.0]), (4, Some(4.0)));
+    }
+
+    #[test]
+    fn past_the_plan_n_grows_with_k_and_no_time_left_is_claimed() {
+        let plan = Steps::new().untimed(2);
+        assert_eq!(estimate(&plan, &[5.0]), (2, Some(5.0)));
+        assert_eq!(estimate(&plan, &[5.0, 5.0]), (3, None));
+        assert_eq!(estimate(&plan, &[5.0, 5.0, 5.0]), (4, None));
+        assert_eq!(
+            step_line(&plan, &[5.0, 5.0], 10.2, "x"),
+            "step 3 of 3 (0:10 elapsed, more than the 2 planned): x"
+        );
+        assert_eq!(
+            step_line(&Steps::new(), &[], 0.0, "x"),
+            "step 1 of 1 (0:00 elapsed, none planned): x"
+        );
+    }
+
+    #[test]
+    fn a_step_line_says_k_of_n_elapsed_and_about_what_is_left() {
+        let plan = Steps::new().untimed(12);
+        assert_eq!(
+            step_line(&plan, &[], 0.0, "lru, round 1"),
+            "step 1 of 12 (0:00 elapsed): lru, round 1"
+        );
+        assert_eq!(
+            step_line(&plan, &[21.0, 21.0], 42.3, "lru, round 1"),
+            "step 3 of 12 (0:42 elapsed, about 3:30 left): lru, round 1"
+        );
+        // The time left is rounded up: a last step of 0.2 s is "about 0:01 left".
+        assert_eq!(
+            step_line(&Steps::new().untimed(2), &[0.2], 0.2, "b"),
+            "step 2 of 2 (0:00 elapsed, about 0:01 left): b"
+        );
+        let timed = Steps::new().timed(2, 3600.0);
+        assert_eq!(
+            step_line(&timed, &[], 0.0, "c4"),
+            "step 1 of 2 (0:00 elapsed, about 2:00:00 left): c4"
+        );
+    }
+
+    #[test]
+    fn the_done_line_says_when_fewer_steps_ran_than_planned() {
+        let parent = tempfile::tempdir().unwrap();
+        let r = runner_in(parent.path(), "shared");
+        assert!(r.step_clock().done_line().is_none(), "no step, no line");
+        r.plan(Steps::new().untimed(3));
+        r.step("a");
+        r.step("b");
+        let done = r.step_clock().done_line().unwrap();
+        assert!(
+            done.starts_with("done: 2 of 3 planned steps in 0:0"),
+            "{done}"
+        );
+        r.step("c");
+        r.step("d");
+        let done = r.step_clock().done_line().unwrap();
+        assert!(done.starts_with("done: 4 steps in"), "{done}");
+        assert_eq!(r.step_clock().took.len(), 3);
     }
 
     /// A quick runner with its scratch folder under `parent`, on the local disk, its log

@@ -37,7 +37,7 @@ use bufpool::{
 };
 use bufpool::{Ring, RingKind};
 
-use super::runner::{Common, DeviceArg, Runner};
+use super::runner::{Common, DeviceArg, Runner, Steps};
 use super::{layout, progress, summarize, Goal, Ratio, Report, Summary};
 
 /// `bufpool experiment scans` flags.
@@ -356,17 +356,27 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     r.use_device(&a.device)?;
     r.set_io("buffered and O_DIRECT (see each table)");
     let mut notes = Vec::new();
+    // The load, then the seven sections of the module doc, a step each.
+    r.plan(Steps::new().untimed(1 + 7));
+    r.step("loading the tables");
     let bed = load(r.data_root()?, pool_mb)?;
     let mut out = Outcomes::default();
     let mut meta = serde_json::Map::new();
+    let m = &mut meta;
     let tables = vec![
-        ring_sweep(&bed, &c, &mut meta)?,
-        hot_set(&bed, &c, &mut out, &mut meta)?,
-        vacuum_rings(&bed, &c, &mut out, &mut meta)?,
-        sync_scans(&bed, &c, &mut out, &mut meta)?,
-        cache_trail(&bed, &c, &mut meta)?,
-        strategy_rules(&bed, &mut meta)?,
-        readahead(&bed, &c, &mut out, &mut meta, &mut notes)?,
+        section(r, "ring-size sweep (section 1)", || ring_sweep(&bed, &c, m))?,
+        section(r, "hot set (section 2)", || hot_set(&bed, &c, &mut out, m))?,
+        section(r, "vacuum and bulk-write rings (section 3)", || {
+            vacuum_rings(&bed, &c, &mut out, m)
+        })?,
+        section(r, "synchronized scans (section 4)", || {
+            sync_scans(&bed, &c, &mut out, m)
+        })?,
+        section(r, "cache trail (section 5)", || cache_trail(&bed, &c, m))?,
+        section(r, "scan-plan rules (section 6)", || strategy_rules(&bed, m))?,
+        section(r, "readahead (section 7)", || {
+            readahead(&bed, &c, &mut out, m, &mut notes)
+        })?,
     ];
     let mut metadata = r.metadata();
     metadata.insert("pool_mb".into(), pool_mb.into());
@@ -396,6 +406,12 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         notes,
         tables,
     })
+}
+
+/// Section `label` of the report (its table from `f`), as a step.
+fn section(r: &Runner, label: &str, f: impl FnOnce() -> Result<String>) -> Result<String> {
+    r.step(label);
+    f()
 }
 
 /// How PostgreSQL 8.3 read a table, in Heikki's ring-size test: one block per read, no

@@ -37,7 +37,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::runner::{knobs, Common, Runner};
+use super::runner::{knobs, Common, Runner, Steps};
 use super::{progress, summarize, Figure, Goal, Ratio, Report, RunInfo, Summary};
 use crate::commands::run_tpcb;
 use crate::experiments::device::{copy_db, remove_db};
@@ -396,8 +396,8 @@ fn run_cells(
                 side: w.side_with_pause(),
                 ..bench_options(clients, o.seconds, &label, stop.clone())
             };
-            progress(format!(
-                "slru {}: repeat {}/{}: {label}, {} s",
+            r.step(format!(
+                "{}: repeat {}/{}: {label}, {} s",
                 w.name,
                 rep + 1,
                 o.repeats,
@@ -523,6 +523,9 @@ pub struct Exp3Row {
     pub oversubscribed: bool,
 }
 
+/// Experiment 3's variants: `clog_group_update` on and off.
+const EXP3_GROUP: [&str; 2] = ["on", "off"];
+
 /// Runs experiment 3: the commit log's group update (PostgreSQL's
 /// TransactionGroupUpdateXidStatus) on and off, under TPC-B with synchronous commit off
 /// (commit-log updates at the highest rate), no side script, the default SLRU design.
@@ -534,7 +537,7 @@ pub fn exp3(r: &Runner, o: &TpcbRuns, cores: usize) -> Result<Vec<Exp3Row>> {
         side_pause_ms: None,
         sets: vec![("synchronous_commit".into(), "off".into())],
     };
-    let variants = ["on", "off"].map(|v| Variant {
+    let variants = EXP3_GROUP.map(|v| Variant {
         label: v,
         sets: vec![("clog_group_update".into(), v.into())],
     });
@@ -689,7 +692,9 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let threads = a.threads.map_or(info.cores, |t| t as usize);
     let lookups = if c.short() { 2_000 } else { 50_000 };
     let grid = MicroGrid::all(threads, lookups, c.repeats as usize);
-    let micro_rows = micro(&grid)?;
+    let runs = tpcb_runs(c, &a.clients);
+    r.plan(steps(a, &grid, &runs));
+    let micro_rows = micro_by_size(r, &grid)?;
     let mut s = Sections {
         metadata: r.metadata(),
         notes: vec![format!(
@@ -701,7 +706,6 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     s.metadata
         .insert("micro".into(), serde_json::to_value(&micro_rows)?);
     s.metadata.insert("micro_only".into(), a.micro_only.into());
-    let runs = tpcb_runs(c, &a.clients);
     let exp1_rows = if !a.micro_only && !a.skip_exp1 {
         Some(exp1_section(r, &runs, info.cores, &mut s)?)
     } else {
@@ -722,6 +726,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     } else {
         None
     };
+    r.step("lookup_4096_vs_16: 16 and 4096 slots in alternation");
     let paired = paired_section(&grid, &mut s.notes)?;
     let exp2 = exp2_rows
         .as_ref()
@@ -742,6 +747,46 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         notes: s.notes,
         tables: s.tables,
     })
+}
+
+/// The steps of a run: the micro benchmark (an SLRU size each), the TPC-B runs of the
+/// experiments that run (a repeat, client count and variant each, `o.seconds`), the
+/// paired measurement of the target.
+fn steps(a: &Args, grid: &MicroGrid, o: &TpcbRuns) -> Steps {
+    let cells = |on: bool, variants: usize| {
+        if on {
+            o.repeats * o.clients.len() * variants
+        } else {
+            0
+        }
+    };
+    let designs = o.designs.len();
+    let runs = cells(!a.micro_only && !a.skip_exp1, designs)
+        + cells(!a.micro_only, designs)
+        + cells(!a.micro_only, EXP3_GROUP.len());
+    Steps::new()
+        .untimed(grid.sizes.len())
+        .timed(runs, o.seconds as f64)
+        .untimed(1)
+}
+
+/// [`micro`] one SLRU size at a time, a step each.
+fn micro_by_size(r: &Runner, grid: &MicroGrid) -> Result<Vec<MicroRow>> {
+    let mut rows = Vec::new();
+    for &slots in &grid.sizes {
+        r.step(format!(
+            "micro benchmark, {slots} slots: {} designs x {} spreads x {} thread counts",
+            grid.designs.len(),
+            grid.spreads.len(),
+            grid.threads.len()
+        ));
+        let one_size = MicroGrid {
+            sizes: vec![slots],
+            ..grid.clone()
+        };
+        rows.extend(micro(&one_size)?);
+    }
+    Ok(rows)
 }
 
 /// Experiment 1 run, with its table, metadata and note (and a note if its target cannot

@@ -24,8 +24,8 @@ use bufpool::{Config, Engine, RealVfs, RelFileId};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::runner::Runner;
-use super::{progress, summarize, Figure, Goal, Ratio, Report};
+use super::runner::{Runner, Steps};
+use super::{summarize, Figure, Goal, Ratio, Report};
 
 const INDEX: RelFileId = RelFileId::new(0, 700);
 const TABLE: RelFileId = RelFileId::new(0, 701);
@@ -140,11 +140,15 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     c.set("synchronous_commit", "off")?;
     let e = Engine::open_vfs(Arc::new(RealVfs::new()), r.scratch(), &c, true)
         .with_context(|| format!("opening {}", r.scratch().display()))?;
+    // The tree, the heap, then the repetitions.
+    r.plan(Steps::new().untimed(2 + repeats));
+    r.step(format!("building a B+tree of {KEYS} keys"));
     let (tree, build_s) = build_index(&e)?;
+    r.step(format!("loading a heap of {KEYS} rows"));
     let bed = load_heap(&e, tree, build_s)?;
     let mut reps = Vec::with_capacity(repeats);
     for rep in 0..repeats {
-        progress(format!("table: rep {}/{repeats}", rep + 1));
+        r.step(format!("rep {}/{repeats}", rep + 1));
         reps.push(measure(&bed)?);
     }
     let stats = bed.tree.check()?;
@@ -172,7 +176,6 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
 /// A B+tree of [`KEYS`] keys, bulk built; with its build time in seconds.
 fn build_index(e: &Engine) -> Result<(BTree<'_>, f64)> {
     let n = KEYS;
-    progress(format!("table: building a B+tree of {n} keys"));
     let t0 = Instant::now();
     let tree = BTree::bulk_build(
         e,
@@ -197,7 +200,6 @@ fn load_heap<'e>(e: &'e Engine, tree: BTree<'e>, build_s: f64) -> Result<Bed<'e>
     // Warm: every index page into the pool.
     lookups_per_s(&tree, &keys, 1)?;
 
-    progress(format!("table: loading a heap of {n} rows"));
     let heap = Heap::create(e, TABLE)?;
     let x = e.begin_xid()?;
     let t0 = Instant::now();

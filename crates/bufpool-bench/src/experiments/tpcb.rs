@@ -37,7 +37,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::device::remove_db;
-use super::runner::{knobs, Common, Runner, Template};
+use super::runner::{knobs, Common, Runner, Steps, Template};
 use super::{layout, Goal, Ratio, Report};
 use crate::commands::run_tpcb;
 use crate::report::model::RunResult;
@@ -211,6 +211,10 @@ const RUNS: [(&str, u32, Knobs); 4] = [
     ("c1 no checkpoint", 1, QUIET),
     ("c4 no checkpoint", 4, QUIET),
 ];
+/// The first `LONG` of [`RUNS`] last `--minutes`, the others a side run's length.
+const LONG: usize = 2;
+/// Seconds of the raw fdatasync loop that gives the commit limit.
+const FSYNC_RATE_S: u64 = 2;
 /// Indexes into [`RUNS`].
 const ON: usize = 0;
 const OFF: usize = 1;
@@ -253,8 +257,9 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let out_dir = r.out_dir()?;
     let template = r.template(o.scale, false, &knobs(BASE))?;
     let (mut runs, mut sizes) = (Vec::new(), Vec::new());
+    r.plan(steps(&o));
     for (label, clients, extra) in RUNS {
-        let seconds = if runs.len() < 2 {
+        let seconds = if runs.len() < LONG {
             o.seconds
         } else {
             o.side_seconds
@@ -265,7 +270,9 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     }
     let (raw_rate, raw_maxes) = raw_floor(r, o.side_seconds)?;
     let sqlite = sqlite_normal(r, &o)?;
-    let fsync_rate = super::wal::raw_fdatasync_per_s(r.data_root()?, Duration::from_secs(2))?;
+    r.step(format!("raw fdatasync rate, {FSYNC_RATE_S} s"));
+    let fsync_rate =
+        super::wal::raw_fdatasync_per_s(r.data_root()?, Duration::from_secs(FSYNC_RATE_S))?;
     let baseline_tps = match &o.baseline {
         Some(bin) => Some(baseline(r, &o, bin)?),
         None => {
@@ -295,6 +302,18 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     Ok(report(r, &o, &m, &out_dir))
 }
 
+/// The steps of a run, each of known length: [`RUNS`], the raw fdatasync loop, SQLite,
+/// the commit limit's loop, and the baseline binary's run if there is one.
+fn steps(o: &Settings) -> Steps {
+    let side = o.side_seconds as f64;
+    Steps::new()
+        .timed(LONG, o.seconds as f64)
+        .timed(RUNS.len() - LONG, side)
+        .timed(2, side)
+        .timed(1, FSYNC_RATE_S as f64)
+        .timed(usize::from(o.baseline.is_some()), side)
+}
+
 /// One TPC-B run (`label`, clients, seconds) on a fresh copy, knobs `extra` over
 /// [`BASE`]; its `RunResult` saved to the run files. With it, the table sizes after a
 /// long c4 run.
@@ -308,7 +327,7 @@ fn measure(
     let dir = r.fresh_copy(template, "run")?;
     let mut sets = knobs(BASE);
     sets.extend(knobs(extra));
-    r.progress(format!("{label}: {clients} clients, {seconds} s"));
+    r.step(format!("{label}: {clients} clients, {seconds} s"));
     let cpu0 = process_cpu_s();
     let opts = bench_options(clients, seconds, label, r.stop());
     let out = run_tpcb(&dir, &sets, opts).with_context(|| label.to_string())?;
@@ -339,7 +358,7 @@ fn measure(
 /// The device's floor under run 3's latency figures, measured right after them: one
 /// thread writing 8 KiB and calling fdatasync in a loop, its per-second maximum latency.
 fn raw_floor(r: &Runner, seconds: u64) -> Result<(f64, Vec<f64>)> {
-    r.progress(format!(
+    r.step(format!(
         "raw fdatasync loop, {seconds} s (per-second maximum latency)"
     ));
     let (rate, maxes) =
@@ -355,7 +374,7 @@ fn raw_floor(r: &Runner, seconds: u64) -> Result<(f64, Vec<f64>)> {
 fn sqlite_normal(r: &Runner, o: &Settings) -> Result<crate::compare::sqlite::SqliteRun> {
     let dir = r.data_root()?.join("sqlite");
     std::fs::create_dir_all(&dir)?;
-    r.progress(format!("loading SQLite at scale {}", o.scale));
+    r.step(format!("loading SQLite at scale {}", o.scale));
     crate::compare::sqlite::load(&dir, o.scale)?;
     r.progress(format!("SQLite NORMAL: 4 clients, {} s", o.side_seconds));
     let options = crate::compare::sqlite::SqliteOptions {
@@ -396,7 +415,7 @@ fn run_quietly(bin: &Path, cmd: &mut std::process::Command, what: &str) -> Resul
 fn baseline(r: &Runner, o: &Settings, bin: &Path) -> Result<f64> {
     let dir = r.data_root()?.join("baseline");
     remove_db(&dir);
-    r.progress(format!(
+    r.step(format!(
         "baseline {}: loading scale {}",
         bin.display(),
         o.scale

@@ -50,7 +50,7 @@ use bufpool::wal::{RecordBuilder, RecordKind, WalStats, FLAG_COMMIT};
 use bufpool::{BufferTag, Config, Engine, ForkNumber, RealVfs, RelFileId};
 use serde_json::{json, Map};
 
-use super::runner::Runner;
+use super::runner::{Runner, Steps};
 use super::{progress, Goal, Ratio, Report, Samples};
 
 const REL: RelFileId = RelFileId::new(0, 800);
@@ -373,10 +373,11 @@ fn run_with(opts: &Plan, r: &Runner) -> Result<Report> {
     let engines = Engines::open(r.scratch())?;
     let (template, sets) = tpcb_template(r, opts)?;
     let mut counts = Counts::default();
+    r.plan(steps(opts));
     for rep in 0..opts.repeats {
         let raw = limits(r, opts, rep, (&template, &sets), &mut samples)?;
         for (name, threads, sync) in COMMIT_RUNS {
-            progress(format!("wal: {}: {name}", rep_tag(rep, opts)));
+            r.step(format!("{}: {name}", rep_tag(rep, opts)));
             let e = if sync { &engines.sync } else { &engines.async_ };
             let before = e.wal().stats();
             let rate = commits_per_s(e, threads, opts.duration)?;
@@ -393,11 +394,36 @@ fn run_with(opts: &Plan, r: &Runner) -> Result<Report> {
             }
             samples.push(name, rate);
         }
-        inserts(&engines, opts, rep, &mut samples)?;
+        r.step(format!("{}: insert throughput", rep_tag(rep, opts)));
+        inserts(&engines, &mut samples)?;
     }
     drop(engines);
     let redo_info = redo(r, opts, &mut samples)?;
     Ok(report(r, opts, &samples, &counts, redo_info))
+}
+
+/// The steps of a run: per repetition the limits (raw fdatasync and TPC-B), each commit
+/// run with its twins, the inserts; then the redo measurements. The limits and commit
+/// runs last as long as their measurements.
+fn steps(opts: &Plan) -> Steps {
+    let d = opts.duration.as_secs_f64();
+    let mut s = Steps::new();
+    for _ in 0..opts.repeats {
+        s = s.timed(1, d + opts.tpcb_seconds as f64);
+        for (name, _, sync) in COMMIT_RUNS {
+            s = s.timed(1, d * measurements(name, sync) as f64);
+        }
+        s = s.untimed(1);
+    }
+    s.untimed(opts.repeats)
+}
+
+/// The measurements of `opts.duration` a commit run makes: its own and its twins'
+/// ([`overlapped`], [`stamped`], and [`sync_16t`]'s with `commit_delay`).
+fn measurements(name: &str, sync: bool) -> usize {
+    let overlap = matches!(name, "commits_per_s_4t_sync" | "commits_per_s_16t_sync");
+    let delay = name == "commits_per_s_16t_sync";
+    1 + usize::from(overlap) + usize::from(sync) + usize::from(delay)
 }
 
 /// The TPC-B template for `tpcb_vs_limit` (c4, synchronous commit on), loaded once; a
@@ -430,7 +456,10 @@ fn limits(
     (template, sets): (&Path, &[(String, String)]),
     samples: &mut Samples,
 ) -> Result<f64> {
-    progress(format!("wal: {}: raw fdatasync", rep_tag(rep, opts)));
+    r.step(format!(
+        "{}: raw fdatasync, then TPC-B c4",
+        rep_tag(rep, opts)
+    ));
     let raw = raw_fdatasync_per_s(r.scratch(), opts.duration)?;
     samples.push("raw_fdatasync_per_s", raw);
     progress(format!(
@@ -574,8 +603,7 @@ fn sync_16t(
 }
 
 /// Insert throughput on 1 and 2 threads, and the raw append baselines.
-fn inserts(engines: &Engines, opts: &Plan, rep: usize, samples: &mut Samples) -> Result<()> {
-    progress(format!("wal: {}: insert throughput", rep_tag(rep, opts)));
+fn inserts(engines: &Engines, samples: &mut Samples) -> Result<()> {
     // 2 x 800k records of 136 bytes: 218 MB, within the 256 MiB ring.
     let per_thread = 800_000;
     let r1 = insert_rate(&engines.insert, 1, per_thread)?;
@@ -606,8 +634,8 @@ fn redo(
     let mut redo_info = Map::new();
     for rep in 0..opts.repeats {
         let _ = std::fs::remove_dir_all(&redo_dir);
-        progress(format!(
-            "wal: rep {}/{}: writing {} MB of log for redo",
+        runner.step(format!(
+            "rep {}/{}: writing {} MB of log for redo",
             rep + 1,
             opts.repeats,
             opts.redo_bytes >> 20

@@ -191,22 +191,45 @@ pub fn run(a: &Args) -> Result<()> {
         .device
         .clone()
         .unwrap_or_else(|| if a.quick { "slow10" } else { "hdd-2007" }.to_string());
-    let mut sections = Vec::new();
+    // Every seed's plan first, so the experiments to run are counted: steps k of n.
+    let mut planned = Vec::new();
+    let mut to_run = 0;
     for seed in chosen {
-        experiments::progress(format!("seeds: {} {}", seed.id, seed.title));
         let plan = plans::plan(&seed.id, a.quick, &device, &a.out)?;
         let unavailable = device_unavailable(&plan, &device, effective_uid());
+        if unavailable.is_none() {
+            for (i, argv) in plan.runs.iter().enumerate() {
+                if reusable(&saved_path(&a.out, seed, i), argv, a.resume)?.is_none() {
+                    to_run += 1;
+                }
+            }
+        }
+        planned.push((seed, plan, unavailable));
+    }
+    let mut clock =
+        experiments::runner::StepClock::new(experiments::runner::Steps::new().untimed(to_run));
+    let mut sections = Vec::new();
+    for (seed, plan, unavailable) in planned {
+        experiments::progress(format!("seeds: {} {}", seed.id, seed.title));
         let mut reports = Vec::new();
         if let Some(why) = &unavailable {
             experiments::progress(format!("seeds: {}: skipped: {why}", seed.id));
         } else {
             for (i, argv) in plan.runs.iter().enumerate() {
-                let saved = a.out.join("reports").join(format!("{}-{i}.json", seed.id));
-                reports.push(saved_or_run(&saved, argv, a.resume, run_experiment)?);
+                let label = format!("seed {} run {} of {}", seed.id, i + 1, plan.runs.len());
+                let step = |command: &str| {
+                    let line = clock.begin(&format!("{label}: {command}"));
+                    experiments::progress(format!("seeds: {line}"));
+                };
+                let saved = saved_path(&a.out, seed, i);
+                reports.push(saved_or_run(&saved, argv, a.resume, step, run_experiment)?);
             }
         }
         let rows = rows(seed, &plan, &reports, unavailable.as_ref())?;
         sections.push((seed, plan, reports, rows));
+    }
+    if let Some(done) = clock.done_line() {
+        experiments::progress(format!("seeds: {done}"));
     }
     let doc = document(&sections, a.quick, &device);
     let text = serde_json::to_string_pretty(&doc)?;
@@ -245,35 +268,53 @@ fn rows(
 /// the same command, else `run`'s, saved there (whole or not at all) before it is used,
 /// so an interrupted run loses at most the experiment it was in. A saved file that does
 /// not parse is an error naming it, never silently run over.
+/// Where the report of a seed's run `i` is saved.
+fn saved_path(out: &Path, seed: &Seed, i: usize) -> std::path::PathBuf {
+    out.join("reports").join(format!("{}-{i}.json", seed.id))
+}
+
+/// The saved report of `argv`, when `resume` and `saved` holds one made by this command
+/// (a file made by another command is not: its command runs again).
+fn reusable(saved: &Path, argv: &[String], resume: bool) -> Result<Option<Value>> {
+    if !(resume && saved.exists()) {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(saved)
+        .with_context(|| format!("reading the saved report {}", saved.display()))?;
+    let mut doc: Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "the saved report {} is not JSON (remove it to rerun its command)",
+            saved.display()
+        )
+    })?;
+    let saved_argv: Vec<String> = serde_json::from_value(doc["argv"].take()).unwrap_or_default();
+    Ok(
+        (same_command(&saved_argv, argv) && doc["report"].is_object())
+            .then(|| doc["report"].take()),
+    )
+}
+
+/// `argv`'s report: the saved one (see [`reusable`]), else `step` is told the command,
+/// `run` runs it and its report is saved (atomically) for a later `--resume`.
 fn saved_or_run(
     saved: &Path,
     argv: &[String],
     resume: bool,
+    step: impl FnOnce(&str),
     run: impl FnOnce(&[String]) -> Result<Value>,
 ) -> Result<Value> {
     let command = argv.join(" ");
+    if let Some(report) = reusable(saved, argv, resume)? {
+        experiments::progress(format!("seeds: reusing {} for {command}", saved.display()));
+        return Ok(report);
+    }
     if resume && saved.exists() {
-        let text = std::fs::read_to_string(saved)
-            .with_context(|| format!("reading the saved report {}", saved.display()))?;
-        let mut doc: Value = serde_json::from_str(&text).with_context(|| {
-            format!(
-                "the saved report {} is not JSON (remove it to rerun its command)",
-                saved.display()
-            )
-        })?;
-        let saved_argv: Vec<String> =
-            serde_json::from_value(doc["argv"].take()).unwrap_or_default();
-        if same_command(&saved_argv, argv) && doc["report"].is_object() {
-            experiments::progress(format!("seeds: reusing {} for {command}", saved.display()));
-            return Ok(doc["report"].take());
-        }
         experiments::progress(format!(
-            "seeds: {} was made by another command: running {command}",
+            "seeds: {} was made by another command: running it again",
             saved.display()
         ));
-    } else {
-        experiments::progress(format!("seeds: {command}"));
     }
+    step(&command);
     let report = run(argv)?;
     let dir = saved.parent().context("a saved report's folder")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -684,17 +725,20 @@ mod tests {
             runs += 1;
             Ok(json!({"ran": a[2], "n": runs}))
         };
+        // Each command run is one step; a reused report is none.
+        let steps = std::cell::Cell::new(0);
+        let step = |_: &str| steps.set(steps.get() + 1);
         assert_eq!(
-            saved_or_run(&saved, &argv("slru"), true, &mut run).unwrap()["n"],
+            saved_or_run(&saved, &argv("slru"), true, step, &mut run).unwrap()["n"],
             1
         );
         assert_eq!(
-            saved_or_run(&saved, &argv("slru"), true, &mut run).unwrap()["n"],
+            saved_or_run(&saved, &argv("slru"), true, step, &mut run).unwrap()["n"],
             1,
             "resumed: the saved report, nothing run"
         );
         assert_eq!(
-            saved_or_run(&saved, &argv("slru"), false, &mut run).unwrap()["n"],
+            saved_or_run(&saved, &argv("slru"), false, step, &mut run).unwrap()["n"],
             2,
             "not resuming: run again"
         );
@@ -704,20 +748,28 @@ mod tests {
             a.extend(["--dir".to_string(), "/elsewhere".to_string()]);
             a
         };
-        let first = saved_or_run(&saved, &moved("slru"), false, &mut run).unwrap();
+        let first = saved_or_run(&saved, &moved("slru"), false, step, &mut run).unwrap();
         assert_eq!(first["n"], 3);
         let mut back = argv("slru");
         back.extend(["--dir".to_string(), "/moved/runs".to_string()]);
-        assert_eq!(saved_or_run(&saved, &back, true, &mut run).unwrap()["n"], 3);
-        let other = saved_or_run(&saved, &argv("scans"), true, &mut run).unwrap();
+        assert_eq!(
+            saved_or_run(&saved, &back, true, step, &mut run).unwrap()["n"],
+            3
+        );
+        let other = saved_or_run(&saved, &argv("scans"), true, step, &mut run).unwrap();
         assert_eq!(
             (other["ran"].as_str(), other["n"].as_i64()),
             (Some("scans"), Some(4))
         );
         std::fs::write(&saved, "{\"argv\": [").unwrap();
-        let err = saved_or_run(&saved, &argv("scans"), true, &mut run).unwrap_err();
+        let err = saved_or_run(&saved, &argv("scans"), true, step, &mut run).unwrap_err();
         assert!(format!("{err:#}").contains("002-0.json"), "{err:#}");
         assert_eq!(runs, 4);
+        assert_eq!(
+            steps.get(),
+            4,
+            "a step per command run, none per reused report"
+        );
     }
 
     /// An experiment's report as the experiments write it: the device as run (what
