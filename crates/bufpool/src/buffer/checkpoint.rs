@@ -1,4 +1,4 @@
-//! The checkpoint's write phase (seeds 001 and 004): mark, snapshot, sort, balance,
+//! The checkpoint's write phase: mark, snapshot, sort, balance,
 //! combine, hint writeback.
 //!
 //! Owns: the preallocated snapshot array (one entry per buffer, allocated with the pool, so
@@ -29,7 +29,7 @@
 //! 6. **Pacing.** After each run the [`CheckpointPacer`] is told the progress and may sleep
 //!    (the engine spreads the checkpoint over `checkpoint_completion_target`).
 //!
-//! `writers` threads share the scheduler (seed 001's "several writers"); the caller's
+//! `writers` threads share the scheduler (several checkpoint writers); the caller's
 //! thread is one of them. The fsync phase is the engine's (`Smgr::sync`).
 //!
 //! Locks: the snapshot mutex for the whole write phase (one checkpoint at a time); the
@@ -53,7 +53,8 @@ use crate::vfs::AlignedBuf;
 /// Largest run one vectored write may carry, in pages (bounds the scratch).
 pub(crate) const MAX_COMBINE_PAGES: usize = 128;
 
-/// Which writeback contexts a checkpoint uses (seed 004's open question).
+/// Which writeback contexts a checkpoint uses: one per device or one shared (whether a
+/// device's hints should be kept apart was left open when PostgreSQL 9.6 sorted them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WritebackScope {
     /// One context per tablespace: each device's hints are sorted and merged on their own.

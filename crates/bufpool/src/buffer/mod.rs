@@ -386,7 +386,7 @@ impl BufferPool {
     pub fn allocations(&self) -> u64 {
         self.repl.allocations()
     }
-    /// Makes the bgwriter write through O_DSYNC handles (seed 001's O_SYNC bgwriter:
+    /// Makes the bgwriter write through O_DSYNC handles (an O_SYNC bgwriter:
     /// `checkpoint_sync_method = open_datasync`); backends keep buffered writes.
     pub fn set_bgwriter_durable_writes(&self, on: bool) {
         self.bgwriter_durable
@@ -503,7 +503,8 @@ impl BufferPool {
 
     /// The page `tag` pinned if it is in the pool and valid now, else `None`; never reads
     /// and never waits for another thread's read. A hit is counted under `context`.
-    /// (The cache trail of seed 003's step 3A walks back over such pages.)
+    /// (The cache trail of a synchronized scan, `seqscan_cache_trail`, walks back over such
+    /// pages.)
     pub fn read_resident(&self, tag: BufferTag, context: IoContext) -> Option<BufferRef<'_>> {
         let found = self.resident(tag, context);
         if self.trace.on() {

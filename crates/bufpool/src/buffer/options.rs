@@ -130,9 +130,9 @@ pub const BGWRITER_LRU_MAXPAGES_FLOOR: u64 = 100;
 /// delay in effect so the per-second cap stays the same. 1/8 was tried first and measured
 /// too low: TPC-B at scale 5 on a 37 MB pool (local disk, O_DIRECT) turned the pool over
 /// 1.4 times a second, the bgwriter stopped at the cap in nearly every round and backends
-/// still did 70% of the writes (`bufpool experiment bgwriter --quick --device local`). Seed 000's "percent"
-/// idea: the cap must grow with the pool, because the demand it serves does (issue 12
-/// measured TPC-B on a 64 MiB pool turning over about half the pool per second, which
+/// still did 70% of the writes (`bufpool experiment bgwriter --quick --device local`). The
+/// "percent" idea of PostgreSQL 8.1's bgwriter: the cap must grow with the pool, because
+/// the demand it serves does (TPC-B was measured TPC-B on a 64 MiB pool turning over about half the pool per second, which
 /// PostgreSQL's fixed 100 pages per round cannot follow: it stopped at the cap in 283 of
 /// ~300 rounds). It is a cap, not a rate: the estimator writes only what upcoming
 /// allocations need, so a quiet pool still writes little.
@@ -146,8 +146,8 @@ pub const DEFAULT_BGWRITER_FLUSH_AFTER_BYTES: u64 = 512 << 10;
 /// Largest bgwriter_flush_after: PostgreSQL's 2 MB.
 pub const MAX_BGWRITER_FLUSH_AFTER_BYTES: u64 = 2 << 20;
 
-/// What the background writer does each round (`bgwriter_strategy`). Seed 000's
-/// alternatives, each switchable so its effect is measured against the default.
+/// What the background writer does each round (`bgwriter_strategy`): the alternatives
+/// proposed for PostgreSQL 8.0's bgwriter, each switchable so its effect is measured against the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum BgwriterStrategy {
     /// PostgreSQL's BgBufferSync: clean reusable buffers just ahead of the clock hand.

@@ -1,6 +1,6 @@
 //! Buffer access strategies (rings): a small set of buffers private to one operation
 //! (a large sequential scan, a bulk load, a VACUUM), reused in turn so that the operation
-//! does not push the rest of the pool out (seed 003; PostgreSQL's buffer README, "Buffer
+//! does not push the rest of the pool out (PostgreSQL's buffer README, "Buffer
 //! Ring Replacement Strategy").
 //!
 //! Owns: [`Ring`] (one operation's slots: buffer ids with the tag each held when the ring
@@ -9,8 +9,7 @@
 //! ([`RingStats`] per kind, forced WAL flushes per I/O context).
 //!
 //! Sizes (knobs, [`RingOptions`]): bulk read 256 kB (PostgreSQL's BAS_BULKREAD: small
-//! enough to stay in the CPU's L2 cache while a scan streams through it, seed 003's L2
-//! argument), bulk write 16 MB (BAS_BULKWRITE: a load dirties every page, and a small ring
+//! enough to stay in the CPU's L2 cache while a scan streams through it), bulk write 16 MB (BAS_BULKWRITE: a load dirties every page, and a small ring
 //! would force a WAL flush at every turn), vacuum 2 MB (PostgreSQL 17's
 //! vacuum_buffer_usage_limit). Each is capped at 1/`RING_POOL_DIVISOR` of the pool, as
 //! PostgreSQL caps it; 0 is no ring (the operation uses the clock like anyone else).
@@ -29,7 +28,7 @@
 //!    - a growing ring (vacuum, bulk write with `ring_growth = on`) below its cap *grows*:
 //!      the member stays, and a clock buffer is inserted after it as a new slot, so the
 //!      member is met again only after one more lap, by which time the log has likely been
-//!      flushed by someone else (seed 003 step 1, never built in PostgreSQL);
+//!      flushed by someone else (a proposal never built in PostgreSQL);
 //!    - otherwise (a fixed ring, or at its cap) it is reused: the load path writes it
 //!      through the one write path, which flushes the WAL first and reports that it had
 //!      to; the ring counts a forced WAL flush.
@@ -78,7 +77,7 @@ use crate::stats::{IoContext, IoOp, IoWriter};
 use crate::types::BufferTag;
 
 /// Default bulk-read ring (`bulkread_ring_size`): PostgreSQL's 256 kB, small enough to
-/// stay in a CPU's L2 cache while a scan streams pages through it (seed 003).
+/// stay in a CPU's L2 cache while a scan streams pages through it.
 pub const DEFAULT_BULKREAD_RING_BYTES: u64 = 256 << 10;
 /// Default bulk-write ring (`bulkwrite_ring_size`): PostgreSQL's 16 MB; every page of a
 /// load is dirty and WAL-logged, so a small ring would flush the WAL at every turn.
@@ -86,7 +85,7 @@ pub const DEFAULT_BULKWRITE_RING_BYTES: u64 = 16 << 20;
 /// Default vacuum ring (`vacuum_buffer_usage_limit`): PostgreSQL 17's 2 MB.
 pub const DEFAULT_VACUUM_RING_BYTES: u64 = 2 << 20;
 /// Where a growing ring starts (and what it shrinks back to): 256 kB, the bulk-read size,
-/// for its L2 argument; seed 003 asks to "start with a small ring".
+/// for its L2 argument: a ring starts small and grows only where it must.
 pub(crate) const RING_START_BYTES: u64 = 256 << 10;
 /// Smallest ring other than 0 (no ring): PostgreSQL's floor for vacuum_buffer_usage_limit.
 pub const MIN_RING_BYTES: u64 = 128 << 10;

@@ -1002,7 +1002,7 @@ pub static KNOBS: &[Knob] = &[
         Unit::Bool,
         "off",
         "a synchronized scan that keeps its pages first reads backwards over the pages \
-         still cached (seed 003's 3A)",
+         still cached (the cache trail)",
         |c, v| c.seqscan_cache_trail = flag(v),
         |c| Value::Bool(c.seqscan_cache_trail),
     ),

@@ -1,9 +1,9 @@
 //! Sequential access over the buffer pool's public API: read streams (look-ahead, I/O
-//! combining into vectored reads, reads run ahead of use) and synchronized-scan positions
-//! (seed 003). The multi-block miss itself (several pool buffers filled by one read) lives
+//! combining into vectored reads, reads run ahead of use) and synchronized-scan positions.
+//! The multi-block miss itself (several pool buffers filled by one read) lives
 //! in `buffer/`; this module decides which blocks to ask for and when.
 //!
-//! [`plan`] is the choice every large sequential scan makes first (seed 003 step 3): where
+//! [`plan`] is the choice every large sequential scan makes first: where
 //! to start and whether to read through a ring. Two rules, selected by the
 //! `seqscan_strategy` knob:
 //! - [`SeqscanStrategy::Quarter`] (PostgreSQL since 8.3): a table larger than a quarter of
@@ -15,7 +15,7 @@
 //!   above, start there and use the ring (keeping a tenth of a huge table is not worth the
 //!   hot set it would push out).
 //!
-//! The cache trail (step 3A, `seqscan_cache_trail`) applies only to scans that keep their
+//! The cache trail (`seqscan_cache_trail`) applies only to scans that keep their
 //! pages in cache and start at a reported position: such a scan first walks backwards from
 //! that position over the pages still resident, then continues forwards. With a ring there
 //! is no trail to follow.
@@ -35,7 +35,8 @@ pub enum SeqscanStrategy {
     /// Ring and synchronized start above a quarter of the pool (PostgreSQL's rule).
     #[default]
     Quarter,
-    /// Seed 003's three bands (see the module doc).
+    /// Three bands by table size, Heikki Linnakangas's heuristic (see the module doc;
+    /// the knob's word is `seed003`).
     Seed003,
 }
 
@@ -50,7 +51,7 @@ pub struct ScanOptions {
     pub sync_threshold_thousandths: u64,
     /// Seed003 rule: tables above this many thousandths of the pool use a ring.
     pub ring_threshold_thousandths: u64,
-    /// `seqscan_cache_trail`: step 3A (see the module doc).
+    /// `seqscan_cache_trail`: the cache trail (see the module doc).
     pub cache_trail: bool,
     /// `seqscan_sync_pacing`: synchronized scans through rings join their table's group
     /// and the front one waits for the last (see `syncscan.rs`).
@@ -77,7 +78,7 @@ pub struct ScanPlan {
     pub synchronized: bool,
     /// Read through a bulk-read ring instead of the shared clock.
     pub ring: bool,
-    /// Walk the cache trail backwards first (step 3A).
+    /// Walk the cache trail backwards first.
     pub trail: bool,
 }
 

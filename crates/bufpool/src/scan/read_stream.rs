@@ -6,7 +6,7 @@
 //! distance and counters), [`ReadStreamOptions`] and [`ReadStreamStats`]. It works over the
 //! pool's public API only: the multi-block miss itself is `BufferPool::start_read_run`
 //! (`buffer/read_run.rs`), which claims, reads and verifies; this module decides which
-//! blocks to ask for, how many at once and how far ahead (seed 003's readahead debate: a
+//! blocks to ask for, how many at once and how far ahead (the readahead argument for 8.3's scans: a
 //! 256 kB read beats eight 32 kB ones, and overlapping the read with the scan's own work
 //! is where the rest of the gain lies).
 //!

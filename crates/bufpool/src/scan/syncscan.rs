@@ -1,4 +1,4 @@
-//! Synchronized scans (seed 003 step 2; PostgreSQL's syncscan.c): a small shared table of
+//! Synchronized scans (PostgreSQL's syncscan.c, since 8.3): a small shared table of
 //! where recent large sequential scans are, or ended, per relation fork. A new large scan
 //! starts at the reported block instead of block 0 and wraps around, so two scans of one
 //! table that overlap in time read its pages once between them instead of twice: the

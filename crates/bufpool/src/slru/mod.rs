@@ -1,5 +1,5 @@
 //! SLRU: a small cache of the pages of a flat, append-mostly file, such as the commit log
-//! (2 bits of status per transaction id), divided into banks (PostgreSQL 17, seed 002).
+//! (2 bits of status per transaction id), divided into banks (PostgreSQL 17's banked SLRU).
 //!
 //! Owns: the banks (`bank.rs`: slots of at most [`BANK_SIZE`] pages, a lock, an LRU
 //! counter and page states each), the files (`segment.rs`: segment files
@@ -11,8 +11,8 @@
 //! Banks: page `p` lives in bank `p % nbanks` (a modulo, not a mask: PostgreSQL 17.0 masked
 //! with `nbanks - 1` and left banks unused unless their count was a power of two); lookup
 //! and victim search stay inside the bank. [`SlruDesign`] switches, on the same code path,
-//! between the full design (a lock and an LRU counter per bank), seed 002's "SlruBank"
-//! (banks searched alone, but one central lock taken before the bank's and one global LRU
+//! between the full design (a lock and an LRU counter per bank), the first banked
+//! proposal's "SlruBank" (banks searched alone, but one central lock taken before the bank's and one global LRU
 //! counter) and the 2023 design (one bank holding every slot: one lock, one counter, a
 //! linear search over all slots).
 //!

@@ -157,7 +157,7 @@ impl Smgr {
     /// Writes consecutive pages starting at `first` like `writev` (one vectored write per
     /// segment, counted as `IoOp::Write`), but through an O_DSYNC handle of each segment:
     /// the pages are durable when this returns, and no fsync request is registered for
-    /// them (PostgreSQL's open_datasync, seed 001's O_SYNC checkpoint writes). Requests
+    /// them (PostgreSQL's open_datasync: checkpoint writes through O_SYNC). Requests
     /// that buffered writes to the same segments registered stay pending. The segments
     /// must exist: this path never creates one, and a block in a segment truncated or
     /// unlinked away fails with the OS error. The name of a segment created by extension

@@ -36,7 +36,7 @@ pub(crate) const PROBE_ROUNDS: u32 = 3;
 /// the geometric mean of the two classes measured on 2026-11-28 (Intel Xeon host, the
 /// profiles of `scripts/slow-device.sh`): the local disk 88,000-103,000, ssd-sata 37,000
 /// and slow10 (10 MB/s, 1,000 IOPS) 650 above it; hdd (150 IOPS) 107-128 and hdd-2007
-/// 80-92 below it. Why slow10 is on the fast side: seed 004's throttled runs there (a rate
+/// 80-92 below it. Why slow10 is on the fast side: throttled checkpoint runs there (a rate
 /// the device sustains) had a per-second max latency p99 of 0.26 of the 2007
 /// configuration's hinting once per cycle (1b17e80) and 0.63 hinting every write (b7065a7,
 /// another sitting): the rewrites it was spared left the log more of the device. When it

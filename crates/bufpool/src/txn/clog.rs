@@ -1,13 +1,13 @@
 //! The commit log: two bits of status per transaction id, in an SLRU (PostgreSQL's pg_xact).
 //!
 //! Owns: the `xact` SLRU under the data directory. Interface kept narrow on purpose (get,
-//! set, extend, truncate, flush) so the SLRU behind it can become banked (seed 002).
+//! set, extend, truncate, flush) so the SLRU behind it can be banked (`slru_design`).
 //! Invariants: a status only moves from InProgress to Committed, Aborted or SubCommitted
 //! (and SubCommitted to Committed or Aborted); `set` refuses anything else. A page is
 //! extended (zeroed: all InProgress) before the first id on it is used.
 //!
 //! **Group update** (knob `clog_group_update`, on by default; PostgreSQL's
-//! TransactionGroupUpdateXidStatus, seed 002). A transaction ending without
+//! TransactionGroupUpdateXidStatus). A transaction ending without
 //! subtransactions records its outcome directly if its page's bank lock is free. If not,
 //! it joins the group of waiting ends: the first to join is the leader, which waits for
 //! the lock, takes the whole group once it holds it, records every member's outcome on

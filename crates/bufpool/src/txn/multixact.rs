@@ -15,8 +15,8 @@
 //! members".
 //!
 //! Read by: the heap, when a tuple's xmax carries `XMAX_IS_MULTI` (row locks held by
-//! several transactions, or a lock kept beside a savepoint's update: seed 002's
-//! experiment 2 hot path). Written by [`crate::engine::Engine::create_multi`] after its
+//! several transactions, or a lock kept beside a savepoint's update: the hot path
+//! of a FOR UPDATE followed by a savepoint's update). Written by [`crate::engine::Engine::create_multi`] after its
 //! WAL record, and by recovery replaying those records.
 //!
 //! Invariants: a multi is immutable (adding a member makes a new one); ids and member

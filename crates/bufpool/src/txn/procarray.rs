@@ -14,7 +14,7 @@
 //! subtransaction ids in a cache that snapshots copy (PostgreSQL's PGPROC subxids); past
 //! that it is marked overflowed, and a snapshot taken while any running transaction is
 //! overflowed is `suboverflowed`: deciding whether an id in `[xmin, xmax)` was running then
-//! needs its topmost parent from the subtransaction log (seed 002's experiment 1 hot path).
+//! needs its topmost parent from the subtransaction log (the subtransaction-overflow hot path).
 //! The full set of running ids (`active`) stays exact regardless: row-lock waits use it.
 //!
 //! Invariants: ids are handed out in increasing order; an id is in the active set from

@@ -3,8 +3,8 @@
 //!
 //! Owns: the `subtrans` SLRU under the data directory.
 //! Read by: visibility checks against a snapshot whose subtransaction cache overflowed
-//! (`TxnManager::xid_in_snapshot` looks a running id's topmost parent up here: seed 002's
-//! experiment 1 hot path), and nothing else.
+//! (`TxnManager::xid_in_snapshot` looks a running id's topmost parent up here: the hot path
+//! once a transaction has more than 64 open subtransactions), and nothing else.
 //! Invariants: the parent of a subtransaction is recorded before the id is handed to its
 //! caller (so before any row carries it); a top-level id's entry is 0 (its page was zeroed
 //! when the id's page was first used, or at startup). Entries are only read for ids that

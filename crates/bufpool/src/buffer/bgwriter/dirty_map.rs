@@ -1,4 +1,4 @@
-//! The dirty map (`bgwriter_strategy = dirty-chain`, Jan Wieck's idea in seed 000): one
+//! The dirty map (`bgwriter_strategy = dirty-chain`, Jan Wieck's proposal for 8.0): one
 //! bit per buffer, in buffer (clock) order, set when the buffer turns dirty, so the bgwriter
 //! can walk only the dirty buffers ahead of the clock hand and pass a clean stretch of the
 //! pool at one word load per 64 buffers. A bitmap rather than an intrusive list: setting a

@@ -1,6 +1,6 @@
 //! The background writer: cleans buffers just ahead of the clock hand, so that an
 //! allocation finds a clean, reusable victim instead of writing a dirty page itself
-//! (PostgreSQL's BgBufferSync and bgwriter.c; seed 000).
+//! (PostgreSQL's BgBufferSync and bgwriter.c).
 //!
 //! Owns: the bgwriter's round state (its cursor and estimator, behind `round`, a mutex only
 //! rounds take), its counters, the hibernation latch, and, depending on

@@ -194,8 +194,8 @@ impl<'a> Round<'a> {
         }
     }
 
-    /// Steps 2 and 3 with `bgwriter_lru_percent` (PostgreSQL 8.1's bgwriter, seed 000's
-    /// bg2.patch): a window of that share of the pool from the clock hand, every round,
+    /// Steps 2 and 3 with `bgwriter_lru_percent` (PostgreSQL 8.1's bgwriter, its
+    /// bg2 patch): a window of that share of the pool from the clock hand, every round,
     /// whatever the demand; nothing is carried from the last round.
     fn window(&mut self, hand: u64, nbuffers: u64) -> LruScan {
         self.state.next_to_clean = hand;

@@ -2,9 +2,9 @@
 //! a snapshot, each under its row's stable tuple id (the root of its same-page chain).
 //!
 //! A scan first makes its plan ([`crate::scan::plan`] from the engine's knobs, or the
-//! caller's): whether it starts at block 0 or at the synchronized position (seed 003 step 2),
-//! whether it reads through a bulk-read ring (step 3B) or the shared clock, and whether it
-//! first walks the cache trail backwards (step 3A). Block order, with `s` the start and `t`
+//! caller's): whether it starts at block 0 or at the synchronized position,
+//! whether it reads through a bulk-read ring or the shared clock, and whether it
+//! first walks the cache trail backwards. Block order, with `s` the start and `t`
 //! the lowest block the trail reached (`t = s` without a trail):
 //! `s-1, s-2, …, t` (only pages already in the pool), then `s, …, n-1`, then `0, …, t-1`.
 //! Every block below `n` (the relation's size when the scan began) is visited exactly once,
@@ -114,7 +114,7 @@ impl Heap<'_> {
             roots: Vec::new(),
             tuples: 0,
         };
-        // Step 3A: back over the pages a previous scan left in the pool.
+        // The cache trail: back over the pages a previous scan left in the pool.
         let mut trail_end = start;
         if plan.trail {
             while trail_end > 0 {

@@ -908,7 +908,7 @@ mod tests {
             d(EXCL, &[(TOP, Share, Fate::Tree)]),
             Xmax::Free(vec![(TOP, Share)])
         );
-        // Seed 002 exp 2: the top's FOR UPDATE stays beside its savepoint's update.
+        // FOR UPDATE, then a savepoint's update: the top's lock stays beside the update.
         assert_eq!(
             d(Want::Update, &[(TOP, Exclusive, Fate::Tree)]),
             Xmax::Free(vec![(TOP, Exclusive)])
