@@ -380,7 +380,7 @@ pub fn run(dir: &Path, view: View, json: bool) -> Result<()> {
 fn saved_blocks(dir: &Path, view: View) -> Result<Answer> {
     let vfs = bufpool::RealVfs::new();
     // The pool the directory is configured for bounds the list it can have saved.
-    let (config, _) = crate::commands::load_config(dir, &[])?;
+    let (config, _) = crate::knobs::load_config(dir, &[])?;
     let max = config.nbuffers() as u64;
     let Some(saved) = bufpool::engine::prewarm::read_saved(&vfs, dir, max)? else {
         bail!(

@@ -9,7 +9,7 @@
 //! `on`), or quoted in single quotes, where `''` or `\'` is a quote and `\\` a backslash;
 //! a later line for the same name wins. `include 'file'` and `include_if_exists 'file'`
 //! name another file, read in their place (the caller resolves them: relative to the
-//! including file's directory, at most 10 deep: `commands::apply_config_file`). Also taken, since
+//! including file's directory, at most 10 deep: `knobs::apply_config_file`). Also taken, since
 //! earlier releases wrote the file as TOML: a value in double quotes with `\"` and `\\`.
 //! Not taken (an error naming the line): `include_dir`, anything after the value but a
 //! comment, an unterminated quote, a line without a value.

@@ -9,6 +9,7 @@ mod compare;
 mod conf;
 mod dirlock;
 mod experiments;
+mod knobs;
 mod maintenance;
 mod metrics_http;
 mod provenance;
@@ -164,7 +165,7 @@ fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
         return compare::sqlite::load(&a.dir, a.scale);
     }
     let cache_bytes = bufpool::options::parse_size(&a.cache_size)
-        .map_err(|e| commands::KnobError(format!("--cache-size: {e}")))?;
+        .map_err(|e| knobs::KnobError(format!("--cache-size: {e}")))?;
     let stop = commands::install_ctrl_c();
     let run = compare::sqlite::run(
         &compare::sqlite::SqliteOptions {
@@ -188,17 +189,13 @@ fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
     Ok(())
 }
 
-fn parse_set(s: &str) -> Result<(String, String), String> {
-    commands::parse_set(s)
-}
-
 #[derive(Debug, clap::Args)]
 struct DirArgs {
     /// Data directory.
     #[arg(short = 'D', long = "pgdata", default_value = "bufpool-data")]
     dir: PathBuf,
     /// Overrides a knob for this run (repeatable), e.g. --set shared_buffers=64MB.
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = knobs::parse_set)]
     sets: Vec<(String, String)>,
 }
 
@@ -500,7 +497,7 @@ fn main() -> Result<()> {
         }
     };
     if let Err(e) = r {
-        if let Some(k) = e.downcast_ref::<commands::KnobError>() {
+        if let Some(k) = e.downcast_ref::<knobs::KnobError>() {
             eprintln!("bufpool: {k}");
             std::process::exit(2);
         }

@@ -12,7 +12,8 @@ use bufpool::txn::INVALID_XID;
 use bufpool::{IoContext, IoOp, IoStatsSnapshot, IoWriter, RealVfs, Vfs};
 use serde::Serialize;
 
-use crate::commands::{load_config, open_engine};
+use crate::commands::open_engine;
+use crate::knobs::load_config;
 use crate::tpcb::{self, Db};
 
 /// What `bufpool scan` and `bufpool vacuum` print (and `--json` emits).

@@ -21,7 +21,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use bufpool::Engine;
 
-use crate::commands::KnobError;
+use crate::knobs::KnobError;
 use crate::serve;
 
 /// `--metrics-addr`'s value: a loopback socket address, or a one-line error.

@@ -8,7 +8,7 @@ use bufpool::buffer::replay::{self, ReplayCounts};
 use bufpool::buffer::trace::{read_trace, TraceHeader, TraceRecord, TraceSummary, TRACE_BYTES_MAX};
 use bufpool::buffer::ReplacementPolicy;
 
-use crate::commands::KnobError;
+use crate::knobs::KnobError;
 
 #[derive(Debug, clap::Args)]
 pub struct TraceCli {

@@ -32,8 +32,8 @@ use std::sync::atomic::Ordering;
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::commands::KnobError;
 use crate::experiments::{summarize, Goal, Ratio};
+use crate::knobs::KnobError;
 use crate::report::model::RunResult;
 
 /// The engines `bufpool compare` knows.

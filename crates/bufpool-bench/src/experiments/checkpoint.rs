@@ -60,7 +60,8 @@ use serde_json::json;
 use super::device::remove_db;
 use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Steps, Template};
 use super::{layout, Figure, Goal, Ratio, Report};
-use crate::commands::{load_config, run_tpcb};
+use crate::commands::run_tpcb;
+use crate::knobs::load_config;
 use crate::report::model::RunResult;
 use crate::tpcb::aggregate_log::log_file_name;
 use crate::tpcb::run::BenchOptions;
@@ -111,7 +112,7 @@ pub struct Args {
     pub bulk: String,
     /// A knob for every run on top of the configurations' own (repeatable), e.g. --set
     /// bgwriter=off to take the bgwriter's writes out of the device's traffic.
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::commands::parse_set)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::knobs::parse_set)]
     pub set: Vec<(String, String)>,
 }
 

@@ -130,7 +130,7 @@ struct Run {
 /// cannot be opened: the figure is informative, the runs' results stand without it).
 fn table_sizes(dir: &Path) -> Vec<(String, u64)> {
     let vfs = bufpool::RealVfs::new();
-    let Ok((config, _)) = crate::commands::load_config(dir, &[]) else {
+    let Ok((config, _)) = crate::knobs::load_config(dir, &[]) else {
         return Vec::new();
     };
     let Ok(engine) = bufpool::Engine::open_vfs(Arc::new(vfs), dir, &config, false) else {
