@@ -617,7 +617,7 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
         "raw fdatasync rate of {} (before)",
         o.work_dir.display()
     ));
-    let sync_before = crate::experiments::wal::raw_fdatasync_per_s(
+    let sync_before = crate::experiments::fdatasync::raw_fdatasync_per_s(
         &o.work_dir,
         std::time::Duration::from_secs(1),
     )?;
@@ -661,7 +661,7 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
         }
     }
     note("raw fdatasync rate (after)");
-    let sync_after = crate::experiments::wal::raw_fdatasync_per_s(
+    let sync_after = crate::experiments::fdatasync::raw_fdatasync_per_s(
         &o.work_dir,
         std::time::Duration::from_secs(1),
     )?;

@@ -10,6 +10,7 @@
 pub mod bgwriter;
 pub mod checkpoint;
 pub mod device;
+pub(crate) mod fdatasync;
 pub(crate) mod floor;
 pub mod mutex_pool;
 pub mod policies;

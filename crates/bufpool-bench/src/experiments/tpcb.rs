@@ -272,7 +272,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let sqlite = sqlite_normal(r, &o)?;
     r.step(format!("raw fdatasync rate, {FSYNC_RATE_S} s"));
     let fsync_rate =
-        super::wal::raw_fdatasync_per_s(r.data_root()?, Duration::from_secs(FSYNC_RATE_S))?;
+        super::fdatasync::raw_fdatasync_per_s(r.data_root()?, Duration::from_secs(FSYNC_RATE_S))?;
     let baseline_tps = match &o.baseline {
         Some(bin) => Some(baseline(r, &o, bin)?),
         None => {
@@ -361,8 +361,10 @@ fn raw_floor(r: &Runner, seconds: u64) -> Result<(f64, Vec<f64>)> {
     r.step(format!(
         "raw fdatasync loop, {seconds} s (per-second maximum latency)"
     ));
-    let (rate, maxes) =
-        super::wal::raw_fdatasync_per_second_max(r.data_root()?, Duration::from_secs(seconds))?;
+    let (rate, maxes) = super::fdatasync::raw_fdatasync_per_second_max(
+        r.data_root()?,
+        Duration::from_secs(seconds),
+    )?;
     r.progress(format!(
         "raw fdatasync: {rate:.0}/s, per-second max latency p50 {:.1} ms",
         median(&maxes)
