@@ -13,6 +13,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::model::{RunResult, Second};
+use super::svg::{fmt_num, svg_document, FONT};
 
 /// One chart of the report: its file name (next to index.html), texts for the page, and
 /// the SVG document.
@@ -27,11 +28,9 @@ pub struct Chart {
     pub svg: String,
 }
 
-const WIDTH: u32 = 960;
 const HEIGHT: u32 = 480;
 /// Height of one run's panel in the buffer-writes chart when there are several runs.
 const PANEL_HEIGHT: u32 = 320;
-pub(super) const FONT: &str = "sans-serif";
 /// Latencies are clamped to this floor (ms) on log axes, which cannot show zero.
 pub const LOG_FLOOR_MS: f64 = 0.01;
 /// Per-second series longer than this are reduced to min/max pairs per bucket (spikes
@@ -211,39 +210,6 @@ fn log_clamp(ms: f64) -> f64 {
         ms
     } else {
         ms.max(LOG_FLOOR_MS)
-    }
-}
-
-/// Renders into an SVG string on a white background.
-pub(super) fn svg_document(
-    height: u32,
-    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<()>,
-) -> Result<String> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE)?;
-        draw(&root)?;
-        root.present()?;
-    }
-    Ok(svg)
-}
-
-/// A number for an axis label: no trailing zeros, few decimals.
-pub(super) fn fmt_num(v: &f64) -> String {
-    let v = *v;
-    let a = v.abs();
-    let s = if a == 0.0 || a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.4}")
-    };
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
     }
 }
 

@@ -8,8 +8,8 @@
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::charts::{fmt_num, svg_document, FONT};
 use super::model::{PoolSecond, RunResult};
+use super::svg::{fmt_num, svg_document, FONT};
 
 /// Columns at most per panel: longer runs average neighbouring seconds.
 const MAX_COLUMNS: usize = 300;

@@ -10,6 +10,7 @@ pub mod charts;
 mod heatmap;
 pub mod html;
 pub mod model;
+mod svg;
 
 use std::fs;
 use std::path::{Path, PathBuf};
