@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use bufpool::config::KNOBS;
 use bufpool::{Config, Engine, RealVfs, Vfs};
 
+use crate::ctrl_c::install_ctrl_c;
 use crate::knobs::{knob_error, knob_values, load_config, write_config_file, KnobError};
 use crate::report;
 use crate::tpcb::run::{BenchOptions, Mode, RunOutcome};
@@ -997,19 +998,6 @@ fn read_script_file(path: &str) -> Result<tpcb::script::Script> {
     Ok(tpcb::script::Script::parse(path, &text).map_err(|e| KnobError(e.to_string()))?)
 }
 
-pub(crate) fn install_ctrl_c() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    // A second handler install (main job after init) fails harmlessly.
-    let _ = ctrlc::set_handler(move || {
-        if s.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-        eprintln!("stopping: finishing the transactions in flight (Ctrl-C again to quit now)");
-    });
-    stop
-}
-
 pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
     if a.clients == 0 || a.threads == 0 || !a.clients.is_multiple_of(a.threads) {
         return Err(KnobError(format!(
@@ -1768,71 +1756,6 @@ pub fn main_job(seconds: u64) -> Result<()> {
     Ok(())
 }
 
-/// The helper scripts the binary runs, built in so an installed binary has them (the
-/// files live in this crate's `scripts/`; the repository's `scripts/` links to them).
-const BUILT_IN_SCRIPTS: [(&str, &str); 2] = [
-    (
-        "postgres-peer.sh",
-        include_str!("../scripts/postgres-peer.sh"),
-    ),
-    ("slow-device.sh", include_str!("../scripts/slow-device.sh")),
-];
-
-/// A helper script: `$env` if set, else `scripts/<name>` under the current directory (a
-/// clone of the repository, edits included), else the built-in copy written to
-/// `<temp>/bufpool-scripts-<uid>/<name>` (mode 0700, rewritten when it differs).
-pub fn project_script(name: &str, env: &str) -> PathBuf {
-    if let Some(p) = std::env::var_os(env) {
-        return PathBuf::from(p);
-    }
-    let local = Path::new("scripts").join(name);
-    if local.exists() {
-        return local;
-    }
-    match write_built_in_script(name) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("bufpool: cannot write the built-in {name}: {e}");
-            local
-        }
-    }
-}
-
-/// Writes the built-in script `name` into a directory of this user's own and returns it.
-fn write_built_in_script(name: &str) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-    let Some((_, text)) = BUILT_IN_SCRIPTS.iter().find(|(n, _)| *n == name) else {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("no built-in script {name}"),
-        ));
-    };
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
-    let dir = std::env::temp_dir().join(format!("bufpool-scripts-{uid}"));
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    // Another user's directory of that name (a shared /tmp) is not used.
-    let meta = std::fs::symlink_metadata(&dir)?;
-    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            format!("{} is not a private directory of this user", dir.display()),
-        ));
-    }
-    let path = dir.join(name);
-    if std::fs::read_to_string(&path).ok().as_deref() != Some(*text) {
-        let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, text)?;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o700))?;
-        std::fs::rename(&tmp, &path)?;
-    }
-    Ok(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1915,28 +1838,5 @@ mod tests {
             let e = parse(&[flag, value]).expect_err(value).to_string();
             assert!(e.contains(says), "{value}: {e}");
         }
-    }
-
-    /// An installed binary (no `scripts/` beside it, no source tree) still has its helper
-    /// scripts: written from the built-in copies, executable, in a directory only this
-    /// user can write; a damaged copy is rewritten.
-    #[test]
-    fn built_in_scripts_are_written_out_executable_and_repaired() {
-        use std::os::unix::fs::PermissionsExt;
-        for (name, text) in BUILT_IN_SCRIPTS {
-            let p = write_built_in_script(name).unwrap();
-            assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
-            let mode = std::fs::metadata(&p).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o700, "{}", p.display());
-            let dir_mode = std::fs::metadata(p.parent().unwrap())
-                .unwrap()
-                .permissions()
-                .mode();
-            assert_eq!(dir_mode & 0o077, 0, "the directory is private");
-            std::fs::write(&p, "damaged").unwrap();
-            let again = write_built_in_script(name).unwrap();
-            assert_eq!(std::fs::read_to_string(&again).unwrap(), text);
-        }
-        assert!(write_built_in_script("nothing.sh").is_err());
     }
 }

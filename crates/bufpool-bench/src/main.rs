@@ -7,8 +7,10 @@ mod buffercache;
 mod commands;
 mod compare;
 mod conf;
+mod ctrl_c;
 mod dirlock;
 mod experiments;
+mod helper_scripts;
 mod knobs;
 mod maintenance;
 mod metrics_http;
@@ -166,7 +168,7 @@ fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
     }
     let cache_bytes = bufpool::options::parse_size(&a.cache_size)
         .map_err(|e| knobs::KnobError(format!("--cache-size: {e}")))?;
-    let stop = commands::install_ctrl_c();
+    let stop = ctrl_c::install_ctrl_c();
     let run = compare::sqlite::run(
         &compare::sqlite::SqliteOptions {
             dir: a.dir,

@@ -608,7 +608,7 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
     }
     check_postgres_versions(o)?;
     let (engines, skipped) = entrants(o);
-    let stop = crate::commands::install_ctrl_c();
+    let stop = crate::ctrl_c::install_ctrl_c();
     std::fs::create_dir_all(&o.work_dir)
         .with_context(|| format!("creating {}", o.work_dir.display()))?;
     std::fs::create_dir_all(&o.out_dir)

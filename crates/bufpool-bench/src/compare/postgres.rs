@@ -28,7 +28,7 @@ use crate::tpcb::stats::{latency_histogram, slot_at, Slot};
 /// Where the script is: `$BUFPOOL_PG_PEER`, else `scripts/postgres-peer.sh` under the
 /// current directory, else in the source tree this binary was built from.
 pub fn script_path() -> PathBuf {
-    crate::commands::project_script("postgres-peer.sh", "BUFPOOL_PG_PEER")
+    crate::helper_scripts::project_script("postgres-peer.sh", "BUFPOOL_PG_PEER")
 }
 
 /// Finds (or, as root, installs) PostgreSQL: its version line, or why it is unavailable.

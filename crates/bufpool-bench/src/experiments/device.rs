@@ -23,7 +23,7 @@ use super::progress;
 /// scripts/slow-device.sh: `$BUFPOOL_SLOW_DEVICE`, else under the current directory,
 /// else in the source tree this binary was built from.
 fn slow_device_script() -> PathBuf {
-    crate::commands::project_script("slow-device.sh", "BUFPOOL_SLOW_DEVICE")
+    crate::helper_scripts::project_script("slow-device.sh", "BUFPOOL_SLOW_DEVICE")
 }
 
 /// A throttled device brought up for the experiment and taken down when dropped.
