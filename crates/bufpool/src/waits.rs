@@ -83,13 +83,82 @@ impl Wait {
     }
 }
 
-/// One thread's waits: nanoseconds and count per kind.
+/// Which SLRU an SLRU wait was for: PostgreSQL's wait events name each one
+/// (LWLock/XactSLRU, SubtransSLRU, MultiXactOffsetSLRU, MultiXactMemberSLRU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SlruKind {
+    /// The commit log (`xact`, pg_xact).
+    Xact = 0,
+    /// The subtransaction log (`subtrans`, pg_subtrans).
+    Subtrans = 1,
+    /// Multixact offsets (`multixact_offsets`).
+    MultixactOffsets = 2,
+    /// Multixact members (`multixact_members`).
+    MultixactMembers = 3,
+    /// Any other SLRU (one opened by an embedder under another name).
+    Other = 4,
+}
+
+/// How many SLRU kinds there are.
+pub const SLRU_KINDS: usize = 5;
+
+impl SlruKind {
+    /// Every kind, in the order of their numbers.
+    pub const ALL: [SlruKind; SLRU_KINDS] = [
+        SlruKind::Xact,
+        SlruKind::Subtrans,
+        SlruKind::MultixactOffsets,
+        SlruKind::MultixactMembers,
+        SlruKind::Other,
+    ];
+
+    /// The kind of the SLRU whose directory is named `name`.
+    pub fn of_name(name: &str) -> SlruKind {
+        match name {
+            "xact" => SlruKind::Xact,
+            "subtrans" => SlruKind::Subtrans,
+            "multixact_offsets" => SlruKind::MultixactOffsets,
+            "multixact_members" => SlruKind::MultixactMembers,
+            _ => SlruKind::Other,
+        }
+    }
+
+    /// Its name in reports and JSON (the SLRU's directory name; `other`).
+    pub fn name(self) -> &'static str {
+        [
+            "xact",
+            "subtrans",
+            "multixact_offsets",
+            "multixact_members",
+            "other",
+        ][self as usize]
+    }
+}
+
+/// The SLRU waits of one SLRU kind: [`Wait::SlruLock`] and [`Wait::SlruIo`] apart.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlruWaits {
+    /// Time waiting for a bank's (or the central) lock, in nanoseconds.
+    pub lock_ns: u64,
+    /// Those waits.
+    pub lock_count: u64,
+    /// Time in a page's I/O (own or another thread's), in nanoseconds.
+    pub io_ns: u64,
+    /// Those waits.
+    pub io_count: u64,
+}
+
+/// One thread's waits: nanoseconds and count per kind, and the SLRU kinds split per SLRU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WaitTimes {
     /// Time spent waiting per kind (index: the kind's number), in nanoseconds.
     pub ns: [u64; KINDS],
     /// Waits per kind (index: the kind's number).
     pub count: [u64; KINDS],
+    /// The [`Wait::SlruLock`] and [`Wait::SlruIo`] waits per SLRU (index: the
+    /// [`SlruKind`]'s number); they add up to those two kinds' totals.
+    pub slru: [SlruWaits; SLRU_KINDS],
 }
 
 impl WaitTimes {
@@ -100,6 +169,14 @@ impl WaitTimes {
             d.ns[i] = self.ns[i].wrapping_sub(earlier.ns[i]);
             d.count[i] = self.count[i].wrapping_sub(earlier.count[i]);
         }
+        for (k, (now, then)) in self.slru.iter().zip(&earlier.slru).enumerate() {
+            d.slru[k] = SlruWaits {
+                lock_ns: now.lock_ns.wrapping_sub(then.lock_ns),
+                lock_count: now.lock_count.wrapping_sub(then.lock_count),
+                io_ns: now.io_ns.wrapping_sub(then.io_ns),
+                io_count: now.io_count.wrapping_sub(then.io_count),
+            };
+        }
         d
     }
 
@@ -108,6 +185,12 @@ impl WaitTimes {
         for i in 0..KINDS {
             self.ns[i] += other.ns[i];
             self.count[i] += other.count[i];
+        }
+        for (mine, theirs) in self.slru.iter_mut().zip(&other.slru) {
+            mine.lock_ns += theirs.lock_ns;
+            mine.lock_count += theirs.lock_count;
+            mine.io_ns += theirs.io_ns;
+            mine.io_count += theirs.io_count;
         }
     }
 
@@ -124,7 +207,11 @@ impl WaitTimes {
 
 thread_local! {
     static TIMES: Cell<WaitTimes> = const {
-        Cell::new(WaitTimes { ns: [0; KINDS], count: [0; KINDS] })
+        Cell::new(WaitTimes {
+            ns: [0; KINDS],
+            count: [0; KINDS],
+            slru: [SlruWaits { lock_ns: 0, lock_count: 0, io_ns: 0, io_count: 0 }; SLRU_KINDS],
+        })
     };
     static INSIDE: Cell<bool> = const { Cell::new(false) };
 }
@@ -138,24 +225,49 @@ pub fn current() -> WaitTimes {
 /// the thread is already inside a timed wait (then the outer one gets the time).
 #[inline]
 pub fn timed<R>(w: Wait, f: impl FnOnce() -> R) -> R {
+    timed_in(w, None, f)
+}
+
+/// [`timed`] for an SLRU wait ([`Wait::SlruLock`] or [`Wait::SlruIo`]): booked to the
+/// kind and to `slru`'s share of it.
+#[inline]
+pub fn timed_slru<R>(w: Wait, slru: SlruKind, f: impl FnOnce() -> R) -> R {
+    debug_assert!(
+        matches!(w, Wait::SlruLock | Wait::SlruIo),
+        "{w:?} is no SLRU wait"
+    );
+    timed_in(w, Some(slru), f)
+}
+
+fn timed_in<R>(w: Wait, slru: Option<SlruKind>, f: impl FnOnce() -> R) -> R {
     if INSIDE.with(|i| i.replace(true)) {
         return f();
     }
     /// Clears the flag and books the time even if `f` unwinds.
-    struct Booking(Wait, Instant);
+    struct Booking(Wait, Option<SlruKind>, Instant);
     impl Drop for Booking {
         fn drop(&mut self) {
-            let ns = self.1.elapsed().as_nanos() as u64;
+            let ns = self.2.elapsed().as_nanos() as u64;
             TIMES.with(|t| {
                 let mut v = t.get();
                 v.ns[self.0 as usize] += ns;
                 v.count[self.0 as usize] += 1;
+                if let Some(k) = self.1 {
+                    let s = &mut v.slru[k as usize];
+                    if self.0 == Wait::SlruLock {
+                        s.lock_ns += ns;
+                        s.lock_count += 1;
+                    } else {
+                        s.io_ns += ns;
+                        s.io_count += 1;
+                    }
+                }
                 t.set(v);
             });
             INSIDE.with(|i| i.set(false));
         }
     }
-    let _b = Booking(w, Instant::now());
+    let _b = Booking(w, slru, Instant::now());
     f()
 }
 
@@ -166,6 +278,20 @@ pub fn lock_timed<G>(w: Wait, try_lock: impl FnOnce() -> Option<G>, lock: impl F
     match try_lock() {
         Some(g) => g,
         None => timed(w, lock),
+    }
+}
+
+/// [`lock_timed`] for an SLRU's lock: a contended one is booked to [`Wait::SlruLock`] and
+/// to `slru`'s share of it.
+#[inline]
+pub fn lock_timed_slru<G>(
+    slru: SlruKind,
+    try_lock: impl FnOnce() -> Option<G>,
+    lock: impl FnOnce() -> G,
+) -> G {
+    match try_lock() {
+        Some(g) => g,
+        None => timed_slru(Wait::SlruLock, slru, lock),
     }
 }
 
@@ -231,6 +357,47 @@ mod tests {
         // The attempt failed (the holder let go only after `tried`), so the wait counted.
         assert_eq!(d.count[Wait::ProcLock as usize], 1, "{d:?}");
         assert!(d.ns_of(Wait::ProcLock) > 0, "{d:?}");
+    }
+
+    #[test]
+    fn an_slru_lock_wait_is_booked_to_its_slru_and_to_the_kind() {
+        let m = Arc::new(Mutex::new(()));
+        let held = Arc::new(Barrier::new(2));
+        let tried = Arc::new(Barrier::new(2));
+        let h = {
+            let (m, held, tried) = (m.clone(), held.clone(), tried.clone());
+            std::thread::spawn(move || {
+                let g = m.lock().unwrap();
+                held.wait();
+                tried.wait();
+                drop(g);
+            })
+        };
+        held.wait();
+        let before = current();
+        let g = lock_timed_slru(
+            SlruKind::MultixactOffsets,
+            || {
+                let r = m.try_lock().ok();
+                tried.wait();
+                r
+            },
+            || m.lock().unwrap(),
+        );
+        drop(g);
+        h.join().unwrap();
+        let d = current().since(&before);
+        let share = d.slru[SlruKind::MultixactOffsets as usize];
+        assert_eq!((share.lock_count, share.io_count), (1, 0), "{d:?}");
+        assert_eq!(share.lock_ns, d.ns_of(Wait::SlruLock), "{d:?}");
+        assert_eq!(d.count[Wait::SlruLock as usize], 1, "{d:?}");
+        let others: u64 = d.slru.iter().map(|k| k.lock_count).sum::<u64>() - 1;
+        assert_eq!(others, 0, "{d:?}");
+        // Waits add up when merged, and `since` subtracts them back out.
+        let mut sum = d;
+        sum.add(&d);
+        assert_eq!(sum.slru[SlruKind::MultixactOffsets as usize].lock_count, 2);
+        assert_eq!(sum.since(&d), d);
     }
 
     #[test]
