@@ -16,7 +16,8 @@ use bufpool::{Config, Engine, RealVfs, Vfs};
 use crate::ctrl_c::install_ctrl_c;
 use crate::knobs::{knob_error, knob_values, load_config, write_config_file, KnobError};
 use crate::report;
-use crate::tpcb::run::{BenchOptions, Mode, RunOutcome};
+use crate::tpcb::builtins::{builtin_script_text, Mode};
+use crate::tpcb::run::{BenchOptions, RunOutcome};
 use crate::tpcb::{self, Db};
 
 pub(crate) fn open_engine(dir: &Path, c: &Config, create: bool) -> Result<Engine> {
@@ -712,67 +713,6 @@ fn parse_seed(text: &str) -> std::result::Result<u64, String> {
     }
 }
 
-/// The text of built-in script `mode`, as pgbench's `--show-script` prints it: the SQL
-/// whose effect the engine calls reproduce (the bench runs no SQL).
-pub fn builtin_script_text(mode: Mode) -> &'static str {
-    match mode {
-        Mode::TpcbLike => "-- tpcb-like: <builtin: TPC-B (sort of)>
-\\set aid random(1, 100000 * :scale)
-\\set bid random(1, 1 * :scale)
-\\set tid random(1, 10 * :scale)
-\\set delta random(-5000, 5000)
-BEGIN;
-UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
-UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
-UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
-INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
-END;
-",
-        Mode::SimpleUpdate => "-- simple-update: <builtin: simple update>
-\\set aid random(1, 100000 * :scale)
-\\set bid random(1, 1 * :scale)
-\\set tid random(1, 10 * :scale)
-\\set delta random(-5000, 5000)
-BEGIN;
-UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
-INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
-END;
-",
-        Mode::SelectOnly => "-- select-only: <builtin: select only>
-\\set aid random(1, 100000 * :scale)
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
-",
-        Mode::SavepointOverflow => "-- savepoint-overflow (bufpool's, seed 002's savepoint.sql)
-BEGIN;
--- 70 times: SAVEPOINT sN; INSERT INTO pgbench_test VALUES (...);
-SELECT pg_sleep(1);
-COMMIT;
-",
-        Mode::Multixact => "-- multixact (bufpool's, seed 002's multixact.sql)
-\\set aid random(1, 100000 * :scale)
-BEGIN;
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid FOR UPDATE;
-SAVEPOINT s1;
-UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
-INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
-COMMIT;
-",
-        Mode::YcsbB => "-- ycsb-b (bufpool's): 95% reads, 5% updates, Zipfian keys
-\\set aid random_zipfian(1, 100000 * :scale, 0.99)
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;      -- 95%
-UPDATE pgbench_accounts SET abalance = abalance WHERE aid = :aid;  -- 5%
-",
-        Mode::YcsbC => "-- ycsb-c (bufpool's): reads only, Zipfian keys
-\\set aid random_zipfian(1, 100000 * :scale, 0.99)
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
-",
-        Mode::Script => "-- a script file (-f)\n",
-    }
-}
-
 /// One script of the command line (`-b`, `-f`, `-S`, `-N`): what it names, its weight,
 /// and its place among the others (pgbench numbers the scripts in command-line order).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1138,7 +1078,7 @@ pub(crate) fn run_tpcb_traced(
     let engine = open_engine(dir, &c, false)?;
     // `bufpool buffercache -D dir` reaches the pool through this while the run goes.
     let views = crate::buffercache::serve(engine.pool_arc().clone(), dir);
-    if opts.runs(tpcb::run::Mode::SavepointOverflow) || opts.side.is_some() {
+    if opts.runs(Mode::SavepointOverflow) || opts.side.is_some() {
         tpcb::ensure_test_table(&engine, &vfs as &dyn Vfs, dir)?;
     }
     let db = Db::open(&engine, &vfs as &dyn Vfs, dir)?;

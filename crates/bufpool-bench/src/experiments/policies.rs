@@ -44,7 +44,7 @@ use serde_json::json;
 
 use super::runner::{Runner, Steps, Template};
 use super::{progress, Goal, Ratio, Report, Samples};
-use crate::tpcb::run::Mode;
+use crate::tpcb::builtins::Mode;
 use crate::tpcb::side::SideScript;
 
 /// `bufpool experiment policies` flags.

@@ -49,7 +49,7 @@ pub struct Args {
     pub warm_seconds: Option<u64>,
     /// The script the clients run (pgbench's `-b`).
     #[arg(long = "builtin", value_enum, default_value = "select-only")]
-    pub builtin: crate::tpcb::run::Mode,
+    pub builtin: crate::tpcb::builtins::Mode,
     #[command(flatten)]
     pub device: DeviceArg,
 }
@@ -131,7 +131,7 @@ fn restart(
     r: &Runner,
     template: &Template,
     pool_mb: u64,
-    (warm, seconds, mode): (u64, u64, crate::tpcb::run::Mode),
+    (warm, seconds, mode): (u64, u64, crate::tpcb::builtins::Mode),
     on: bool,
 ) -> Result<Restart> {
     let dir = r.fresh_copy(template, "run")?;

@@ -25,7 +25,8 @@ use super::runner::{knobs, Runner, Steps};
 use super::{layout, Goal, Report, Samples};
 use crate::commands::run_tpcb;
 use crate::report::model::RunResult;
-use crate::tpcb::run::{BenchOptions, Mode};
+use crate::tpcb::builtins::Mode;
+use crate::tpcb::run::BenchOptions;
 
 /// `bufpool experiment readonly` flags.
 #[derive(Debug, Clone, clap::Args)]

@@ -260,7 +260,7 @@ pub struct Exp1Row {
 /// One of the seed's workloads, as `experiment slru` runs it.
 struct Workload {
     name: &'static str,
-    mode: crate::tpcb::run::Mode,
+    mode: crate::tpcb::builtins::Mode,
     side: Option<SideScript>,
     /// The side script's pause (None: its default).
     side_pause_ms: Option<u64>,
@@ -419,7 +419,7 @@ fn run_cells(
 pub fn exp1(r: &Runner, o: &TpcbRuns, cores: usize) -> Result<Vec<Exp1Row>> {
     let w = Workload {
         name: "exp1",
-        mode: crate::tpcb::run::Mode::TpcbLike,
+        mode: crate::tpcb::builtins::Mode::TpcbLike,
         side: Some(SideScript::SavepointOverflow),
         side_pause_ms: None,
         // The thread's slru_buffers_size_scale=4 (as in exp 2): 32 x 4 pages, 8 banks.
@@ -479,7 +479,7 @@ pub fn exp2(
 ) -> Result<Vec<Exp2Row>> {
     let w = Workload {
         name: "exp2",
-        mode: crate::tpcb::run::Mode::Multixact,
+        mode: crate::tpcb::builtins::Mode::Multixact,
         side: Some(SideScript::LongRunning),
         side_pause_ms,
         sets: vec![
@@ -532,7 +532,7 @@ const EXP3_GROUP: [&str; 2] = ["on", "off"];
 pub fn exp3(r: &Runner, o: &TpcbRuns, cores: usize) -> Result<Vec<Exp3Row>> {
     let w = Workload {
         name: "exp3",
-        mode: crate::tpcb::run::Mode::TpcbLike,
+        mode: crate::tpcb::builtins::Mode::TpcbLike,
         side: None,
         side_pause_ms: None,
         sets: vec![("synchronous_commit".into(), "off".into())],

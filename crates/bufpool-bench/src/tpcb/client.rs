@@ -13,10 +13,11 @@ use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use super::builtins::Mode;
 use super::keys::Keys;
 use super::mix::{Pick, ScriptTally};
 use super::monitor::Live;
-use super::run::{BenchOptions, Mode};
+use super::run::BenchOptions;
 use super::script::ScriptState;
 use super::stats::{latency_histogram, note_running, slot_at, Slot};
 use super::waits::{ClientWaits, Mark, ThreadSched};

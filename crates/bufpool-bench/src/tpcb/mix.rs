@@ -16,8 +16,9 @@ use anyhow::{ensure, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use super::builtins::Mode;
 use super::keys::Keys;
-use super::run::{BenchOptions, Mode};
+use super::run::BenchOptions;
 use super::script::{Script, StatementStat};
 use super::stats::Slot;
 use super::Db;

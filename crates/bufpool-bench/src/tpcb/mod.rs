@@ -13,6 +13,7 @@
 pub(crate) mod aggregate_log;
 mod autovacuum;
 mod batch;
+pub mod builtins;
 pub mod burst;
 mod client;
 pub mod keys;

@@ -24,6 +24,7 @@ use anyhow::Result;
 
 use super::aggregate_log::{write_aggregate_logs, write_transaction_logs};
 use super::batch::{BatchRunner, BatchStats};
+use super::builtins::Mode;
 use super::burst::{Batch, RateProfile};
 use super::client::{Client, ClientStats};
 use super::monitor::{Live, Monitor};
@@ -31,72 +32,6 @@ use super::outcome::{Measured, Merged};
 use super::side::SideScript;
 use super::Db;
 use crate::report::model::{CheckpointSpan, CheckpointerCounts, RunResult};
-
-/// pgbench's built-in scripts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
-    #[value(name = "tpcb-like")]
-    TpcbLike,
-    #[value(name = "simple-update")]
-    SimpleUpdate,
-    #[value(name = "select-only")]
-    SelectOnly,
-    /// Seed 002 experiment 1's savepoint.sql: 70 nested savepoints with an insert each, a
-    /// pause, a commit (see `side.rs`).
-    #[value(name = "savepoint-overflow")]
-    SavepointOverflow,
-    /// Seed 002 experiment 2's multixact.sql: lock an account FOR UPDATE, SAVEPOINT,
-    /// update it, read it, insert history, commit (accounts only, as simple-update).
-    #[value(name = "multixact")]
-    Multixact,
-    /// YCSB's workload B on the accounts: 95% reads of one account's balance, 5% updates
-    /// of one account (a new row version, the balance unchanged), Zipfian keys
-    /// (`--zipf-theta`, default YCSB's 0.99).
-    #[value(name = "ycsb-b")]
-    YcsbB,
-    /// YCSB's workload C: reads only, Zipfian keys.
-    #[value(name = "ycsb-c")]
-    YcsbC,
-    /// A script (`-f FILE`, or a built-in script run statement by statement for `-r`):
-    /// `BenchOptions::script`. Not a `-b` name.
-    #[value(skip)]
-    Script,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::TpcbLike => "tpcb-like",
-            Mode::SimpleUpdate => "simple-update",
-            Mode::SelectOnly => "select-only",
-            Mode::SavepointOverflow => "savepoint-overflow",
-            Mode::Multixact => "multixact",
-            Mode::YcsbB => "ycsb-b",
-            Mode::YcsbC => "ycsb-c",
-            Mode::Script => "script",
-        }
-    }
-
-    /// pgbench's description of it (the summary's "transaction type", "SQL script N").
-    pub fn desc(self) -> &'static str {
-        match self {
-            Mode::TpcbLike => "<builtin: TPC-B (sort of)>",
-            Mode::SimpleUpdate => "<builtin: simple update>",
-            Mode::SelectOnly => "<builtin: select only>",
-            Mode::SavepointOverflow => "<builtin: savepoint overflow (seed 002)>",
-            Mode::Multixact => "<builtin: multixact (seed 002)>",
-            Mode::YcsbB => "<builtin: YCSB B (95% reads, 5% updates)>",
-            Mode::YcsbC => "<builtin: YCSB C (reads only)>",
-            Mode::Script => "<script>",
-        }
-    }
-
-    /// The Zipfian constant its keys follow when `--zipf-theta` is not given (None:
-    /// uniform, as pgbench).
-    pub fn default_theta(self) -> Option<f64> {
-        matches!(self, Mode::YcsbB | Mode::YcsbC).then_some(super::keys::YCSB_THETA)
-    }
-}
 
 /// What `bufpool bench` was asked to run: its command line, resolved.
 #[derive(Debug, Clone)]

@@ -632,7 +632,7 @@ mod tests {
 
     #[test]
     fn the_builtin_scripts_parse_and_others_are_refused_by_line() {
-        // The built-in scripts' texts parse (`commands::builtin_script_text`, tested
+        // The built-in scripts' texts parse (`builtins::builtin_script_text`, tested
         // through `-r` in `edges.rs`); this file is also included by the fuzz crate, so
         // its tests name nothing outside it.
         let tpcb =
