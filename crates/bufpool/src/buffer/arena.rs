@@ -216,6 +216,12 @@ impl PageArena {
         })
     }
 
+    /// The bytes mapped for the frames (the pages rounded up, plus alignment slack with
+    /// explicit huge pages).
+    pub fn mapped_bytes(&self) -> usize {
+        self.map_len
+    }
+
     /// Which kind of pages back the arena.
     pub fn huge_pages(&self) -> HugePageUse {
         self.huge

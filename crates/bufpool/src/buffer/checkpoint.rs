@@ -147,6 +147,14 @@ pub(super) struct CkptArray {
 }
 
 impl CkptArray {
+    /// The array's allocation, in bytes (reserved for every buffer; the pages it spans are
+    /// touched, and count in the resident size, once a checkpoint fills them).
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.entries.lock().capacity() * std::mem::size_of::<CkptEntry>()
+    }
+}
+
+impl CkptArray {
     pub(super) fn new(nbuffers: usize) -> Self {
         CkptArray {
             entries: Mutex::new(Vec::with_capacity(nbuffers)),

@@ -36,6 +36,11 @@ pub struct Mapping {
 }
 
 impl Mapping {
+    /// The bucket heads and the partition locks, in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.buckets) + std::mem::size_of_val(&*self.partitions)
+    }
+
     /// A table for `nbuffers` buffers with `partitions` (a power of two) lock partitions.
     pub fn new(nbuffers: usize, partitions: usize) -> Self {
         assert!(

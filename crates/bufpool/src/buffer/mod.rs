@@ -50,6 +50,7 @@ mod error;
 mod guard;
 mod io_wait;
 mod mapping;
+mod memory;
 mod options;
 mod policy;
 mod read_run;
@@ -70,6 +71,7 @@ pub use checkpoint::{
 };
 pub use error::{BufferError, BufferResult};
 pub use guard::{BufferRef, PageReadGuard, PageWriteGuard};
+pub use memory::PoolMemory;
 pub use options::{
     auto_lru_maxpages, partitions_allowed, shared_buffers_error, BgwriterIo, BgwriterOptions,
     BgwriterStrategy, HugePages, PoolConfig, PoolOptions, BGWRITER_LRU_MAXPAGES_FLOOR,
@@ -358,6 +360,23 @@ impl BufferPool {
     pub fn smgr(&self) -> &Arc<Smgr> {
         &self.smgr
     }
+    /// What the pool holds in memory, by part: the frames and, per buffer, the
+    /// descriptor, the mapping table's share, the replacement state, the checkpoint's
+    /// snapshot array and the bgwriter's structures (see [`PoolMemory`]).
+    pub fn memory(&self) -> PoolMemory {
+        let (free_list, policy) = self.repl.heap_bytes();
+        PoolMemory {
+            buffers: self.descs.len() as u64,
+            frames: self.arena.mapped_bytes() as u64,
+            descriptors: std::mem::size_of_val(&*self.descs) as u64,
+            mapping: self.mapping.heap_bytes() as u64,
+            free_list: free_list as u64,
+            policy: policy as u64,
+            checkpoint: self.ckpt.heap_bytes() as u64,
+            bgwriter: self.bgwriter.heap_bytes() as u64,
+        }
+    }
+
     /// Which kind of pages back the pool's page memory.
     pub fn huge_pages(&self) -> HugePageUse {
         self.arena.huge_pages()

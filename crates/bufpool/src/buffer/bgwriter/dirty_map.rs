@@ -24,6 +24,11 @@ pub struct DirtyMap {
 }
 
 impl DirtyMap {
+    /// The map's words, in bytes (one bit per buffer).
+    pub fn heap_bytes(&self) -> usize {
+        self.words.len() * std::mem::size_of::<AtomicU64>()
+    }
+
     pub fn new(nbuffers: usize) -> Self {
         Self {
             words: (0..nbuffers.div_ceil(64))

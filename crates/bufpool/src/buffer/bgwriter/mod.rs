@@ -310,6 +310,16 @@ impl std::fmt::Debug for Bgwriter {
 }
 
 impl Bgwriter {
+    /// The heap its per-buffer structures hold (the dirty map, the victim queue), in
+    /// bytes.
+    pub(in crate::buffer) fn heap_bytes(&self) -> usize {
+        self.dirty_map.as_ref().map_or(0, DirtyMap::heap_bytes)
+            + self
+                .victim_queue
+                .as_ref()
+                .map_or(0, VictimQueue::heap_bytes)
+    }
+
     pub(super) fn new(options: BgwriterOptions, nbuffers: usize, page_size: usize) -> Self {
         let maxpages = options.lru_maxpages_for(nbuffers);
         let writeback_pages = (options.flush_after_bytes / page_size as u64) as usize;

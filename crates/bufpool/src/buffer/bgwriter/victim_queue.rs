@@ -33,6 +33,11 @@ pub struct VictimQueue {
 }
 
 impl VictimQueue {
+    /// The queue's cells, in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.cells.len() * std::mem::size_of::<Cell>()
+    }
+
     /// A queue holding up to `capacity` ids, rounded up to a power of two.
     pub fn new(capacity: usize) -> Self {
         let capacity = capacity.max(2).next_power_of_two();

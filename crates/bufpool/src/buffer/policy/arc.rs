@@ -37,6 +37,12 @@ pub(in crate::buffer) struct CarRule {
     c: u64,
 }
 
+impl super::HeapBytes for Directory {
+    fn heap_bytes(&self) -> usize {
+        self.b1.heap_bytes() + self.b2.heap_bytes()
+    }
+}
+
 /// CAR over `nbuffers` frames.
 pub(in crate::buffer) type Car = Queues<CarRule, Directory>;
 

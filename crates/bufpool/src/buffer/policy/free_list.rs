@@ -24,6 +24,11 @@ impl FreeList {
         }
     }
 
+    /// The stack's allocation, in bytes (it is allocated full, for every buffer).
+    pub fn heap_bytes(&self) -> usize {
+        self.ids.lock().capacity() * std::mem::size_of::<u32>()
+    }
+
     pub fn push(&self, id: u32) {
         let mut f = self.ids.lock();
         f.push(id);

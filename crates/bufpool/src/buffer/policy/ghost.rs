@@ -20,6 +20,17 @@ pub struct Ghosts {
     by_live: bool,
 }
 
+impl super::HeapBytes for Ghosts {
+    /// The FIFO's slots and the map's table as allocated (capacity, not length): std's
+    /// map keeps its buckets at most 7/8 full and holds a (key, value) pair and one control
+    /// byte per bucket.
+    fn heap_bytes(&self) -> usize {
+        let buckets = (self.live.capacity() * 8).div_ceil(7);
+        self.fifo.capacity() * std::mem::size_of::<(u64, u64)>()
+            + buckets * (std::mem::size_of::<(u64, u64)>() + 1)
+    }
+}
+
 impl Ghosts {
     /// A list that ages by insertions: a dead slot counts until it leaves (S3-FIFO).
     pub fn by_slots(cap: usize) -> Self {

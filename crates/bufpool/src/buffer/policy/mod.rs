@@ -120,6 +120,19 @@ impl ReplacementPolicy {
     }
 }
 
+/// Heap memory a policy's own state holds (its ghost lists), beyond the policy word each
+/// descriptor carries.
+pub(in crate::buffer) trait HeapBytes {
+    /// Bytes allocated now.
+    fn heap_bytes(&self) -> usize;
+}
+
+impl HeapBytes for () {
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+
 /// An allocation count on a cache line of its own (every miss adds to it).
 #[repr(align(64))]
 #[derive(Debug)]
@@ -277,6 +290,14 @@ impl Replacement {
     /// Whether the free list holds buffers (an allocation should take those first).
     pub fn has_free(&self) -> bool {
         !self.free.is_empty()
+    }
+
+    /// Heap the replacement state holds beyond the descriptors, in bytes: the free list's
+    /// stack and the policy's ghost lists (their capacity now). The clock and the list
+    /// policies keep everything else in each descriptor's state and policy words.
+    pub fn heap_bytes(&self) -> (usize, usize) {
+        let policy = dispatch!(&self.policy, clock _ => 0, sieve _ => 0, lists q => q.heap_bytes());
+        (self.free.heap_bytes(), policy)
     }
 
     /// Buffers allocated so far. SeqCst: the bgwriter's hibernation re-check reads it after

@@ -94,6 +94,14 @@ enum Step {
     Pinned(u32, u64),
 }
 
+impl<R, X: super::HeapBytes> Queues<R, X> {
+    /// The heap the policy's own state holds beyond the descriptors' policy words (ghost
+    /// lists), in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.inner.lock().x.heap_bytes()
+    }
+}
+
 impl<X, R: Rule<X>> Queues<R, X> {
     pub fn new(rule: R, x: X) -> Self {
         Self {
