@@ -10,105 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use bufpool::config::KNOBS;
-use bufpool::{Config, Engine, RealVfs, Vfs};
+use bufpool::{Config, RealVfs, Vfs};
 
+use crate::cmd::open_engine;
 use crate::ctrl_c::install_ctrl_c;
 use crate::knobs::{knob_error, knob_values, load_config, write_config_file, KnobError};
 use crate::report;
 use crate::tpcb::builtins::{builtin_script_text, Mode};
 use crate::tpcb::run::{BenchOptions, RunOutcome};
 use crate::tpcb::{self, Db};
-
-pub(crate) fn open_engine(dir: &Path, c: &Config, create: bool) -> Result<Engine> {
-    Engine::open_with_progress(Arc::new(RealVfs::new()), dir, c, create, &mut |p| {
-        eprintln!("recovery: {p:?}")
-    })
-    .with_context(|| format!("opening {}", dir.display()))
-}
-
-/// `bufpool config`: every knob with its value, default, unit, source and description,
-/// and under it the values it allows (like pg_settings' min_val, max_val, enumvals).
-/// The knobs PostgreSQL 18 has under the same name and meaning (`autoprewarm` and
-/// `autoprewarm_interval` are pg_prewarm's, `io_direct` PostgreSQL's `debug_io_direct`);
-/// every other knob is bufpool's own, and `bufpool config` marks it so.
-const POSTGRESQL_KNOBS: &[&str] = &[
-    "shared_buffers",
-    "block_size",
-    "segment_size",
-    "huge_pages",
-    "io_direct",
-    "synchronous_commit",
-    "full_page_writes",
-    "wal_compression",
-    "wal_segment_size",
-    "wal_buffers",
-    "wal_sync_method",
-    "wal_writer_delay",
-    "wal_writer_flush_after",
-    "commit_delay",
-    "commit_siblings",
-    "checkpoint_timeout",
-    "checkpoint_completion_target",
-    "max_wal_size",
-    "min_wal_size",
-    "checkpoint_flush_after",
-    "io_combine_limit",
-    "io_method",
-    "io_workers",
-    "effective_io_concurrency",
-    "log_checkpoints",
-    "bgwriter_delay",
-    "bgwriter_lru_maxpages",
-    "bgwriter_lru_multiplier",
-    "bgwriter_flush_after",
-    "transaction_buffers",
-    "subtransaction_buffers",
-    "multixact_offset_buffers",
-    "multixact_member_buffers",
-    "synchronize_seqscans",
-    "vacuum_buffer_usage_limit",
-    "autovacuum",
-    "autovacuum_naptime",
-    "autovacuum_vacuum_threshold",
-    "autovacuum_vacuum_scale_factor",
-    "autovacuum_vacuum_cost_limit",
-    "autovacuum_vacuum_cost_delay",
-    "autoprewarm",
-    "autoprewarm_interval",
-];
-
-pub fn config(dir: &Path, sets: &[(String, String)]) -> Result<()> {
-    let (c, sources) = load_config(dir, sets)?;
-    let d = Config::default();
-    println!(
-        "{:<26} {:<14} {:<14} {:<18} {:<20} description",
-        "name", "setting", "default", "unit", "source"
-    );
-    for k in KNOBS {
-        println!(
-            "{:<26} {:<14} {:<14} {:<18} {:<20} {}",
-            k.name,
-            k.get(&c),
-            k.get(&d),
-            k.unit.name(),
-            sources[k.name].name(),
-            k.description
-        );
-        println!(
-            "{:<26} allowed: {}; takes effect {}{}",
-            "",
-            k.allowed(c.block_size),
-            k.effect.name(),
-            if POSTGRESQL_KNOBS.contains(&k.name) {
-                ""
-            } else {
-                "; bufpool's own (PostgreSQL has no such setting)"
-            }
-        );
-    }
-    Ok(())
-}
 
 /// `bufpool init`. With `tablespaces` (directories, on other devices), creates tablespaces
 /// 1..=N there and deals pgbench's tables out over them ([`tpcb::placement`]).
@@ -1561,93 +1471,6 @@ fn script_json(s: &tpcb::mix::ScriptOutcome, per_command: bool) -> serde_json::V
     j
 }
 
-/// `bufpool checkpoint`: opens the directory (recovering it if needed), takes an
-/// immediate checkpoint, prints its log line and shuts down cleanly.
-pub fn checkpoint(dir: &Path, sets: &[(String, String)]) -> Result<()> {
-    let (c, _) = load_config(dir, sets)?;
-    tpcb::require_initialized(&RealVfs::new(), dir)?;
-    let engine = open_engine(dir, &c, false)?;
-    engine
-        .checkpoint()
-        .with_context(|| format!("checkpoint of {}", dir.display()))?;
-    if let Some(s) = engine.checkpoint_history().last() {
-        println!("{s}");
-    }
-    engine
-        .shutdown()
-        .with_context(|| format!("shutting down {}", dir.display()))?;
-    Ok(())
-}
-
-/// `bufpool check`: exit status 1 with a list of problems if anything is wrong.
-pub fn check(
-    dir: &Path,
-    sets: &[(String, String)],
-    acked: &[PathBuf],
-    accounts_only: bool,
-) -> Result<bool> {
-    let (c, _) = load_config(dir, sets)?;
-    let vfs = RealVfs::new();
-    tpcb::require_initialized(&vfs, dir)?;
-    let opened = std::time::Instant::now();
-    let engine = open_engine(dir, &c, false)?;
-    if let Some(rec) = engine.recovery_report() {
-        println!(
-            "check: opened in {} ms; recovery replayed {} records ({} bytes, {} commits) from {} to {} in {} ms",
-            opened.elapsed().as_millis(),
-            rec.records,
-            rec.bytes,
-            rec.commits,
-            rec.redo,
-            rec.end,
-            rec.elapsed.as_millis()
-        );
-    }
-    let db = Db::open(&engine, &vfs as &dyn Vfs, dir)?;
-    let mut r = tpcb::check(&db, &vfs, dir, accounts_only)?;
-    if !acked.is_empty() {
-        let a = tpcb::check_acked(&db, acked)?;
-        println!(
-            "acked: {} acknowledged, {} found in pgbench_history, {} lost",
-            a.acknowledged, a.found, a.lost
-        );
-        if a.lost > 0 {
-            r.problems.push(format!(
-                "{} acknowledged transaction(s) missing from pgbench_history, e.g. {}",
-                a.lost,
-                a.example.unwrap_or_default()
-            ));
-        }
-    }
-    drop(db);
-    engine.shutdown()?;
-    println!(
-        "check: scale {}, sum(abalance) = {}, sum(bbalance) = {}, sum(tbalance) = {}, sum(history.delta) = {} over {} rows, {} pages verified",
-        r.scale, r.sum_abalance, r.sum_bbalance, r.sum_tbalance, r.sum_delta, r.history_rows, r.pages_verified
-    );
-    if r.problems.is_empty() {
-        println!("check: OK");
-        Ok(true)
-    } else {
-        for p in &r.problems {
-            println!("problem: {p}");
-        }
-        println!("check: {} problem(s)", r.problems.len());
-        Ok(false)
-    }
-}
-
-/// `bufpool report RUN.json...`.
-pub fn report_cmd(runs: &[PathBuf], out: &Path) -> Result<()> {
-    let loaded: Vec<_> = runs
-        .iter()
-        .map(|p| report::load_run(p))
-        .collect::<Result<_>>()?;
-    let files = report::write_report(&loaded, out)?;
-    println!("report: {}", files.index.display());
-    Ok(())
-}
-
 /// The main job: init scale 10 in ./bufpool-data if absent, bench 4 clients for 60 s
 /// with a 64 MiB pool, write the report, run the check, print where everything is.
 pub fn main_job(seconds: u64) -> Result<()> {
@@ -1684,7 +1507,7 @@ pub fn main_job(seconds: u64) -> Result<()> {
         .with_context(|| format!("writing {}", run_path.display()))?;
     let files = report::write_report(std::slice::from_ref(&o.result), &out_dir)?;
     eprintln!("main job: checking the database");
-    let ok = check(&dir, &sets, &[], false)?;
+    let ok = crate::cmd::check::check(&dir, &sets, &[], false)?;
     println!();
     print_summary(&args, &o);
     println!();
@@ -1699,24 +1522,6 @@ pub fn main_job(seconds: u64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `bufpool config` marks bufpool's own knobs: every name listed as PostgreSQL's is a
-    /// knob (a renamed knob cannot leave a stale entry), and the switches PostgreSQL lacks
-    /// are not among them.
-    #[test]
-    fn postgresqls_knobs_are_knobs_and_bufpools_own_are_not_listed() {
-        for name in POSTGRESQL_KNOBS {
-            assert!(KNOBS.iter().any(|k| k.name == *name), "{name} is no knob");
-        }
-        for own in [
-            "buffer_replacement",
-            "wal_durable_end",
-            "slru_design",
-            "bgwriter_strategy",
-        ] {
-            assert!(!POSTGRESQL_KNOBS.contains(&own), "{own}");
-        }
-    }
 
     /// Proves: `-b`, `-f`, `-S` and `-N` keep the command line's order across the four
     /// flags (pgbench numbers its scripts so), each with its weight (1 without `@`, the

@@ -4,6 +4,7 @@
 //! project's `cargo run --release` job until the TPC-B benchmark exists).
 
 mod buffercache;
+mod cmd;
 mod commands;
 mod compare;
 mod conf;
@@ -26,6 +27,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use cmd::check::CheckArgs;
+use cmd::report::ReportArgs;
+use cmd::DirArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -192,16 +196,6 @@ fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
 }
 
 #[derive(Debug, clap::Args)]
-struct DirArgs {
-    /// Data directory.
-    #[arg(short = 'D', long = "pgdata", default_value = "bufpool-data")]
-    dir: PathBuf,
-    /// Overrides a knob for this run (repeatable), e.g. --set shared_buffers=64MB.
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = knobs::parse_set)]
-    sets: Vec<(String, String)>,
-}
-
-#[derive(Debug, clap::Args)]
 struct BuffercacheArgs {
     /// pg_buffercache_summary: used, unused, dirty and pinned buffers, mean usage count.
     #[arg(long, group = "view")]
@@ -261,21 +255,6 @@ impl TableArgs {
             trace: self.trace.as_deref(),
         }
     }
-}
-
-#[derive(Debug, clap::Args)]
-struct CheckArgs {
-    /// Acknowledgment logs written by `bench --ack-log` (repeatable): every line must name
-    /// a transaction found in pgbench_history, or the check fails ("lost").
-    #[arg(long = "acked", value_name = "FILE", num_args = 1..)]
-    acked: Vec<PathBuf>,
-    /// The database also ran scripts that change accounts alone (-b simple-update,
-    /// multixact): require sum(abalance) = sum(history.delta) and sum(bbalance) =
-    /// sum(tbalance) instead of all four equal.
-    #[arg(long = "accounts-only")]
-    accounts_only: bool,
-    #[command(flatten)]
-    dir: DirArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -360,16 +339,6 @@ impl InitArgs {
         }
         notes
     }
-}
-
-#[derive(Debug, clap::Args)]
-struct ReportArgs {
-    /// Run files written by `bench --out`.
-    #[arg(required = true)]
-    runs: Vec<PathBuf>,
-    /// Output directory.
-    #[arg(short = 'o', long = "output", default_value = "bufpool-report")]
-    out: PathBuf,
 }
 
 /// Prints the library's log lines (log_checkpoints) to stderr, as PostgreSQL's server log
@@ -458,18 +427,18 @@ fn main() -> Result<()> {
         }
         Some(Command::Bench(b)) => commands::bench(&b),
         Some(Command::Check(c)) => {
-            match commands::check(&c.dir.dir, &c.dir.sets, &c.acked, c.accounts_only) {
+            match cmd::check::check(&c.dir.dir, &c.dir.sets, &c.acked, c.accounts_only) {
                 Ok(true) => Ok(()),
                 Ok(false) => std::process::exit(1),
                 Err(e) => Err(e),
             }
         }
-        Some(Command::Config(d)) => commands::config(&d.dir, &d.sets),
-        Some(Command::Checkpoint(d)) => commands::checkpoint(&d.dir, &d.sets),
+        Some(Command::Config(d)) => cmd::config::config(&d.dir, &d.sets),
+        Some(Command::Checkpoint(d)) => cmd::checkpoint::checkpoint(&d.dir, &d.sets),
         Some(Command::Scan(t)) => maintenance::scan(&t.job(), t.repeat),
         Some(Command::Vacuum(t)) => maintenance::vacuum(&t.job()),
         Some(Command::Buffercache(b)) => buffercache::run(&b.dir, b.view(), b.json),
-        Some(Command::Report(r)) => commands::report_cmd(&r.runs, &r.out),
+        Some(Command::Report(r)) => cmd::report::report_cmd(&r.runs, &r.out),
         Some(Command::Compare(c)) => compare::compare(&compare::CompareOptions {
             engines: c.engines,
             scale: c.scale,

@@ -12,7 +12,7 @@ use bufpool::txn::INVALID_XID;
 use bufpool::{IoContext, IoOp, IoStatsSnapshot, IoWriter, RealVfs, Vfs};
 use serde::Serialize;
 
-use crate::commands::open_engine;
+use crate::cmd::open_engine;
 use crate::knobs::load_config;
 use crate::tpcb::{self, Db};
 
