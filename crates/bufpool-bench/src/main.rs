@@ -28,6 +28,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use cmd::check::CheckArgs;
+use cmd::init::InitArgs;
 use cmd::report::ReportArgs;
 use cmd::DirArgs;
 
@@ -258,88 +259,6 @@ impl TableArgs {
 }
 
 #[derive(Debug, clap::Args)]
-struct InitArgs {
-    /// Scale factor: 100,000 accounts, 10 tellers and 1 branch per unit.
-    #[arg(short = 's', long = "scale", default_value_t = 1)]
-    scale: u32,
-    /// Fill factor of the tables, percent (10 to 100).
-    #[arg(short = 'F', long = "fillfactor", default_value_t = 100)]
-    fillfactor: u8,
-    /// Places the tables on other directories (devices), like PostgreSQL's tablespaces:
-    /// DIR1 becomes tablespace 1, DIR2 tablespace 2, ... (each empty or new, outside the
-    /// data directory, linked from <pgdata>/base/<id>). Tables are dealt out round-robin,
-    /// largest first, each primary key with its table: pgbench_accounts, pgbench_history,
-    /// pgbench_tellers, pgbench_branches (with two directories: accounts and tellers on
-    /// DIR1, history and branches on DIR2). Without it, everything is in the data
-    /// directory. Re-running init empties the old tablespaces of their relation files.
-    #[arg(long, value_name = "DIR1,DIR2,...", value_delimiter = ',')]
-    tablespaces: Vec<PathBuf>,
-    /// Puts the write-ahead log in DIR (another device) instead of <pgdata>/wal, like
-    /// initdb --waldir: DIR must be empty or new and outside the data directory;
-    /// <pgdata>/wal becomes a link to it. Re-running init empties the old WAL directory
-    /// of its segment files.
-    #[arg(long, value_name = "DIR")]
-    waldir: Option<PathBuf>,
-    /// pgbench's -q (quiet logging): accepted; init prints one line when done anyway.
-    #[arg(short = 'q', long = "quiet")]
-    quiet: bool,
-    /// pgbench's init steps (default dtgvp): d drop, t create tables, g or G generate
-    /// data, v vacuum, p primary keys, f foreign keys. t, g and p are always done (the
-    /// bench needs them); v and f are accepted with a note.
-    #[arg(short = 'I', long = "init-steps", value_name = "STEPS", value_parser = commands::parse_init_steps)]
-    init_steps: Option<String>,
-    /// pgbench's --unlogged-tables: accepted with a note (every relation is logged here).
-    #[arg(long = "unlogged-tables")]
-    unlogged_tables: bool,
-    /// pgbench's --foreign-keys: accepted with a note (keys are not enforced).
-    #[arg(long = "foreign-keys")]
-    foreign_keys: bool,
-    /// pgbench's --partitions: accepted with a note (pgbench_accounts is one table).
-    #[arg(long = "partitions", value_name = "N")]
-    partitions: Option<u32>,
-    /// pgbench's --partition-method (range or hash): accepted with --partitions.
-    #[arg(
-        long = "partition-method",
-        value_name = "NAME",
-        requires = "partitions"
-    )]
-    partition_method: Option<String>,
-    #[command(flatten)]
-    dir: DirArgs,
-}
-
-impl InitArgs {
-    /// One line per pgbench flag given that cannot apply here, for stderr.
-    fn notes(&self) -> Vec<String> {
-        let mut notes = Vec::new();
-        if let Some(steps) = &self.init_steps {
-            if steps.contains('v') {
-                notes.push("init step v: nothing to vacuum in freshly loaded tables".into());
-            }
-            if steps.contains('f') || self.foreign_keys {
-                notes.push("foreign keys: not created (the engine has no constraints)".into());
-            }
-        } else if self.foreign_keys {
-            notes.push("foreign keys: not created (the engine has no constraints)".into());
-        }
-        if self.unlogged_tables {
-            notes.push(
-                "--unlogged-tables: the tables are logged (the engine has no unlogged relations)"
-                    .into(),
-            );
-        }
-        if let Some(n) = self.partitions {
-            notes.push(format!(
-                "--partitions {n}{}: pgbench_accounts stays one table (no partitioning)",
-                self.partition_method
-                    .as_deref()
-                    .map(|m| format!(" --partition-method {m}"))
-                    .unwrap_or_default()
-            ));
-        }
-        notes
-    }
-}
 
 /// Prints the library's log lines (log_checkpoints) to stderr, as PostgreSQL's server log
 /// would show them; `RUST_LOG` overrides the filter (e.g. `RUST_LOG=off`).
@@ -416,7 +335,7 @@ fn main() -> Result<()> {
                 eprintln!("note: {note}");
             }
             let _ = a.quiet;
-            commands::init(
+            cmd::init::init(
                 &a.dir.dir,
                 a.scale,
                 a.fillfactor,

@@ -12,6 +12,7 @@
 pub mod check;
 pub mod checkpoint;
 pub mod config;
+pub mod init;
 pub mod report;
 
 use std::path::{Path, PathBuf};

@@ -684,7 +684,7 @@ fn bulk(
 ) -> Result<Bulk> {
     remove_db(dir);
     let t = Instant::now();
-    crate::commands::init(dir, o.scale, 100, ts, waldir, sets)?;
+    crate::cmd::init::init(dir, o.scale, 100, ts, waldir, sets)?;
     let load_s = t.elapsed().as_secs_f64();
     let (c, _) = load_config(dir, wal)?;
     let vfs: Arc<dyn Vfs> = Arc::new(RealVfs::new());

@@ -229,7 +229,7 @@ impl Runner {
     }
 
     /// Where the data directory `name` keeps its log: on the log's own device when
-    /// `--wal-device` gave one (for `commands::init`'s `waldir`), else None (shared).
+    /// `--wal-device` gave one (for `cmd::init::init`'s `waldir`), else None (shared).
     pub fn waldir(&self, name: &str) -> Option<PathBuf> {
         self.other("wal")
             .map(|o| o.root.join(format!("{name}-wal")))
@@ -341,7 +341,7 @@ impl Runner {
         self.progress(format!("loading a scale-{scale} template"));
         let ts = self.ts_dirs("template", tablespaces)?;
         let waldir = self.waldir("template");
-        crate::commands::init(&dir, scale, 100, &ts, waldir.as_deref(), sets)?;
+        crate::cmd::init::init(&dir, scale, 100, &ts, waldir.as_deref(), sets)?;
         let bytes = dir_bytes(&dir) + ts.iter().map(|d| dir_bytes(d)).sum::<u64>();
         Ok(Template { dir, bytes })
     }

@@ -374,7 +374,7 @@ fn run_cells(
         "slru {}: loading a scale-{} template",
         w.name, o.scale
     ));
-    crate::commands::init(&template, o.scale, 100, &[], None, &base)?;
+    crate::cmd::init::init(&template, o.scale, 100, &[], None, &base)?;
     let stop = r.stop();
     let mut cells: Vec<(u32, usize, Vec<RunOut>)> = Vec::new();
     for &c in &o.clients {

@@ -399,7 +399,7 @@ fn tpcb_template(r: &Runner, opts: &Plan) -> Result<(PathBuf, Vec<(String, Strin
         "wal: loading a scale-{} TPC-B database",
         opts.tpcb_scale
     ));
-    crate::commands::init(&template, opts.tpcb_scale, 100, &[], None, &sets)?;
+    crate::cmd::init::init(&template, opts.tpcb_scale, 100, &[], None, &sets)?;
     Ok((template, sets))
 }
 
