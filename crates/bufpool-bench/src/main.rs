@@ -13,7 +13,6 @@ mod dirlock;
 mod experiments;
 mod helper_scripts;
 mod knobs;
-mod maintenance;
 mod metrics_http;
 mod provenance;
 mod report;
@@ -29,6 +28,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use cmd::check::CheckArgs;
 use cmd::init::InitArgs;
+use cmd::maintenance::TableArgs;
 use cmd::report::ReportArgs;
 use cmd::DirArgs;
 
@@ -227,39 +227,6 @@ impl BuffercacheArgs {
     }
 }
 
-#[derive(Debug, clap::Args)]
-struct TableArgs {
-    /// The table: pgbench_accounts, pgbench_branches, pgbench_tellers or pgbench_history
-    /// (the prefix may be left out).
-    #[arg(default_value = "pgbench_accounts")]
-    table: String,
-    /// Scan only: how many times to scan (each prints its own line).
-    #[arg(long, default_value_t = 1)]
-    repeat: u32,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
-    /// Records every buffer request (as `bench --trace`) to FILE, for `trace replay`.
-    #[arg(long = "trace", value_name = "FILE")]
-    trace: Option<PathBuf>,
-    #[command(flatten)]
-    dir: DirArgs,
-}
-
-impl TableArgs {
-    fn job(&self) -> maintenance::TableJob<'_> {
-        maintenance::TableJob {
-            dir: &self.dir.dir,
-            sets: &self.dir.sets,
-            table: &self.table,
-            json: self.json,
-            trace: self.trace.as_deref(),
-        }
-    }
-}
-
-#[derive(Debug, clap::Args)]
-
 /// Prints the library's log lines (log_checkpoints) to stderr, as PostgreSQL's server log
 /// would show them; `RUST_LOG` overrides the filter (e.g. `RUST_LOG=off`).
 /// Log lines as PostgreSQL's default `log_line_prefix` (`%m [%p] `) writes them:
@@ -354,8 +321,8 @@ fn main() -> Result<()> {
         }
         Some(Command::Config(d)) => cmd::config::config(&d.dir, &d.sets),
         Some(Command::Checkpoint(d)) => cmd::checkpoint::checkpoint(&d.dir, &d.sets),
-        Some(Command::Scan(t)) => maintenance::scan(&t.job(), t.repeat),
-        Some(Command::Vacuum(t)) => maintenance::vacuum(&t.job()),
+        Some(Command::Scan(t)) => cmd::maintenance::scan(&t.job(), t.repeat),
+        Some(Command::Vacuum(t)) => cmd::maintenance::vacuum(&t.job()),
         Some(Command::Buffercache(b)) => buffercache::run(&b.dir, b.view(), b.json),
         Some(Command::Report(r)) => cmd::report::report_cmd(&r.runs, &r.out),
         Some(Command::Compare(c)) => compare::compare(&compare::CompareOptions {

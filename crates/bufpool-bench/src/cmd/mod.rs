@@ -1,8 +1,9 @@
 //! The commands over a data directory and the runs made on it, one module each:
 //! `config`, `init`, `bench` (a folder: flags, scripts, the run, the summary), `check`,
-//! `checkpoint`, `report` and the main job (`cargo run --release` with no arguments). Each
-//! owns its flags and what it prints; the work itself is the TPC-B workload's (`tpcb/`),
-//! the report's (`report/`) and the engine's.
+//! `checkpoint`, `scan` and `vacuum` (`maintenance.rs`), `report` and the main job
+//! (`cargo run --release` with no arguments). Each owns its flags and what it prints; the
+//! work itself is the TPC-B workload's (`tpcb/`), the report's (`report/`) and the
+//! engine's.
 //!
 //! Owns what they share: the data directory's flags ([`DirArgs`]: `-D`, `--set`) and
 //! opening its engine ([`open_engine`]: recovery's progress on stderr). Nothing below the
@@ -13,6 +14,7 @@ pub mod check;
 pub mod checkpoint;
 pub mod config;
 pub mod init;
+pub mod maintenance;
 pub mod report;
 
 use std::path::{Path, PathBuf};

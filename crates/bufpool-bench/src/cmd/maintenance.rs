@@ -3,7 +3,7 @@
 //! MB/s, and the plan the scan chose (start block, ring, cache trail), so a user can see
 //! the seed-003 mechanisms on their own data.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -12,9 +12,40 @@ use bufpool::txn::INVALID_XID;
 use bufpool::{IoContext, IoOp, IoStatsSnapshot, IoWriter, RealVfs, Vfs};
 use serde::Serialize;
 
-use crate::cmd::open_engine;
+use super::{open_engine, DirArgs};
 use crate::knobs::load_config;
 use crate::tpcb::{self, Db};
+
+#[derive(Debug, clap::Args)]
+pub struct TableArgs {
+    /// The table: pgbench_accounts, pgbench_branches, pgbench_tellers or pgbench_history
+    /// (the prefix may be left out).
+    #[arg(default_value = "pgbench_accounts")]
+    pub table: String,
+    /// Scan only: how many times to scan (each prints its own line).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Records every buffer request (as `bench --trace`) to FILE, for `trace replay`.
+    #[arg(long = "trace", value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    #[command(flatten)]
+    pub dir: DirArgs,
+}
+
+impl TableArgs {
+    pub fn job(&self) -> TableJob<'_> {
+        TableJob {
+            dir: &self.dir.dir,
+            sets: &self.dir.sets,
+            table: &self.table,
+            json: self.json,
+            trace: self.trace.as_deref(),
+        }
+    }
+}
 
 /// What `bufpool scan` and `bufpool vacuum` print (and `--json` emits).
 #[derive(Debug, Clone, Serialize)]
