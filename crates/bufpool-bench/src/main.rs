@@ -5,7 +5,6 @@
 
 mod buffercache;
 mod cmd;
-mod commands;
 mod compare;
 mod conf;
 mod ctrl_c;
@@ -53,7 +52,7 @@ enum Command {
     /// Creates a pgbench database (like `pgbench -i`): four tables, primary keys, a checkpoint.
     Init(InitArgs),
     /// Runs pgbench's client loop against a database made by `init`.
-    Bench(commands::BenchArgs),
+    Bench(cmd::bench::args::BenchArgs),
     /// Verifies a database: TPC-B balances, every page's checksum, keys against heaps.
     Check(CheckArgs),
     /// Prints every knob with its value, default, unit, source and description.
@@ -281,7 +280,7 @@ fn main() -> Result<()> {
     // SAFETY: setting a signal's disposition to SIG_DFL, before any thread is started.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     // pgbench's `-b list`: the built-in scripts, and a normal exit.
-    if let Some(list) = commands::builtin_list(std::env::args()) {
+    if let Some(list) = cmd::bench::scripts::builtin_list(std::env::args()) {
         println!("{list}");
         return Ok(());
     }
@@ -311,7 +310,7 @@ fn main() -> Result<()> {
                 &a.dir.sets,
             )
         }
-        Some(Command::Bench(b)) => commands::bench(&b),
+        Some(Command::Bench(b)) => cmd::bench::bench(&b),
         Some(Command::Check(c)) => {
             match cmd::check::check(&c.dir.dir, &c.dir.sets, &c.acked, c.accounts_only) {
                 Ok(true) => Ok(()),
@@ -350,7 +349,7 @@ fn main() -> Result<()> {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(60);
-            commands::main_job(secs)
+            cmd::main_job::main_job(secs)
         }
     };
     if let Err(e) = r {

@@ -10,10 +10,12 @@
 //! commands imports them, but the experiments, which run `init` and TPC-B runs as the
 //! commands do.
 
+pub mod bench;
 pub mod check;
 pub mod checkpoint;
 pub mod config;
 pub mod init;
+pub mod main_job;
 pub mod maintenance;
 pub mod report;
 

@@ -43,7 +43,7 @@ use serde_json::json;
 use super::device::remove_db;
 use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Steps, Template};
 use super::{layout, progress, summarize, Goal, Ratio, Report};
-use crate::commands::run_tpcb;
+use crate::cmd::bench::run::run_tpcb;
 use crate::tpcb::run::{BenchOptions, RunOutcome};
 use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId, Vfs};
 

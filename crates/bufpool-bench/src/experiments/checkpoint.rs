@@ -60,7 +60,7 @@ use serde_json::json;
 use super::device::remove_db;
 use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Steps, Template};
 use super::{layout, Figure, Goal, Ratio, Report};
-use crate::commands::run_tpcb;
+use crate::cmd::bench::run::run_tpcb;
 use crate::knobs::load_config;
 use crate::report::model::RunResult;
 use crate::tpcb::aggregate_log::log_file_name;

@@ -263,7 +263,7 @@ fn record(
         opts = crate::tpcb::burst::seed000_bursty(opts, peak, p.seconds, p.scale);
     }
     let path = r.scratch().join("trace.bin");
-    let out = crate::commands::run_tpcb_traced(&dir, &sets, opts, Some(&path))?;
+    let out = crate::cmd::bench::run::run_tpcb_traced(&dir, &sets, opts, Some(&path))?;
     ensure!(
         out.result.failed == 0,
         "{}: {} transactions failed",
@@ -335,7 +335,7 @@ fn live_tps(r: &Runner, tpl: &Template, pool: usize, p: &Plan) -> Result<Vec<Vec
             let mut sets = base_sets(pool);
             sets.push(("buffer_replacement".into(), pol.name().into()));
             let opts = super::tpcb::bench_options(2, p.seconds, pol.name(), stop_flag());
-            let out = crate::commands::run_tpcb(&dir, &sets, opts)?;
+            let out = crate::cmd::bench::run::run_tpcb(&dir, &sets, opts)?;
             ensure!(
                 out.result.failed == 0,
                 "{}: {} transactions failed",

@@ -32,7 +32,7 @@ use serde_json::json;
 use super::device::remove_db;
 use super::runner::{knobs, DeviceArg, Runner, Steps, Template};
 use super::{Goal, Report, Samples};
-use crate::commands::run_tpcb;
+use crate::cmd::bench::run::run_tpcb;
 use crate::report::model::RunResult;
 
 /// `bufpool experiment prewarm` flags.

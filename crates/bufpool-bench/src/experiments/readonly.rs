@@ -23,7 +23,7 @@ use serde_json::json;
 use super::device::remove_db;
 use super::runner::{knobs, Runner, Steps};
 use super::{layout, Goal, Report, Samples};
-use crate::commands::run_tpcb;
+use crate::cmd::bench::run::run_tpcb;
 use crate::report::model::RunResult;
 use crate::tpcb::builtins::Mode;
 use crate::tpcb::run::BenchOptions;

@@ -39,7 +39,7 @@ use serde_json::{Map, Value};
 
 use super::runner::{knobs, Common, Runner, Steps};
 use super::{progress, summarize, Figure, Goal, Ratio, Report, RunInfo, Summary};
-use crate::commands::run_tpcb;
+use crate::cmd::bench::run::run_tpcb;
 use crate::experiments::device::{copy_db, remove_db};
 use crate::experiments::tpcb::bench_options;
 use crate::tpcb::run::BenchOptions;

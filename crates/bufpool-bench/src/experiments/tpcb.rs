@@ -39,7 +39,7 @@ use serde_json::json;
 use super::device::remove_db;
 use super::runner::{knobs, Common, Runner, Steps, Template};
 use super::{layout, Goal, Ratio, Report};
-use crate::commands::run_tpcb;
+use crate::cmd::bench::run::run_tpcb;
 use crate::report::model::RunResult;
 use crate::tpcb::run::BenchOptions;
 

@@ -428,7 +428,7 @@ fn limits(
     super::device::copy_db(template, &run_dir, &Default::default())?;
     let stop = Arc::new(AtomicBool::new(false));
     let bench = super::tpcb::bench_options(4, opts.tpcb_seconds, "c4 sync on", stop);
-    let out = crate::commands::run_tpcb(&run_dir, sets, bench)?;
+    let out = crate::cmd::bench::run::run_tpcb(&run_dir, sets, bench)?;
     super::device::remove_db(&run_dir);
     samples.push("tpcb_c4_sync_tps", out.result.tps);
     samples.push("tpcb_vs_limit", out.result.tps / (4.0 * raw));

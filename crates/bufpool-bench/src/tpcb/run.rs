@@ -109,7 +109,7 @@ pub struct BenchOptions {
 impl BenchOptions {
     /// A plain TPC-B run of `clients` clients (one thread, pgbench's `-j 1`) for
     /// `seconds`: no rate, log, progress or side work; the knobs in effect are filled in
-    /// by the run (`commands::run_tpcb`). Callers change what they need with struct
+    /// by the run (`cmd::bench::run::run_tpcb`). Callers change what they need with struct
     /// update syntax.
     pub fn tpcb(clients: u32, seconds: u64, label: &str, stop: Arc<AtomicBool>) -> Self {
         BenchOptions {

@@ -1,0 +1,104 @@
+//! `bench --json`: the run's summary as one JSON object (tps, latency_ms, per_interval,
+//! buffers, checkpoints, config and the rest), with a `scripts` array when several scripts
+//! ran. Its field names are a contract (scripts and tests read them).
+
+use crate::tpcb;
+use crate::tpcb::run::RunOutcome;
+
+/// The `--json` summary: the fields (tps, latency_ms, per_interval, buffers,
+/// checkpoints, config) and a few more.
+pub fn summary_json(o: &RunOutcome, per_command: bool) -> serde_json::Value {
+    let r = &o.result;
+    let mut j = serde_json::json!({
+        "label": r.label,
+        "provenance": r.provenance,
+        "mode": r.mode,
+        "scale": r.scale,
+        "clients": r.clients,
+        "threads": r.threads,
+        "duration_s": r.duration_s,
+        "transactions": r.transactions,
+        "failed": r.failed,
+        "skipped": o.skipped,
+        "late": o.late,
+        "tps": r.tps,
+        "latency_ms": r.latency_ms,
+        "per_interval": r.per_interval,
+        "buffers": r.buffers,
+        "checkpoints": r.checkpoints,
+        "backend_write_share": r.backend_write_share(),
+        "bgwriter": r.bgwriter,
+        "checkpointer": r.checkpointer,
+        "wal": r.wal,
+        "slru": r.slru,
+        "bytes_written": r.bytes_written,
+        "bytes_written_per_tx": r.bytes_written.as_ref().map(|w| {
+            w.per_tx_rows()
+                .into_iter()
+                .map(|(k, v)| (k.trim().replace(' ', "_"), serde_json::json!(v)))
+                .collect::<serde_json::Map<_, _>>()
+        }),
+        "side_script": r.side_script,
+        "autoprewarm": o.prewarm.as_ref().map(|p| serde_json::json!({
+            "listed": p.listed,
+            "loaded": p.loaded,
+            "skipped": p.skipped,
+            "invalid": p.invalid,
+            "stopped_pool_full": p.stopped_pool_full,
+            "load_seconds": p.load_seconds,
+            "error": p.last_error,
+        })),
+        "trace": o.trace.map(|t| serde_json::json!({
+            "records": t.records,
+            "bytes": t.bytes,
+            "dropped": t.dropped,
+        })),
+        "waits": r.waits.as_ref().map(|w| serde_json::json!({
+            "all": w.all,
+            "over_5ms": w.over_5ms,
+            "over_10ms": w.over_10ms,
+            "each_seconds_slowest": w.each_seconds_slowest,
+        })),
+        "config": r.config,
+    });
+    if o.scripts.len() > 1 {
+        j["scripts"] = o
+            .scripts
+            .iter()
+            .map(|s| script_json(s, per_command))
+            .collect();
+    }
+    j
+}
+
+/// One script of several in `--json`: pgbench's per-script figures, and with `-r`
+/// (`per_command`) its statements when they were timed (not for engine calls).
+fn script_json(s: &tpcb::mix::ScriptOutcome, per_command: bool) -> serde_json::Value {
+    let mut j = serde_json::json!({
+        "name": s.name,
+        "description": s.desc,
+        "weight": s.weight,
+        "transactions": s.transactions,
+        "failed": s.failed,
+        "skipped": s.skipped,
+        "retried": s.retried,
+        "tps": s.tps,
+        "latency_avg_ms": s.latency_avg_ms,
+        "latency_stddev_ms": s.latency_stddev_ms,
+    });
+    if per_command && s.interpreted {
+        j["statements"] = s
+            .statements
+            .iter()
+            .map(|(text, st)| {
+                serde_json::json!({
+                    "command": text,
+                    "count": st.count,
+                    "latency_avg_ms": if st.count > 0 { st.sum_us / st.count as f64 / 1000.0 } else { 0.0 },
+                    "failures": st.failures,
+                })
+            })
+            .collect();
+    }
+    j
+}

@@ -1,0 +1,220 @@
+//! A TPC-B run on a data directory: `bench`'s flags checked and resolved into
+//! [`BenchOptions`], and the run itself as `bench` and every experiment make it
+//! ([`run_tpcb`]): the configuration in effect, the engine opened, `bufpool buffercache`
+//! served on the directory's socket and `--metrics-addr` on its port while it runs,
+//! pgbench's VACUUM before it, `--trace` recorded, the engine shut down after it.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use bufpool::{RealVfs, Vfs};
+
+use super::args::BenchArgs;
+use super::scripts::bench_scripts;
+use crate::cmd::open_engine;
+use crate::knobs::{knob_values, load_config, KnobError};
+use crate::tpcb::builtins::Mode;
+use crate::tpcb::run::{BenchOptions, RunOutcome};
+use crate::tpcb::{self, Db};
+
+/// Runs `bench` as `a` asks: the flags checked against each other (a bad mix is a knob
+/// error), resolved into [`BenchOptions`] and run on `a.dir` with `a.sets`; `stop` is
+/// Ctrl-C's flag.
+pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
+    if a.clients == 0 || a.threads == 0 || !a.clients.is_multiple_of(a.threads) {
+        return Err(KnobError(format!(
+            "invalid number of clients/threads: -c {} -j {} (both at least 1, clients a multiple of threads)",
+            a.clients, a.threads
+        ))
+        .into());
+    }
+    if a.time.is_some() && a.transactions.is_some() {
+        return Err(
+            KnobError("specify either -T (seconds) or -t (transactions), not both".into()).into(),
+        );
+    }
+    if a.aggregate_interval.is_some() && !a.log {
+        return Err(KnobError("--aggregate-interval needs -l".into()).into());
+    }
+    if a.sampling_rate.is_some() && (!a.log || a.aggregate_interval.is_some()) {
+        return Err(KnobError(
+            "--sampling-rate needs -l without --aggregate-interval (the per-transaction log)"
+                .into(),
+        )
+        .into());
+    }
+    if a.rate_profile.is_some() && a.rate.is_some() {
+        return Err(KnobError(
+            "specify either -R (a constant rate) or --rate-profile, not both".into(),
+        )
+        .into());
+    }
+    let rate_profile = a
+        .rate_profile
+        .as_deref()
+        .map(|t| tpcb::burst::RateProfile::parse(t, a.seed))
+        .transpose()
+        .map_err(|e| KnobError(e.to_string()))?;
+    let batch = match (a.batch_every, a.batch_rows) {
+        (None, None) => None,
+        (Some(every), Some(rows)) if every >= 1 && rows >= 1 => Some(tpcb::burst::Batch {
+            every_s: every,
+            rows,
+        }),
+        _ => {
+            return Err(KnobError(
+                "--batch-every SECS and --batch-rows N go together, each at least 1".into(),
+            )
+            .into())
+        }
+    };
+    let duration = match (a.time, a.transactions) {
+        (Some(t), _) => Some(Duration::from_secs(t)),
+        (None, Some(_)) => None,
+        (None, None) => None,
+    };
+    let transactions = if a.time.is_none() && a.transactions.is_none() {
+        Some(10) // pgbench's default: 10 transactions per client
+    } else {
+        a.transactions
+    };
+    let mut scripts = bench_scripts(&a.scripts, a.report_per_command)?;
+    // One script runs as it always has; several are picked per transaction.
+    let (mode, script) = match scripts.len() {
+        1 => scripts
+            .pop()
+            .map(|s| (s.mode, s.script))
+            .expect("one script"),
+        _ => (scripts[0].mode, None),
+    };
+    let opts = BenchOptions {
+        clients: a.clients,
+        threads: a.threads,
+        duration,
+        transactions,
+        rate: a.rate,
+        latency_limit_ms: a.latency_limit,
+        progress_s: a.progress,
+        // pgbench: -l alone logs every transaction; with --aggregate-interval, intervals.
+        aggregate_interval: a.aggregate_interval.filter(|_| a.log),
+        transaction_log: a.log && a.aggregate_interval.is_none(),
+        log_prefix: a.log_prefix.clone(),
+        log_dir: std::env::current_dir()?,
+        mode,
+        seed: a.seed,
+        // Empty: `run_tpcb` names it after the clients and synchronous_commit.
+        label: a.label.clone().unwrap_or_default(),
+        stop,
+        config: Default::default(),
+        abort_fraction: a.abort_fraction,
+        no_vacuum: a.no_vacuum,
+        vacuum_all: a.vacuum_all,
+        sampling_rate: a.sampling_rate.unwrap_or(1.0),
+        progress_timestamp: a.progress_timestamp,
+        max_tries: if a.max_tries == 0 {
+            u32::MAX
+        } else {
+            a.max_tries
+        },
+        script,
+        scripts,
+        ack_log: a.ack_log.clone(),
+        rate_profile,
+        batch,
+        side: a.side_script.map(|s| {
+            (
+                s,
+                a.side_pause_ms
+                    .map_or_else(|| s.default_pause(), Duration::from_millis),
+            )
+        }),
+        vacuum_every_s: a.vacuum_every,
+        autovacuum: None,
+        zipf_theta: a.zipf_theta,
+        metrics_addr: a.metrics_addr,
+    };
+    run_tpcb_traced(&a.dir, &a.sets, opts, a.trace.as_deref())
+}
+
+/// Runs `opts` on the database at `dir` with knobs `sets` (over its bufpool.conf): opens
+/// the engine, vacuums the hot tables as pgbench does, runs, shuts down. Fills in the
+/// knobs in effect and, if `opts.label` is empty, the label `c<clients> sync|async`.
+pub(crate) fn run_tpcb(
+    dir: &Path,
+    sets: &[(String, String)],
+    opts: BenchOptions,
+) -> Result<RunOutcome> {
+    run_tpcb_traced(dir, sets, opts, None)
+}
+
+/// [`run_tpcb`], recording every buffer request of the run to `trace` if given.
+pub(crate) fn run_tpcb_traced(
+    dir: &Path,
+    sets: &[(String, String)],
+    mut opts: BenchOptions,
+    trace: Option<&Path>,
+) -> Result<RunOutcome> {
+    let (c, _) = load_config(dir, sets)?;
+    let vfs = RealVfs::new();
+    tpcb::require_initialized(&vfs, dir)?;
+    let engine = open_engine(dir, &c, false)?;
+    // `bufpool buffercache -D dir` reaches the pool through this while the run goes.
+    let views = crate::buffercache::serve(engine.pool_arc().clone(), dir);
+    if opts.runs(Mode::SavepointOverflow) || opts.side.is_some() {
+        tpcb::ensure_test_table(&engine, &vfs as &dyn Vfs, dir)?;
+    }
+    let db = Db::open(&engine, &vfs as &dyn Vfs, dir)?;
+    // As pgbench does before each run: vacuum the small, hot tables, so that space their
+    // rows left behind in earlier runs is reused. (pgbench also truncates the history;
+    // we keep it, so that `check` can match it against the balances.)
+    if !opts.no_vacuum {
+        eprint!("starting vacuum...");
+        db.branches.vacuum(false)?;
+        db.tellers.vacuum(false)?;
+        eprintln!("end.");
+    }
+    if opts.vacuum_all {
+        eprint!("starting vacuum pgbench_accounts...");
+        db.accounts.vacuum(false)?;
+        db.history.vacuum(false)?;
+        eprintln!("end.");
+    }
+    if opts.label.is_empty() {
+        let sync = c.get("synchronous_commit").unwrap_or_default();
+        opts.label = format!(
+            "c{} {}",
+            opts.clients,
+            if sync == "on" { "sync" } else { "async" }
+        );
+    }
+    opts.config = knob_values(&c);
+    opts.autovacuum = c
+        .autovacuum
+        .then(|| bufpool::table::AutovacuumOptions::from_config(&c));
+    if let Some(path) = trace {
+        crate::trace::start(engine.pool(), path)?;
+    }
+    let stop_metrics = std::sync::atomic::AtomicBool::new(false);
+    let mut out = std::thread::scope(|s| -> Result<RunOutcome> {
+        let endpoint = opts
+            .metrics_addr
+            .map(|addr| crate::metrics_http::serve(s, &engine, addr, &stop_metrics))
+            .transpose()?;
+        let out = tpcb::run::run(&db, &opts);
+        if let Some(e) = endpoint {
+            e.stop();
+        }
+        out
+    })?;
+    if let Some(path) = trace {
+        out.trace = Some(crate::trace::stop(engine.pool(), path)?);
+    }
+    out.prewarm = engine.autoprewarm_stats();
+    drop(db);
+    drop(views);
+    engine.shutdown()?;
+    Ok(out)
+}
