@@ -44,7 +44,7 @@ use super::device::remove_db;
 use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Steps, Template};
 use super::{layout, progress, summarize, Goal, Ratio, Report};
 use crate::cmd::bench::run::run_tpcb;
-use crate::tpcb::run::{BenchOptions, RunOutcome};
+use crate::tpcb::options::{BenchOptions, RunOutcome};
 use bufpool::{BufferPool, BufferTag, Config, ForkNumber, RealVfs, RelFileId, Vfs};
 
 /// The steady workload's rate as a share of what the bgwriter-off configuration can do
@@ -515,7 +515,7 @@ fn workload_options(o: &Settings, run: &Run, opts: BenchOptions) -> BenchOptions
             rate: Some((STEADY_OF_MAX * run.max_off_tps).max(10.0).round()),
             ..opts
         },
-        "bursty" => crate::tpcb::burst::seed000_bursty(opts, peak, o.seconds, o.scale),
+        "bursty" => opts.seed000_bursty(peak, o.seconds, o.scale),
         _ => opts,
     }
 }

@@ -64,7 +64,7 @@ use crate::cmd::bench::run::run_tpcb;
 use crate::knobs::load_config;
 use crate::report::model::RunResult;
 use crate::tpcb::aggregate_log::log_file_name;
-use crate::tpcb::run::BenchOptions;
+use crate::tpcb::options::BenchOptions;
 use crate::tpcb::{Db, ACCOUNTS_PER_SCALE};
 use bufpool::{Engine, RealVfs, Vfs};
 

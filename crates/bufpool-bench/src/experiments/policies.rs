@@ -260,7 +260,7 @@ fn record(
     }
     if w.bursty {
         let peak = tpcb_tps.max(10.0);
-        opts = crate::tpcb::burst::seed000_bursty(opts, peak, p.seconds, p.scale);
+        opts = opts.seed000_bursty(peak, p.seconds, p.scale);
     }
     let path = r.scratch().join("trace.bin");
     let out = crate::cmd::bench::run::run_tpcb_traced(&dir, &sets, opts, Some(&path))?;

@@ -138,7 +138,7 @@ fn restart(
     let mut sets = knobs(BASE);
     sets.push(("shared_buffers".into(), format!("{pool_mb}MB")));
     sets.push(("autoprewarm".into(), "on".into()));
-    let bench = |seconds, label: &str| crate::tpcb::run::BenchOptions {
+    let bench = |seconds, label: &str| crate::tpcb::options::BenchOptions {
         mode,
         ..super::tpcb::bench_options(CLIENTS, seconds, label, r.stop())
     };

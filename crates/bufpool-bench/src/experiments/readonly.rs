@@ -26,7 +26,7 @@ use super::{layout, Goal, Report, Samples};
 use crate::cmd::bench::run::run_tpcb;
 use crate::report::model::RunResult;
 use crate::tpcb::builtins::Mode;
-use crate::tpcb::run::BenchOptions;
+use crate::tpcb::options::BenchOptions;
 
 /// `bufpool experiment readonly` flags.
 #[derive(Debug, Clone, clap::Args)]

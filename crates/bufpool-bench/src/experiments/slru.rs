@@ -42,7 +42,7 @@ use super::{progress, summarize, Figure, Goal, Ratio, Report, RunInfo, Summary};
 use crate::cmd::bench::run::run_tpcb;
 use crate::experiments::device::{copy_db, remove_db};
 use crate::experiments::tpcb::bench_options;
-use crate::tpcb::run::BenchOptions;
+use crate::tpcb::options::BenchOptions;
 use crate::tpcb::side::SideScript;
 
 /// The SLRU sizes of the issue, in slots.

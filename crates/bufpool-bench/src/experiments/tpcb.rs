@@ -41,7 +41,7 @@ use super::runner::{knobs, Common, Runner, Steps, Template};
 use super::{layout, Goal, Ratio, Report};
 use crate::cmd::bench::run::run_tpcb;
 use crate::report::model::RunResult;
-use crate::tpcb::run::BenchOptions;
+use crate::tpcb::options::BenchOptions;
 
 /// `bufpool experiment tpcb` flags (`--quick`: scale 2, 30 s runs, 10 s windows and 10 s
 /// side runs).

@@ -7,7 +7,7 @@ use std::io::Write as _;
 use anyhow::{Context, Result};
 
 use super::client::{ClientStats, TxTime};
-use super::run::BenchOptions;
+use super::options::BenchOptions;
 use super::stats::{slot_at, Slot};
 
 /// The log file of `-j` thread `t`: `<prefix>.<pid>` for thread 0, `<prefix>.<pid>.<t>`.

@@ -11,8 +11,6 @@
 
 use anyhow::{bail, Result};
 
-use super::run::BenchOptions;
-
 /// A sine-wave target rate with random spikes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateProfile {
@@ -113,30 +111,6 @@ impl RateProfile {
 pub struct Batch {
     pub every_s: u64,
     pub rows: u64,
-}
-
-/// Seed 000's bursty load as the experiments run it over `seconds` at `scale`: a wave from
-/// 0.3 to 0.8 of `peak_tps` (the clients' full speed), one period per third of the run,
-/// with 5% of seconds spikes at 1.5 times the wave; and a batch updating a hundredth of the
-/// accounts every sixth of the run.
-pub fn seed000_bursty(opts: BenchOptions, peak_tps: f64, seconds: u64, scale: u32) -> BenchOptions {
-    let accounts = u64::from(scale) * super::ACCOUNTS_PER_SCALE;
-    BenchOptions {
-        rate_profile: Some(RateProfile {
-            period_s: (seconds / 3).max(2) as f64,
-            // Whole transactions per second, as the profile has always been given.
-            low: (0.3 * peak_tps).round_ties_even(),
-            high: (0.8 * peak_tps).round_ties_even(),
-            spike: 0.05,
-            spike_factor: 1.5,
-            seed: opts.seed,
-        }),
-        batch: Some(Batch {
-            every_s: (seconds / 6).max(1),
-            rows: (accounts / 100).max(100),
-        }),
-        ..opts
-    }
 }
 
 #[cfg(test)]

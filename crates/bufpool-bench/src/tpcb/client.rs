@@ -17,7 +17,7 @@ use super::builtins::Mode;
 use super::keys::Keys;
 use super::mix::{Pick, ScriptTally};
 use super::monitor::Live;
-use super::run::BenchOptions;
+use super::options::BenchOptions;
 use super::script::ScriptState;
 use super::stats::{latency_histogram, note_running, slot_at, Slot};
 use super::waits::{ClientWaits, Mark, ThreadSched};

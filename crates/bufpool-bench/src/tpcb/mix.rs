@@ -18,7 +18,6 @@ use rand::{Rng, SeedableRng};
 
 use super::builtins::Mode;
 use super::keys::Keys;
-use super::run::BenchOptions;
 use super::script::{Script, StatementStat};
 use super::stats::Slot;
 use super::Db;
@@ -73,11 +72,14 @@ pub(super) struct Pick {
     pub(super) keys: Keys,
 }
 
-/// The run's scripts ([`BenchOptions::script_list`]), each with its keys: Zipfian with
-/// `--zipf-theta`, else the script's default (YCSB's for ycsb-b and ycsb-c).
-pub(super) fn picks(db: &Db<'_>, opts: &BenchOptions) -> Result<Vec<Pick>> {
+/// The run's scripts `list`, each with its keys: Zipfian with `zipf_theta`
+/// (`--zipf-theta`), else the script's default (YCSB's for ycsb-b and ycsb-c).
+pub(super) fn picks(
+    db: &Db<'_>,
+    list: Vec<WeightedScript>,
+    zipf_theta: Option<f64>,
+) -> Result<Vec<Pick>> {
     let accounts = i64::from(db.scale) * super::ACCOUNTS_PER_SCALE as i64;
-    let list = opts.script_list();
     let total: u64 = list.iter().map(|s| u64::from(s.weight)).sum();
     ensure!(
         list.len() == 1 || total > 0,
@@ -85,7 +87,7 @@ pub(super) fn picks(db: &Db<'_>, opts: &BenchOptions) -> Result<Vec<Pick>> {
     );
     list.into_iter()
         .map(|script| {
-            let theta = opts.zipf_theta.or(script.mode.default_theta());
+            let theta = zipf_theta.or(script.mode.default_theta());
             let keys = Keys::new(accounts, theta)?;
             Ok(Pick { script, keys })
         })

@@ -19,6 +19,7 @@ mod client;
 pub mod keys;
 pub mod mix;
 mod monitor;
+pub mod options;
 pub(crate) mod outcome;
 pub mod run;
 pub mod script;

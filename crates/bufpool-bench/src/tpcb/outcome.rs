@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 
 use super::client::ClientStats;
 use super::monitor::Sample;
-use super::run::{BenchOptions, RunOutcome};
+use super::options::{BenchOptions, RunOutcome};
 use super::stats::{latency_histogram, Slot, Writes};
 use super::waits::ClientWaits;
 use super::Db;

@@ -3,7 +3,7 @@
 //! ran. Its field names are a contract (scripts and tests read them).
 
 use crate::tpcb;
-use crate::tpcb::run::RunOutcome;
+use crate::tpcb::options::RunOutcome;
 
 /// The `--json` summary: the fields (tps, latency_ms, per_interval, buffers,
 /// checkpoints, config) and a few more.

@@ -17,7 +17,7 @@ use super::scripts::bench_scripts;
 use crate::cmd::open_engine;
 use crate::knobs::{knob_values, load_config, KnobError};
 use crate::tpcb::builtins::Mode;
-use crate::tpcb::run::{BenchOptions, RunOutcome};
+use crate::tpcb::options::{BenchOptions, RunOutcome};
 use crate::tpcb::{self, Db};
 
 /// Runs `bench` as `a` asks: the flags checked against each other (a bad mix is a knob

@@ -5,7 +5,7 @@
 //! written per transaction, the side script.
 
 use super::args::BenchArgs;
-use crate::tpcb::run::RunOutcome;
+use crate::tpcb::options::RunOutcome;
 
 /// The autovacuum line and the tables' dead versions and sizes, when autovacuum ran.
 fn print_autovacuum(t: &crate::report::model::TableCounts) {
