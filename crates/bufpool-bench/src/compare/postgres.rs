@@ -22,8 +22,8 @@ use anyhow::{bail, Context, Result};
 
 use crate::report::model::{BufferCounts, CheckpointerCounts, RunResult};
 use crate::tpcb::aggregate_log::write_aggregate_file;
+use crate::tpcb::driver::stats::{latency_histogram, slot_at, Slot};
 use crate::tpcb::outcome::{histogram_buckets, latency_summary, per_interval, series};
-use crate::tpcb::stats::{latency_histogram, slot_at, Slot};
 
 /// Where the script is: `$BUFPOOL_PG_PEER`, else `scripts/postgres-peer.sh` under the
 /// current directory, else in the source tree this binary was built from.

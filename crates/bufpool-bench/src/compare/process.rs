@@ -17,6 +17,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use crate::tpcb::driver::written::device_written;
+
 /// What a finished child cost.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Usage {
@@ -44,20 +46,6 @@ fn io_self(field: &str) -> u64 {
                 .and_then(|v| v.trim().parse().ok())
         })
         .unwrap_or(0)
-}
-
-/// Bytes written so far by the block device that holds `path` (sectors written × 512,
-/// field 7 of its stat file), after flushing that file system's dirty pages.
-pub fn device_written(path: &Path) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    let f = std::fs::File::open(path).ok()?;
-    let dev = f.metadata().ok()?.dev();
-    // SAFETY: syncfs only reads the descriptor, which `f` keeps open for the call.
-    unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&f)) };
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let stat = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/stat")).ok()?;
-    let sectors: u64 = stat.split_whitespace().nth(6)?.parse().ok()?;
-    Some(sectors * 512)
 }
 
 /// `write_bytes` of this process (reaped children included), or 0 where /proc has no

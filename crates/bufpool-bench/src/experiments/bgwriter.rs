@@ -321,7 +321,7 @@ impl Row {
             slow_waits: r
                 .waits
                 .as_ref()
-                .map(|w| crate::tpcb::waits::describe(&w.over_10ms))
+                .map(|w| crate::tpcb::driver::waits::describe(&w.over_10ms))
                 .unwrap_or_default(),
             waits: r
                 .waits

@@ -7,8 +7,8 @@ use std::io::Write as _;
 use anyhow::{Context, Result};
 
 use super::client::{ClientStats, TxTime};
+use super::driver::stats::{slot_at, Slot};
 use super::options::BenchOptions;
-use super::stats::{slot_at, Slot};
 
 /// The log file of `-j` thread `t`: `<prefix>.<pid>` for thread 0, `<prefix>.<pid>.<t>`.
 fn log_path(opts: &BenchOptions, t: usize) -> std::path::PathBuf {

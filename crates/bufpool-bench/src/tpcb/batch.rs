@@ -13,7 +13,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::burst::Batch;
-use super::stats::slot_at;
+use super::driver::stats::slot_at;
 use super::{Db, ACCOUNTS_PER_SCALE};
 
 /// What the batches did.

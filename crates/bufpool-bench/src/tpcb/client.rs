@@ -14,13 +14,13 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::builtins::Mode;
+use super::driver::monitor::Live;
+use super::driver::stats::{latency_histogram, note_running, slot_at, Slot};
+use super::driver::waits::{ClientWaits, Mark, ThreadSched};
 use super::keys::Keys;
 use super::mix::{Pick, ScriptTally};
-use super::monitor::Live;
 use super::options::BenchOptions;
 use super::script::ScriptState;
-use super::stats::{latency_histogram, note_running, slot_at, Slot};
-use super::waits::{ClientWaits, Mark, ThreadSched};
 use super::{Db, TELLERS_PER_SCALE};
 
 /// YCSB B's share of updates.

@@ -17,9 +17,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::builtins::Mode;
+use super::driver::stats::Slot;
 use super::keys::Keys;
 use super::script::{Script, StatementStat};
-use super::stats::Slot;
 use super::Db;
 
 /// pgbench's largest weight (INT_MAX).

@@ -6,10 +6,10 @@ use bufpool::{IoOp, IoStatsSnapshot};
 use hdrhistogram::Histogram;
 
 use super::client::ClientStats;
-use super::monitor::Sample;
+use super::driver::monitor::Sample;
+use super::driver::stats::{latency_histogram, Slot, Writes};
+use super::driver::waits::ClientWaits;
 use super::options::{BenchOptions, RunOutcome};
-use super::stats::{latency_histogram, Slot, Writes};
-use super::waits::ClientWaits;
 use super::Db;
 use crate::report::model::{
     BufferCounts, CheckpointSpan, LatencySummary, PerInterval, RunResult, Second, WaitProfile,

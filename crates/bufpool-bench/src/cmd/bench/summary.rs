@@ -203,18 +203,21 @@ pub(crate) fn print_summary(a: &BenchArgs, o: &RunOutcome) {
         l.p99, l.p999, l.max, l.over_10ms, l.over_50ms, l.over_100ms
     );
     if let Some(w) = &r.waits {
-        println!("waits, all: {}", crate::tpcb::waits::describe(&w.all));
+        println!(
+            "waits, all: {}",
+            crate::tpcb::driver::waits::describe(&w.all)
+        );
         println!(
             "waits, over 5 ms: {}",
-            crate::tpcb::waits::describe(&w.over_5ms)
+            crate::tpcb::driver::waits::describe(&w.over_5ms)
         );
         println!(
             "waits, over 10 ms: {}",
-            crate::tpcb::waits::describe(&w.over_10ms)
+            crate::tpcb::driver::waits::describe(&w.over_10ms)
         );
         println!(
             "waits, each second's slowest: {}",
-            crate::tpcb::waits::describe(&w.each_seconds_slowest)
+            crate::tpcb::driver::waits::describe(&w.each_seconds_slowest)
         );
     }
     if let Some(p) = &o.prewarm {

@@ -16,27 +16,27 @@ use bufpool::waits::{Wait, WaitTimes};
 use crate::report::model::{WaitBucket, WaitProfile};
 
 /// A transaction slower than this (µs) counts as slow (the summary's "over 10 ms").
-pub(super) const SLOW_US: f64 = 10_000.0;
+pub(crate) const SLOW_US: f64 = 10_000.0;
 /// The latency target's threshold (µs): a per-second maximum latency p50 under 5 ms
 /// (issue 14) is made of the transactions over it (the summary's "over 5 ms").
-pub(super) const TARGET_US: f64 = 5_000.0;
+pub(crate) const TARGET_US: f64 = 5_000.0;
 
 /// The calling thread's scheduler figures, ns: (on a CPU, runnable but waiting for one).
-pub(super) struct ThreadSched {
+pub(crate) struct ThreadSched {
     file: Option<File>,
 }
 
 impl ThreadSched {
     /// Opens the calling thread's schedstat (None inside: not Linux, or no schedstats);
     /// must be called on the thread it measures.
-    pub(super) fn open() -> ThreadSched {
+    pub(crate) fn open() -> ThreadSched {
         ThreadSched {
             file: File::open("/proc/thread-self/schedstat").ok(),
         }
     }
 
     /// (on-CPU ns, run-queue ns), or None without schedstats.
-    pub(super) fn read(&self) -> Option<(u64, u64)> {
+    pub(crate) fn read(&self) -> Option<(u64, u64)> {
         let f = self.file.as_ref()?;
         let mut buf = [0u8; 96];
         let n = f.read_at(&mut buf, 0).ok()?;
@@ -53,13 +53,13 @@ fn parse_schedstat(line: &[u8]) -> Option<(u64, u64)> {
 
 /// One thread's figures at one moment.
 #[derive(Clone, Copy)]
-pub(super) struct Mark {
+pub(crate) struct Mark {
     waits: WaitTimes,
     sched: Option<(u64, u64)>,
 }
 
 impl Mark {
-    pub(super) fn now(sched: &ThreadSched) -> Mark {
+    pub(crate) fn now(sched: &ThreadSched) -> Mark {
         Mark {
             waits: bufpool::waits::current(),
             sched: sched.read(),
@@ -69,7 +69,7 @@ impl Mark {
 
 /// Sums for a set of transactions.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Sums {
+pub(crate) struct Sums {
     transactions: u64,
     wall_ns: u64,
     waits: WaitTimes,
@@ -125,7 +125,7 @@ impl Sums {
 /// One client's sums: all committed transactions, those over the latency target, the
 /// slow ones, and each second's slowest.
 #[derive(Debug, Clone, Default)]
-pub(super) struct ClientWaits {
+pub(crate) struct ClientWaits {
     all: Sums,
     over_target: Sums,
     slow: Sums,
@@ -137,7 +137,7 @@ pub(super) struct ClientWaits {
 impl ClientWaits {
     /// Counts a committed transaction that took `wall_us` between the marks `from`, `to`
     /// and ended in second `sec` of the run.
-    pub(super) fn add(&mut self, sec: usize, wall_us: f64, from: &Mark, to: &Mark) {
+    pub(crate) fn add(&mut self, sec: usize, wall_us: f64, from: &Mark, to: &Mark) {
         let ns = (wall_us * 1000.0) as u64;
         if self.per_second.len() <= sec {
             self.per_second.resize(sec + 1, Sums::default());
@@ -157,7 +157,7 @@ impl ClientWaits {
     }
 
     /// The run's profile from all clients' sums.
-    pub(super) fn profile(clients: impl Iterator<Item = ClientWaits>) -> WaitProfile {
+    pub(crate) fn profile(clients: impl Iterator<Item = ClientWaits>) -> WaitProfile {
         let (mut all, mut over_target, mut slow) =
             (Sums::default(), Sums::default(), Sums::default());
         let mut per_second: Vec<Sums> = Vec::new();

@@ -125,7 +125,7 @@ pub(crate) fn latency_histogram() -> Histogram<u64> {
 }
 
 /// Buffers `w` has written, over all I/O contexts.
-pub(super) fn writes(s: &IoStatsSnapshot, w: IoWriter) -> u64 {
+pub(crate) fn writes(s: &IoStatsSnapshot, w: IoWriter) -> u64 {
     [
         IoContext::Normal,
         IoContext::BulkRead,
@@ -140,14 +140,14 @@ pub(super) fn writes(s: &IoStatsSnapshot, w: IoWriter) -> u64 {
 /// Buffers written by each writer over some span of the run.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Writes {
-    pub(super) backend: u64,
-    pub(super) bgwriter: u64,
-    pub(super) checkpointer: u64,
+    pub(crate) backend: u64,
+    pub(crate) bgwriter: u64,
+    pub(crate) checkpointer: u64,
 }
 
 impl Writes {
     /// Buffers written between two snapshots of the pool's counters.
-    pub(super) fn between(before: &IoStatsSnapshot, after: &IoStatsSnapshot) -> Writes {
+    pub(crate) fn between(before: &IoStatsSnapshot, after: &IoStatsSnapshot) -> Writes {
         Writes {
             backend: writes(after, IoWriter::Backend) - writes(before, IoWriter::Backend),
             bgwriter: writes(after, IoWriter::Bgwriter) - writes(before, IoWriter::Bgwriter),
@@ -157,7 +157,7 @@ impl Writes {
     }
 
     /// Buffers written since `earlier`, both counted from the same point.
-    pub(super) fn since(self, earlier: Writes) -> Writes {
+    pub(crate) fn since(self, earlier: Writes) -> Writes {
         Writes {
             backend: self.backend - earlier.backend,
             bgwriter: self.bgwriter - earlier.bgwriter,

@@ -4,18 +4,19 @@
 //! Owns: the devices of a database (its data directory, its log's directory and its
 //! tablespaces' locations, each device once) and their written sectors before and after
 //! the run (after a syncfs of each, so what the OS cache held is counted where it was
-//! written); the sum of the sources.
+//! written; `compare` reads a device so too); the sum of the sources.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use bufpool::smgr::Smgr;
 use bufpool::stats::{IoOp, IoStatsSnapshot};
 
+use super::stats::Writes;
 use crate::report::model::{SlruCounts, WalCounts, WriteBytes};
 
 /// The devices of a database and what each had written when the run started.
-pub(super) struct Devices {
+pub(crate) struct Devices {
     /// (device number, a path on it, sectors written so far × 512) for each device.
     devs: Vec<(u64, PathBuf, Option<u64>)>,
 }
@@ -23,7 +24,7 @@ pub(super) struct Devices {
 impl Devices {
     /// Flushes each device under `smgr`'s data directory (log and tablespaces included)
     /// and reads what it has written so far.
-    pub(super) fn start(smgr: &Smgr) -> Devices {
+    pub(crate) fn start(smgr: &Smgr) -> Devices {
         let dir = smgr.dir().to_path_buf();
         let mut paths = vec![dir.join("wal"), dir.clone()];
         paths.extend(
@@ -39,7 +40,7 @@ impl Devices {
                 continue;
             };
             if devs.iter().all(|(d, _, _)| *d != m.dev()) {
-                let now = crate::compare::process::device_written(&p);
+                let now = device_written(&p);
                 devs.push((m.dev(), p, now));
             }
         }
@@ -48,10 +49,10 @@ impl Devices {
 
     /// Bytes written by the devices since [`Devices::start`] (None if any cannot say),
     /// and their names.
-    pub(super) fn since(&self) -> (Option<u64>, Vec<String>) {
+    pub(crate) fn since(&self) -> (Option<u64>, Vec<String>) {
         let mut total = Some(0u64);
         for (_, p, before) in &self.devs {
-            let now = crate::compare::process::device_written(p);
+            let now = device_written(p);
             total = match (total, before, now) {
                 (Some(t), Some(b), Some(n)) => Some(t + n.saturating_sub(*b)),
                 _ => None,
@@ -69,7 +70,7 @@ impl Devices {
 /// The run's bytes by source: the pool's page writes between `before` and `after`
 /// (pages of `page_size` bytes), the log's and the SLRUs' counters over the run, and the
 /// devices' count.
-pub(super) fn bytes_written(
+pub(crate) fn bytes_written(
     page_size: usize,
     (before, after): (&IoStatsSnapshot, &IoStatsSnapshot),
     wal: &WalCounts,
@@ -80,7 +81,7 @@ pub(super) fn bytes_written(
     let page = page_size as u64;
     let op = |o: IoOp| after.total(o) - before.total(o);
     let (device, devices) = devices.since();
-    let pages = super::stats::Writes::between(before, after);
+    let pages = Writes::between(before, after);
     WriteBytes {
         transactions,
         wal: wal.write_bytes,
@@ -95,4 +96,17 @@ pub(super) fn bytes_written(
         device,
         devices,
     }
+}
+
+/// Bytes written so far by the block device that holds `path` (sectors written × 512,
+/// field 7 of its stat file), after flushing that file system's dirty pages.
+pub(crate) fn device_written(path: &Path) -> Option<u64> {
+    let f = std::fs::File::open(path).ok()?;
+    let dev = f.metadata().ok()?.dev();
+    // SAFETY: syncfs only reads the descriptor, which `f` keeps open for the call.
+    unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&f)) };
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let stat = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/stat")).ok()?;
+    let sectors: u64 = stat.split_whitespace().nth(6)?.parse().ok()?;
+    Some(sectors * 512)
 }

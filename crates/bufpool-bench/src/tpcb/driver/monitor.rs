@@ -20,12 +20,12 @@ use crate::report::model::PoolSecond;
 /// One second of the monitor: buffers written, and the pool at its end.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Sample {
-    pub(super) writes: Writes,
-    pub(super) pool: Option<PoolSecond>,
+    pub(crate) writes: Writes,
+    pub(crate) pool: Option<PoolSecond>,
 }
 
 /// The pool summed from its pg_buffercache rows, relations named by `names`.
-pub(super) fn pool_second(
+pub(crate) fn pool_second(
     rows: &[BufferCacheRow],
     names: &HashMap<RelFileId, String>,
 ) -> PoolSecond {
@@ -58,7 +58,7 @@ pub(super) fn pool_second(
 
 /// Running totals the clients bump after each transaction, for the progress lines.
 #[derive(Default)]
-pub(super) struct Live {
+pub(crate) struct Live {
     n: AtomicU64,
     sum_us: AtomicU64,
     sum2_us: AtomicU64,
@@ -67,7 +67,7 @@ pub(super) struct Live {
 
 impl Live {
     /// Counts a committed transaction of `lat_us` µs.
-    pub(super) fn committed(&self, lat_us: f64) {
+    pub(crate) fn committed(&self, lat_us: f64) {
         self.n.fetch_add(1, Ordering::Relaxed);
         self.sum_us.fetch_add(lat_us as u64, Ordering::Relaxed);
         self.sum2_us
@@ -75,7 +75,7 @@ impl Live {
     }
 
     /// Counts a failed transaction.
-    pub(super) fn failed(&self) {
+    pub(crate) fn failed(&self) {
         self.failed.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -99,7 +99,7 @@ struct LiveTotals {
 }
 
 /// The monitor: write counters each second, a progress line every `-P` seconds.
-pub(super) struct Monitor<'a> {
+pub(crate) struct Monitor<'a> {
     pool: &'a BufferPool,
     /// The pool's counters when the run started.
     before: &'a IoStatsSnapshot,
@@ -118,7 +118,7 @@ pub(super) struct Monitor<'a> {
 
 impl<'a> Monitor<'a> {
     /// A monitor for a run that started at `start`, with the pool's counters `before`.
-    pub(super) fn new(
+    pub(crate) fn new(
         pool: &'a BufferPool,
         before: &'a IoStatsSnapshot,
         start: Instant,
@@ -140,14 +140,14 @@ impl<'a> Monitor<'a> {
     }
 
     /// Progress lines stamped with the Unix time (pgbench's `--progress-timestamp`).
-    pub(super) fn with_timestamps(mut self, on: bool) -> Self {
+    pub(crate) fn with_timestamps(mut self, on: bool) -> Self {
         self.timestamps = on;
         self
     }
 
     /// Runs until `done`; returns each whole second's buffer writes and the pool at its
     /// end.
-    pub(super) fn run(self) -> Vec<Sample> {
+    pub(crate) fn run(self) -> Vec<Sample> {
         let mut samples = Vec::new();
         let mut rows = Vec::with_capacity(self.pool.nbuffers());
         let mut last = Writes::default();
