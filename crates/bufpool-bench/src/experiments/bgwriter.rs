@@ -511,10 +511,11 @@ struct Run<'a> {
 fn workload_options(o: &Settings, run: &Run, opts: BenchOptions) -> BenchOptions {
     let peak = run.max_off_tps.max(10.0);
     match run.workload {
-        "steady" => BenchOptions {
-            rate: Some((STEADY_OF_MAX * run.max_off_tps).max(10.0).round()),
-            ..opts
-        },
+        "steady" => {
+            let mut opts = opts;
+            opts.driver.rate = Some((STEADY_OF_MAX * run.max_off_tps).max(10.0).round());
+            opts
+        }
         "bursty" => opts.seed000_bursty(peak, o.seconds, o.scale),
         _ => opts,
     }
@@ -528,7 +529,7 @@ fn measure(r: &Runner, bed: &Bed, run: &Run) -> Result<Row> {
     sets.extend(knobs(run.knobs));
     let opts = BenchOptions::tpcb(run.clients, o.seconds, name, r.stop());
     let opts = workload_options(o, run, opts);
-    let rate = opts.rate;
+    let rate = opts.driver.rate;
     let of = if paired(name) { o.repeats.max(1) } else { 1 };
     r.step(format!(
         "{workload} / {name} (run {} of {of}): {} clients, {} s",

@@ -850,14 +850,12 @@ fn measure(
     let dir = r.fresh_copy(bed.template, &name)?;
     let mut sets = bed.knobs.with(cfg);
     sets.extend(bed.knobs.wal.iter().cloned());
-    let opts = BenchOptions {
-        rate,
-        // The per-transaction log, into the run's own directory (an absolute prefix).
-        transaction_log: true,
-        log_prefix: dir.join("txlog").to_string_lossy().into_owned(),
-        ..BenchOptions::tpcb(o.clients, o.seconds, &label, r.stop())
-    };
-    let log = PathBuf::from(log_file_name(&opts.log_prefix, 0));
+    let mut opts = BenchOptions::tpcb(o.clients, o.seconds, &label, r.stop());
+    opts.driver.rate = rate;
+    // The per-transaction log, into the run's own directory (an absolute prefix).
+    opts.driver.transaction_log = true;
+    opts.driver.log_prefix = dir.join("txlog").to_string_lossy().into_owned();
+    let log = PathBuf::from(log_file_name(&opts.driver.log_prefix, 0));
     let rate_note = rate.map(|r| format!(", -R {r:.0}")).unwrap_or_default();
     r.step(format!(
         "{label}: {} clients, {} s{rate_note}",

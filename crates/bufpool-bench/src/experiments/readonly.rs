@@ -151,11 +151,11 @@ fn measure(
         "synchronous_commit".into(),
         if sync { "on" } else { "off" }.into(),
     ));
-    let opts = BenchOptions {
+    let mut opts = BenchOptions {
         mode: script,
-        threads: CLIENTS,
         ..BenchOptions::tpcb(CLIENTS, seconds, &label, r.stop())
     };
+    opts.driver.threads = CLIENTS;
     let out = run_tpcb(dir, &sets, opts).with_context(|| label.clone())?;
     let cost = LogCost::of(script, sync, &out.result);
     r.progress(format!(

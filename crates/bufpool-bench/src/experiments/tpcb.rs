@@ -228,10 +228,9 @@ pub(crate) fn bench_options(
     label: &str,
     stop: Arc<AtomicBool>,
 ) -> BenchOptions {
-    BenchOptions {
-        threads: if clients >= 2 { 2 } else { 1 },
-        ..BenchOptions::tpcb(clients, seconds, label, stop)
-    }
+    let mut opts = BenchOptions::tpcb(clients, seconds, label, stop);
+    opts.driver.threads = if clients >= 2 { 2 } else { 1 };
+    opts
 }
 
 /// Sizes of the four tables' main forks, bytes, by table name.

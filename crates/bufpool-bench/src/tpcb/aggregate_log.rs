@@ -12,7 +12,9 @@ use super::options::BenchOptions;
 
 /// The log file of `-j` thread `t`: `<prefix>.<pid>` for thread 0, `<prefix>.<pid>.<t>`.
 fn log_path(opts: &BenchOptions, t: usize) -> std::path::PathBuf {
-    opts.log_dir.join(log_file_name(&opts.log_prefix, t))
+    opts.driver
+        .log_dir
+        .join(log_file_name(&opts.driver.log_prefix, t))
 }
 
 /// pgbench's name for thread `t`'s log file: `<prefix>.<pid>`, or `<prefix>.<pid>.<t>`
@@ -38,7 +40,7 @@ pub(super) fn write_transaction_logs(
     start: std::time::Instant,
     wall_start_us: u64,
 ) -> Result<()> {
-    let threads = opts.threads.max(1) as usize;
+    let threads = opts.driver.threads.max(1) as usize;
     for t in 0..threads {
         let path = log_path(opts, t);
         let mut lines: Vec<(u64, usize, &super::client::TxLine)> = clients
@@ -93,7 +95,7 @@ pub(super) fn write_aggregate_logs(
     interval: u32,
     wall_start: u64,
 ) -> Result<()> {
-    let threads = opts.threads.max(1) as usize;
+    let threads = opts.driver.threads.max(1) as usize;
     for t in 0..threads {
         let path = log_path(opts, t);
         let mut slots: Vec<Slot> = Vec::new();

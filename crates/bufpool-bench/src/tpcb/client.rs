@@ -98,7 +98,7 @@ pub(super) struct Client<'a, 'e> {
 }
 
 impl<'a, 'e> Client<'a, 'e> {
-    /// Client number `id` of `opts.clients`, for a run that started at `start`.
+    /// Client number `id` of `opts.driver.clients`, for a run that started at `start`.
     pub(super) fn new(
         id: u32,
         db: &'a Db<'e>,
@@ -108,18 +108,18 @@ impl<'a, 'e> Client<'a, 'e> {
         picks: &'a [Pick],
     ) -> Self {
         let weights: Vec<u32> = picks.iter().map(|p| p.script.weight).collect();
-        let clients = opts.clients.max(1);
+        let clients = opts.driver.clients.max(1);
         Client {
             id,
             db,
             opts,
             start,
             live,
-            rate: match &opts.rate_profile {
+            rate: match &opts.driver.rate_profile {
                 Some(p) => Some(p.high * p.spike_factor / clients as f64),
-                None => opts.rate.map(|r| r / clients as f64),
+                None => opts.driver.rate.map(|r| r / clients as f64),
             },
-            limit_us: opts.latency_limit_ms.map(|ms| ms * 1000.0),
+            limit_us: opts.driver.latency_limit_ms.map(|ms| ms * 1000.0),
             picks,
             total_weight: weights.iter().map(|&w| u64::from(w)).sum(),
             weights,
@@ -129,9 +129,10 @@ impl<'a, 'e> Client<'a, 'e> {
     /// Runs transactions until the run ends; stops at the first error other than a
     /// deadlock.
     pub(super) fn run(self) -> Result<ClientStats> {
-        let mut rng = SmallRng::seed_from_u64(self.opts.seed ^ (u64::from(self.id) << 32));
-        let mut sample = SmallRng::seed_from_u64(!self.opts.seed ^ (u64::from(self.id) << 32));
-        let mut choose = super::mix::chooser(self.opts.seed, self.id);
+        let mut rng = SmallRng::seed_from_u64(self.opts.driver.seed ^ (u64::from(self.id) << 32));
+        let mut sample =
+            SmallRng::seed_from_u64(!self.opts.driver.seed ^ (u64::from(self.id) << 32));
+        let mut choose = super::mix::chooser(self.opts.driver.seed, self.id);
         let mut out = ClientStats {
             seconds: Vec::new(),
             hist: latency_histogram(),
@@ -183,8 +184,9 @@ impl<'a, 'e> Client<'a, 'e> {
             last_mark = Some(end_mark);
             self.note_tries(&mut out, k, tries, end);
             // `--sampling-rate`: a stream of its own, so sampling changes no transaction.
-            if self.opts.transaction_log
-                && (self.opts.sampling_rate >= 1.0 || sample.random_bool(self.opts.sampling_rate))
+            if self.opts.driver.transaction_log
+                && (self.opts.driver.sampling_rate >= 1.0
+                    || sample.random_bool(self.opts.driver.sampling_rate))
             {
                 out.log.push(TxLine {
                     no: count,
@@ -221,7 +223,7 @@ impl<'a, 'e> Client<'a, 'e> {
                 p.script
                     .script
                     .as_ref()
-                    .map(|s| ScriptState::new(s, self.db.scale, self.id, self.opts.seed))
+                    .map(|s| ScriptState::new(s, self.db.scale, self.id, self.opts.driver.seed))
             })
             .collect()
     }
@@ -231,7 +233,7 @@ impl<'a, 'e> Client<'a, 'e> {
     /// reaches the OS (and survives a SIGKILL) before the client starts its next
     /// transaction.
     fn open_ack_log(&self) -> Result<Option<std::fs::File>> {
-        let Some(p) = &self.opts.ack_log else {
+        let Some(p) = &self.opts.driver.ack_log else {
             return Ok(None);
         };
         let f = std::fs::OpenOptions::new()
@@ -261,7 +263,7 @@ impl<'a, 'e> Client<'a, 'e> {
             )
             .with_context(|| format!("client {}", self.id))?;
             match done {
-                Done::Failed { deadlock: true } if tries < self.opts.max_tries => tries += 1,
+                Done::Failed { deadlock: true } if tries < self.opts.driver.max_tries => tries += 1,
                 done => return Ok((done, tries)),
             }
         }
@@ -272,7 +274,7 @@ impl<'a, 'e> Client<'a, 'e> {
         let sec = at.duration_since(self.start).as_secs() as usize;
         slot_at(&mut out.seconds, sec).skipped += 1;
         out.scripts[k].total.skipped += 1;
-        if self.opts.transaction_log {
+        if self.opts.driver.transaction_log {
             out.log.push(TxLine {
                 no: count,
                 script: k,
@@ -298,10 +300,11 @@ impl<'a, 'e> Client<'a, 'e> {
 
     /// Whether Ctrl-C, `-t` (after `count` transactions) or `-T` has ended the run.
     fn finished(&self, count: u64) -> bool {
-        self.opts.stop.load(Ordering::Relaxed)
-            || self.opts.transactions.is_some_and(|t| count >= t)
+        self.opts.driver.stop.load(Ordering::Relaxed)
+            || self.opts.driver.transactions.is_some_and(|t| count >= t)
             || self
                 .opts
+                .driver
                 .duration
                 .is_some_and(|d| self.start.elapsed() >= d)
     }
@@ -314,7 +317,7 @@ impl<'a, 'e> Client<'a, 'e> {
         loop {
             let u: f64 = rng.random_range(f64::EPSILON..1.0);
             *scheduled += Duration::from_secs_f64(-u.ln() / rate);
-            let Some(p) = &self.opts.rate_profile else {
+            let Some(p) = &self.opts.driver.rate_profile else {
                 break;
             };
             let t = scheduled
@@ -324,14 +327,20 @@ impl<'a, 'e> Client<'a, 'e> {
             if rng.random_bool(keep.clamp(0.0, 1.0)) {
                 break;
             }
-            if self.opts.duration.is_some_and(|d| t >= d.as_secs_f64()) {
+            if self
+                .opts
+                .driver
+                .duration
+                .is_some_and(|d| t >= d.as_secs_f64())
+            {
                 break;
             }
         }
         while Instant::now() < *scheduled {
-            if self.opts.stop.load(Ordering::Relaxed)
+            if self.opts.driver.stop.load(Ordering::Relaxed)
                 || self
                     .opts
+                    .driver
                     .duration
                     .is_some_and(|d| self.start.elapsed() >= d)
             {

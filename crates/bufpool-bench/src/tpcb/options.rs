@@ -4,14 +4,15 @@
 //! the logs read it; it names the scripts, the side work and the pacing by their own
 //! modules' types.
 
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::batch::BatchStats;
 use super::builtins::Mode;
-use super::burst::{Batch, RateProfile};
+use super::burst::Batch;
+use super::driver::pace::RateProfile;
+use super::driver::DriverOptions;
 use super::side::SideScript;
 use super::ACCOUNTS_PER_SCALE;
 use crate::report::model::RunResult;
@@ -19,30 +20,10 @@ use crate::report::model::RunResult;
 /// What `bufpool bench` was asked to run: its command line, resolved.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
-    pub clients: u32,
-    pub threads: u32,
-    /// Run for this long (`-T`), or ...
-    pub duration: Option<Duration>,
-    /// ... this many transactions per client (`-t`).
-    pub transactions: Option<u64>,
-    /// Target rate in transactions per second over all clients (`-R`).
-    pub rate: Option<f64>,
-    /// Latency limit (`-L`), ms: later transactions count as late; with `-R`, ones that
-    /// could only start later than this are skipped.
-    pub latency_limit_ms: Option<f64>,
-    /// Progress line every N seconds (`-P`).
-    pub progress_s: Option<u32>,
-    /// Aggregate log (`-l --aggregate-interval N`): N seconds per line.
-    pub aggregate_interval: Option<u32>,
-    /// `-l` without `--aggregate-interval`: pgbench's per-transaction log.
-    pub transaction_log: bool,
-    pub log_prefix: String,
-    pub log_dir: PathBuf,
+    /// How the clients run: how many, how long, at what pace, what they log ([`DriverOptions`]).
+    pub driver: DriverOptions,
     pub mode: Mode,
-    pub seed: u64,
     pub label: String,
-    /// Set by Ctrl-C: clients finish their transaction and stop.
-    pub stop: Arc<AtomicBool>,
     /// Knobs in effect, for the summary.
     pub config: std::collections::BTreeMap<String, String>,
     /// Fraction of transactions rolled back after doing all their work (an "abort
@@ -52,15 +33,6 @@ pub struct BenchOptions {
     pub no_vacuum: bool,
     /// pgbench's `-v`: VACUUM all four tables before the run (accounts and history too).
     pub vacuum_all: bool,
-    /// pgbench's `--sampling-rate`: the share of transactions the per-transaction log
-    /// keeps (1.0: all).
-    pub sampling_rate: f64,
-    /// pgbench's `--progress-timestamp`: progress lines carry the Unix time, not the
-    /// seconds since the start.
-    pub progress_timestamp: bool,
-    /// pgbench's `--max-tries`: a transaction that failed on a deadlock is run again, up
-    /// to this many tries in all (1: never again).
-    pub max_tries: u32,
     /// The script the clients run ([`Mode::Script`]): `-f FILE`, or a built-in script
     /// parsed from its text for `-r`.
     pub script: Option<std::sync::Arc<super::script::Script>>,
@@ -68,10 +40,6 @@ pub struct BenchOptions {
     /// one, picked by weight (`mix.rs`); `mode` and `script` are then unused. Empty: the
     /// one script of `mode` and `script` runs.
     pub scripts: Vec<super::mix::WeightedScript>,
-    /// `--ack-log`: each client appends a line per committed transaction to this file.
-    pub ack_log: Option<PathBuf>,
-    /// `--rate-profile`: a sine-wave target rate with spikes instead of `-R`'s constant.
-    pub rate_profile: Option<RateProfile>,
     /// `--batch-every` / `--batch-rows`: a large write every few seconds.
     pub batch: Option<Batch>,
     /// `--side-script` and its pause (`--side-pause-ms`): seed 002's second pgbench
@@ -96,32 +64,15 @@ impl BenchOptions {
     /// update syntax.
     pub fn tpcb(clients: u32, seconds: u64, label: &str, stop: Arc<AtomicBool>) -> Self {
         BenchOptions {
-            clients,
-            threads: 1,
-            duration: Some(Duration::from_secs(seconds)),
-            transactions: None,
-            rate: None,
-            latency_limit_ms: None,
-            progress_s: None,
-            aggregate_interval: None,
-            transaction_log: false,
-            log_prefix: "pgbench_log".into(),
-            log_dir: std::env::current_dir().unwrap_or_default(),
+            driver: DriverOptions::new(clients, seconds, stop),
             mode: Mode::TpcbLike,
-            seed: 0x5eed,
             label: label.to_string(),
-            stop,
             config: Default::default(),
             abort_fraction: 0.0,
             no_vacuum: false,
             vacuum_all: false,
-            sampling_rate: 1.0,
-            progress_timestamp: false,
-            max_tries: 1,
             script: None,
             scripts: Vec::new(),
-            ack_log: None,
-            rate_profile: None,
             batch: None,
             side: None,
             vacuum_every_s: None,
@@ -166,36 +117,26 @@ impl BenchOptions {
         }
     }
 
-    /// The target rate at `t` seconds into the run, over all clients, if there is one.
-    pub fn target_rate(&self, t: f64) -> Option<f64> {
-        match &self.rate_profile {
-            Some(p) => Some(p.rate_at(t)),
-            None => self.rate,
-        }
-    }
-
-    /// Seed 000's bursty load as the experiments run it over `seconds` at `scale`: a wave from
-    /// 0.3 to 0.8 of `peak_tps` (the clients' full speed), one period per third of the run,
-    /// with 5% of seconds spikes at 1.5 times the wave; and a batch updating a hundredth of the
-    /// accounts every sixth of the run.
-    pub fn seed000_bursty(self, peak_tps: f64, seconds: u64, scale: u32) -> BenchOptions {
+    /// Seed 000's bursty load as the experiments run it over `seconds` at `scale`: a wave
+    /// from 0.3 to 0.8 of `peak_tps` (the clients' full speed), one period per third of the
+    /// run, with 5% of seconds spikes at 1.5 times the wave; and a batch updating a
+    /// hundredth of the accounts every sixth of the run.
+    pub fn seed000_bursty(mut self, peak_tps: f64, seconds: u64, scale: u32) -> BenchOptions {
         let accounts = u64::from(scale) * ACCOUNTS_PER_SCALE;
-        BenchOptions {
-            rate_profile: Some(RateProfile {
-                period_s: (seconds / 3).max(2) as f64,
-                // Whole transactions per second, as the profile has always been given.
-                low: (0.3 * peak_tps).round_ties_even(),
-                high: (0.8 * peak_tps).round_ties_even(),
-                spike: 0.05,
-                spike_factor: 1.5,
-                seed: self.seed,
-            }),
-            batch: Some(Batch {
-                every_s: (seconds / 6).max(1),
-                rows: (accounts / 100).max(100),
-            }),
-            ..self
-        }
+        self.driver.rate_profile = Some(RateProfile {
+            period_s: (seconds / 3).max(2) as f64,
+            // Whole transactions per second, as the profile has always been given.
+            low: (0.3 * peak_tps).round_ties_even(),
+            high: (0.8 * peak_tps).round_ties_even(),
+            spike: 0.05,
+            spike_factor: 1.5,
+            seed: self.driver.seed,
+        });
+        self.batch = Some(Batch {
+            every_s: (seconds / 6).max(1),
+            rows: (accounts / 100).max(100),
+        });
+        self
     }
 }
 

@@ -79,16 +79,24 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             av: av.as_ref(),
         };
         let monitor = s.spawn(|| {
-            Monitor::new(pool, before, start, opts.progress_s, &live, &done, &names)
-                .with_timestamps(opts.progress_timestamp)
-                .run()
+            Monitor::new(
+                pool,
+                before,
+                start,
+                opts.driver.progress_s,
+                &live,
+                &done,
+                &names,
+            )
+            .with_timestamps(opts.driver.progress_timestamp)
+            .run()
         });
         let done_ref = &done;
-        let batches = opts
-            .batch
-            .map(|b| s.spawn(move || BatchRunner::new(db, b, opts.seed, start, done_ref).run()));
+        let batches = opts.batch.map(|b| {
+            s.spawn(move || BatchRunner::new(db, b, opts.driver.seed, start, done_ref).run())
+        });
         let side = opts.side.map(|(script, wait)| {
-            s.spawn(move || super::side::run(db, script, wait, done_ref, &opts.stop))
+            s.spawn(move || super::side::run(db, script, wait, done_ref, &opts.driver.stop))
         });
         let vacuums = opts
             .vacuum_every_s
@@ -97,7 +105,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             .as_ref()
             .map(|a| s.spawn(|| super::autovacuum::run(db, a)));
         let mut handles = Vec::new();
-        for id in 0..opts.clients.max(1) {
+        for id in 0..opts.driver.clients.max(1) {
             let client = Client::new(id, db, opts, start, &live, &picks);
             handles.push(s.spawn(move || client.run()));
         }
@@ -126,10 +134,10 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let clients: Vec<ClientStats> = clients.into_iter().collect::<Result<_>>()?;
     let after = pool.stats();
     let merged = Merged::new(&clients);
-    if let Some(interval) = opts.aggregate_interval {
+    if let Some(interval) = opts.driver.aggregate_interval {
         write_aggregate_logs(opts, &clients, interval.max(1), wall_start)?;
     }
-    if opts.transaction_log {
+    if opts.driver.transaction_log {
         write_transaction_logs(opts, &clients, start, wall_start_us)?;
     }
     let measured = Measured {
@@ -150,7 +158,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         av_stats.as_ref(),
     ));
     for sec in &mut out.result.series {
-        sec.target_tps = opts.target_rate(f64::from(sec.t) + 0.5);
+        sec.target_tps = opts.driver.target_rate(f64::from(sec.t) + 0.5);
         sec.batch_rows = batches
             .rows_by_second
             .get(sec.t as usize)

@@ -17,6 +17,9 @@ use super::scripts::bench_scripts;
 use crate::cmd::open_engine;
 use crate::knobs::{knob_values, load_config, KnobError};
 use crate::tpcb::builtins::Mode;
+use crate::tpcb::burst::Batch;
+use crate::tpcb::driver::pace::RateProfile;
+use crate::tpcb::driver::DriverOptions;
 use crate::tpcb::options::{BenchOptions, RunOutcome};
 use crate::tpcb::{self, Db};
 
@@ -24,6 +27,65 @@ use crate::tpcb::{self, Db};
 /// error), resolved into [`BenchOptions`] and run on `a.dir` with `a.sets`; `stop` is
 /// Ctrl-C's flag.
 pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
+    check_flags(a)?;
+    let rate_profile = a
+        .rate_profile
+        .as_deref()
+        .map(|t| RateProfile::parse(t, a.seed))
+        .transpose()
+        .map_err(|e| KnobError(e.to_string()))?;
+    let batch = match (a.batch_every, a.batch_rows) {
+        (None, None) => None,
+        (Some(every), Some(rows)) if every >= 1 && rows >= 1 => Some(Batch {
+            every_s: every,
+            rows,
+        }),
+        _ => {
+            return Err(KnobError(
+                "--batch-every SECS and --batch-rows N go together, each at least 1".into(),
+            )
+            .into())
+        }
+    };
+    let mut scripts = bench_scripts(&a.scripts, a.report_per_command)?;
+    // One script runs as it always has; several are picked per transaction.
+    let (mode, script) = match scripts.len() {
+        1 => scripts
+            .pop()
+            .map(|s| (s.mode, s.script))
+            .expect("one script"),
+        _ => (scripts[0].mode, None),
+    };
+    let opts = BenchOptions {
+        driver: driver_options(a, rate_profile, stop)?,
+        mode,
+        // Empty: `run_tpcb` names it after the clients and synchronous_commit.
+        label: a.label.clone().unwrap_or_default(),
+        config: Default::default(),
+        abort_fraction: a.abort_fraction,
+        no_vacuum: a.no_vacuum,
+        vacuum_all: a.vacuum_all,
+        script,
+        scripts,
+        batch,
+        side: a.side_script.map(|s| {
+            (
+                s,
+                a.side_pause_ms
+                    .map_or_else(|| s.default_pause(), Duration::from_millis),
+            )
+        }),
+        vacuum_every_s: a.vacuum_every,
+        autovacuum: None,
+        zipf_theta: a.zipf_theta,
+        metrics_addr: a.metrics_addr,
+    };
+    run_tpcb_traced(&a.dir, &a.sets, opts, a.trace.as_deref())
+}
+
+/// pgbench's checks of `bench`'s flags against each other: each bad mix is a knob error
+/// naming the flags.
+fn check_flags(a: &BenchArgs) -> Result<()> {
     if a.clients == 0 || a.threads == 0 || !a.clients.is_multiple_of(a.threads) {
         return Err(KnobError(format!(
             "invalid number of clients/threads: -c {} -j {} (both at least 1, clients a multiple of threads)",
@@ -52,25 +114,17 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         )
         .into());
     }
-    let rate_profile = a
-        .rate_profile
-        .as_deref()
-        .map(|t| tpcb::burst::RateProfile::parse(t, a.seed))
-        .transpose()
-        .map_err(|e| KnobError(e.to_string()))?;
-    let batch = match (a.batch_every, a.batch_rows) {
-        (None, None) => None,
-        (Some(every), Some(rows)) if every >= 1 && rows >= 1 => Some(tpcb::burst::Batch {
-            every_s: every,
-            rows,
-        }),
-        _ => {
-            return Err(KnobError(
-                "--batch-every SECS and --batch-rows N go together, each at least 1".into(),
-            )
-            .into())
-        }
-    };
+    Ok(())
+}
+
+/// How the clients run, from `a`: `-T` or `-t` (pgbench's 10 transactions per client
+/// without either), the pace (`-R` or `rate_profile`, `-L`), the tries, the progress
+/// lines and the logs (into the current directory); `stop` is Ctrl-C's flag.
+fn driver_options(
+    a: &BenchArgs,
+    rate_profile: Option<RateProfile>,
+    stop: Arc<AtomicBool>,
+) -> Result<DriverOptions> {
     let duration = match (a.time, a.transactions) {
         (Some(t), _) => Some(Duration::from_secs(t)),
         (None, Some(_)) => None,
@@ -81,62 +135,31 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
     } else {
         a.transactions
     };
-    let mut scripts = bench_scripts(&a.scripts, a.report_per_command)?;
-    // One script runs as it always has; several are picked per transaction.
-    let (mode, script) = match scripts.len() {
-        1 => scripts
-            .pop()
-            .map(|s| (s.mode, s.script))
-            .expect("one script"),
-        _ => (scripts[0].mode, None),
-    };
-    let opts = BenchOptions {
+    Ok(DriverOptions {
         clients: a.clients,
         threads: a.threads,
         duration,
         transactions,
         rate: a.rate,
+        rate_profile,
         latency_limit_ms: a.latency_limit,
-        progress_s: a.progress,
-        // pgbench: -l alone logs every transaction; with --aggregate-interval, intervals.
-        aggregate_interval: a.aggregate_interval.filter(|_| a.log),
-        transaction_log: a.log && a.aggregate_interval.is_none(),
-        log_prefix: a.log_prefix.clone(),
-        log_dir: std::env::current_dir()?,
-        mode,
-        seed: a.seed,
-        // Empty: `run_tpcb` names it after the clients and synchronous_commit.
-        label: a.label.clone().unwrap_or_default(),
-        stop,
-        config: Default::default(),
-        abort_fraction: a.abort_fraction,
-        no_vacuum: a.no_vacuum,
-        vacuum_all: a.vacuum_all,
-        sampling_rate: a.sampling_rate.unwrap_or(1.0),
-        progress_timestamp: a.progress_timestamp,
         max_tries: if a.max_tries == 0 {
             u32::MAX
         } else {
             a.max_tries
         },
-        script,
-        scripts,
+        progress_s: a.progress,
+        progress_timestamp: a.progress_timestamp,
+        // pgbench: -l alone logs every transaction; with --aggregate-interval, intervals.
+        aggregate_interval: a.aggregate_interval.filter(|_| a.log),
+        transaction_log: a.log && a.aggregate_interval.is_none(),
+        sampling_rate: a.sampling_rate.unwrap_or(1.0),
+        log_prefix: a.log_prefix.clone(),
+        log_dir: std::env::current_dir()?,
         ack_log: a.ack_log.clone(),
-        rate_profile,
-        batch,
-        side: a.side_script.map(|s| {
-            (
-                s,
-                a.side_pause_ms
-                    .map_or_else(|| s.default_pause(), Duration::from_millis),
-            )
-        }),
-        vacuum_every_s: a.vacuum_every,
-        autovacuum: None,
-        zipf_theta: a.zipf_theta,
-        metrics_addr: a.metrics_addr,
-    };
-    run_tpcb_traced(&a.dir, &a.sets, opts, a.trace.as_deref())
+        seed: a.seed,
+        stop,
+    })
 }
 
 /// Runs `opts` on the database at `dir` with knobs `sets` (over its bufpool.conf): opens
@@ -186,7 +209,7 @@ pub(crate) fn run_tpcb_traced(
         let sync = c.get("synchronous_commit").unwrap_or_default();
         opts.label = format!(
             "c{} {}",
-            opts.clients,
+            opts.driver.clients,
             if sync == "on" { "sync" } else { "async" }
         );
     }

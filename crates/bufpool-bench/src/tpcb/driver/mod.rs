@@ -1,14 +1,104 @@
 //! The client driver: what runs a workload's transactions and measures them, knowing no
-//! table of it. The monitor's per-second samples and `-P` lines (`monitor.rs`), the
-//! per-second slots and the latency histogram (`stats.rs`), what transactions waited for
-//! (`waits.rs`), the engine's counters over the run (`counters.rs`) and what the run
-//! wrote (`written.rs`).
+//! table of it. Its options ([`DriverOptions`]: clients, length, pace, retries, logs), the
+//! target rate's profile (`pace.rs`), the monitor's per-second samples and `-P` lines
+//! (`monitor.rs`), the per-second slots and the latency histogram (`stats.rs`), what
+//! transactions waited for (`waits.rs`), the engine's counters over the run
+//! (`counters.rs`) and what the run wrote (`written.rs`).
 //!
 //! Invariant: nothing here imports the workload's modules (the tables, the scripts, the
 //! transactions); the workload imports the driver.
 
 pub(crate) mod counters;
 pub(crate) mod monitor;
+pub mod pace;
 pub(crate) mod stats;
 pub(crate) mod waits;
 pub(crate) mod written;
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pace::RateProfile;
+
+/// How the clients run: how many, for how long, at what pace, with how many tries, and
+/// what they log; pgbench's flags by their meaning.
+#[derive(Debug, Clone)]
+pub struct DriverOptions {
+    /// Clients, a thread each (`-c`).
+    pub clients: u32,
+    /// pgbench's threads (`-j`): they group the clients' log files.
+    pub threads: u32,
+    /// Run for this long (`-T`), or ...
+    pub duration: Option<Duration>,
+    /// ... this many transactions per client (`-t`).
+    pub transactions: Option<u64>,
+    /// Target rate in transactions per second over all clients (`-R`).
+    pub rate: Option<f64>,
+    /// `--rate-profile`: a sine-wave target rate with spikes instead of `-R`'s constant.
+    pub rate_profile: Option<RateProfile>,
+    /// Latency limit (`-L`), ms: later transactions count as late; with `-R`, ones that
+    /// could only start later than this are skipped.
+    pub latency_limit_ms: Option<f64>,
+    /// pgbench's `--max-tries`: a transaction that failed on a deadlock is run again, up
+    /// to this many tries in all (1: never again).
+    pub max_tries: u32,
+    /// Progress line every N seconds (`-P`).
+    pub progress_s: Option<u32>,
+    /// pgbench's `--progress-timestamp`: progress lines carry the Unix time, not the
+    /// seconds since the start.
+    pub progress_timestamp: bool,
+    /// Aggregate log (`-l --aggregate-interval N`): N seconds per line.
+    pub aggregate_interval: Option<u32>,
+    /// `-l` without `--aggregate-interval`: pgbench's per-transaction log.
+    pub transaction_log: bool,
+    /// pgbench's `--sampling-rate`: the share of transactions the per-transaction log
+    /// keeps (1.0: all).
+    pub sampling_rate: f64,
+    /// The log files' name prefix (`--log-prefix`).
+    pub log_prefix: String,
+    /// Where the log files go.
+    pub log_dir: PathBuf,
+    /// `--ack-log`: each client appends a line per committed transaction to this file.
+    pub ack_log: Option<PathBuf>,
+    /// `--random-seed`: every random stream of the run derives from it.
+    pub seed: u64,
+    /// Set by Ctrl-C: clients finish their transaction and stop.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl DriverOptions {
+    /// `clients` clients (one thread, pgbench's `-j 1`) for `seconds`, stopped early by
+    /// `stop`: no rate, log or progress lines, one try, the default seed.
+    pub fn new(clients: u32, seconds: u64, stop: Arc<AtomicBool>) -> DriverOptions {
+        DriverOptions {
+            clients,
+            threads: 1,
+            duration: Some(Duration::from_secs(seconds)),
+            transactions: None,
+            rate: None,
+            rate_profile: None,
+            latency_limit_ms: None,
+            max_tries: 1,
+            progress_s: None,
+            progress_timestamp: false,
+            aggregate_interval: None,
+            transaction_log: false,
+            sampling_rate: 1.0,
+            log_prefix: "pgbench_log".into(),
+            log_dir: std::env::current_dir().unwrap_or_default(),
+            ack_log: None,
+            seed: 0x5eed,
+            stop,
+        }
+    }
+
+    /// The target rate at `t` seconds into the run, over all clients, if there is one.
+    pub fn target_rate(&self, t: f64) -> Option<f64> {
+        match &self.rate_profile {
+            Some(p) => Some(p.rate_at(t)),
+            None => self.rate,
+        }
+    }
+}
