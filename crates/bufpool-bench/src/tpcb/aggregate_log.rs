@@ -6,7 +6,7 @@ use std::io::Write as _;
 
 use anyhow::{Context, Result};
 
-use super::client::{ClientStats, TxTime};
+use super::driver::client::{ClientStats, TxLine, TxTime};
 use super::driver::stats::{slot_at, Slot};
 use super::options::BenchOptions;
 
@@ -34,16 +34,16 @@ pub(crate) fn log_file_name(prefix: &str, t: usize) -> String {
 /// the script's index from 0 (several scripts: `-b`/`-f` repeated); `time_epoch`
 /// and `time_us` say when it ended (seconds and the µs within them); `schedule_lag` only
 /// with `-R`. Client c belongs to thread c % threads; lines in order of their end.
-pub(super) fn write_transaction_logs(
+pub(super) fn write_transaction_logs<S>(
     opts: &BenchOptions,
-    clients: &[ClientStats],
+    clients: &[ClientStats<S>],
     start: std::time::Instant,
     wall_start_us: u64,
 ) -> Result<()> {
     let threads = opts.driver.threads.max(1) as usize;
     for t in 0..threads {
         let path = log_path(opts, t);
-        let mut lines: Vec<(u64, usize, &super::client::TxLine)> = clients
+        let mut lines: Vec<(u64, usize, &TxLine)> = clients
             .iter()
             .enumerate()
             .filter(|(c, _)| c % threads == t)
@@ -89,9 +89,9 @@ pub(super) fn write_transaction_logs(
 /// skipped retried retries serialization_failures deadlock_failures), latencies in
 /// microseconds, one file per thread: <prefix>.<pid> for thread 0, <prefix>.<pid>.<n>.
 /// Client c belongs to thread c % threads; intervals start at `wall_start` (unix s).
-pub(super) fn write_aggregate_logs(
+pub(super) fn write_aggregate_logs<S>(
     opts: &BenchOptions,
-    clients: &[ClientStats],
+    clients: &[ClientStats<S>],
     interval: u32,
     wall_start: u64,
 ) -> Result<()> {

@@ -15,7 +15,6 @@ mod autovacuum;
 mod batch;
 pub mod builtins;
 pub mod burst;
-mod client;
 pub mod driver;
 pub mod keys;
 pub mod mix;
@@ -25,7 +24,9 @@ pub mod run;
 pub mod script;
 mod script_run;
 pub mod side;
+mod transactions;
 pub mod vacuum;
+mod workload;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

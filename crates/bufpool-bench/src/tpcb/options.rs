@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::batch::BatchStats;
 use super::builtins::Mode;
 use super::burst::Batch;
-use super::driver::pace::RateProfile;
+use super::driver::rate_profile::RateProfile;
 use super::driver::DriverOptions;
 use super::side::SideScript;
 use super::ACCOUNTS_PER_SCALE;

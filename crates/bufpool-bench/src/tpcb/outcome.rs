@@ -5,11 +5,12 @@
 use bufpool::{IoOp, IoStatsSnapshot};
 use hdrhistogram::Histogram;
 
-use super::client::ClientStats;
+use super::driver::client::ClientStats;
 use super::driver::monitor::Sample;
 use super::driver::stats::{latency_histogram, Slot, Writes};
 use super::driver::waits::ClientWaits;
 use super::options::{BenchOptions, RunOutcome};
+use super::workload::Session;
 use super::Db;
 use crate::report::model::{
     BufferCounts, CheckpointSpan, LatencySummary, PerInterval, RunResult, Second, WaitProfile,
@@ -48,14 +49,14 @@ pub(super) struct Measured {
 
 impl Merged {
     /// Merges the clients' per-second statistics, histograms and late counts.
-    pub(super) fn new(clients: &[ClientStats]) -> Merged {
+    pub(super) fn new(clients: &[ClientStats<Session>]) -> Merged {
         let nsec = clients.iter().map(|o| o.seconds.len()).max().unwrap_or(0);
         let mut secs = vec![Slot::default(); nsec];
         let mut hist = latency_histogram();
         let mut late = 0;
         let mut scripts = Vec::new();
         for o in clients {
-            super::mix::merge(&mut scripts, &o.scripts);
+            super::mix::merge(&mut scripts, &super::mix::tallies(&o.scripts, &o.session));
             for (i, s) in o.seconds.iter().enumerate() {
                 secs[i].merge(s);
             }

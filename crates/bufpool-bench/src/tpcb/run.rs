@@ -24,11 +24,12 @@ use anyhow::Result;
 use super::aggregate_log::{write_aggregate_logs, write_transaction_logs};
 use super::batch::{BatchRunner, BatchStats};
 use super::builtins::Mode;
-use super::client::{Client, ClientStats};
+use super::driver::client::{Client, ClientStats};
 use super::driver::counters::{checkpoint_spans, Counters};
 use super::driver::monitor::{Live, Monitor};
 use super::options::{BenchOptions, RunOutcome};
 use super::outcome::{Measured, Merged};
+use super::workload::{Session, Tpcb};
 use super::Db;
 
 /// Tells the threads beside the clients that the run is over, when dropped.
@@ -59,7 +60,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     if opts.runs(Mode::SavepointOverflow) || opts.side.is_some() {
         db.test()?;
     }
-    let picks = super::mix::picks(db, opts.script_list(), opts.zipf_theta)?;
+    let workload = Tpcb::new(db, opts)?;
     let pool = db.engine.pool();
     let counters = Counters::take(db.engine);
     let before = &counters.pool;
@@ -106,10 +107,10 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             .map(|a| s.spawn(|| super::autovacuum::run(db, a)));
         let mut handles = Vec::new();
         for id in 0..opts.driver.clients.max(1) {
-            let client = Client::new(id, db, opts, start, &live, &picks);
+            let client = Client::new(id, &workload, &opts.driver, start, &live);
             handles.push(s.spawn(move || client.run()));
         }
-        let clients: Vec<Result<ClientStats>> = handles
+        let clients: Vec<Result<ClientStats<Session>>> = handles
             .into_iter()
             .map(|h| h.join().expect("client thread"))
             .collect();
@@ -131,7 +132,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     }
     let checkpoints = checkpoint_spans(db.engine, start);
     let batches: BatchStats = batches.transpose()?.unwrap_or_default();
-    let clients: Vec<ClientStats> = clients.into_iter().collect::<Result<_>>()?;
+    let clients: Vec<ClientStats<Session>> = clients.into_iter().collect::<Result<_>>()?;
     let after = pool.stats();
     let merged = Merged::new(&clients);
     if let Some(interval) = opts.driver.aggregate_interval {

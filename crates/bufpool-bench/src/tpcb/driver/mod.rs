@@ -1,16 +1,22 @@
 //! The client driver: what runs a workload's transactions and measures them, knowing no
-//! table of it. Its options ([`DriverOptions`]: clients, length, pace, retries, logs), the
-//! target rate's profile (`pace.rs`), the monitor's per-second samples and `-P` lines
-//! (`monitor.rs`), the per-second slots and the latency histogram (`stats.rs`), what
-//! transactions waited for (`waits.rs`), the engine's counters over the run
-//! (`counters.rs`) and what the run wrote (`written.rs`).
+//! table of it. Its face is here: its options ([`DriverOptions`]: clients, length, pace,
+//! tries, logs) and the interface it calls a workload through ([`Workload`]: the scripts'
+//! weights, a client's session, one transaction; [`Done`]: how it ended). The parts: the
+//! client loop (`client.rs`), the script draw (`choose.rs`), the pace (`pace.rs`,
+//! `rate_profile.rs`), the monitor's per-second samples and `-P` lines (`monitor.rs`), the
+//! per-second slots and the latency histogram (`stats.rs`), what transactions waited for
+//! (`waits.rs`), the engine's counters over the run (`counters.rs`) and what the run wrote
+//! (`written.rs`).
 //!
 //! Invariant: nothing here imports the workload's modules (the tables, the scripts, the
 //! transactions); the workload imports the driver.
 
+pub(crate) mod choose;
+pub(crate) mod client;
 pub(crate) mod counters;
 pub(crate) mod monitor;
-pub mod pace;
+pub(crate) mod pace;
+pub mod rate_profile;
 pub(crate) mod stats;
 pub(crate) mod waits;
 pub(crate) mod written;
@@ -20,7 +26,42 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pace::RateProfile;
+use anyhow::Result;
+use rand::rngs::SmallRng;
+use rate_profile::RateProfile;
+
+/// What the clients run: a workload's scripts, one transaction at a time. The driver
+/// knows a script by its index in the run's list and by its weight; what a transaction
+/// reads and writes is the workload's.
+pub trait Workload: Sync {
+    /// One client's own state (its scripts' variables, say): made for it before its first
+    /// transaction, handed back with its figures.
+    type Session: Send;
+    /// What a committed transaction acknowledges: its line of `--ack-log`.
+    type Ack: Copy + std::fmt::Display;
+    /// The scripts' weights, in the run's order.
+    fn weights(&self) -> Vec<u32>;
+    /// Client `client`'s session.
+    fn session(&self, client: u32) -> Self::Session;
+    /// Runs one transaction of script `script` in `session`, drawing from `rng`; Err: any
+    /// error other than a deadlock (a deadlock is [`Done::Failed`]).
+    fn transaction(
+        &self,
+        session: &mut Self::Session,
+        script: usize,
+        rng: &mut SmallRng,
+    ) -> Result<Done<Self::Ack>>;
+}
+
+/// How a transaction ended (when it did not fail with an error).
+#[derive(Debug, Clone, Copy)]
+pub enum Done<A> {
+    /// Committed; what it acknowledges (`--ack-log`), if anything.
+    Committed(Option<A>),
+    /// Failed and was aborted: on a deadlock (`true`: `--max-tries` may run it again), or
+    /// rolled back on purpose (the abort storm).
+    Failed { deadlock: bool },
+}
 
 /// How the clients run: how many, for how long, at what pace, with how many tries, and
 /// what they log; pgbench's flags by their meaning.

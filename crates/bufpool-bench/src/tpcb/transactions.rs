@@ -1,0 +1,107 @@
+//! The built-in scripts' transactions as engine calls (pgbench's tpcb-like,
+//! simple-update and select-only; seed 002's savepoint-overflow and multixact; YCSB's B and
+//! C): each statement of the script's text (`builtins.rs`) as the heap and index calls
+//! that have its effect, in one transaction; a deadlock aborts it and is a failed
+//! transaction, any other error fails the run. And what a committed one acknowledges
+//! (`--ack-log`): the history row it inserted.
+//!
+//! Invariant: every transaction keeps sum(abalance) = sum(bbalance) = sum(tbalance) =
+//! sum(history.delta) (the scripts that change accounts alone keep the first and the
+//! last, `check --accounts-only`), or rolls back whole.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rand::rngs::SmallRng;
+use rand::Rng;
+
+use super::builtins::Mode;
+use super::driver::Done;
+use super::keys::Keys;
+use super::{Db, TELLERS_PER_SCALE};
+
+/// YCSB B's share of updates.
+const YCSB_B_UPDATES: f64 = 0.05;
+
+/// The history row a committed transaction inserted (tid, bid, aid, delta, mtime): its
+/// `--ack-log` line, which `check --acked` looks for in pgbench_history.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct HistoryRow(pub(super) [i64; 5]);
+
+impl std::fmt::Display for HistoryRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [tid, bid, aid, delta, mtime] = self.0;
+        write!(f, "{tid} {bid} {aid} {delta} {mtime}")
+    }
+}
+
+/// One transaction of a built-in script, by engine calls; Err: any error other than a
+/// deadlock.
+pub(super) fn builtin_transaction(
+    db: &Db<'_>,
+    mode: Mode,
+    abort_fraction: f64,
+    keys: &Keys,
+    rng: &mut SmallRng,
+) -> Result<Done<HistoryRow>, bufpool::Error> {
+    if mode == Mode::SavepointOverflow {
+        let test = db.test.as_ref().expect("run() checks pgbench_test first");
+        super::side::savepoint_overflow(
+            db,
+            test,
+            super::side::SAVEPOINTS,
+            super::side::SideScript::SavepointOverflow.default_pause(),
+            &|| false,
+        )?;
+        return Ok(Done::Committed(None));
+    }
+    let scale = db.scale as i64;
+    let aid = keys.next(rng);
+    // YCSB B's update: one account, a new row version, the balance as it was (so `check`
+    // still balances against the history).
+    if mode == Mode::YcsbB && rng.random_bool(YCSB_B_UPDATES) {
+        let x = db.engine.begin_xid()?;
+        db.touch_accounts(x, &[aid])?;
+        db.engine.commit_transaction(x)?;
+        return Ok(Done::Committed(None));
+    }
+    if matches!(mode, Mode::SelectOnly | Mode::YcsbB | Mode::YcsbC) {
+        // Reads only: no transaction id, so no commit record and no flush to wait for.
+        let t = db.engine.begin()?;
+        db.abalance(&t.snapshot(), aid)?;
+        t.commit()?;
+        return Ok(Done::Committed(None));
+    }
+    let bid = rng.random_range(1..=scale);
+    let tid = rng.random_range(1..=scale * TELLERS_PER_SCALE as i64);
+    let delta = rng.random_range(-5000..=5000);
+    let mtime = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0);
+    let x = db.engine.begin_xid()?;
+    let r = if mode == Mode::Multixact {
+        db.multixact(x, aid, bid, tid, delta, mtime)
+    } else {
+        db.tpcb(x, mode == Mode::TpcbLike, aid, bid, tid, delta, mtime)
+    };
+    match r {
+        Ok(()) if abort_fraction > 0.0 && rng.random_bool(abort_fraction.min(1.0)) => {
+            db.engine.abort_transaction(x)?;
+            Ok(Done::Failed { deadlock: false })
+        }
+        Ok(()) => {
+            db.engine.commit_transaction(x)?;
+            Ok(Done::Committed(Some(HistoryRow([
+                tid, bid, aid, delta, mtime,
+            ]))))
+        }
+        Err(e) if e.is_deadlock() => {
+            db.engine.abort_transaction(x)?;
+            Ok(Done::Failed { deadlock: true })
+        }
+        Err(e) => {
+            let _ = db.engine.abort_transaction(x);
+            Err(e)
+        }
+    }
+}
