@@ -21,9 +21,9 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::report::model::{BufferCounts, CheckpointerCounts, RunResult};
-use crate::tpcb::aggregate_log::write_aggregate_file;
+use crate::tpcb::driver::logs::write_aggregate_file;
+use crate::tpcb::driver::outcome::{histogram_buckets, latency_summary, per_interval, series};
 use crate::tpcb::driver::stats::{latency_histogram, slot_at, Slot};
-use crate::tpcb::outcome::{histogram_buckets, latency_summary, per_interval, series};
 
 /// Where the script is: `$BUFPOOL_PG_PEER`, else `scripts/postgres-peer.sh` under the
 /// current directory, else in the source tree this binary was built from.

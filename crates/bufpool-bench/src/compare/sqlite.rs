@@ -24,9 +24,9 @@ use rusqlite::{params, Connection, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 use crate::report::model::RunResult;
-use crate::tpcb::aggregate_log::{log_file_name, write_aggregate_file};
+use crate::tpcb::driver::logs::{log_file_name, write_aggregate_file};
+use crate::tpcb::driver::outcome::{histogram_buckets, latency_summary, per_interval, series};
 use crate::tpcb::driver::stats::{latency_histogram, slot_at, Slot};
-use crate::tpcb::outcome::{histogram_buckets, latency_summary, per_interval, series};
 use crate::tpcb::{ACCOUNTS_PER_SCALE, TELLERS_PER_SCALE};
 
 /// The database file in the run's directory.

@@ -63,7 +63,7 @@ use super::{layout, Figure, Goal, Ratio, Report};
 use crate::cmd::bench::run::run_tpcb;
 use crate::knobs::load_config;
 use crate::report::model::RunResult;
-use crate::tpcb::aggregate_log::log_file_name;
+use crate::tpcb::driver::logs::log_file_name;
 use crate::tpcb::options::BenchOptions;
 use crate::tpcb::{Db, ACCOUNTS_PER_SCALE};
 use bufpool::{Engine, RealVfs, Vfs};

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use anyhow::{ensure, Result};
 
 use super::builtins::Mode;
+use super::driver::client::ClientStats;
 use super::driver::stats::Slot;
 use super::keys::Keys;
 use super::script::{Script, ScriptState, StatementStat};
@@ -110,6 +111,16 @@ pub(super) fn tallies(totals: &[Slot], states: &[Option<ScriptState>]) -> Vec<Sc
             statements: state.as_ref().map(|s| s.stats.clone()).unwrap_or_default(),
         })
         .collect()
+}
+
+/// The clients' tallies merged, script by script (each client's session holds its
+/// interpreter states).
+pub(super) fn merge_clients(clients: &[ClientStats<Vec<Option<ScriptState>>>]) -> Vec<ScriptTally> {
+    let mut merged = Vec::new();
+    for c in clients {
+        merge(&mut merged, &tallies(&c.scripts, &c.session));
+    }
+    merged
 }
 
 /// Adds the clients' tallies `from` into `into`, script by script.

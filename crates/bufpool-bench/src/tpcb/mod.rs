@@ -10,16 +10,12 @@
 //! Tablespaces (`init --tablespaces`): the tables are dealt out round-robin over the
 //! tablespaces given, largest first ([`BY_SIZE`]), each primary key with its table.
 
-pub(crate) mod aggregate_log;
 mod autovacuum;
-mod batch;
 pub mod builtins;
-pub mod burst;
 pub mod driver;
 pub mod keys;
 pub mod mix;
 pub mod options;
-pub(crate) mod outcome;
 pub mod run;
 pub mod script;
 mod script_run;

@@ -8,12 +8,15 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::batch::BatchStats;
 use super::builtins::Mode;
-use super::burst::Batch;
+use super::driver::batch::{Batch, BatchStats};
+use super::driver::outcome::Figures;
 use super::driver::rate_profile::RateProfile;
 use super::driver::DriverOptions;
+use super::mix::{ScriptOutcome, WeightedScript};
+use super::script::{Script, StatementStat};
 use super::side::SideScript;
+use super::vacuum::VacuumStats;
 use super::ACCOUNTS_PER_SCALE;
 use crate::report::model::RunResult;
 
@@ -35,11 +38,11 @@ pub struct BenchOptions {
     pub vacuum_all: bool,
     /// The script the clients run ([`Mode::Script`]): `-f FILE`, or a built-in script
     /// parsed from its text for `-r`.
-    pub script: Option<std::sync::Arc<super::script::Script>>,
+    pub script: Option<Arc<Script>>,
     /// Several scripts (pgbench's `-b`/`-f` repeated, `-S`, `-N`): each transaction runs
     /// one, picked by weight (`mix.rs`); `mode` and `script` are then unused. Empty: the
     /// one script of `mode` and `script` runs.
-    pub scripts: Vec<super::mix::WeightedScript>,
+    pub scripts: Vec<WeightedScript>,
     /// `--batch-every` / `--batch-rows`: a large write every few seconds.
     pub batch: Option<Batch>,
     /// `--side-script` and its pause (`--side-pause-ms`): seed 002's second pgbench
@@ -84,11 +87,11 @@ impl BenchOptions {
 
     /// The scripts the clients pick from: `scripts`, or the one of `mode` and `script`
     /// (weight 1; a file's name from its script).
-    pub fn script_list(&self) -> Vec<super::mix::WeightedScript> {
+    pub fn script_list(&self) -> Vec<WeightedScript> {
         if !self.scripts.is_empty() {
             return self.scripts.clone();
         }
-        let mut one = super::mix::WeightedScript::builtin(self.mode, 1, self.script.clone());
+        let mut one = WeightedScript::builtin(self.mode, 1, self.script.clone());
         if let (Mode::Script, Some(s)) = (self.mode, &self.script) {
             (one.name, one.desc) = (s.name.clone(), s.name.clone());
         }
@@ -155,19 +158,52 @@ pub struct RunOutcome {
     pub deadlocks: u64,
     /// Per command of the script run (`-f`, or a built-in one for `-r`): count, total
     /// time, failures; empty otherwise.
-    pub statements: Vec<(String, super::script::StatementStat)>,
+    pub statements: Vec<(String, StatementStat)>,
     /// Per script of the run ([`BenchOptions::script_list`], in its order; one with a
     /// single script): pgbench's "SQL script N" figures.
-    pub scripts: Vec<super::mix::ScriptOutcome>,
+    pub scripts: Vec<ScriptOutcome>,
     /// Average lag behind the `-R` schedule, ms.
     pub lag_avg_ms: f64,
     pub lag_max_ms: f64,
     /// What `--batch-every` did.
     pub batches: BatchStats,
     /// What `--vacuum-every` did.
-    pub vacuums: super::vacuum::VacuumStats,
+    pub vacuums: VacuumStats,
     /// What `--trace` recorded.
     pub trace: Option<bufpool::buffer::trace::TraceSummary>,
     /// What autoprewarm's reload did at this run's open (`autoprewarm = on`).
     pub prewarm: Option<bufpool::engine::prewarm::PrewarmStats>,
+}
+
+impl RunOutcome {
+    /// The outcome of a run whose result and figures the driver measured, with its
+    /// scripts' figures and what its batches and VACUUM thread did.
+    pub(super) fn new(
+        result: RunResult,
+        f: Figures,
+        scripts: Vec<ScriptOutcome>,
+        batches: BatchStats,
+        vacuums: VacuumStats,
+    ) -> RunOutcome {
+        RunOutcome {
+            result,
+            late: f.late,
+            skipped: f.skipped,
+            retried: f.retried,
+            retries: f.retries,
+            deadlocks: f.deadlocks,
+            // One script: its commands (several: each script's, in `scripts`).
+            statements: match scripts.as_slice() {
+                [one] => one.statements.clone(),
+                _ => Vec::new(),
+            },
+            scripts,
+            lag_avg_ms: f.lag_avg_ms,
+            lag_max_ms: f.lag_max_ms,
+            batches,
+            vacuums,
+            trace: None,
+            prewarm: None,
+        }
+    }
 }

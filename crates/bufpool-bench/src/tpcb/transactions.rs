@@ -2,22 +2,25 @@
 //! simple-update and select-only; seed 002's savepoint-overflow and multixact; YCSB's B and
 //! C): each statement of the script's text (`builtins.rs`) as the heap and index calls
 //! that have its effect, in one transaction; a deadlock aborts it and is a failed
-//! transaction, any other error fails the run. And what a committed one acknowledges
-//! (`--ack-log`): the history row it inserted.
+//! transaction, any other error fails the run. What a committed one acknowledges
+//! (`--ack-log`): the history row it inserted. And the batch of `--batch-every`: rows
+//! accounts spread over the table, each given a new version in one transaction.
 //!
 //! Invariant: every transaction keeps sum(abalance) = sum(bbalance) = sum(tbalance) =
 //! sum(history.delta) (the scripts that change accounts alone keep the first and the
 //! last, `check --accounts-only`), or rolls back whole.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use anyhow::{Context, Result};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::builtins::Mode;
+use super::driver::batch::Batched;
 use super::driver::Done;
 use super::keys::Keys;
-use super::{Db, TELLERS_PER_SCALE};
+use super::{Db, ACCOUNTS_PER_SCALE, TELLERS_PER_SCALE};
 
 /// YCSB B's share of updates.
 const YCSB_B_UPDATES: f64 = 0.05;
@@ -102,6 +105,37 @@ pub(super) fn builtin_transaction(
         Err(e) => {
             let _ = db.engine.abort_transaction(x);
             Err(e)
+        }
+    }
+}
+
+/// One batch (`--batch-every`): `rows` accounts (at least 1, at most the table) drawn from
+/// `rng` over the whole table, in ascending aid, each updated to a new version with its
+/// balance as it was (`abalance + 0`, so `check` still balances) in one transaction; a
+/// deadlock rolls it back, any other error fails the run.
+pub(super) fn batch(db: &Db<'_>, rows: u64, rng: &mut SmallRng) -> Result<Batched> {
+    let accounts = i64::from(db.scale) * ACCOUNTS_PER_SCALE as i64;
+    let rows = (rows as i64).clamp(1, accounts) as usize;
+    let mut aids: Vec<i64> = (0..rows).map(|_| rng.random_range(1..=accounts)).collect();
+    aids.sort_unstable();
+    aids.dedup();
+    let began = Instant::now();
+    let x = db.engine.begin_xid().context("batch: begin")?;
+    match db.touch_accounts(x, &aids) {
+        Ok(()) => {
+            db.engine.commit_transaction(x).context("batch: commit")?;
+            Ok(Batched::Committed {
+                rows: aids.len() as u64,
+                began,
+            })
+        }
+        Err(e) if e.is_deadlock() => {
+            db.engine.abort_transaction(x)?;
+            Ok(Batched::Deadlock)
+        }
+        Err(e) => {
+            let _ = db.engine.abort_transaction(x);
+            Err(e).context("batch update")
         }
     }
 }

@@ -4,11 +4,12 @@
 //! stress runs (scripts/stress.sh): VACUUM frees deleted rows' roots and prunes every page,
 //! racing the clients' row walks, chain compression and the checkpointer.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 
+use super::driver::pace::Ticks;
 use super::Db;
 
 /// What the VACUUM side thread did.
@@ -28,21 +29,9 @@ pub(super) fn run(
     start: Instant,
     done: &AtomicBool,
 ) -> Result<VacuumStats> {
-    let every = Duration::from_secs(every_s.max(1));
-    let mut next = start + every;
     let mut stats = VacuumStats::default();
-    loop {
-        // Waiting for a moment of the schedule, not for another thread: short naps so
-        // that the end of the run is noticed quickly.
-        while Instant::now() < next && !done.load(Ordering::Relaxed) {
-            std::thread::sleep(
-                next.saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(50)),
-            );
-        }
-        if done.load(Ordering::Relaxed) {
-            return Ok(stats);
-        }
+    let mut ticks = Ticks::new(start, every_s, done);
+    while ticks.wait() {
         for (name, heap) in [
             ("pgbench_branches", &db.branches),
             ("pgbench_tellers", &db.tellers),
@@ -54,6 +43,6 @@ pub(super) fn run(
             stats.removed += report.removed;
         }
         stats.passes += 1;
-        next += every;
     }
+    Ok(stats)
 }

@@ -17,7 +17,7 @@ use super::scripts::bench_scripts;
 use crate::cmd::open_engine;
 use crate::knobs::{knob_values, load_config, KnobError};
 use crate::tpcb::builtins::Mode;
-use crate::tpcb::burst::Batch;
+use crate::tpcb::driver::batch::Batch;
 use crate::tpcb::driver::rate_profile::RateProfile;
 use crate::tpcb::driver::DriverOptions;
 use crate::tpcb::options::{BenchOptions, RunOutcome};

@@ -2,19 +2,24 @@
 //! table of it. Its face is here: its options ([`DriverOptions`]: clients, length, pace,
 //! tries, logs) and the interface it calls a workload through ([`Workload`]: the scripts'
 //! weights, a client's session, one transaction; [`Done`]: how it ended). The parts: the
-//! client loop (`client.rs`), the script draw (`choose.rs`), the pace (`pace.rs`,
-//! `rate_profile.rs`), the monitor's per-second samples and `-P` lines (`monitor.rs`), the
-//! per-second slots and the latency histogram (`stats.rs`), what transactions waited for
-//! (`waits.rs`), the engine's counters over the run (`counters.rs`) and what the run wrote
-//! (`written.rs`).
+//! thread-per-client loop (`client.rs`), the script draw (`choose.rs`), the pace
+//! (`pace.rs`, `rate_profile.rs`), the batches beside the clients (`batch.rs`), the
+//! monitor's per-second samples and `-P` lines (`monitor.rs`), the per-second slots and
+//! the latency histogram (`stats.rs`), what transactions waited for (`waits.rs`), the
+//! merge into the run's result (`outcome.rs`), pgbench's logs (`logs.rs`), the engine's
+//! counters over the run (`counters.rs`) and what the run wrote (`written.rs`).
 //!
 //! Invariant: nothing here imports the workload's modules (the tables, the scripts, the
-//! transactions); the workload imports the driver.
+//! transactions); the workload imports the driver. A next workload (TPC-C, YCSB's own
+//! tables) implements [`Workload`] and runs its clients with this, beside TPC-B.
 
+pub mod batch;
 pub(crate) mod choose;
 pub(crate) mod client;
 pub(crate) mod counters;
+pub(crate) mod logs;
 pub(crate) mod monitor;
+pub(crate) mod outcome;
 pub(crate) mod pace;
 pub mod rate_profile;
 pub(crate) mod stats;

@@ -1,8 +1,10 @@
 //! How fast a client goes: its `-R` schedule ([`Pace`]: a Poisson process of its share of
 //! the target rate, `-R`'s or `--rate-profile`'s, thinned to the profile's rate of the
-//! moment) and `-L`'s skipping of a transaction that could only start too late.
+//! moment) and `-L`'s skipping of a transaction that could only start too late; and the
+//! clock of a thread beside the clients that works every few seconds ([`Ticks`]: the
+//! batches, the workload's VACUUM thread).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
@@ -97,5 +99,44 @@ impl<'a> Pace<'a> {
             }
         }
         Next::Run(*scheduled)
+    }
+}
+
+/// The clock of a thread beside the clients: a tick every `every` seconds from the run's
+/// start (the first after one period) until the run is done.
+pub(crate) struct Ticks<'a> {
+    next: Instant,
+    every: Duration,
+    done: &'a AtomicBool,
+}
+
+impl<'a> Ticks<'a> {
+    /// Ticks every `every_s` seconds (at least 1) of a run that started at `start` and
+    /// ends when `done` is set.
+    pub(crate) fn new(start: Instant, every_s: u64, done: &'a AtomicBool) -> Ticks<'a> {
+        let every = Duration::from_secs(every_s.max(1));
+        Ticks {
+            next: start + every,
+            every,
+            done,
+        }
+    }
+
+    /// Waits for the next tick: true then, false once the run is done.
+    pub(crate) fn wait(&mut self) -> bool {
+        // Waiting for a moment of the run's schedule, not for another thread: short naps
+        // so that the end of the run is noticed quickly.
+        while Instant::now() < self.next && !self.done.load(Ordering::Relaxed) {
+            std::thread::sleep(
+                self.next
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(50)),
+            );
+        }
+        if self.done.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.next += self.every;
+        true
     }
 }

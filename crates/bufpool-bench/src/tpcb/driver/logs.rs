@@ -6,15 +6,13 @@ use std::io::Write as _;
 
 use anyhow::{Context, Result};
 
-use super::driver::client::{ClientStats, TxLine, TxTime};
-use super::driver::stats::{slot_at, Slot};
-use super::options::BenchOptions;
+use super::client::{ClientStats, TxLine, TxTime};
+use super::stats::{slot_at, Slot};
+use super::DriverOptions;
 
 /// The log file of `-j` thread `t`: `<prefix>.<pid>` for thread 0, `<prefix>.<pid>.<t>`.
-fn log_path(opts: &BenchOptions, t: usize) -> std::path::PathBuf {
-    opts.driver
-        .log_dir
-        .join(log_file_name(&opts.driver.log_prefix, t))
+fn log_path(opts: &DriverOptions, t: usize) -> std::path::PathBuf {
+    opts.log_dir.join(log_file_name(&opts.log_prefix, t))
 }
 
 /// pgbench's name for thread `t`'s log file: `<prefix>.<pid>`, or `<prefix>.<pid>.<t>`
@@ -34,13 +32,13 @@ pub(crate) fn log_file_name(prefix: &str, t: usize) -> String {
 /// the script's index from 0 (several scripts: `-b`/`-f` repeated); `time_epoch`
 /// and `time_us` say when it ended (seconds and the µs within them); `schedule_lag` only
 /// with `-R`. Client c belongs to thread c % threads; lines in order of their end.
-pub(super) fn write_transaction_logs<S>(
-    opts: &BenchOptions,
+pub(crate) fn write_transaction_logs<S>(
+    opts: &DriverOptions,
     clients: &[ClientStats<S>],
     start: std::time::Instant,
     wall_start_us: u64,
 ) -> Result<()> {
-    let threads = opts.driver.threads.max(1) as usize;
+    let threads = opts.threads.max(1) as usize;
     for t in 0..threads {
         let path = log_path(opts, t);
         let mut lines: Vec<(u64, usize, &TxLine)> = clients
@@ -89,13 +87,13 @@ pub(super) fn write_transaction_logs<S>(
 /// skipped retried retries serialization_failures deadlock_failures), latencies in
 /// microseconds, one file per thread: <prefix>.<pid> for thread 0, <prefix>.<pid>.<n>.
 /// Client c belongs to thread c % threads; intervals start at `wall_start` (unix s).
-pub(super) fn write_aggregate_logs<S>(
-    opts: &BenchOptions,
+pub(crate) fn write_aggregate_logs<S>(
+    opts: &DriverOptions,
     clients: &[ClientStats<S>],
     interval: u32,
     wall_start: u64,
 ) -> Result<()> {
-    let threads = opts.driver.threads.max(1) as usize;
+    let threads = opts.threads.max(1) as usize;
     for t in 0..threads {
         let path = log_path(opts, t);
         let mut slots: Vec<Slot> = Vec::new();

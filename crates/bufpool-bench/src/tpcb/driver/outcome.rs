@@ -1,23 +1,27 @@
 //! A run's outcome: the clients' statistics merged and, with the monitor's write samples,
 //! the checkpoint spans and the pool's counters, turned into the [`RunResult`] (`--json`,
-//! `--out`, the report) and pgbench's summary figures (late, skipped, schedule lag).
+//! `--out`, the report; the workload names it, [`RunHead`]) and pgbench's summary figures
+//! ([`Figures`]: late, skipped, retried, schedule lag); the per-second series' targets
+//! (`-R`, `--rate-profile`) and batch rows. Also what `compare` builds its engines'
+//! results with: the series, the percentiles, the latency summary and histogram.
 
 use bufpool::{IoOp, IoStatsSnapshot};
 use hdrhistogram::Histogram;
 
-use super::driver::client::ClientStats;
-use super::driver::monitor::Sample;
-use super::driver::stats::{latency_histogram, Slot, Writes};
-use super::driver::waits::ClientWaits;
-use super::options::{BenchOptions, RunOutcome};
-use super::workload::Session;
-use super::Db;
+use std::collections::BTreeMap;
+
+use super::batch::BatchStats;
+use super::client::ClientStats;
+use super::monitor::Sample;
+use super::stats::{latency_histogram, Slot, Writes};
+use super::waits::ClientWaits;
+use super::DriverOptions;
 use crate::report::model::{
     BufferCounts, CheckpointSpan, LatencySummary, PerInterval, RunResult, Second, WaitProfile,
 };
 
 /// The clients' statistics merged.
-pub(super) struct Merged {
+pub(crate) struct Merged {
     /// Per second of the run, over all clients.
     secs: Vec<Slot>,
     /// Latencies of all committed transactions, µs.
@@ -28,35 +32,31 @@ pub(super) struct Merged {
     total: Slot,
     /// What the transactions waited for.
     waits: WaitProfile,
-    /// Per script of the run, over all clients.
-    scripts: Vec<super::mix::ScriptTally>,
 }
 
 /// What a run measured besides the clients' statistics.
-pub(super) struct Measured {
+pub(crate) struct Measured {
     /// When the run started, unix seconds.
-    pub(super) wall_start: u64,
+    pub(crate) wall_start: u64,
     /// How long the run took, s.
-    pub(super) elapsed: f64,
+    pub(crate) elapsed: f64,
     /// The pool's counters before and after the run.
-    pub(super) before: IoStatsSnapshot,
-    pub(super) after: IoStatsSnapshot,
+    pub(crate) before: IoStatsSnapshot,
+    pub(crate) after: IoStatsSnapshot,
     /// Buffers written in each whole second and the pool at its end (the monitor's
     /// samples).
-    pub(super) samples: Vec<Sample>,
-    pub(super) checkpoints: Vec<CheckpointSpan>,
+    pub(crate) samples: Vec<Sample>,
+    pub(crate) checkpoints: Vec<CheckpointSpan>,
 }
 
 impl Merged {
     /// Merges the clients' per-second statistics, histograms and late counts.
-    pub(super) fn new(clients: &[ClientStats<Session>]) -> Merged {
+    pub(crate) fn new<S>(clients: &[ClientStats<S>]) -> Merged {
         let nsec = clients.iter().map(|o| o.seconds.len()).max().unwrap_or(0);
         let mut secs = vec![Slot::default(); nsec];
         let mut hist = latency_histogram();
         let mut late = 0;
-        let mut scripts = Vec::new();
         for o in clients {
-            super::mix::merge(&mut scripts, &super::mix::tallies(&o.scripts, &o.session));
             for (i, s) in o.seconds.iter().enumerate() {
                 secs[i].merge(s);
             }
@@ -73,22 +73,26 @@ impl Merged {
             late,
             total,
             waits: ClientWaits::profile(clients.iter().map(|c| c.waits.clone())),
-            scripts,
         }
     }
 
-    /// The run's result and summary figures.
-    pub(super) fn outcome(self, db: &Db<'_>, opts: &BenchOptions, m: Measured) -> RunOutcome {
+    /// The run's result, named by `head`, and pgbench's summary figures; the engine's
+    /// counters, the side work and the tables are the caller's to fill in.
+    pub(crate) fn outcome(
+        self,
+        head: RunHead,
+        opts: &DriverOptions,
+        m: Measured,
+    ) -> (RunResult, Figures) {
         let total = &self.total;
         let series = series(&self.secs, &m.samples, m.elapsed);
-        let scripts = super::mix::outcomes(&opts.script_list(), self.scripts, m.elapsed);
         let result = RunResult {
-            label: opts.label.clone(),
+            label: head.label,
             started_at: crate::report::model::rfc3339_utc(m.wall_start),
-            mode: opts.mode_label(),
-            scale: db.scale,
-            clients: opts.driver.clients.max(1),
-            threads: opts.driver.threads,
+            mode: head.mode,
+            scale: head.scale,
+            clients: opts.clients.max(1),
+            threads: opts.threads,
             duration_s: m.elapsed,
             transactions: total.n,
             failed: total.failed,
@@ -97,7 +101,7 @@ impl Merged {
             per_interval: per_interval(&series),
             buffers: buffer_counts(&m.before, &m.after),
             checkpoints: m.checkpoints,
-            config: opts.config.clone(),
+            config: head.config,
             provenance: crate::provenance::Provenance::here(),
             series,
             latency_histogram: histogram_buckets(&self.hist),
@@ -111,26 +115,55 @@ impl Merged {
             stat_io: Vec::new(),
             waits: Some(self.waits),
         };
-        RunOutcome {
-            result,
+        let figures = Figures {
             late: self.late,
             skipped: total.skipped,
             retried: total.retried,
             retries: total.retries,
             deadlocks: total.deadlocks,
-            // One script: its commands (several: each script's, in `scripts`).
-            statements: match scripts.as_slice() {
-                [one] => one.statements.clone(),
-                _ => Vec::new(),
-            },
-            scripts,
             lag_avg_ms: avg_ms(total.lag_sum, total.n),
             lag_max_ms: total.lag_max / 1000.0,
-            batches: Default::default(),
-            vacuums: Default::default(),
-            trace: None,
-            prewarm: None,
-        }
+        };
+        (result, figures)
+    }
+}
+
+/// What the workload says of its run in the result: its label, what it ran (the scripts'
+/// names), its scale and the knobs in effect.
+pub(crate) struct RunHead {
+    pub(crate) label: String,
+    pub(crate) mode: String,
+    pub(crate) scale: u32,
+    pub(crate) config: BTreeMap<String, String>,
+}
+
+/// pgbench's summary figures that the result does not hold.
+pub(crate) struct Figures {
+    /// Transactions slower than `-L` (completed, counted in the result).
+    pub(crate) late: u64,
+    /// Transactions skipped because they could not start within `-L` (with `-R`).
+    pub(crate) skipped: u64,
+    /// Transactions that took more than one try (`--max-tries`), and the tries beyond
+    /// the first, over all of them.
+    pub(crate) retried: u64,
+    pub(crate) retries: u64,
+    /// Failed transactions that failed on a deadlock.
+    pub(crate) deadlocks: u64,
+    /// Lag behind the `-R` schedule, ms: the mean and the longest.
+    pub(crate) lag_avg_ms: f64,
+    pub(crate) lag_max_ms: f64,
+}
+
+/// Marks each second of `series` with the target rate of its middle (`-R`,
+/// `--rate-profile`) and the rows the batches committed in it.
+pub(crate) fn mark_targets(series: &mut [Second], opts: &DriverOptions, batches: &BatchStats) {
+    for sec in series {
+        sec.target_tps = opts.target_rate(f64::from(sec.t) + 0.5);
+        sec.batch_rows = batches
+            .rows_by_second
+            .get(sec.t as usize)
+            .copied()
+            .unwrap_or(0);
     }
 }
 
