@@ -29,6 +29,38 @@ use bufpool::buffer::cache_view;
 use bufpool::BufferPool;
 use serde::{Deserialize, Serialize};
 
+/// `bufpool buffercache`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct BuffercacheArgs {
+    /// pg_buffercache_summary: used, unused, dirty and pinned buffers, mean usage count.
+    #[arg(long, group = "view")]
+    pub summary: bool,
+    /// pg_buffercache_usage_counts: buffers, dirty and pinned per usage count.
+    #[arg(long = "usage-counts", group = "view")]
+    pub usage_counts: bool,
+    /// Buffers, dirty and pinned buffers and mean usage count per relation fork.
+    #[arg(long, group = "view")]
+    pub relations: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Data directory.
+    #[arg(short = 'D', long = "pgdata", default_value = "bufpool-data")]
+    pub dir: PathBuf,
+}
+
+impl BuffercacheArgs {
+    /// The view the flags ask for (one row per buffer without any).
+    pub fn view(&self) -> View {
+        match (self.summary, self.usage_counts, self.relations) {
+            (true, _, _) => View::Summary,
+            (_, true, _) => View::UsageCounts,
+            (_, _, true) => View::Relations,
+            _ => View::Rows,
+        }
+    }
+}
+
 /// The socket's file name in the data directory.
 pub const SOCKET: &str = "bufpool.sock";
 

