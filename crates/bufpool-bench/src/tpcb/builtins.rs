@@ -3,7 +3,7 @@
 //! one's name, pgbench's description of it, its key distribution, and its text as
 //! `--show-script` prints it (the SQL whose effect the engine calls reproduce; for `-r`
 //! the tpcb-like, simple-update and select-only texts run through the interpreter). A
-//! leaf: the clients run them (`client.rs`).
+//! leaf: their engine calls are `transactions.rs`'s.
 
 /// pgbench's built-in scripts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -9,6 +9,13 @@
 //! key and its heap agree.
 //! Tablespaces (`init --tablespaces`): the tables are dealt out round-robin over the
 //! tablespaces given, largest first ([`BY_SIZE`]), each primary key with its table.
+//!
+//! The folder is the TPC-B workload over the client driver (`driver/`, which knows no
+//! table): the built-in scripts (`builtins.rs`) and their engine calls
+//! (`transactions.rs`), script files (`script.rs`, `script_run.rs`), several scripts
+//! (`mix.rs`), the accounts' keys (`keys.rs`), the threads beside the clients (`side.rs`,
+//! `vacuum.rs`, `autovacuum.rs`), TPC-B as the driver's workload (`workload.rs`) and the
+//! run (`options.rs`, `run.rs`).
 
 mod autovacuum;
 pub mod builtins;

@@ -1,8 +1,9 @@
 //! What a TPC-B run is asked to do and what it gives back: [`BenchOptions`], `bench`'s
 //! command line resolved (the experiments build one too), and [`RunOutcome`], the run's
-//! result with pgbench's summary figures. A leaf of the run: the clients, the merge and
-//! the logs read it; it names the scripts, the side work and the pacing by their own
-//! modules' types.
+//! result with pgbench's summary figures. A leaf of the run: `run.rs` and `workload.rs`
+//! read it, the commands and the experiments build it; it names the scripts, the side
+//! work and how the clients run (the driver's [`DriverOptions`]) by their own modules'
+//! types.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

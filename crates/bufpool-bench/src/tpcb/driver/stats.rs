@@ -1,7 +1,7 @@
 //! The figures a `bufpool bench` run collects: per-second transaction statistics
 //! ([`Slot`]), the latency histogram's shape, and buffers written per writer ([`Writes`])
-//! read off the pool's I/O counters. The clients, the monitor and the checkpoint timer
-//! fill them in; `run` merges them.
+//! read off the pool's I/O counters (also `compare`'s engines' slots). The clients and the
+//! monitor fill them in; `outcome.rs` merges them.
 
 use bufpool::stats::{IoContext, IoOp, IoStatsSnapshot, IoWriter};
 use hdrhistogram::Histogram;
