@@ -959,6 +959,25 @@ mod model {
     use super::*;
     use crate::vfs::MemVfs;
 
+    /// A log on MemVfs for the models: small segments and ring, `places` sync places,
+    /// the durable end stamped or not.
+    fn model_log(places: usize, durable_end: bool) -> Arc<Wal> {
+        let options = WalOptions {
+            segment_size: 64 << 10,
+            buffers: 64 << 10,
+            sync_method: SyncMethod::Fdatasync,
+            recycle_segments: 1,
+            prepare_segments: 1,
+            commit_delay_us: 0,
+            commit_siblings: 5,
+            writer_flush_after: 0,
+            syncs_in_flight: places,
+            durable_end,
+        };
+        let vfs = Arc::new(MemVfs::new());
+        Arc::new(Wal::open(vfs, Path::new("/db"), options, Lsn(0), Lsn(0), 1).unwrap())
+    }
+
     /// Proves: waking only the waiters a sync covered (plus one new leader) never loses a
     /// wakeup, and every flush returns with its record durable, with `places` leaders
     /// allowed to sync at once (1: serial; 2: overlapping syncs, published in order). How:
@@ -971,29 +990,7 @@ mod model {
     /// is published right after the one before); at the end, flushed covers everything
     /// and every place is free.
     fn three_committers(places: usize) {
-        let vfs = MemVfs::new();
-        let wal = Arc::new(
-            Wal::open(
-                Arc::new(vfs),
-                Path::new("/db"),
-                WalOptions {
-                    segment_size: 64 << 10,
-                    buffers: 64 << 10,
-                    sync_method: SyncMethod::Fdatasync,
-                    recycle_segments: 1,
-                    prepare_segments: 1,
-                    commit_delay_us: 0,
-                    commit_siblings: 5,
-                    writer_flush_after: 0,
-                    syncs_in_flight: places,
-                    durable_end: true,
-                },
-                Lsn(0),
-                Lsn(0),
-                1,
-            )
-            .unwrap(),
-        );
+        let wal = model_log(places, true);
         let threads: Vec<_> = (0..3u32)
             .map(|t| {
                 let wal = wal.clone();
@@ -1041,28 +1038,7 @@ mod model {
     /// failed `lead_flush`'s "batches are published in write order" (debug builds), as a
     /// 16-thread run with `wal_syncs_in_flight` 2 did.
     fn empty_batch_beside_a_later_one() {
-        let wal = Arc::new(
-            Wal::open(
-                Arc::new(MemVfs::new()),
-                Path::new("/db"),
-                WalOptions {
-                    segment_size: 64 << 10,
-                    buffers: 64 << 10,
-                    sync_method: SyncMethod::Fdatasync,
-                    recycle_segments: 1,
-                    prepare_segments: 1,
-                    commit_delay_us: 0,
-                    commit_siblings: 5,
-                    writer_flush_after: 0,
-                    syncs_in_flight: 2,
-                    durable_end: false,
-                },
-                Lsn(0),
-                Lsn(0),
-                1,
-            )
-            .unwrap(),
-        );
+        let wal = model_log(2, false);
         let record = |t| RecordBuilder::new(RecordKind::Noop, t, FLAG_COMMIT, 0);
         let (_, end_a) = wal.insert(record(0)).unwrap();
         let (_, end_b) = wal.insert(record(1)).unwrap();
