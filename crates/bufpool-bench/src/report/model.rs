@@ -171,6 +171,24 @@ pub struct WaitBucket {
     pub on_cpu_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runqueue_ms: Option<f64>,
+    /// The `slru_lock` and `slru_io` waits split per SLRU (xact, subtrans,
+    /// multixact_offsets, multixact_members, other), as PostgreSQL's per-SLRU wait events;
+    /// only the SLRUs waited for.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub slru: BTreeMap<String, SlruWait>,
+}
+
+/// One SLRU's waits in a [`WaitBucket`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlruWait {
+    /// Time waiting for its bank (or central) lock, ms.
+    pub lock_ms: f64,
+    /// Those waits.
+    pub lock_count: u64,
+    /// Time in its page I/O (own or another thread's), ms.
+    pub io_ms: f64,
+    /// Those waits.
+    pub io_count: u64,
 }
 
 /// What a side script (`bench --side-script`) did over a run.

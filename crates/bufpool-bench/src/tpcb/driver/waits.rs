@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-use bufpool::waits::{Wait, WaitTimes};
+use bufpool::waits::{SlruKind, Wait, WaitTimes};
 
-use crate::report::model::{WaitBucket, WaitProfile};
+use crate::report::model::{SlruWait, WaitBucket, WaitProfile};
 
 /// A transaction slower than this (µs) counts as slow (the summary's "over 10 ms").
 pub(crate) const SLOW_US: f64 = 10_000.0;
@@ -111,6 +111,20 @@ impl Sums {
             .map(|&w| (w.name().to_string(), self.waits.count[w as usize]))
             .collect();
         let sched = self.sched_transactions > 0;
+        let slru = SlruKind::ALL
+            .iter()
+            .map(|&k| (k, self.waits.slru[k as usize]))
+            .filter(|(_, w)| w.lock_count + w.io_count > 0)
+            .map(|(k, w)| {
+                let wait = SlruWait {
+                    lock_ms: ms(w.lock_ns),
+                    lock_count: w.lock_count,
+                    io_ms: ms(w.io_ns),
+                    io_count: w.io_count,
+                };
+                (k.name().to_string(), wait)
+            })
+            .collect();
         WaitBucket {
             transactions: self.transactions,
             wall_ms: ms(self.wall_ns),
@@ -118,6 +132,7 @@ impl Sums {
             wait_counts,
             on_cpu_ms: sched.then(|| ms(self.cpu_ns)),
             runqueue_ms: sched.then(|| ms(self.runq_ns)),
+            slru,
         }
     }
 }
@@ -258,6 +273,36 @@ mod tests {
         }
         let (cpu1, _) = s.read().unwrap();
         assert!(cpu1 > cpu0, "{cpu0} → {cpu1} after spinning ({x})");
+    }
+
+    /// The SLRU waits go out per SLRU (only those waited for), in milliseconds and counts.
+    #[test]
+    fn slru_waits_are_reported_per_slru() {
+        let m0 = Mark {
+            waits: WaitTimes::default(),
+            sched: None,
+        };
+        let mut w = WaitTimes::default();
+        w.ns[Wait::SlruIo as usize] = 3_000_000;
+        w.count[Wait::SlruIo as usize] = 2;
+        w.slru[SlruKind::Subtrans as usize].io_ns = 3_000_000;
+        w.slru[SlruKind::Subtrans as usize].io_count = 2;
+        let m1 = Mark {
+            waits: w,
+            sched: None,
+        };
+        let mut c = ClientWaits::default();
+        c.add(0, 4_000.0, &m0, &m1);
+        let p = ClientWaits::profile(std::iter::once(c));
+        let sub = &p.all.slru["subtrans"];
+        assert_eq!((sub.io_count, sub.lock_count), (2, 0), "{:?}", p.all);
+        assert!((sub.io_ms - 3.0).abs() < 1e-9, "{:?}", p.all);
+        assert_eq!(p.all.slru.len(), 1, "only the SLRUs waited for: {:?}", p.all.slru);
+        let json = serde_json::to_value(&p.all).unwrap();
+        assert_eq!(json["slru"]["subtrans"]["io_count"], 2);
+        // A bucket with no SLRU wait has no `slru` key, as before.
+        let none = serde_json::to_value(&p.over_10ms).unwrap();
+        assert!(none.get("slru").is_none(), "{none}");
     }
 
     #[test]
