@@ -297,7 +297,12 @@ mod tests {
         let sub = &p.all.slru["subtrans"];
         assert_eq!((sub.io_count, sub.lock_count), (2, 0), "{:?}", p.all);
         assert!((sub.io_ms - 3.0).abs() < 1e-9, "{:?}", p.all);
-        assert_eq!(p.all.slru.len(), 1, "only the SLRUs waited for: {:?}", p.all.slru);
+        assert_eq!(
+            p.all.slru.len(),
+            1,
+            "only the SLRUs waited for: {:?}",
+            p.all.slru
+        );
         let json = serde_json::to_value(&p.all).unwrap();
         assert_eq!(json["slru"]["subtrans"]["io_count"], 2);
         // A bucket with no SLRU wait has no `slru` key, as before.
