@@ -6,7 +6,8 @@
 # 0.2 -> 0.3), with its line in docs/CHANGELOG.md's API part. When a version is released,
 # its commit goes into .ci/semver-baseline.
 #
-# Usage: scripts/semver.sh            (exit 0: no break the version does not allow)
+# Usage: scripts/semver.sh            (exit 0: no break the version does not allow; 3: the
+#                                     baseline commit is not in this clone, nothing checked)
 # Cost: about 30 s once installed; the install builds it from source (about 8 minutes of
 # CPU on 2 cores) into ~/.cargo/bin, so a machine that keeps its home pays it once.
 set -euo pipefail
@@ -18,6 +19,13 @@ if ! cargo semver-checks --version 2>/dev/null | grep -q "$VERSION"; then
 fi
 base=$(tr -d '[:space:]' < .ci/semver-baseline)
 [[ $base =~ ^[0-9a-f]{40}$ ]] || { echo "semver: .ci/semver-baseline must hold a full commit id, not '$base'" >&2; exit 2; }
-git cat-file -e "$base^{commit}" 2>/dev/null || { echo "semver: the baseline commit $base is not in this clone (a shallow clone? fetch the history)" >&2; exit 2; }
+if ! git cat-file -e "$base^{commit}" 2>/dev/null; then
+  # A shallow clone: fetch the history if the clone has a remote to fetch it from.
+  git fetch -q --unshallow 2>/dev/null || true
+fi
+git cat-file -e "$base^{commit}" 2>/dev/null || {
+  echo "semver: the baseline commit $base is not in this clone and could not be fetched" >&2
+  exit 3
+}
 echo "semver: pgbufpool $(grep -m1 '^version' crates/bufpool/Cargo.toml | cut -d'"' -f2) against the release at ${base:0:12}" >&2
 cargo semver-checks -p pgbufpool --baseline-rev "$base"
