@@ -22,6 +22,7 @@ mod seeds;
 mod serve;
 mod tpcb;
 mod trace;
+mod ycsb;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};

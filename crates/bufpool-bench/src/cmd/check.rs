@@ -1,7 +1,7 @@
 //! `bufpool check`: verifies a TPC-B database (the balances, the row counts, each key
 //! against its heap, every page's checksum) and, with `--acked`, that every acknowledged
-//! transaction is there; recovery's figures when the open replayed the log. Problems are
-//! listed and give exit status 1 (`main`).
+//! transaction is there, or a YCSB one (`ycsb::check`); recovery's figures when the open
+//! replayed the log. Problems are listed and give exit status 1 (`main`).
 
 use std::path::{Path, PathBuf};
 
@@ -36,7 +36,15 @@ pub fn check(
 ) -> Result<bool> {
     let (c, _) = load_config(dir, sets)?;
     let vfs = RealVfs::new();
-    tpcb::require_initialized(&vfs, dir)?;
+    let ycsb = crate::ycsb::is_initialized(&vfs, dir)?;
+    if !ycsb {
+        tpcb::require_initialized(&vfs, dir)?;
+    } else if !acked.is_empty() || accounts_only {
+        return Err(crate::knobs::KnobError(
+            "--acked and --accounts-only are TPC-B's: this database holds YCSB's usertable".into(),
+        )
+        .into());
+    }
     let opened = std::time::Instant::now();
     let engine = open_engine(dir, &c, false)?;
     if let Some(rec) = engine.recovery_report() {
@@ -50,6 +58,20 @@ pub fn check(
             rec.end,
             rec.elapsed.as_millis()
         );
+    }
+    if ycsb {
+        let db = crate::ycsb::YcsbDb::open(&engine, &vfs as &dyn Vfs, dir)?;
+        let r = crate::ycsb::check(&db, &vfs, dir)?;
+        drop(db);
+        engine.shutdown()?;
+        println!(
+            "check: {} visible rows in {}, {} index entries, {} pages verified",
+            r.rows,
+            crate::ycsb::TABLE,
+            r.entries,
+            r.pages_verified
+        );
+        return Ok(report_problems(&r.problems));
     }
     let db = Db::open(&engine, &vfs as &dyn Vfs, dir)?;
     let mut r = tpcb::check(&db, &vfs, dir, accounts_only)?;
@@ -73,14 +95,18 @@ pub fn check(
         "check: scale {}, sum(abalance) = {}, sum(bbalance) = {}, sum(tbalance) = {}, sum(history.delta) = {} over {} rows, {} pages verified",
         r.scale, r.sum_abalance, r.sum_bbalance, r.sum_tbalance, r.sum_delta, r.history_rows, r.pages_verified
     );
-    if r.problems.is_empty() {
+    Ok(report_problems(&r.problems))
+}
+
+/// Prints `problems` (or OK); whether there were none.
+fn report_problems(problems: &[String]) -> bool {
+    if problems.is_empty() {
         println!("check: OK");
-        Ok(true)
-    } else {
-        for p in &r.problems {
-            println!("problem: {p}");
-        }
-        println!("check: {} problem(s)", r.problems.len());
-        Ok(false)
+        return true;
     }
+    for p in problems {
+        println!("problem: {p}");
+    }
+    println!("check: {} problem(s)", problems.len());
+    false
 }

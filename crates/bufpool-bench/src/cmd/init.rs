@@ -17,11 +17,28 @@ use super::{open_engine, DirArgs};
 use crate::knobs::{knob_error, write_config_file, KnobError};
 use crate::tpcb;
 
+/// The workloads `init` loads (`--workload`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkloadName {
+    /// pgbench's TPC-B-like tables (`-s` sets their size).
+    Tpcb,
+    /// YCSB's usertable (`--records` sets its size).
+    Ycsb,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
-    /// Scale factor: 100,000 accounts, 10 tellers and 1 branch per unit.
+    /// The database to make: pgbench's TPC-B tables, or YCSB's usertable (for `bench -b
+    /// ycsb-a` .. `ycsb-f`).
+    #[arg(long, value_enum, default_value = "tpcb")]
+    pub workload: WorkloadName,
+    /// Scale factor: 100,000 accounts, 10 tellers and 1 branch per unit (TPC-B).
     #[arg(short = 's', long = "scale", default_value_t = 1)]
     pub scale: u32,
+    /// Records of YCSB's usertable (YCSB's recordcount; each about 1 KiB; default
+    /// 100,000, about 110 MB). YCSB only.
+    #[arg(long, value_name = "N")]
+    pub records: Option<u64>,
     /// Fill factor of the tables, percent (10 to 100).
     #[arg(short = 'F', long = "fillfactor", default_value_t = 100)]
     pub fillfactor: u8,
@@ -108,14 +125,47 @@ pub fn run(a: &InitArgs) -> Result<()> {
         eprintln!("note: {note}");
     }
     let _ = a.quiet;
-    init(
+    let load = match a.workload {
+        WorkloadName::Tpcb => {
+            if a.records.is_some() {
+                return Err(KnobError(
+                    "--records is YCSB's (with --workload ycsb); TPC-B's size is -s".into(),
+                )
+                .into());
+            }
+            Load::Tpcb {
+                scale: a.scale,
+                fillfactor: a.fillfactor,
+            }
+        }
+        WorkloadName::Ycsb => {
+            if a.scale != 1 || a.fillfactor != 100 || !a.tablespaces.is_empty() {
+                return Err(KnobError(
+                    "-s, -F and --tablespaces are TPC-B's: YCSB's size is --records".into(),
+                )
+                .into());
+            }
+            Load::Ycsb {
+                records: a.records.unwrap_or(crate::ycsb::DEFAULT_RECORDS),
+            }
+        }
+    };
+    init_load(
         &a.dir.dir,
-        a.scale,
-        a.fillfactor,
+        load,
         &a.tablespaces,
         a.waldir.as_deref(),
         &a.dir.sets,
     )
+}
+
+/// What `init` loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Load {
+    /// pgbench's tables at `scale`, the tables filled to `fillfactor` percent.
+    Tpcb { scale: u32, fillfactor: u8 },
+    /// YCSB's usertable with `records` records.
+    Ycsb { records: u64 },
 }
 
 /// pgbench's init steps (`-I`): letters of `dtgGvpf`, each once; t, g (or G) and p must
@@ -143,8 +193,7 @@ pub fn parse_init_steps(text: &str) -> std::result::Result<String, String> {
     Ok(text.to_string())
 }
 
-/// `bufpool init`. With `tablespaces` (directories, on other devices), creates tablespaces
-/// 1..=N there and deals pgbench's tables out over them ([`tpcb::placement`]).
+/// `bufpool init` of pgbench's tables ([`init_load`] with [`Load::Tpcb`]).
 pub fn init(
     dir: &Path,
     scale: u32,
@@ -153,14 +202,47 @@ pub fn init(
     waldir: Option<&Path>,
     sets: &[(String, String)],
 ) -> Result<()> {
-    if !(10..=100).contains(&fillfactor) {
-        return Err(KnobError(format!(
-            "invalid value for fillfactor: {fillfactor} (allowed: 10 to 100)"
-        ))
-        .into());
-    }
-    if scale == 0 {
-        return Err(KnobError("invalid value for scale: 0 (allowed: 1 or more)".into()).into());
+    init_load(
+        dir,
+        Load::Tpcb { scale, fillfactor },
+        tablespaces,
+        waldir,
+        sets,
+    )
+}
+
+/// `bufpool init`: a new database in `dir` loaded with `load`. With `tablespaces`
+/// (directories, on other devices; TPC-B only), creates tablespaces 1..=N there and deals
+/// pgbench's tables out over them ([`tpcb::placement`]).
+pub fn init_load(
+    dir: &Path,
+    load: Load,
+    tablespaces: &[PathBuf],
+    waldir: Option<&Path>,
+    sets: &[(String, String)],
+) -> Result<()> {
+    match load {
+        Load::Tpcb { scale, fillfactor } => {
+            if !(10..=100).contains(&fillfactor) {
+                return Err(KnobError(format!(
+                    "invalid value for fillfactor: {fillfactor} (allowed: 10 to 100)"
+                ))
+                .into());
+            }
+            if scale == 0 {
+                return Err(
+                    KnobError("invalid value for scale: 0 (allowed: 1 or more)".into()).into(),
+                );
+            }
+        }
+        Load::Ycsb { records } => {
+            if records == 0 || !tablespaces.is_empty() {
+                return Err(KnobError(format!(
+                    "invalid value for --records: {records} (allowed: 1 or more; YCSB's table has no --tablespaces)"
+                ))
+                .into());
+            }
+        }
     }
     // Knobs first (defaults and --set; a new database starts a new file): a bad one
     // writes nothing.
@@ -236,49 +318,54 @@ pub fn init(
     let start = std::time::Instant::now();
     let mut last = 0u64;
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let report = tpcb::init(
-        &engine,
-        &vfs,
-        dir,
-        scale,
-        fillfactor,
-        &ids,
-        &mut |done, total| {
-            if done == total || done >= last + 100_000 || done == 0 {
-                let el = start.elapsed().as_secs_f64();
-                let rem = if done > 0 {
-                    el * (total - done) as f64 / done as f64
-                } else {
-                    0.0
-                };
-                let pct = done * 100 / total.max(1);
-                if tty {
-                    // A bar redrawn in place on a terminal ...
-                    let filled = (pct / 5) as usize;
-                    eprint!(
+    let mut progress = |done: u64, total: u64| {
+        if done == total || done >= last + 100_000 || done == 0 {
+            let el = start.elapsed().as_secs_f64();
+            let rem = if done > 0 {
+                el * (total - done) as f64 / done as f64
+            } else {
+                0.0
+            };
+            let pct = done * 100 / total.max(1);
+            if tty {
+                // A bar redrawn in place on a terminal ...
+                let filled = (pct / 5) as usize;
+                eprint!(
                     "\r[{}{}] {pct:>3}% {done} of {total} tuples (elapsed {el:.2} s, remaining {rem:.2} s) ",
                     "#".repeat(filled),
                     " ".repeat(20 - filled)
                 );
-                    if done == total {
-                        eprintln!();
-                    }
-                } else {
-                    // ... and pgbench's lines in a log.
-                    eprintln!(
+                if done == total {
+                    eprintln!();
+                }
+            } else {
+                // ... and pgbench's lines in a log.
+                eprintln!(
                     "{done} of {total} tuples ({pct}%) done (elapsed {el:.2} s, remaining {rem:.2} s)"
                 );
-                }
-                last = done;
             }
-        },
-    )?;
+            last = done;
+        }
+    };
+    let line = match load {
+        Load::Tpcb { scale, fillfactor } => {
+            let report = tpcb::init(&engine, &vfs, dir, scale, fillfactor, &ids, &mut progress)?;
+            format!(
+                "done in {:.2} s (load {:.2} s, primary keys {:.2} s, checkpoint {:.2} s): scale {}, {} accounts.",
+                report.total_s, report.load_s, report.index_s, report.checkpoint_s, report.scale, report.accounts
+            )
+        }
+        Load::Ycsb { records } => {
+            let report = crate::ycsb::init(&engine, &vfs, dir, records, &mut progress)?;
+            format!(
+                "done in {:.2} s (load {:.2} s, primary key {:.2} s, checkpoint {:.2} s): {} records in {}.",
+                report.total_s, report.load_s, report.index_s, report.checkpoint_s, report.records, crate::ycsb::TABLE
+            )
+        }
+    };
     eprintln!("creating primary keys...");
     engine.shutdown()?;
-    eprintln!(
-        "done in {:.2} s (load {:.2} s, primary keys {:.2} s, checkpoint {:.2} s): scale {}, {} accounts.",
-        report.total_s, report.load_s, report.index_s, report.checkpoint_s, report.scale, report.accounts
-    );
+    eprintln!("{line}");
     Ok(())
 }
 

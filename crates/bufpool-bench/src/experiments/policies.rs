@@ -8,9 +8,10 @@
 //!   over and over, rings off: `bulkread_ring_size = 0`), `tpcb+scan-ring` (the same scans
 //!   through the bulk-read ring), `bursty` (seed 000's bursty load: a rate wave from 0.3
 //!   to 0.8 of the `tpcb` run's tps with spikes, and a batch updating a hundredth of the
-//!   accounts every sixth of the run), and YCSB's B (95% reads, 5% updates) and C (reads)
-//!   on the accounts through their B-tree, with Zipfian keys of constant 0.99 and 0.7
-//!   (`bench -b ycsb-b --zipf-theta 0.7`). Each trace is replayed at a twentieth, a tenth,
+//!   accounts every sixth of the run), and YCSB B's mix (95% reads, 5% updates:
+//!   `zipf-read-update`) and C's (reads: `zipf-select`) on the accounts through their
+//!   B-tree, with Zipfian keys of constant 0.99 and 0.7 (`bench -b zipf-read-update
+//!   --zipf-theta 0.7`). Each trace is replayed at a twentieth, a tenth,
 //!   a quarter and a half of the data through every policy's own code and Belady's OPT
 //!   (`bufpool trace replay`); `--report DIR` draws one chart per trace (miss ratio
 //!   against pool size, a line per policy, OPT dashed as the floor) into DIR/index.html.
@@ -113,10 +114,10 @@ const WORKLOADS: [Workload; 8] = [
         bursty: true,
         ..TPCB
     },
-    workload("ycsb-b zipf 0.99", Mode::YcsbB, Some(0.99)),
-    workload("ycsb-c zipf 0.99", Mode::YcsbC, Some(0.99)),
-    workload("ycsb-b zipf 0.7", Mode::YcsbB, Some(0.7)),
-    workload("ycsb-c zipf 0.7", Mode::YcsbC, Some(0.7)),
+    workload("zipf-read-update 0.99", Mode::ZipfReadUpdate, Some(0.99)),
+    workload("zipf-select 0.99", Mode::ZipfSelect, Some(0.99)),
+    workload("zipf-read-update 0.7", Mode::ZipfReadUpdate, Some(0.7)),
+    workload("zipf-select 0.7", Mode::ZipfSelect, Some(0.7)),
 ];
 
 /// The replayed pool sizes: name and divisor of the data's pages. Traces are recorded

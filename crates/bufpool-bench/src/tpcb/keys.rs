@@ -1,6 +1,6 @@
 //! Which account a transaction reads or changes: uniform over the table, as pgbench's
 //! built-in scripts, or Zipfian, as YCSB's core workloads (`bench --zipf-theta`, and the
-//! `ycsb-b` / `ycsb-c` scripts).
+//! `zipf-read-update` / `zipf-select` scripts).
 //!
 //! A Zipfian draw gives a popularity rank (1 the most requested); as YCSB's scrambled
 //! generator does, the rank is hashed (FNV-1a) onto the key space, so the popular accounts

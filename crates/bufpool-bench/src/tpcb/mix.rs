@@ -70,7 +70,7 @@ pub(super) struct Pick {
 }
 
 /// The run's scripts `list`, each with its keys: Zipfian with `zipf_theta`
-/// (`--zipf-theta`), else the script's default (YCSB's for ycsb-b and ycsb-c).
+/// (`--zipf-theta`), else the script's default (YCSB's for zipf-read-update and zipf-select).
 pub(super) fn picks(
     db: &Db<'_>,
     list: Vec<WeightedScript>,
@@ -93,11 +93,11 @@ pub(super) fn picks(
 
 /// One client's (or the run's) figures for one script.
 #[derive(Debug, Clone, Default)]
-pub(super) struct ScriptTally {
+pub(crate) struct ScriptTally {
     /// Its transactions: committed (latency, lag), failed, skipped, retried.
-    pub(super) total: Slot,
+    pub(crate) total: Slot,
     /// Per command of an interpreted script (`-r`); empty otherwise.
-    pub(super) statements: Vec<StatementStat>,
+    pub(crate) statements: Vec<StatementStat>,
 }
 
 /// One client's tallies: its transactions per script (`totals`, the driver's) with the
@@ -173,7 +173,7 @@ pub struct ScriptOutcome {
 
 /// The scripts of `list`, each with its merged tally (none: nothing ran), over a run of
 /// `elapsed` seconds.
-pub(super) fn outcomes(
+pub(crate) fn outcomes(
     list: &[WeightedScript],
     tallies: Vec<ScriptTally>,
     elapsed: f64,

@@ -836,8 +836,19 @@ pub fn check(db: &Db<'_>, vfs: &dyn Vfs, dir: &Path, accounts_only: bool) -> Res
             ));
         }
     }
-    // Every page on disk: checksum and identity (after a checkpoint, so the files are
-    // current).
+    r.pages_verified = verify_pages(e, vfs, dir, &mut r.problems)?;
+    Ok(r)
+}
+
+/// Every page on disk of every relation of `dir`'s catalog, after a checkpoint (so the
+/// files are current): its checksum and identity, each bad one a line of `problems`. The
+/// pages verified.
+pub fn verify_pages(
+    e: &Engine,
+    vfs: &dyn Vfs,
+    dir: &Path,
+    problems: &mut Vec<String>,
+) -> Result<u64> {
     e.checkpoint()?;
     let c = Catalog::load(vfs, dir)?;
     let rels = c
@@ -847,18 +858,19 @@ pub fn check(db: &Db<'_>, vfs: &dyn Vfs, dir: &Path, accounts_only: bool) -> Res
         .chain(c.indexes.iter().map(|i| (i.name.clone(), i.rel)));
     let smgr = e.pool().smgr();
     let mut page = vec![0u8; e.pool().page_size()];
+    let mut verified = 0u64;
     for (name, rel) in rels {
         let n = smgr.nblocks(rel, ForkNumber::Main)?;
         for block in 0..n {
             let tag = BufferTag::new(rel, ForkNumber::Main, block);
             smgr.read(&tag, &mut page, bufpool::IoContext::Normal)?;
             if let Err(p) = bufpool::page::verify(&page, &tag) {
-                r.problems.push(format!("{name} block {block}: {p}"));
+                problems.push(format!("{name} block {block}: {p}"));
             }
-            r.pages_verified += 1;
+            verified += 1;
         }
     }
-    Ok(r)
+    Ok(verified)
 }
 
 impl Db<'_> {

@@ -174,12 +174,14 @@ pub struct RunOutcome {
     pub trace: Option<bufpool::buffer::trace::TraceSummary>,
     /// What autoprewarm's reload did at this run's open (`autoprewarm = on`).
     pub prewarm: Option<bufpool::engine::prewarm::PrewarmStats>,
+    /// A YCSB run's records and operations (None: a TPC-B run).
+    pub ycsb: Option<crate::ycsb::run::YcsbOutcome>,
 }
 
 impl RunOutcome {
     /// The outcome of a run whose result and figures the driver measured, with its
     /// scripts' figures and what its batches and VACUUM thread did.
-    pub(super) fn new(
+    pub(crate) fn new(
         result: RunResult,
         f: Figures,
         scripts: Vec<ScriptOutcome>,
@@ -205,6 +207,7 @@ impl RunOutcome {
             vacuums,
             trace: None,
             prewarm: None,
+            ycsb: None,
         }
     }
 }

@@ -22,7 +22,7 @@ use super::driver::Done;
 use super::keys::Keys;
 use super::{Db, ACCOUNTS_PER_SCALE, TELLERS_PER_SCALE};
 
-/// YCSB B's share of updates.
+/// zipf-read-update's share of updates (YCSB B's).
 const YCSB_B_UPDATES: f64 = 0.05;
 
 /// The history row a committed transaction inserted (tid, bid, aid, delta, mtime): its
@@ -61,13 +61,16 @@ pub(super) fn builtin_transaction(
     let aid = keys.next(rng);
     // YCSB B's update: one account, a new row version, the balance as it was (so `check`
     // still balances against the history).
-    if mode == Mode::YcsbB && rng.random_bool(YCSB_B_UPDATES) {
+    if mode == Mode::ZipfReadUpdate && rng.random_bool(YCSB_B_UPDATES) {
         let x = db.engine.begin_xid()?;
         db.touch_accounts(x, &[aid])?;
         db.engine.commit_transaction(x)?;
         return Ok(Done::Committed(None));
     }
-    if matches!(mode, Mode::SelectOnly | Mode::YcsbB | Mode::YcsbC) {
+    if matches!(
+        mode,
+        Mode::SelectOnly | Mode::ZipfReadUpdate | Mode::ZipfSelect
+    ) {
         // Reads only: no transaction id, so no commit record and no flush to wait for.
         let t = db.engine.begin()?;
         db.abalance(&t.snapshot(), aid)?;

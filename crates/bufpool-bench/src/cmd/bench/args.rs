@@ -148,7 +148,7 @@ pub struct BenchArgs {
     #[arg(long = "vacuum-every", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub vacuum_every: Option<u64>,
     /// Zipfian account keys with this constant (YCSB's request distribution; YCSB uses
-    /// 0.99), for any script; the ycsb-b and ycsb-c scripts default to 0.99, the others
+    /// 0.99), for any script; the zipf-read-update, zipf-select and ycsb-a .. ycsb-f scripts default to 0.99, the others
     /// to uniform keys, as pgbench.
     #[arg(long = "zipf-theta", value_name = "THETA")]
     pub zipf_theta: Option<f64>,

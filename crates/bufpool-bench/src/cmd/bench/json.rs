@@ -61,6 +61,9 @@ pub fn summary_json(o: &RunOutcome, per_command: bool) -> serde_json::Value {
         })),
         "config": r.config,
     });
+    if let Some(y) = &o.ycsb {
+        j["ycsb"] = ycsb_json(y, r.duration_s);
+    }
     if o.scripts.len() > 1 {
         j["scripts"] = o
             .scripts
@@ -101,4 +104,38 @@ fn script_json(s: &tpcb::mix::ScriptOutcome, per_command: bool) -> serde_json::V
             .collect();
     }
     j
+}
+
+/// A YCSB run's part of `--json`: its records, and its operations by kind (committed
+/// ones, and per second), the records its scans read, the reads that found no record.
+fn ycsb_json(y: &crate::ycsb::run::YcsbOutcome, seconds: f64) -> serde_json::Value {
+    use crate::ycsb::workload::Op;
+    let per_s = |n: u64| {
+        if seconds > 0.0 {
+            n as f64 / seconds
+        } else {
+            0.0
+        }
+    };
+    let ops: serde_json::Map<String, serde_json::Value> = Op::ALL
+        .iter()
+        .map(|&op| (op.name().to_string(), serde_json::json!(y.counts.of(op))))
+        .collect();
+    let rates: serde_json::Map<String, serde_json::Value> = Op::ALL
+        .iter()
+        .map(|&op| {
+            (
+                op.name().to_string(),
+                serde_json::json!(per_s(y.counts.of(op))),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "records_start": y.records_start,
+        "records_end": y.records_end,
+        "operations": ops,
+        "operations_per_s": rates,
+        "scanned_records": y.counts.scanned,
+        "not_found": y.counts.not_found,
+    })
 }

@@ -20,6 +20,7 @@ use crate::tpcb::builtins::Mode;
 use crate::tpcb::driver::batch::Batch;
 use crate::tpcb::driver::rate_profile::RateProfile;
 use crate::tpcb::driver::DriverOptions;
+use crate::tpcb::mix::WeightedScript;
 use crate::tpcb::options::{BenchOptions, RunOutcome};
 use crate::tpcb::{self, Db};
 
@@ -48,6 +49,11 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         }
     };
     let mut scripts = bench_scripts(&a.scripts, a.report_per_command)?;
+    // A YCSB database runs YCSB A when no script is named (a TPC-B one, tpcb-like).
+    let holds_ycsb = crate::ycsb::is_initialized(&RealVfs::new(), &a.dir).unwrap_or(false);
+    if holds_ycsb && a.scripts.none_given() {
+        scripts = vec![WeightedScript::builtin(Mode::YcsbA, 1, None)];
+    }
     // One script runs as it always has; several are picked per transaction.
     let (mode, script) = match scripts.len() {
         1 => scripts
@@ -182,29 +188,35 @@ pub(crate) fn run_tpcb_traced(
 ) -> Result<RunOutcome> {
     let (c, _) = load_config(dir, sets)?;
     let vfs = RealVfs::new();
-    tpcb::require_initialized(&vfs, dir)?;
+    let ycsb = crate::ycsb::is_initialized(&vfs, dir)?;
+    check_workload(&vfs, dir, ycsb, &opts)?;
     let engine = open_engine(dir, &c, false)?;
     // `bufpool buffercache -D dir` reaches the pool through this while the run goes.
     let views = crate::buffercache::serve(engine.pool_arc().clone(), dir);
-    if opts.runs(Mode::SavepointOverflow) || opts.side.is_some() {
-        tpcb::ensure_test_table(&engine, &vfs as &dyn Vfs, dir)?;
-    }
-    let db = Db::open(&engine, &vfs as &dyn Vfs, dir)?;
-    // As pgbench does before each run: vacuum the small, hot tables, so that space their
-    // rows left behind in earlier runs is reused. (pgbench also truncates the history;
-    // we keep it, so that `check` can match it against the balances.)
-    if !opts.no_vacuum {
-        eprint!("starting vacuum...");
-        db.branches.vacuum(false)?;
-        db.tellers.vacuum(false)?;
-        eprintln!("end.");
-    }
-    if opts.vacuum_all {
-        eprint!("starting vacuum pgbench_accounts...");
-        db.accounts.vacuum(false)?;
-        db.history.vacuum(false)?;
-        eprintln!("end.");
-    }
+    let db = if ycsb {
+        Tables::Ycsb(crate::ycsb::YcsbDb::open(&engine, &vfs as &dyn Vfs, dir)?)
+    } else {
+        if opts.runs(Mode::SavepointOverflow) || opts.side.is_some() {
+            tpcb::ensure_test_table(&engine, &vfs as &dyn Vfs, dir)?;
+        }
+        let db = Db::open(&engine, &vfs as &dyn Vfs, dir)?;
+        // As pgbench does before each run: vacuum the small, hot tables, so that space
+        // their rows left behind in earlier runs is reused. (pgbench also truncates the
+        // history; we keep it, so that `check` can match it against the balances.)
+        if !opts.no_vacuum {
+            eprint!("starting vacuum...");
+            db.branches.vacuum(false)?;
+            db.tellers.vacuum(false)?;
+            eprintln!("end.");
+        }
+        if opts.vacuum_all {
+            eprint!("starting vacuum pgbench_accounts...");
+            db.accounts.vacuum(false)?;
+            db.history.vacuum(false)?;
+            eprintln!("end.");
+        }
+        Tables::Tpcb(Box::new(db))
+    };
     if opts.label.is_empty() {
         let sync = c.get("synchronous_commit").unwrap_or_default();
         opts.label = format!(
@@ -226,7 +238,10 @@ pub(crate) fn run_tpcb_traced(
             .metrics_addr
             .map(|addr| crate::metrics_http::serve(s, &engine, addr, &stop_metrics))
             .transpose()?;
-        let out = tpcb::run::run(&db, &opts);
+        let out = match &db {
+            Tables::Tpcb(db) => tpcb::run::run(db, &opts),
+            Tables::Ycsb(db) => crate::ycsb::run::run(db, &opts),
+        };
         if let Some(e) = endpoint {
             e.stop();
         }
@@ -240,4 +255,51 @@ pub(crate) fn run_tpcb_traced(
     drop(views);
     engine.shutdown()?;
     Ok(out)
+}
+
+/// The tables a run runs on: the database's workload.
+enum Tables<'e> {
+    Tpcb(Box<Db<'e>>),
+    Ycsb(crate::ycsb::YcsbDb<'e>),
+}
+
+/// Refuses a run whose scripts are not the database's workload (YCSB's on pgbench's
+/// tables or the reverse), or TPC-B's side work on a YCSB database, naming the fix;
+/// and a directory that holds neither.
+fn check_workload(vfs: &RealVfs, dir: &Path, ycsb: bool, opts: &BenchOptions) -> Result<()> {
+    let list = opts.script_list();
+    if !ycsb {
+        tpcb::require_initialized(vfs, dir)?;
+        if let Some(s) = list.iter().find(|s| s.mode.is_ycsb()) {
+            return Err(KnobError(format!(
+                "-b {}: YCSB's workloads run on YCSB's usertable, and {} holds pgbench's tables (make one with `bufpool init --workload ycsb -D DIR`)",
+                s.name,
+                dir.display()
+            ))
+            .into());
+        }
+        return Ok(());
+    }
+    let refuse = |what: &str| -> Result<()> {
+        Err(KnobError(format!(
+            "{what}: {} holds YCSB's usertable, and this is TPC-B's (run -b ycsb-a .. ycsb-f here)",
+            dir.display()
+        ))
+        .into())
+    };
+    if let Some(s) = list.iter().find(|s| !s.mode.is_ycsb()) {
+        return refuse(&format!("script {}", s.name));
+    }
+    for (given, flag) in [
+        (opts.batch.is_some(), "--batch-every"),
+        (opts.side.is_some(), "--side-script"),
+        (opts.vacuum_every_s.is_some(), "--vacuum-every"),
+        (opts.abort_fraction > 0.0, "--abort-fraction"),
+        (opts.driver.ack_log.is_some(), "--ack-log"),
+    ] {
+        if given {
+            return refuse(flag);
+        }
+    }
+    Ok(())
 }

@@ -158,6 +158,15 @@ pub(super) fn parse_builtin(text: &str) -> std::result::Result<Mode, String> {
 }
 
 impl ScriptFlags {
+    /// Whether no script flag was given (the run's default script then depends on the
+    /// database: tpcb-like, or ycsb-a on a YCSB database).
+    pub fn none_given(&self) -> bool {
+        self.builtins.is_empty()
+            && self.select_only.is_empty()
+            && self.skip_some_updates.is_empty()
+            && self.files.is_empty()
+    }
+
     /// The scripts of the command line in its order (`-b`, `-f`, and pgbench's shorthands
     /// `-S` and `-N` for `-b select-only` and `-b simple-update`); none: tpcb-like.
     pub fn in_order(&self) -> Vec<ScriptArg> {

@@ -32,7 +32,27 @@ fn print_summary_head(a: &BenchArgs, o: &RunOutcome) {
         [one] => println!("transaction type: {}", one.desc),
         _ => println!("transaction type: multiple scripts"),
     }
-    println!("scaling factor: {}", r.scale);
+    match &o.ycsb {
+        None => println!("scaling factor: {}", r.scale),
+        Some(y) => {
+            use crate::ycsb::workload::Op;
+            println!(
+                "records: {} at the start, {} at the end (usertable)",
+                y.records_start, y.records_end
+            );
+            let ops: Vec<String> = Op::ALL
+                .iter()
+                .filter(|&&op| y.counts.of(op) > 0)
+                .map(|&op| format!("{} {}", op.name(), y.counts.of(op)))
+                .collect();
+            println!(
+                "operations: {} (scans read {} records; {} not found)",
+                ops.join(", "),
+                y.counts.scanned,
+                y.counts.not_found
+            );
+        }
+    }
     println!(
         "query mode: embedded (-M {} has no effect: transactions call the engine directly, no SQL is parsed)",
         a.protocol.name()

@@ -1,0 +1,150 @@
+//! YCSB through the real binary: `init --workload ycsb`, each core workload's run and its
+//! JSON, `check` after them, and the flags that belong to the other workload refused.
+
+mod common;
+
+use common::{bufpool, ok};
+
+/// A folder holding `db`, a YCSB database of `records` records with a 16 MB pool.
+fn ycsb_db(records: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    ok(
+        dir.path(),
+        &[
+            "init",
+            "--workload",
+            "ycsb",
+            "--records",
+            &records.to_string(),
+            "-D",
+            "db",
+            "--set",
+            "shared_buffers=16MB",
+        ],
+    );
+    dir
+}
+
+fn bench_json(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["bench", "-D", "db", "-c", "2", "-j", "2", "--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ok(dir, &all)).expect("bench --json prints JSON")
+}
+
+/// Proves: each of YCSB A to F runs on usertable with its operations in its proportions,
+/// reads find every record (none not found), inserts grow the table by what they did,
+/// the read-only workload writes no log and syncs nothing, and `check` finds the table and its key sound
+/// after them all (the table larger than the 16 MB pool: 20,000 records, about 21 MB).
+#[test]
+fn every_core_workload_runs_and_the_table_checks() {
+    let d = ycsb_db(20_000);
+    let mut records = 20_000u64;
+    // C first: on the freshly loaded (frozen) table a read sets no hint, so nothing at all
+    // is logged (after updates, the first read of a changed page sets hint bits, and the
+    // first hint on a page after a checkpoint logs its image, as PostgreSQL does with
+    // checksums on).
+    for (w, ops) in [
+        ("c", &[("read", 1.0)][..]),
+        ("a", &[("read", 0.5), ("update", 0.5)]),
+        ("b", &[("read", 0.95), ("update", 0.05)]),
+        ("d", &[("read", 0.95), ("insert", 0.05)]),
+        ("e", &[("scan", 0.95), ("insert", 0.05)]),
+        ("f", &[("read", 0.5), ("read_modify_write", 0.5)]),
+    ] {
+        let j = bench_json(d.path(), &["-b", &format!("ycsb-{w}"), "-t", "1000"]);
+        assert_eq!(j["mode"], format!("ycsb-{w}"));
+        let y = &j["ycsb"];
+        assert_eq!(y["records_start"], records, "{w}: {y}");
+        assert_eq!(y["not_found"], 0, "{w}: {y}");
+        let txns = j["transactions"].as_u64().unwrap();
+        assert_eq!(txns, 2000, "{w}");
+        let mut sum = 0;
+        for (op, share) in ops {
+            let n = y["operations"][op].as_u64().unwrap();
+            sum += n;
+            let got = n as f64 / txns as f64;
+            assert!(
+                (got - share).abs() < 0.05,
+                "ycsb-{w} {op}: {got} of {share}: {y}"
+            );
+        }
+        assert_eq!(sum, txns, "ycsb-{w}: every operation counted once: {y}");
+        let inserted = y["operations"]["insert"].as_u64().unwrap();
+        assert_eq!(y["records_end"], records + inserted, "{w}: {y}");
+        records += inserted;
+        if w == "e" {
+            let scans = y["operations"]["scan"].as_u64().unwrap();
+            let read = y["scanned_records"].as_u64().unwrap();
+            // 1 to 100 records each, 50.5 on average.
+            assert!(read > scans * 30 && read <= scans * 100, "{y}");
+        }
+        if w == "c" {
+            assert_eq!(
+                j["wal"]["bytes"], 0,
+                "a read-only workload writes no log: {}",
+                j["wal"]
+            );
+            assert_eq!(j["wal"]["syncs"], 0, "{}", j["wal"]);
+        } else {
+            assert!(j["wal"]["bytes"].as_u64().unwrap() > 0, "{w}: {}", j["wal"]);
+        }
+    }
+    let out = ok(d.path(), &["check", "-D", "db"]);
+    assert!(out.contains("check: OK"), "{out}");
+    assert!(
+        out.contains(&format!("{records} visible rows in usertable")),
+        "{out}"
+    );
+    // The run with no script named runs YCSB A on this database.
+    let j = bench_json(d.path(), &["-t", "10"]);
+    assert_eq!(j["mode"], "ycsb-a");
+}
+
+/// Proves: each workload's scripts are refused on the other's database, naming the fix,
+/// and so are TPC-B's side flags on a YCSB database and YCSB's size on a TPC-B init.
+#[test]
+fn scripts_and_flags_of_the_other_workload_are_refused() {
+    let d = ycsb_db(1_000);
+    for (args, says) in [
+        (&["-b", "tpcb-like"][..], "holds YCSB's usertable"),
+        (&["-S"], "holds YCSB's usertable"),
+        (&["-b", "ycsb-c", "--vacuum-every", "1"], "--vacuum-every"),
+        (&["-b", "ycsb-c", "--ack-log", "a.log"], "--ack-log"),
+    ] {
+        let mut all = vec!["bench", "-D", "db", "-t", "1"];
+        all.extend_from_slice(args);
+        let o = bufpool(d.path(), &all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let o = bufpool(d.path(), &["check", "-D", "db", "--accounts-only"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    ok(d.path(), &["init", "-s", "1", "-D", "tpcb"]);
+    let o = bufpool(
+        d.path(),
+        &["bench", "-D", "tpcb", "-b", "ycsb-a", "-t", "1"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("init --workload ycsb"), "{err}");
+    for args in [
+        &["init", "-D", "x", "--records", "10"][..],
+        &["init", "-D", "x", "--workload", "ycsb", "-s", "2"],
+        &["init", "-D", "x", "--workload", "ycsb", "--records", "0"],
+    ] {
+        let o = bufpool(d.path(), args);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!d.path().join("x").exists(), "{args:?} wrote nothing");
+    }
+}
