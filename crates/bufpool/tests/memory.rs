@@ -74,3 +74,69 @@ fn the_dirty_chain_adds_its_map() {
     // One bit per buffer: 1,024 bits.
     assert_eq!(chain.bgwriter - lru.bgwriter, 1024 / 8, "{lru:?} {chain:?}");
 }
+
+/// A pacer that holds the checkpoint in its first pace (after its first write) until `go`
+/// says so, or until a minute has passed (a bound, so a regression fails instead of
+/// hanging); records which.
+struct Held {
+    entered: std::sync::mpsc::SyncSender<()>,
+    go: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    timed_out: std::sync::atomic::AtomicBool,
+    paced: std::sync::atomic::AtomicBool,
+}
+
+impl bufpool::buffer::CheckpointPacer for Held {
+    fn pace(&self, _done: usize, _total: usize) {
+        if self.paced.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return; // not the first pace
+        }
+        let _ = self.entered.send(());
+        let go = self.go.lock().unwrap();
+        if go.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
+            self.timed_out
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+/// Proves: asking what the pool holds does not wait for a checkpoint in progress (it
+/// once took the checkpoint's snapshot lock, held for the whole spread checkpoint: a
+/// `bench` run waited 27 s for it after its clients finished). How: a checkpoint held in
+/// its first pace; `memory()` must return while it is held (the pacer is released only
+/// after it does, or by its one-minute bound, which fails the test).
+#[test]
+fn memory_does_not_wait_for_a_checkpoint_in_progress() {
+    use bufpool::buffer::CheckpointWriteOptions;
+    let mut c = Config::default();
+    c.set("shared_buffers", "1MB").unwrap();
+    let pool = BufferPool::open(Arc::new(MemVfs::new()), "/db".as_ref(), &c, true).unwrap();
+    let rel = bufpool::RelFileId::new(0, 16384);
+    pool.create_relation(rel, bufpool::ForkNumber::Main)
+        .unwrap();
+    for _ in 0..4 {
+        let b = pool.extend(rel, bufpool::ForkNumber::Main).unwrap();
+        bufpool::page::init(&mut b.write(), 0);
+    }
+    let (entered_tx, entered) = std::sync::mpsc::sync_channel(1);
+    let (go, go_rx) = std::sync::mpsc::channel();
+    let held = Held {
+        entered: entered_tx,
+        go: std::sync::Mutex::new(go_rx),
+        timed_out: std::sync::atomic::AtomicBool::new(false),
+        paced: std::sync::atomic::AtomicBool::new(false),
+    };
+    std::thread::scope(|s| {
+        let ck = s.spawn(|| pool.checkpoint_write(&CheckpointWriteOptions::default(), &held));
+        entered
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the checkpoint paced its first write");
+        let m = pool.memory();
+        go.send(()).unwrap();
+        assert!(m.checkpoint >= 128 * 16, "{m:?}");
+        ck.join().unwrap().unwrap();
+    });
+    assert!(
+        !held.timed_out.load(std::sync::atomic::Ordering::SeqCst),
+        "memory() waited for the checkpoint to finish"
+    );
+}

@@ -141,23 +141,33 @@ pub(super) struct CkptEntry {
 }
 
 /// The snapshot array, preallocated for every buffer.
+///
+/// Invariant: the array never grows past what it was made with (a checkpoint marks each
+/// buffer at most once), so its size is known without its lock, which a checkpoint holds
+/// for the whole of its write phase.
 #[derive(Debug)]
 pub(super) struct CkptArray {
     entries: Mutex<Vec<CkptEntry>>,
+    /// The allocation's size, in bytes, recorded when it was made.
+    reserved: usize,
 }
 
 impl CkptArray {
     /// The array's allocation, in bytes (reserved for every buffer; the pages it spans are
-    /// touched, and count in the resident size, once a checkpoint fills them).
+    /// touched, and count in the resident size, once a checkpoint fills them). Takes no
+    /// lock: it answers while a checkpoint runs.
     pub(super) fn heap_bytes(&self) -> usize {
-        self.entries.lock().capacity() * std::mem::size_of::<CkptEntry>()
+        self.reserved
     }
 }
 
 impl CkptArray {
     pub(super) fn new(nbuffers: usize) -> Self {
+        let entries = Vec::with_capacity(nbuffers);
+        let reserved = entries.capacity() * std::mem::size_of::<CkptEntry>();
         CkptArray {
-            entries: Mutex::new(Vec::with_capacity(nbuffers)),
+            entries: Mutex::new(entries),
+            reserved,
         }
     }
 }
@@ -285,6 +295,11 @@ impl BufferPool {
     ) -> BufferResult<CheckpointWriteReport> {
         let mut entries = self.ckpt.entries.lock();
         self.mark_for_checkpoint(&mut entries);
+        debug_assert_eq!(
+            entries.capacity() * std::mem::size_of::<CkptEntry>(),
+            self.ckpt.reserved,
+            "the checkpoint's snapshot array grew"
+        );
         if opts.sort {
             entries.sort_unstable_by_key(|e| (e.tag, e.id));
             debug_assert!(
