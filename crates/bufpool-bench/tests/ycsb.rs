@@ -69,6 +69,25 @@ fn every_core_workload_runs_and_the_table_checks() {
             );
         }
         assert_eq!(sum, txns, "ycsb-{w}: every operation counted once: {y}");
+        // Resident memory against its budget: the pool, the log's buffers, the pool's
+        // bookkeeping and the fixed allowance.
+        let m = &j["memory"];
+        let b = |k: &str| m[k].as_u64().unwrap_or_else(|| panic!("memory.{k}: {m}"));
+        assert_eq!(b("shared_buffers_bytes"), 16 << 20, "{m}");
+        assert_eq!(
+            b("budget_bytes"),
+            b("shared_buffers_bytes")
+                + b("wal_buffers_bytes")
+                + b("pool_overhead_bytes")
+                + b("fixed_bytes"),
+            "{m}"
+        );
+        assert!(
+            b("peak_rss_bytes") > 16 << 20,
+            "the pool's pages were touched: {m}"
+        );
+        let over = m["rss_over_budget"].as_f64().unwrap();
+        assert!((over - b("peak_rss_bytes") as f64 / b("budget_bytes") as f64).abs() < 1e-9);
         let inserted = y["operations"]["insert"].as_u64().unwrap();
         assert_eq!(y["records_end"], records + inserted, "{w}: {y}");
         records += inserted;

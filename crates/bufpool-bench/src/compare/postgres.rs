@@ -270,6 +270,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         bytes_written: None,
         stat_io: Vec::new(),
         waits: None,
+        memory: None,
     };
     let backend_write_share = result.backend_write_share();
     Ok(PgRun {

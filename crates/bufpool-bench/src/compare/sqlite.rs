@@ -286,6 +286,7 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         bytes_written: None,
         stat_io: Vec::new(),
         waits: None,
+        memory: None,
     };
     Ok(SqliteRun {
         result,

@@ -13,6 +13,7 @@ pub mod device;
 pub(crate) mod fdatasync;
 pub(crate) mod floor;
 pub mod mutex_pool;
+pub mod outgrow;
 pub mod policies;
 pub mod pool;
 pub mod prewarm;
@@ -82,6 +83,9 @@ pub enum Which {
     /// synchronous commit on and off, the log bytes and syncs each transaction costs
     /// (none: a reader gets no transaction id and writes no commit record).
     Readonly(readonly::Args),
+    /// YCSB C as its data outgrows the pool (0.5x to 10x, O_DIRECT): tps, reads per second,
+    /// and the process's resident memory against its budget.
+    Outgrow(outgrow::Args),
     /// The banked SLRU (issue 16, seed 002): lookups of random pages per slru_design,
     /// SLRU size (16..4096 slots), spread (fits, 10x) and thread count.
     Slru(slru::Args),
@@ -129,6 +133,8 @@ pub fn report_of(cli: ExperimentCli, command: Vec<String>) -> Result<Report> {
             .context("experiment prewarm")?,
         Which::Readonly(a) => runner::run("readonly", c, command, |r| readonly::run(&a, r))
             .context("experiment readonly")?,
+        Which::Outgrow(a) => runner::run("outgrow", c, command, |r| outgrow::run(&a, r))
+            .context("experiment outgrow")?,
         Which::Slru(a) => {
             runner::run("slru", c, command, |r| slru::run(&a, r)).context("experiment slru")?
         }

@@ -346,6 +346,25 @@ impl Runner {
         Ok(Template { dir, bytes })
     }
 
+    /// A YCSB template of `records` records (`init --workload ycsb`) at `<data
+    /// root>/template-ycsb`, the log beside it as the TPC-B template's.
+    pub fn template_ycsb(&self, records: u64, sets: &[(String, String)]) -> Result<Template> {
+        let dir = self.data_root()?.join("template-ycsb");
+        self.progress(format!("loading a YCSB template of {records} records"));
+        let waldir = self.waldir("template-ycsb");
+        crate::cmd::init::init_load(
+            &dir,
+            crate::cmd::init::Load::Ycsb { records },
+            &[],
+            waldir.as_deref(),
+            sets,
+        )?;
+        Ok(Template {
+            bytes: dir_bytes(&dir),
+            dir,
+        })
+    }
+
     /// A fresh copy of `template` at `<data root>/name` (an old one removed first),
     /// written out to the device before it is returned (see [`SlowDevice::settle`]).
     pub fn fresh_copy(&self, template: &Template, name: &str) -> Result<PathBuf> {

@@ -497,6 +497,7 @@ mod tests {
             written_checkpointer: 0,
             target_tps: None,
             batch_rows: 0,
+            rss_bytes: None,
             pool: None,
         }
     }

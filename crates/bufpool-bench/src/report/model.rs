@@ -76,6 +76,10 @@ pub struct RunResult {
     /// What the clients' transactions waited for (bufpool runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waits: Option<WaitProfile>,
+    /// The process's resident memory over the run against its budget (bufpool runs on
+    /// Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryUse>,
     /// Per-table row counters at the end and what autovacuum did (bufpool runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tables: Option<TableCounts>,
@@ -592,6 +596,10 @@ pub struct Second {
     /// Rows updated by `--batch-every` batches that committed in this second.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub batch_rows: u64,
+    /// The process's resident memory at the end of this second, bytes (bufpool runs on
+    /// Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
     /// What the pool held at the end of this second (bufpool runs; the report's pool
     /// heatmap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -691,6 +699,7 @@ impl RunResult {
                 written_checkpointer: if busy { 700 + rng.below(200) } else { 0 },
                 target_tps: None,
                 batch_rows: 0,
+                rss_bytes: None,
                 pool: Some(PoolSecond::example(t, busy)),
             });
         }
@@ -790,6 +799,7 @@ impl RunResult {
             tables: None,
             bytes_written: None,
             waits: None,
+            memory: None,
             stat_io: Vec::new(),
         }
     }
@@ -815,4 +825,27 @@ impl SplitMix {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+}
+
+/// A run's resident memory against its budget: what the pool and the log are configured
+/// to hold, the pool's own bookkeeping, and a fixed allowance for the rest of the process
+/// (`memory_budget`). The memory-limit target is `peak_rss_bytes / budget_bytes` <= 1.05.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryUse {
+    /// The most resident memory of the per-second samples, bytes.
+    pub peak_rss_bytes: u64,
+    /// `shared_buffers`, bytes.
+    pub shared_buffers_bytes: u64,
+    /// `wal_buffers` (resolved), bytes.
+    pub wal_buffers_bytes: u64,
+    /// The pool's bookkeeping beside its frames (descriptors, mapping, free list, policy,
+    /// checkpoint and bgwriter state): `BufferPool::memory().overhead()`.
+    pub pool_overhead_bytes: u64,
+    /// The fixed allowance for everything else: code, thread stacks, the allocator, the
+    /// bench's own per-second series.
+    pub fixed_bytes: u64,
+    /// The sum of the four.
+    pub budget_bytes: u64,
+    /// `peak_rss_bytes / budget_bytes`.
+    pub rss_over_budget: f64,
 }

@@ -59,6 +59,7 @@ pub fn summary_json(o: &RunOutcome, per_command: bool) -> serde_json::Value {
             "over_10ms": w.over_10ms,
             "each_seconds_slowest": w.each_seconds_slowest,
         })),
+        "memory": r.memory,
         "config": r.config,
     });
     if let Some(y) = &o.ycsb {

@@ -250,6 +250,11 @@ pub(crate) fn run_tpcb_traced(
     if let Some(path) = trace {
         out.trace = Some(crate::trace::stop(engine.pool(), path)?);
     }
+    out.result.memory = crate::tpcb::driver::counters::memory_use(
+        &engine,
+        c.wal_buffers_bytes(),
+        &out.result.series,
+    );
     out.prewarm = engine.autoprewarm_stats();
     drop(db);
     drop(views);

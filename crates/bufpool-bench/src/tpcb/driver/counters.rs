@@ -16,7 +16,8 @@ use bufpool::{BufferPool, Engine, IoStatsSnapshot};
 
 use super::written::{bytes_written, Devices};
 use crate::report::model::{
-    BgwriterCounts, CheckpointSpan, CheckpointerCounts, RunResult, SlruCounts, StatIo, WalCounts,
+    BgwriterCounts, CheckpointSpan, CheckpointerCounts, MemoryUse, RunResult, Second, SlruCounts,
+    StatIo, WalCounts,
 };
 
 /// The engine's counters when a run started, read in this order (the devices last: each
@@ -198,4 +199,34 @@ fn bgwriter_counts(pool: &BufferPool, before: &BgwriterStats) -> BgwriterCounts 
         io_method: pool.bgwriter_io_in_effect().to_string(),
         lru_maxpages: pool.bgwriter_maxpages(),
     }
+}
+
+/// The fixed part of a run's memory budget: everything the process holds beside the
+/// pool's frames and bookkeeping and the log's buffers (the code and its libraries, the
+/// threads' stacks as far as they were touched, the allocator's arenas, the bench's own
+/// per-second series and histograms). An allowance, set from the resident memory of runs
+/// on a pool too small to matter (see ARCHITECTURE, "What a pool holds in memory").
+pub(crate) const FIXED_MEMORY_BYTES: u64 = 16 << 20;
+
+/// The run's resident memory against its budget, from the per-second samples of `series`
+/// and one now, at its end (None where none can be read): `shared_buffers` (`engine`'s frames), `wal_buffers_bytes`,
+/// the pool's bookkeeping and [`FIXED_MEMORY_BYTES`].
+pub(crate) fn memory_use(
+    engine: &Engine,
+    wal_buffers_bytes: u64,
+    series: &[Second],
+) -> Option<MemoryUse> {
+    let now = super::monitor::rss_bytes();
+    let peak = series.iter().filter_map(|s| s.rss_bytes).chain(now).max()?;
+    let m = engine.pool().memory();
+    let budget = m.frames + wal_buffers_bytes + m.overhead() + FIXED_MEMORY_BYTES;
+    Some(MemoryUse {
+        peak_rss_bytes: peak,
+        shared_buffers_bytes: m.frames,
+        wal_buffers_bytes,
+        pool_overhead_bytes: m.overhead(),
+        fixed_bytes: FIXED_MEMORY_BYTES,
+        budget_bytes: budget,
+        rss_over_budget: peak as f64 / budget as f64,
+    })
 }

@@ -22,6 +22,18 @@ use crate::report::model::PoolSecond;
 pub(crate) struct Sample {
     pub(crate) writes: Writes,
     pub(crate) pool: Option<PoolSecond>,
+    /// The process's resident memory, bytes (None where `/proc` does not say).
+    pub(crate) rss: Option<u64>,
+}
+
+/// This process's resident memory now, bytes, from `/proc/self/statm` (None off Linux or
+/// when it cannot be read).
+pub(crate) fn rss_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf reads a constant of the system; no memory is passed.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page).ok().filter(|&p| p > 0)?)
 }
 
 /// The pool summed from its pg_buffercache rows, relations named by `names`.
@@ -163,6 +175,7 @@ impl<'a> Monitor<'a> {
             samples.push(Sample {
                 writes: now.since(last),
                 pool: Some(pool_second(&rows, self.names)),
+                rss: rss_bytes(),
             });
             last = now;
             if let Some(p) = self.progress_s {

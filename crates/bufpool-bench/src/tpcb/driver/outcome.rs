@@ -114,6 +114,7 @@ impl Merged {
             bytes_written: None,
             stat_io: Vec::new(),
             waits: Some(self.waits),
+            memory: None,
         };
         let figures = Figures {
             late: self.late,
@@ -197,6 +198,7 @@ pub(crate) fn series(secs: &[Slot], samples: &[Sample], elapsed: f64) -> Vec<Sec
                 written_checkpointer: w.checkpointer,
                 target_tps: None,
                 batch_rows: 0,
+                rss_bytes: sample.rss,
                 pool: sample.pool,
             }
         })
