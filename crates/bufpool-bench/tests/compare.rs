@@ -169,6 +169,70 @@ fn bufpool_and_sqlite_side_by_side_json_report_and_logs() {
         .is_none());
 }
 
+/// Proves: `--workload ycsb-a` runs YCSB A on bufpool's and SQLite's usertable (loaded with
+/// the same records, each checked after its run), says PostgreSQL sits it out and why,
+/// and judges bufpool against SQLite NORMAL by the YCSB target, not TPC-B's.
+#[test]
+fn ycsb_a_beside_sqlite_with_its_own_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let o = bufpool(
+        cwd,
+        &[
+            "compare",
+            "--workload",
+            "ycsb-a",
+            "--records",
+            "2000",
+            "--engines",
+            "bufpool,postgres,sqlite",
+            "-c",
+            "2",
+            "-T",
+            "2",
+            "--sync",
+            "off",
+            "--pool",
+            "16MB",
+            "--json",
+        ],
+        &[],
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&ok(&o, "compare --workload ycsb-a")).expect("JSON");
+    let engines = j["engines"].as_array().unwrap();
+    let names: Vec<&str> = engines
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bufpool", "sqlite"]);
+    for e in engines {
+        assert!(e["transactions"].as_u64().unwrap() > 0, "{e}");
+    }
+    assert_eq!(engines[1]["extra"]["usertable_rows_checked"], 2000);
+    assert_eq!(j["settings"]["workload"], "ycsb-a");
+    assert_eq!(j["settings"]["records"], 2000);
+    let skipped = j["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(
+        skipped[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("YCSB on PostgreSQL"),
+        "{skipped:?}"
+    );
+    let targets = j["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 1, "{targets:?}");
+    assert_eq!(targets[0]["name"], "ycsb_a_vs_sqlite_normal");
+    assert_eq!(targets[0]["target"], 1.5);
+    let tps = |e: &serde_json::Value| e["tps"].as_f64().unwrap();
+    let v = targets[0]["value"].as_f64().unwrap();
+    assert!(
+        (v - tps(&engines[0]) / tps(&engines[1])).abs() < 1e-9 * v,
+        "{targets:?}"
+    );
+}
+
 #[test]
 fn postgres_that_cannot_run_is_skipped_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();

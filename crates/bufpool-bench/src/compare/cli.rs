@@ -1,6 +1,6 @@
 //! `compare`'s flags and its run ([`CompareArgs`] into [`CompareOptions`]), and the hidden
-//! `sqlite-tpcb` command, SQLite's side of it: one phase of SQLite's TPC-B in a child
-//! process of its own ([`sqlite_tpcb`]).
+//! `sqlite-tpcb` command, SQLite's side of it: one phase of SQLite's TPC-B or YCSB in a
+//! child process of its own ([`sqlite_tpcb`]).
 
 use std::path::PathBuf;
 
@@ -20,9 +20,17 @@ pub struct CompareArgs {
         default_value = "bufpool,postgres,sqlite"
     )]
     pub engines: Vec<EngineKind>,
-    /// Scale factor (100,000 accounts per unit).
+    /// The workload: pgbench's TPC-B (`tpcb`), or one of YCSB's core workloads on its
+    /// usertable (`ycsb-a` .. `ycsb-f`; PostgreSQL sits these out for now, said in the
+    /// table).
+    #[arg(long, default_value = "tpcb", value_parser = parse_workload)]
+    pub workload: Workload,
+    /// Scale factor (100,000 accounts per unit; TPC-B).
     #[arg(short = 's', long = "scale", default_value_t = 10)]
     pub scale: u32,
+    /// YCSB's records (about 1 KiB each; YCSB).
+    #[arg(long, default_value_t = crate::ycsb::DEFAULT_RECORDS)]
+    pub records: u64,
     /// Clients (connections, or threads with their own session).
     #[arg(short = 'c', long = "client", default_value_t = 4)]
     pub clients: u32,
@@ -70,7 +78,9 @@ pub struct CompareArgs {
 pub fn run(c: CompareArgs, command: Vec<String>) -> Result<()> {
     compare(&CompareOptions {
         engines: c.engines,
+        workload: c.workload,
         scale: c.scale,
+        records: c.records,
         clients: c.clients,
         jobs: c.jobs,
         time_s: c.time,
@@ -88,6 +98,50 @@ pub fn run(c: CompareArgs, command: Vec<String>) -> Result<()> {
     })
 }
 
+/// What `compare` and its SQLite side run: TPC-B, or a YCSB core workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    Tpcb,
+    Ycsb(crate::ycsb::workload::Core),
+}
+
+impl Workload {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Tpcb => "tpcb",
+            Workload::Ycsb(c) => crate::ycsb::run::mode_of(c).name(),
+        }
+    }
+
+    /// The YCSB workload, if it is one.
+    pub fn ycsb(self) -> Option<crate::ycsb::workload::Core> {
+        match self {
+            Workload::Tpcb => None,
+            Workload::Ycsb(c) => Some(c),
+        }
+    }
+}
+
+/// `tpcb`, or `ycsb-a` .. `ycsb-f`.
+fn parse_workload(text: &str) -> std::result::Result<Workload, String> {
+    use crate::ycsb::workload::Core;
+    Ok(match text {
+        "tpcb" => Workload::Tpcb,
+        "ycsb-a" => Workload::Ycsb(Core::A),
+        "ycsb-b" => Workload::Ycsb(Core::B),
+        "ycsb-c" => Workload::Ycsb(Core::C),
+        "ycsb-d" => Workload::Ycsb(Core::D),
+        "ycsb-e" => Workload::Ycsb(Core::E),
+        "ycsb-f" => Workload::Ycsb(Core::F),
+        _ => {
+            return Err(format!(
+                "unknown workload {text:?} (allowed: tpcb, ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f)"
+            ))
+        }
+    })
+}
+
 #[derive(Debug, clap::Args)]
 pub struct SqliteTpcbArgs {
     /// load (like pgbench -i) or run.
@@ -95,8 +149,14 @@ pub struct SqliteTpcbArgs {
     pub phase: String,
     #[arg(long)]
     pub dir: PathBuf,
+    /// tpcb, or ycsb-a .. ycsb-f (any of them loads YCSB's usertable).
+    #[arg(long, default_value = "tpcb", value_parser = parse_workload)]
+    pub workload: Workload,
     #[arg(long, default_value_t = 1)]
     pub scale: u32,
+    /// YCSB's records (load).
+    #[arg(long, default_value_t = crate::ycsb::DEFAULT_RECORDS)]
+    pub records: u64,
     #[arg(long, default_value_t = 1)]
     pub clients: u32,
     #[arg(long, default_value_t = 1)]
@@ -120,7 +180,10 @@ pub struct SqliteTpcbArgs {
 /// process; the run's figures as JSON on stdout or into `--out`.
 pub fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
     if a.phase == "load" {
-        return super::sqlite::load(&a.dir, a.scale);
+        return match a.workload {
+            Workload::Tpcb => super::sqlite::load(&a.dir, a.scale),
+            Workload::Ycsb(_) => super::sqlite_ycsb::load(&a.dir, a.records),
+        };
     }
     let cache_bytes = bufpool::options::parse_size(&a.cache_size)
         .map_err(|e| KnobError(format!("--cache-size: {e}")))?;
@@ -136,6 +199,7 @@ pub fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
             seed: 0x5eed,
             log_prefix: a.log_prefix,
             progress_s: a.progress,
+            workload: a.workload.ycsb(),
         },
         &stop,
     )?;

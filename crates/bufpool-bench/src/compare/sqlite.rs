@@ -1,6 +1,7 @@
 //! The TPC-B of `bufpool bench` on SQLite: pgbench's four tables and its built-in
 //! transaction, run by `bufpool compare` in a child process (`bufpool sqlite-tpcb`), so
-//! that its CPU time, bytes written and peak memory are its own.
+//! that its CPU time, bytes written and peak memory are its own; and the clients' loop,
+//! figures and settings that YCSB on SQLite (`sqlite_ycsb.rs`) shares.
 //!
 //! Settings, as `bufpool compare` documents them: WAL mode; `synchronous=FULL` for
 //! synchronous commit on (every commit syncs the WAL) and `NORMAL` for off (the WAL is
@@ -81,14 +82,27 @@ pub struct SqliteOptions {
     pub log_prefix: Option<PathBuf>,
     /// A progress line on stderr every this many seconds (pgbench's `-P`), if any.
     pub progress_s: Option<u32>,
+    /// What the clients run: pgbench's TPC-B, or one of YCSB's core workloads
+    /// (`sqlite_ycsb.rs`).
+    pub workload: Option<crate::ycsb::workload::Core>,
+}
+
+impl SqliteOptions {
+    /// The database file the workload's tables are in.
+    pub fn db_file(&self) -> &'static str {
+        match self.workload {
+            None => DB_FILE,
+            Some(_) => super::sqlite_ycsb::DB_FILE,
+        }
+    }
 }
 
 /// What the clients have done so far, for the progress lines.
 #[derive(Default)]
-struct Running {
-    commits: AtomicU64,
-    failed: AtomicU64,
-    latency_us: AtomicU64,
+pub(super) struct Running {
+    pub(super) commits: AtomicU64,
+    pub(super) failed: AtomicU64,
+    pub(super) latency_us: AtomicU64,
 }
 
 /// Prints pgbench's progress line every `every` until `done`: the interval's rate,
@@ -136,8 +150,27 @@ pub struct SqliteRun {
 }
 
 fn open(dir: &Path) -> Result<Connection> {
-    let path = dir.join(DB_FILE);
+    open_file(dir, DB_FILE)
+}
+
+/// Opens the SQLite database `file` in `dir`.
+pub(super) fn open_file(dir: &Path, file: &str) -> Result<Connection> {
+    let path = dir.join(file);
     Connection::open(&path).with_context(|| format!("opening SQLite database {}", path.display()))
+}
+
+/// Removes the database `file` from `dir` with its WAL and shared-memory files, if there.
+pub(super) fn remove_db_files(dir: &Path, file: &str) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for suffix in ["", "-wal", "-shm"] {
+        let p = dir.join(format!("{file}{suffix}"));
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing {}", p.display())),
+        }
+    }
+    Ok(())
 }
 
 /// Creates the database like `pgbench -i -s scale`: the four tables with primary keys
@@ -145,15 +178,7 @@ fn open(dir: &Path) -> Result<Connection> {
 /// accounts per unit with blank-padded fillers, in one transaction; then a WAL
 /// checkpoint. Replaces any database already in `dir`.
 pub fn load(dir: &Path, scale: u32) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for suffix in ["", "-wal", "-shm"] {
-        let p = dir.join(format!("{DB_FILE}{suffix}"));
-        match std::fs::remove_file(&p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("removing {}", p.display())),
-        }
-    }
+    remove_db_files(dir, DB_FILE)?;
     let mut db = open(dir)?;
     db.pragma_update(None, "journal_mode", "WAL")?;
     db.pragma_update(None, "synchronous", "NORMAL")?;
@@ -190,6 +215,9 @@ pub fn load(dir: &Path, scale: u32) -> Result<()> {
 
 /// Runs `clients` connections for `duration` and returns the run in the report's shape.
 pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
+    if let Some(core) = o.workload {
+        return super::sqlite_ycsb::run(o, core, stop);
+    }
     let scale: i64 = {
         let db = open(&o.dir)?;
         db.query_row("SELECT count(*) FROM pgbench_branches", [], |r| r.get(0))
@@ -199,6 +227,19 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         scale > 0,
         "the SQLite database has no branches: load it first"
     );
+    run_clients(o, ("tpcb-like", scale as u32), |id, start, running| {
+        client(o, id, scale, start, stop, running)
+    })
+}
+
+/// Runs `o.clients` clients, each `client(id, start, running)` on a thread of its own,
+/// beside the progress lines; merges their figures into the run's result, which says it
+/// ran `mode` at `scale`.
+pub(super) fn run_clients(
+    o: &SqliteOptions,
+    (mode, scale): (&str, u32),
+    client: impl Fn(u32, Instant, &Running) -> Result<ClientOut> + Sync,
+) -> Result<SqliteRun> {
     let start = Instant::now();
     let wall_start = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -207,13 +248,13 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
     let running = Running::default();
     let done = AtomicBool::new(false);
     let per_client: Vec<Result<ClientOut>> = std::thread::scope(|s| {
-        let (running, done) = (&running, &done);
+        let (running, done, client) = (&running, &done, &client);
         if let Some(every) = o.progress_s.filter(|&p| p > 0) {
             let every = Duration::from_secs(every.into());
             s.spawn(move || report_progress(running, every, start, done));
         }
         let handles: Vec<_> = (0..o.clients.max(1))
-            .map(|id| s.spawn(move || client(o, id, scale, start, stop, running)))
+            .map(|id| s.spawn(move || client(id, start, running)))
             .collect();
         let outs = handles
             .into_iter()
@@ -262,8 +303,8 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         provenance: crate::provenance::Provenance::here(),
         label: "sqlite".into(),
         started_at: crate::report::model::rfc3339_utc(wall_start),
-        mode: "tpcb-like".into(),
-        scale: scale as u32,
+        mode: mode.into(),
+        scale,
         clients: o.clients.max(1),
         threads: o.jobs.max(1),
         duration_s: elapsed,
@@ -296,11 +337,47 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
     })
 }
 
-struct ClientOut {
-    seconds: Vec<Slot>,
-    hist: hdrhistogram::Histogram<u64>,
-    busy_waits: u64,
-    busy_us: u64,
+/// One client's figures.
+pub(super) struct ClientOut {
+    pub(super) seconds: Vec<Slot>,
+    pub(super) hist: hdrhistogram::Histogram<u64>,
+    pub(super) busy_waits: u64,
+    pub(super) busy_us: u64,
+}
+
+impl ClientOut {
+    pub(super) fn new() -> ClientOut {
+        ClientOut {
+            seconds: Vec::new(),
+            hist: latency_histogram(),
+            busy_waits: 0,
+            busy_us: 0,
+        }
+    }
+
+    /// Counts a transaction that committed at `end` after `us` µs (the run began at
+    /// `start`).
+    pub(super) fn committed(&mut self, start: Instant, end: Instant, us: u64, running: &Running) {
+        let sec = end.duration_since(start).as_secs() as usize;
+        slot_at(&mut self.seconds, sec).add(us as f64, 0.0);
+        self.hist.record(us.max(1)).ok();
+        running.commits.fetch_add(1, Ordering::Relaxed);
+        running.latency_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// Counts a transaction that failed at `end` (its busy handler gave up).
+    pub(super) fn failed(&mut self, start: Instant, end: Instant, running: &Running) {
+        let sec = end.duration_since(start).as_secs() as usize;
+        slot_at(&mut self.seconds, sec).failed += 1;
+        running.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Takes this thread's busy-handler figures (call at the client's end).
+    pub(super) fn take_busy(&mut self) {
+        let (n, us) = BUSY.with(|b| b.get());
+        self.busy_waits = n;
+        self.busy_us = us;
+    }
 }
 
 /// One client: its own connection, pgbench's TPC-B transaction back to back until the
@@ -317,12 +394,7 @@ fn client(
     configure(&db, o)?;
     BUSY.with(|b| b.set((0, 0)));
     let mut rng = SmallRng::seed_from_u64(o.seed ^ (u64::from(id) << 32));
-    let mut out = ClientOut {
-        seconds: Vec::new(),
-        hist: latency_histogram(),
-        busy_waits: 0,
-        busy_us: 0,
-    };
+    let mut out = ClientOut::new();
     while start.elapsed() < o.duration && !stop.load(Ordering::Relaxed) {
         let aid = rng.random_range(1..=scale * ACCOUNTS_PER_SCALE as i64);
         let bid = rng.random_range(1..=scale);
@@ -331,34 +403,27 @@ fn client(
         let t0 = Instant::now();
         let outcome = transaction(&db, aid, bid, tid, delta);
         let end = Instant::now();
-        let sec = end.duration_since(start).as_secs() as usize;
         match outcome {
             Ok(()) => {
                 let us = end.duration_since(t0).as_micros() as u64;
-                slot_at(&mut out.seconds, sec).add(us as f64, 0.0);
-                out.hist.record(us.max(1)).ok();
-                running.commits.fetch_add(1, Ordering::Relaxed);
-                running.latency_us.fetch_add(us, Ordering::Relaxed);
+                out.committed(start, end, us, running);
             }
             Err(e) if is_busy(&e) => {
                 // The busy handler gave up: roll back and count it, as pgbench counts
                 // a failed transaction.
                 let _ = db.execute_batch("ROLLBACK");
-                slot_at(&mut out.seconds, sec).failed += 1;
-                running.failed.fetch_add(1, Ordering::Relaxed);
+                out.failed(start, end, running);
             }
             Err(e) => return Err(e).context("SQLite TPC-B transaction"),
         }
     }
-    let (n, us) = BUSY.with(|b| b.get());
-    out.busy_waits = n;
-    out.busy_us = us;
+    out.take_busy();
     Ok(out)
 }
 
 /// A client connection's settings: synchronous by `--sync`, the pool as its cache, the
 /// counting busy handler (journal_mode WAL is the database's own, set at load).
-fn configure(db: &Connection, o: &SqliteOptions) -> Result<()> {
+pub(super) fn configure(db: &Connection, o: &SqliteOptions) -> Result<()> {
     db.pragma_update(None, "synchronous", if o.sync { "FULL" } else { "NORMAL" })?;
     db.pragma_update(None, "cache_size", -((o.cache_bytes / 1024) as i64))?;
     db.busy_handler(Some(busy_handler))?;
@@ -367,7 +432,7 @@ fn configure(db: &Connection, o: &SqliteOptions) -> Result<()> {
 
 /// The settings a client connection runs with, read back from SQLite itself.
 fn settings_in_effect(o: &SqliteOptions) -> Result<std::collections::BTreeMap<String, String>> {
-    let db = open(&o.dir)?;
+    let db = open_file(&o.dir, o.db_file())?;
     configure(&db, o)?;
     let mut out = std::collections::BTreeMap::new();
     for name in [
@@ -405,7 +470,7 @@ fn settings_in_effect(o: &SqliteOptions) -> Result<std::collections::BTreeMap<St
     Ok(out)
 }
 
-fn is_busy(e: &rusqlite::Error) -> bool {
+pub(super) fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(
         e.sqlite_error_code(),
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)

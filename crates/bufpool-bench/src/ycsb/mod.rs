@@ -92,7 +92,7 @@ pub fn new_row(schema: &Schema, keynum: u64, rng: &mut SmallRng) -> Vec<u8> {
 }
 
 /// Fills `buf` with random lowercase letters (YCSB's values are random printable text).
-fn fill_letters(buf: &mut [u8], rng: &mut SmallRng) {
+pub(crate) fn fill_letters(buf: &mut [u8], rng: &mut SmallRng) {
     rng.fill(buf);
     for b in buf {
         *b = b'a' + *b % 26;

@@ -46,6 +46,18 @@ pub fn core_of(mode: Mode) -> Option<Core> {
     })
 }
 
+/// The built-in script of YCSB workload `core`.
+pub fn mode_of(core: Core) -> Mode {
+    match core {
+        Core::A => Mode::YcsbA,
+        Core::B => Mode::YcsbB,
+        Core::C => Mode::YcsbC,
+        Core::D => Mode::YcsbD,
+        Core::E => Mode::YcsbE,
+        Core::F => Mode::YcsbF,
+    }
+}
+
 /// Runs `opts`' scripts (all YCSB's) on `db`.
 pub fn run(db: &YcsbDb<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
     let list = opts.script_list();

@@ -141,7 +141,7 @@ impl OpCounts {
 /// below the first number whose insert has not committed yet (YCSB's acknowledged
 /// counter).
 #[derive(Debug)]
-struct Inserts {
+pub(crate) struct Inserts {
     next: AtomicU64,
     acked: AtomicU64,
     /// Numbers committed above the acknowledged prefix.
@@ -149,7 +149,7 @@ struct Inserts {
 }
 
 impl Inserts {
-    fn new(records: u64) -> Inserts {
+    pub(crate) fn new(records: u64) -> Inserts {
         Inserts {
             next: AtomicU64::new(records),
             acked: AtomicU64::new(records),
@@ -158,17 +158,17 @@ impl Inserts {
     }
 
     /// Records reads may choose from.
-    fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.acked.load(Ordering::Acquire)
     }
 
     /// The number of the next record to insert.
-    fn take(&self) -> u64 {
+    pub(crate) fn take(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Record `k`'s insert committed (or was given up: its number is not taken again).
-    fn done(&self, k: u64) {
+    pub(crate) fn done(&self, k: u64) {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         p.insert(k);
         let mut acked = self.acked.load(Ordering::Relaxed);
