@@ -221,29 +221,7 @@ pub fn init_load(
     waldir: Option<&Path>,
     sets: &[(String, String)],
 ) -> Result<()> {
-    match load {
-        Load::Tpcb { scale, fillfactor } => {
-            if !(10..=100).contains(&fillfactor) {
-                return Err(KnobError(format!(
-                    "invalid value for fillfactor: {fillfactor} (allowed: 10 to 100)"
-                ))
-                .into());
-            }
-            if scale == 0 {
-                return Err(
-                    KnobError("invalid value for scale: 0 (allowed: 1 or more)".into()).into(),
-                );
-            }
-        }
-        Load::Ycsb { records } => {
-            if records == 0 || !tablespaces.is_empty() {
-                return Err(KnobError(format!(
-                    "invalid value for --records: {records} (allowed: 1 or more; YCSB's table has no --tablespaces)"
-                ))
-                .into());
-            }
-        }
-    }
+    check_load(load, tablespaces)?;
     // Knobs first (defaults and --set; a new database starts a new file): a bad one
     // writes nothing.
     let mut c = Config::default();
@@ -366,6 +344,35 @@ pub fn init_load(
     eprintln!("creating primary keys...");
     engine.shutdown()?;
     eprintln!("{line}");
+    Ok(())
+}
+
+/// `init`'s size flags checked (each a knob error): a fillfactor of 10 to 100 and a scale
+/// of at least 1 for TPC-B, at least one record and no tablespaces for YCSB.
+fn check_load(load: Load, tablespaces: &[PathBuf]) -> Result<()> {
+    match load {
+        Load::Tpcb { scale, fillfactor } => {
+            if !(10..=100).contains(&fillfactor) {
+                return Err(KnobError(format!(
+                    "invalid value for fillfactor: {fillfactor} (allowed: 10 to 100)"
+                ))
+                .into());
+            }
+            if scale == 0 {
+                return Err(
+                    KnobError("invalid value for scale: 0 (allowed: 1 or more)".into()).into(),
+                );
+            }
+        }
+        Load::Ycsb { records } => {
+            if records == 0 || !tablespaces.is_empty() {
+                return Err(KnobError(format!(
+                    "invalid value for --records: {records} (allowed: 1 or more; YCSB's table has no --tablespaces)"
+                ))
+                .into());
+            }
+        }
+    }
     Ok(())
 }
 

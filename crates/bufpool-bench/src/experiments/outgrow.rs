@@ -98,43 +98,54 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let mut sizes = Vec::new();
     for &ratio in &ratios {
         let records = ((ratio * pool_bytes / BYTES_PER_RECORD) as u64).max(100);
-        let t = r.template_ycsb(records, &knobs(&base))?;
-        let label = format!("{ratio}x pool, {records} records");
-        r.step(format!("{label}: YCSB C, {CLIENTS} clients, {seconds} s"));
-        let mut opts = BenchOptions {
-            mode: Mode::YcsbC,
-            ..BenchOptions::tpcb(CLIENTS, seconds, &label, r.stop())
-        };
-        opts.driver.threads = CLIENTS;
-        let out = run_tpcb(&t.dir, &knobs(&base), opts).with_context(|| label.clone())?;
-        remove_db(&t.dir);
-        let res = &out.result;
-        let m = res.memory.clone().unwrap_or_default();
-        let (hits, reads) = (res.buffers.hits as f64, res.buffers.reads as f64);
-        let s = Size {
-            ratio,
-            records,
-            tps: res.tps,
-            reads_per_s: reads / res.duration_s.max(1e-9),
-            hit_ratio: hits / (hits + reads).max(1.0),
-            peak_rss: m.peak_rss_bytes,
-            budget: m.budget_bytes,
-            over_budget: m.rss_over_budget,
-        };
-        r.progress(format!(
-            "{label}: {:.0} tps, {:.0} reads/s, hit ratio {:.3}, peak RSS {} MiB of a {} MiB budget ({:.3})",
-            s.tps,
-            s.reads_per_s,
-            s.hit_ratio,
-            s.peak_rss >> 20,
-            s.budget >> 20,
-            s.over_budget
-        ));
-        sizes.push(s);
+        sizes.push(measure(r, (ratio, records), &base, seconds)?);
     }
     let mut samples = Samples::default();
     push_targets(&mut samples, &sizes);
     Ok(report(r, &samples, &sizes, (&a.pool, seconds)))
+}
+
+/// One size: a fresh table of `records` records (`ratio` times the pool), YCSB C on it for
+/// `seconds` with knobs `base`; the table removed after.
+fn measure(
+    r: &Runner,
+    (ratio, records): (f64, u64),
+    base: &[(&str, &str)],
+    seconds: u64,
+) -> Result<Size> {
+    let t = r.template_ycsb(records, &knobs(base))?;
+    let label = format!("{ratio}x pool, {records} records");
+    r.step(format!("{label}: YCSB C, {CLIENTS} clients, {seconds} s"));
+    let mut opts = BenchOptions {
+        mode: Mode::YcsbC,
+        ..BenchOptions::tpcb(CLIENTS, seconds, &label, r.stop())
+    };
+    opts.driver.threads = CLIENTS;
+    let out = run_tpcb(&t.dir, &knobs(base), opts).with_context(|| label.clone())?;
+    remove_db(&t.dir);
+    let res = &out.result;
+    let m = res.memory.clone().unwrap_or_default();
+    let (hits, reads) = (res.buffers.hits as f64, res.buffers.reads as f64);
+    let s = Size {
+        ratio,
+        records,
+        tps: res.tps,
+        reads_per_s: reads / res.duration_s.max(1e-9),
+        hit_ratio: hits / (hits + reads).max(1.0),
+        peak_rss: m.peak_rss_bytes,
+        budget: m.budget_bytes,
+        over_budget: m.rss_over_budget,
+    };
+    r.progress(format!(
+        "{label}: {:.0} tps, {:.0} reads/s, hit ratio {:.3}, peak RSS {} MiB of a {} MiB budget ({:.3})",
+        s.tps,
+        s.reads_per_s,
+        s.hit_ratio,
+        s.peak_rss >> 20,
+        s.budget >> 20,
+        s.over_budget
+    ));
+    Ok(s)
 }
 
 /// The targets: tps at 1.25x over 0.9x (when both sizes ran), and the worst memory ratio.
