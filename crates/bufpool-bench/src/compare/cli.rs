@@ -188,21 +188,21 @@ pub fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
     let cache_bytes = bufpool::options::parse_size(&a.cache_size)
         .map_err(|e| KnobError(format!("--cache-size: {e}")))?;
     let stop = install_ctrl_c();
-    let run = super::sqlite::run(
-        &super::sqlite::SqliteOptions {
-            dir: a.dir,
-            clients: a.clients,
-            jobs: a.jobs,
-            duration: std::time::Duration::from_secs(a.time),
-            sync: a.sync == "on",
-            cache_bytes,
-            seed: 0x5eed,
-            log_prefix: a.log_prefix,
-            progress_s: a.progress,
-            workload: a.workload.ycsb(),
-        },
-        &stop,
-    )?;
+    let o = super::sqlite::SqliteOptions {
+        dir: a.dir,
+        clients: a.clients,
+        jobs: a.jobs,
+        duration: std::time::Duration::from_secs(a.time),
+        sync: a.sync == "on",
+        cache_bytes,
+        seed: 0x5eed,
+        log_prefix: a.log_prefix,
+        progress_s: a.progress,
+    };
+    let run = match a.workload {
+        Workload::Tpcb => super::sqlite::run(&o, &stop)?,
+        Workload::Ycsb(core) => super::sqlite_ycsb::run(&o, core, &stop)?,
+    };
     let text = serde_json::to_string_pretty(&run)?;
     match a.out {
         Some(p) => std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?,

@@ -82,19 +82,6 @@ pub struct SqliteOptions {
     pub log_prefix: Option<PathBuf>,
     /// A progress line on stderr every this many seconds (pgbench's `-P`), if any.
     pub progress_s: Option<u32>,
-    /// What the clients run: pgbench's TPC-B, or one of YCSB's core workloads
-    /// (`sqlite_ycsb.rs`).
-    pub workload: Option<crate::ycsb::workload::Core>,
-}
-
-impl SqliteOptions {
-    /// The database file the workload's tables are in.
-    pub fn db_file(&self) -> &'static str {
-        match self.workload {
-            None => DB_FILE,
-            Some(_) => super::sqlite_ycsb::DB_FILE,
-        }
-    }
 }
 
 /// What the clients have done so far, for the progress lines.
@@ -215,9 +202,6 @@ pub fn load(dir: &Path, scale: u32) -> Result<()> {
 
 /// Runs `clients` connections for `duration` and returns the run in the report's shape.
 pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
-    if let Some(core) = o.workload {
-        return super::sqlite_ycsb::run(o, core, stop);
-    }
     let scale: i64 = {
         let db = open(&o.dir)?;
         db.query_row("SELECT count(*) FROM pgbench_branches", [], |r| r.get(0))
@@ -227,16 +211,20 @@ pub fn run(o: &SqliteOptions, stop: &AtomicBool) -> Result<SqliteRun> {
         scale > 0,
         "the SQLite database has no branches: load it first"
     );
-    run_clients(o, ("tpcb-like", scale as u32), |id, start, running| {
-        client(o, id, scale, start, stop, running)
-    })
+    run_clients(
+        o,
+        DB_FILE,
+        ("tpcb-like", scale as u32),
+        |id, start, running| client(o, id, scale, start, stop, running),
+    )
 }
 
 /// Runs `o.clients` clients, each `client(id, start, running)` on a thread of its own,
-/// beside the progress lines; merges their figures into the run's result, which says it
-/// ran `mode` at `scale`.
+/// beside the progress lines, on the database `file`; merges their figures into the run's
+/// result, which says it ran `mode` at `scale`.
 pub(super) fn run_clients(
     o: &SqliteOptions,
+    file: &str,
     (mode, scale): (&str, u32),
     client: impl Fn(u32, Instant, &Running) -> Result<ClientOut> + Sync,
 ) -> Result<SqliteRun> {
@@ -298,7 +286,7 @@ pub(super) fn run_clients(
         total.merge(s);
     }
     let series = series(&secs, &[], elapsed);
-    let config = settings_in_effect(o)?;
+    let config = settings_in_effect(o, file)?;
     let result = RunResult {
         provenance: crate::provenance::Provenance::here(),
         label: "sqlite".into(),
@@ -431,8 +419,11 @@ pub(super) fn configure(db: &Connection, o: &SqliteOptions) -> Result<()> {
 }
 
 /// The settings a client connection runs with, read back from SQLite itself.
-fn settings_in_effect(o: &SqliteOptions) -> Result<std::collections::BTreeMap<String, String>> {
-    let db = open_file(&o.dir, o.db_file())?;
+fn settings_in_effect(
+    o: &SqliteOptions,
+    file: &str,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let db = open_file(&o.dir, file)?;
     configure(&db, o)?;
     let mut out = std::collections::BTreeMap::new();
     for name in [

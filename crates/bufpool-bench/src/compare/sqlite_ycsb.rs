@@ -22,7 +22,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::sqlite::{configure, is_busy, open_file, remove_db_files, run_clients};
 use super::sqlite::{ClientOut, Running, SqliteOptions, SqliteRun};
 use crate::ycsb::keys::{key_name, Chooser, THETA};
-use crate::ycsb::workload::{Core, Inserts, Op, MAX_SCAN};
+use crate::ycsb::ops::Op;
+use crate::ycsb::workload::{Core, Inserts, MAX_SCAN};
 use crate::ycsb::{FIELDS, FIELD_LEN};
 
 /// The database file in the run's directory.
@@ -100,7 +101,7 @@ pub fn run(o: &SqliteOptions, core: Core, stop: &AtomicBool) -> Result<SqliteRun
     let inserts = Inserts::new(records);
     let chooser = if core.latest() { &latest } else { &zipfian };
     let mode = crate::ycsb::run::mode_of(core).name();
-    let mut out = run_clients(o, (mode, 0), |id, start, running| {
+    let mut out = run_clients(o, DB_FILE, (mode, 0), |id, start, running| {
         client(o, (core, chooser, &inserts), id, (start, stop), running)
     })?;
     out.result

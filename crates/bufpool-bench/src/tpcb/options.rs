@@ -175,7 +175,7 @@ pub struct RunOutcome {
     /// What autoprewarm's reload did at this run's open (`autoprewarm = on`).
     pub prewarm: Option<bufpool::engine::prewarm::PrewarmStats>,
     /// A YCSB run's records and operations (None: a TPC-B run).
-    pub ycsb: Option<crate::ycsb::run::YcsbOutcome>,
+    pub ycsb: Option<crate::ycsb::ops::YcsbOutcome>,
 }
 
 impl RunOutcome {

@@ -14,10 +14,12 @@
 //! under key `keys::key_name(keynum)`, found through the index; a transaction that only
 //! reads takes no transaction id and writes nothing to the log.
 //!
-//! The folder: the keys and request distributions (`keys.rs`), the workloads as the
-//! driver runs them (`workload.rs`), the run (`run.rs`).
+//! The folder: the keys and request distributions (`keys.rs`), the operations and their
+//! counts (`ops.rs`), the workloads as the driver runs them (`workload.rs`), the run
+//! (`run.rs`).
 
 pub mod keys;
+pub mod ops;
 pub mod run;
 pub mod workload;
 

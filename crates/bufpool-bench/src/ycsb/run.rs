@@ -9,7 +9,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{ensure, Result};
 
-use super::workload::{Core, OpCounts, Session, Ycsb};
+use super::ops::OpCounts;
+use super::ops::YcsbOutcome;
+use super::workload::{Core, Session, Ycsb};
 use super::YcsbDb;
 use crate::tpcb::builtins::Mode;
 use crate::tpcb::driver::batch::BatchStats;
@@ -21,17 +23,6 @@ use crate::tpcb::driver::outcome::{mark_targets, Measured, Merged, RunHead};
 use crate::tpcb::mix::{outcomes, ScriptTally};
 use crate::tpcb::options::{BenchOptions, RunOutcome};
 use crate::tpcb::vacuum::VacuumStats;
-
-/// What a YCSB run did beyond the driver's figures.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct YcsbOutcome {
-    /// Records when the run began (its reads choose among them and those it inserted).
-    pub records_start: u64,
-    /// Records at its end.
-    pub records_end: u64,
-    /// Its committed operations.
-    pub counts: OpCounts,
-}
 
 /// The YCSB workload of built-in script `mode` (None: not one of YCSB's).
 pub fn core_of(mode: Mode) -> Option<Core> {

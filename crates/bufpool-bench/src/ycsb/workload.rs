@@ -26,6 +26,7 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::keys::{Chooser, THETA};
+use super::ops::{Op, OpCounts};
 use super::{YcsbDb, FIELDS, FIELD_LEN};
 use crate::tpcb::driver::{Done, Workload};
 
@@ -38,38 +39,6 @@ pub enum Core {
     D,
     E,
     F,
-}
-
-/// An operation of YCSB's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    Read,
-    Update,
-    Insert,
-    Scan,
-    ReadModifyWrite,
-}
-
-impl Op {
-    /// Every operation, in the order of [`OpCounts`]' fields.
-    pub const ALL: [Op; 5] = [
-        Op::Read,
-        Op::Update,
-        Op::Insert,
-        Op::Scan,
-        Op::ReadModifyWrite,
-    ];
-
-    /// YCSB's name of it (its report's).
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Read => "read",
-            Op::Update => "update",
-            Op::Insert => "insert",
-            Op::Scan => "scan",
-            Op::ReadModifyWrite => "read_modify_write",
-        }
-    }
 }
 
 /// YCSB's `maxscanlength`.
@@ -103,37 +72,6 @@ impl Core {
             }
         }
         self.mix()[self.mix().len() - 1].0
-    }
-}
-
-/// Operations by kind, and reads that found no record.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OpCounts {
-    /// Committed operations, in [`Op::ALL`]'s order.
-    pub ops: [u64; 5],
-    /// Records the scans read.
-    pub scanned: u64,
-    /// Reads, updates and read-modify-writes whose record was not there.
-    pub not_found: u64,
-}
-
-impl OpCounts {
-    /// Adds `other` in.
-    pub fn merge(&mut self, other: &OpCounts) {
-        for (a, b) in self.ops.iter_mut().zip(other.ops) {
-            *a += b;
-        }
-        self.scanned += other.scanned;
-        self.not_found += other.not_found;
-    }
-
-    /// Committed operations of kind `op`.
-    pub fn of(&self, op: Op) -> u64 {
-        self.ops[Op::ALL.iter().position(|&o| o == op).expect("in ALL")]
-    }
-
-    fn count(&mut self, op: Op) {
-        self.ops[Op::ALL.iter().position(|&o| o == op).expect("in ALL")] += 1;
     }
 }
 

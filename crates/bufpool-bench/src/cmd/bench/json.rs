@@ -109,8 +109,8 @@ fn script_json(s: &tpcb::mix::ScriptOutcome, per_command: bool) -> serde_json::V
 
 /// A YCSB run's part of `--json`: its records, and its operations by kind (committed
 /// ones, and per second), the records its scans read, the reads that found no record.
-fn ycsb_json(y: &crate::ycsb::run::YcsbOutcome, seconds: f64) -> serde_json::Value {
-    use crate::ycsb::workload::Op;
+fn ycsb_json(y: &crate::ycsb::ops::YcsbOutcome, seconds: f64) -> serde_json::Value {
+    use crate::ycsb::ops::Op;
     let per_s = |n: u64| {
         if seconds > 0.0 {
             n as f64 / seconds

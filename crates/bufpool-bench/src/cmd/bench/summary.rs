@@ -35,7 +35,7 @@ fn print_summary_head(a: &BenchArgs, o: &RunOutcome) {
     match &o.ycsb {
         None => println!("scaling factor: {}", r.scale),
         Some(y) => {
-            use crate::ycsb::workload::Op;
+            use crate::ycsb::ops::Op;
             println!(
                 "records: {} at the start, {} at the end (usertable)",
                 y.records_start, y.records_end
