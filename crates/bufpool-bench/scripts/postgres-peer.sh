@@ -9,6 +9,8 @@
 #       [--mode prepared|simple|extended]   (default prepared)
 #       [--postgres-version 15|18]          (default: the installed one, else 15)
 #       [--port P]                          (default: a free port chosen at random)
+#       [--progress S]                      (default 10)
+#       [--rate R]                          (pgbench -R: R transactions/s in all; default flat out)
 #   scripts/postgres-peer.sh --probe [--postgres-version V]
 #       Only find (or install) the binaries. Prints two lines on stdout and exits 0:
 #         version=PostgreSQL 15.18
@@ -29,7 +31,7 @@
 # checkpoint_timeout and synchronous_commit, max_wal_size=1GB, fsync=on and
 # full_page_writes=on, every other setting at the version's default (initdb's too: data
 # checksums are on from 18, off before; 18 reads through io_method=worker); `pgbench -i -s N`; sample counters; `pgbench -c C -j J -T S -M mode
-# -l`; CHECKPOINT; sample counters again; stop the server and remove the folder (always:
+# -l` (with `-R R` for --rate R: a total rate, transactions per second); CHECKPOINT; sample counters again; stop the server and remove the folder (always:
 # also on failure, Ctrl-C, SIGINT or SIGTERM). The clients (psql, pgbench) run as the
 # caller and connect through the unix socket as the cluster's superuser (trust auth), so
 # every file in DIR belongs to the caller. Progress goes to stderr, prefixed
@@ -125,7 +127,7 @@ trap 'ERR_LINE=$LINENO ERR_CMD=$BASH_COMMAND' ERR
 
 # ---------------------------------------------------------------- arguments
 OUT='' SCALE='' CLIENTS='' JOBS='' SECS='' SHARED_BUFFERS='' CKPT_TIMEOUT='' SYNC='' MODE=prepared
-PROGRESS=10
+PROGRESS=10 RATE=''
 PG_VERSION_WANTED='' PORT_ARG='' PROBE=0
 while (($#)); do
   opt=$1 val=
@@ -134,7 +136,7 @@ while (($#)); do
     -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
     --*=*) val=${opt#*=} opt=${opt%%=*}; shift ;;
     --out | --scale | --clients | --jobs | --time | --shared-buffers | --checkpoint-timeout | \
-      --sync | --mode | --postgres-version | --port | --progress)
+      --sync | --mode | --postgres-version | --port | --progress | --rate)
       (($# >= 2)) || bad_usage "$opt needs a value"
       val=$2
       shift 2
@@ -155,9 +157,12 @@ while (($#)); do
     --postgres-version) PG_VERSION_WANTED=$val ;;
     --port) PORT_ARG=$val ;;
     --progress) PROGRESS=$val ;;
+    --rate) RATE=$val ;;
     *) bad_usage "unknown option: $opt" ;;
   esac
 done
+[[ -z $RATE || $RATE =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+  bad_usage "--rate must be a number of transactions per second, not '$RATE'"
 [[ -z $PG_VERSION_WANTED || $PG_VERSION_WANTED =~ ^[1-9][0-9]*$ ]] ||
   bad_usage "--postgres-version must be a major version such as 15 or 18, not '$PG_VERSION_WANTED'"
 if ((!PROBE)); then
@@ -758,12 +763,12 @@ sample() { # before|after
 sample before
 
 # ---------------------------------------------------------------- run
-log "pgbench -c $CLIENTS -j $JOBS -T $SECS -M $MODE -l (vacuum, then $SECS s)..."
+log "pgbench -c $CLIENTS -j $JOBS -T $SECS -M $MODE -l${RATE:+ -R $RATE} (vacuum, then $SECS s)..."
 (
   TIMEFORMAT='%U %S'
   # Progress lines (stderr, every --progress seconds) both kept and shown as they come;
   # the summary (stdout) kept for the figures.
-  time "$BIN/pgbench" -c "$CLIENTS" -j "$JOBS" -T "$SECS" -M "$MODE" -l -P "$PROGRESS" \
+  time "$BIN/pgbench" -c "$CLIENTS" -j "$JOBS" -T "$SECS" -M "$MODE" -l -P "$PROGRESS" ${RATE:+-R "$RATE"} \
     --log-prefix "$OUT/pgbench_log" -s "$SCALE" >"$OUT/pgbench.out" \
     2> >(tee "$OUT/pgbench.err" >&"$ERR_FD")
 ) 2>"$OUT/pgbench_cpu.txt" &

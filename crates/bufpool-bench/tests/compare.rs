@@ -233,6 +233,74 @@ fn ycsb_a_beside_sqlite_with_its_own_target() {
     );
 }
 
+/// Proves: `--rate auto` runs one more round with every engine throttled to 60% of the
+/// slowest engine's median tps, each a column of its own (`NAME@R`) that ran at that
+/// rate; the full-speed targets come from the full-speed runs only; a rate below 1 is
+/// refused naming the flag.
+#[test]
+fn rate_auto_adds_a_throttled_round_at_the_slowest_engines_pace() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let o = bufpool(
+        cwd,
+        &[
+            "compare",
+            "--engines",
+            "bufpool,sqlite",
+            "-s",
+            "1",
+            "-c",
+            "2",
+            "-T",
+            "3",
+            "--pool",
+            "16MB",
+            "--sync",
+            "off",
+            "--rate",
+            "auto",
+            "--json",
+        ],
+        &[],
+    );
+    let j: serde_json::Value = serde_json::from_str(&ok(&o, "compare --rate auto")).unwrap();
+    let engines = j["engines"].as_array().unwrap();
+    let tps = |name: &str| {
+        engines
+            .iter()
+            .find(|e| e["name"] == name)
+            .map(|e| e["tps"].as_f64().unwrap())
+    };
+    let slowest = tps("bufpool").unwrap().min(tps("sqlite").unwrap());
+    let rate = (0.6 * slowest).round();
+    for name in ["bufpool", "sqlite"] {
+        let throttled = tps(&format!("{name}@{rate:.0}"))
+            .unwrap_or_else(|| panic!("no {name}@{rate:.0} column: {engines:?}"));
+        assert!(
+            (throttled / rate - 1.0).abs() < 0.1,
+            "{name}: {throttled} tps at a rate of {rate}"
+        );
+    }
+    let names: Vec<&str> = j["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "sync_off_vs_sqlite_normal",
+            "maxlat_p50_ms_off",
+            "cpu_per_tx_vs_sqlite"
+        ],
+        "no PostgreSQL, so no equal-rate target"
+    );
+    let o = bufpool(cwd, &["compare", "--rate", "0.5"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--rate"));
+}
+
 #[test]
 fn postgres_that_cannot_run_is_skipped_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();

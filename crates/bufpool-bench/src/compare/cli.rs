@@ -56,6 +56,13 @@ pub struct CompareArgs {
     /// in its logs.
     #[arg(short = 'P', long = "progress", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub progress: u32,
+    /// Throttle every engine to this total rate, transactions per second (pgbench's -R;
+    /// a transaction's latency counts from its scheduled start), so tails are compared at
+    /// equal work; `auto`: after the rounds at full speed, one more round with every
+    /// engine at 60% of the slowest engine's rate (its median tps; below it, so that
+    /// none runs saturated). Throttled runs are columns of their own (`bufpool@R`).
+    #[arg(long, value_name = "R|auto", value_parser = parse_rate)]
+    pub rate: Option<Rate>,
     /// pgbench's query mode for PostgreSQL.
     #[arg(long, value_enum, default_value = "prepared")]
     pub pg_mode: PgMode,
@@ -95,7 +102,30 @@ pub fn run(c: CompareArgs, command: Vec<String>) -> Result<()> {
         json: c.json,
         command,
         progress_s: c.progress,
+        rate: c.rate,
     })
+}
+
+/// `compare --rate`: a fixed total rate, or the slowest engine's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    /// Every round at this many transactions per second.
+    Fixed(f64),
+    /// One more round at the slowest engine's median tps.
+    Auto,
+}
+
+/// `R` (a positive number) or `auto`.
+fn parse_rate(text: &str) -> std::result::Result<Rate, String> {
+    if text == "auto" {
+        return Ok(Rate::Auto);
+    }
+    match text.parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 1.0 => Ok(Rate::Fixed(r)),
+        _ => Err(format!(
+            "invalid value for --rate: {text:?} (allowed: a rate of at least 1 transaction per second, or auto)"
+        )),
+    }
 }
 
 /// What `compare` and its SQLite side run: TPC-B, or a YCSB core workload.
@@ -172,6 +202,9 @@ pub struct SqliteTpcbArgs {
     /// A progress line on stderr every N seconds (pgbench's -P).
     #[arg(short = 'P', long)]
     pub progress: Option<u32>,
+    /// pgbench's -R: the clients' total rate, transactions per second.
+    #[arg(short = 'R', long)]
+    pub rate: Option<f64>,
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -198,6 +231,7 @@ pub fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
         seed: 0x5eed,
         log_prefix: a.log_prefix,
         progress_s: a.progress,
+        rate: a.rate.filter(|r| *r > 0.0),
     };
     let run = match a.workload {
         Workload::Tpcb => super::sqlite::run(&o, &stop)?,

@@ -133,6 +133,9 @@ pub struct CompareOptions {
     /// Seconds between each engine's progress lines (pgbench's `-P`), shown as they come
     /// and kept in the engine's `*.stderr.log`.
     pub progress_s: u32,
+    /// `--rate`: throttle every engine (a fixed rate for every round, or one more round
+    /// at the slowest engine's rate).
+    pub rate: Option<cli::Rate>,
 }
 
 /// One engine's run in one round and what it cost.
@@ -326,7 +329,12 @@ fn fresh_dir(p: &Path) -> Result<()> {
     std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))
 }
 
-fn run_bufpool(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun> {
+fn run_bufpool(
+    o: &CompareOptions,
+    data: &Path,
+    logs: &Path,
+    rate: Option<f64>,
+) -> Result<EngineRun> {
     let exe = exe()?;
     let size = load_size(o);
     note(format!("bufpool: init {} (loading)", size.join(" ")));
@@ -359,6 +367,7 @@ fn run_bufpool(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun
                     .into_iter()
                     .flatten(),
             )
+            .args(rate_flag(rate))
             .args([
                 "-P",
                 &o.progress_s.to_string(),
@@ -398,7 +407,12 @@ fn load_size(o: &CompareOptions) -> Vec<String> {
     }
 }
 
-fn run_sqlite(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun> {
+fn run_sqlite(
+    o: &CompareOptions,
+    data: &Path,
+    logs: &Path,
+    rate: Option<f64>,
+) -> Result<EngineRun> {
     let exe = exe()?;
     note(format!("sqlite: load {}", o.workload.name()));
     let load = process::run_measured(
@@ -427,6 +441,7 @@ fn run_sqlite(o: &CompareOptions, data: &Path, logs: &Path) -> Result<EngineRun>
             .args(["--time", &o.time_s.to_string()])
             .args(["--sync", if o.sync { "on" } else { "off" }])
             .args(["--cache-size", &o.pool])
+            .args(rate_flag(rate))
             .args(["-P", &o.progress_s.to_string()])
             .arg("--log-prefix")
             .arg(logs.join("sqlite_log"))
@@ -481,11 +496,20 @@ fn pg_options(o: &CompareOptions, major: Option<&str>) -> postgres::PgOptions {
         },
         version: major.map(str::to_string),
         progress_s: o.progress_s,
+        rate: None,
     }
 }
 
-fn run_postgres(o: &CompareOptions, who: &Entrant, logs: &Path) -> Result<EngineRun> {
-    let p = pg_options(o, who.pg_major.as_deref());
+fn run_postgres(
+    o: &CompareOptions,
+    who: &Entrant,
+    logs: &Path,
+    rate: Option<f64>,
+) -> Result<EngineRun> {
+    let p = postgres::PgOptions {
+        rate,
+        ..pg_options(o, who.pg_major.as_deref())
+    };
     note(format!(
         "{}: postgres-peer.sh (initdb, pgbench -i -s {}, pgbench -c {} -j {} -T {} -M {})",
         who.name(),
@@ -665,50 +689,57 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
         std::time::Duration::from_secs(3),
     );
     let mut runs: Vec<EngineRun> = Vec::new();
+    let fixed = match o.rate {
+        Some(cli::Rate::Fixed(r)) => Some(r),
+        _ => None,
+    };
+    let mut stopped = false;
     'rounds: for round in 1..=o.rounds {
         for who in &engines {
             if stop.load(Ordering::SeqCst) {
-                note("stopped by Ctrl-C: the table covers the runs that finished");
+                stopped = true;
                 break 'rounds;
             }
-            let name = who.name();
-            note(format!("round {round}/{}: {name}", o.rounds));
-            let tag = format!("{name}-r{round}");
-            let logs = o.out_dir.join("logs").join(&tag);
-            fresh_dir(&logs)?;
-            let data = o.work_dir.join(&tag);
-            fresh_dir(&data)?;
-            let r = match who.kind {
-                EngineKind::Bufpool => run_bufpool(o, &data, &logs),
-                EngineKind::Sqlite => run_sqlite(o, &data, &logs),
-                EngineKind::Postgres => run_postgres(o, who, &logs),
-            };
-            let _ = std::fs::remove_dir_all(&data);
-            let mut r = r.with_context(|| format!("{name} (round {round})"))?;
-            r.round = round;
-            r.result.label = if o.rounds > 1 {
-                format!("{name} r{round}")
-            } else {
-                name.clone()
-            };
-            note(format!(
-                "{name}: {:.0} tps, latency avg {:.3} ms, p99 {:.3} ms",
-                r.result.tps, r.result.latency_ms.avg, r.result.latency_ms.p99
-            ));
-            runs.push(r);
+            runs.push(run_one(o, who, (round, o.rounds), fixed)?);
         }
+    }
+    if o.rate == Some(cli::Rate::Auto) && !stopped {
+        if let Some(slowest) = slowest_rate(&runs) {
+            let rate = (AUTO_RATE_SHARE * slowest).max(1.0);
+            note(format!(
+                "one more round with every engine at {rate:.0} tps ({:.0}% of the slowest one's {slowest:.0})",
+                AUTO_RATE_SHARE * 100.0
+            ));
+            for who in &engines {
+                if stop.load(Ordering::SeqCst) {
+                    stopped = true;
+                    break;
+                }
+                runs.push(run_one(o, who, (o.rounds + 1, o.rounds + 1), Some(rate))?);
+            }
+        }
+    }
+    if stopped {
+        note("stopped by Ctrl-C: the table covers the runs that finished");
     }
     note("raw fdatasync rate (after)");
     let sync_after = crate::experiments::fdatasync::raw_fdatasync_per_s(
         &o.work_dir,
         std::time::Duration::from_secs(1),
     )?;
-    let summaries: Vec<EngineSummary> = engines
+    // A column per name, in the order they first ran (throttled runs are columns of
+    // their own: `bufpool@R`).
+    let mut names: Vec<&str> = Vec::new();
+    for r in &runs {
+        if !names.contains(&r.name.as_str()) {
+            names.push(&r.name);
+        }
+    }
+    let summaries: Vec<EngineSummary> = names
         .iter()
-        .filter_map(|who| {
-            let name = who.name();
-            let rs: Vec<&EngineRun> = runs.iter().filter(|r| r.name == name).collect();
-            (!rs.is_empty()).then(|| summarize_engine(&rs))
+        .map(|name| {
+            let rs: Vec<&EngineRun> = runs.iter().filter(|r| r.name == *name).collect();
+            summarize_engine(&rs)
         })
         .collect();
     let targets = targets(o.workload, o.sync, &runs);
@@ -748,6 +779,76 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
         println!("json: {}", json_path.display());
     }
     Ok(())
+}
+
+/// One engine's run in round `round` of `rounds` (at `rate` transactions per second if
+/// given: its column is then `NAME@RATE`), its data folder removed after.
+fn run_one(
+    o: &CompareOptions,
+    who: &Entrant,
+    (round, rounds): (u32, u32),
+    rate: Option<f64>,
+) -> Result<EngineRun> {
+    let name = match rate {
+        Some(r) => format!("{}@{r:.0}", who.name()),
+        None => who.name(),
+    };
+    note(format!("round {round}/{rounds}: {name}"));
+    let tag = format!("{name}-r{round}");
+    let logs = o.out_dir.join("logs").join(&tag);
+    fresh_dir(&logs)?;
+    let data = o.work_dir.join(&tag);
+    fresh_dir(&data)?;
+    let r = match who.kind {
+        EngineKind::Bufpool => run_bufpool(o, &data, &logs, rate),
+        EngineKind::Sqlite => run_sqlite(o, &data, &logs, rate),
+        EngineKind::Postgres => run_postgres(o, who, &logs, rate),
+    };
+    let _ = std::fs::remove_dir_all(&data);
+    let mut r = r.with_context(|| format!("{name} (round {round})"))?;
+    r.round = round;
+    r.name = name.clone();
+    r.result.label = if rounds > 1 {
+        format!("{name} r{round}")
+    } else {
+        name.clone()
+    };
+    note(format!(
+        "{name}: {:.0} tps, latency avg {:.3} ms, p99 {:.3} ms",
+        r.result.tps, r.result.latency_ms.avg, r.result.latency_ms.p99
+    ));
+    Ok(r)
+}
+
+/// `--rate auto`'s share of the slowest engine's rate: below it, so that no engine runs
+/// saturated (at its own full rate a schedule's backlog, and so its latency counted from
+/// the schedule, grows for as long as the run lasts).
+const AUTO_RATE_SHARE: f64 = 0.6;
+
+/// `-R R` for a throttled run, nothing for one at full speed.
+fn rate_flag(rate: Option<f64>) -> Vec<String> {
+    rate.map_or(Vec::new(), |r| vec!["-R".into(), format!("{r:.0}")])
+}
+
+/// The slowest column's rate among `runs` at full speed: the least, over columns, of each
+/// one's median tps over its rounds (None when nothing ran).
+fn slowest_rate(runs: &[EngineRun]) -> Option<f64> {
+    let mut names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .iter()
+        .filter_map(|n| {
+            let mut tps: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.name == *n)
+                .map(|r| r.result.tps)
+                .collect();
+            tps.sort_by(f64::total_cmp);
+            tps.get(tps.len() / 2).copied()
+        })
+        .filter(|t| *t >= 1.0)
+        .min_by(f64::total_cmp)
 }
 
 /// The targets of the race on one machine, from the engines that ran (a target whose
@@ -791,10 +892,43 @@ fn targets(workload: cli::Workload, sync: bool, runs: &[EngineRun]) -> Vec<Ratio
             .collect()
     };
     let sqlite = Some("sqlite");
-    match workload.ycsb() {
+    let mut out = match workload.ycsb() {
         None => targets_of(&per_round, sync, first_pg, sqlite),
         Some(core) => ycsb_targets(&per_round, sync, core),
+    };
+    if workload.ycsb().is_none() && !sync {
+        out.extend(equal_rate_target(runs));
     }
+    out
+}
+
+/// `maxlat_p50_equal_rate_vs_pg` <= 1.0: with every engine throttled to one rate
+/// (`--rate`), bufpool's typical second's largest latency (the median over the run's
+/// seconds) over PostgreSQL's (PostgreSQL 18's column where it ran, else the first
+/// PostgreSQL column), per round of throttled runs; none without throttled runs of both.
+fn equal_rate_target(runs: &[EngineRun]) -> Option<Ratio> {
+    let rated = |r: &&EngineRun| r.name.contains('@');
+    let pg_of = |round: u32| {
+        let pgs = || {
+            runs.iter()
+                .filter(rated)
+                .filter(move |r| r.round == round && r.engine == EngineKind::Postgres)
+        };
+        pgs()
+            .find(|r| r.name.starts_with("postgresql-18@"))
+            .or_else(|| pgs().next())
+    };
+    let v: Vec<f64> = runs
+        .iter()
+        .filter(rated)
+        .filter(|r| r.engine == EngineKind::Bufpool)
+        .filter_map(|b| {
+            let pg = pg_of(b.round)?;
+            let v = b.figures()["max_latency_p50"] / pg.figures()["max_latency_p50"];
+            v.is_finite().then_some(v)
+        })
+        .collect();
+    (!v.is_empty()).then(|| Ratio::new("maxlat_p50_equal_rate_vs_pg", &v, Goal::AtMost, 1.0))
 }
 
 /// A YCSB run's target: bufpool's tps over SQLite's, `ycsb_X_vs_sqlite_normal` (sync off)
@@ -1211,4 +1345,67 @@ fn to_table(
         if o.sync { "FULL" } else { "NORMAL" }
     );
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run of column `name` (engine `engine`) in `round` at `tps`, each second's largest
+    /// latency `max_ms`.
+    fn run(engine: EngineKind, name: &str, round: u32, tps: f64, max_ms: f64) -> EngineRun {
+        let mut result = RunResult::example(name, 1);
+        result.tps = tps;
+        for s in &mut result.series {
+            s.lat_max_ms = max_ms;
+        }
+        let mut r = EngineRun::measured(
+            engine,
+            String::new(),
+            &process::Usage::default(),
+            &process::Usage::default(),
+            result,
+            BTreeMap::new(),
+        );
+        (r.name, r.round) = (name.to_string(), round);
+        r
+    }
+
+    /// Proves: `--rate auto` takes the slowest column's median tps over its rounds.
+    #[test]
+    fn the_slowest_rate_is_the_least_median() {
+        let runs = [
+            run(EngineKind::Bufpool, "bufpool", 1, 100.0, 1.0),
+            run(EngineKind::Bufpool, "bufpool", 2, 300.0, 1.0),
+            run(EngineKind::Bufpool, "bufpool", 3, 200.0, 1.0),
+            run(EngineKind::Sqlite, "sqlite", 1, 90.0, 1.0),
+            run(EngineKind::Sqlite, "sqlite", 2, 10.0, 1.0),
+            run(EngineKind::Sqlite, "sqlite", 3, 50.0, 1.0),
+        ];
+        assert_eq!(slowest_rate(&runs), Some(50.0));
+        assert_eq!(slowest_rate(&[]), None);
+    }
+
+    /// Proves: the equal-rate target compares the throttled columns only, each round's
+    /// bufpool with that round's PostgreSQL 18 when it ran, and is absent without one.
+    #[test]
+    fn the_equal_rate_target_takes_postgresql_18_of_the_same_round() {
+        let pg = EngineKind::Postgres;
+        let runs = [
+            run(EngineKind::Bufpool, "bufpool", 1, 100.0, 50.0),
+            run(pg, "postgresql-15", 1, 10.0, 1.0),
+            run(EngineKind::Bufpool, "bufpool@6", 2, 6.0, 2.0),
+            run(pg, "postgresql-15@6", 2, 6.0, 1.0),
+            run(pg, "postgresql-18@6", 2, 6.0, 4.0),
+        ];
+        let t = equal_rate_target(&runs).expect("a target");
+        assert_eq!(
+            (t.name, t.median, t.pass),
+            ("maxlat_p50_equal_rate_vs_pg", 0.5, true)
+        );
+        assert!(equal_rate_target(&runs[..2]).is_none(), "no throttled runs");
+        let without_18 = [&runs[..4]].concat();
+        let t = equal_rate_target(&without_18).unwrap();
+        assert_eq!((t.median, t.pass), (2.0, false));
+    }
 }

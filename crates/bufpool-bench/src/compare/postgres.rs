@@ -76,6 +76,8 @@ pub struct PgOptions {
     pub version: Option<String>,
     /// Seconds between pgbench's progress lines (`-P`).
     pub progress_s: u32,
+    /// pgbench's `-R`: the clients' total rate, transactions per second (None: flat out).
+    pub rate: Option<f64>,
 }
 
 /// The script's command line, writing into `out`.
@@ -95,6 +97,9 @@ pub fn command(o: &PgOptions, out: &Path) -> Command {
         .args(["--progress", &o.progress_s.to_string()]);
     if let Some(v) = &o.version {
         cmd.args(["--postgres-version", v]);
+    }
+    if let Some(r) = o.rate {
+        cmd.args(["--rate", &format!("{r:.0}")]);
     }
     cmd
 }

@@ -82,6 +82,42 @@ pub struct SqliteOptions {
     pub log_prefix: Option<PathBuf>,
     /// A progress line on stderr every this many seconds (pgbench's `-P`), if any.
     pub progress_s: Option<u32>,
+    /// pgbench's `-R`: the clients' total rate, transactions per second (None: flat
+    /// out). Each client runs a Poisson schedule of its share; a transaction's latency
+    /// counts from its scheduled start, as pgbench's.
+    pub rate: Option<f64>,
+}
+
+/// A client's schedule under `-R` (pgbench's: exponential gaps at the client's share of
+/// the rate, never skipping): when its next transaction is due.
+pub(super) struct Schedule {
+    per_client: Option<f64>,
+    next: Instant,
+}
+
+impl Schedule {
+    /// The schedule of one of `o.clients` clients, starting at `start`.
+    pub(super) fn new(o: &SqliteOptions, start: Instant) -> Schedule {
+        Schedule {
+            per_client: o.rate.map(|r| r / f64::from(o.clients.max(1))),
+            next: start,
+        }
+    }
+
+    /// Waits until the next transaction is due and returns when it was due (now, flat
+    /// out): its latency counts from there.
+    pub(super) fn wait(&mut self, rng: &mut SmallRng) -> Instant {
+        let Some(rate) = self.per_client.filter(|r| *r > 0.0) else {
+            return Instant::now();
+        };
+        let u: f64 = rng.random_range(f64::EPSILON..1.0);
+        self.next += Duration::from_secs_f64(-u.ln() / rate);
+        let now = Instant::now();
+        if self.next > now {
+            std::thread::sleep(self.next - now);
+        }
+        self.next
+    }
 }
 
 /// What the clients have done so far, for the progress lines.
@@ -383,12 +419,13 @@ fn client(
     BUSY.with(|b| b.set((0, 0)));
     let mut rng = SmallRng::seed_from_u64(o.seed ^ (u64::from(id) << 32));
     let mut out = ClientOut::new();
+    let mut schedule = Schedule::new(o, start);
     while start.elapsed() < o.duration && !stop.load(Ordering::Relaxed) {
         let aid = rng.random_range(1..=scale * ACCOUNTS_PER_SCALE as i64);
         let bid = rng.random_range(1..=scale);
         let tid = rng.random_range(1..=scale * TELLERS_PER_SCALE as i64);
         let delta: i64 = rng.random_range(-5000..=5000);
-        let t0 = Instant::now();
+        let t0 = schedule.wait(&mut rng);
         let outcome = transaction(&db, aid, bid, tid, delta);
         let end = Instant::now();
         match outcome {

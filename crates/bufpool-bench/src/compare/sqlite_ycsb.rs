@@ -20,7 +20,7 @@ use rand::{Rng, SeedableRng};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::sqlite::{configure, is_busy, open_file, remove_db_files, run_clients};
-use super::sqlite::{ClientOut, Running, SqliteOptions, SqliteRun};
+use super::sqlite::{ClientOut, Running, Schedule, SqliteOptions, SqliteRun};
 use crate::ycsb::keys::{key_name, Chooser, THETA};
 use crate::ycsb::ops::Op;
 use crate::ycsb::workload::{Core, Inserts, MAX_SCAN};
@@ -123,9 +123,10 @@ fn client(
     configure(&db, o)?;
     let mut rng = SmallRng::seed_from_u64(o.seed ^ (u64::from(id) << 32));
     let mut out = ClientOut::new();
+    let mut schedule = Schedule::new(o, start);
     while start.elapsed() < o.duration && !stop.load(Ordering::Relaxed) {
         let op = core.pick(rng.random::<f64>());
-        let t0 = Instant::now();
+        let t0 = schedule.wait(&mut rng);
         let r = operation(&db, op, chooser, inserts, &mut rng);
         let end = Instant::now();
         match r {

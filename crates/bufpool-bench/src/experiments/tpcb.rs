@@ -388,6 +388,7 @@ fn sqlite_normal(r: &Runner, o: &Settings) -> Result<crate::compare::sqlite::Sql
         seed: 0x5eed,
         log_prefix: None,
         progress_s: None,
+        rate: None,
     };
     let sq = crate::compare::sqlite::run(&options, &r.stop())?;
     let _ = std::fs::remove_dir_all(&dir);
