@@ -21,7 +21,7 @@
 //! (`driver/logs.rs`). The options and the outcome are `options.rs`'s.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use anyhow::Result;
 
@@ -34,6 +34,7 @@ use super::driver::counters::{checkpoint_spans, Counters};
 use super::driver::logs::{write_aggregate_logs, write_transaction_logs};
 use super::driver::monitor::{Live, Monitor, Sample};
 use super::driver::outcome::{mark_targets, Measured, Merged, RunHead};
+use super::driver::unix_micros;
 use super::options::{BenchOptions, RunOutcome};
 use super::vacuum::VacuumStats;
 use super::workload::{Session, Tpcb};
@@ -53,14 +54,6 @@ impl Drop for Finish<'_> {
             a.stop();
         }
     }
-}
-
-/// Now, in microseconds since the Unix epoch (0 if the clock is before it).
-fn unix_micros() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
 }
 
 /// The run's beginning: its clock and what was read before the first transaction.
@@ -111,19 +104,8 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             done: &done,
             av: av.as_ref(),
         };
-        let monitor = s.spawn(|| {
-            Monitor::new(
-                pool,
-                before,
-                start,
-                opts.driver.progress_s,
-                &live,
-                &done,
-                &names,
-            )
-            .with_timestamps(opts.driver.progress_timestamp)
-            .run()
-        });
+        let monitor =
+            s.spawn(|| Monitor::new(pool, before, start, &opts.driver, &live, &done, &names).run());
         let done_ref = &done;
         let batches = opts.batch.map(|b| {
             s.spawn(move || {

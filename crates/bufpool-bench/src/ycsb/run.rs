@@ -5,7 +5,7 @@
 //! acknowledgement log) has no meaning here and is refused before the run.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use anyhow::{ensure, Result};
 
@@ -20,6 +20,7 @@ use crate::tpcb::driver::counters::{checkpoint_spans, Counters};
 use crate::tpcb::driver::logs::{write_aggregate_logs, write_transaction_logs};
 use crate::tpcb::driver::monitor::{Live, Monitor};
 use crate::tpcb::driver::outcome::{mark_targets, Measured, Merged, RunHead};
+use crate::tpcb::driver::unix_micros;
 use crate::tpcb::mix::{outcomes, ScriptTally};
 use crate::tpcb::options::{BenchOptions, RunOutcome};
 use crate::tpcb::vacuum::VacuumStats;
@@ -67,20 +68,13 @@ pub fn run(db: &YcsbDb<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
         list.len() == 1 || scripts.iter().any(|s| s.1 > 0),
         "total script weight must not be zero"
     );
-    ensure!(
-        opts.driver.ack_log.is_none(),
-        "--ack-log is TPC-B's (each line names a history row): a YCSB run has none"
-    );
     let workload = Ycsb::new(db, scripts, opts.zipf_theta)?;
     let pool = db.engine.pool();
     let counters = Counters::take(db.engine);
     let live = Live::default();
     let done = AtomicBool::new(false);
     let start = Instant::now();
-    let wall_start_us = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0);
+    let wall_start_us = unix_micros();
     let names = db.relation_names();
     let (clients, samples) = std::thread::scope(|s| {
         let monitor = s.spawn(|| {
@@ -88,12 +82,11 @@ pub fn run(db: &YcsbDb<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
                 pool,
                 &counters.pool,
                 start,
-                opts.driver.progress_s,
+                &opts.driver,
                 &live,
                 &done,
                 &names,
             )
-            .with_timestamps(opts.driver.progress_timestamp)
             .run()
         });
         let handles: Vec<_> = (0..opts.driver.clients.max(1))

@@ -114,6 +114,15 @@ pub struct DriverOptions {
     pub stop: Arc<AtomicBool>,
 }
 
+/// Now, in microseconds since the Unix epoch (0 if the clock is before it): a run's wall
+/// start, for pgbench's logs.
+pub(crate) fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
 impl DriverOptions {
     /// `clients` clients (one thread, pgbench's `-j 1`) for `seconds`, stopped early by
     /// `stop`: no rate, log or progress lines, one try, the default seed.

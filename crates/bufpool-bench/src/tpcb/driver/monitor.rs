@@ -15,6 +15,7 @@ use bufpool::buffer::BufferCacheRow;
 use bufpool::{BufferPool, IoStatsSnapshot, RelFileId};
 
 use super::stats::Writes;
+use super::DriverOptions;
 use crate::report::model::PoolSecond;
 
 /// One second of the monitor: buffers written, and the pool at its end.
@@ -129,12 +130,14 @@ pub(crate) struct Monitor<'a> {
 }
 
 impl<'a> Monitor<'a> {
-    /// A monitor for a run that started at `start`, with the pool's counters `before`.
+    /// A monitor for a run of `opts` that started at `start`, with the pool's counters
+    /// `before`: its progress lines every `opts.progress_s` seconds, stamped with the Unix
+    /// time with `opts.progress_timestamp` (pgbench's `--progress-timestamp`).
     pub(crate) fn new(
         pool: &'a BufferPool,
         before: &'a IoStatsSnapshot,
         start: Instant,
-        progress_s: Option<u32>,
+        opts: &DriverOptions,
         live: &'a Live,
         done: &'a AtomicBool,
         names: &'a HashMap<RelFileId, String>,
@@ -143,18 +146,12 @@ impl<'a> Monitor<'a> {
             pool,
             before,
             start,
-            progress_s,
+            progress_s: opts.progress_s,
             live,
             done,
             names,
-            timestamps: false,
+            timestamps: opts.progress_timestamp,
         }
-    }
-
-    /// Progress lines stamped with the Unix time (pgbench's `--progress-timestamp`).
-    pub(crate) fn with_timestamps(mut self, on: bool) -> Self {
-        self.timestamps = on;
-        self
     }
 
     /// Runs until `done`; returns each whole second's buffer writes and the pool at its
