@@ -21,6 +21,7 @@ mod requests;
 mod seeds;
 mod serve;
 mod tpcb;
+mod tpcc;
 mod trace;
 mod ycsb;
 

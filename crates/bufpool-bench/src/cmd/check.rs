@@ -1,6 +1,7 @@
 //! `bufpool check`: verifies a TPC-B database (the balances, the row counts, each key
 //! against its heap, every page's checksum) and, with `--acked`, that every acknowledged
-//! transaction is there, or a YCSB one (`ycsb::check`); recovery's figures when the open
+//! transaction is there, or a YCSB one (`ycsb::check`), or a TPC-C one (`tpcc::check`:
+//! clause 3.3.2's consistency conditions 1 to 4); recovery's figures when the open
 //! replayed the log. Problems are listed and give exit status 1 (`main`).
 
 use std::path::{Path, PathBuf};
@@ -36,13 +37,20 @@ pub fn check(
 ) -> Result<bool> {
     let (c, _) = load_config(dir, sets)?;
     let vfs = RealVfs::new();
-    let ycsb = crate::ycsb::is_initialized(&vfs, dir)?;
-    if !ycsb {
+    let workload = super::bench::Workload::of(&vfs, dir)?;
+    let ycsb = workload == super::bench::Workload::Ycsb;
+    let tpcc = workload == super::bench::Workload::Tpcc;
+    if !ycsb && !tpcc {
         tpcb::require_initialized(&vfs, dir)?;
     } else if !acked.is_empty() || accounts_only {
-        return Err(crate::knobs::KnobError(
-            "--acked and --accounts-only are TPC-B's: this database holds YCSB's usertable".into(),
-        )
+        return Err(crate::knobs::KnobError(format!(
+            "--acked and --accounts-only are TPC-B's: this database holds {}",
+            if ycsb {
+                "YCSB's usertable"
+            } else {
+                "TPC-C's tables"
+            }
+        ))
         .into());
     }
     let opened = std::time::Instant::now();
@@ -70,6 +78,17 @@ pub fn check(
             crate::ycsb::TABLE,
             r.entries,
             r.pages_verified
+        );
+        return Ok(report_problems(&r.problems));
+    }
+    if tpcc {
+        let db = crate::tpcc::TpccDb::open(&engine, &vfs as &dyn Vfs, dir)?;
+        let r = crate::tpcc::check::check(&db, &vfs, dir)?;
+        drop(db);
+        engine.shutdown()?;
+        println!(
+            "check: TPC-C, {} warehouses, {} visible rows ({} orders, {} order lines, {} new orders), consistency conditions 1-4 checked, {} pages verified",
+            r.warehouses, r.rows, r.orders, r.order_lines, r.new_orders, r.pages_verified
         );
         return Ok(report_problems(&r.problems));
     }

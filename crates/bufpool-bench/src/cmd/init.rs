@@ -24,12 +24,15 @@ pub enum WorkloadName {
     Tpcb,
     /// YCSB's usertable (`--records` sets its size).
     Ycsb,
+    /// TPC-C's nine tables (`-w` sets the warehouses).
+    Tpcc,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
-    /// The database to make: pgbench's TPC-B tables, or YCSB's usertable (for `bench -b
-    /// ycsb-a` .. `ycsb-f`).
+    /// The database to make: pgbench's TPC-B tables, YCSB's usertable (for `bench -b
+    /// ycsb-a` .. `ycsb-f`), or TPC-C's tables (for `bench`, which runs TPC-C's mix on
+    /// them).
     #[arg(long, value_enum, default_value = "tpcb")]
     pub workload: WorkloadName,
     /// Scale factor: 100,000 accounts, 10 tellers and 1 branch per unit (TPC-B).
@@ -39,6 +42,9 @@ pub struct InitArgs {
     /// 100,000, about 110 MB). YCSB only.
     #[arg(long, value_name = "N")]
     pub records: Option<u64>,
+    /// Warehouses of TPC-C's tables (each about 100 MB loaded; default 1). TPC-C only.
+    #[arg(short = 'w', long = "warehouses", value_name = "W")]
+    pub warehouses: Option<u32>,
     /// Fill factor of the tables, percent (10 to 100).
     #[arg(short = 'F', long = "fillfactor", default_value_t = 100)]
     pub fillfactor: u8,
@@ -127,9 +133,9 @@ pub fn run(a: &InitArgs) -> Result<()> {
     let _ = a.quiet;
     let load = match a.workload {
         WorkloadName::Tpcb => {
-            if a.records.is_some() {
+            if a.records.is_some() || a.warehouses.is_some() {
                 return Err(KnobError(
-                    "--records is YCSB's (with --workload ycsb); TPC-B's size is -s".into(),
+                    "--records is YCSB's (with --workload ycsb) and -w TPC-C's (with --workload tpcc); TPC-B's size is -s".into(),
                 )
                 .into());
             }
@@ -139,14 +145,35 @@ pub fn run(a: &InitArgs) -> Result<()> {
             }
         }
         WorkloadName::Ycsb => {
-            if a.scale != 1 || a.fillfactor != 100 || !a.tablespaces.is_empty() {
+            if a.scale != 1
+                || a.fillfactor != 100
+                || !a.tablespaces.is_empty()
+                || a.warehouses.is_some()
+            {
                 return Err(KnobError(
-                    "-s, -F and --tablespaces are TPC-B's: YCSB's size is --records".into(),
+                    "-s, -F, -w and --tablespaces are not YCSB's: YCSB's size is --records".into(),
                 )
                 .into());
             }
             Load::Ycsb {
                 records: a.records.unwrap_or(crate::ycsb::DEFAULT_RECORDS),
+            }
+        }
+        WorkloadName::Tpcc => {
+            if a.scale != 1
+                || a.fillfactor != 100
+                || !a.tablespaces.is_empty()
+                || a.records.is_some()
+            {
+                return Err(KnobError(
+                    "-s, -F, --records and --tablespaces are not TPC-C's: TPC-C's size is -w (warehouses)".into(),
+                )
+                .into());
+            }
+            Load::Tpcc {
+                warehouses: a
+                    .warehouses
+                    .unwrap_or(crate::tpcc::load::DEFAULT_WAREHOUSES),
             }
         }
     };
@@ -166,6 +193,8 @@ pub enum Load {
     Tpcb { scale: u32, fillfactor: u8 },
     /// YCSB's usertable with `records` records.
     Ycsb { records: u64 },
+    /// TPC-C's tables with `warehouses` warehouses.
+    Tpcc { warehouses: u32 },
 }
 
 /// pgbench's init steps (`-I`): letters of `dtgGvpf`, each once; t, g (or G) and p must
@@ -340,6 +369,13 @@ pub fn init_load(
                 report.total_s, report.load_s, report.index_s, report.checkpoint_s, report.records, crate::ycsb::TABLE
             )
         }
+        Load::Tpcc { warehouses } => {
+            let report = crate::tpcc::load::init(&engine, &vfs, dir, warehouses, &mut progress)?;
+            format!(
+                "done in {:.2} s (load and keys {:.2} s, checkpoint {:.2} s): {} warehouses, {} rows in TPC-C's nine tables.",
+                report.total_s, report.load_s, report.checkpoint_s, report.warehouses, report.rows
+            )
+        }
     };
     eprintln!("creating primary keys...");
     engine.shutdown()?;
@@ -368,6 +404,15 @@ fn check_load(load: Load, tablespaces: &[PathBuf]) -> Result<()> {
             if records == 0 || !tablespaces.is_empty() {
                 return Err(KnobError(format!(
                     "invalid value for --records: {records} (allowed: 1 or more; YCSB's table has no --tablespaces)"
+                ))
+                .into());
+            }
+        }
+        Load::Tpcc { warehouses } => {
+            let max = crate::tpcc::load::MAX_WAREHOUSES;
+            if !(1..=max).contains(&warehouses) || !tablespaces.is_empty() {
+                return Err(KnobError(format!(
+                    "invalid value for -w: {warehouses} (allowed: 1 to {max}; TPC-C's tables have no --tablespaces)"
                 ))
                 .into());
             }

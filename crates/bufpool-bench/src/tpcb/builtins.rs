@@ -51,6 +51,26 @@ pub enum Mode {
     /// YCSB F: 50% reads, 50% read-modify-writes.
     #[value(name = "ycsb-f")]
     YcsbF,
+    /// TPC-C's mix on its tables (`init --workload tpcc`): the five transactions below at
+    /// weights 45/43/4/4/4, each its own script in the summary (what `bench` runs on a
+    /// TPC-C database when no script is named).
+    #[value(name = "tpcc")]
+    Tpcc,
+    /// TPC-C's New-Order alone.
+    #[value(name = "tpcc-new-order")]
+    TpccNewOrder,
+    /// TPC-C's Payment.
+    #[value(name = "tpcc-payment")]
+    TpccPayment,
+    /// TPC-C's Order-Status (reads only).
+    #[value(name = "tpcc-order-status")]
+    TpccOrderStatus,
+    /// TPC-C's Delivery (ten districts' oldest orders).
+    #[value(name = "tpcc-delivery")]
+    TpccDelivery,
+    /// TPC-C's Stock-Level (reads only).
+    #[value(name = "tpcc-stock-level")]
+    TpccStockLevel,
     /// A script (`-f FILE`, or a built-in script run statement by statement for `-r`):
     /// `BenchOptions::script`. Not a `-b` name.
     #[value(skip)]
@@ -73,6 +93,12 @@ impl Mode {
             Mode::YcsbD => "ycsb-d",
             Mode::YcsbE => "ycsb-e",
             Mode::YcsbF => "ycsb-f",
+            Mode::Tpcc => "tpcc",
+            Mode::TpccNewOrder => "tpcc-new-order",
+            Mode::TpccPayment => "tpcc-payment",
+            Mode::TpccOrderStatus => "tpcc-order-status",
+            Mode::TpccDelivery => "tpcc-delivery",
+            Mode::TpccStockLevel => "tpcc-stock-level",
             Mode::Script => "script",
         }
     }
@@ -93,6 +119,12 @@ impl Mode {
             Mode::YcsbD => "<builtin: YCSB D (95% reads of the latest, 5% inserts)>",
             Mode::YcsbE => "<builtin: YCSB E (95% short scans, 5% inserts)>",
             Mode::YcsbF => "<builtin: YCSB F (50% reads, 50% read-modify-writes)>",
+            Mode::Tpcc => "<builtin: TPC-C (45/43/4/4/4)>",
+            Mode::TpccNewOrder => "<builtin: TPC-C New-Order>",
+            Mode::TpccPayment => "<builtin: TPC-C Payment>",
+            Mode::TpccOrderStatus => "<builtin: TPC-C Order-Status>",
+            Mode::TpccDelivery => "<builtin: TPC-C Delivery>",
+            Mode::TpccStockLevel => "<builtin: TPC-C Stock-Level>",
             Mode::Script => "<script>",
         }
     }
@@ -108,6 +140,19 @@ impl Mode {
         matches!(
             self,
             Mode::YcsbA | Mode::YcsbB | Mode::YcsbC | Mode::YcsbD | Mode::YcsbE | Mode::YcsbF
+        )
+    }
+
+    /// Whether it is TPC-C's (run on TPC-C's tables).
+    pub fn is_tpcc(self) -> bool {
+        matches!(
+            self,
+            Mode::Tpcc
+                | Mode::TpccNewOrder
+                | Mode::TpccPayment
+                | Mode::TpccOrderStatus
+                | Mode::TpccDelivery
+                | Mode::TpccStockLevel
         )
     }
 }
@@ -192,6 +237,50 @@ INSERT INTO usertable VALUES (:next_key, :field0, ..., :field9);            -- 5
 SELECT * FROM usertable WHERE ycsb_key = :key;                 -- 50%
 BEGIN; SELECT * FROM usertable WHERE ycsb_key = :key;
 UPDATE usertable SET field:n = :value WHERE ycsb_key = :key; COMMIT;  -- 50%: read-modify-write
+",
+        Mode::Tpcc => "-- tpcc: TPC-C's five transactions (init --workload tpcc), weights 45/43/4/4/4:
+-- tpcc-new-order@45 tpcc-payment@43 tpcc-order-status@4 tpcc-delivery@4 tpcc-stock-level@4
+-- (--show-script tpcc-new-order and so on print each)
+",
+        Mode::TpccNewOrder => "-- tpcc-new-order: TPC-C 2.4; :w home, :d random(1,10), :c NURand(1023,1,3000), 5..15 lines
+SELECT w_tax FROM warehouse WHERE w_id = :w;
+UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = :w AND d_id = :d RETURNING d_tax, d_next_o_id - 1;
+SELECT c_discount, c_last, c_credit FROM customer WHERE c_w_id = :w AND c_d_id = :d AND c_id = :c;
+INSERT INTO orders VALUES (:o_id, :d, :w, :c, now(), NULL, :ol_cnt, :all_local);
+INSERT INTO new_order VALUES (:o_id, :d, :w);
+-- per line (items NURand(8191,1,100000), 1% remote; 1% of orders end in an unused item: ROLLBACK)
+SELECT i_price, i_name, i_data FROM item WHERE i_id = :i;
+UPDATE stock SET s_quantity = (s_quantity - :q, +91 below 10 left), s_ytd = s_ytd + :q,
+  s_order_cnt = s_order_cnt + 1, s_remote_cnt = s_remote_cnt + :remote WHERE s_w_id = :sw AND s_i_id = :i;
+INSERT INTO order_line VALUES (:o_id, :d, :w, :n, :i, :sw, NULL, :q, :q * i_price, s_dist_:d);
+COMMIT;
+",
+        Mode::TpccPayment => "-- tpcc-payment: TPC-C 2.5; 85% home district, 15% another warehouse's; 60% by last name
+UPDATE warehouse SET w_ytd = w_ytd + :h_amount WHERE w_id = :w RETURNING w_name;
+UPDATE district SET d_ytd = d_ytd + :h_amount WHERE d_w_id = :w AND d_id = :d RETURNING d_name;
+SELECT c_id FROM customer WHERE c_w_id = :c_w AND c_d_id = :c_d AND c_last = :last ORDER BY c_first;  -- the middle one
+UPDATE customer SET c_balance = c_balance - :h_amount, c_ytd_payment = c_ytd_payment + :h_amount,
+  c_payment_cnt = c_payment_cnt + 1, c_data = (for BC credit) :ids || c_data WHERE ...;
+INSERT INTO history VALUES (:c, :c_d, :c_w, :d, :w, now(), :h_amount, w_name || '    ' || d_name);
+COMMIT;
+",
+        Mode::TpccOrderStatus => "-- tpcc-order-status: TPC-C 2.6 (reads only); 60% by last name
+SELECT c_balance, c_first, c_middle, c_last FROM customer WHERE ...;
+SELECT o_id, o_entry_d, o_carrier_id FROM orders WHERE o_w_id = :w AND o_d_id = :d AND o_c_id = :c ORDER BY o_id DESC LIMIT 1;
+SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line WHERE ... AND ol_o_id = :o_id;
+",
+        Mode::TpccDelivery => "-- tpcc-delivery: TPC-C 2.7; for each of the 10 districts:
+SELECT no_o_id FROM new_order WHERE no_w_id = :w AND no_d_id = :d ORDER BY no_o_id LIMIT 1;
+DELETE FROM new_order WHERE ... AND no_o_id = :o_id;
+UPDATE orders SET o_carrier_id = :carrier WHERE ... RETURNING o_c_id;
+UPDATE order_line SET ol_delivery_d = now() WHERE ... AND ol_o_id = :o_id;  -- sum(ol_amount)
+UPDATE customer SET c_balance = c_balance + :sum, c_delivery_cnt = c_delivery_cnt + 1 WHERE ...;
+COMMIT;
+",
+        Mode::TpccStockLevel => "-- tpcc-stock-level: TPC-C 2.8 (reads only); :threshold random(10,20)
+SELECT d_next_o_id FROM district WHERE d_w_id = :w AND d_id = :d;
+SELECT count(DISTINCT s_i_id) FROM order_line, stock WHERE ol_w_id = :w AND ol_d_id = :d
+  AND ol_o_id BETWEEN :next - 20 AND :next - 1 AND s_w_id = :w AND s_i_id = ol_i_id AND s_quantity < :threshold;
 ",
         Mode::Script => "-- a script file (-f)\n",
     }

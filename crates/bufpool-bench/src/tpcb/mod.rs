@@ -30,6 +30,7 @@ pub mod side;
 mod transactions;
 pub mod vacuum;
 mod workload;
+pub mod workload_run;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -176,6 +176,8 @@ pub struct RunOutcome {
     pub prewarm: Option<bufpool::engine::prewarm::PrewarmStats>,
     /// A YCSB run's records and operations (None: a TPC-B run).
     pub ycsb: Option<crate::ycsb::ops::YcsbOutcome>,
+    /// A TPC-C run's transactions by kind (None: not a TPC-C run).
+    pub tpcc: Option<crate::tpcc::outcome::TpccOutcome>,
 }
 
 impl RunOutcome {
@@ -208,6 +210,7 @@ impl RunOutcome {
             trace: None,
             prewarm: None,
             ycsb: None,
+            tpcc: None,
         }
     }
 }

@@ -65,6 +65,9 @@ pub fn summary_json(o: &RunOutcome, per_command: bool) -> serde_json::Value {
     if let Some(y) = &o.ycsb {
         j["ycsb"] = ycsb_json(y, r.duration_s);
     }
+    if let Some(t) = &o.tpcc {
+        j["tpcc"] = tpcc_json(t, r.duration_s);
+    }
     if o.scripts.len() > 1 {
         j["scripts"] = o
             .scripts
@@ -105,6 +108,32 @@ fn script_json(s: &tpcb::mix::ScriptOutcome, per_command: bool) -> serde_json::V
             .collect();
     }
     j
+}
+
+/// A TPC-C run's part of `--json`: its warehouses, its transactions by kind (done: committed,
+/// or a New-Order rolled back on its unused item), New-Orders placed per minute (TPC-C's
+/// throughput measure, tpmC, without its keying and think times), New-Orders rolled back,
+/// orders delivered, and districts a Delivery found with nothing to deliver.
+fn tpcc_json(t: &crate::tpcc::outcome::TpccOutcome, seconds: f64) -> serde_json::Value {
+    use crate::tpcc::inputs::Kind;
+    let done: serde_json::Map<String, serde_json::Value> = Kind::ALL
+        .iter()
+        .map(|&k| (k.name().to_string(), serde_json::json!(t.counts.of(k))))
+        .collect();
+    let tpm_c = if seconds > 0.0 {
+        t.counts.new_orders_placed() as f64 * 60.0 / seconds
+    } else {
+        0.0
+    };
+    serde_json::json!({
+        "warehouses": t.warehouses,
+        "transactions": done,
+        "new_orders_per_minute": tpm_c,
+        "new_orders_rolled_back": t.counts.rolled_back,
+        "orders_delivered": t.counts.delivered,
+        "delivery_districts_empty": t.counts.districts_empty,
+        "customers_by_last_name": t.counts.by_last_name,
+    })
 }
 
 /// A YCSB run's part of `--json`: its records, and its operations by kind (committed

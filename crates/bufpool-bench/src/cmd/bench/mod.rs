@@ -9,6 +9,7 @@
 pub mod args;
 pub mod json;
 pub mod run;
+pub(crate) use run::Workload;
 pub mod scripts;
 pub mod summary;
 

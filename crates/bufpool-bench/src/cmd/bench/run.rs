@@ -49,10 +49,14 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         }
     };
     let mut scripts = bench_scripts(&a.scripts, a.report_per_command)?;
-    // A YCSB database runs YCSB A when no script is named (a TPC-B one, tpcb-like).
-    let holds_ycsb = crate::ycsb::is_initialized(&RealVfs::new(), &a.dir).unwrap_or(false);
-    if holds_ycsb && a.scripts.none_given() {
-        scripts = vec![WeightedScript::builtin(Mode::YcsbA, 1, None)];
+    // A YCSB database runs YCSB A when no script is named, a TPC-C one TPC-C's mix (a
+    // TPC-B one, tpcb-like).
+    if a.scripts.none_given() {
+        match Workload::of(&RealVfs::new(), &a.dir).unwrap_or(Workload::Tpcb) {
+            Workload::Ycsb => scripts = vec![WeightedScript::builtin(Mode::YcsbA, 1, None)],
+            Workload::Tpcc => scripts = super::scripts::tpcc_mix(1),
+            Workload::Tpcb => {}
+        }
     }
     // One script runs as it always has; several are picked per transaction.
     let (mode, script) = match scripts.len() {
@@ -188,13 +192,15 @@ pub(crate) fn run_tpcb_traced(
 ) -> Result<RunOutcome> {
     let (c, _) = load_config(dir, sets)?;
     let vfs = RealVfs::new();
-    let ycsb = crate::ycsb::is_initialized(&vfs, dir)?;
-    check_workload(&vfs, dir, ycsb, &opts)?;
+    let workload = Workload::of(&vfs, dir)?;
+    check_workload(&vfs, dir, workload, &opts)?;
     let engine = open_engine(dir, &c, false)?;
     // `bufpool buffercache -D dir` reaches the pool through this while the run goes.
     let views = crate::buffercache::serve(engine.pool_arc().clone(), dir);
-    let db = if ycsb {
+    let db = if workload == Workload::Ycsb {
         Tables::Ycsb(crate::ycsb::YcsbDb::open(&engine, &vfs as &dyn Vfs, dir)?)
+    } else if workload == Workload::Tpcc {
+        Tables::Tpcc(crate::tpcc::TpccDb::open(&engine, &vfs as &dyn Vfs, dir)?)
     } else {
         if opts.runs(Mode::SavepointOverflow) || opts.side.is_some() {
             tpcb::ensure_test_table(&engine, &vfs as &dyn Vfs, dir)?;
@@ -241,6 +247,7 @@ pub(crate) fn run_tpcb_traced(
         let out = match &db {
             Tables::Tpcb(db) => tpcb::run::run(db, &opts),
             Tables::Ycsb(db) => crate::ycsb::run::run(db, &opts),
+            Tables::Tpcc(db) => crate::tpcc::run::run(db, &opts),
         };
         if let Some(e) = endpoint {
             e.stop();
@@ -266,35 +273,84 @@ pub(crate) fn run_tpcb_traced(
 enum Tables<'e> {
     Tpcb(Box<Db<'e>>),
     Ycsb(crate::ycsb::YcsbDb<'e>),
+    Tpcc(crate::tpcc::TpccDb<'e>),
 }
 
-/// Refuses a run whose scripts are not the database's workload (YCSB's on pgbench's
-/// tables or the reverse), or TPC-B's side work on a YCSB database, naming the fix;
-/// and a directory that holds neither.
-fn check_workload(vfs: &RealVfs, dir: &Path, ycsb: bool, opts: &BenchOptions) -> Result<()> {
-    let list = opts.script_list();
-    if !ycsb {
-        tpcb::require_initialized(vfs, dir)?;
-        if let Some(s) = list.iter().find(|s| s.mode.is_ycsb()) {
-            return Err(KnobError(format!(
-                "-b {}: YCSB's workloads run on YCSB's usertable, and {} holds pgbench's tables (make one with `bufpool init --workload ycsb -D DIR`)",
-                s.name,
-                dir.display()
-            ))
-            .into());
+/// The workload a data directory holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Workload {
+    Tpcb,
+    Ycsb,
+    Tpcc,
+}
+
+impl Workload {
+    /// What `dir`'s catalog holds: YCSB's usertable, TPC-C's tables, or (otherwise)
+    /// pgbench's.
+    pub(crate) fn of(vfs: &dyn Vfs, dir: &Path) -> Result<Workload> {
+        Ok(if crate::ycsb::is_initialized(vfs, dir)? {
+            Workload::Ycsb
+        } else if crate::tpcc::is_initialized(vfs, dir)? {
+            Workload::Tpcc
+        } else {
+            Workload::Tpcb
+        })
+    }
+
+    /// Its name and what runs on it, for refusals.
+    fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            Workload::Tpcb => ("pgbench's tables", "TPC-B's scripts"),
+            Workload::Ycsb => ("YCSB's usertable", "-b ycsb-a .. ycsb-f"),
+            Workload::Tpcc => ("TPC-C's tables", "-b tpcc or one of its five"),
         }
+    }
+
+    /// Whether built-in script `mode` runs on it (a script file runs on pgbench's).
+    fn runs(self, mode: Mode) -> bool {
+        match self {
+            Workload::Tpcb => !mode.is_ycsb() && !mode.is_tpcc(),
+            Workload::Ycsb => mode.is_ycsb(),
+            Workload::Tpcc => mode.is_tpcc(),
+        }
+    }
+}
+
+/// Refuses a run whose scripts are not the database's workload (YCSB's or TPC-C's on
+/// pgbench's tables, or any other pairing), or TPC-B's side work on another workload's
+/// database, naming the fix; and a directory that holds none.
+fn check_workload(vfs: &RealVfs, dir: &Path, w: Workload, opts: &BenchOptions) -> Result<()> {
+    let list = opts.script_list();
+    let (holds, runs) = w.describe();
+    if let Some(s) = list.iter().find(|s| !w.runs(s.mode)) {
+        let make = if s.mode.is_ycsb() {
+            " (make one with `bufpool init --workload ycsb -D DIR`)"
+        } else if s.mode.is_tpcc() {
+            " (make one with `bufpool init --workload tpcc -D DIR`)"
+        } else {
+            ""
+        };
+        if w == Workload::Tpcb {
+            tpcb::require_initialized(vfs, dir)?;
+        }
+        return Err(KnobError(format!(
+            "script {}: {} holds {holds}, which run {runs}{make}",
+            s.name,
+            dir.display()
+        ))
+        .into());
+    }
+    if w == Workload::Tpcb {
+        tpcb::require_initialized(vfs, dir)?;
         return Ok(());
     }
     let refuse = |what: &str| -> Result<()> {
         Err(KnobError(format!(
-            "{what}: {} holds YCSB's usertable, and this is TPC-B's (run -b ycsb-a .. ycsb-f here)",
+            "{what}: {} holds {holds}, and this is TPC-B's (run {runs} here)",
             dir.display()
         ))
         .into())
     };
-    if let Some(s) = list.iter().find(|s| !s.mode.is_ycsb()) {
-        return refuse(&format!("script {}", s.name));
-    }
     for (given, flag) in [
         (opts.batch.is_some(), "--batch-every"),
         (opts.side.is_some(), "--side-script"),

@@ -224,6 +224,10 @@ pub(super) fn bench_scripts(flags: &ScriptFlags, per_command: bool) -> Result<Ve
     for arg in flags.in_order() {
         out.push(match arg.source {
             ScriptSource::File(path) => WeightedScript::file(read_script_file(&path)?, arg.weight),
+            ScriptSource::Builtin(Mode::Tpcc) => {
+                out.extend(tpcc_mix(arg.weight));
+                continue;
+            }
             ScriptSource::Builtin(mode) => {
                 let interpreted = per_command
                     && matches!(mode, Mode::TpcbLike | Mode::SimpleUpdate | Mode::SelectOnly);
@@ -239,6 +243,21 @@ pub(super) fn bench_scripts(flags: &ScriptFlags, per_command: bool) -> Result<Ve
         return Err(KnobError("total script weight must not be zero".into()).into());
     }
     Ok(out)
+}
+
+/// TPC-C's mix (`-b tpcc`) as its five scripts, each weighted by its share times
+/// `weight`.
+pub(super) fn tpcc_mix(weight: u32) -> Vec<WeightedScript> {
+    crate::tpcc::inputs::Kind::ALL
+        .iter()
+        .map(|&k| {
+            WeightedScript::builtin(
+                crate::tpcc::run::mode_of(k),
+                k.percent().saturating_mul(weight),
+                None,
+            )
+        })
+        .collect()
 }
 
 /// A pgbench script file, read (at most 1 MiB) and parsed; a problem names the file and

@@ -32,9 +32,23 @@ fn print_summary_head(a: &BenchArgs, o: &RunOutcome) {
         [one] => println!("transaction type: {}", one.desc),
         _ => println!("transaction type: multiple scripts"),
     }
-    match &o.ycsb {
-        None => println!("scaling factor: {}", r.scale),
-        Some(y) => {
+    match (&o.ycsb, &o.tpcc) {
+        (None, Some(t)) => {
+            use crate::tpcc::inputs::Kind;
+            println!("warehouses: {} (TPC-C)", t.warehouses);
+            let done: Vec<String> = Kind::ALL
+                .iter()
+                .map(|&k| format!("{} {}", k.name(), t.counts.of(k)))
+                .collect();
+            println!(
+                "transactions: {} ({} New-Orders rolled back on the unused item, {} orders delivered)",
+                done.join(", "),
+                t.counts.rolled_back,
+                t.counts.delivered
+            );
+        }
+        (None, None) => println!("scaling factor: {}", r.scale),
+        (Some(y), _) => {
             use crate::ycsb::ops::Op;
             println!(
                 "records: {} at the start, {} at the end (usertable)",
