@@ -11,6 +11,9 @@
 #       [--port P]                          (default: a free port chosen at random)
 #       [--progress S]                      (default 10)
 #       [--rate R]                          (pgbench -R: R transactions/s in all; default flat out)
+#       [--workload tpcb|tpcc]              (default tpcb; tpcc: TPC-C instead, see below)
+#       [--warehouses W]                    (TPC-C's warehouses, with --workload tpcc; it
+#                                            replaces --scale, which is then not needed)
 #   scripts/postgres-peer.sh --probe [--postgres-version V]
 #       Only find (or install) the binaries. Prints two lines on stdout and exits 0:
 #         version=PostgreSQL 15.18
@@ -103,12 +106,22 @@
 #                       time"); log_checkpoints is on, so each checkpoint has a starting
 #                       and a complete line
 #
+# --workload tpcc: instead of `pgbench -i`, psql runs scripts/tpcc/pg-tpcc.sql with
+# warehouses=W (TPC-C's tables, load, and its five transactions as PL/pgSQL functions),
+# and pgbench runs the five scripts of scripts/tpcc/pgbench/ at weights 45/43/4/4/4 with
+# -n (no vacuum of pgbench's tables) and -D warehouses=W; pgbench_init.out holds psql's
+# output. After the run, TPC-C's consistency conditions 1-4 are checked: the rows of the
+# view tpcc_broken go to tpcc_check.txt ("ok" when there are none), and any fails the run.
+#
 # The cluster is throw-away: initdb runs with --no-sync (nothing in it must survive a crash
 # of this machine, and it saves a few seconds); the server itself runs with fsync=on, so
 # the benchmark's durability cost is the real one.
 set -Eeuo pipefail
 
 PROG=postgres-peer
+# TPC-C's SQL and pgbench scripts, beside this script (found before anything changes
+# directory).
+TPCC_DIR=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)/tpcc
 PG_USER_NAME=bufpool-pg
 # Messages go to the stderr we were given even when they are printed (by a trap) while a
 # command's output is redirected to a file.
@@ -127,7 +140,7 @@ trap 'ERR_LINE=$LINENO ERR_CMD=$BASH_COMMAND' ERR
 
 # ---------------------------------------------------------------- arguments
 OUT='' SCALE='' CLIENTS='' JOBS='' SECS='' SHARED_BUFFERS='' CKPT_TIMEOUT='' SYNC='' MODE=prepared
-PROGRESS=10 RATE=''
+PROGRESS=10 RATE='' WORKLOAD=tpcb WAREHOUSES=''
 PG_VERSION_WANTED='' PORT_ARG='' PROBE=0
 while (($#)); do
   opt=$1 val=
@@ -136,7 +149,7 @@ while (($#)); do
     -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
     --*=*) val=${opt#*=} opt=${opt%%=*}; shift ;;
     --out | --scale | --clients | --jobs | --time | --shared-buffers | --checkpoint-timeout | \
-      --sync | --mode | --postgres-version | --port | --progress | --rate)
+      --sync | --mode | --postgres-version | --port | --progress | --rate | --workload | --warehouses)
       (($# >= 2)) || bad_usage "$opt needs a value"
       val=$2
       shift 2
@@ -158,6 +171,8 @@ while (($#)); do
     --port) PORT_ARG=$val ;;
     --progress) PROGRESS=$val ;;
     --rate) RATE=$val ;;
+    --workload) WORKLOAD=$val ;;
+    --warehouses) WAREHOUSES=$val ;;
     *) bad_usage "unknown option: $opt" ;;
   esac
 done
@@ -166,11 +181,17 @@ done
 [[ -z $PG_VERSION_WANTED || $PG_VERSION_WANTED =~ ^[1-9][0-9]*$ ]] ||
   bad_usage "--postgres-version must be a major version such as 15 or 18, not '$PG_VERSION_WANTED'"
 if ((!PROBE)); then
-  for pair in "--out:$OUT" "--scale:$SCALE" "--clients:$CLIENTS" "--jobs:$JOBS" "--time:$SECS" \
+  case $WORKLOAD in
+    tpcb) SIZE_FLAG=--scale SIZE=$SCALE ;;
+    tpcc) SIZE_FLAG=--warehouses SIZE=$WAREHOUSES SCALE=1 ;;
+    *) bad_usage "--workload must be tpcb or tpcc, not '$WORKLOAD'" ;;
+  esac
+  [[ $WORKLOAD == tpcc || -z $WAREHOUSES ]] || bad_usage "--warehouses goes with --workload tpcc"
+  for pair in "--out:$OUT" "$SIZE_FLAG:$SIZE" "--clients:$CLIENTS" "--jobs:$JOBS" "--time:$SECS" \
     "--shared-buffers:$SHARED_BUFFERS" "--checkpoint-timeout:$CKPT_TIMEOUT" "--sync:$SYNC"; do
     [[ -n ${pair#*:} ]] || bad_usage "${pair%%:*} is required"
   done
-  for pair in "--scale:$SCALE" "--clients:$CLIENTS" "--jobs:$JOBS" "--time:$SECS" "--progress:$PROGRESS"; do
+  for pair in "$SIZE_FLAG:$SIZE" "--clients:$CLIENTS" "--jobs:$JOBS" "--time:$SECS" "--progress:$PROGRESS"; do
     [[ ${pair#*:} =~ ^[1-9][0-9]*$ ]] || bad_usage "${pair%%:*} must be a positive integer, not '${pair#*:}'"
   done
   ((JOBS <= CLIENTS)) || bad_usage "--jobs ($JOBS) must not exceed --clients ($CLIENTS)"
@@ -717,10 +738,16 @@ PM_PID=$(head -n1 "$TMP/data/postmaster.pid" 2>/dev/null || true)
 SVN=$(psql_q 'SHOW server_version_num') || die "cannot connect to the server: $(tail1 "$TMP/server.log")"
 
 # ---------------------------------------------------------------- load
-log "pgbench -i -s $SCALE (loading)..."
 t0=$(date +%s%N)
-run_child "$OUT/pgbench_init.out" "$BIN/pgbench" -i -s "$SCALE" ||
-  die "pgbench -i -s $SCALE failed: $(tail1 "$OUT/pgbench_init.out")"
+if [[ $WORKLOAD == tpcc ]]; then
+  log "TPC-C: $WAREHOUSES warehouses (loading)..."
+  run_child "$OUT/pgbench_init.out" "$BIN/psql" -X -q -v ON_ERROR_STOP=1 -v "warehouses=$WAREHOUSES" \
+    -f "$TPCC_DIR/pg-tpcc.sql" || die "loading TPC-C failed: $(tail1 "$OUT/pgbench_init.out")"
+else
+  log "pgbench -i -s $SCALE (loading)..."
+  run_child "$OUT/pgbench_init.out" "$BIN/pgbench" -i -s "$SCALE" ||
+    die "pgbench -i -s $SCALE failed: $(tail1 "$OUT/pgbench_init.out")"
+fi
 t1=$(date +%s%N)
 ns=$((t1 - t0))
 printf '%d.%03d\n' $((ns / 1000000000)) $((ns / 1000000 % 1000)) >"$OUT/load_s.txt"
@@ -763,13 +790,21 @@ sample() { # before|after
 sample before
 
 # ---------------------------------------------------------------- run
-log "pgbench -c $CLIENTS -j $JOBS -T $SECS -M $MODE -l${RATE:+ -R $RATE} (vacuum, then $SECS s)..."
+# What pgbench runs: its TPC-B (-s SCALE), or TPC-C's five scripts.
+WORK_ARGS=(-s "$SCALE")
+if [[ $WORKLOAD == tpcc ]]; then
+  WORK_ARGS=(-n -D "warehouses=$WAREHOUSES")
+  for s in new_order@45 payment@43 order_status@4 delivery@4 stock_level@4; do
+    WORK_ARGS+=(-f "$TPCC_DIR/pgbench/${s%@*}.sql@${s#*@}")
+  done
+fi
+log "pgbench -c $CLIENTS -j $JOBS -T $SECS -M $MODE -l${RATE:+ -R $RATE} ($WORKLOAD; $SECS s)..."
 (
   TIMEFORMAT='%U %S'
   # Progress lines (stderr, every --progress seconds) both kept and shown as they come;
   # the summary (stdout) kept for the figures.
   time "$BIN/pgbench" -c "$CLIENTS" -j "$JOBS" -T "$SECS" -M "$MODE" -l -P "$PROGRESS" ${RATE:+-R "$RATE"} \
-    --log-prefix "$OUT/pgbench_log" -s "$SCALE" >"$OUT/pgbench.out" \
+    --log-prefix "$OUT/pgbench_log" "${WORK_ARGS[@]}" >"$OUT/pgbench.out" \
     2> >(tee "$OUT/pgbench.err" >&"$ERR_FD")
 ) 2>"$OUT/pgbench_cpu.txt" &
 CHILD_PID=$!
@@ -790,6 +825,16 @@ log "$(grep -m1 -E '^tps = ' "$OUT/pgbench.out" || echo 'no tps line in pgbench.
 log "CHECKPOINT..."
 run_child "$TMP/checkpoint.log" psql_q CHECKPOINT || die "CHECKPOINT failed: $(tail1 "$TMP/checkpoint.log")"
 sample after
+
+if [[ $WORKLOAD == tpcc ]]; then
+  psql_q "SELECT problem FROM tpcc_broken" >"$OUT/tpcc_check.txt" ||
+    die "checking TPC-C's consistency conditions failed"
+  if [[ -s $OUT/tpcc_check.txt ]]; then
+    die "TPC-C's consistency conditions do not hold: $(head -n1 "$OUT/tpcc_check.txt")"
+  fi
+  echo ok >"$OUT/tpcc_check.txt"
+  log "TPC-C's consistency conditions 1-4 hold"
+fi
 
 stop_server
 log "done: files in $OUT"

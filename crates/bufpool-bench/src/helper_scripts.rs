@@ -1,7 +1,8 @@
-//! The helper scripts the binary runs (`postgres-peer.sh` for `compare`, `slow-device.sh`
-//! for the experiments' devices), built in so an installed binary has them: found in the
-//! environment, in `scripts/` of a clone, or written out from the built-in copy into a
-//! directory of this user's own. A leaf.
+//! The helper scripts the binary runs (`postgres-peer.sh` for `compare`, with the TPC-C
+//! SQL and pgbench scripts it runs from `tpcc/` beside it; `slow-device.sh` for the
+//! experiments' devices; `fio-randread.sh` for `experiment outgrow`), built in so an
+//! installed binary has them: found in the environment, in `scripts/` of a clone, or
+//! written out from the built-in copy into a directory of this user's own. A leaf.
 //!
 //! Invariants: a written copy is the built-in text, mode 0700, in a directory only its
 //! owner can write (another user's directory of that name is refused); a changed copy is
@@ -11,13 +12,49 @@ use std::path::{Path, PathBuf};
 
 /// The helper scripts the binary runs, built in so an installed binary has them (the
 /// files live in this crate's `scripts/`; the repository's `scripts/` links to them).
-const BUILT_IN_SCRIPTS: [(&str, &str); 2] = [
+const BUILT_IN_SCRIPTS: [(&str, &str); 9] = [
     (
         "postgres-peer.sh",
         include_str!("../scripts/postgres-peer.sh"),
     ),
     ("slow-device.sh", include_str!("../scripts/slow-device.sh")),
+    (
+        "fio-randread.sh",
+        include_str!("../scripts/fio-randread.sh"),
+    ),
+    (
+        "tpcc/pg-tpcc.sql",
+        include_str!("../scripts/tpcc/pg-tpcc.sql"),
+    ),
+    (
+        "tpcc/pgbench/new_order.sql",
+        include_str!("../scripts/tpcc/pgbench/new_order.sql"),
+    ),
+    (
+        "tpcc/pgbench/payment.sql",
+        include_str!("../scripts/tpcc/pgbench/payment.sql"),
+    ),
+    (
+        "tpcc/pgbench/order_status.sql",
+        include_str!("../scripts/tpcc/pgbench/order_status.sql"),
+    ),
+    (
+        "tpcc/pgbench/delivery.sql",
+        include_str!("../scripts/tpcc/pgbench/delivery.sql"),
+    ),
+    (
+        "tpcc/pgbench/stock_level.sql",
+        include_str!("../scripts/tpcc/pgbench/stock_level.sql"),
+    ),
 ];
+
+/// The files a script reads from beside itself, written out with it: the peer's TPC-C.
+fn companions(name: &str) -> impl Iterator<Item = &'static str> + '_ {
+    BUILT_IN_SCRIPTS
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(move |n| name == "postgres-peer.sh" && n.starts_with("tpcc/"))
+}
 
 /// A helper script: `$env` if set, else `scripts/<name>` under the current directory (a
 /// clone of the repository, edits included), else the built-in copy written to
@@ -30,7 +67,10 @@ pub fn project_script(name: &str, env: &str) -> PathBuf {
     if local.exists() {
         return local;
     }
-    match write_built_in_script(name) {
+    match companions(name)
+        .try_for_each(|c| write_built_in_script(c).map(drop))
+        .and_then(|()| write_built_in_script(name))
+    {
         Ok(p) => p,
         Err(e) => {
             eprintln!("bufpool: cannot write the built-in {name}: {e}");
@@ -65,8 +105,15 @@ fn write_built_in_script(name: &str) -> std::io::Result<PathBuf> {
         ));
     }
     let path = dir.join(name);
+    let parent = path.parent().unwrap_or(&dir);
+    if parent != dir {
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(parent)?;
+    }
     if std::fs::read_to_string(&path).ok().as_deref() != Some(*text) {
-        let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
         std::fs::write(&tmp, text)?;
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o700))?;
         std::fs::rename(&tmp, &path)?;
@@ -99,5 +146,14 @@ mod tests {
             assert_eq!(std::fs::read_to_string(&again).unwrap(), text);
         }
         assert!(write_built_in_script("nothing.sh").is_err());
+        // The peer's TPC-C files land beside it, where it looks for them.
+        let peer = write_built_in_script("postgres-peer.sh").unwrap();
+        let files: Vec<&str> = companions("postgres-peer.sh").collect();
+        assert_eq!(files.len(), 6, "{files:?}");
+        for f in files {
+            let p = write_built_in_script(f).unwrap();
+            assert_eq!(p, peer.parent().unwrap().join(f));
+        }
+        assert_eq!(companions("slow-device.sh").count(), 0);
     }
 }

@@ -233,6 +233,81 @@ fn ycsb_a_beside_sqlite_with_its_own_target() {
     );
 }
 
+/// Proves: `--workload tpcc` loads TPC-C's nine tables with one warehouse on bufpool and
+/// SQLite, runs the mix on each (SQLite's checked against consistency conditions 1 to 4
+/// after its run, its counts adding up to its transactions), reports the warehouses, and
+/// judges bufpool against SQLite FULL by TPC-C's own target, not TPC-B's.
+#[test]
+fn tpcc_beside_sqlite_with_its_own_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let o = bufpool(
+        cwd,
+        &[
+            "compare",
+            "--workload",
+            "tpcc",
+            "--warehouses",
+            "1",
+            "--engines",
+            "bufpool,sqlite",
+            "-c",
+            "2",
+            "-T",
+            "3",
+            "--json",
+        ],
+        &[],
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&ok(&o, "compare --workload tpcc")).expect("JSON");
+    let engines = j["engines"].as_array().unwrap();
+    let names: Vec<&str> = engines
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bufpool", "sqlite"]);
+    for e in engines {
+        assert!(e["tps"].as_f64().unwrap() > 0.0, "{e}");
+        let tpcc = &e["extra"]["tpcc"];
+        assert_eq!(tpcc["warehouses"], 1, "{e}");
+        assert!(
+            tpcc["transactions"]["new_order"].as_u64().unwrap() > 0,
+            "{e}"
+        );
+    }
+    let sqlite = &engines[1];
+    let checked = &sqlite["extra"]["tpcc_checked"];
+    assert_eq!(checked["warehouses"], 1, "{sqlite}");
+    assert!(
+        checked["orders"].as_i64().unwrap() > 30_000,
+        "new orders were placed: {sqlite}"
+    );
+    let done: u64 = sqlite["extra"]["tpcc"]["transactions"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(done, sqlite["transactions"].as_u64().unwrap(), "{sqlite}");
+    assert_eq!(j["settings"]["workload"], "tpcc");
+    assert_eq!(j["settings"]["warehouses"], 1);
+    assert!(j["settings"]["records"].is_null());
+    assert!(j["skipped"].as_array().unwrap().is_empty());
+    let targets = j["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 1, "{targets:?}");
+    assert_eq!(targets[0]["name"], "tpcc_sync_on_vs_sqlite_full");
+    assert_eq!(targets[0]["op"], ">=");
+    assert_eq!(targets[0]["target"], 2.0);
+    let tps = |e: &serde_json::Value| e["tps"].as_f64().unwrap();
+    let v = targets[0]["value"].as_f64().unwrap();
+    assert!(
+        (v - tps(&engines[0]) / tps(&engines[1])).abs() < 1e-9 * v,
+        "{targets:?}"
+    );
+    assert_eq!(targets[0]["pass"], v >= 2.0);
+}
+
 /// Proves: `--rate auto` runs one more round with every engine throttled to 60% of the
 /// slowest engine's median tps, each a column of its own (`NAME@R`) that ran at that
 /// rate; the full-speed targets come from the full-speed runs only; a rate below 1 is
@@ -485,6 +560,46 @@ fn bad_compare_flags_name_the_flag() {
             "-j 2",
         ),
         (vec!["compare", "--engines", "oracle"], "oracle"),
+        (
+            vec![
+                "compare",
+                "--engines",
+                "sqlite",
+                "--workload",
+                "tpcc",
+                "--records",
+                "10",
+            ],
+            "--records is YCSB's",
+        ),
+        (
+            vec!["compare", "--engines", "sqlite", "--warehouses", "2"],
+            "--warehouses is TPC-C's",
+        ),
+        (
+            vec![
+                "compare",
+                "--engines",
+                "sqlite",
+                "--workload",
+                "ycsb-a",
+                "-w",
+                "2",
+            ],
+            "--warehouses is TPC-C's",
+        ),
+        (
+            vec![
+                "compare",
+                "--engines",
+                "sqlite",
+                "--workload",
+                "tpcc",
+                "-w",
+                "0",
+            ],
+            "--warehouses 0",
+        ),
     ] {
         let o = bufpool(dir.path(), &args, &[]);
         assert!(!o.status.success(), "{args:?}");

@@ -1,6 +1,6 @@
 //! `compare`'s flags and its run ([`CompareArgs`] into [`CompareOptions`]), and the hidden
-//! `sqlite-tpcb` command, SQLite's side of it: one phase of SQLite's TPC-B or YCSB in a
-//! child process of its own ([`sqlite_tpcb`]).
+//! `sqlite-tpcb` command, SQLite's side of it: one phase of SQLite's TPC-B, YCSB or TPC-C
+//! in a child process of its own ([`sqlite_tpcb`]).
 
 use std::path::PathBuf;
 
@@ -20,17 +20,20 @@ pub struct CompareArgs {
         default_value = "bufpool,postgres,sqlite"
     )]
     pub engines: Vec<EngineKind>,
-    /// The workload: pgbench's TPC-B (`tpcb`), or one of YCSB's core workloads on its
+    /// The workload: pgbench's TPC-B (`tpcb`), one of YCSB's core workloads on its
     /// usertable (`ycsb-a` .. `ycsb-f`; PostgreSQL sits these out for now, said in the
-    /// table).
+    /// table), or TPC-C's mix of five transactions (`tpcc`; its size is --warehouses).
     #[arg(long, default_value = "tpcb", value_parser = parse_workload)]
     pub workload: Workload,
     /// Scale factor (100,000 accounts per unit; TPC-B).
     #[arg(short = 's', long = "scale", default_value_t = 10)]
     pub scale: u32,
-    /// YCSB's records (about 1 KiB each; YCSB).
-    #[arg(long, default_value_t = crate::ycsb::DEFAULT_RECORDS)]
-    pub records: u64,
+    /// YCSB's records (each about 1 KiB; default 100,000). YCSB only.
+    #[arg(long, value_name = "N")]
+    pub records: Option<u64>,
+    /// TPC-C's warehouses (each about 100 MB loaded; default 1). TPC-C only.
+    #[arg(short = 'w', long, value_name = "W")]
+    pub warehouses: Option<u32>,
     /// Clients (connections, or threads with their own session).
     #[arg(short = 'c', long = "client", default_value_t = 4)]
     pub clients: u32,
@@ -82,12 +85,31 @@ pub struct CompareArgs {
 }
 
 /// Runs `bufpool compare` as `c` asks; `command` is the command line, for the report.
+/// `--records` is YCSB's size and `--warehouses` TPC-C's: either with another workload is
+/// refused, naming the flag.
 pub fn run(c: CompareArgs, command: Vec<String>) -> Result<()> {
+    if c.records.is_some() && c.workload == Workload::Tpcc {
+        return Err(KnobError(
+            "--records is YCSB's (with --workload ycsb-a .. ycsb-f); TPC-C's size is --warehouses"
+                .into(),
+        )
+        .into());
+    }
+    if c.warehouses.is_some() && c.workload != Workload::Tpcc {
+        return Err(KnobError(format!(
+            "--warehouses is TPC-C's (with --workload tpcc), not {}'s",
+            c.workload.name()
+        ))
+        .into());
+    }
     compare(&CompareOptions {
         engines: c.engines,
         workload: c.workload,
         scale: c.scale,
-        records: c.records,
+        records: c.records.unwrap_or(crate::ycsb::DEFAULT_RECORDS),
+        warehouses: c
+            .warehouses
+            .unwrap_or(crate::tpcc::load::DEFAULT_WAREHOUSES),
         clients: c.clients,
         jobs: c.jobs,
         time_s: c.time,
@@ -128,11 +150,12 @@ fn parse_rate(text: &str) -> std::result::Result<Rate, String> {
     }
 }
 
-/// What `compare` and its SQLite side run: TPC-B, or a YCSB core workload.
+/// What `compare` and its SQLite side run: TPC-B, a YCSB core workload, or TPC-C.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Workload {
     Tpcb,
     Ycsb(crate::ycsb::workload::Core),
+    Tpcc,
 }
 
 impl Workload {
@@ -141,19 +164,20 @@ impl Workload {
         match self {
             Workload::Tpcb => "tpcb",
             Workload::Ycsb(c) => crate::ycsb::run::mode_of(c).name(),
+            Workload::Tpcc => "tpcc",
         }
     }
 
     /// The YCSB workload, if it is one.
     pub fn ycsb(self) -> Option<crate::ycsb::workload::Core> {
         match self {
-            Workload::Tpcb => None,
+            Workload::Tpcb | Workload::Tpcc => None,
             Workload::Ycsb(c) => Some(c),
         }
     }
 }
 
-/// `tpcb`, or `ycsb-a` .. `ycsb-f`.
+/// `tpcb`, `ycsb-a` .. `ycsb-f`, or `tpcc`.
 fn parse_workload(text: &str) -> std::result::Result<Workload, String> {
     use crate::ycsb::workload::Core;
     Ok(match text {
@@ -164,9 +188,10 @@ fn parse_workload(text: &str) -> std::result::Result<Workload, String> {
         "ycsb-d" => Workload::Ycsb(Core::D),
         "ycsb-e" => Workload::Ycsb(Core::E),
         "ycsb-f" => Workload::Ycsb(Core::F),
+        "tpcc" => Workload::Tpcc,
         _ => {
             return Err(format!(
-                "unknown workload {text:?} (allowed: tpcb, ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f)"
+                "unknown workload {text:?} (allowed: tpcb, ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f, tpcc)"
             ))
         }
     })
@@ -179,7 +204,7 @@ pub struct SqliteTpcbArgs {
     pub phase: String,
     #[arg(long)]
     pub dir: PathBuf,
-    /// tpcb, or ycsb-a .. ycsb-f (any of them loads YCSB's usertable).
+    /// tpcb, ycsb-a .. ycsb-f (any of them loads YCSB's usertable), or tpcc.
     #[arg(long, default_value = "tpcb", value_parser = parse_workload)]
     pub workload: Workload,
     #[arg(long, default_value_t = 1)]
@@ -187,6 +212,9 @@ pub struct SqliteTpcbArgs {
     /// YCSB's records (load).
     #[arg(long, default_value_t = crate::ycsb::DEFAULT_RECORDS)]
     pub records: u64,
+    /// TPC-C's warehouses (load).
+    #[arg(long, default_value_t = crate::tpcc::load::DEFAULT_WAREHOUSES)]
+    pub warehouses: u32,
     #[arg(long, default_value_t = 1)]
     pub clients: u32,
     #[arg(long, default_value_t = 1)]
@@ -216,6 +244,7 @@ pub fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
         return match a.workload {
             Workload::Tpcb => super::sqlite::load(&a.dir, a.scale),
             Workload::Ycsb(_) => super::sqlite_ycsb::load(&a.dir, a.records),
+            Workload::Tpcc => super::sqlite_tpcc::load(&a.dir, a.warehouses),
         };
     }
     let cache_bytes = bufpool::options::parse_size(&a.cache_size)
@@ -234,8 +263,9 @@ pub fn sqlite_tpcb(a: SqliteTpcbArgs) -> Result<()> {
         rate: a.rate.filter(|r| *r > 0.0),
     };
     let run = match a.workload {
-        Workload::Tpcb => super::sqlite::run(&o, &stop)?,
-        Workload::Ycsb(core) => super::sqlite_ycsb::run(&o, core, &stop)?,
+        Workload::Tpcb => serde_json::to_value(super::sqlite::run(&o, &stop)?)?,
+        Workload::Ycsb(core) => serde_json::to_value(super::sqlite_ycsb::run(&o, core, &stop)?)?,
+        Workload::Tpcc => super::sqlite_tpcc::run(&o, &stop)?.to_json()?,
     };
     let text = serde_json::to_string_pretty(&run)?;
     match a.out {

@@ -1,16 +1,17 @@
-//! `bufpool compare`: the same TPC-B on bufpool, PostgreSQL and SQLite, one engine at a
-//! time, at the same scale, clients, duration, pool size and durability, and one table,
-//! one JSON object and one report out of it.
+//! `bufpool compare`: the same workload (TPC-B, a YCSB core workload, or TPC-C) on
+//! bufpool, PostgreSQL and SQLite, one engine at a time, at the same size, clients,
+//! duration, pool size and durability, and one table, one JSON object and one report out
+//! of it.
 //!
 //! Each engine's load and run are child processes ([`process::run_measured`]), so each
 //! one's CPU time, bytes written and peak memory are its own: bufpool's `init` and
-//! `bench`; SQLite's `sqlite-tpcb load` and `run` ([`sqlite`]); PostgreSQL's
-//! `scripts/postgres-peer.sh` ([`postgres`]), which measures the server's processes
-//! itself. Engines run in turn within a round, rounds repeat the turn (`--rounds`), and
-//! the raw fdatasync rate of the data directory's device is measured before and after,
-//! so drift shows and hits every engine alike. Before the rounds, as many busy threads as
-//! clients measure the scheduler's own floor under the per-second maximum latency
-//! ([`crate::experiments::floor`]).
+//! `bench`; SQLite's `sqlite-tpcb load` and `run` ([`sqlite`], [`sqlite_ycsb`],
+//! [`sqlite_tpcc`]); PostgreSQL's `scripts/postgres-peer.sh` ([`postgres`]), which
+//! measures the server's processes itself. Engines run in turn within a round, rounds
+//! repeat the turn (`--rounds`), and the raw fdatasync rate of the data directory's
+//! device is measured before and after, so drift shows and hits every engine alike.
+//! Before the rounds, as many busy threads as clients measure the scheduler's own floor
+//! under the per-second maximum latency ([`crate::experiments::floor`]).
 //!
 //! Fairness, stated in the table: bufpool and SQLite are embedded (a transaction is a
 //! function call); PostgreSQL is client/server (each statement a round trip through a
@@ -23,6 +24,7 @@ pub mod pg_log;
 pub mod postgres;
 pub mod process;
 pub mod sqlite;
+pub mod sqlite_tpcc;
 pub mod sqlite_ycsb;
 
 use std::collections::BTreeMap;
@@ -112,6 +114,8 @@ pub struct CompareOptions {
     pub scale: u32,
     /// YCSB's records.
     pub records: u64,
+    /// TPC-C's warehouses.
+    pub warehouses: u32,
     pub clients: u32,
     pub jobs: u32,
     pub time_s: u64,
@@ -354,6 +358,7 @@ fn run_bufpool(
         o.clients, o.jobs, o.time_s
     ));
     let run_json = logs.join("run.json");
+    let tpcc = o.workload == cli::Workload::Tpcc;
     let run = process::run_measured(
         Command::new(&exe)
             .arg("bench")
@@ -361,12 +366,13 @@ fn run_bufpool(
             .args(["-j", &o.jobs.to_string()])
             .args(["-T", &o.time_s.to_string()])
             .args(
-                o.workload
-                    .ycsb()
-                    .map(|_| ["-b", o.workload.name()])
+                (o.workload != cli::Workload::Tpcb)
+                    .then_some(["-b", o.workload.name()])
                     .into_iter()
                     .flatten(),
             )
+            // TPC-C's counts are in the summary's JSON only.
+            .args(tpcc.then_some("--json"))
             .args(rate_flag(rate))
             .args([
                 "-P",
@@ -384,27 +390,41 @@ fn run_bufpool(
         data,
     )?;
     let result = crate::report::load_run(&run_json)?;
+    let mut extra = BTreeMap::new();
+    if tpcc {
+        extra.insert("tpcc".into(), bench_tpcc(&logs.join("bench.out"))?);
+    }
     Ok(EngineRun::measured(
         EngineKind::Bufpool,
         format!("bufpool {}", env!("CARGO_PKG_VERSION")),
         &load,
         &run,
         result,
-        BTreeMap::new(),
+        extra,
     ))
 }
 
-/// `init`'s size flags for the workload: `-s SCALE`, or `--workload ycsb --records N`.
+/// The `tpcc` object of the summary `bench --json` printed into `path`.
+fn bench_tpcc(path: &Path) -> Result<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let summary: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    summary
+        .get("tpcc")
+        .cloned()
+        .with_context(|| format!("{}: no tpcc object in the summary", path.display()))
+}
+
+/// `init`'s size flags for the workload: `-s SCALE`, `--workload ycsb --records N`, or
+/// `--workload tpcc -w W`.
 fn load_size(o: &CompareOptions) -> Vec<String> {
-    match o.workload.ycsb() {
-        None => vec!["-s".into(), o.scale.to_string()],
-        Some(_) => vec![
-            "--workload".into(),
-            "ycsb".into(),
-            "--records".into(),
-            o.records.to_string(),
-        ],
-    }
+    let (workload, flag, size) = match o.workload {
+        cli::Workload::Tpcb => return vec!["-s".into(), o.scale.to_string()],
+        cli::Workload::Ycsb(_) => ("ycsb", "--records", o.records.to_string()),
+        cli::Workload::Tpcc => ("tpcc", "-w", o.warehouses.to_string()),
+    };
+    vec!["--workload".into(), workload.into(), flag.into(), size]
 }
 
 fn run_sqlite(
@@ -420,6 +440,7 @@ fn run_sqlite(
             .args(["sqlite-tpcb", "load", "--workload", o.workload.name()])
             .args(["--scale", &o.scale.to_string()])
             .args(["--records", &o.records.to_string()])
+            .args(["--warehouses", &o.warehouses.to_string()])
             .arg("--dir")
             .arg(data),
         "sqlite",
@@ -460,14 +481,26 @@ fn run_sqlite(
     let mut extra = BTreeMap::new();
     extra.insert("busy_waits".into(), json!(s.busy_waits));
     extra.insert("busy_wait_s".into(), json!(s.busy_wait_s));
-    if o.workload.ycsb().is_some() {
-        let rows =
-            sqlite_ycsb::check(data).context("checking the SQLite usertable after its run")?;
-        extra.insert("usertable_rows_checked".into(), json!(rows));
-    } else {
-        let (rows, _) =
-            sqlite::check(data).context("checking the SQLite database after its run")?;
-        extra.insert("history_rows_checked".into(), json!(rows));
+    match o.workload {
+        cli::Workload::Ycsb(_) => {
+            let rows =
+                sqlite_ycsb::check(data).context("checking the SQLite usertable after its run")?;
+            extra.insert("usertable_rows_checked".into(), json!(rows));
+        }
+        cli::Workload::Tpcc => {
+            let checked = sqlite_tpcc::check(data)
+                .context("checking the SQLite TPC-C database after its run")?;
+            extra.insert("tpcc_checked".into(), json!(checked));
+            // The run's own counts, beside the common figures in the same file.
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("parsing {}", out.display()))?;
+            extra.insert("tpcc".into(), v["tpcc"].clone());
+        }
+        cli::Workload::Tpcb => {
+            let (rows, _) =
+                sqlite::check(data).context("checking the SQLite database after its run")?;
+            extra.insert("history_rows_checked".into(), json!(rows));
+        }
     }
     extra.insert("settings".into(), json!(s.result.config));
     // SQLite has no buffer-write counters: its share stays None.
@@ -497,6 +530,7 @@ fn pg_options(o: &CompareOptions, major: Option<&str>) -> postgres::PgOptions {
         version: major.map(str::to_string),
         progress_s: o.progress_s,
         rate: None,
+        tpcc_warehouses: (o.workload == cli::Workload::Tpcc).then_some(o.warehouses),
     }
 }
 
@@ -510,10 +544,13 @@ fn run_postgres(
         rate,
         ..pg_options(o, who.pg_major.as_deref())
     };
+    let load = match p.tpcc_warehouses {
+        Some(w) => format!("TPC-C's load of {w} warehouse(s)"),
+        None => format!("pgbench -i -s {}", o.scale),
+    };
     note(format!(
-        "{}: postgres-peer.sh (initdb, pgbench -i -s {}, pgbench -c {} -j {} -T {} -M {})",
+        "{}: postgres-peer.sh (initdb, {load}, pgbench -c {} -j {} -T {} -M {})",
         who.name(),
-        o.scale,
         o.clients,
         o.jobs,
         o.time_s,
@@ -545,6 +582,53 @@ fn run_postgres(
         result: r.result,
         extra,
     })
+}
+
+/// `compare`'s flags, each a knob error naming it: an engine at least, rounds, scale,
+/// clients and jobs at least 1 (clients a multiple of jobs), warehouses in TPC-C's range,
+/// the pool and checkpoint_timeout as bufpool takes them, PostgreSQL's versions.
+fn check_knobs(o: &CompareOptions) -> Result<()> {
+    if o.engines.is_empty() {
+        return Err(
+            KnobError("--engines: name at least one of bufpool, postgres, sqlite".into()).into(),
+        );
+    }
+    if o.rounds == 0
+        || o.clients == 0
+        || o.jobs == 0
+        || !o.clients.is_multiple_of(o.jobs)
+        || o.scale == 0
+    {
+        return Err(KnobError(format!(
+            "invalid --rounds {} / -s {} / -c {} / -j {}: each at least 1, clients a multiple of jobs",
+            o.rounds, o.scale, o.clients, o.jobs
+        ))
+        .into());
+    }
+    let max_warehouses = crate::tpcc::load::MAX_WAREHOUSES;
+    if !(1..=max_warehouses).contains(&o.warehouses) {
+        return Err(KnobError(format!(
+            "--warehouses {}: allowed 1 to {max_warehouses}",
+            o.warehouses
+        ))
+        .into());
+    }
+    for (knob, v) in [
+        ("shared_buffers", &o.pool),
+        ("checkpoint_timeout", &o.checkpoint_timeout),
+    ] {
+        bufpool::Config::default().set(knob, v).map_err(|e| {
+            KnobError(format!(
+                "--{}: {e}",
+                if knob == "shared_buffers" {
+                    "pool"
+                } else {
+                    "checkpoint-timeout"
+                }
+            ))
+        })?;
+    }
+    check_postgres_versions(o)
 }
 
 /// `--postgres-version`'s list: each a major version; a list only with PostgreSQL among
@@ -636,39 +720,7 @@ fn major_of(version: &str) -> String {
 
 /// `bufpool compare`.
 pub fn compare(o: &CompareOptions) -> Result<()> {
-    if o.engines.is_empty() {
-        return Err(
-            KnobError("--engines: name at least one of bufpool, postgres, sqlite".into()).into(),
-        );
-    }
-    if o.rounds == 0
-        || o.clients == 0
-        || o.jobs == 0
-        || !o.clients.is_multiple_of(o.jobs)
-        || o.scale == 0
-    {
-        return Err(KnobError(format!(
-            "invalid --rounds {} / -s {} / -c {} / -j {}: each at least 1, clients a multiple of jobs",
-            o.rounds, o.scale, o.clients, o.jobs
-        ))
-        .into());
-    }
-    for (knob, v) in [
-        ("shared_buffers", &o.pool),
-        ("checkpoint_timeout", &o.checkpoint_timeout),
-    ] {
-        bufpool::Config::default().set(knob, v).map_err(|e| {
-            KnobError(format!(
-                "--{}: {e}",
-                if knob == "shared_buffers" {
-                    "pool"
-                } else {
-                    "checkpoint-timeout"
-                }
-            ))
-        })?;
-    }
-    check_postgres_versions(o)?;
+    check_knobs(o)?;
     let (engines, skipped) = entrants(o);
     let stop = crate::ctrl_c::install_ctrl_c();
     std::fs::create_dir_all(&o.work_dir)
@@ -742,7 +794,7 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
             summarize_engine(&rs)
         })
         .collect();
-    let targets = targets(o.workload, o.sync, &runs);
+    let targets = targets(o.workload, (o.sync, o.clients), &runs);
     let floors = Floors {
         fdatasync: [sync_before, sync_after],
         runqueue_ms,
@@ -861,7 +913,14 @@ fn slowest_rate(runs: &[EngineRun]) -> Option<f64> {
 /// - `device_bytes_per_tx_vs_postgres` <= 1.0: bufpool's device bytes written per
 ///   transaction over PostgreSQL's (the first PostgreSQL column's, where several ran);
 /// - `cpu_per_tx_vs_sqlite` <= 1.0 with synchronous commit off: CPU per transaction.
-fn targets(workload: cli::Workload, sync: bool, runs: &[EngineRun]) -> Vec<Ratio> {
+///
+/// YCSB's and TPC-C's runs have targets of their own ([`ycsb_targets`], [`tpcc_targets`]);
+/// `clients` bounds the cores TPC-C's per-core figure divides by.
+fn targets(
+    workload: cli::Workload,
+    (sync, clients): (bool, u32),
+    runs: &[EngineRun],
+) -> Vec<Ratio> {
     let of = |name: &str, round: u32| {
         runs.iter()
             .find(|r| r.name == name && r.round == round)
@@ -892,14 +951,50 @@ fn targets(workload: cli::Workload, sync: bool, runs: &[EngineRun]) -> Vec<Ratio
             .collect()
     };
     let sqlite = Some("sqlite");
-    let mut out = match workload.ycsb() {
-        None => targets_of(&per_round, sync, first_pg, sqlite),
-        Some(core) => ycsb_targets(&per_round, sync, core),
+    let mut out = match workload {
+        cli::Workload::Tpcb => targets_of(&per_round, sync, first_pg, sqlite),
+        cli::Workload::Ycsb(core) => ycsb_targets(&per_round, sync, core),
+        cli::Workload::Tpcc => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+            tpcc_targets(&per_round, sync, clients.min(cores))
+        }
     };
-    if workload.ycsb().is_none() && !sync {
+    if workload == cli::Workload::Tpcb && !sync {
         out.extend(equal_rate_target(runs));
     }
     out
+}
+
+/// TPC-C's targets, each from bufpool's tps per round (`per_round`), left out when the
+/// other column did not run:
+/// - `tpcc_sync_on_vs_sqlite_full` >= 2.0 with synchronous commit on: over SQLite FULL's;
+/// - `tpcc_sync_off_vs_pg18` >= 5.0 with it off: over PostgreSQL 18's (its column
+///   `postgresql-18`);
+/// - `tpcc_in_memory_tx_per_s_per_core` >= 10,000 with it off: over `cores`, those its
+///   clients can use (the fewer of the clients and the machine's cores).
+fn tpcc_targets(
+    per_round: &dyn Fn(Option<&str>, &str) -> Vec<f64>,
+    sync: bool,
+    cores: u32,
+) -> Vec<Ratio> {
+    let wanted: Vec<(&'static str, Option<&str>, f64)> = if sync {
+        vec![("tpcc_sync_on_vs_sqlite_full", Some("sqlite"), 2.0)]
+    } else {
+        vec![
+            ("tpcc_sync_off_vs_pg18", Some("postgresql-18"), 5.0),
+            ("tpcc_in_memory_tx_per_s_per_core", None, 10_000.0),
+        ]
+    };
+    wanted
+        .into_iter()
+        .filter_map(|(name, other, target)| {
+            let mut v = per_round(other, "tps");
+            if other.is_none() {
+                v.iter_mut().for_each(|t| *t /= f64::from(cores.max(1)));
+            }
+            (!v.is_empty()).then(|| Ratio::new(name, &v, Goal::AtLeast, target))
+        })
+        .collect()
 }
 
 /// `maxlat_p50_equal_rate_vs_pg` <= 1.0: with every engine throttled to one rate
@@ -1037,6 +1132,7 @@ fn settings(o: &CompareOptions) -> serde_json::Value {
         "workload": o.workload.name(),
         "scale": o.scale,
         "records": o.workload.ycsb().map(|_| o.records),
+        "warehouses": (o.workload == cli::Workload::Tpcc).then_some(o.warehouses),
         "clients": o.clients,
         "jobs": o.jobs,
         "duration_s": o.time_s,
@@ -1214,10 +1310,14 @@ fn to_table(
     floors: &Floors,
 ) -> String {
     let mut t = String::new();
+    let size = match o.workload {
+        cli::Workload::Tpcb => format!("TPC-B, scale {}", o.scale),
+        cli::Workload::Ycsb(_) => format!("{}, {} records", o.workload.name(), o.records),
+        cli::Workload::Tpcc => format!("TPC-C, {} warehouse(s)", o.warehouses),
+    };
     let _ = writeln!(
         t,
-        "TPC-B, scale {}, {} clients, {} s, synchronous commit {}, pool {}, checkpoint_timeout {}{}",
-        o.scale,
+        "{size}, {} clients, {} s, synchronous commit {}, pool {}, checkpoint_timeout {}{}",
         o.clients,
         o.time_s,
         if o.sync { "on" } else { "off" },
@@ -1341,8 +1441,13 @@ fn to_table(
     );
     let _ = writeln!(
         t,
-        "(x) = ratio to bufpool. Embedded engines run transactions as function calls; PostgreSQL is client/server (CPU = server processes + pgbench). Bytes written: the data directory's device's sector count over the run after a syncfs (other writers on that device count too), each engine's flush of what the run left dirty included. SQLite: WAL mode, synchronous={}, cache_size = pool per connection, BEGIN IMMEDIATE.",
-        if o.sync { "FULL" } else { "NORMAL" }
+        "(x) = ratio to bufpool. Embedded engines run transactions as function calls; PostgreSQL is client/server (CPU = server processes + pgbench). Bytes written: the data directory's device's sector count over the run after a syncfs (other writers on that device count too), each engine's flush of what the run left dirty included. SQLite: WAL mode, synchronous={}, cache_size = pool per connection, BEGIN IMMEDIATE{}.",
+        if o.sync { "FULL" } else { "NORMAL" },
+        if o.workload == cli::Workload::Tpcc {
+            " (TPC-C's read-only Order-Status and Stock-Level: BEGIN)"
+        } else {
+            ""
+        }
     );
     t
 }
@@ -1407,5 +1512,55 @@ mod tests {
         let without_18 = [&runs[..4]].concat();
         let t = equal_rate_target(&without_18).unwrap();
         assert_eq!((t.median, t.pass), (2.0, false));
+    }
+
+    /// Proves: TPC-C's targets are its own, by their names, ops and bounds: with
+    /// synchronous commit on, bufpool's tps over SQLite FULL's; off, over PostgreSQL 18's
+    /// (absent without its column; PostgreSQL 15's does not stand in) and per core its
+    /// clients can use; TPC-B's are not among them.
+    #[test]
+    fn tpcc_targets_name_sqlite_full_postgresql_18_and_the_per_core_rate() {
+        let tpcc = cli::Workload::Tpcc;
+        let on = [
+            run(EngineKind::Bufpool, "bufpool", 1, 900.0, 1.0),
+            run(EngineKind::Sqlite, "sqlite", 1, 300.0, 1.0),
+        ];
+        let t = targets(tpcc, (true, 1), &on);
+        let got: Vec<_> = t
+            .iter()
+            .map(|r| (r.name, r.goal.symbol(), r.target))
+            .collect();
+        assert_eq!(got, [("tpcc_sync_on_vs_sqlite_full", ">=", 2.0)]);
+        assert_eq!((t[0].median, t[0].pass), (3.0, true));
+
+        let pg = EngineKind::Postgres;
+        let off = [
+            run(EngineKind::Bufpool, "bufpool", 1, 12_000.0, 1.0),
+            run(pg, "postgresql-15", 1, 1000.0, 1.0),
+            run(pg, "postgresql-18", 1, 4000.0, 1.0),
+            run(EngineKind::Sqlite, "sqlite", 1, 3000.0, 1.0),
+        ];
+        let t = targets(tpcc, (false, 1), &off);
+        let got: Vec<_> = t
+            .iter()
+            .map(|r| (r.name, r.goal.symbol(), r.target, r.median, r.pass))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("tpcc_sync_off_vs_pg18", ">=", 5.0, 3.0, false),
+                (
+                    "tpcc_in_memory_tx_per_s_per_core",
+                    ">=",
+                    10_000.0,
+                    12_000.0,
+                    true
+                ),
+            ]
+        );
+        let without_18 = [&off[..2], &off[3..]].concat();
+        let t = targets(tpcc, (false, 1), &without_18);
+        let names: Vec<_> = t.iter().map(|r| r.name).collect();
+        assert_eq!(names, ["tpcc_in_memory_tx_per_s_per_core"]);
     }
 }

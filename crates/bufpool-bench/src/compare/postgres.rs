@@ -78,6 +78,10 @@ pub struct PgOptions {
     pub progress_s: u32,
     /// pgbench's `-R`: the clients' total rate, transactions per second (None: flat out).
     pub rate: Option<f64>,
+    /// TPC-C with this many warehouses instead of TPC-B (the script's `--workload tpcc
+    /// --warehouses W`: its load, and pgbench running TPC-C's five transactions as script
+    /// files weighted 45/43/4/4/4, its output files as TPC-B's).
+    pub tpcc_warehouses: Option<u32>,
 }
 
 /// The script's command line, writing into `out`.
@@ -100,6 +104,9 @@ pub fn command(o: &PgOptions, out: &Path) -> Command {
     }
     if let Some(r) = o.rate {
         cmd.args(["--rate", &format!("{r:.0}")]);
+    }
+    if let Some(w) = o.tpcc_warehouses {
+        cmd.args(["--workload", "tpcc", "--warehouses", &w.to_string()]);
     }
     cmd
 }
@@ -244,8 +251,11 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         provenance: crate::provenance::Provenance::here(),
         label: label.to_string(),
         started_at: crate::report::model::rfc3339_utc(wall_start),
-        mode: "tpcb-like".into(),
-        scale: o.scale,
+        mode: match o.tpcc_warehouses {
+            Some(_) => super::sqlite_tpcc::mix_label(),
+            None => "tpcb-like".into(),
+        },
+        scale: o.tpcc_warehouses.unwrap_or(o.scale),
         clients: o.clients,
         threads: o.jobs,
         duration_s: elapsed,

@@ -167,7 +167,6 @@ impl Kind {
     }
 
     /// The kind a draw `u` in 0..100 picks (for a client that draws the mix itself).
-    #[allow(dead_code)] // SQLite's peer draws with it.
     pub fn pick(u: u32) -> Kind {
         let mut acc = 0;
         for k in Kind::ALL {
@@ -228,7 +227,6 @@ impl NewOrderIn {
     }
 
     /// Whether it asks for the unused item, so rolls back.
-    #[allow(dead_code)] // SQLite's peer checks it.
     pub fn rolls_back(&self) -> bool {
         self.lines.iter().any(|l| l.item == UNUSED_ITEM)
     }

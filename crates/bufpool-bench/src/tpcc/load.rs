@@ -196,23 +196,13 @@ pub fn init(
     let now = inputs::now_micros();
     let mut rng = SmallRng::seed_from_u64(ROW_SEED);
     progress(0, total);
-    let ws = 1..=warehouses;
     let s = Table::Item.schema();
     l.table(Table::Item, items(&s, &mut rng), progress)?;
-    let s = Table::Warehouse.schema();
     let mut r2 = SmallRng::seed_from_u64(ROW_SEED ^ 1);
+    let s = Table::Warehouse.schema();
     l.table(
         Table::Warehouse,
-        ws.clone().map(|w| {
-            let mut v = vec![
-                V::I(keys::warehouse(w)),
-                V::I(w.into()),
-                V::S(a_string(&mut r2, 6, 10)),
-            ];
-            v.extend(address(&mut r2));
-            v.extend([V::I(r2.random_range(0..=2000)), V::I(30_000_000)]);
-            row(&s, v)
-        }),
+        warehouse_rows(&s, warehouses, &mut r2),
         progress,
     )?;
     let s = Table::Stock.schema();
@@ -220,23 +210,7 @@ pub fn init(
     let s = Table::District.schema();
     l.table(
         Table::District,
-        ws.clone()
-            .flat_map(|w| (1..=DISTRICTS).map(move |d| (w, d)))
-            .map(|(w, d)| {
-                let mut v = vec![
-                    V::I(keys::district(w, d)),
-                    V::I(d.into()),
-                    V::I(w.into()),
-                    V::S(a_string(&mut r2, 6, 10)),
-                ];
-                v.extend(address(&mut r2));
-                v.extend([
-                    V::I(r2.random_range(0..=2000)),
-                    V::I(3_000_000),
-                    V::I((ORDERS + 1).into()),
-                ]);
-                row(&s, v)
-            }),
+        district_rows(&s, warehouses, &mut r2),
         progress,
     )?;
     let s = Table::Customer.schema();
@@ -248,60 +222,12 @@ pub fn init(
     let s = Table::History.schema();
     l.table(
         Table::History,
-        districts(warehouses)
-            .flat_map(|(w, d)| (1..=CUSTOMERS).map(move |c| (w, d, c)))
-            .map(|(w, d, c)| {
-                let v = [c, d, w, d, w].map(|i| V::I(i.into()));
-                let mut v = Vec::from(v);
-                v.extend([V::I(now), V::I(1000), V::S(a_string(&mut r2, 12, 24))]);
-                row(&s, v)
-            }),
+        history_rows(&s, warehouses, now, &mut r2),
         progress,
     )?;
-    // Orders take their customers from a random permutation per district; their line
-    // counts are kept for the lines' load.
-    let mut plan: Vec<District> = Vec::new();
-    for (w, d) in districts(warehouses) {
-        let mut perm: Vec<u32> = (1..=CUSTOMERS).collect();
-        perm.shuffle(&mut rng);
-        let orders = (1..=ORDERS)
-            .map(|o| OrderPlan {
-                c: perm[o as usize - 1],
-                lines: rng.random_range(5..=15),
-                carrier: if o < FIRST_NEW_ORDER {
-                    rng.random_range(1..=10)
-                } else {
-                    0
-                },
-            })
-            .collect();
-        plan.push(District { w, d, orders });
-    }
+    let plan = plan_orders(warehouses, &mut rng);
     let s = Table::Orders.schema();
-    l.table(
-        Table::Orders,
-        plan.iter().flat_map(|p| {
-            let s = &s;
-            let (w, d) = (p.w, p.d);
-            (1..=ORDERS).map(move |o| {
-                let OrderPlan { c, lines, carrier } = p.orders[o as usize - 1];
-                let v = vec![
-                    V::I(keys::order(w, d, o)),
-                    V::I(keys::order_of_customer(w, d, c, o)),
-                    V::I(o.into()),
-                    V::I(d.into()),
-                    V::I(w.into()),
-                    V::I(c.into()),
-                    V::I(now),
-                    V::I(carrier.into()),
-                    V::I(lines.into()),
-                    V::I(1),
-                ];
-                row(s, v)
-            })
-        }),
-        progress,
-    )?;
+    l.table(Table::Orders, order_rows(&s, &plan, now), progress)?;
     let s = Table::OrderLine.schema();
     l.table(
         Table::OrderLine,
@@ -309,23 +235,7 @@ pub fn init(
         progress,
     )?;
     let s = Table::NewOrder.schema();
-    l.table(
-        Table::NewOrder,
-        districts(warehouses)
-            .flat_map(|(w, d)| (FIRST_NEW_ORDER..=ORDERS).map(move |o| (w, d, o)))
-            .map(|(w, d, o)| {
-                row(
-                    &s,
-                    vec![
-                        V::I(keys::order(w, d, o)),
-                        V::I(o.into()),
-                        V::I(d.into()),
-                        V::I(w.into()),
-                    ],
-                )
-            }),
-        progress,
-    )?;
+    l.table(Table::NewOrder, new_order_rows(&s, warehouses), progress)?;
     let rows = l.done;
     engine.commit_transaction(x)?;
     catalog.save(vfs, dir)?;
@@ -356,6 +266,118 @@ struct OrderPlan {
     lines: u32,
     /// Its carrier, 0 (NULL) for the undelivered.
     carrier: u32,
+}
+
+fn warehouse_rows<'a>(
+    s: &'a Schema,
+    warehouses: u32,
+    rng: &'a mut SmallRng,
+) -> impl Iterator<Item = Vec<u8>> + 'a {
+    (1..=warehouses).map(move |w| {
+        let mut v = vec![
+            V::I(keys::warehouse(w)),
+            V::I(w.into()),
+            V::S(a_string(rng, 6, 10)),
+        ];
+        v.extend(address(rng));
+        v.extend([V::I(rng.random_range(0..=2000)), V::I(30_000_000)]);
+        row(s, v)
+    })
+}
+
+fn district_rows<'a>(
+    s: &'a Schema,
+    warehouses: u32,
+    rng: &'a mut SmallRng,
+) -> impl Iterator<Item = Vec<u8>> + 'a {
+    districts(warehouses).map(move |(w, d)| {
+        let mut v = vec![
+            V::I(keys::district(w, d)),
+            V::I(d.into()),
+            V::I(w.into()),
+            V::S(a_string(rng, 6, 10)),
+        ];
+        v.extend(address(rng));
+        v.extend([
+            V::I(rng.random_range(0..=2000)),
+            V::I(3_000_000),
+            V::I((ORDERS + 1).into()),
+        ]);
+        row(s, v)
+    })
+}
+
+fn history_rows<'a>(
+    s: &'a Schema,
+    warehouses: u32,
+    now: i64,
+    rng: &'a mut SmallRng,
+) -> impl Iterator<Item = Vec<u8>> + 'a {
+    districts(warehouses)
+        .flat_map(|(w, d)| (1..=CUSTOMERS).map(move |c| (w, d, c)))
+        .map(move |(w, d, c)| {
+            let mut v = Vec::from([c, d, w, d, w].map(|i| V::I(i.into())));
+            v.extend([V::I(now), V::I(1000), V::S(a_string(rng, 12, 24))]);
+            row(s, v)
+        })
+}
+
+/// Each district's orders: customers from a random permutation of the district's, 5 to
+/// 15 lines, a carrier for the delivered ones.
+fn plan_orders(warehouses: u32, rng: &mut SmallRng) -> Vec<District> {
+    let mut plan = Vec::new();
+    for (w, d) in districts(warehouses) {
+        let mut perm: Vec<u32> = (1..=CUSTOMERS).collect();
+        perm.shuffle(rng);
+        let orders = (1..=ORDERS)
+            .map(|o| OrderPlan {
+                c: perm[o as usize - 1],
+                lines: rng.random_range(5..=15),
+                carrier: if o < FIRST_NEW_ORDER {
+                    rng.random_range(1..=10)
+                } else {
+                    0
+                },
+            })
+            .collect();
+        plan.push(District { w, d, orders });
+    }
+    plan
+}
+
+fn order_rows<'a>(
+    s: &'a Schema,
+    plan: &'a [District],
+    now: i64,
+) -> impl Iterator<Item = Vec<u8>> + 'a {
+    plan.iter().flat_map(move |p| {
+        (1..=ORDERS).map(move |o| {
+            let OrderPlan { c, lines, carrier } = p.orders[o as usize - 1];
+            let (w, d) = (p.w, p.d);
+            let v = vec![
+                V::I(keys::order(w, d, o)),
+                V::I(keys::order_of_customer(w, d, c, o)),
+                V::I(o.into()),
+                V::I(d.into()),
+                V::I(w.into()),
+                V::I(c.into()),
+                V::I(now),
+                V::I(carrier.into()),
+                V::I(lines.into()),
+                V::I(1),
+            ];
+            row(s, v)
+        })
+    })
+}
+
+fn new_order_rows(s: &Schema, warehouses: u32) -> impl Iterator<Item = Vec<u8>> + '_ {
+    districts(warehouses)
+        .flat_map(|(w, d)| (FIRST_NEW_ORDER..=ORDERS).map(move |o| (w, d, o)))
+        .map(move |(w, d, o)| {
+            let v = [keys::order(w, d, o), o.into(), d.into(), w.into()];
+            row(s, v.into_iter().map(V::I).collect())
+        })
 }
 
 /// Every district, warehouse by warehouse.

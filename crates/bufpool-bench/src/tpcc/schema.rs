@@ -181,13 +181,13 @@ impl Table {
 
     /// Its row layout.
     pub fn schema(self) -> Schema {
-        let addr = |p: &str| -> Vec<(String, ColumnType)> {
-            ["street_1", "street_2", "city", "state", "zip"]
-                .iter()
-                .zip(ADDRESS)
-                .map(|(n, t)| (format!("{p}_{n}"), t))
-                .collect()
-        };
+        let cols = self.columns();
+        let refs: Vec<(&str, ColumnType)> = cols.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+        Schema::new(&refs)
+    }
+
+    /// Its columns, in row order.
+    fn columns(self) -> Vec<(String, ColumnType)> {
         let mut cols: Vec<(String, ColumnType)> = Vec::new();
         let add = |cols: &mut Vec<(String, ColumnType)>, list: &[(&str, ColumnType)]| {
             cols.extend(list.iter().map(|(n, t)| (n.to_string(), *t)));
@@ -198,8 +198,8 @@ impl Table {
                     &mut cols,
                     &[("w_key", Int8), ("w_id", Int4), ("w_name", Char(10))],
                 );
-                cols.extend(addr("w"));
-                cols.extend([("w_tax".into(), Int4), ("w_ytd".into(), Int8)]);
+                cols.extend(address("w"));
+                add(&mut cols, &[("w_tax", Int4), ("w_ytd", Int8)]);
             }
             Table::District => {
                 add(
@@ -211,107 +211,13 @@ impl Table {
                         ("d_name", Char(10)),
                     ],
                 );
-                cols.extend(addr("d"));
+                cols.extend(address("d"));
                 add(
                     &mut cols,
                     &[("d_tax", Int4), ("d_ytd", Int8), ("d_next_o_id", Int4)],
                 );
             }
-            Table::Customer => {
-                add(
-                    &mut cols,
-                    &[
-                        ("c_key", Int8),
-                        ("c_last_key", Int8),
-                        ("c_id", Int4),
-                        ("c_d_id", Int4),
-                        ("c_w_id", Int4),
-                        ("c_first", Char(16)),
-                        ("c_middle", Char(2)),
-                        ("c_last", Char(16)),
-                    ],
-                );
-                cols.extend(addr("c"));
-                add(
-                    &mut cols,
-                    &[
-                        ("c_phone", Char(16)),
-                        ("c_since", Int8),
-                        ("c_credit", Char(2)),
-                        ("c_credit_lim", Int8),
-                        ("c_discount", Int4),
-                        ("c_balance", Int8),
-                        ("c_ytd_payment", Int8),
-                        ("c_payment_cnt", Int4),
-                        ("c_delivery_cnt", Int4),
-                        ("c_data", Char(500)),
-                    ],
-                );
-            }
-            Table::History => add(
-                &mut cols,
-                &[
-                    ("h_c_id", Int4),
-                    ("h_c_d_id", Int4),
-                    ("h_c_w_id", Int4),
-                    ("h_d_id", Int4),
-                    ("h_w_id", Int4),
-                    ("h_date", Int8),
-                    ("h_amount", Int8),
-                    ("h_data", Char(24)),
-                ],
-            ),
-            Table::NewOrder => add(
-                &mut cols,
-                &[
-                    ("no_key", Int8),
-                    ("no_o_id", Int4),
-                    ("no_d_id", Int4),
-                    ("no_w_id", Int4),
-                ],
-            ),
-            Table::Orders => add(
-                &mut cols,
-                &[
-                    ("o_key", Int8),
-                    ("o_c_key", Int8),
-                    ("o_id", Int4),
-                    ("o_d_id", Int4),
-                    ("o_w_id", Int4),
-                    ("o_c_id", Int4),
-                    ("o_entry_d", Int8),
-                    ("o_carrier_id", Int4),
-                    ("o_ol_cnt", Int4),
-                    ("o_all_local", Int4),
-                ],
-            ),
-            Table::OrderLine => add(
-                &mut cols,
-                &[
-                    ("ol_key", Int8),
-                    ("ol_o_id", Int4),
-                    ("ol_d_id", Int4),
-                    ("ol_w_id", Int4),
-                    ("ol_number", Int4),
-                    ("ol_i_id", Int4),
-                    ("ol_supply_w_id", Int4),
-                    ("ol_delivery_d", Int8),
-                    ("ol_quantity", Int4),
-                    ("ol_amount", Int8),
-                    ("ol_dist_info", Char(24)),
-                ],
-            ),
-            Table::Item => add(
-                &mut cols,
-                &[
-                    ("i_key", Int8),
-                    ("i_id", Int4),
-                    ("i_im_id", Int4),
-                    ("i_name", Char(24)),
-                    ("i_price", Int8),
-                    ("i_data", Char(50)),
-                ],
-            ),
+            Table::Customer => return customer_columns(),
             Table::Stock => {
                 add(
                     &mut cols,
@@ -333,10 +239,108 @@ impl Table {
                     ],
                 );
             }
+            t => add(&mut cols, t.flat_columns()),
         }
-        let refs: Vec<(&str, ColumnType)> = cols.iter().map(|(n, t)| (n.as_str(), *t)).collect();
-        Schema::new(&refs)
+        cols
     }
+
+    /// The columns of the tables without an address or a run of like columns.
+    fn flat_columns(self) -> &'static [(&'static str, ColumnType)] {
+        match self {
+            Table::History => &[
+                ("h_c_id", Int4),
+                ("h_c_d_id", Int4),
+                ("h_c_w_id", Int4),
+                ("h_d_id", Int4),
+                ("h_w_id", Int4),
+                ("h_date", Int8),
+                ("h_amount", Int8),
+                ("h_data", Char(24)),
+            ],
+            Table::NewOrder => &[
+                ("no_key", Int8),
+                ("no_o_id", Int4),
+                ("no_d_id", Int4),
+                ("no_w_id", Int4),
+            ],
+            Table::Orders => &[
+                ("o_key", Int8),
+                ("o_c_key", Int8),
+                ("o_id", Int4),
+                ("o_d_id", Int4),
+                ("o_w_id", Int4),
+                ("o_c_id", Int4),
+                ("o_entry_d", Int8),
+                ("o_carrier_id", Int4),
+                ("o_ol_cnt", Int4),
+                ("o_all_local", Int4),
+            ],
+            Table::OrderLine => &[
+                ("ol_key", Int8),
+                ("ol_o_id", Int4),
+                ("ol_d_id", Int4),
+                ("ol_w_id", Int4),
+                ("ol_number", Int4),
+                ("ol_i_id", Int4),
+                ("ol_supply_w_id", Int4),
+                ("ol_delivery_d", Int8),
+                ("ol_quantity", Int4),
+                ("ol_amount", Int8),
+                ("ol_dist_info", Char(24)),
+            ],
+            Table::Item => &[
+                ("i_key", Int8),
+                ("i_id", Int4),
+                ("i_im_id", Int4),
+                ("i_name", Char(24)),
+                ("i_price", Int8),
+                ("i_data", Char(50)),
+            ],
+            _ => &[],
+        }
+    }
+}
+
+/// An address's five columns, prefixed `p_`.
+fn address(p: &str) -> Vec<(String, ColumnType)> {
+    ["street_1", "street_2", "city", "state", "zip"]
+        .iter()
+        .zip(ADDRESS)
+        .map(|(n, t)| (format!("{p}_{n}"), t))
+        .collect()
+}
+
+/// The customer table's columns.
+fn customer_columns() -> Vec<(String, ColumnType)> {
+    let head = [
+        ("c_key", Int8),
+        ("c_last_key", Int8),
+        ("c_id", Int4),
+        ("c_d_id", Int4),
+        ("c_w_id", Int4),
+        ("c_first", Char(16)),
+        ("c_middle", Char(2)),
+        ("c_last", Char(16)),
+    ];
+    let tail = [
+        ("c_phone", Char(16)),
+        ("c_since", Int8),
+        ("c_credit", Char(2)),
+        ("c_credit_lim", Int8),
+        ("c_discount", Int4),
+        ("c_balance", Int8),
+        ("c_ytd_payment", Int8),
+        ("c_payment_cnt", Int4),
+        ("c_delivery_cnt", Int4),
+        ("c_data", Char(500)),
+    ];
+    let named = |l: &[(&str, ColumnType)]| -> Vec<(String, ColumnType)> {
+        l.iter().map(|(n, t)| (n.to_string(), *t)).collect()
+    };
+    let mut cols = named(&head);
+    cols.extend(address("c"));
+    cols.extend(named(&tail));
+    cols
 }
 
 /// The text in column `c` of `row`, without its padding.

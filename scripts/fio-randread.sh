@@ -1,0 +1,1 @@
+../crates/bufpool-bench/scripts/fio-randread.sh
