@@ -268,6 +268,16 @@ pub fn wal_record(data: &[u8]) {
                     assert!(usize::from(*off) + d.len() <= ps, "range outside the page");
                 }
             }
+            BlockChange::Shifted { shift, ranges } => {
+                assert!(
+                    shift.from + shift.len <= ps && shift.to + shift.len <= ps,
+                    "shift outside the page"
+                );
+                for (off, d) in ranges {
+                    assert!(usize::from(*off) + d.len() <= ps, "range outside the page");
+                }
+            }
+            other => panic!("a block change the harness does not know: {other:?}"),
         }
     }
     let elsewhere = Lsn(lsn.0 ^ record::ALIGN);
@@ -298,22 +308,18 @@ pub fn wal_record(data: &[u8]) {
         match &b.change {
             BlockChange::Image(p) => builder.image(&b.tag, p),
             BlockChange::Ranges(rs) => {
-                let mut spans: Vec<(usize, usize)> = rs
-                    .iter()
-                    .map(|(o, d)| (usize::from(*o), usize::from(*o) + d.len()))
-                    .collect();
-                spans.sort_unstable();
-                if spans.windows(2).any(|w| w[1].0 < w[0].1) {
-                    return; // overlapping ranges: one page cannot hold both contents
-                }
-                let mut ranges = Vec::with_capacity(rs.len());
-                for (o, d) in rs {
-                    let o = usize::from(*o);
-                    scratch[o..o + d.len()].copy_from_slice(d);
-                    ranges.push(o..o + d.len());
-                }
+                let Some(ranges) = place(rs, &mut scratch) else {
+                    return;
+                };
                 builder.ranges(&b.tag, &scratch, &ranges);
             }
+            BlockChange::Shifted { shift, ranges: rs } => {
+                let Some(ranges) = place(rs, &mut scratch) else {
+                    return;
+                };
+                builder.shifted_ranges(&b.tag, &scratch, Some(*shift), &ranges);
+            }
+            other => panic!("a block change the harness does not know: {other:?}"),
         }
     }
     let re = builder.finish(r.lsn, r.flushed, r.incarnation).to_vec();
@@ -914,4 +920,24 @@ pub fn script_file(data: &[u8]) {
             assert!(e.starts_with("f.sql"), "{e}");
         }
     }
+}
+
+/// Writes `rs`' bytes into `scratch` and returns their ranges, sorted as the record had them;
+/// None if two overlap (one page cannot hold both contents).
+fn place(rs: &[(u16, Vec<u8>)], scratch: &mut [u8]) -> Option<Vec<std::ops::Range<usize>>> {
+    let mut spans: Vec<(usize, usize)> = rs
+        .iter()
+        .map(|(o, d)| (usize::from(*o), usize::from(*o) + d.len()))
+        .collect();
+    spans.sort_unstable();
+    if spans.windows(2).any(|w| w[1].0 < w[0].1) {
+        return None;
+    }
+    let mut ranges = Vec::with_capacity(rs.len());
+    for (o, d) in rs {
+        let o = usize::from(*o);
+        scratch[o..o + d.len()].copy_from_slice(d);
+        ranges.push(o..o + d.len());
+    }
+    Some(ranges)
 }

@@ -11,6 +11,15 @@
 //! same physical byte copy (`RecordBuilder::ranges`), so recovery needs nothing heap- or
 //! index-specific.
 //!
+//! A delta may also hold one *shift* ([`Shift`]): bytes moved within the page (a sorted
+//! array's entries making room for an insert or closing the gap of a removal), logged as
+//! three numbers instead of the moved bytes and replayed as a `memmove` before the ranges.
+//! Without it a B-tree leaf insert logs every entry after its slot: half a page on
+//! average, 20 kB of the 28 kB a TPC-C New-Order logged. A shift is recorded only as the
+//! delta's first declaration (redo moves the bytes of the page as it was before the change,
+//! then writes the ranges' final bytes over it); any later move is declared as the range it
+//! wrote, as before.
+//!
 //! Invariants: the ranges are ascending, disjoint, non-empty, at least
 //! `RANGE_MERGE_GAP_BYTES` + 1 bytes apart, and inside the page; every byte a change wrote
 //! lies in one of them (a byte written but not declared would be lost at redo: debug builds
@@ -33,13 +42,34 @@ pub(crate) const PAGE_DELTA_RANGES_MAX: usize = 16;
 /// costs no more logged as data than as a second range header.
 pub(crate) const RANGE_MERGE_GAP_BYTES: usize = 4;
 
-/// The byte ranges of one page that a change wrote (see the module doc).
+/// Bytes moved within a page: `len` bytes from offset `from` to offset `to` (the ranges
+/// may overlap, as `memmove`'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shift {
+    /// Where the moved bytes were.
+    pub from: usize,
+    /// Where they go.
+    pub to: usize,
+    /// How many.
+    pub len: usize,
+}
+
+impl Shift {
+    /// Moves the bytes in `page` (whose bounds the caller checked).
+    pub fn apply(&self, page: &mut [u8]) {
+        page.copy_within(self.from..self.from + self.len, self.to);
+    }
+}
+
+/// The byte ranges of one page that a change wrote, and a shift done before them (see
+/// the module doc).
 #[derive(Clone)]
 pub struct PageDelta {
     ranges: [Range<usize>; PAGE_DELTA_RANGES_MAX],
     len: usize,
     page_len: usize,
     whole: bool,
+    shift: Option<Shift>,
 }
 
 impl std::fmt::Debug for PageDelta {
@@ -47,6 +77,7 @@ impl std::fmt::Debug for PageDelta {
         f.debug_struct("PageDelta")
             .field("ranges", &self.ranges())
             .field("whole", &self.whole)
+            .field("shift", &self.shift)
             .finish()
     }
 }
@@ -59,7 +90,36 @@ impl PageDelta {
             len: 0,
             page_len,
             whole: false,
+            shift: None,
         }
+    }
+
+    /// Moves `src` of `page` to start at `dst` (`memmove`), declaring it as a shift when it
+    /// is the delta's first declaration, else as the range it wrote.
+    #[inline]
+    pub fn shift_within(&mut self, page: &mut [u8], src: Range<usize>, dst: usize) {
+        let len = src.len();
+        debug_assert!(src.end <= self.page_len && dst + len <= self.page_len);
+        page.copy_within(src.clone(), dst);
+        if len == 0 {
+            return;
+        }
+        if self.len == 0 && self.shift.is_none() && !self.whole {
+            self.shift = Some(Shift {
+                from: src.start,
+                to: dst,
+                len,
+            });
+        } else {
+            self.touch(dst..dst + len);
+        }
+    }
+
+    /// The shift redo does before writing the ranges (None: none, or the delta is the
+    /// whole page, whose bytes redo writes anyway).
+    #[inline]
+    pub fn shift(&self) -> Option<Shift> {
+        self.shift.filter(|_| !self.whole)
     }
 
     /// Declares that bytes `r` were (or are about to be) written. Merges it with every
@@ -124,7 +184,7 @@ impl PageDelta {
     /// Whether nothing was declared (nothing to log).
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len == 0 && self.shift.is_none()
     }
 
     /// Whether the delta is the whole page (declared so, or overflowed).
@@ -176,6 +236,19 @@ pub fn assert_covered(before: &[u8], after: &[u8], declared: &[Range<usize>]) {
     }
 }
 
+/// Panics unless redo of `delta` (its shift on `before`, then its ranges) explains every
+/// byte where `after` differs from `before`.
+pub fn assert_delta_covers(before: &[u8], after: &[u8], delta: &PageDelta) {
+    match delta.shift() {
+        None => assert_covered(before, after, delta.ranges()),
+        Some(s) => {
+            let mut moved = before.to_vec();
+            s.apply(&mut moved);
+            assert_covered(&moved, after, delta.ranges());
+        }
+    }
+}
+
 /// A page's bytes before a change, kept in debug builds only: after the change,
 /// [`BeforeImage::assert_declared`] checks that its delta declared every byte it changed. In
 /// release builds it is empty and the check does nothing, so logging copies no page.
@@ -201,7 +274,7 @@ impl BeforeImage {
     #[inline]
     pub fn assert_declared(&self, after: &[u8], delta: &PageDelta) {
         #[cfg(debug_assertions)]
-        assert_covered(&self.bytes, after, delta.ranges());
+        assert_delta_covers(&self.bytes, after, delta);
         #[cfg(not(debug_assertions))]
         let _ = (after, delta);
     }
@@ -234,6 +307,44 @@ mod tests {
         assert_eq!(d.ranges(), &[10..110, 115..120]);
         assert_eq!(d.bytes(), 105);
         assert!(!d.is_whole());
+    }
+
+    /// Proves: a move as the first declaration is a shift (redo's memmove then the ranges
+    /// rebuild the page), a later one a range, and the debug check accepts both.
+    #[test]
+    fn a_first_move_is_a_shift_and_a_later_one_a_range() {
+        let before: Vec<u8> = (0..64u8).collect();
+        let mut page = before.clone();
+        let mut d = PageDelta::new(64);
+        d.shift_within(&mut page, 8..40, 12);
+        page[8..12].copy_from_slice(&[9, 9, 9, 9]);
+        d.touch(8..12);
+        assert_eq!(
+            d.shift(),
+            Some(Shift {
+                from: 8,
+                to: 12,
+                len: 32
+            })
+        );
+        assert_eq!(d.ranges(), &[8..12]);
+        assert!(!d.is_empty());
+        BeforeImage::take(&before).assert_declared(&page, &d);
+        let mut redo = before.clone();
+        d.shift().unwrap().apply(&mut redo);
+        for r in d.ranges() {
+            redo[r.clone()].copy_from_slice(&page[r.clone()]);
+        }
+        assert_eq!(redo, page);
+        // A second move is declared as what it wrote.
+        d.shift_within(&mut page, 50..54, 56);
+        assert_eq!(d.ranges(), &[8..12, 56..60]);
+        let mut e = PageDelta::new(64);
+        e.touch(0..2);
+        e.shift_within(&mut page, 10..20, 11);
+        assert_eq!((e.shift(), e.ranges()), (None, &[0..2, 11..21][..]));
+        e.touch_whole();
+        assert_eq!(e.shift(), None);
     }
 
     #[test]

@@ -58,6 +58,7 @@ use crate::buffer::{
 };
 use crate::config::{Config, ConfigError};
 use crate::page;
+use crate::page_delta::{PageDelta, Shift};
 use crate::scan::{ReadStreamOptions, ScanOptions, ScanPositions};
 use crate::smgr::{Smgr, SmgrError};
 use crate::sync::{Arc, Mutex};
@@ -372,6 +373,44 @@ impl std::fmt::Debug for Engine {
             .field("pool", &self.pool)
             .field("wal", &self.wal)
             .finish_non_exhaustive()
+    }
+}
+
+/// A page change to log: the guard of the page, its declared ranges, and a shift.
+trait LoggedPage {
+    fn guard(&self) -> &PageWriteGuard<'_>;
+    fn set_lsn(&mut self, end: Lsn);
+    fn ranges(&self) -> &[Range<usize>];
+    fn shift(&self) -> Option<Shift>;
+}
+
+impl LoggedPage for (&mut PageWriteGuard<'_>, &[Range<usize>]) {
+    fn guard(&self) -> &PageWriteGuard<'_> {
+        self.0
+    }
+    fn set_lsn(&mut self, end: Lsn) {
+        self.0.set_lsn(end);
+    }
+    fn ranges(&self) -> &[Range<usize>] {
+        self.1
+    }
+    fn shift(&self) -> Option<Shift> {
+        None
+    }
+}
+
+impl LoggedPage for (&mut PageWriteGuard<'_>, &PageDelta) {
+    fn guard(&self) -> &PageWriteGuard<'_> {
+        self.0
+    }
+    fn set_lsn(&mut self, end: Lsn) {
+        self.0.set_lsn(end);
+    }
+    fn ranges(&self) -> &[Range<usize>] {
+        self.1.ranges()
+    }
+    fn shift(&self) -> Option<Shift> {
+        self.1.shift()
     }
 }
 
@@ -740,6 +779,27 @@ impl Engine {
         flags: u8,
         pages: &mut [(&mut PageWriteGuard<'_>, &[Range<usize>])],
     ) -> Result<Lsn, EngineError> {
+        self.log_changed(xid, flags, pages)
+    }
+
+    /// [`Engine::log_pages`] of changes declared as [`PageDelta`]s: their ranges, and a
+    /// shift where the delta has one (bytes moved within the page, logged as three numbers
+    /// instead of the moved bytes; see `page_delta`).
+    pub fn log_deltas(
+        &self,
+        xid: u32,
+        flags: u8,
+        pages: &mut [(&mut PageWriteGuard<'_>, &PageDelta)],
+    ) -> Result<Lsn, EngineError> {
+        self.log_changed(xid, flags, pages)
+    }
+
+    fn log_changed<P: LoggedPage>(
+        &self,
+        xid: u32,
+        flags: u8,
+        pages: &mut [P],
+    ) -> Result<Lsn, EngineError> {
         let fpw = self.full_page_writes;
         let lz4 = self.wal_compression;
         // The caller has already changed the pages: if the record cannot be inserted, the
@@ -748,7 +808,8 @@ impl Engine {
             .wal
             .insert_with(|redo| {
                 let mut b = RecordBuilder::new(RecordKind::Update, xid, flags, 0);
-                for (g, ranges) in pages.iter() {
+                for p in pages.iter() {
+                    let g = p.guard();
                     let tag = g.tag();
                     if fpw && page::lsn(g) <= redo {
                         if lz4 {
@@ -759,16 +820,16 @@ impl Engine {
                     } else if lz4 {
                         // Kilobytes of ranges (a prune's moved tuples) go compressed
                         // when that is smaller.
-                        b.ranges_lz4(&tag, g, ranges);
+                        b.shifted_ranges_lz4(&tag, g, p.shift(), p.ranges());
                     } else {
-                        b.ranges(&tag, g, ranges);
+                        b.shifted_ranges(&tag, g, p.shift(), p.ranges());
                     }
                 }
                 b
             })
             .map_err(|e| self.wal.latch_unlogged(e))?;
-        for (g, _) in pages.iter_mut() {
-            g.set_lsn(end);
+        for p in pages.iter_mut() {
+            p.set_lsn(end);
         }
         Ok(end)
     }

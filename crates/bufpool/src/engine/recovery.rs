@@ -866,7 +866,7 @@ fn apply(
         }
         let buf = match &b.change {
             BlockChange::Image(_) => pool.read_zeroed(b.tag)?,
-            BlockChange::Ranges(_) => pool.read(b.tag)?,
+            _ => pool.read(b.tag)?,
         };
         let mut g = buf.write();
         if !matches!(b.change, BlockChange::Image(_))
@@ -883,16 +883,24 @@ fn apply(
                 g.copy_from_slice(img);
                 report.images += 1;
             }
-            BlockChange::Ranges(ranges) => {
-                for (off, bytes) in ranges {
-                    g[*off as usize..*off as usize + bytes.len()].copy_from_slice(bytes);
-                }
+            BlockChange::Ranges(ranges) => write_ranges(&mut g, ranges),
+            BlockChange::Shifted { shift, ranges } => {
+                // Decoding checked that it stays inside the page.
+                shift.apply(&mut g);
+                write_ranges(&mut g, ranges);
             }
         }
         page::set_lsn(&mut g, end);
         report.pages_applied += 1;
     }
     Ok(())
+}
+
+/// Writes `ranges`' bytes into `page` (decoding checked that each stays inside it).
+fn write_ranges(page: &mut [u8], ranges: &[(u16, Vec<u8>)]) {
+    for (off, bytes) in ranges {
+        page[*off as usize..*off as usize + bytes.len()].copy_from_slice(bytes);
+    }
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@
 
 use std::ops::Range;
 
+use crate::page_delta::Shift;
 use crate::types::{BufferTag, ForkNumber, Lsn, RelFileId};
 
 /// Bytes of a record's header, before its block references.
@@ -82,6 +83,13 @@ const BLOCK_FLAG_IMAGE: u8 = 1;
 /// 16-bit length and the ranges' bytes, concatenated, as one LZ4 block of that length
 /// ([`RecordBuilder::ranges_lz4`]).
 const BLOCK_FLAG_LZ4: u8 = 2;
+/// Without [`BLOCK_FLAG_IMAGE`]: right after the block header, a shift (`from`, `to`,
+/// `len`, three u16) that redo does before it writes the ranges: bytes moved within the
+/// page, logged instead of the bytes (`page_delta::Shift`: a B-tree entry array opening a
+/// slot or closing one).
+const BLOCK_FLAG_SHIFT: u8 = 4;
+/// Bytes of a shift.
+const SHIFT_SIZE: usize = 6;
 /// Byte 44: which bytes the CRC covers in which order (see the module doc).
 const CRC_LAYOUT_AT: usize = 44;
 /// CRC of 0..4 then 8..len (the format before layout 1).
@@ -162,11 +170,20 @@ impl RecordKind {
 
 /// The change a record makes to one page.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BlockChange {
     /// The whole page after the change (first change after a checkpoint's redo point).
     Image(Vec<u8>),
     /// Byte ranges of the page and their new contents.
     Ranges(Vec<(u16, Vec<u8>)>),
+    /// Bytes moved within the page, then byte ranges and their new contents (redo moves
+    /// first, then writes the ranges).
+    Shifted {
+        /// The move, done first.
+        shift: Shift,
+        /// Byte ranges and their new contents, written after it.
+        ranges: Vec<(u16, Vec<u8>)>,
+    },
 }
 
 /// One page a record changes, and the change.
@@ -323,11 +340,37 @@ impl RecordBuilder {
     /// whole page compressed instead: as small, but redo then decompressed 8 kB for every
     /// such change, and replay of 1 kB changes fell from 1,000 to 18 MB/s of log).
     pub fn ranges_lz4(&mut self, tag: &BufferTag, page: &[u8], ranges: &[Range<usize>]) {
+        self.shifted_ranges_lz4(tag, page, None, ranges);
+    }
+
+    /// [`Self::ranges_lz4`] after `shift` (see [`BlockChange::Shifted`]).
+    pub fn shifted_ranges_lz4(
+        &mut self,
+        tag: &BufferTag,
+        page: &[u8],
+        shift: Option<Shift>,
+        ranges: &[Range<usize>],
+    ) {
         let data: usize = ranges.iter().map(|r| r.len()).sum();
         if data + RANGE_HEADER_SIZE * ranges.len() < RANGES_TRY_LZ4_BYTES
-            || !self.push_lz4_ranges(tag, page, ranges, data)
+            || !self.push_lz4_ranges(tag, page, shift, ranges, data)
         {
-            self.ranges(tag, page, ranges);
+            self.shifted_ranges(tag, page, shift, ranges);
+        }
+    }
+
+    /// The block header of a block of `nranges` ranges (compressed with `lz4`) and, if
+    /// there is one, its shift.
+    fn ranges_header(&mut self, tag: &BufferTag, lz4: bool, shift: Option<Shift>, nranges: usize) {
+        assert!(nranges <= u16::MAX as usize, "too many ranges in one block");
+        let flags = if lz4 { BLOCK_FLAG_LZ4 } else { 0 }
+            | if shift.is_some() { BLOCK_FLAG_SHIFT } else { 0 };
+        self.block_header(tag, flags, nranges as u16);
+        if let Some(sh) = shift {
+            for v in [sh.from, sh.to, sh.len] {
+                let v = u16::try_from(v).expect("a shift within a page of at most 32 KiB");
+                self.buf.extend_from_slice(&v.to_le_bytes());
+            }
         }
     }
 
@@ -338,17 +381,14 @@ impl RecordBuilder {
         &mut self,
         tag: &BufferTag,
         page: &[u8],
+        shift: Option<Shift>,
         ranges: &[Range<usize>],
         data: usize,
     ) -> bool {
         let header_at = self.buf.len();
         let nblocks = self.nblocks;
-        assert!(
-            ranges.len() <= u16::MAX as usize,
-            "too many ranges in one block"
-        );
         debug_assert!(disjoint(ranges), "ranges of one page overlap: {ranges:?}");
-        self.block_header(tag, BLOCK_FLAG_LZ4, ranges.len() as u16);
+        self.ranges_header(tag, true, shift, ranges.len());
         let mut raw = Vec::with_capacity(data);
         for r in ranges {
             assert!(r.end <= page.len() && r.end <= u16::MAX as usize + 1 && r.start <= r.end);
@@ -405,12 +445,19 @@ impl RecordBuilder {
 
     /// Adds byte ranges of `page` (their current contents).
     pub fn ranges(&mut self, tag: &BufferTag, page: &[u8], ranges: &[Range<usize>]) {
-        assert!(
-            ranges.len() <= u16::MAX as usize,
-            "too many ranges in one block"
-        );
+        self.shifted_ranges(tag, page, None, ranges);
+    }
+
+    /// [`Self::ranges`] after `shift` (see [`BlockChange::Shifted`]).
+    pub fn shifted_ranges(
+        &mut self,
+        tag: &BufferTag,
+        page: &[u8],
+        shift: Option<Shift>,
+        ranges: &[Range<usize>],
+    ) {
         debug_assert!(disjoint(ranges), "ranges of one page overlap: {ranges:?}");
-        self.block_header(tag, 0, ranges.len() as u16);
+        self.ranges_header(tag, false, shift, ranges.len());
         for r in ranges {
             assert!(r.end <= page.len() && r.end <= u16::MAX as usize + 1 && r.start <= r.end);
             self.buf.extend_from_slice(&(r.start as u16).to_le_bytes());
@@ -660,6 +707,29 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
         let bflags = rec[at + 9];
         let nranges = u16_at(at + 10) as usize;
         at += BLOCK_HEADER_SIZE;
+        let shift = if bflags & BLOCK_FLAG_SHIFT != 0 {
+            if bflags & BLOCK_FLAG_IMAGE != 0 {
+                return Err(Invalid::Malformed("a page image with a shift"));
+            }
+            if at + SHIFT_SIZE > len {
+                return Err(Invalid::Malformed("shift overruns the record"));
+            }
+            let sh = Shift {
+                from: u16_at(at) as usize,
+                to: u16_at(at + 2) as usize,
+                len: u16_at(at + 4) as usize,
+            };
+            if sh.from + sh.len > page_size || sh.to + sh.len > page_size {
+                return Err(Invalid::Malformed("shift overruns the page"));
+            }
+            at += SHIFT_SIZE;
+            Some(sh)
+        } else {
+            None
+        };
+        if bflags & !(BLOCK_FLAG_IMAGE | BLOCK_FLAG_LZ4 | BLOCK_FLAG_SHIFT) != 0 {
+            return Err(Invalid::Malformed("unknown block flags"));
+        }
         let change = if bflags & BLOCK_FLAG_IMAGE != 0 && bflags & BLOCK_FLAG_LZ4 != 0 {
             let n = nranges;
             if at + n > len {
@@ -730,7 +800,10 @@ pub fn decode(bytes: &[u8], lsn: Lsn, page_size: usize) -> Result<Record, Invali
                 })
                 .collect();
             at = end;
-            BlockChange::Ranges(ranges)
+            match shift {
+                Some(shift) => BlockChange::Shifted { shift, ranges },
+                None => BlockChange::Ranges(ranges),
+            }
         };
         blocks.push(BlockRef { tag, change });
     }
@@ -864,6 +937,84 @@ mod tests {
             decode(&bytes, Lsn(4096), 8192).unwrap_err(),
             Invalid::Malformed("ranges of one page hold more bytes than the page")
         );
+    }
+
+    /// Proves: a shifted block (plain and compressed) decodes to its shift and ranges, and
+    /// applying them in redo's order rebuilds the page; a shift that leaves the page, one
+    /// on a page image, a truncated one and unknown block flags are refused.
+    #[test]
+    fn shifted_ranges_round_trip_and_bad_shifts_are_refused() {
+        let before = heap_like_page(8192);
+        let mut after = before.clone();
+        let shift = Shift {
+            from: 1000,
+            to: 1016,
+            len: 3000,
+        };
+        shift.apply(&mut after);
+        after[1000..1016].fill(0x5A);
+        after[16..18].copy_from_slice(&[1, 2]);
+        let ranges = [16..18, 1000..1016];
+        for lz4 in [false, true] {
+            let mut b = RecordBuilder::new(RecordKind::Update, 1, 0, 0);
+            if lz4 {
+                b.shifted_ranges_lz4(&tag(1), &after, Some(shift), &ranges);
+            } else {
+                b.shifted_ranges(&tag(1), &after, Some(shift), &ranges);
+            }
+            assert!(
+                b.len() < HEADER_SIZE + 100,
+                "the moved bytes are not in the record"
+            );
+            let bytes = b.finish(Lsn(4096), Lsn(0), 1).to_vec();
+            let r = decode(&bytes, Lsn(4096), 8192).unwrap();
+            let BlockChange::Shifted {
+                shift: got,
+                ranges: rs,
+            } = &r.blocks[0].change
+            else {
+                panic!("{:?}", r.blocks[0].change);
+            };
+            assert_eq!(*got, shift);
+            let mut redo = before.clone();
+            got.apply(&mut redo);
+            for (off, d) in rs {
+                redo[*off as usize..*off as usize + d.len()].copy_from_slice(d);
+            }
+            assert_eq!(redo, after);
+        }
+        // Damage, each with a valid CRC: the decoder must refuse it.
+        let build = |bflags: u8, shift: [u16; 3], truncate: bool| {
+            let mut b = RecordBuilder::new(RecordKind::Update, 1, 0, 0);
+            b.block_header(&tag(1), bflags, 0);
+            if truncate {
+                b.buf.extend_from_slice(&shift[0].to_le_bytes());
+            } else {
+                for v in shift {
+                    b.buf.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            let bytes = b.finish(Lsn(4096), Lsn(0), 1).to_vec();
+            decode(&bytes, Lsn(4096), 8192).unwrap_err()
+        };
+        let m = Invalid::Malformed;
+        assert_eq!(
+            build(BLOCK_FLAG_SHIFT, [8000, 0, 500], false),
+            m("shift overruns the page")
+        );
+        assert_eq!(
+            build(BLOCK_FLAG_SHIFT, [0, 8000, 500], false),
+            m("shift overruns the page")
+        );
+        assert_eq!(
+            build(BLOCK_FLAG_SHIFT | BLOCK_FLAG_IMAGE, [0, 8, 8], false),
+            m("a page image with a shift")
+        );
+        assert_eq!(
+            build(BLOCK_FLAG_SHIFT, [0, 8, 8], true),
+            m("shift overruns the record")
+        );
+        assert_eq!(build(8, [0, 8, 8], false), m("unknown block flags"));
     }
 
     #[test]

@@ -468,32 +468,37 @@ impl<'a> BtPageMut<'a> {
     }
 
     /// Inserts an entry at `pos`, shifting the entries from `pos` on; false if the page is
-    /// full. Declares bytes `entry_offset(level, pos)..entry_offset(level, n + 1)` and the
-    /// `lower` field (16..18).
+    /// full. Declares the shift of the entries from `pos` on (a range of them if something
+    /// was declared before it: see `page_delta`), the new entry and the `lower` field
+    /// (16..18).
     pub fn insert(&mut self, pos: usize, key: Pair, child: u32) -> bool {
         let v = self.view();
         let (n, level) = (v.len(), v.level());
         if n >= v.capacity() || pos > n {
             return false;
         }
-        let (from, to) = (entry_offset(level, pos), entry_offset(level, n + 1));
-        self.touched(from..to)
-            .copy_within(from..entry_offset(level, n), entry_offset(level, pos + 1));
+        let from = entry_offset(level, pos);
+        self.delta.shift_within(
+            self.page,
+            from..entry_offset(level, n),
+            entry_offset(level, pos + 1),
+        );
         self.set_entry(pos, key, child);
         self.set_len(n + 1);
         true
     }
 
-    /// Removes entry `pos`, shifting the rest down and zeroing the freed slot. Declares
-    /// bytes `entry_offset(level, pos)..entry_offset(level, n)` and the `lower` field.
+    /// Removes entry `pos`, shifting the rest down and zeroing the freed slot. Declares the
+    /// shift of the entries after `pos` (as for `insert`), the freed slot and the `lower`
+    /// field.
     pub fn remove(&mut self, pos: usize) {
         let v = self.view();
         let (n, level) = (v.len(), v.level());
         assert!(pos < n, "remove of entry {pos} of {n}");
         let (from, to) = (entry_offset(level, pos), entry_offset(level, n));
-        let p = self.touched(from..to);
-        p.copy_within(entry_offset(level, pos + 1)..to, from);
-        p[entry_offset(level, n - 1)..to].fill(0);
+        self.delta
+            .shift_within(self.page, entry_offset(level, pos + 1)..to, from);
+        self.touched(entry_offset(level, n - 1)..to)[entry_offset(level, n - 1)..to].fill(0);
         self.set_len(n - 1);
     }
 
@@ -833,7 +838,7 @@ mod tests {
         let mut p = BtPageMut::new(buf);
         change(&mut p);
         let delta = p.into_delta();
-        crate::page_delta::assert_covered(&before, buf, delta.ranges());
+        crate::page_delta::assert_delta_covers(&before, buf, &delta);
         delta
     }
 
@@ -849,11 +854,14 @@ mod tests {
                 let d = declared(&mut p, |m| assert!(m.push((2 * i, 0), 7)));
                 assert!(d.bytes() <= es + 2 + 8, "push: {d:?}");
             }
-            // Insert at position 40 of 100: the shifted tail, the new entry and `lower`.
+            // Insert at position 40 of 100: the tail shifted (logged as a shift, not its
+            // bytes), the new entry and `lower`.
             let d = declared(&mut p, |m| assert!(m.insert(40, (79, 0), 8)));
-            assert!(d.bytes() <= 61 * es + 2 + 8, "insert: {d:?}");
+            assert!(d.bytes() <= es + 2 + 8, "insert: {d:?}");
+            assert_eq!(d.shift().map(|s| s.len), Some(60 * es), "insert: {d:?}");
             let d = declared(&mut p, |m| m.remove(40));
-            assert!(d.bytes() <= 61 * es + 2 + 8, "remove: {d:?}");
+            assert!(d.bytes() <= es + 2 + 8, "remove: {d:?}");
+            assert_eq!(d.shift().map(|s| s.len), Some(60 * es), "remove: {d:?}");
             let d = declared(&mut p, |m| m.set_flags(ROOT | RIGHTMOST));
             assert_eq!(d.bytes(), 2);
             assert!(declared(&mut p, |m| m.set_flags(ROOT | RIGHTMOST)).is_empty());
@@ -871,8 +879,8 @@ mod tests {
             let (mut lm, mut rm) = (BtPageMut::new(&mut p), BtPageMut::new(&mut r));
             lm.split_insert(&mut rm, 9, pos, ((2 * pos as i64 - 1, 0), 3), true);
             let (dl, dr) = (lm.into_delta(), rm.into_delta());
-            crate::page_delta::assert_covered(&before_l, &p, dl.ranges());
-            crate::page_delta::assert_covered(&before_r, &r, dr.ranges());
+            crate::page_delta::assert_delta_covers(&before_l, &p, &dl);
+            crate::page_delta::assert_delta_covers(&before_r, &r, &dr);
             let at = BtPage(&p).len();
             assert!(
                 dl.bytes() <= (cap - pos) * es + 2 + SPECIAL_SIZE + 8,

@@ -275,7 +275,7 @@ impl BTree<'_> {
             // The common case (a leaf insert or removal): no vector.
             [(g, _, delta)] => {
                 if !delta.is_empty() {
-                    self.engine.log_pages(xid, 0, &mut [(g, delta.ranges())])?;
+                    self.engine.log_deltas(xid, 0, &mut [(g, delta)])?;
                 } else {
                     // Opened for writing, so dirty, yet unchanged: made safe as a hint
                     // (an image if first since the checkpoint), or a torn write of it
@@ -287,10 +287,10 @@ impl BTree<'_> {
                 let mut refs: Vec<_> = pages
                     .iter_mut()
                     .filter(|(_, _, d)| !d.is_empty())
-                    .map(|(g, _, d)| (&mut **g, d.ranges()))
+                    .map(|(g, _, d)| (&mut **g, &*d))
                     .collect();
                 if !refs.is_empty() {
-                    self.engine.log_pages(xid, 0, &mut refs)?;
+                    self.engine.log_deltas(xid, 0, &mut refs)?;
                 }
                 for (g, _, d) in pages.iter_mut() {
                     if d.is_empty() {
