@@ -101,7 +101,8 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         ("log_checkpoints", "off"),
     ];
     r.set_io("O_DIRECT (io_direct = on)");
-    r.plan(Steps::new().timed(ratios.len(), seconds as f64));
+    // A run per size, and fio beside the largest.
+    r.plan(Steps::new().timed(ratios.len() + 1, seconds as f64));
     let mut sizes = Vec::new();
     let largest = ratios.iter().copied().fold(0.0, f64::max);
     for &ratio in &ratios {
