@@ -167,3 +167,44 @@ fn scripts_and_flags_of_the_other_workload_are_refused() {
         assert!(!d.path().join("x").exists(), "{args:?} wrote nothing");
     }
 }
+
+/// Proves: `experiment outgrow` with sizes that leave a target without samples (here one
+/// small size: no 0.9x and 1.25x pair, no 10x) reports the targets it has and leaves the
+/// others out (it panicked on "no samples to summarize"); each size's run is a child
+/// `bench`, whose figures and memory reach the JSON.
+#[test]
+fn outgrow_with_one_size_reports_the_targets_it_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = bufpool(
+        dir.path(),
+        &[
+            "experiment",
+            "outgrow",
+            "--ratios",
+            "0.05",
+            "--seconds",
+            "1",
+            "--no-tpcc",
+            "--dir",
+            "exp",
+            "--json",
+        ],
+    );
+    assert!(
+        o.status.success(),
+        "experiment outgrow failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = j["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["rss_over_budget"], "{}", j["targets"]);
+    let s = &j["sizes"][0];
+    assert!(s["tps"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(s["peak_rss_bytes"].as_u64().unwrap() > 0, "{s}");
+    assert_eq!(j["tpcc_sizes"].as_array().map(Vec::len), Some(0));
+}

@@ -1,5 +1,5 @@
-//! `bufpool experiment outgrow`: YCSB C as its data outgrows the pool, and the memory the
-//! process holds meanwhile.
+//! `bufpool experiment outgrow`: YCSB C and TPC-C as their data outgrows the pool, and the
+//! memory the process holds meanwhile.
 //!
 //! For each size of YCSB's usertable (by default 0.5, 0.9, 1.25, 2, 5 and 10 times the
 //! pool; `--quick`: 0.5, 0.9, 1.25 and 2) a fresh table is loaded (`init --workload
@@ -10,6 +10,13 @@
 //! bench's resident memory against its budget (`shared_buffers` + `wal_buffers` + the
 //! pool's bookkeeping + a fixed allowance: `tpcb::driver::counters::memory_use`).
 //!
+//! TPC-C (`--tpcc-pool`, 256 MB; `synchronous_commit = off`, so its runs measure reads,
+//! not the log's syncs) runs the same way at about the same multiples: one
+//! warehouse loads about 119 MB of tables and keys, so a size is the nearest whole number of
+//! warehouses (at least one) and its row says the multiple it made; its transactions grow
+//! the data while they run. Its 1.25x over 0.9x is a figure (`tpcc_cliff`), not a target:
+//! the sizes are whole warehouses.
+//!
 //! Beside the largest size, the raw device: `fio` (Debian's, through
 //! `scripts/fio-randread.sh`, which installs it when missing and we are root) reads random
 //! 8 KiB blocks of that size's table file with O_DIRECT, one synchronous reader per client
@@ -19,7 +26,7 @@
 //! `rss_over_budget` (the worst, over the sizes, of the peak resident memory sampled each
 //! second over the budget) ≤ 1.05; `outgrow_10x_vs_fio_iops` (YCSB C's pool reads per
 //! second at 10x the pool over fio's IOPS on its table) ≥ 0.8, when 10x ran and fio could.
-//! Not here yet: TPC-C beside YCSB C and a 256 MB pool.
+//! `rss_over_budget` covers every size of both workloads.
 
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -27,9 +34,6 @@ use serde_json::json;
 use super::device::remove_db;
 use super::runner::{knobs, Runner, Steps};
 use super::{layout, Goal, Report, Samples};
-use crate::cmd::bench::run::run_tpcb;
-use crate::tpcb::builtins::Mode;
-use crate::tpcb::options::BenchOptions;
 
 /// `bufpool experiment outgrow` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -44,17 +48,46 @@ pub struct Args {
     /// 0.5,0.9,1.25,2).
     #[arg(long, value_delimiter = ',')]
     pub ratios: Vec<f64>,
+    /// TPC-C's pool (shared_buffers): a warehouse is about 119 MB, so a smaller pool has
+    /// no size below about 2x.
+    #[arg(long, default_value = "256MB")]
+    pub tpcc_pool: String,
+    /// Leave TPC-C out (YCSB C only).
+    #[arg(long)]
+    pub no_tpcc: bool,
 }
 
 const CLIENTS: u32 = 2;
 /// Bytes of table and key per record: seven 1,060-byte rows per 8 KiB page, and a
 /// 16-byte index entry on pages filled to 90%.
 const BYTES_PER_RECORD: f64 = 8192.0 / 7.0 + 16.0 / 0.9;
+/// Bytes of TPC-C's tables and keys per warehouse as `init --workload tpcc` loads them
+/// (14,561 pages of 8 KiB for one warehouse, 2026-12-07).
+const BYTES_PER_WAREHOUSE: f64 = 14_561.0 * 8192.0;
+
+/// The workload a size ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Work {
+    #[default]
+    YcsbC,
+    Tpcc,
+}
+
+impl Work {
+    fn name(self) -> &'static str {
+        match self {
+            Work::YcsbC => "ycsb-c",
+            Work::Tpcc => "tpcc",
+        }
+    }
+}
 
 /// One size's run.
 #[derive(Debug, Clone, Default)]
 struct Size {
+    work: Work,
     ratio: f64,
+    /// YCSB's records, or TPC-C's warehouses.
     records: u64,
     tps: f64,
     reads_per_s: f64,
@@ -101,14 +134,18 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         ("log_checkpoints", "off"),
     ];
     r.set_io("O_DIRECT (io_direct = on)");
-    // A run per size, and fio beside the largest.
-    r.plan(Steps::new().timed(ratios.len() + 1, seconds as f64));
+    // A run per size of each workload, and fio beside the largest YCSB one.
+    let runs = ratios.len() * if a.no_tpcc { 1 } else { 2 };
+    r.plan(Steps::new().timed(runs + 1, seconds as f64));
     let mut sizes = Vec::new();
     let largest = ratios.iter().copied().fold(0.0, f64::max);
     for &ratio in &ratios {
         let records = ((ratio * pool_bytes / BYTES_PER_RECORD) as u64).max(100);
         let fio = ratio == largest;
         sizes.push(measure(r, (ratio, records), &base, seconds, fio)?);
+    }
+    if !a.no_tpcc {
+        sizes.extend(run_tpcc(r, a, &ratios, seconds)?);
     }
     let mut samples = Samples::default();
     push_targets(&mut samples, &sizes);
@@ -128,12 +165,8 @@ fn measure(
     let t = r.template_ycsb(records, &knobs(base))?;
     let label = format!("{ratio}x pool, {records} records");
     r.step(format!("{label}: YCSB C, {CLIENTS} clients, {seconds} s"));
-    let mut opts = BenchOptions {
-        mode: Mode::YcsbC,
-        ..BenchOptions::tpcb(CLIENTS, seconds, &label, r.stop())
-    };
-    opts.driver.threads = CLIENTS;
-    let out = run_tpcb(&t.dir, &knobs(base), opts).with_context(|| label.clone())?;
+    let out =
+        bench_child(r, &t.dir, &knobs(base), "ycsb-c", seconds).with_context(|| label.clone())?;
     let fio = fio.then(|| {
         r.step(format!(
             "{label}: fio, random 8 KiB O_DIRECT reads, {CLIENTS} jobs, {seconds} s"
@@ -141,19 +174,11 @@ fn measure(
         fio_iops(&t.dir, seconds)
     });
     remove_db(&t.dir);
-    let res = &out.result;
-    let m = res.memory.clone().unwrap_or_default();
-    let (hits, reads) = (res.buffers.hits as f64, res.buffers.reads as f64);
     let s = Size {
         ratio,
         records,
-        tps: res.tps,
-        reads_per_s: reads / res.duration_s.max(1e-9),
-        hit_ratio: hits / (hits + reads).max(1.0),
-        peak_rss: m.peak_rss_bytes,
-        budget: m.budget_bytes,
-        over_budget: m.rss_over_budget,
         fio,
+        ..out
     };
     match &s.fio {
         Some(Ok(iops)) => r.progress(format!(
@@ -173,6 +198,140 @@ fn measure(
         s.over_budget
     ));
     Ok(s)
+}
+
+/// TPC-C at each of `ratios` times `a.tpcc_pool` (whole warehouses, at least one; a
+/// number of warehouses once), `seconds` each, on a fresh load.
+fn run_tpcc(r: &Runner, a: &Args, ratios: &[f64], seconds: u64) -> Result<Vec<Size>> {
+    let mut check = bufpool::Config::default();
+    check
+        .set("shared_buffers", &a.tpcc_pool)
+        .map_err(crate::knobs::knob_error)?;
+    let pool_bytes = (check.nbuffers() * check.block_size) as f64;
+    // Commits do not wait for their sync: the runs measure the pool and the device's
+    // reads, not the log's syncs.
+    let base = [
+        ("shared_buffers", a.tpcc_pool.as_str()),
+        ("io_direct", "on"),
+        ("checkpoint_timeout", "1h"),
+        ("log_checkpoints", "off"),
+        ("synchronous_commit", "off"),
+    ];
+    let mut sizes: Vec<Size> = Vec::new();
+    for &ratio in ratios {
+        let w = warehouses_for(ratio, pool_bytes);
+        if sizes.iter().any(|z| z.records == u64::from(w)) {
+            continue;
+        }
+        let t = r.template_tpcc(w, &knobs(&base))?;
+        let made = f64::from(w) * BYTES_PER_WAREHOUSE / pool_bytes;
+        let label = format!("TPC-C, {w} warehouses, about {made:.2}x pool");
+        r.step(format!("{label}: {CLIENTS} clients, {seconds} s"));
+        let out = bench_child(r, &t.dir, &knobs(&base), "tpcc", seconds)
+            .with_context(|| label.clone())?;
+        remove_db(&t.dir);
+        let z = Size {
+            work: Work::Tpcc,
+            ratio: made,
+            records: u64::from(w),
+            ..out
+        };
+        r.progress(format!(
+            "{label}: {:.0} tps, {:.0} reads/s, hit ratio {:.3}, RSS/budget {:.3}",
+            z.tps, z.reads_per_s, z.hit_ratio, z.over_budget
+        ));
+        sizes.push(z);
+    }
+    Ok(sizes)
+}
+
+/// `bufpool bench -b SCRIPT` on `dir` with knobs `sets`, `CLIENTS` clients for `seconds`,
+/// in a child process: its resident memory is its own, not what the loads before it left
+/// in this one (a TPC-C load of 23 warehouses left about 40 MiB, 2026-12-07). Its figures
+/// from its `--json` summary; the size's workload, multiple and fio left for the caller.
+fn bench_child(
+    r: &Runner,
+    dir: &std::path::Path,
+    sets: &[(String, String)],
+    script: &str,
+    seconds: u64,
+) -> Result<Size> {
+    let exe = std::env::current_exe().context("finding this program to run its bench")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("bench").arg("-D").arg(dir);
+    for (k, v) in sets {
+        cmd.arg("--set").arg(format!("{k}={v}"));
+    }
+    let n = CLIENTS.to_string();
+    cmd.args([
+        "-b",
+        script,
+        "-c",
+        &n,
+        "-j",
+        &n,
+        "-T",
+        &seconds.to_string(),
+        "--json",
+    ]);
+    cmd.stdin(std::process::Stdio::null());
+    cmd.stderr(std::process::Stdio::piped());
+    if r.stop().load(std::sync::atomic::Ordering::Relaxed) {
+        anyhow::bail!("stopped");
+    }
+    let out = cmd.output().context("running bufpool bench")?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        anyhow::bail!("bufpool bench exited with {}: {last}", out.status);
+    }
+    size_of_summary(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// A size's figures from `bench --json`'s summary.
+fn size_of_summary(json: &str) -> Result<Size> {
+    let j: serde_json::Value = serde_json::from_str(json).context("bench's --json summary")?;
+    let num = |v: &serde_json::Value, what: &str| {
+        v.as_f64()
+            .with_context(|| format!("bench's summary has no number {what}"))
+    };
+    let (hits, reads) = (
+        num(&j["buffers"]["hits"], "buffers.hits")?,
+        num(&j["buffers"]["reads"], "buffers.reads")?,
+    );
+    let m = &j["memory"];
+    Ok(Size {
+        tps: num(&j["tps"], "tps")?,
+        reads_per_s: reads / num(&j["duration_s"], "duration_s")?.max(1e-9),
+        hit_ratio: hits / (hits + reads).max(1.0),
+        peak_rss: num(&m["peak_rss_bytes"], "memory.peak_rss_bytes")? as u64,
+        budget: num(&m["budget_bytes"], "memory.budget_bytes")? as u64,
+        over_budget: num(&m["rss_over_budget"], "memory.rss_over_budget")?,
+        ..Size::default()
+    })
+}
+
+/// The whole number of warehouses (at least one) nearest `ratio` times a pool of
+/// `pool_bytes`.
+fn warehouses_for(ratio: f64, pool_bytes: f64) -> u32 {
+    ((ratio * pool_bytes / BYTES_PER_WAREHOUSE).round() as u32).max(1)
+}
+
+/// TPC-C's tps at its size nearest 1.25x over its size nearest 0.9x (None unless both
+/// ran, as different sizes).
+fn tpcc_cliff(sizes: &[Size]) -> Option<f64> {
+    let near = |x: f64| {
+        sizes
+            .iter()
+            .filter(|z| z.work == Work::Tpcc)
+            .min_by(|a, b| (a.ratio - x).abs().total_cmp(&(b.ratio - x).abs()))
+    };
+    let (over, under) = (near(1.25)?, near(0.9)?);
+    (over.records != under.records).then(|| over.tps / under.tps.max(1e-9))
 }
 
 /// fio's random-read IOPS on the largest file under `dir` (the table's heap: a segment of
@@ -230,7 +389,7 @@ fn push_targets(s: &mut Samples, sizes: &[Size]) {
     let at = |x: f64| {
         sizes
             .iter()
-            .find(|z| (z.ratio - x).abs() < 1e-9)
+            .find(|z| z.work == Work::YcsbC && (z.ratio - x).abs() < 1e-9)
             .map(|z| z.tps)
     };
     if let (Some(over), Some(under)) = (at(1.25), at(0.9)) {
@@ -240,7 +399,10 @@ fn push_targets(s: &mut Samples, sizes: &[Size]) {
     if !sizes.is_empty() {
         s.push("rss_over_budget", worst);
     }
-    if let Some(z) = sizes.iter().find(|z| (z.ratio - 10.0).abs() < 1e-9) {
+    if let Some(z) = sizes
+        .iter()
+        .find(|z| z.work == Work::YcsbC && (z.ratio - 10.0).abs() < 1e-9)
+    {
         if let Some(Ok(iops)) = z.fio {
             s.push("outgrow_10x_vs_fio_iops", z.reads_per_s / iops.max(1e-9));
         }
@@ -249,8 +411,9 @@ fn push_targets(s: &mut Samples, sizes: &[Size]) {
 
 fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64)) -> Report {
     let mut cells = vec![[
+        "workload",
         "data/pool",
-        "records",
+        "records or W",
         "tps",
         "reads/s",
         "hit ratio",
@@ -262,7 +425,8 @@ fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64))
     .to_vec()];
     for z in sizes {
         cells.push(vec![
-            format!("{}", z.ratio),
+            z.work.name().to_string(),
+            format!("{:.2}", z.ratio),
             z.records.to_string(),
             format!("{:.0}", z.tps),
             format!("{:.0}", z.reads_per_s),
@@ -280,6 +444,7 @@ fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64))
         "sizes".into(),
         json!(sizes
             .iter()
+            .filter(|z| z.work == Work::YcsbC)
             .map(|z| json!({
                 "data_over_pool": z.ratio, "records": z.records, "tps": z.tps,
                 "reads_per_s": z.reads_per_s, "hit_ratio": z.hit_ratio,
@@ -290,21 +455,37 @@ fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64))
             }))
             .collect::<Vec<_>>()),
     );
+    metadata.insert(
+        "tpcc_sizes".into(),
+        json!(sizes
+            .iter()
+            .filter(|z| z.work == Work::Tpcc)
+            .map(|z| json!({
+                "data_over_pool": z.ratio, "warehouses": z.records, "tps": z.tps,
+                "reads_per_s": z.reads_per_s, "hit_ratio": z.hit_ratio,
+                "peak_rss_bytes": z.peak_rss, "budget_bytes": z.budget,
+                "rss_over_budget": z.over_budget,
+            }))
+            .collect::<Vec<_>>()),
+    );
+    metadata.insert("tpcc_cliff".into(), json!(tpcc_cliff(sizes)));
     Report {
         header: r.header(&format!(
-            "YCSB C as the data outgrows the pool, pool {pool}, io_direct on, c{CLIENTS} \
+            "YCSB C (pool {pool}) and TPC-C as the data outgrows the pool, io_direct on, c{CLIENTS} \
              j{CLIENTS}, {seconds} s runs | {}",
             r.device_line()
         )),
         figures: vec![],
+        // A target whose sizes did not run (`--ratios` without 0.9 and 1.25, or 10) is
+        // left out, not reported empty.
         ratios: [
-            Some(s.ratio("outgrow_no_cliff", Goal::AtLeast, 0.5)),
-            Some(s.ratio("rss_over_budget", Goal::AtMost, 1.05)),
-            (!s.get("outgrow_10x_vs_fio_iops").is_empty())
-                .then(|| s.ratio("outgrow_10x_vs_fio_iops", Goal::AtLeast, 0.8)),
+            ("outgrow_no_cliff", Goal::AtLeast, 0.5),
+            ("rss_over_budget", Goal::AtMost, 1.05),
+            ("outgrow_10x_vs_fio_iops", Goal::AtLeast, 0.8),
         ]
         .into_iter()
-        .flatten()
+        .filter(|(name, _, _)| !s.get(name).is_empty())
+        .map(|(name, goal, target)| s.ratio(name, goal, target))
         .collect(),
         metadata,
         notes: fio_notes(sizes),
@@ -314,7 +495,12 @@ fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64))
 
 /// What the notes say of fio and of what is not measured.
 fn fio_notes(sizes: &[Size]) -> Vec<String> {
-    let mut notes = vec!["not measured yet: TPC-C beside YCSB C, a 256 MB pool".to_string()];
+    let mut notes = vec![];
+    if let Some(c) = tpcc_cliff(sizes) {
+        notes.push(format!(
+            "TPC-C: tps at its size nearest 1.25x the pool over its size nearest 0.9x: {c:.3} (a figure: the sizes are whole warehouses)"
+        ));
+    }
     for z in sizes {
         match &z.fio {
             Some(Ok(iops)) => notes.push(format!(
@@ -342,6 +528,7 @@ mod tests {
 
     fn size(ratio: f64, tps: f64, over: f64) -> Size {
         Size {
+            work: Work::YcsbC,
             ratio,
             records: 1,
             tps,
@@ -375,6 +562,47 @@ mod tests {
             s.get("outgrow_10x_vs_fio_iops").is_empty(),
             "no 10x size ran"
         );
+    }
+
+    /// Proves: TPC-C's sizes are whole warehouses nearest the multiple, and its cliff
+    /// figure compares its sizes nearest 1.25x and 0.9x; TPC-C sizes do not enter the
+    /// YCSB cliff target but do enter the memory target.
+    #[test]
+    fn tpcc_sizes_are_whole_warehouses() {
+        let pool = 256.0 * 1024.0 * 1024.0;
+        let ws: Vec<u32> = [0.5, 0.9, 1.25, 2.0, 5.0, 10.0]
+            .iter()
+            .map(|&x| warehouses_for(x, pool))
+            .collect();
+        assert_eq!(ws, [1, 2, 3, 5, 11, 23]);
+        assert_eq!(warehouses_for(0.01, pool), 1);
+        let t = |ratio: f64, w: u64, tps: f64| Size {
+            work: Work::Tpcc,
+            records: w,
+            ..size(ratio, tps, 1.2)
+        };
+        let sizes = [size(0.9, 100.0, 0.5), t(0.93, 2, 1000.0), t(1.4, 3, 600.0)];
+        assert_eq!(tpcc_cliff(&sizes), Some(0.6));
+        assert_eq!(tpcc_cliff(&sizes[..2]), None);
+        let mut s = Samples::default();
+        push_targets(&mut s, &sizes);
+        assert!(s.get("outgrow_no_cliff").is_empty(), "no YCSB 1.25x size");
+        assert_eq!(s.ratio("rss_over_budget", Goal::AtMost, 1.05).median, 1.2);
+    }
+
+    /// Proves: a size's figures come from bench's summary, and a summary without them is
+    /// an error, not zeros.
+    #[test]
+    fn sizes_read_benchs_summary() {
+        let z = size_of_summary(
+            r#"{"tps": 100.0, "duration_s": 10.0, "buffers": {"hits": 900, "reads": 100},
+                "memory": {"peak_rss_bytes": 50, "budget_bytes": 100, "rss_over_budget": 0.5}}"#,
+        )
+        .unwrap();
+        assert_eq!((z.tps, z.reads_per_s, z.hit_ratio), (100.0, 10.0, 0.9));
+        assert_eq!((z.peak_rss, z.budget, z.over_budget), (50, 100, 0.5));
+        assert!(size_of_summary(r#"{"tps": 1.0}"#).is_err());
+        assert!(size_of_summary("not json").is_err());
     }
 
     /// Proves: at 10x the device target is the pool's reads over fio's IOPS, and a fio

@@ -349,16 +349,36 @@ impl Runner {
     /// A YCSB template of `records` records (`init --workload ycsb`) at `<data
     /// root>/template-ycsb`, the log beside it as the TPC-B template's.
     pub fn template_ycsb(&self, records: u64, sets: &[(String, String)]) -> Result<Template> {
-        let dir = self.data_root()?.join("template-ycsb");
         self.progress(format!("loading a YCSB template of {records} records"));
-        let waldir = self.waldir("template-ycsb");
-        crate::cmd::init::init_load(
-            &dir,
+        self.template_of(
+            "template-ycsb",
             crate::cmd::init::Load::Ycsb { records },
-            &[],
-            waldir.as_deref(),
             sets,
-        )?;
+        )
+    }
+
+    /// A TPC-C template of `warehouses` warehouses (`init --workload tpcc`) at `<data
+    /// root>/template-tpcc`, the log beside it as the TPC-B template's.
+    pub fn template_tpcc(&self, warehouses: u32, sets: &[(String, String)]) -> Result<Template> {
+        self.progress(format!(
+            "loading a TPC-C template of {warehouses} warehouses"
+        ));
+        self.template_of(
+            "template-tpcc",
+            crate::cmd::init::Load::Tpcc { warehouses },
+            sets,
+        )
+    }
+
+    fn template_of(
+        &self,
+        name: &str,
+        load: crate::cmd::init::Load,
+        sets: &[(String, String)],
+    ) -> Result<Template> {
+        let dir = self.data_root()?.join(name);
+        let waldir = self.waldir(name);
+        crate::cmd::init::init_load(&dir, load, &[], waldir.as_deref(), sets)?;
         Ok(Template {
             bytes: dir_bytes(&dir),
             dir,

@@ -247,7 +247,7 @@ pub(super) fn bench_scripts(flags: &ScriptFlags, per_command: bool) -> Result<Ve
 
 /// TPC-C's mix (`-b tpcc`) as its five scripts, each weighted by its share times
 /// `weight`.
-pub(super) fn tpcc_mix(weight: u32) -> Vec<WeightedScript> {
+pub(crate) fn tpcc_mix(weight: u32) -> Vec<WeightedScript> {
     crate::tpcc::inputs::Kind::ALL
         .iter()
         .map(|&k| {
