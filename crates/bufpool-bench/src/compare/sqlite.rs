@@ -396,6 +396,32 @@ impl ClientOut {
         running.failed.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Books a transaction of `db` scheduled at `t0` that ended now with `r`: committed,
+    /// or failed when the busy handler gave up (rolled back and counted, as pgbench counts
+    /// a failed transaction); any other error is handed back.
+    pub(super) fn book(
+        &mut self,
+        db: &Connection,
+        (start, t0): (Instant, Instant),
+        r: rusqlite::Result<()>,
+        running: &Running,
+    ) -> rusqlite::Result<()> {
+        let end = Instant::now();
+        match r {
+            Ok(()) => {
+                let us = end.duration_since(t0).as_micros() as u64;
+                self.committed(start, end, us, running);
+                Ok(())
+            }
+            Err(e) if is_busy(&e) => {
+                let _ = db.execute_batch("ROLLBACK");
+                self.failed(start, end, running);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Takes this thread's busy-handler figures (call at the client's end).
     pub(super) fn take_busy(&mut self) {
         let (n, us) = BUSY.with(|b| b.get());
@@ -427,20 +453,8 @@ fn client(
         let delta: i64 = rng.random_range(-5000..=5000);
         let t0 = schedule.wait(&mut rng);
         let outcome = transaction(&db, aid, bid, tid, delta);
-        let end = Instant::now();
-        match outcome {
-            Ok(()) => {
-                let us = end.duration_since(t0).as_micros() as u64;
-                out.committed(start, end, us, running);
-            }
-            Err(e) if is_busy(&e) => {
-                // The busy handler gave up: roll back and count it, as pgbench counts
-                // a failed transaction.
-                let _ = db.execute_batch("ROLLBACK");
-                out.failed(start, end, running);
-            }
-            Err(e) => return Err(e).context("SQLite TPC-B transaction"),
-        }
+        out.book(&db, (start, t0), outcome, running)
+            .context("SQLite TPC-B transaction")?;
     }
     out.take_busy();
     Ok(out)

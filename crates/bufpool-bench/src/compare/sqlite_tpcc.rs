@@ -40,7 +40,7 @@ use rusqlite::{params, Connection, OptionalExtension, Params, Transaction};
 use serde::Serialize;
 use serde_json::json;
 
-use super::sqlite::{configure, is_busy, open_file, remove_db_files, run_clients};
+use super::sqlite::{configure, open_file, remove_db_files, run_clients};
 use super::sqlite::{ClientOut, Running, Schedule, SqliteOptions, SqliteRun};
 use crate::tpcc::inputs::{a_string, data_original, last_name, n_string, now_micros, zip};
 use crate::tpcc::inputs::{Constants, CustomerBy, Kind, Line, Terminal};
@@ -458,22 +458,8 @@ fn client(
         let kind = Kind::pick(rng.random_range(0..100));
         let t0 = schedule.wait(&mut rng);
         let r = transaction(&db, &t, kind, &mut rng, &mut counts);
-        let end = Instant::now();
-        match r {
-            Ok(()) => out.committed(
-                start,
-                end,
-                end.duration_since(t0).as_micros() as u64,
-                running,
-            ),
-            Err(e) if is_busy(&e) => {
-                // The busy handler gave up: roll back and count it, as pgbench counts
-                // a failed transaction.
-                let _ = db.execute_batch("ROLLBACK");
-                out.failed(start, end, running);
-            }
-            Err(e) => return Err(e).with_context(|| format!("SQLite TPC-C {}", kind.name())),
-        }
+        out.book(&db, (start, t0), r, running)
+            .with_context(|| format!("SQLite TPC-C {}", kind.name()))?;
     }
     out.take_busy();
     Ok((out, counts))

@@ -19,7 +19,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::sqlite::{configure, is_busy, open_file, remove_db_files, run_clients};
+use super::sqlite::{configure, open_file, remove_db_files, run_clients};
 use super::sqlite::{ClientOut, Running, Schedule, SqliteOptions, SqliteRun};
 use crate::ycsb::keys::{key_name, Chooser, THETA};
 use crate::ycsb::ops::Op;
@@ -128,20 +128,8 @@ fn client(
         let op = core.pick(rng.random::<f64>());
         let t0 = schedule.wait(&mut rng);
         let r = operation(&db, op, chooser, inserts, &mut rng);
-        let end = Instant::now();
-        match r {
-            Ok(()) => out.committed(
-                start,
-                end,
-                end.duration_since(t0).as_micros() as u64,
-                running,
-            ),
-            Err(e) if is_busy(&e) => {
-                let _ = db.execute_batch("ROLLBACK");
-                out.failed(start, end, running);
-            }
-            Err(e) => return Err(e).with_context(|| format!("SQLite YCSB {}", op.name())),
-        }
+        out.book(&db, (start, t0), r, running)
+            .with_context(|| format!("SQLite YCSB {}", op.name()))?;
     }
     out.take_busy();
     Ok(out)
