@@ -410,6 +410,41 @@ fn push_targets(s: &mut Samples, sizes: &[Size]) {
 }
 
 fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64)) -> Report {
+    let cells = table_cells(sizes);
+    let mut metadata = r.metadata();
+    metadata.insert("shared_buffers".into(), json!(pool));
+    metadata.insert("clients".into(), json!(CLIENTS));
+    metadata.insert("seconds".into(), json!(seconds));
+    let (ycsb, tpcc) = sizes_json(sizes);
+    metadata.insert("sizes".into(), ycsb);
+    metadata.insert("tpcc_sizes".into(), tpcc);
+    metadata.insert("tpcc_cliff".into(), json!(tpcc_cliff(sizes)));
+    Report {
+        header: r.header(&format!(
+            "YCSB C (pool {pool}) and TPC-C as the data outgrows the pool, io_direct on, c{CLIENTS} \
+             j{CLIENTS}, {seconds} s runs | {}",
+            r.device_line()
+        )),
+        figures: vec![],
+        // A target whose sizes did not run (`--ratios` without 0.9 and 1.25, or 10) is
+        // left out, not reported empty.
+        ratios: [
+            ("outgrow_no_cliff", Goal::AtLeast, 0.5),
+            ("rss_over_budget", Goal::AtMost, 1.05),
+            ("outgrow_10x_vs_fio_iops", Goal::AtLeast, 0.8),
+        ]
+        .into_iter()
+        .filter(|(name, _, _)| !s.get(name).is_empty())
+        .map(|(name, goal, target)| s.ratio(name, goal, target))
+        .collect(),
+        metadata,
+        notes: fio_notes(sizes),
+        tables: vec![layout(&cells, 2)],
+    }
+}
+
+/// The report's table: one row per size of each workload.
+fn table_cells(sizes: &[Size]) -> Vec<Vec<String>> {
     let mut cells = vec![[
         "workload",
         "data/pool",
@@ -436,61 +471,38 @@ fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64))
             format!("{:.3}", z.over_budget),
         ]);
     }
-    let mut metadata = r.metadata();
-    metadata.insert("shared_buffers".into(), json!(pool));
-    metadata.insert("clients".into(), json!(CLIENTS));
-    metadata.insert("seconds".into(), json!(seconds));
-    metadata.insert(
-        "sizes".into(),
-        json!(sizes
-            .iter()
-            .filter(|z| z.work == Work::YcsbC)
-            .map(|z| json!({
+    cells
+}
+
+/// The JSON's `sizes` (YCSB C's, with fio beside the largest) and `tpcc_sizes`.
+fn sizes_json(sizes: &[Size]) -> (serde_json::Value, serde_json::Value) {
+    let ycsb = sizes
+        .iter()
+        .filter(|z| z.work == Work::YcsbC)
+        .map(|z| {
+            json!({
                 "data_over_pool": z.ratio, "records": z.records, "tps": z.tps,
                 "reads_per_s": z.reads_per_s, "hit_ratio": z.hit_ratio,
                 "peak_rss_bytes": z.peak_rss, "budget_bytes": z.budget,
                 "rss_over_budget": z.over_budget,
                 "fio_read_iops": z.fio.as_ref().and_then(|f| f.as_ref().ok()),
                 "fio_skipped": z.fio.as_ref().and_then(|f| f.as_ref().err()),
-            }))
-            .collect::<Vec<_>>()),
-    );
-    metadata.insert(
-        "tpcc_sizes".into(),
-        json!(sizes
-            .iter()
-            .filter(|z| z.work == Work::Tpcc)
-            .map(|z| json!({
+            })
+        })
+        .collect::<Vec<_>>();
+    let tpcc = sizes
+        .iter()
+        .filter(|z| z.work == Work::Tpcc)
+        .map(|z| {
+            json!({
                 "data_over_pool": z.ratio, "warehouses": z.records, "tps": z.tps,
                 "reads_per_s": z.reads_per_s, "hit_ratio": z.hit_ratio,
                 "peak_rss_bytes": z.peak_rss, "budget_bytes": z.budget,
                 "rss_over_budget": z.over_budget,
-            }))
-            .collect::<Vec<_>>()),
-    );
-    metadata.insert("tpcc_cliff".into(), json!(tpcc_cliff(sizes)));
-    Report {
-        header: r.header(&format!(
-            "YCSB C (pool {pool}) and TPC-C as the data outgrows the pool, io_direct on, c{CLIENTS} \
-             j{CLIENTS}, {seconds} s runs | {}",
-            r.device_line()
-        )),
-        figures: vec![],
-        // A target whose sizes did not run (`--ratios` without 0.9 and 1.25, or 10) is
-        // left out, not reported empty.
-        ratios: [
-            ("outgrow_no_cliff", Goal::AtLeast, 0.5),
-            ("rss_over_budget", Goal::AtMost, 1.05),
-            ("outgrow_10x_vs_fio_iops", Goal::AtLeast, 0.8),
-        ]
-        .into_iter()
-        .filter(|(name, _, _)| !s.get(name).is_empty())
-        .map(|(name, goal, target)| s.ratio(name, goal, target))
-        .collect(),
-        metadata,
-        notes: fio_notes(sizes),
-        tables: vec![layout(&cells, 2)],
-    }
+            })
+        })
+        .collect::<Vec<_>>();
+    (json!(ycsb), json!(tpcc))
 }
 
 /// What the notes say of fio and of what is not measured.
