@@ -698,18 +698,10 @@ fn payment(db: &Connection, i: &PaymentIn, now: i64) -> rusqlite::Result<()> {
                 "SELECT c_data FROM customer WHERE c_w_id = ?1 AND c_d_id = ?2 AND c_id = ?3",
             )?
             .query_row(key, |r| r.get(0))?;
-        let data: String = format!(
-            "{c} {} {} {} {} {}.{:02} {old}",
-            i.c_d,
-            i.c_w,
-            i.d,
-            i.w,
-            a / 100,
-            a % 100
-        )
-        .chars()
-        .take(C_DATA_LEN)
-        .collect();
+        let data: String = (i.bad_credit_note(c) + &old)
+            .chars()
+            .take(C_DATA_LEN)
+            .collect();
         exec(
             db,
             "UPDATE customer SET c_data = ?1 WHERE c_w_id = ?2 AND c_d_id = ?3 AND c_id = ?4",

@@ -243,6 +243,24 @@ pub struct PaymentIn {
     pub amount_cents: i64,
 }
 
+impl PaymentIn {
+    /// What a Payment to a customer with bad credit (`c_credit = 'BC'`) puts before the
+    /// customer's `c_data` (clause 2.5.2.2): the customer's id `c`, its district and
+    /// warehouse, the paying district and warehouse, and the amount, then a space.
+    pub fn bad_credit_note(&self, c: u32) -> String {
+        let a = self.amount_cents;
+        format!(
+            "{c} {} {} {} {} {}.{:02} ",
+            self.c_d,
+            self.c_w,
+            self.d,
+            self.w,
+            a / 100,
+            a % 100
+        )
+    }
+}
+
 /// Order-Status's input (clause 2.6.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OrderStatusIn {
@@ -453,6 +471,21 @@ mod tests {
             k,
         };
         assert!((0..2000).all(|_| one.new_order(&mut rng).all_local()));
+    }
+
+    /// Proves: a bad-credit payment's note names the customer, both districts and
+    /// warehouses and the amount in currency units.
+    #[test]
+    fn the_bad_credit_note_names_the_payment() {
+        let p = PaymentIn {
+            w: 1,
+            d: 2,
+            c_w: 3,
+            c_d: 4,
+            customer: CustomerBy::Id(7),
+            amount_cents: 123_405,
+        };
+        assert_eq!(p.bad_credit_note(7), "7 4 3 2 1 1234.05 ");
     }
 
     /// Proves: stock and item data carry ORIGINAL about one time in ten, and strings

@@ -309,17 +309,7 @@ impl<'e> TpccDb<'e> {
             add_int(s, &mut r, cc::YTD_PAYMENT, a);
             add_int(s, &mut r, cc::PAYMENT_CNT, 1);
             if cust.text(&r, cc::CREDIT) == b"BC" {
-                let mut data = format!(
-                    "{} {} {} {} {} {}.{:02} ",
-                    f.c,
-                    i.c_d,
-                    i.c_w,
-                    i.d,
-                    i.w,
-                    a / 100,
-                    a % 100
-                )
-                .into_bytes();
+                let mut data = i.bad_credit_note(f.c).into_bytes();
                 data.extend_from_slice(cust.text(&r, cc::DATA));
                 set_text(s, &mut r, cc::DATA, &data);
             }
