@@ -92,8 +92,8 @@ pub mod waits;
 pub mod wal;
 
 pub use buffer::{
-    BufferError, BufferPool, BufferRef, NoWal, PageReadGuard, PageWriteGuard, PoolMemory, Ring,
-    RingKind, RingStats, WalFlush,
+    BufferError, BufferPool, BufferRef, NoWal, PageReadGuard, PageWriteGuard, PoolMemory,
+    PoolResize, Ring, RingKind, RingStats, WalFlush,
 };
 pub use config::{Config, ConfigError, HugePages, PoolSize};
 pub use database::Database;

@@ -185,6 +185,18 @@ pub fn yield_now() {
     shuttle::thread::yield_now();
 }
 
+/// Sleeps `d` (under shuttle, which models no time: yields instead). For waits on another
+/// thread's pin that has lasted past a few yields, never for synchronization.
+pub fn sleep(d: std::time::Duration) {
+    #[cfg(not(shuttle))]
+    std::thread::sleep(d);
+    #[cfg(shuttle)]
+    {
+        let _ = d;
+        shuttle::thread::yield_now();
+    }
+}
+
 /// A joinable thread of the library's own (I/O workers): a named `std` thread normally, a
 /// modeled thread under shuttle (which ignores the name).
 pub type JoinHandle<T> = ThreadHandle<T>;

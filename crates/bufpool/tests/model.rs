@@ -18,6 +18,10 @@
 //! `arc`, `2q`, `cooling`; the last four share `policy/queues.rs`, so `arc` runs the full
 //! set and the other two the random schedules), and those policies' lists are modelled
 //! against a relation drop (`lists_survive_a_drop`).
+//! Online resize (`buffer/resize.rs`): the two updaters run while a third thread grows the
+//! pool past its 16 buffers and shrinks it back (retiring buffers the updaters hold or
+//! dirtied): no update is lost, no pinned page moves, and the invariants hold after
+//! (`resize_races_updaters`, under the clock and ARC).
 #![cfg(shuttle)]
 
 use std::path::Path;
@@ -67,11 +71,15 @@ fn fill(pool: &BufferPool, rel: RelFileId, n: u32) {
 }
 
 fn new_pool(vfs: &MemVfs, policy: &str) -> Arc<BufferPool> {
+    new_pool_with(vfs, config(policy))
+}
+
+fn new_pool_with(vfs: &MemVfs, c: Config) -> Arc<BufferPool> {
     Arc::new(
         BufferPool::open(
             Arc::new(vfs.clone()) as Arc<dyn Vfs>,
             Path::new("/db"),
-            &config(policy),
+            &c,
             true,
         )
         .unwrap(),
@@ -165,6 +173,82 @@ fn pins_hold_and_dirty_is_never_lost(policy: &str) {
             "lost update on page {b}"
         );
     }
+}
+
+/// Two updaters on 5 pages while a third thread resizes the pool 16 -> 20 -> 16 -> 18
+/// buffers (13 of them pinned by the test throughout).
+fn resize_races_updaters(policy: &str) {
+    let vfs = MemVfs::new();
+    let bumps: Arc<Vec<AtomicU64>> = Arc::new((0..5).map(|_| AtomicU64::new(0)).collect());
+    {
+        let mut c = config(policy);
+        c.set("max_shared_buffers", "20").unwrap();
+        let pool = new_pool_with(&vfs, c);
+        fill(&pool, FILLER, 13);
+        fill(&pool, DATA, 5);
+        let held: Vec<_> = (0..13)
+            .map(|b| pool.read(tag(FILLER, b)).unwrap())
+            .collect();
+        let mut threads = Vec::new();
+        for order in [[0u32, 1, 2, 3, 4], [4, 3, 1, 0, 2]] {
+            let (pool, bumps) = (pool.clone(), bumps.clone());
+            threads.push(shuttle::thread::spawn(move || {
+                for b in order {
+                    let buf = pool.read(tag(DATA, b)).unwrap();
+                    {
+                        let mut g = buf.write();
+                        let v = get(&g, BODY + 8);
+                        put(&mut g, BODY + 8, v + 1);
+                        bumps[b as usize].fetch_add(1, Ordering::Relaxed);
+                    }
+                    shuttle::thread::yield_now();
+                    assert_eq!(get(&buf.read(), BODY), u64::from(b), "pinned page moved");
+                }
+            }));
+        }
+        {
+            let pool = pool.clone();
+            threads.push(shuttle::thread::spawn(move || {
+                for n in [20, 16, 18] {
+                    let r = pool
+                        .resize(n, std::time::Duration::from_secs(3600))
+                        .unwrap();
+                    assert_eq!(r.to_buffers, n);
+                }
+            }));
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        drop(held);
+        assert_eq!(pool.nbuffers(), 18);
+        pool.check_invariants().unwrap();
+        pool.flush_all().unwrap();
+    }
+    let pool = new_pool(&vfs, policy);
+    for b in 0..5u32 {
+        let buf = pool.read(tag(DATA, b)).unwrap();
+        assert_eq!(
+            get(&buf.read(), BODY + 8),
+            bumps[b as usize].load(Ordering::Relaxed),
+            "lost update on page {b}"
+        );
+    }
+}
+
+#[test]
+fn model_resize_races_updaters_random() {
+    shuttle::check_random(|| resize_races_updaters("clock"), 2000);
+}
+
+#[test]
+fn model_resize_races_updaters_pct() {
+    shuttle::check_pct(|| resize_races_updaters("clock"), 2000, 3);
+}
+
+#[test]
+fn model_arc_resize_races_updaters_random() {
+    shuttle::check_random(|| resize_races_updaters("arc"), 1000);
 }
 
 /// A read run over pages 0..4 (its read on the modeled I/O worker) and a reader of pages 2

@@ -258,6 +258,35 @@ impl PageArena {
         unsafe { self.base.as_ptr().add(id as usize * self.page_size) }
     }
 
+    /// Gives the memory of frames `from..to` back to the kernel (a shrinking pool's
+    /// retired buffers, `resize.rs`); the range reads as zeros if touched again. Only whole
+    /// pages of the backing kind are released (2 MiB ones with explicit huge pages); a
+    /// failure leaves the memory in place, which costs memory, not correctness, so it is
+    /// not reported.
+    pub fn release(&self, from: u32, to: u32) {
+        let to = (to as usize).min(self.nbuffers);
+        let from = (from as usize).min(to);
+        let grain = match self.huge {
+            HugePageUse::Explicit => HUGE_PAGE_SIZE,
+            _ => 4096,
+        };
+        let start = (from * self.page_size).next_multiple_of(grain);
+        let end = (to * self.page_size) / grain * grain;
+        if end <= start {
+            return;
+        }
+        // SAFETY: [start, end) lies inside the mapping (to <= nbuffers); the caller owns
+        // the frames (retired buffers nobody reads or writes), and MADV_DONTNEED on a
+        // private anonymous mapping only drops their contents.
+        unsafe {
+            libc::madvise(
+                self.base.as_ptr().add(start).cast(),
+                end - start,
+                libc::MADV_DONTNEED,
+            );
+        }
+    }
+
     /// Start of the whole arena (for the raw-memory baseline of `experiment pool`).
     pub fn base(&self) -> *const u8 {
         self.base.as_ptr()
@@ -278,6 +307,21 @@ impl Drop for PageArena {
 mod tests {
     use super::*;
     use crate::vfs::IO_ALIGN;
+
+    /// Proves: released frames give their memory back and read as zeros afterwards, and
+    /// the frames beside them keep their bytes.
+    #[test]
+    fn released_frames_read_as_zeros() {
+        let a = PageArena::new(8, 8192, HugePages::Off).unwrap();
+        for id in 0..8u32 {
+            // SAFETY: frames of this test's own arena, no other reference to them.
+            unsafe { std::ptr::write_bytes(a.frame(id), 0xAB, 8192) };
+        }
+        a.release(4, 8);
+        // SAFETY: as above.
+        let (kept, dropped) = unsafe { (*a.frame(3).add(8191), *a.frame(4)) };
+        assert_eq!((kept, dropped), (0xAB, 0));
+    }
 
     #[test]
     fn frames_are_aligned_and_disjoint() {

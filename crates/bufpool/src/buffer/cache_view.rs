@@ -138,7 +138,7 @@ pub struct MarkDirtyCounts {
 impl BufferPool {
     /// pg_buffercache: one row per buffer, each read under its header lock.
     pub fn buffercache(&self) -> Vec<BufferCacheRow> {
-        let mut rows = Vec::with_capacity(self.descs.len());
+        let mut rows = Vec::with_capacity(self.nbuffers());
         self.buffercache_into(&mut rows);
         rows
     }
@@ -151,6 +151,10 @@ impl BufferPool {
             let s = d.lock_header();
             let tag = d.tag();
             d.unlock_header(s);
+            if s & RETIRED != 0 {
+                // Past the pool's size (`resize.rs`): not a buffer of the pool now.
+                continue;
+            }
             let used = s & TAG_VALID != 0;
             rows.push(BufferCacheRow {
                 buffer: d.id,
@@ -257,12 +261,12 @@ impl BufferPool {
     }
 
     fn check_buffer_id(&self, buffer: u32) -> BufferResult<()> {
-        if (buffer as usize) < self.descs.len() {
+        if (buffer as usize) < self.nbuffers() {
             Ok(())
         } else {
             Err(super::BufferError::NoSuchBuffer {
                 buffer,
-                nbuffers: self.descs.len(),
+                nbuffers: self.nbuffers(),
             })
         }
     }
@@ -310,26 +314,14 @@ impl BufferPool {
     /// Unmaps buffer `id`, which holds `tag` under our pin, if ours is the only pin and the
     /// page is clean; releases our pin either way. Returns whether it was unmapped.
     fn unmap_pinned(&self, id: u32, tag: &BufferTag) -> bool {
-        let d = &self.descs[id as usize];
-        let hash = tag.hash64();
-        let part = self.mapping.lock_exclusive(self.mapping.partition_of(hash));
-        let s = d.lock_header();
-        debug_assert!(d.tag_is(tag), "buffer {id} was retagged under our pin");
-        if refcount(s) != 1 || s & (DIRTY | IO_IN_PROGRESS) != 0 {
-            d.unlock_header(s);
-            drop(part);
-            d.unpin();
-            return false;
+        // The state 0 drops our pin with everything else.
+        if self.unmap_only_pin(id, tag, 0) {
+            self.repl.push_free(id);
+            true
+        } else {
+            self.descs[id as usize].unpin();
+            false
         }
-        let removed = self.mapping.remove_locked(&self.descs, id, hash);
-        debug_assert!(removed, "buffer {id} ({tag}) was not on its mapping chain");
-        // Off the policy's lists while the header lock keeps its hand away (as in
-        // `drop_buffers`); the state drops our pin with everything else.
-        self.repl.forget(&*self.descs, id);
-        d.unlock_header(0);
-        drop(part);
-        self.repl.push_free(id);
-        true
     }
 
     fn mark_dirty_matching(&self, want: impl Fn(&BufferTag) -> bool + Copy) -> MarkDirtyCounts {

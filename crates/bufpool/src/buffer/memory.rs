@@ -12,10 +12,13 @@
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PoolMemory {
-    /// Buffers in the pool.
+    /// Buffers in use (the descriptors, mapping and policy state are for
+    /// `max_shared_buffers` of them).
     pub buffers: u64,
     /// The page frames as mapped (buffers × page size, rounded up to the mapping's
-    /// granule: a huge page with explicit huge pages).
+    /// granule: a huge page with explicit huge pages). With `max_shared_buffers` above
+    /// the size in use, buffers × page size: the rest is reserved address space, never
+    /// touched or given back (`buffer/resize.rs`).
     pub frames: u64,
     /// The buffer descriptors (one cache line each: state word, tag, policy word, links).
     pub descriptors: u64,

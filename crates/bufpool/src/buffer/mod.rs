@@ -55,6 +55,7 @@ mod options;
 mod policy;
 mod read_run;
 pub mod replay;
+mod resize;
 pub mod ring;
 pub(crate) mod state;
 pub mod trace;
@@ -73,9 +74,9 @@ pub use error::{BufferError, BufferResult};
 pub use guard::{BufferRef, PageReadGuard, PageWriteGuard};
 pub use memory::PoolMemory;
 pub use options::{
-    auto_lru_maxpages, partitions_allowed, shared_buffers_error, BgwriterIo, BgwriterOptions,
-    BgwriterStrategy, HugePages, PoolConfig, PoolOptions, BGWRITER_LRU_MAXPAGES_FLOOR,
-    BGWRITER_LRU_MAXPAGES_POOL_DIVISOR, DEFAULT_BGWRITER_DELAY_MS,
+    auto_lru_maxpages, max_shared_buffers_error, partitions_allowed, shared_buffers_error,
+    BgwriterIo, BgwriterOptions, BgwriterStrategy, HugePages, PoolConfig, PoolOptions,
+    BGWRITER_LRU_MAXPAGES_FLOOR, BGWRITER_LRU_MAXPAGES_POOL_DIVISOR, DEFAULT_BGWRITER_DELAY_MS,
     DEFAULT_BGWRITER_DEVICE_SHARE_THOUSANDTHS, DEFAULT_BGWRITER_FLUSH_AFTER_BYTES,
     DEFAULT_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS, DEFAULT_BGWRITER_WRITERS,
     DEFAULT_MAPPING_PARTITIONS, MAX_BGWRITER_DELAY_MS, MAX_BGWRITER_FLUSH_AFTER_BYTES,
@@ -85,6 +86,7 @@ pub use options::{
 };
 pub use policy::ReplacementPolicy;
 pub use read_run::{ReadRun, ReadRunStats};
+pub use resize::{PoolResize, RESIZE_PIN_WAIT};
 pub(crate) use ring::RING_POOL_DIVISOR;
 pub use ring::{
     Ring, RingKind, RingOptions, RingStats, DEFAULT_BULKREAD_RING_BYTES,
@@ -264,6 +266,13 @@ pub struct BufferPool {
     /// so that such a read cannot land between the two and leave a page past the new end
     /// (PostgreSQL excludes it with the relation's lock).
     sizes: crate::sync::RwLock<()>,
+    /// Buffers in use: ids below it; the rest, up to `descs.len()` (`max_shared_buffers`),
+    /// are retired (`resize.rs`).
+    active: crate::sync::AtomicUsize,
+    /// Held by a resize (`resize.rs`): one at a time.
+    resize_lock: crate::sync::Mutex<()>,
+    /// `resize_duty_cycle` in thousandths: the share of time a shrink works.
+    resize_duty: u32,
 }
 
 impl Drop for BufferPool {
@@ -322,18 +331,20 @@ impl BufferPool {
             page_size.is_power_of_two() && page_size <= MAX_PAGE_SIZE,
             "page size {page_size} is not a power of two up to {MAX_PAGE_SIZE}"
         );
-        let nbuffers = opts.nbuffers;
+        // Everything is built for the most buffers a resize may reach; the ids past
+        // `shared_buffers` start retired (`resize.rs`), their frames never touched.
+        let nbuffers = opts.capacity();
         let arena = PageArena::new(nbuffers, page_size, opts.huge_pages).map_err(|source| {
             BufferError::Memory {
                 bytes: (nbuffers * page_size) as u64,
                 source,
             }
         })?;
-        Ok(Self {
+        let pool = Self {
             descs: (0..nbuffers as u32).map(BufferDesc::new).collect(),
             arena,
             mapping: Mapping::new(nbuffers, opts.mapping_partitions),
-            repl: policy::Replacement::new(opts.replacement, nbuffers),
+            repl: policy::Replacement::with_active(opts.replacement, nbuffers, opts.nbuffers),
             trace: trace::Tracer::default(),
             io_wait: Arc::new(io_wait::IoWait::new()),
             smgr,
@@ -345,12 +356,17 @@ impl BufferPool {
             rings: ring::RingShared::new(opts.rings),
             aio: read_run::ReadAhead::new(opts.aio, nbuffers),
             sizes: crate::sync::RwLock::new(()),
-        })
+            active: crate::sync::AtomicUsize::new(opts.nbuffers),
+            resize_lock: crate::sync::Mutex::new(()),
+            resize_duty: opts.resize_duty_thousandths,
+        };
+        pool.retire_tail_at_start(opts.nbuffers);
+        Ok(pool)
     }
 
-    /// Buffers in the pool.
+    /// Buffers in use (`shared_buffers`, or the size of the last [`BufferPool::resize`]).
     pub fn nbuffers(&self) -> usize {
-        self.descs.len()
+        self.active.load(crate::sync::Ordering::Relaxed)
     }
     /// The page size, in bytes.
     pub fn page_size(&self) -> usize {
@@ -365,9 +381,16 @@ impl BufferPool {
     /// snapshot array and the bgwriter's structures (see [`PoolMemory`]).
     pub fn memory(&self) -> PoolMemory {
         let (free_list, policy) = self.repl.heap_bytes();
+        let active = self.nbuffers();
+        // Frames past the active size are address space only (`resize.rs`).
+        let frames = if active == self.descs.len() {
+            self.arena.mapped_bytes()
+        } else {
+            active * self.page_size
+        };
         PoolMemory {
-            buffers: self.descs.len() as u64,
-            frames: self.arena.mapped_bytes() as u64,
+            buffers: active as u64,
+            frames: frames as u64,
             descriptors: std::mem::size_of_val(&*self.descs) as u64,
             mapping: self.mapping.heap_bytes() as u64,
             free_list: free_list as u64,
@@ -685,7 +708,7 @@ impl BufferPool {
             let (victim, vstate) =
                 self.victim_for(ring.as_deref_mut())
                     .map_err(|_| BufferError::AllPinned {
-                        nbuffers: self.descs.len(),
+                        nbuffers: self.nbuffers(),
                         tag,
                     })?;
             let vd = &self.descs[victim as usize];
@@ -1060,6 +1083,29 @@ impl BufferPool {
         true
     }
 
+    /// Unmaps buffer `id`, which holds `tag` under the caller's pin, if that pin is the
+    /// only one and the page is clean: off its chain and the policy's lists, its state
+    /// word set to `after` (which drops or keeps the caller's pin). False, with nothing
+    /// changed, if someone else pinned or dirtied it meanwhile.
+    fn unmap_only_pin(&self, id: u32, tag: &BufferTag, after: u64) -> bool {
+        let d = &self.descs[id as usize];
+        let hash = tag.hash64();
+        let _part = self.mapping.lock_exclusive(self.mapping.partition_of(hash));
+        let s = d.lock_header();
+        debug_assert!(d.tag_is(tag), "buffer {id} was retagged under our pin");
+        if refcount(s) != 1 || s & (DIRTY | IO_IN_PROGRESS) != 0 {
+            d.unlock_header(s);
+            return false;
+        }
+        let removed = self.mapping.remove_locked(&self.descs, id, hash);
+        debug_assert!(removed, "buffer {id} ({tag}) was not on its mapping chain");
+        // Off the policy's lists while the header lock keeps its hand away (as in
+        // `drop_buffers`).
+        self.repl.forget(&*self.descs, id);
+        d.unlock_header(after);
+        true
+    }
+
     fn flush_matching(&self, want: impl Fn(&BufferTag) -> bool + Copy) -> BufferResult<usize> {
         let mut written = 0;
         for id in 0..self.descs.len() as u32 {
@@ -1224,6 +1270,9 @@ impl BufferPool {
         let mut u = UsageSummary::default();
         for d in self.descs.iter() {
             let s = d.load_state();
+            if s & RETIRED != 0 {
+                continue;
+            }
             if s & VALID != 0 {
                 u.valid += 1;
             }
@@ -1299,8 +1348,25 @@ impl BufferPool {
                 problems.push(format!("{tag} is mapped to buffers {other} and {id}"));
             }
         }
+        let active = self.nbuffers();
         for d in self.descs.iter() {
             let s = d.load_state();
+            let past_end = d.id as usize >= active;
+            if past_end || s & RETIRED != 0 {
+                // A retired buffer (`resize.rs`): the pool's one pin, nothing else.
+                if !past_end || s & RETIRED == 0 {
+                    problems.push(format!(
+                        "buffer {} of {active} in use: {}",
+                        d.id,
+                        describe(s)
+                    ));
+                } else if refcount(s) != 1
+                    || s & (LOCKED | DIRTY | VALID | TAG_VALID | IO_IN_PROGRESS) != 0
+                {
+                    problems.push(format!("retired buffer {} holds {}", d.id, describe(s)));
+                }
+                continue;
+            }
             if s & TAG_VALID != 0 && !on_chain[d.id as usize] {
                 problems.push(format!("buffer {} has TAG_VALID but is not mapped", d.id));
             }

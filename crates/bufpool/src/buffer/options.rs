@@ -18,6 +18,9 @@ use super::ring::{RingOptions, MAX_RING_BYTES, MIN_RING_BYTES};
 pub const MIN_BUFFERS: u64 = 16;
 /// Most buffers a pool may have: buffer ids are u32 and one value is reserved.
 pub const MAX_BUFFERS: u64 = (1 << 31) - 1;
+/// Default `resize_duty_cycle`: a shrink works a tenth of the time, so on a machine the
+/// clients keep busy it takes about 5% of two cores.
+pub const DEFAULT_RESIZE_DUTY_THOUSANDTHS: u32 = 100;
 /// Default number of mapping partitions: PostgreSQL's NUM_BUFFER_PARTITIONS.
 pub const DEFAULT_MAPPING_PARTITIONS: usize = 128;
 /// Most mapping partitions allowed.
@@ -38,8 +41,15 @@ const _: () = assert!(
 /// How to build a pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolOptions {
-    /// Number of page frames (`shared_buffers`).
+    /// Number of page frames in use when the pool opens (`shared_buffers`).
     pub nbuffers: usize,
+    /// Most buffers [`crate::buffer::BufferPool::resize`] may grow the pool to
+    /// (`max_shared_buffers`); 0: `nbuffers`. Descriptors and mapping buckets are allocated
+    /// for all of them, page memory is only reserved (address space) past `nbuffers`.
+    pub max_nbuffers: usize,
+    /// The share of wall time a shrinking resize works, in thousandths (1 to 1000,
+    /// `resize_duty_cycle`); it sleeps the rest between batches.
+    pub resize_duty_thousandths: u32,
     /// Huge pages for page memory (`huge_pages`).
     pub huge_pages: HugePages,
     /// Lock partitions of the mapping table (`buffer_mapping_partitions`), a power of two.
@@ -60,6 +70,8 @@ impl PoolOptions {
     pub fn new(nbuffers: usize) -> Self {
         Self {
             nbuffers,
+            max_nbuffers: 0,
+            resize_duty_thousandths: DEFAULT_RESIZE_DUTY_THOUSANDTHS,
             huge_pages: HugePages::Try,
             mapping_partitions: DEFAULT_MAPPING_PARTITIONS,
             replacement: ReplacementPolicy::Clock,
@@ -74,6 +86,21 @@ impl PoolOptions {
         let n = self.nbuffers as u64;
         if !(MIN_BUFFERS..=MAX_BUFFERS).contains(&n) {
             return Err(shared_buffers_error(n.to_string(), page_size));
+        }
+        let max = self.max_nbuffers as u64;
+        if max != 0 && !(n..=MAX_BUFFERS).contains(&max) {
+            return Err(max_shared_buffers_error(
+                max.to_string(),
+                Some(n),
+                page_size,
+            ));
+        }
+        if !(1..=1000).contains(&self.resize_duty_thousandths) {
+            return Err(ConfigError::new(
+                "resize_duty_cycle",
+                format!("{}/1000", self.resize_duty_thousandths),
+                "0.001 to 1",
+            ));
         }
         let p = self.mapping_partitions;
         if p == 0 || !p.is_power_of_two() || p > MAX_MAPPING_PARTITIONS {
@@ -385,6 +412,42 @@ pub fn shared_buffers_error(given: impl std::fmt::Display, page_size: usize) -> 
     )
 }
 
+/// The error for a `max_shared_buffers` below `shared_buffers` (`nbuffers`) or past
+/// [`MAX_BUFFERS`].
+pub fn max_shared_buffers_error(
+    given: impl std::fmt::Display,
+    nbuffers: Option<u64>,
+    page_size: usize,
+) -> ConfigError {
+    let from = match nbuffers {
+        Some(n) => format!(
+            "shared_buffers ({n} buffers, {})",
+            format_size(n * page_size as u64)
+        ),
+        None => "shared_buffers".to_string(),
+    };
+    ConfigError::new(
+        "max_shared_buffers",
+        given,
+        format!(
+            "auto (the same as shared_buffers), or {from} to {MAX_BUFFERS} buffers of {}, \
+             as a number of buffers or a size with unit kB, MB, GB or TB",
+            format_size(page_size as u64)
+        ),
+    )
+}
+
+impl PoolOptions {
+    /// The buffer ids the pool is built for: `max_nbuffers`, or `nbuffers` if that is 0.
+    pub fn capacity(&self) -> usize {
+        if self.max_nbuffers == 0 {
+            self.nbuffers
+        } else {
+            self.max_nbuffers
+        }
+    }
+}
+
 /// What `buffer_mapping_partitions` allows.
 pub fn partitions_allowed() -> String {
     format!("a power of two from 1 to {MAX_MAPPING_PARTITIONS}")
@@ -439,6 +502,16 @@ mod tests {
             PoolOptions::new(15).validate(8192).unwrap_err().knob,
             "shared_buffers"
         );
+        let o = PoolOptions {
+            max_nbuffers: 63,
+            ..PoolOptions::new(64)
+        };
+        assert_eq!(o.validate(8192).unwrap_err().knob, "max_shared_buffers");
+        let o = PoolOptions {
+            max_nbuffers: 640,
+            ..PoolOptions::new(64)
+        };
+        assert_eq!((o.validate(8192), o.capacity()), (Ok(()), 640));
         let o = PoolOptions {
             mapping_partitions: 3,
             ..PoolOptions::new(64)

@@ -14,6 +14,9 @@
 //! bit  47      CHECKPOINT_NEEDED must be written by the checkpoint in progress
 //! bit  48      BGWRITER_CLEANED  last made clean by a bgwriter write, not reused or
 //!                                dirtied since (so a later dirtying marks a wasted write)
+//! bits 49..51  ring kind         which kind of ring loaded the page (RING_MASK)
+//! bit  51      RETIRED           past the pool's active size (`resize.rs`): holds no page
+//!                                and one pin of its own, so no victim search takes it
 //! ```
 //!
 //! States and transitions (function in `buffer/mod.rs` or `descriptor.rs` that performs
@@ -32,6 +35,9 @@
 //! - refcount 0, usage > 0 → (`sweep_visit`) usage − 1; usage 0 → pinned as a
 //!   victim, written if DIRTY, retagged by `load` only if still refcount 1 and clean.
 //! - mapped, refcount 0 → (`BufferPool::drop_buffers`) free (state word 0, on the free list).
+//! - free or mapped, refcount 0 → (`BufferPool::resize` shrinking, `resize.rs`) pinned,
+//!   written if DIRTY, unmapped: RETIRED with one pin (stale lock-free lookups add and
+//!   drop pins of their own); → (`resize` growing) state 0, on the free list.
 //! - clean after a bgwriter write → (`bgwriter/writes.rs`, `mark_cleaned`) BGWRITER_CLEANED; cleared
 //!   by `mark_dirty` (counted as a wasted write) or by the retag in `load`.
 //!
@@ -67,6 +73,8 @@ pub const BGWRITER_CLEANED: u64 = 1 << 48;
 /// views and the report's pool heatmap, never to decide anything.
 pub const RING_SHIFT: u32 = 49;
 pub const RING_MASK: u64 = 0b11 << RING_SHIFT;
+/// Past the pool's active size (`resize.rs`): no page, one pin held by the pool itself.
+pub const RETIRED: u64 = 1 << 51;
 
 const _: () = assert!(USAGE_COUNT_MAX < 16, "usage count must fit its 4 bits");
 const _: () = assert!(REFCOUNT_MASK & USAGE_MASK == 0 && USAGE_MASK & LOCKED == 0);
@@ -154,6 +162,7 @@ pub fn describe(s: u64) -> String {
         (BGWRITER_CLEANED, "BGWRITER_CLEANED"),
         (1 << RING_SHIFT, "RING_BIT0"),
         (2 << RING_SHIFT, "RING_BIT1"),
+        (RETIRED, "RETIRED"),
     ] {
         if s & bit != 0 {
             out.push(' ');

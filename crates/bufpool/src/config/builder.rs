@@ -30,6 +30,8 @@ macro_rules! with_config_setters {
         shared_buffers: u64 => |c, v| c.shared_buffers = PoolSize::Bytes(v);
         /// Pool size as a number of buffers.
         shared_buffers_count: u64 => |c, v| c.shared_buffers = PoolSize::Buffers(v);
+        /// Most bytes the pool may be resized to while open (`Engine::resize_pool`).
+        max_shared_buffers: u64 => |c, v| c.max_shared_buffers = Some(PoolSize::Bytes(v));
         /// Page size in bytes (fixed when a data directory is created).
         block_size: usize => |c, v| c.block_size = v;
         /// Size of one relation segment file in bytes (fixed at creation).

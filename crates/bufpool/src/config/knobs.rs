@@ -271,6 +271,46 @@ pub static KNOBS: &[Knob] = &[
         )
     },
     Knob {
+        auto: true,
+        check: Some((
+            |c| c.nbuffers_checked().is_err() || c.max_nbuffers_checked().is_ok(),
+            "",
+        )),
+        ..row(
+            "max_shared_buffers",
+            Unit::BuffersOrBytes,
+            "auto",
+            "most the pool may be resized to while open (Engine::resize_pool, bench \
+             --resize-at); descriptors and the mapping are sized for it, its page memory \
+             is only reserved; auto = shared_buffers",
+            |c, v| {
+                c.max_shared_buffers = match v {
+                    Value::Auto => None,
+                    Value::Buffers(n) => Some(PoolSize::Buffers(n)),
+                    v => Some(PoolSize::Bytes(int(v))),
+                }
+            },
+            |c| match c.max_shared_buffers {
+                None => Value::Auto,
+                Some(PoolSize::Bytes(b)) => Value::Int(b),
+                Some(PoolSize::Buffers(n)) => Value::Buffers(n),
+            },
+        )
+    },
+    Knob {
+        min: 1,
+        max: 1000,
+        ..row(
+            "resize_duty_cycle",
+            Unit::Decimal,
+            "0.1",
+            "share of the time a shrinking Engine::resize_pool works; it sleeps the rest \
+             between batches of 256 buffers, leaving the CPU to transactions (1: no pause)",
+            |c, v| c.resize_duty_cycle_thousandths = int(v) as u32,
+            |c| Value::Int(u64::from(c.resize_duty_cycle_thousandths)),
+        )
+    },
+    Knob {
         min: 4096,
         max: 32768,
         pow2: true,
@@ -1236,6 +1276,9 @@ impl Knob {
                 [init @ .., last] => format!("{} or {last}", init.join(", ")),
                 [] => String::new(),
             },
+            Unit::BuffersOrBytes if self.auto => {
+                return max_shared_buffers_error("", None, block_size).allowed
+            }
             Unit::BuffersOrBytes => return shared_buffers_error("", block_size).allowed,
             Unit::Bytes if self.pow2 => format!(
                 "a power of two from {} to {}",

@@ -39,6 +39,25 @@ impl Config {
         }
     }
 
+    /// Most buffers a resize may reach (after validation of `shared_buffers`); 0 for
+    /// `auto` (the same as `shared_buffers`).
+    pub(super) fn max_nbuffers_checked(&self) -> Result<u64, ConfigError> {
+        let Some(size) = self.max_shared_buffers else {
+            return Ok(0);
+        };
+        let n = match size {
+            PoolSize::Buffers(n) => n,
+            PoolSize::Bytes(b) => b.checked_div(self.block_size as u64).unwrap_or(0),
+        };
+        let shared = self.nbuffers_checked()?;
+        if (shared..=MAX_BUFFERS).contains(&n) {
+            Ok(n)
+        } else {
+            let v = self.get("max_shared_buffers").unwrap_or_default();
+            Err(max_shared_buffers_error(v, Some(shared), self.block_size))
+        }
+    }
+
     /// The background writer's options.
     pub fn bgwriter_options(&self) -> BgwriterOptions {
         BgwriterOptions {
@@ -191,6 +210,8 @@ impl PoolConfig for Config {
         };
         Ok(PoolOptions {
             nbuffers: c.nbuffers_checked()? as usize,
+            max_nbuffers: c.max_nbuffers_checked()? as usize,
+            resize_duty_thousandths: self.resize_duty_cycle_thousandths,
             huge_pages: self.huge_pages,
             mapping_partitions: self.buffer_mapping_partitions,
             replacement: self.buffer_replacement,

@@ -15,8 +15,8 @@
 use std::time::Duration;
 
 use crate::buffer::{
-    shared_buffers_error, BgwriterOptions, CheckpointWriteOptions, PoolConfig, PoolOptions,
-    WritebackScope, MAX_BGWRITER_DELAY_MS, MAX_BGWRITER_FLUSH_AFTER_BYTES,
+    max_shared_buffers_error, shared_buffers_error, BgwriterOptions, CheckpointWriteOptions,
+    PoolConfig, PoolOptions, WritebackScope, MAX_BGWRITER_DELAY_MS, MAX_BGWRITER_FLUSH_AFTER_BYTES,
     MAX_BGWRITER_LRU_MAXPAGES, MAX_BGWRITER_LRU_MULTIPLIER_THOUSANDTHS,
     MAX_BGWRITER_LRU_PERCENT_THOUSANDTHS, MAX_BUFFERS, MAX_COMBINE_PAGES, MAX_MAPPING_PARTITIONS,
     MAX_RING_BYTES, MIN_BGWRITER_DELAY_MS, MIN_BUFFERS, MIN_RING_BYTES,
@@ -92,6 +92,7 @@ blank! {
     bool => false, true;
     Option<u64> => None, Some(1);
     PoolSize => PoolSize::Bytes(0), PoolSize::Buffers(1);
+    Option<PoolSize> => None, Some(PoolSize::Buffers(1));
     HugePages => HugePages::Off, HugePages::On;
     ReplacementPolicy => ReplacementPolicy::Clock, ReplacementPolicy::Sieve;
     SyncMethod => SyncMethod::Fsync, SyncMethod::OpenDatasync;
@@ -111,6 +112,11 @@ config_struct! {
 pub struct Config {
     /// Size of the buffer pool.
     pub shared_buffers: PoolSize,
+    /// Most the pool may be resized to while open (`Engine::resize_pool`); None: the
+    /// same as `shared_buffers`.
+    pub max_shared_buffers: Option<PoolSize>,
+    /// The share of time a shrinking resize works, in thousandths (`resize_duty_cycle`).
+    pub resize_duty_cycle_thousandths: u32,
     /// Page size, in bytes; fixed when a data directory is created.
     pub block_size: usize,
     /// Size of one relation segment file, in bytes; fixed at creation.

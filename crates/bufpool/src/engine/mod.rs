@@ -54,7 +54,8 @@ use std::time::Duration;
 
 use crate::buffer::PoolConfig;
 use crate::buffer::{
-    BgwriterHandle, BgwriterStats, BufferError, BufferPool, PageWriteGuard, WalFlush, WalFlushError,
+    BgwriterHandle, BgwriterStats, BufferError, BufferPool, PageWriteGuard, PoolResize, WalFlush,
+    WalFlushError, RESIZE_PIN_WAIT,
 };
 use crate::config::{Config, ConfigError};
 use crate::page;
@@ -717,6 +718,18 @@ impl Engine {
     pub fn autoprewarm_dump_now(&self) -> Result<u64, EngineError> {
         let smgr = self.pool.smgr();
         prewarm::dump(&self.pool, &**smgr.vfs(), smgr.dir())
+    }
+
+    /// Resizes the buffer pool to `bytes` (whole pages) while transactions run: up to
+    /// `max_shared_buffers`, down to 16 buffers. Shrinking writes the dirty pages of the
+    /// buffers it gives up (WAL first) and waits up to [`RESIZE_PIN_WAIT`] for each one
+    /// pinned; growing takes effect at once. On a pinned buffer or a failed write the
+    /// pool keeps the size it reached (`pool().nbuffers()`) and the error names the page.
+    /// The memory of the buffers given up goes back to the operating system.
+    pub fn resize_pool(&self, bytes: u64) -> Result<PoolResize, EngineError> {
+        let n = bytes / self.pool.page_size() as u64;
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        Ok(self.pool.resize(n, RESIZE_PIN_WAIT)?)
     }
 
     /// The shared buffer pool.

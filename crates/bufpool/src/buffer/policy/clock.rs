@@ -9,6 +9,9 @@
 //! is pinned. PostgreSQL gives up after one such lap; a single lap can be fooled by
 //! transient pins (another sweep's probe, a flush) that come and go as the hand passes,
 //! which the model test showed on a small pool. Locks: none; the hand is an atomic.
+//! A resized pool (`buffer/resize.rs`) keeps its hand over all `nbuffers` ids; ids at or
+//! past the active count are retired (pinned by the pool), and a step that lands among
+//! them moves the hand to the next pass's start in one step instead of visiting each.
 
 use super::{AllPinned, Frames, BUSY_LAPS_MAX};
 use crate::buffer::state::{sweep_visit, Visit};
@@ -23,6 +26,8 @@ struct Hand(AtomicU64);
 pub(in crate::buffer) struct Clock {
     hand: Hand,
     nbuffers: u64,
+    /// Ids below it are in use; the rest are retired (`buffer/resize.rs`).
+    active: AtomicU64,
 }
 
 impl Clock {
@@ -30,7 +35,13 @@ impl Clock {
         Self {
             hand: Hand(AtomicU64::new(0)),
             nbuffers: nbuffers as u64,
+            active: AtomicU64::new(nbuffers as u64),
         }
+    }
+
+    /// Ids from `active` on are retired: the hand skips them.
+    pub fn set_active(&self, active: usize) {
+        self.active.store(active as u64, Ordering::Relaxed);
     }
 
     /// The hand itself: buffers the sweep has passed since the pool was built.
@@ -48,8 +59,17 @@ impl Clock {
     /// One step: advances the hand by one buffer and visits it.
     #[inline]
     pub fn step<F: Frames + ?Sized>(&self, frames: &F) -> (u32, Visit) {
-        let id = (self.hand.0.fetch_add(1, Ordering::Relaxed) % self.nbuffers) as u32;
-        (id, sweep_visit(frames.state(id)))
+        let h = self.hand.0.fetch_add(1, Ordering::Relaxed);
+        let id = h % self.nbuffers;
+        if id >= self.active.load(Ordering::Relaxed) {
+            // The retired tail: on to the next pass's start (a racing step may have moved
+            // the hand further already; then this changes nothing).
+            self.hand
+                .0
+                .fetch_max(h - id + self.nbuffers, Ordering::Relaxed);
+            return (id as u32, Visit::Busy);
+        }
+        (id as u32, sweep_visit(frames.state(id as u32)))
     }
 
     /// Sweeps until a buffer without usage credit is pinned; returns it with its state

@@ -15,9 +15,17 @@ pub(in crate::buffer) struct FreeList {
 
 impl FreeList {
     /// Every buffer of a pool of `nbuffers`, handed out from buffer 0 up.
+    #[cfg(test)]
     pub fn full(nbuffers: usize) -> Self {
+        Self::first(nbuffers, nbuffers)
+    }
+
+    /// Buffers `0..n` of a pool of `capacity` ids, handed out from buffer 0 up; room for
+    /// all `capacity` (a pool that grows puts the rest here).
+    pub fn first(n: usize, capacity: usize) -> Self {
         // Popped from the end: hand out buffer 0 first.
-        let ids: Vec<u32> = (0..nbuffers as u32).rev().collect();
+        let mut ids: Vec<u32> = Vec::with_capacity(capacity);
+        ids.extend((0..n as u32).rev());
         Self {
             len: AtomicUsize::new(ids.len()),
             ids: Mutex::new(ids),

@@ -182,6 +182,13 @@ impl std::fmt::Debug for Replacement {
 impl Replacement {
     /// `kind` over `nbuffers` buffers, all of them on the free list.
     pub fn new(kind: ReplacementPolicy, nbuffers: usize) -> Self {
+        Self::with_active(kind, nbuffers, nbuffers)
+    }
+
+    /// `kind` over `nbuffers` buffer ids of which the first `active` are in use and on the
+    /// free list; the rest are retired (`buffer/resize.rs`).
+    pub fn with_active(kind: ReplacementPolicy, nbuffers: usize, active: usize) -> Self {
+        assert!(active <= nbuffers, "{active} buffers in use of {nbuffers}");
         // Ids are u32, and the clock's hand is taken modulo nbuffers.
         assert!(
             nbuffers > 0 && nbuffers <= u32::MAX as usize,
@@ -195,8 +202,11 @@ impl Replacement {
             ReplacementPolicy::TwoQ => Policy::TwoQ(twoq::two_q(nbuffers)),
             ReplacementPolicy::Cooling => Policy::Cooling(cooling::cooling(nbuffers)),
         };
+        if let Policy::Clock(c) = &policy {
+            c.set_active(active);
+        }
         Self {
-            free: FreeList::full(nbuffers),
+            free: FreeList::first(active, nbuffers),
             allocs: Allocations(AtomicU64::new(0)),
             policy,
             nbuffers: nbuffers as u64,
@@ -262,6 +272,14 @@ impl Replacement {
             clock _ => {},
             sieve s => s.freed(frames, id),
             lists q => q.freed(frames, id))
+    }
+
+    /// Ids from `active` on are retired (`buffer/resize.rs`): the clock's hand skips
+    /// them; the list policies never see them (they are on no list).
+    pub fn set_active(&self, active: usize) {
+        if let Policy::Clock(c) = &self.policy {
+            c.set_active(active);
+        }
     }
 
     /// Returns a buffer to the free list (after invalidation and [`Replacement::forget`]).
