@@ -283,6 +283,7 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         side_script: None,
         tables: None,
         bytes_written: None,
+        resizes: Vec::new(),
         stat_io: Vec::new(),
         waits: None,
         memory: None,

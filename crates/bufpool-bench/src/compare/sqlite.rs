@@ -349,6 +349,7 @@ pub(super) fn run_clients(
         side_script: None,
         tables: None,
         bytes_written: None,
+        resizes: Vec::new(),
         stat_io: Vec::new(),
         waits: None,
         memory: None,

@@ -18,6 +18,7 @@ pub mod policies;
 pub mod pool;
 pub mod prewarm;
 pub mod readonly;
+pub mod resize;
 pub mod runner;
 pub mod scans;
 pub mod slru;
@@ -86,6 +87,9 @@ pub enum Which {
     /// YCSB C as its data outgrows the pool (0.5x to 10x, O_DIRECT): tps, reads per second,
     /// and the process's resident memory against its budget.
     Outgrow(outgrow::Args),
+    /// Online resize: TPC-B while the pool grows and shrinks (128MB -> 512MB -> 64MB ->
+    /// 1GB -> 128MB), each resize's second against the seconds after it, and nothing lost.
+    Resize(resize::Args),
     /// The banked SLRU (issue 16, seed 002): lookups of random pages per slru_design,
     /// SLRU size (16..4096 slots), spread (fits, 10x) and thread count.
     Slru(slru::Args),
@@ -135,6 +139,8 @@ pub fn report_of(cli: ExperimentCli, command: Vec<String>) -> Result<Report> {
             .context("experiment readonly")?,
         Which::Outgrow(a) => runner::run("outgrow", c, command, |r| outgrow::run(&a, r))
             .context("experiment outgrow")?,
+        Which::Resize(a) => runner::run("resize", c, command, |r| resize::run(&a, r))
+            .context("experiment resize")?,
         Which::Slru(a) => {
             runner::run("slru", c, command, |r| slru::run(&a, r)).context("experiment slru")?
         }

@@ -87,9 +87,30 @@ pub struct RunResult {
     /// only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_written: Option<WriteBytes>,
+    /// The pool's resizes during the run (`bench --resize-at`), in time order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resizes: Vec<PoolResizeRecord>,
     /// pg_stat_io over the run, PostgreSQL 18's rows (bufpool runs only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stat_io: Vec<StatIo>,
+}
+
+/// One resize of the pool during a run (`bench --resize-at`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolResizeRecord {
+    /// When it began, seconds since the clients started.
+    pub at_s: f64,
+    /// The pool before and after, bytes (after: the size reached, if it failed).
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    /// How long it took, ms.
+    pub took_ms: f64,
+    /// Dirty pages a shrink wrote, and valid pages it dropped from memory.
+    pub pages_written: u64,
+    pub pages_evicted: u64,
+    /// Why it failed (a buffer stayed pinned, a write failed), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// pg_stat_user_tables for the run's tables, and the autovacuum launcher's counters
@@ -800,6 +821,7 @@ impl RunResult {
             bytes_written: None,
             waits: None,
             memory: None,
+            resizes: Vec::new(),
             stat_io: Vec::new(),
         }
     }

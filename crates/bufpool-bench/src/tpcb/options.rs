@@ -59,6 +59,8 @@ pub struct BenchOptions {
     pub zipf_theta: Option<f64>,
     /// `--metrics-addr`: where the run serves its counters for a scrape.
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// `--resize-at`: the pool resized beside the clients, in time order.
+    pub resizes: Vec<super::driver::resize::ResizeAt>,
 }
 
 impl BenchOptions {
@@ -83,6 +85,7 @@ impl BenchOptions {
             autovacuum: None,
             zipf_theta: None,
             metrics_addr: None,
+            resizes: Vec::new(),
         }
     }
 

@@ -39,8 +39,8 @@ pub const RESIZE_PIN_WAIT: Duration = Duration::from_secs(10);
 /// Busy yields before a shrink waiting on a pinned buffer starts sleeping between looks.
 const YIELDS_BEFORE_SLEEP: u32 = 64;
 
-/// Buffers a shrink retires between two pauses (`resize_duty_cycle`) and two flushes of
-/// the log ahead of its writes.
+/// Buffers a shrink retires between two pauses (`resize_duty_cycle`); the first dirty
+/// one of each batch flushes the log ahead of the batch's writes.
 const RESIZE_BATCH: usize = 256;
 
 /// Longest pause between two batches of a shrink, whatever the batch took.
@@ -145,12 +145,20 @@ impl BufferPool {
         } else if nbuffers < from {
             self.set_active(nbuffers);
             let mut pace = Pace::new(self.resize_duty);
+            let mut log_flushed = false;
+            // Frames from here up have gone back to the kernel.
+            let mut released = from;
             for id in (nbuffers..from).rev() {
-                if (from - 1 - id) % RESIZE_BATCH == 0 {
-                    if id + 1 != from {
-                        pace.pause();
-                    }
+                if (from - 1 - id) % RESIZE_BATCH == 0 && id + 1 != from {
+                    // The batch's frames go back to the kernel inside the pace too.
+                    self.arena.release(id as u32 + 1, released as u32);
+                    released = id + 1;
+                    pace.pause();
+                    log_flushed = false;
+                }
+                if !log_flushed && self.descs[id].load_state() & DIRTY != 0 {
                     self.flush_log_ahead();
+                    log_flushed = true;
                 }
                 match self.retire(id as u32, pin_wait) {
                     Ok(Retired::Free) => {}
@@ -161,11 +169,13 @@ impl BufferPool {
                     Err(e) => {
                         // Every id above `id` is retired, `id` and below are in use.
                         self.set_active(id + 1);
-                        self.arena.release(id as u32 + 1, from as u32);
+                        self.arena.release(id as u32 + 1, released as u32);
                         return Err(e);
                     }
                 }
             }
+            // The whole range once more: with explicit huge pages a batch's frames are
+            // released only in whole 2 MiB pages, so edges between batches are left.
             self.arena.release(nbuffers as u32, from as u32);
         }
         done.to_buffers = nbuffers;

@@ -162,6 +162,11 @@ pub struct BenchArgs {
     /// port (the address is printed on stderr).
     #[arg(long = "metrics-addr", value_name = "127.0.0.1:PORT", value_parser = crate::metrics_http::parse_loopback)]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Resizes the pool while the clients run: at TIME (seconds, or 500ms, 1min) to SIZE
+    /// (256MB), growing or shrinking (`Engine::resize_pool`); repeat it, or give several
+    /// separated by commas. `max_shared_buffers` defaults to the largest size named.
+    #[arg(long = "resize-at", value_name = "TIME:SIZE", value_delimiter = ',', value_parser = crate::tpcb::driver::resize::ResizeAt::parse)]
+    pub resize_at: Vec<crate::tpcb::driver::resize::ResizeAt>,
     /// Data directory.
     #[arg(short = 'D', long = "pgdata", default_value = "bufpool-data")]
     pub dir: PathBuf,
@@ -214,6 +219,7 @@ impl BenchArgs {
             trace: None,
             zipf_theta: None,
             metrics_addr: None,
+            resize_at: Vec::new(),
         }
     }
 }

@@ -39,6 +39,7 @@ pub fn summary_json(o: &RunOutcome, per_command: bool) -> serde_json::Value {
                 .collect::<serde_json::Map<_, _>>()
         }),
         "side_script": r.side_script,
+        "resizes": r.resizes,
         "autoprewarm": o.prewarm.as_ref().map(|p| serde_json::json!({
             "listed": p.listed,
             "loaded": p.loaded,

@@ -89,6 +89,11 @@ pub(crate) fn run_bench(a: &BenchArgs, stop: Arc<AtomicBool>) -> Result<RunOutco
         autovacuum: None,
         zipf_theta: a.zipf_theta,
         metrics_addr: a.metrics_addr,
+        resizes: {
+            let mut r = a.resize_at.clone();
+            r.sort_by_key(|r| r.at);
+            r
+        },
     };
     run_tpcb_traced(&a.dir, &a.sets, opts, a.trace.as_deref())
 }
@@ -190,7 +195,8 @@ pub(crate) fn run_tpcb_traced(
     mut opts: BenchOptions,
     trace: Option<&Path>,
 ) -> Result<RunOutcome> {
-    let (c, _) = load_config(dir, sets)?;
+    let (mut c, _) = load_config(dir, sets)?;
+    room_to_resize(&mut c, &opts)?;
     let vfs = RealVfs::new();
     let workload = Workload::of(&vfs, dir)?;
     check_workload(&vfs, dir, workload, &opts)?;
@@ -239,20 +245,35 @@ pub(crate) fn run_tpcb_traced(
         crate::trace::start(engine.pool(), path)?;
     }
     let stop_metrics = std::sync::atomic::AtomicBool::new(false);
+    let resized = AtomicBool::new(false);
     let mut out = std::thread::scope(|s| -> Result<RunOutcome> {
         let endpoint = opts
             .metrics_addr
             .map(|addr| crate::metrics_http::serve(s, &engine, addr, &stop_metrics))
             .transpose()?;
+        let started = std::time::Instant::now();
+        let resizer = (!opts.resizes.is_empty()).then(|| {
+            let (engine, plan, resized) = (&engine, &opts.resizes, &resized);
+            std::thread::Builder::new()
+                .name("bufpool-resize".into())
+                .spawn_scoped(s, move || {
+                    tpcb::driver::resize::run(engine, plan, started, resized)
+                })
+        });
+        let resizer = resizer.transpose()?;
         let out = match &db {
             Tables::Tpcb(db) => tpcb::run::run(db, &opts),
             Tables::Ycsb(db) => crate::ycsb::run::run(db, &opts),
             Tables::Tpcc(db) => crate::tpcc::run::run(db, &opts),
         };
+        resized.store(true, std::sync::atomic::Ordering::Relaxed);
+        let resizes = resizer.map(|h| h.join().expect("resize thread"));
         if let Some(e) = endpoint {
             e.stop();
         }
-        out
+        let mut out = out?;
+        out.result.resizes = resizes.unwrap_or_default();
+        Ok(out)
     })?;
     if let Some(path) = trace {
         out.trace = Some(crate::trace::stop(engine.pool(), path)?);
@@ -267,6 +288,21 @@ pub(crate) fn run_tpcb_traced(
     drop(views);
     engine.shutdown()?;
     Ok(out)
+}
+
+/// With `--resize-at` and `max_shared_buffers = auto`: room for the largest size named
+/// (the pool reserves descriptors and address space for it at open).
+fn room_to_resize(c: &mut bufpool::Config, opts: &BenchOptions) -> Result<()> {
+    let Some(most) = opts.resizes.iter().map(|r| r.bytes).max() else {
+        return Ok(());
+    };
+    if c.max_shared_buffers.is_none() {
+        let shared = c.nbuffers() as u64 * c.block_size as u64;
+        let bytes = most.max(shared);
+        c.set("max_shared_buffers", &format!("{}kB", bytes.div_ceil(1024)))
+            .map_err(|e| KnobError(format!("--resize-at: {e}")))?;
+    }
+    Ok(())
 }
 
 /// The tables a run runs on: the database's workload.

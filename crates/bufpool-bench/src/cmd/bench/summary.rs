@@ -326,6 +326,7 @@ pub(crate) fn print_summary(a: &BenchArgs, o: &RunOutcome) {
             side.script, side.transactions, side.subtransactions, side.pause_ms, side.longest_ms
         );
     }
+    print_resizes(r);
 }
 
 /// One line: each source's bytes per transaction, the devices' after them.
@@ -349,4 +350,25 @@ pub fn describe_written(w: &crate::report::model::WriteBytes) -> String {
         b(w.engine_total()),
         b(w.writeback_hinted),
     )
+}
+
+/// One line per `--resize-at`: what it did and the tps of its second.
+fn print_resizes(r: &crate::report::model::RunResult) {
+    for z in &r.resizes {
+        let second = r.series.get(z.at_s as usize).map_or(0.0, |s| s.tps);
+        println!(
+            "pool resized at {:.1} s: {} -> {} in {:.1} ms, {} pages written, {} evicted; \
+             tps that second {:.0}{}",
+            z.at_s,
+            bufpool::options::format_size(z.from_bytes),
+            bufpool::options::format_size(z.to_bytes),
+            z.took_ms,
+            z.pages_written,
+            z.pages_evicted,
+            second,
+            z.error
+                .as_ref()
+                .map_or(String::new(), |e| format!(" (failed: {e})"))
+        );
+    }
 }

@@ -7,7 +7,8 @@
 //! monitor's per-second samples and `-P` lines (`monitor.rs`), the per-second slots and
 //! the latency histogram (`stats.rs`), what transactions waited for (`waits.rs`), the
 //! merge into the run's result (`outcome.rs`), pgbench's logs (`logs.rs`), the engine's
-//! counters over the run (`counters.rs`) and what the run wrote (`written.rs`).
+//! counters over the run (`counters.rs`), what the run wrote (`written.rs`) and the
+//! pool resized beside the clients (`resize.rs`).
 //!
 //! Invariant: nothing here imports the workload's modules (the tables, the scripts, the
 //! transactions); the workload imports the driver. A next workload (TPC-C, YCSB's own
@@ -22,6 +23,7 @@ pub(crate) mod monitor;
 pub(crate) mod outcome;
 pub(crate) mod pace;
 pub mod rate_profile;
+pub mod resize;
 pub(crate) mod stats;
 pub(crate) mod waits;
 pub(crate) mod written;

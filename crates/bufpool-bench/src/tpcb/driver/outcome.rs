@@ -112,6 +112,7 @@ impl Merged {
             side_script: None,
             tables: None,
             bytes_written: None,
+            resizes: Vec::new(),
             stat_io: Vec::new(),
             waits: Some(self.waits),
             memory: None,
