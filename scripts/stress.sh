@@ -17,6 +17,9 @@
 #   (70 nested savepoints per transaction), and the multixact script (FOR UPDATE, SAVEPOINT, update: row locks and
 #   multixacts; it changes accounts alone, so it has a database of its own, checked with
 #   --accounts-only),
+# half the rounds (two in every four) with the pool resized again and again while the clients
+# run (--resize-at: 16 MB -> 64 MB -> 2 MB -> 48 MB -> 4 MB, a second apart, unpaced, so
+# shrinks write and drop hot pages under checkpoints, VACUUM and kills),
 # and six rounds in every twelve are SIGKILLed at a random moment (over twelve rounds,
 # each script runs with synchronous commit on and off, killed and to its end). A round fails if
 #   - the bench reports an error (a client's "row 1 vanished", a checkpoint failure, a
@@ -107,10 +110,16 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
          --set autovacuum_vacuum_scale_factor=0)
     what="$what+autovacuum"
   fi
+  if [ $(( (round / 2) % 2 )) -eq 0 ]; then
+    resize=(--resize-at 1s:64MB,2s:2MB,3s:48MB,4s:4MB --set resize_duty_cycle=1)
+    what="$what+resize"
+  else
+    resize=()
+  fi
   set +e
   "$bin" bench -D "$d" -c "$c" -j 2 -T "$round_s" --random-seed "$round" \
     --set shared_buffers=16MB --set synchronous_commit="$sync" --set max_wal_size=32MB --set min_wal_size=32MB \
-    --set buffer_replacement="$policy" \
+    --set buffer_replacement="$policy" ${resize[@]:+"${resize[@]}"} \
     "${vac[@]}" --ack-log "ack-$d.$round" ${script[@]:+"${script[@]}"} > "bench.$round" 2>&1 &
   pid=$!
   killed=0
