@@ -280,9 +280,9 @@ pub struct BgwriterOptions {
     /// buffers it finds (up to the write cap), with no estimate of demand and no cursor
     /// kept between rounds. 0 (the default): the estimator decides how far to scan.
     pub lru_percent_thousandths: u64,
-    /// Under a list policy, clean only its frequent list (`bgwriter_frequent_only`, seed
-    /// 000's proposal to flush ARC's T2 and leave T1 alone); off: the tails of its lists
-    /// in turn, as PostgreSQL 8.0 walked T1 and T2.
+    /// Under a list policy, clean only its frequent list (`bgwriter_frequent_only`: clean
+    /// ARC's T2, pages used twice, and leave T1 alone); off: the tails of its lists in
+    /// turn, as PostgreSQL 8.0 walked T1 and T2.
     pub frequent_only: bool,
 }
 

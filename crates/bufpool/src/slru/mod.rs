@@ -172,8 +172,8 @@ pub struct SlruStats {
 pub enum SlruDesign {
     /// The 2023 design: one lock, one LRU counter, linear search over every slot.
     Central,
-    /// Slots searched per bank, but one central lock and one global LRU counter (seed
-    /// 002's "SlruBank").
+    /// Slots searched per bank, but one central lock and one global LRU counter (the
+    /// first step of the banked SLRU's patch series, before its per-bank locks).
     Banks,
     /// A lock and an LRU counter per bank (PostgreSQL 17).
     #[default]

@@ -41,8 +41,8 @@ pub(crate) const PROBE_ROUNDS: u32 = 3;
 /// configuration's hinting once per cycle (1b17e80) and 0.63 hinting every write (b7065a7,
 /// another sitting): the rewrites it was spared left the log more of the device. When it
 /// is driven past what it absorbs, a checkpoint's fsync passes [`super::SLOW_SYNC`] and
-/// the tablespace turns slow. On an hdd a cycle's rewrites take seconds to drain (seed
-/// 004's unhinted fsyncs there: up to 28 s).
+/// the tablespace turns slow. On an hdd a cycle's rewrites take seconds to drain (a
+/// checkpoint's unhinted fsyncs there: up to 28 s).
 pub(crate) const FAST_PAGES_PER_SEC: f64 = 300.0;
 
 /// What one probe measured.
