@@ -115,10 +115,56 @@ fn no_duplicate_reads(policy: &str) {
     pool.check_invariants().unwrap();
 }
 
+type Bumps = Arc<Vec<AtomicU64>>;
+
+/// A modelled thread that increments pages `order` of DATA in turn, counting each in
+/// `bumps`; between its change and its re-read it yields with the page still pinned, and
+/// the page must still be the one it pinned.
+fn updater(
+    pool: &Arc<BufferPool>,
+    bumps: &Bumps,
+    order: Vec<u32>,
+) -> shuttle::thread::JoinHandle<()> {
+    let (pool, bumps) = (pool.clone(), bumps.clone());
+    shuttle::thread::spawn(move || {
+        for b in order {
+            let buf = pool.read(tag(DATA, b)).unwrap();
+            {
+                let mut g = buf.write();
+                assert_eq!(get(&g, BODY), u64::from(b));
+                let v = get(&g, BODY + 8);
+                put(&mut g, BODY + 8, v + 1);
+                bumps[b as usize].fetch_add(1, Ordering::Relaxed);
+            }
+            // Still pinned: let others run, then the page must still be ours.
+            shuttle::thread::yield_now();
+            assert_eq!(
+                get(&buf.read(), BODY),
+                u64::from(b),
+                "pinned buffer was evicted"
+            );
+            assert_eq!(buf.tag(), tag(DATA, b));
+        }
+    })
+}
+
+/// A fresh pool over `vfs` finds every update `bumps` counted on DATA's 5 pages.
+fn assert_every_bump_stored(vfs: &MemVfs, policy: &str, bumps: &Bumps) {
+    let pool = new_pool(vfs, policy);
+    for b in 0..5u32 {
+        let buf = pool.read(tag(DATA, b)).unwrap();
+        assert_eq!(
+            get(&buf.read(), BODY + 8),
+            bumps[b as usize].load(Ordering::Relaxed),
+            "lost update on page {b}"
+        );
+    }
+}
+
 /// Two updaters and a flusher on 5 pages competing for 3 free buffers.
 fn pins_hold_and_dirty_is_never_lost(policy: &str) {
     let vfs = MemVfs::new();
-    let bumps: Arc<Vec<AtomicU64>> = Arc::new((0..5).map(|_| AtomicU64::new(0)).collect());
+    let bumps: Bumps = Arc::new((0..5).map(|_| AtomicU64::new(0)).collect());
     {
         let pool = new_pool(&vfs, policy);
         fill(&pool, FILLER, 13);
@@ -126,30 +172,10 @@ fn pins_hold_and_dirty_is_never_lost(policy: &str) {
         let held: Vec<_> = (0..13)
             .map(|b| pool.read(tag(FILLER, b)).unwrap())
             .collect();
-        let mut threads = Vec::new();
-        for order in [[0u32, 1, 2, 3], [4, 3, 1, 0]] {
-            let (pool, bumps) = (pool.clone(), bumps.clone());
-            threads.push(shuttle::thread::spawn(move || {
-                for b in order {
-                    let buf = pool.read(tag(DATA, b)).unwrap();
-                    {
-                        let mut g = buf.write();
-                        assert_eq!(get(&g, BODY), u64::from(b));
-                        let v = get(&g, BODY + 8);
-                        put(&mut g, BODY + 8, v + 1);
-                        bumps[b as usize].fetch_add(1, Ordering::Relaxed);
-                    }
-                    // Still pinned: let others run, then the page must still be ours.
-                    shuttle::thread::yield_now();
-                    assert_eq!(
-                        get(&buf.read(), BODY),
-                        u64::from(b),
-                        "pinned buffer was evicted"
-                    );
-                    assert_eq!(buf.tag(), tag(DATA, b));
-                }
-            }));
-        }
+        let mut threads: Vec<_> = [vec![0u32, 1, 2, 3], vec![4, 3, 1, 0]]
+            .into_iter()
+            .map(|order| updater(&pool, &bumps, order))
+            .collect();
         {
             let pool = pool.clone();
             threads.push(shuttle::thread::spawn(move || {
@@ -164,22 +190,14 @@ fn pins_hold_and_dirty_is_never_lost(policy: &str) {
         pool.check_invariants().unwrap();
     }
     // A fresh pool over the same storage sees every update.
-    let pool = new_pool(&vfs, policy);
-    for b in 0..5u32 {
-        let buf = pool.read(tag(DATA, b)).unwrap();
-        assert_eq!(
-            get(&buf.read(), BODY + 8),
-            bumps[b as usize].load(Ordering::Relaxed),
-            "lost update on page {b}"
-        );
-    }
+    assert_every_bump_stored(&vfs, policy, &bumps);
 }
 
 /// Two updaters on 5 pages while a third thread resizes the pool 16 -> 20 -> 16 -> 18
 /// buffers (13 of them pinned by the test throughout).
 fn resize_races_updaters(policy: &str) {
     let vfs = MemVfs::new();
-    let bumps: Arc<Vec<AtomicU64>> = Arc::new((0..5).map(|_| AtomicU64::new(0)).collect());
+    let bumps: Bumps = Arc::new((0..5).map(|_| AtomicU64::new(0)).collect());
     {
         let mut c = config(policy);
         c.set("max_shared_buffers", "20").unwrap();
@@ -189,23 +207,10 @@ fn resize_races_updaters(policy: &str) {
         let held: Vec<_> = (0..13)
             .map(|b| pool.read(tag(FILLER, b)).unwrap())
             .collect();
-        let mut threads = Vec::new();
-        for order in [[0u32, 1, 2, 3, 4], [4, 3, 1, 0, 2]] {
-            let (pool, bumps) = (pool.clone(), bumps.clone());
-            threads.push(shuttle::thread::spawn(move || {
-                for b in order {
-                    let buf = pool.read(tag(DATA, b)).unwrap();
-                    {
-                        let mut g = buf.write();
-                        let v = get(&g, BODY + 8);
-                        put(&mut g, BODY + 8, v + 1);
-                        bumps[b as usize].fetch_add(1, Ordering::Relaxed);
-                    }
-                    shuttle::thread::yield_now();
-                    assert_eq!(get(&buf.read(), BODY), u64::from(b), "pinned page moved");
-                }
-            }));
-        }
+        let mut threads: Vec<_> = [vec![0u32, 1, 2, 3, 4], vec![4, 3, 1, 0, 2]]
+            .into_iter()
+            .map(|order| updater(&pool, &bumps, order))
+            .collect();
         {
             let pool = pool.clone();
             threads.push(shuttle::thread::spawn(move || {
@@ -225,15 +230,7 @@ fn resize_races_updaters(policy: &str) {
         pool.check_invariants().unwrap();
         pool.flush_all().unwrap();
     }
-    let pool = new_pool(&vfs, policy);
-    for b in 0..5u32 {
-        let buf = pool.read(tag(DATA, b)).unwrap();
-        assert_eq!(
-            get(&buf.read(), BODY + 8),
-            bumps[b as usize].load(Ordering::Relaxed),
-            "lost update on page {b}"
-        );
-    }
+    assert_every_bump_stored(&vfs, policy, &bumps);
 }
 
 #[test]
