@@ -78,8 +78,10 @@ pub fn render_all(runs: &[RunResult]) -> Result<Vec<Chart>> {
         file_name: "tps.svg",
         title: "Throughput per second".into(),
         alt: format!("Line chart of transactions per second against elapsed seconds, checkpoints shaded, for {labels}"),
-        caption: "Per-second TPS; shaded bands are checkpoints in the run's colour. Look for dips \
-                  and wobble during checkpoints: a flat line is consistent throughput.",
+        caption: "Per-second TPS; shaded bands are checkpoints in the run's colour, dotted lines \
+                  the pool's resizes (`--resize-at`, the new size on top). Look for dips and \
+                  wobble during checkpoints and after resizes: a flat line is consistent \
+                  throughput.",
         svg: time_series(
             runs,
             "Throughput per second",
@@ -368,6 +370,7 @@ fn time_series(
     let data_max = if data_max > 0.0 { data_max } else { 1.0 };
     let shaded_runs = if shade_checkpoints {
         runs.iter().filter(|r| !r.checkpoints.is_empty()).count()
+            + runs.iter().filter(|r| !r.resizes.is_empty()).count()
     } else {
         0
     };
@@ -459,6 +462,9 @@ fn time_series(
                 }
             }
         }
+        if shade_checkpoints {
+            resize_marks(&mut chart, runs, y_top)?;
+        }
         run_lines(&mut chart, runs, &lines)?;
         if !has_data {
             no_data_note(&mut chart, (x_end * 0.4, y_top * 0.5), "per-second data")?;
@@ -466,6 +472,47 @@ fn time_series(
         legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(())
     })
+}
+
+/// Each `--resize-at` of each run as a dotted vertical line in the run's colour at the
+/// moment it began, with the size it went to at the top (a shrink's dip lies just right of
+/// it).
+fn resize_marks<X, Y>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<X, Y>>,
+    runs: &[RunResult],
+    y_top: f64,
+) -> Result<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for (i, run) in runs.iter().enumerate() {
+        let colour = run_colour(i);
+        let marks: Vec<_> = run.resizes.iter().filter(|z| z.at_s.is_finite()).collect();
+        for (k, z) in marks.iter().enumerate() {
+            let line = DashedLineSeries::new(
+                [(z.at_s, 0.0), (z.at_s, y_top)],
+                2,
+                3,
+                colour.mix(0.8).stroke_width(1),
+            );
+            let drawn = chart.draw_series(line)?;
+            if k == 0 {
+                let name = if runs.len() == 1 {
+                    "pool resized".to_string()
+                } else {
+                    format!("{} pool resized", run.label)
+                };
+                drawn.label(name).legend(legend_line(colour));
+            }
+            chart.draw_series(std::iter::once(Text::new(
+                format!(" {}", bufpool::options::format_size(z.to_bytes)),
+                (z.at_s, y_top * 0.97),
+                (FONT, 12).into_font().color(&colour),
+            )))?;
+        }
+    }
+    Ok(())
 }
 
 /// One line of a miss-ratio chart: its name, and (pool buffers, miss ratio) points.
@@ -893,6 +940,31 @@ mod tests {
         assert_eq!(d.first(), Some(&(0.0, 1.0)));
         assert_eq!(d.last(), Some(&(99_999.0, 1.0)));
         assert!(d.windows(2).all(|w| w[0].0 <= w[1].0));
+    }
+
+    /// Proves: a run's resizes are drawn on the TPS chart, named in its legend and
+    /// labelled with the size each went to; a run without them draws no such mark.
+    #[test]
+    fn resizes_are_marked_on_the_tps_chart() {
+        let mut run = RunResult::example("a", 1);
+        let plain = render_all(std::slice::from_ref(&run)).unwrap();
+        assert!(!plain[0].svg.contains("pool resized"));
+        run.resizes = vec![crate::report::model::PoolResizeRecord {
+            at_s: 12.5,
+            from_bytes: 128 << 20,
+            to_bytes: 256 << 20,
+            took_ms: 3.0,
+            pages_written: 0,
+            pages_evicted: 0,
+            error: None,
+        }];
+        let charts = render_all(&[run]).unwrap();
+        assert_eq!(charts[0].file_name, "tps.svg");
+        let svg = &charts[0].svg;
+        assert!(
+            svg.contains("pool resized") && svg.contains("256MB"),
+            "{svg}"
+        );
     }
 
     #[test]
