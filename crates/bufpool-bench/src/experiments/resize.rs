@@ -57,6 +57,20 @@ const BASE: &[(&str, &str)] = &[
     ("log_checkpoints", "off"),
 ];
 
+/// The knobs of a run: [`BASE`], with `--quick` (and debug builds) a log of at most 1 GB,
+/// so a short run's disk use stays bounded (a checkpoint may then land in it).
+fn sets(short: bool) -> Vec<(String, String)> {
+    let mut sets = knobs(BASE);
+    if short {
+        for (k, v) in &mut sets {
+            if k == "max_wal_size" {
+                *v = "1GB".into();
+            }
+        }
+    }
+    sets
+}
+
 /// One resize as the run saw it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dip {
@@ -127,7 +141,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         "--seconds must be within 20..=3600 (a paced shrink takes seconds), got {seconds}"
     );
     let repeats = r.common.repeats_unless_quick();
-    let template = r.template(scale, false, &knobs(BASE))?;
+    let template = r.template(scale, false, &sets(short))?;
     let out_dir = r.out_dir()?;
     let mut samples = Samples::default();
     let mut all = Vec::new();
@@ -193,7 +207,7 @@ fn measure(r: &Runner, dir: &Path, seconds: u64, rep: usize) -> Result<(RunResul
         ..BenchOptions::tpcb(CLIENTS, seconds, &label, r.stop())
     };
     opts.driver.threads = CLIENTS;
-    let out = run_tpcb(dir, &knobs(BASE), opts).with_context(|| label.clone())?;
+    let out = run_tpcb(dir, &sets(r.common.short()), opts).with_context(|| label.clone())?;
     let result = out.result;
     let check = check(dir)?;
     anyhow::ensure!(
@@ -209,9 +223,10 @@ fn measure(r: &Runner, dir: &Path, seconds: u64, rep: usize) -> Result<(RunResul
     Ok((result, lost))
 }
 
-/// `bufpool check`'s TPC-B conditions on `dir` (opened at its own bufpool.conf).
+/// `bufpool check`'s TPC-B conditions on `dir`, opened with its own bufpool.conf (the
+/// template's knobs).
 fn check(dir: &Path) -> Result<crate::tpcb::CheckReport> {
-    let (c, _) = crate::knobs::load_config(dir, &knobs(BASE))?;
+    let (c, _) = crate::knobs::load_config(dir, &[])?;
     let vfs = RealVfs::new();
     let engine = crate::cmd::open_engine(dir, &c, false)?;
     let db = crate::tpcb::Db::open(&engine, &vfs as &dyn Vfs, dir)?;
@@ -270,7 +285,7 @@ fn report(r: &Runner, s: &Samples, all: &[(usize, Vec<Dip>)], (scale, secs): (u3
         })
         .collect();
     metadata.insert("resizes".into(), json!(rows));
-    metadata.insert("knobs".into(), json!(knobs(BASE)));
+    metadata.insert("knobs".into(), json!(sets(r.common.short())));
     Report {
         header: r.header(&format!(
             "online resize, TPC-B scale {scale}, c{CLIENTS} j{CLIENTS}, sync off, 128MB -> \
