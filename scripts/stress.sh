@@ -11,7 +11,7 @@
 # limit) and --ack-log. Rounds rotate through
 #   synchronous_commit on / off (off: the rate, and so the races, are 3-4x higher),
 #   4, 8 and 16 clients,
-#   the replacement policy (buffer_replacement clock, sieve, s3fifo, arc, 2q, cooling;
+#   the replacement policy (buffer_replacement clock, sieve, s3fifo, car, 2q, cooling;
 #   every three rounds),
 #   TPC-B alone (the highest rate), TPC-B with seed 002's savepoint-overflow side script
 #   (70 nested savepoints per transaction), and the multixact script (FOR UPDATE, SAVEPOINT, update: row locks and
@@ -78,7 +78,7 @@ fail() {
 }
 
 clients_cycle=(4 8 16)
-policies=(clock sieve s3fifo arc 2q cooling)
+policies=(clock sieve s3fifo car 2q cooling)
 deadline=$(awk -v m="$minutes" -v now="$(date +%s)" 'BEGIN { printf "%d", now + m * 60 }')
 start=$(date +%s)
 round=0 kills=0 acked=0 completed=0

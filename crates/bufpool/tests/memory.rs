@@ -57,7 +57,7 @@ fn ghost_lists_count_and_listless_policies_hold_nothing_more() {
         assert_eq!(m.policy, 0, "{policy}: {m:?}");
     }
     let mut ghosts = Vec::new();
-    for policy in ["s3fifo", "2q", "arc"] {
+    for policy in ["s3fifo", "2q", "car"] {
         let m = memory(&[("buffer_replacement", policy)]);
         assert!(m.policy > 0, "{policy} keeps ghost lists: {m:?}");
         assert!(m.overhead_per_buffer() < 0.05 * 8192.0, "{policy}: {m:?}");

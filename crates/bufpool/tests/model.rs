@@ -15,7 +15,7 @@
 //! FaultVfs): whoever's read fails gets the error, the other waits and gets its page or
 //! the error, nobody hangs, and nothing stays pinned or in progress.
 //! The first two also run under the list policies (`buffer_replacement = sieve`, `s3fifo`,
-//! `arc`, `2q`, `cooling`; the last four share `policy/queues.rs`, so `arc` runs the full
+//! `car`, `2q`, `cooling`; the last four share `policy/queues.rs`, so `car` runs the full
 //! set and the other two the random schedules), and those policies' lists are modelled
 //! against a relation drop (`lists_survive_a_drop`).
 //! Online resize (`buffer/resize.rs`): the two updaters run while a third thread grows the
@@ -244,8 +244,8 @@ fn model_resize_races_updaters_pct() {
 }
 
 #[test]
-fn model_arc_resize_races_updaters_random() {
-    shuttle::check_random(|| resize_races_updaters("arc"), 1000);
+fn model_car_resize_races_updaters_random() {
+    shuttle::check_random(|| resize_races_updaters("car"), 1000);
 }
 
 /// A read run over pages 0..4 (its read on the modeled I/O worker) and a reader of pages 2
@@ -470,23 +470,23 @@ fn model_s3fifo_lists_survive_a_drop_pct() {
 }
 
 #[test]
-fn model_arc_no_duplicate_reads_pct() {
-    shuttle::check_pct(|| no_duplicate_reads("arc"), 1000, 3);
+fn model_car_no_duplicate_reads_pct() {
+    shuttle::check_pct(|| no_duplicate_reads("car"), 1000, 3);
 }
 
 #[test]
-fn model_arc_pins_and_dirty_flags_random() {
-    shuttle::check_random(|| pins_hold_and_dirty_is_never_lost("arc"), 1000);
+fn model_car_pins_and_dirty_flags_random() {
+    shuttle::check_random(|| pins_hold_and_dirty_is_never_lost("car"), 1000);
 }
 
 #[test]
-fn model_arc_lists_survive_a_drop_random() {
-    shuttle::check_random(|| lists_survive_a_drop("arc"), 1000);
+fn model_car_lists_survive_a_drop_random() {
+    shuttle::check_random(|| lists_survive_a_drop("car"), 1000);
 }
 
 #[test]
-fn model_arc_lists_survive_a_drop_pct() {
-    shuttle::check_pct(|| lists_survive_a_drop("arc"), 1000, 3);
+fn model_car_lists_survive_a_drop_pct() {
+    shuttle::check_pct(|| lists_survive_a_drop("car"), 1000, 3);
 }
 
 #[test]

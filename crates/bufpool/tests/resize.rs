@@ -183,7 +183,7 @@ fn sizes_outside_the_range_are_refused_naming_the_knob() {
 
 #[test]
 fn updates_survive_resizes_while_threads_run() {
-    for policy in ["clock", "sieve", "s3fifo", "arc", "2q", "cooling"] {
+    for policy in ["clock", "sieve", "s3fifo", "car", "2q", "cooling"] {
         updates_survive_resizes(policy);
     }
 }

@@ -303,7 +303,7 @@ struct MoreKnobs {
 impl MoreKnobs {
     fn draw(rng: &mut Rng) -> MoreKnobs {
         MoreKnobs {
-            replacement: rng.pick(&["clock", "sieve", "s3fifo", "arc", "2q", "cooling"]),
+            replacement: rng.pick(&["clock", "sieve", "s3fifo", "car", "2q", "cooling"]),
             wal_syncs_in_flight: rng.pick(&[1, 1, 2, 3]),
             wal_sync_method: rng.pick(&["fdatasync", "fsync", "open_datasync"]),
             checkpoint_sync_method: rng.pick(&["fsync", "open_datasync"]),

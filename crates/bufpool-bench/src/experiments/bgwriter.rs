@@ -13,8 +13,10 @@
 //! hinted); `seed000-bg2`, seed 000's bg2.patch (a 2% search window from the clock hand each round,
 //! `bgwriter_lru_percent`); seed 004's setting (delay 10 ms, lru_maxpages 1000); the three
 //! alternatives of seed 000 (dirty-chain, mini-checkpoint, victim-queue); and seed 000's
-//! ARC (`arc`: `buffer_replacement = arc`, the bgwriter cleaning T1's and T2's LRU ends in
-//! turn) with Greg Stark's T2-only variant (`arc-t2-only`, `bgwriter_frequent_only`). Workloads: max (clients as fast as
+//! ARC in its clock form CAR (`car`: `buffer_replacement = car`, the bgwriter cleaning T1's
+//! and T2's LRU ends in turn) with Greg Stark's T2-only variant (`car-t2-only`,
+//! `bgwriter_frequent_only`) and the dirty chain and mini-checkpoint under it
+//! (`car-dirty-chain`, `car-mini-checkpoint`). Workloads: max (clients as fast as
 //! they go; `off` and `default` only: it measures the most each can do, and sets the
 //! others' rates), steady (a Poisson arrival rate, `-R`, of [`STEADY_OF_MAX`] times the
 //! max runs' median with the bgwriter off: the same work for every configuration, so
@@ -248,14 +250,29 @@ fn seed000_configs() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
                 ("bgwriter_flush_after", "0"),
             ],
         ),
-        // Seed 000's ARC (as CAR): the bgwriter cleans from the LRU ends of T1 and T2 in
-        // turn, as 8.0's did; and Greg Stark's proposal, T2 only.
-        ("arc", vec![("buffer_replacement", "arc")]),
+        // Seed 000's ARC, here in its clock form CAR: the bgwriter cleans from the LRU ends
+        // of T1 and T2 in turn, as 8.0's did; Greg Stark's proposal, T2 only; and the
+        // thread's two other bgwriters (the dirty chain, the mini-checkpoint) under it.
+        ("car", vec![("buffer_replacement", "car")]),
         (
-            "arc-t2-only",
+            "car-t2-only",
             vec![
-                ("buffer_replacement", "arc"),
+                ("buffer_replacement", "car"),
                 ("bgwriter_frequent_only", "on"),
+            ],
+        ),
+        (
+            "car-dirty-chain",
+            vec![
+                ("buffer_replacement", "car"),
+                ("bgwriter_strategy", "dirty-chain"),
+            ],
+        ),
+        (
+            "car-mini-checkpoint",
+            vec![
+                ("buffer_replacement", "car"),
+                ("bgwriter_strategy", "mini-checkpoint"),
             ],
         ),
     ]

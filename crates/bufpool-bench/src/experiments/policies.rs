@@ -55,7 +55,7 @@ pub struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "clock,sieve,s3fifo,arc,2q,cooling"
+        default_value = "clock,sieve,s3fifo,car,2q,cooling"
     )]
     pub policies: Vec<String>,
     /// TPC-B scale of the template (default 10; 2 with --quick).

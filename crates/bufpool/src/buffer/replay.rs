@@ -400,7 +400,7 @@ mod tests {
     }
 
     /// CAR as its paper states it (Bansal and Modha, FAST 2004, Figure 2), on queues (the
-    /// front the clock's head, where the hand is): the reference `arc` must match.
+    /// front the clock's head, where the hand is): the reference `car` must match.
     fn car_reference(blocks: &[u32], c: usize) -> u64 {
         use std::collections::VecDeque;
         let (mut t1, mut t2) = (VecDeque::<(u32, bool)>::new(), VecDeque::new());
@@ -456,7 +456,7 @@ mod tests {
 
     #[test]
     fn arc_replay_matches_car() {
-        matches_reference(ReplacementPolicy::Arc, car_reference, 13, [4, 16, 37]);
+        matches_reference(ReplacementPolicy::Car, car_reference, 13, [4, 16, 37]);
     }
 
     /// Full 2Q (Johnson and Shasha, VLDB 1994) with Am a clock, as `policy/twoq.rs`

@@ -355,13 +355,13 @@ pub static KNOBS: &[Knob] = &[
         )
     },
     Knob {
-        words: &["clock", "sieve", "s3fifo", "arc", "2q", "cooling"],
+        words: &["clock", "sieve", "s3fifo", "car", "2q", "cooling"],
         ..row(
             "buffer_replacement",
             Unit::Enum,
             "clock",
             "which buffer a miss evicts: clock (the sweep over usage counts), sieve (SIEVE), \
-             s3fifo (S3-FIFO), arc (ARC as CAR), 2q (2Q), cooling (a cooling stage)",
+             s3fifo (S3-FIFO), car (CAR: PostgreSQL 8.0's ARC in clock form), 2q (2Q), cooling (a cooling stage)",
             |c, v| c.buffer_replacement = REPLACEMENT_POLICIES[word(v)],
             |c| Value::Word(c.buffer_replacement as usize),
         )
@@ -967,7 +967,7 @@ pub static KNOBS: &[Knob] = &[
     Knob {
         check: Some((
             |c| !c.bgwriter_frequent_only || c.buffer_replacement.has_frequent_list(),
-            "off unless buffer_replacement keeps a frequent list (s3fifo, arc, 2q)",
+            "off unless buffer_replacement keeps a frequent list (s3fifo, car, 2q)",
         )),
         ..row(
             "bgwriter_frequent_only",

@@ -254,7 +254,7 @@ fn every_knob_rejects_out_of_range_values_naming_itself() {
     let err = Config::default().set("shared_bufers", "1").unwrap_err();
     assert!(err.to_string().contains("shared_buffers"), "{err}");
     let mut c = Config::default();
-    c.set("buffer_replacement", "arc").unwrap();
+    c.set("buffer_replacement", "car").unwrap();
     c.set("bgwriter_frequent_only", "on").unwrap();
     // Changing the policy afterwards is caught where the knobs are checked together.
     c.set("buffer_replacement", "sieve").unwrap();

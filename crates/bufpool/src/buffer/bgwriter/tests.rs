@@ -171,7 +171,7 @@ fn the_percent_window_scans_its_share_from_the_hand_each_round() {
 fn a_list_policy_is_cleaned_from_its_lists_tails() {
     let round = |frequent_only: &str| {
         let mut c = config(64, "lru");
-        c.set("buffer_replacement", "arc").unwrap();
+        c.set("buffer_replacement", "car").unwrap();
         c.set("bgwriter_frequent_only", frequent_only).unwrap();
         c.set("bgwriter_lru_percent", "25").unwrap();
         c.set("bgwriter_writers", "1").unwrap();
@@ -210,7 +210,7 @@ fn the_round_cleans_what_the_policy_evicts_where_it_stands() {
         pool.bgwriter_round().buffers_written
     };
     assert_eq!(written("2q"), 16);
-    assert_eq!(written("arc"), 0);
+    assert_eq!(written("car"), 0);
     assert_eq!(written("clock"), 0);
 }
 
@@ -594,7 +594,7 @@ fn mini_checkpoint_writes_hot_dirty_buffers_but_not_pinned_ones() {
 /// under list policies (whose search steps fill the queue the same way).
 #[test]
 fn victim_queue_never_hands_out_a_pinned_or_dirty_buffer() {
-    for policy in ["clock", "sieve", "s3fifo", "arc", "2q", "cooling"] {
+    for policy in ["clock", "sieve", "s3fifo", "car", "2q", "cooling"] {
         victim_queue_hands_out_clean_unpinned(policy);
     }
 }

@@ -13,7 +13,7 @@
 //! buffers for [`BUSY_LAPS_MAX`] passes over the pool reports [`AllPinned`].
 //! Locks: the free list's mutex (only when non-empty); the clock takes none.
 
-mod arc;
+mod car;
 mod clock;
 mod cooling;
 mod free_list;
@@ -27,7 +27,7 @@ mod twoq;
 use super::descriptor::BufferDesc;
 use super::state::{sweep_visit, Visit, USAGE_ONE};
 use crate::sync::{AtomicU64, Ordering};
-use arc::Car;
+use car::Car;
 use clock::Clock;
 use cooling::Cooling;
 use free_list::FreeList;
@@ -77,9 +77,12 @@ pub enum ReplacementPolicy {
     Sieve,
     /// S3-FIFO (SOSP 2023): a small FIFO for new pages, a main FIFO, a ghost queue.
     S3Fifo,
-    /// ARC (PostgreSQL 8.0) as CAR: two clocks for pages seen once and twice, their ghost
-    /// lists, and an adaptive target between them.
-    Arc,
+    /// CAR (Bansal and Modha, FAST 2004), the clock form of ARC (PostgreSQL 8.0's policy):
+    /// ARC's lists for pages seen once and twice, their ghost lists and adaptive target,
+    /// with a hit marked by a bit as a clock does instead of a move to a list's head (which
+    /// would put a list lock on the hit path). Named CAR, not ARC, for that difference
+    /// (the knob said `arc` before 2026-12-07).
+    Car,
     /// 2Q (PostgreSQL 8.0.2): a FIFO for new pages, a ghost FIFO, a clock for pages
     /// wanted again.
     TwoQ,
@@ -93,7 +96,7 @@ impl ReplacementPolicy {
         ReplacementPolicy::Clock,
         ReplacementPolicy::Sieve,
         ReplacementPolicy::S3Fifo,
-        ReplacementPolicy::Arc,
+        ReplacementPolicy::Car,
         ReplacementPolicy::TwoQ,
         ReplacementPolicy::Cooling,
     ];
@@ -104,7 +107,7 @@ impl ReplacementPolicy {
             ReplacementPolicy::Clock => "clock",
             ReplacementPolicy::Sieve => "sieve",
             ReplacementPolicy::S3Fifo => "s3fifo",
-            ReplacementPolicy::Arc => "arc",
+            ReplacementPolicy::Car => "car",
             ReplacementPolicy::TwoQ => "2q",
             ReplacementPolicy::Cooling => "cooling",
         }
@@ -115,7 +118,7 @@ impl ReplacementPolicy {
     pub fn has_frequent_list(self) -> bool {
         matches!(
             self,
-            ReplacementPolicy::S3Fifo | ReplacementPolicy::Arc | ReplacementPolicy::TwoQ
+            ReplacementPolicy::S3Fifo | ReplacementPolicy::Car | ReplacementPolicy::TwoQ
         )
     }
 }
@@ -142,7 +145,7 @@ enum Policy {
     Clock(Clock),
     Sieve(Sieve),
     S3Fifo(S3Fifo),
-    Arc(Car),
+    Car(Car),
     TwoQ(TwoQ),
     Cooling(Cooling),
 }
@@ -155,7 +158,7 @@ macro_rules! dispatch {
             Policy::Clock($c) => $ce,
             Policy::Sieve($s) => $se,
             Policy::S3Fifo($q) => $qe,
-            Policy::Arc($q) => $qe,
+            Policy::Car($q) => $qe,
             Policy::TwoQ($q) => $qe,
             Policy::Cooling($q) => $qe,
         }
@@ -198,7 +201,7 @@ impl Replacement {
             ReplacementPolicy::Clock => Policy::Clock(Clock::new(nbuffers)),
             ReplacementPolicy::Sieve => Policy::Sieve(Sieve::new()),
             ReplacementPolicy::S3Fifo => Policy::S3Fifo(s3fifo::s3fifo(nbuffers)),
-            ReplacementPolicy::Arc => Policy::Arc(arc::car(nbuffers)),
+            ReplacementPolicy::Car => Policy::Car(car::car(nbuffers)),
             ReplacementPolicy::TwoQ => Policy::TwoQ(twoq::two_q(nbuffers)),
             ReplacementPolicy::Cooling => Policy::Cooling(cooling::cooling(nbuffers)),
         };
@@ -218,7 +221,7 @@ impl Replacement {
             Policy::Clock(_) => ReplacementPolicy::Clock,
             Policy::Sieve(_) => ReplacementPolicy::Sieve,
             Policy::S3Fifo(_) => ReplacementPolicy::S3Fifo,
-            Policy::Arc(_) => ReplacementPolicy::Arc,
+            Policy::Car(_) => ReplacementPolicy::Car,
             Policy::TwoQ(_) => ReplacementPolicy::TwoQ,
             Policy::Cooling(_) => ReplacementPolicy::Cooling,
         }
@@ -475,7 +478,7 @@ mod tests {
         // pinned. T1 stays the list CAR chooses (|T1| >= p), all busy: the search must go
         // on at T2's tail, not report all pinned. The cooling stage the same way round:
         // the cooling FIFO all pinned, the unpinned page hot.
-        for policy in [ReplacementPolicy::Arc, ReplacementPolicy::Cooling] {
+        for policy in [ReplacementPolicy::Car, ReplacementPolicy::Cooling] {
             let f = frames(4);
             let r = Replacement::new(policy, 4);
             let mut res = vec![None; 4];
