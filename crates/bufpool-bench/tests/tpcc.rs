@@ -73,11 +73,13 @@ fn the_mix_runs_and_the_database_stays_consistent() {
     assert_eq!(j["wal"]["bytes"], 0, "reads only: {}", j["wal"]);
     assert_eq!(j["wal"]["syncs"], 0, "{}", j["wal"]);
 
-    let j = bench_json(d.path(), &["-t", "1500"]);
+    // A deadlock between two clients' row locks is a failure TPC-C retries (it happened
+    // once in a full test run, 2026-12-07: 2,999 of 3,000): retried here, none lost.
+    let j = bench_json(d.path(), &["-t", "1500", "--max-tries", "0"]);
     let t = &j["tpcc"];
     assert_eq!(t["warehouses"], 1, "{t}");
     let total = j["transactions"].as_u64().unwrap();
-    assert_eq!(total, 3000);
+    assert_eq!((total, j["failed"].as_u64()), (3000, Some(0)), "{t}");
     let mut sum = 0;
     for (k, share) in [
         ("new_order", 0.45),
