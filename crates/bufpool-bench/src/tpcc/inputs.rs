@@ -309,13 +309,16 @@ pub struct Terminal {
 
 impl Terminal {
     /// New-Order's input: 5 to 15 lines, items by NURand(8191, 1, 100000), 1% of
-    /// supplies from another warehouse, and 1% of orders ending in the unused item.
+    /// supplies from another warehouse, and 1% of orders ending in the unused item. The
+    /// lines are sorted by item and supplying warehouse, the order in which New-Order takes
+    /// their stock rows, so two New-Orders never wait on each other in a cycle (the unused
+    /// item, numbered past every item, stays last).
     pub fn new_order(&self, rng: &mut SmallRng) -> NewOrderIn {
         let d = rng.random_range(1..=DISTRICTS);
         let c = customer_id(rng, &self.k);
         let n = rng.random_range(5..=15usize);
         let rollback = rng.random_range(1..=100) == 1;
-        let lines = (0..n)
+        let mut lines: Vec<Line> = (0..n)
             .map(|i| Line {
                 item: if rollback && i == n - 1 {
                     UNUSED_ITEM
@@ -330,6 +333,7 @@ impl Terminal {
                 quantity: rng.random_range(1..=10),
             })
             .collect();
+        lines.sort_by_key(|l| (l.item, l.supply_w));
         NewOrderIn {
             w: self.home,
             d,
@@ -458,6 +462,10 @@ mod tests {
                 rb += 1;
                 assert_eq!(o.lines.last().unwrap().item, UNUSED_ITEM);
             }
+            // The stock rows are taken in this order: one order for every New-Order, so
+            // two never wait on each other in a cycle.
+            let keys: Vec<_> = o.lines.iter().map(|l| (l.item, l.supply_w)).collect();
+            assert!(keys.is_sorted(), "lines out of order: {keys:?}");
             for l in &o.lines {
                 assert!((1..=3).contains(&l.supply_w));
                 remote += usize::from(l.supply_w != 2);
