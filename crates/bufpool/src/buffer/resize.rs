@@ -109,10 +109,11 @@ impl BufferPool {
     /// Resizes the pool to `nbuffers` buffers while it is in use. Growing never waits;
     /// shrinking writes each dirty page of the buffers it retires and waits up to
     /// `pin_wait` for each pinned one, in batches with pauses between them so that it
-    /// works `resize_duty_cycle` of the time (the rest is left to the running threads). Fails with a `ConfigError` naming `shared_buffers`
-    /// for a size outside 16..=[`BufferPool::max_nbuffers`], with
-    /// [`BufferError::Pinned`] if a buffer stays pinned (the pool then keeps the size it
-    /// reached, [`BufferPool::nbuffers`]), or with a write's error (likewise).
+    /// works `resize_duty_cycle` of the time (the rest is left to the running threads).
+    /// Fails with a `ConfigError` naming `shared_buffers` for a size outside
+    /// 16..=[`BufferPool::max_nbuffers`], with [`BufferError::Pinned`] if a buffer stays
+    /// pinned (the pool then keeps the size it reached, [`BufferPool::nbuffers`]), or with
+    /// a write's error (likewise).
     pub fn resize(&self, nbuffers: usize, pin_wait: Duration) -> BufferResult<PoolResize> {
         let start = Instant::now();
         let max = self.descs.len();
