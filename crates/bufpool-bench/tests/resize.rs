@@ -12,20 +12,8 @@ use common::{bufpool, ok};
 /// consistent afterwards.
 #[test]
 fn resize_at_grows_then_shrinks_the_pool_and_nothing_is_lost() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
+    let dir = common::small_db();
     let d = dir.path();
-    ok(
-        d,
-        &[
-            "init",
-            "-s",
-            "1",
-            "-D",
-            "db",
-            "--set",
-            "shared_buffers=16MB",
-        ],
-    );
     let out = ok(
         d,
         &[

@@ -266,9 +266,6 @@ pub struct BufferPool {
     /// so that such a read cannot land between the two and leave a page past the new end
     /// (PostgreSQL excludes it with the relation's lock).
     sizes: crate::sync::RwLock<()>,
-    /// Buffers in use: ids below it; the rest, up to `descs.len()` (`max_shared_buffers`),
-    /// are retired (`resize.rs`).
-    active: crate::sync::AtomicUsize,
     /// Held by a resize (`resize.rs`): one at a time.
     resize_lock: crate::sync::Mutex<()>,
     /// `resize_duty_cycle` in thousandths: the share of time a shrink works.
@@ -356,7 +353,6 @@ impl BufferPool {
             rings: ring::RingShared::new(opts.rings),
             aio: read_run::ReadAhead::new(opts.aio, nbuffers),
             sizes: crate::sync::RwLock::new(()),
-            active: crate::sync::AtomicUsize::new(opts.nbuffers),
             resize_lock: crate::sync::Mutex::new(()),
             resize_duty: opts.resize_duty_thousandths,
         };
@@ -366,7 +362,7 @@ impl BufferPool {
 
     /// Buffers in use (`shared_buffers`, or the size of the last [`BufferPool::resize`]).
     pub fn nbuffers(&self) -> usize {
-        self.active.load(crate::sync::Ordering::Relaxed)
+        self.repl.active()
     }
     /// The page size, in bytes.
     pub fn page_size(&self) -> usize {

@@ -1,10 +1,10 @@
 //! Online resize: the pool grows or shrinks while other threads read and write
 //! ([`BufferPool::resize`]; `Engine::resize_pool` above it).
 //!
-//! Owns: the active size and the resize lock. The pool is built for `max_shared_buffers`
-//! ids: descriptors, mapping buckets, the checkpoint's array and the replacement state for
-//! all of them, page memory mapped (address space, no memory until touched) for all of
-//! them. Ids from the active size on are *retired*: state word RETIRED with one pin of the
+//! Owns: the resize lock (the size in use is kept by `policy::Replacement`, whose clock
+//! reads it). The pool is built for `max_shared_buffers` ids: descriptors, mapping
+//! buckets, the checkpoint's array and the replacement state for all of them, page memory
+//! mapped (address space, no memory until touched) for all of them. Ids from the active size on are *retired*: state word RETIRED with one pin of the
 //! pool's own, no page, on no policy list, their frames' memory given back to the kernel.
 //! The pin makes every victim source pass a retired buffer as busy (free list, clock,
 //! rings, the victim queue); the clock's hand jumps over the retired tail; a stale
@@ -128,7 +128,7 @@ impl BufferPool {
             )));
         }
         let _one = self.resize_lock.lock();
-        let from = self.active.load(Ordering::Acquire);
+        let from = self.repl.active();
         let mut done = PoolResize {
             from_buffers: from,
             to_buffers: from,
@@ -142,9 +142,9 @@ impl BufferPool {
             for id in (from..nbuffers).rev() {
                 self.revive(id as u32);
             }
-            self.set_active(nbuffers);
+            self.repl.set_active(nbuffers);
         } else if nbuffers < from {
-            self.set_active(nbuffers);
+            self.repl.set_active(nbuffers);
             let mut pace = Pace::new(self.resize_duty);
             let mut log_flushed = false;
             // Frames from here up have gone back to the kernel.
@@ -169,7 +169,7 @@ impl BufferPool {
                     }
                     Err(e) => {
                         // Every id above `id` is retired, `id` and below are in use.
-                        self.set_active(id + 1);
+                        self.repl.set_active(id + 1);
                         self.arena.release(id as u32 + 1, released as u32);
                         return Err(e);
                     }
@@ -193,11 +193,6 @@ impl BufferPool {
                 let _ = self.wal.flush(end);
             }
         }
-    }
-
-    fn set_active(&self, n: usize) {
-        self.active.store(n, Ordering::Release);
-        self.repl.set_active(n);
     }
 
     /// Puts retired buffer `id` back in use: state 0, on the free list. Waits out a stale

@@ -26,8 +26,6 @@ struct Hand(AtomicU64);
 pub(in crate::buffer) struct Clock {
     hand: Hand,
     nbuffers: u64,
-    /// Ids below it are in use; the rest are retired (`buffer/resize.rs`).
-    active: AtomicU64,
 }
 
 impl Clock {
@@ -35,13 +33,7 @@ impl Clock {
         Self {
             hand: Hand(AtomicU64::new(0)),
             nbuffers: nbuffers as u64,
-            active: AtomicU64::new(nbuffers as u64),
         }
-    }
-
-    /// Ids from `active` on are retired: the hand skips them.
-    pub fn set_active(&self, active: usize) {
-        self.active.store(active as u64, Ordering::Relaxed);
     }
 
     /// The hand itself: buffers the sweep has passed since the pool was built.
@@ -56,12 +48,13 @@ impl Clock {
         (h / self.nbuffers, h % self.nbuffers)
     }
 
-    /// One step: advances the hand by one buffer and visits it.
+    /// One step: advances the hand by one buffer and visits it; ids from `active` on are
+    /// retired (the pool's size in use, `Replacement`'s).
     #[inline]
-    pub fn step<F: Frames + ?Sized>(&self, frames: &F) -> (u32, Visit) {
+    pub fn step<F: Frames + ?Sized>(&self, frames: &F, active: &AtomicU64) -> (u32, Visit) {
         let h = self.hand.0.fetch_add(1, Ordering::Relaxed);
         let id = h % self.nbuffers;
-        if id >= self.active.load(Ordering::Relaxed) {
+        if id >= active.load(Ordering::Relaxed) {
             // The retired tail: on to the next pass's start (a racing step may have moved
             // the hand further already; then this changes nothing).
             self.hand
@@ -75,11 +68,15 @@ impl Clock {
     /// Sweeps until a buffer without usage credit is pinned; returns it with its state
     /// after pinning.
     #[inline]
-    pub fn victim<F: Frames + ?Sized>(&self, frames: &F) -> Result<(u32, u64), AllPinned> {
+    pub fn victim<F: Frames + ?Sized>(
+        &self,
+        frames: &F,
+        active: &AtomicU64,
+    ) -> Result<(u32, u64), AllPinned> {
         let mut busy_left = self.nbuffers;
         let mut busy_laps = 0;
         loop {
-            match self.step(frames) {
+            match self.step(frames, active) {
                 (id, Visit::Pinned(s)) => return Ok((id, s)),
                 (_, Visit::Decremented) => {
                     busy_left = self.nbuffers;

@@ -171,6 +171,8 @@ pub(crate) struct Replacement {
     allocs: Allocations,
     policy: Policy,
     nbuffers: u64,
+    /// Buffers in use (`buffer/resize.rs`): ids from here on are retired. The pool's size.
+    active: AtomicU64,
 }
 
 impl std::fmt::Debug for Replacement {
@@ -205,14 +207,12 @@ impl Replacement {
             ReplacementPolicy::TwoQ => Policy::TwoQ(twoq::two_q(nbuffers)),
             ReplacementPolicy::Cooling => Policy::Cooling(cooling::cooling(nbuffers)),
         };
-        if let Policy::Clock(c) = &policy {
-            c.set_active(active);
-        }
         Self {
             free: FreeList::first(active, nbuffers),
             allocs: Allocations(AtomicU64::new(0)),
             policy,
             nbuffers: nbuffers as u64,
+            active: AtomicU64::new(active as u64),
         }
     }
 
@@ -241,7 +241,7 @@ impl Replacement {
             }
         }
         dispatch!(&self.policy,
-            clock c => c.victim(frames),
+            clock c => c.victim(frames, &self.active),
             sieve s => s.victim(frames),
             lists q => q.victim(frames))
     }
@@ -280,9 +280,13 @@ impl Replacement {
     /// Ids from `active` on are retired (`buffer/resize.rs`): the clock's hand skips
     /// them; the list policies never see them (they are on no list).
     pub fn set_active(&self, active: usize) {
-        if let Policy::Clock(c) = &self.policy {
-            c.set_active(active);
-        }
+        self.active.store(active as u64, Ordering::Release);
+    }
+
+    /// Buffers in use: the pool's size (ids from here on are retired).
+    #[inline]
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::Relaxed) as usize
     }
 
     /// Returns a buffer to the free list (after invalidation and [`Replacement::forget`]).
@@ -374,7 +378,7 @@ impl Replacement {
     /// if the step took one (pinned, with its state). Not an allocation (not counted).
     pub fn sweep_step<F: Frames + ?Sized>(&self, frames: &F) -> Option<(u32, u64)> {
         dispatch!(&self.policy,
-            clock c => match c.step(frames) {
+            clock c => match c.step(frames, &self.active) {
                 (id, Visit::Pinned(s)) => Some((id, s)),
                 _ => None,
             },
