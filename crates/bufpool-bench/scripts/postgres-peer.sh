@@ -11,9 +11,12 @@
 #       [--port P]                          (default: a free port chosen at random)
 #       [--progress S]                      (default 10)
 #       [--rate R]                          (pgbench -R: R transactions/s in all; default flat out)
-#       [--workload tpcb|tpcc]              (default tpcb; tpcc: TPC-C instead, see below)
+#       [--workload tpcb|tpcc|ycsb-a..ycsb-f] (default tpcb; tpcc: TPC-C instead, ycsb-X:
+#                                            YCSB's workload X, see below)
 #       [--warehouses W]                    (TPC-C's warehouses, with --workload tpcc; it
 #                                            replaces --scale, which is then not needed)
+#       [--records N]                       (YCSB's records, with --workload ycsb-X; it
+#                                            replaces --scale too)
 #   scripts/postgres-peer.sh --probe [--postgres-version V]
 #       Only find (or install) the binaries. Prints two lines on stdout and exits 0:
 #         version=PostgreSQL 15.18
@@ -113,6 +116,15 @@
 # output. After the run, TPC-C's consistency conditions 1-4 are checked: the rows of the
 # view tpcc_broken go to tpcc_check.txt ("ok" when there are none), and any fails the run.
 #
+# --workload ycsb-a .. ycsb-f: psql runs scripts/ycsb/pg-ycsb.sql with records=N (YCSB's
+# usertable with bufpool's keys, the Zipfian generator's constants), then pgbench checks
+# that its keys are the loaded ones (scripts/ycsb/pgbench/keycheck.sql: 200 records drawn
+# at random must all be found), then runs one script: the record distribution
+# (scripts/ycsb/pgbench/zipfian.sql, or latest.sql for D) followed by the workload's
+# operations (a.sql .. f.sql), with -n and the constants as -D variables. After the run the
+# table must hold the loaded records plus one per number the inserts took: "ok" goes to
+# ycsb_check.txt, else the run fails.
+#
 # The cluster is throw-away: initdb runs with --no-sync (nothing in it must survive a crash
 # of this machine, and it saves a few seconds); the server itself runs with fsync=on, so
 # the benchmark's durability cost is the real one.
@@ -122,6 +134,7 @@ PROG=postgres-peer
 # TPC-C's SQL and pgbench scripts, beside this script (found before anything changes
 # directory).
 TPCC_DIR=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)/tpcc
+YCSB_DIR=${TPCC_DIR%/tpcc}/ycsb
 PG_USER_NAME=bufpool-pg
 # Messages go to the stderr we were given even when they are printed (by a trap) while a
 # command's output is redirected to a file.
@@ -140,7 +153,7 @@ trap 'ERR_LINE=$LINENO ERR_CMD=$BASH_COMMAND' ERR
 
 # ---------------------------------------------------------------- arguments
 OUT='' SCALE='' CLIENTS='' JOBS='' SECS='' SHARED_BUFFERS='' CKPT_TIMEOUT='' SYNC='' MODE=prepared
-PROGRESS=10 RATE='' WORKLOAD=tpcb WAREHOUSES=''
+PROGRESS=10 RATE='' WORKLOAD=tpcb WAREHOUSES='' RECORDS=''
 PG_VERSION_WANTED='' PORT_ARG='' PROBE=0
 while (($#)); do
   opt=$1 val=
@@ -149,7 +162,7 @@ while (($#)); do
     -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
     --*=*) val=${opt#*=} opt=${opt%%=*}; shift ;;
     --out | --scale | --clients | --jobs | --time | --shared-buffers | --checkpoint-timeout | \
-      --sync | --mode | --postgres-version | --port | --progress | --rate | --workload | --warehouses)
+      --sync | --mode | --postgres-version | --port | --progress | --rate | --workload | --warehouses | --records)
       (($# >= 2)) || bad_usage "$opt needs a value"
       val=$2
       shift 2
@@ -173,6 +186,7 @@ while (($#)); do
     --rate) RATE=$val ;;
     --workload) WORKLOAD=$val ;;
     --warehouses) WAREHOUSES=$val ;;
+    --records) RECORDS=$val ;;
     *) bad_usage "unknown option: $opt" ;;
   esac
 done
@@ -184,9 +198,11 @@ if ((!PROBE)); then
   case $WORKLOAD in
     tpcb) SIZE_FLAG=--scale SIZE=$SCALE ;;
     tpcc) SIZE_FLAG=--warehouses SIZE=$WAREHOUSES SCALE=1 ;;
-    *) bad_usage "--workload must be tpcb or tpcc, not '$WORKLOAD'" ;;
+    ycsb-[a-f]) SIZE_FLAG=--records SIZE=$RECORDS SCALE=1 ;;
+    *) bad_usage "--workload must be tpcb, tpcc or ycsb-a .. ycsb-f, not '$WORKLOAD'" ;;
   esac
   [[ $WORKLOAD == tpcc || -z $WAREHOUSES ]] || bad_usage "--warehouses goes with --workload tpcc"
+  [[ $WORKLOAD == ycsb-* || -z $RECORDS ]] || bad_usage "--records goes with --workload ycsb-a .. ycsb-f"
   for pair in "--out:$OUT" "$SIZE_FLAG:$SIZE" "--clients:$CLIENTS" "--jobs:$JOBS" "--time:$SECS" \
     "--shared-buffers:$SHARED_BUFFERS" "--checkpoint-timeout:$CKPT_TIMEOUT" "--sync:$SYNC"; do
     [[ -n ${pair#*:} ]] || bad_usage "${pair%%:*} is required"
@@ -593,7 +609,8 @@ mkdir -p -- "$OUT" || die "cannot create --out $OUT"
 OUT=$(cd -- "$OUT" && pwd) || die "cannot enter --out $OUT"
 [[ -w $OUT ]] || die "--out $OUT is not writable"
 rm -f -- "$OUT"/pgbench_log.* "$OUT"/{load_s.txt,pgbench_init.out,version.txt,settings.txt} \
-  "$OUT"/{stats,proc}_{before,after}.txt "$OUT"/{pgbench.out,pgbench.err,pgbench_cpu.txt,peak_pss_bytes.txt,server.log}
+  "$OUT"/{stats,proc}_{before,after}.txt "$OUT"/{pgbench.out,pgbench.err,pgbench_cpu.txt,peak_pss_bytes.txt,server.log} \
+  "$OUT"/{tpcc_check.txt,ycsb_check.txt}
 
 if ((IS_ROOT)); then
   command -v runuser >/dev/null 2>&1 || die "runuser (util-linux) is needed to run the server as $PG_USER_NAME"
@@ -743,6 +760,10 @@ if [[ $WORKLOAD == tpcc ]]; then
   log "TPC-C: $WAREHOUSES warehouses (loading)..."
   run_child "$OUT/pgbench_init.out" "$BIN/psql" -X -q -v ON_ERROR_STOP=1 -v "warehouses=$WAREHOUSES" \
     -f "$TPCC_DIR/pg-tpcc.sql" || die "loading TPC-C failed: $(tail1 "$OUT/pgbench_init.out")"
+elif [[ $WORKLOAD == ycsb-* ]]; then
+  log "YCSB: $RECORDS records (loading)..."
+  run_child "$OUT/pgbench_init.out" "$BIN/psql" -X -q -v ON_ERROR_STOP=1 -v "records=$RECORDS" \
+    -f "$YCSB_DIR/pg-ycsb.sql" || die "loading YCSB's usertable failed: $(tail1 "$OUT/pgbench_init.out")"
 else
   log "pgbench -i -s $SCALE (loading)..."
   run_child "$OUT/pgbench_init.out" "$BIN/pgbench" -i -s "$SCALE" ||
@@ -797,6 +818,19 @@ if [[ $WORKLOAD == tpcc ]]; then
   for s in new_order@45 payment@43 order_status@4 delivery@4 stock_level@4; do
     WORK_ARGS+=(-f "$TPCC_DIR/pgbench/${s%@*}.sql@${s#*@}")
   done
+elif [[ $WORKLOAD == ycsb-* ]]; then
+  read -r ZETAN ZETA2 ALPHA ETA < <(psql_q "SELECT zetan || ' ' || zeta2 || ' ' || alpha || ' ' || eta FROM ycsb_zipf") ||
+    die "reading the Zipfian constants failed"
+  WORK_ARGS=(-n -D "records=$RECORDS" -D "count=$RECORDS" -D "clients=$CLIENTS" -D "zetan=$ZETAN"
+    -D "zeta2=$ZETA2" -D "alpha=$ALPHA" -D "eta=$ETA")
+  run_child "$TMP/keycheck.log" "$BIN/pgbench" -n -c 1 -t 200 -D "records=$RECORDS" \
+    -f "$YCSB_DIR/pgbench/keycheck.sql" ||
+    die "pgbench's YCSB keys are not the loaded ones: $(grep -m1 -iE 'error|abort' "$TMP/keycheck.log" || tail1 "$TMP/keycheck.log")"
+  core=${WORKLOAD#ycsb-}
+  dist=zipfian
+  [[ $core == d ]] && dist=latest
+  cat "$YCSB_DIR/pgbench/$dist.sql" "$YCSB_DIR/pgbench/$core.sql" >"$TMP/$WORKLOAD.sql"
+  WORK_ARGS+=(-f "$TMP/$WORKLOAD.sql")
 fi
 log "pgbench -c $CLIENTS -j $JOBS -T $SECS -M $MODE -l${RATE:+ -R $RATE} ($WORKLOAD; $SECS s)..."
 (
@@ -834,6 +868,16 @@ if [[ $WORKLOAD == tpcc ]]; then
   fi
   echo ok >"$OUT/tpcc_check.txt"
   log "TPC-C's consistency conditions 1-4 hold"
+fi
+if [[ $WORKLOAD == ycsb-* ]]; then
+  # Every number the inserts took (the sequence starts at the loaded records) is a row.
+  got=$(psql_q "SELECT (SELECT count(*) FROM usertable) || ' ' ||
+    (SELECT CASE WHEN is_called THEN last_value + 1 ELSE $RECORDS END FROM ycsb_next)") ||
+    die "counting the usertable failed"
+  read -r rows want <<<"$got"
+  [[ $rows == "$want" ]] || die "the usertable holds $rows records, not the $want loaded and inserted"
+  echo ok >"$OUT/ycsb_check.txt"
+  log "the usertable holds its $rows records"
 fi
 
 stop_server

@@ -21,8 +21,8 @@ pub struct CompareArgs {
     )]
     pub engines: Vec<EngineKind>,
     /// The workload: pgbench's TPC-B (`tpcb`), one of YCSB's core workloads on its
-    /// usertable (`ycsb-a` .. `ycsb-f`; PostgreSQL sits these out for now, said in the
-    /// table), or TPC-C's mix of five transactions (`tpcc`; its size is --warehouses).
+    /// usertable (`ycsb-a` .. `ycsb-f`; its size is --records), or TPC-C's mix of five
+    /// transactions (`tpcc`; its size is --warehouses).
     #[arg(long, default_value = "tpcb", value_parser = parse_workload)]
     pub workload: Workload,
     /// Scale factor (100,000 accounts per unit; TPC-B).

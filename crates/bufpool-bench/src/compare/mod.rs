@@ -530,7 +530,16 @@ fn pg_options(o: &CompareOptions, major: Option<&str>) -> postgres::PgOptions {
         version: major.map(str::to_string),
         progress_s: o.progress_s,
         rate: None,
-        tpcc_warehouses: (o.workload == cli::Workload::Tpcc).then_some(o.warehouses),
+        workload: match o.workload {
+            cli::Workload::Tpcb => postgres::PgWorkload::Tpcb,
+            cli::Workload::Tpcc => postgres::PgWorkload::Tpcc {
+                warehouses: o.warehouses,
+            },
+            cli::Workload::Ycsb(core) => postgres::PgWorkload::Ycsb {
+                core,
+                records: o.records,
+            },
+        },
     }
 }
 
@@ -544,9 +553,12 @@ fn run_postgres(
         rate,
         ..pg_options(o, who.pg_major.as_deref())
     };
-    let load = match p.tpcc_warehouses {
-        Some(w) => format!("TPC-C's load of {w} warehouse(s)"),
-        None => format!("pgbench -i -s {}", o.scale),
+    let load = match p.workload {
+        postgres::PgWorkload::Tpcc { warehouses } => {
+            format!("TPC-C's load of {warehouses} warehouse(s)")
+        }
+        postgres::PgWorkload::Ycsb { records, .. } => format!("YCSB's load of {records} records"),
+        postgres::PgWorkload::Tpcb => format!("pgbench -i -s {}", o.scale),
     };
     note(format!(
         "{}: postgres-peer.sh (initdb, {load}, pgbench -c {} -j {} -T {} -M {})",
@@ -662,12 +674,6 @@ fn entrants(o: &CompareOptions) -> (Vec<Entrant>, Vec<(String, String)>) {
     let mut pg: Vec<Entrant> = Vec::new();
     let mut engines = o.engines.clone();
     engines.dedup();
-    if o.workload.ycsb().is_some() && engines.contains(&EngineKind::Postgres) {
-        let reason = "YCSB on PostgreSQL is not run yet (bufpool and SQLite only)";
-        note(format!("postgresql: skipped: {reason}"));
-        skipped.push(("postgresql".into(), reason.into()));
-        engines.retain(|e| *e != EngineKind::Postgres);
-    }
     if engines.contains(&EngineKind::Postgres) {
         if o.postgres_versions.is_empty() {
             probe_postgres(None, &mut pg, &mut skipped);

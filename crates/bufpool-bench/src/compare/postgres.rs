@@ -24,6 +24,8 @@ use crate::report::model::{BufferCounts, CheckpointerCounts, RunResult};
 use crate::tpcb::driver::logs::write_aggregate_file;
 use crate::tpcb::driver::outcome::{histogram_buckets, latency_summary, per_interval, series};
 use crate::tpcb::driver::stats::{latency_histogram, slot_at, Slot};
+use crate::ycsb::run::mode_of;
+use crate::ycsb::workload::Core;
 
 /// Where the script is: `$BUFPOOL_PG_PEER`, else `scripts/postgres-peer.sh` under the
 /// current directory, else in the source tree this binary was built from.
@@ -78,10 +80,26 @@ pub struct PgOptions {
     pub progress_s: u32,
     /// pgbench's `-R`: the clients' total rate, transactions per second (None: flat out).
     pub rate: Option<f64>,
-    /// TPC-C with this many warehouses instead of TPC-B (the script's `--workload tpcc
-    /// --warehouses W`: its load, and pgbench running TPC-C's five transactions as script
-    /// files weighted 45/43/4/4/4, its output files as TPC-B's).
-    pub tpcc_warehouses: Option<u32>,
+    /// What the script loads and pgbench runs.
+    pub workload: PgWorkload,
+}
+
+/// The script's `--workload`: pgbench's TPC-B at `PgOptions::scale`, or one of the
+/// others, each loaded by its own SQL and run by its own pgbench scripts, with the same
+/// output files as TPC-B's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PgWorkload {
+    Tpcb,
+    /// TPC-C with this many warehouses (`--workload tpcc --warehouses W`: pgbench runs its
+    /// five transactions as script files weighted 45/43/4/4/4).
+    Tpcc {
+        warehouses: u32,
+    },
+    /// YCSB's workload `core` on this many records (`--workload ycsb-X --records N`).
+    Ycsb {
+        core: Core,
+        records: u64,
+    },
 }
 
 /// The script's command line, writing into `out`.
@@ -105,8 +123,20 @@ pub fn command(o: &PgOptions, out: &Path) -> Command {
     if let Some(r) = o.rate {
         cmd.args(["--rate", &format!("{r:.0}")]);
     }
-    if let Some(w) = o.tpcc_warehouses {
-        cmd.args(["--workload", "tpcc", "--warehouses", &w.to_string()]);
+    match o.workload {
+        PgWorkload::Tpcb => {}
+        PgWorkload::Tpcc { warehouses } => {
+            cmd.args([
+                "--workload",
+                "tpcc",
+                "--warehouses",
+                &warehouses.to_string(),
+            ]);
+        }
+        PgWorkload::Ycsb { core, records } => {
+            cmd.args(["--workload", mode_of(core).name()])
+                .args(["--records", &records.to_string()]);
+        }
     }
     cmd
 }
@@ -251,11 +281,16 @@ pub fn read_run(dir: &Path, o: &PgOptions, label: &str) -> Result<PgRun> {
         provenance: crate::provenance::Provenance::here(),
         label: label.to_string(),
         started_at: crate::report::model::rfc3339_utc(wall_start),
-        mode: match o.tpcc_warehouses {
-            Some(_) => super::sqlite_tpcc::mix_label(),
-            None => "tpcb-like".into(),
+        mode: match o.workload {
+            PgWorkload::Tpcc { .. } => super::sqlite_tpcc::mix_label(),
+            PgWorkload::Ycsb { core, .. } => mode_of(core).name().into(),
+            PgWorkload::Tpcb => "tpcb-like".into(),
         },
-        scale: o.tpcc_warehouses.unwrap_or(o.scale),
+        scale: match o.workload {
+            PgWorkload::Tpcc { warehouses } => warehouses,
+            PgWorkload::Ycsb { .. } => 0,
+            PgWorkload::Tpcb => o.scale,
+        },
         clients: o.clients,
         threads: o.jobs,
         duration_s: elapsed,
