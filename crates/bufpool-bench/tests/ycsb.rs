@@ -171,7 +171,8 @@ fn scripts_and_flags_of_the_other_workload_are_refused() {
 /// Proves: `experiment outgrow` with sizes that leave a target without samples (here one
 /// small size: no 0.9x and 1.25x pair, no 10x) reports the targets it has and leaves the
 /// others out (it panicked on "no samples to summarize"); each size's run is a child
-/// `bench`, whose figures and memory reach the JSON.
+/// `bench`, whose figures and memory reach the JSON; `--peers sqlite` runs SQLite at the
+/// same size through compare, and `--report` charts both.
 #[test]
 fn outgrow_with_one_size_reports_the_targets_it_has() {
     let dir = tempfile::tempdir().unwrap();
@@ -185,6 +186,12 @@ fn outgrow_with_one_size_reports_the_targets_it_has() {
             "--seconds",
             "1",
             "--no-tpcc",
+            "--pool",
+            "64MB",
+            "--peers",
+            "sqlite",
+            "--report",
+            "charts",
             "--dir",
             "exp",
             "--json",
@@ -206,5 +213,15 @@ fn outgrow_with_one_size_reports_the_targets_it_has() {
     let s = &j["sizes"][0];
     assert!(s["tps"].as_f64().unwrap() > 0.0, "{s}");
     assert!(s["peak_rss_bytes"].as_u64().unwrap() > 0, "{s}");
+    assert_eq!(s["pool"], "64MB");
+    assert_eq!(s["engines"]["bufpool"], s["tps"]);
+    assert!(s["engines"]["sqlite"].as_f64().unwrap() > 0.0, "{s}");
     assert_eq!(j["tpcc_sizes"].as_array().map(Vec::len), Some(0));
+    let svg = std::fs::read_to_string(dir.path().join("charts/outgrow-ycsb-c-64MB.svg")).unwrap();
+    assert!(svg.contains("sqlite") && svg.contains("bufpool (O_DIRECT)"));
+    assert!(
+        std::fs::read_to_string(dir.path().join("charts/index.html"))
+            .unwrap()
+            .contains("outgrow-ycsb-c-64MB.svg")
+    );
 }

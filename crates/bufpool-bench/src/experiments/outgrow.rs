@@ -27,20 +27,31 @@
 //! second over the budget) ≤ 1.05; `outgrow_10x_vs_fio_iops` (YCSB C's pool reads per
 //! second at 10x the pool over fio's IOPS on its table) ≥ 0.8, when 10x ran and fio could.
 //! `rss_over_budget` covers every size of both workloads.
+//!
+//! `--pool` takes a list (default 64 MB and 256 MB; `--quick` 64 MB): YCSB C's sizes run at
+//! each pool, fio beside each pool's largest size; a target over several pools takes the
+//! worst. `--peers sqlite,postgres` runs the other engines at every size through `bufpool
+//! compare` (the same workload, records or warehouses, pool, clients and seconds; SQLite's
+//! cache and PostgreSQL's shared_buffers at the pool, both reading through the OS page
+//! cache, which this machine's memory lets hold every size: their figures show what the
+//! pool alone costs, not a device's reads). `--report DIR` draws tps against data/pool, a
+//! line per engine, one chart per workload and pool.
 
 use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::device::remove_db;
 use super::runner::{knobs, Runner, Steps};
-use super::{layout, Goal, Report, Samples};
+use super::{layout, progress, Goal, Report, Samples};
+use crate::compare::EngineKind;
 
 /// `bufpool experiment outgrow` flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// The pool (shared_buffers).
-    #[arg(long, default_value = "64MB")]
-    pub pool: String,
+    /// YCSB C's pools (shared_buffers), each running every size (default 64MB,256MB;
+    /// --quick 64MB).
+    #[arg(long = "pool", value_delimiter = ',', value_name = "SIZE,...")]
+    pub pools: Vec<String>,
     /// Seconds of each run (default 10; 3 with --quick).
     #[arg(long)]
     pub seconds: Option<u64>,
@@ -55,6 +66,26 @@ pub struct Args {
     /// Leave TPC-C out (YCSB C only).
     #[arg(long)]
     pub no_tpcc: bool,
+    /// Other engines at every size, through `bufpool compare`: sqlite, postgres.
+    #[arg(long, value_delimiter = ',', value_name = "ENGINE,...", value_parser = parse_peer)]
+    pub peers: Vec<EngineKind>,
+    /// PostgreSQL's major versions with --peers postgres (default: compare's, the installed
+    /// one and 18).
+    #[arg(long, value_delimiter = ',', value_name = "MAJOR,...")]
+    pub postgres_version: Vec<String>,
+    /// Writes DIR/index.html with the charts: tps against data/pool, a line per engine.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<std::path::PathBuf>,
+}
+
+/// `sqlite` or `postgres` (bufpool runs every size anyway).
+fn parse_peer(text: &str) -> std::result::Result<EngineKind, String> {
+    match <EngineKind as clap::ValueEnum>::from_str(text, true)? {
+        EngineKind::Bufpool => {
+            Err("bufpool runs every size already: name sqlite or postgres".into())
+        }
+        e => Ok(e),
+    }
 }
 
 const CLIENTS: u32 = 2;
@@ -86,6 +117,8 @@ impl Work {
 #[derive(Debug, Clone, Default)]
 struct Size {
     work: Work,
+    /// The pool, as given.
+    pool: String,
     ratio: f64,
     /// YCSB's records, or TPC-C's warehouses.
     records: u64,
@@ -97,6 +130,8 @@ struct Size {
     over_budget: f64,
     /// fio's random-read IOPS on this size's table (the largest size only), or why not.
     fio: Option<Result<f64, String>>,
+    /// The other engines' tps at this size (`--peers`), by column name.
+    peers: Vec<EngineTps>,
 }
 
 /// Runs the experiment (see the module doc).
@@ -122,34 +157,168 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
             .all(|&x| x.is_finite() && (0.01..=100.0).contains(&x)),
         "--ratios: each within 0.01..=100, got {ratios:?}"
     );
-    let mut check = bufpool::Config::default();
-    check
-        .set("shared_buffers", &a.pool)
-        .map_err(crate::knobs::knob_error)?;
-    let pool_bytes = (check.nbuffers() * check.block_size) as f64;
-    let base = [
-        ("shared_buffers", a.pool.as_str()),
-        ("io_direct", "on"),
-        ("checkpoint_timeout", "1h"),
-        ("log_checkpoints", "off"),
-    ];
+    let pools = if a.pools.is_empty() {
+        if short {
+            vec!["64MB".to_string()]
+        } else {
+            vec!["64MB".to_string(), "256MB".to_string()]
+        }
+    } else {
+        a.pools.clone()
+    };
     r.set_io("O_DIRECT (io_direct = on)");
-    // A run per size of each workload, and fio beside the largest YCSB one.
-    let runs = ratios.len() * if a.no_tpcc { 1 } else { 2 };
-    r.plan(Steps::new().timed(runs + 1, seconds as f64));
+    // A run per size of each workload, fio beside each pool's largest YCSB size, and the
+    // peers' runs (a compare each, its loads untimed).
+    let runs = ratios.len() * (pools.len() + usize::from(!a.no_tpcc));
+    let peer_runs = if a.peers.is_empty() { 0 } else { runs };
+    r.plan(
+        Steps::new()
+            .timed(runs + pools.len(), seconds as f64)
+            .untimed(peer_runs),
+    );
     let mut sizes = Vec::new();
     let largest = ratios.iter().copied().fold(0.0, f64::max);
-    for &ratio in &ratios {
-        let records = ((ratio * pool_bytes / BYTES_PER_RECORD) as u64).max(100);
-        let fio = ratio == largest;
-        sizes.push(measure(r, (ratio, records), &base, seconds, fio)?);
+    let mut skipped = Vec::new();
+    for pool in &pools {
+        let mut check = bufpool::Config::default();
+        check
+            .set("shared_buffers", pool)
+            .map_err(crate::knobs::knob_error)?;
+        let pool_bytes = (check.nbuffers() * check.block_size) as f64;
+        let base = [
+            ("shared_buffers", pool.as_str()),
+            ("io_direct", "on"),
+            ("checkpoint_timeout", "1h"),
+            ("log_checkpoints", "off"),
+        ];
+        for &ratio in &ratios {
+            let records = ((ratio * pool_bytes / BYTES_PER_RECORD) as u64).max(100);
+            let fio = ratio == largest;
+            let mut z = measure(r, (pool, ratio, records), &base, seconds, fio)?;
+            z.peers = peers(r, a, (Work::YcsbC, records, pool), seconds, &mut skipped)?;
+            sizes.push(z);
+        }
     }
     if !a.no_tpcc {
-        sizes.extend(run_tpcc(r, a, &ratios, seconds)?);
+        sizes.extend(run_tpcc(r, a, &ratios, seconds, &mut skipped)?);
+    }
+    if let Some(dir) = &a.report {
+        write_charts(dir, &sizes, &r.header("experiment outgrow"))?;
     }
     let mut samples = Samples::default();
     push_targets(&mut samples, &sizes);
-    Ok(report(r, &samples, &sizes, (&a.pool, seconds)))
+    let mut rep = report(r, &samples, &sizes, (&pools.join(","), seconds));
+    rep.notes.extend(skipped);
+    Ok(rep)
+}
+
+/// The `--peers` at one size: `bufpool compare` of `work` on `size` records (YCSB) or
+/// warehouses (TPC-C) with `pool`, in a child process, each engine's tps by its column
+/// name; an engine compare skips (PostgreSQL missing here) goes to `skipped`, once.
+fn peers(
+    r: &Runner,
+    a: &Args,
+    (work, size, pool): (Work, u64, &str),
+    seconds: u64,
+    skipped: &mut Vec<String>,
+) -> Result<Vec<EngineTps>> {
+    if a.peers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let engines: Vec<&str> = a.peers.iter().map(|e| e.name()).collect();
+    r.step(format!(
+        "{} at {size} {}, pool {pool}: {} through compare, {seconds} s each",
+        work.name(),
+        if work == Work::Tpcc {
+            "warehouses"
+        } else {
+            "records"
+        },
+        engines.join(", ")
+    ));
+    let scratch = r.data_root()?.join("outgrow-compare");
+    let logs = r.scratch().join("outgrow-compare");
+    let exe = std::env::current_exe().context("finding this program to run compare")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["compare", "--workload", work.name()]);
+    match work {
+        Work::YcsbC => cmd.args(["--records", &size.to_string()]),
+        Work::Tpcc => cmd.args(["--warehouses", &size.to_string()]),
+    };
+    let n = CLIENTS.to_string();
+    cmd.args(["--engines", &engines.join(",")])
+        .args(["--pool", pool, "-c", &n, "-j", &n])
+        .args(["-T", &seconds.to_string(), "-P", &seconds.to_string()])
+        .args(["--sync", "off", "--checkpoint-timeout", "1h", "--json"])
+        .arg("--dir")
+        .arg(&scratch)
+        .arg("-o")
+        .arg(&logs);
+    if !a.postgres_version.is_empty() {
+        cmd.args(["--postgres-version", &a.postgres_version.join(",")]);
+    }
+    cmd.stdin(std::process::Stdio::null());
+    cmd.stderr(std::process::Stdio::piped());
+    let out = cmd.output().context("running bufpool compare")?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty());
+        anyhow::bail!(
+            "bufpool compare exited with {}: {}",
+            out.status,
+            last.unwrap_or("")
+        );
+    }
+    let (tps, skips) = compare_tps(&String::from_utf8_lossy(&out.stdout))?;
+    for (name, why) in skips {
+        let line = format!("{name} not run: {why}");
+        if !skipped.contains(&line) {
+            r.progress(&line);
+            skipped.push(line);
+        }
+    }
+    for (name, t) in &tps {
+        r.progress(format!(
+            "{} at {size}, pool {pool}: {name} {t:.0} tps",
+            work.name()
+        ));
+    }
+    Ok(tps)
+}
+
+/// An engine compare did not run: its column name and why.
+type Skipped = (String, String);
+/// An engine's column name and tps.
+type EngineTps = (String, f64);
+
+/// Each engine's tps (by column name) and each skipped engine's reason from `compare
+/// --json`.
+fn compare_tps(json: &str) -> Result<(Vec<EngineTps>, Vec<Skipped>)> {
+    let j: serde_json::Value = serde_json::from_str(json).context("compare's --json")?;
+    let engines = j["engines"]
+        .as_array()
+        .context("compare's JSON has no engines")?;
+    let tps = engines
+        .iter()
+        .map(|e| {
+            let name = e["name"].as_str().context("an engine without a name")?;
+            let tps = e["tps"].as_f64().context("an engine without tps")?;
+            Ok((name.to_string(), tps))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let skipped = j["skipped"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .map(|s| {
+                    let f = |k: &str| s[k].as_str().unwrap_or("?").to_string();
+                    (f("name"), f("reason"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((tps, skipped))
 }
 
 /// One size: a fresh table of `records` records (`ratio` times the pool), YCSB C on it for
@@ -157,13 +326,13 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
 /// file; the table removed after.
 fn measure(
     r: &Runner,
-    (ratio, records): (f64, u64),
+    (pool, ratio, records): (&str, f64, u64),
     base: &[(&str, &str)],
     seconds: u64,
     fio: bool,
 ) -> Result<Size> {
     let t = r.template_ycsb(records, &knobs(base))?;
-    let label = format!("{ratio}x pool, {records} records");
+    let label = format!("{ratio}x pool {pool}, {records} records");
     r.step(format!("{label}: YCSB C, {CLIENTS} clients, {seconds} s"));
     let out =
         bench_child(r, &t.dir, &knobs(base), "ycsb-c", seconds).with_context(|| label.clone())?;
@@ -175,6 +344,7 @@ fn measure(
     });
     remove_db(&t.dir);
     let s = Size {
+        pool: pool.to_string(),
         ratio,
         records,
         fio,
@@ -202,7 +372,13 @@ fn measure(
 
 /// TPC-C at each of `ratios` times `a.tpcc_pool` (whole warehouses, at least one; a
 /// number of warehouses once), `seconds` each, on a fresh load.
-fn run_tpcc(r: &Runner, a: &Args, ratios: &[f64], seconds: u64) -> Result<Vec<Size>> {
+fn run_tpcc(
+    r: &Runner,
+    a: &Args,
+    ratios: &[f64],
+    seconds: u64,
+    skipped: &mut Vec<String>,
+) -> Result<Vec<Size>> {
     let mut check = bufpool::Config::default();
     check
         .set("shared_buffers", &a.tpcc_pool)
@@ -232,8 +408,16 @@ fn run_tpcc(r: &Runner, a: &Args, ratios: &[f64], seconds: u64) -> Result<Vec<Si
         remove_db(&t.dir);
         let z = Size {
             work: Work::Tpcc,
+            pool: a.tpcc_pool.clone(),
             ratio: made,
             records: u64::from(w),
+            peers: peers(
+                r,
+                a,
+                (Work::Tpcc, u64::from(w), &a.tpcc_pool),
+                seconds,
+                skipped,
+            )?,
             ..out
         };
         r.progress(format!(
@@ -384,29 +568,98 @@ fn largest_file(dir: &std::path::Path) -> Option<std::path::PathBuf> {
 }
 
 /// The targets: tps at 1.25x over 0.9x (when both sizes ran), the worst memory ratio, and
-/// at 10x the pool's reads over fio's IOPS (when fio ran there).
+/// at 10x the pool's reads over fio's IOPS (when fio ran there); with several pools, the
+/// worst pool's.
 fn push_targets(s: &mut Samples, sizes: &[Size]) {
-    let at = |x: f64| {
-        sizes
-            .iter()
-            .find(|z| z.work == Work::YcsbC && (z.ratio - x).abs() < 1e-9)
-            .map(|z| z.tps)
-    };
-    if let (Some(over), Some(under)) = (at(1.25), at(0.9)) {
-        s.push("outgrow_no_cliff", over / under.max(1e-9));
-    }
-    let worst = sizes.iter().map(|z| z.over_budget).fold(0.0, f64::max);
-    if !sizes.is_empty() {
-        s.push("rss_over_budget", worst);
-    }
-    if let Some(z) = sizes
-        .iter()
-        .find(|z| z.work == Work::YcsbC && (z.ratio - 10.0).abs() < 1e-9)
-    {
-        if let Some(Ok(iops)) = z.fio {
-            s.push("outgrow_10x_vs_fio_iops", z.reads_per_s / iops.max(1e-9));
+    let mut pools: Vec<&str> = Vec::new();
+    for z in sizes.iter().filter(|z| z.work == Work::YcsbC) {
+        if !pools.contains(&z.pool.as_str()) {
+            pools.push(&z.pool);
         }
     }
+    let find = |pool: &str, x: f64| {
+        sizes
+            .iter()
+            .find(|z| z.work == Work::YcsbC && z.pool == pool && (z.ratio - x).abs() < 1e-9)
+    };
+    let at = |pool: &str, x: f64| find(pool, x).map(|z| z.tps);
+    let worst = |v: Vec<f64>| v.into_iter().reduce(f64::min);
+    let cliffs = pools
+        .iter()
+        .filter_map(|p| Some(at(p, 1.25)? / at(p, 0.9)?.max(1e-9)))
+        .collect();
+    if let Some(c) = worst(cliffs) {
+        s.push("outgrow_no_cliff", c);
+    }
+    let over = sizes.iter().map(|z| z.over_budget).fold(0.0, f64::max);
+    if !sizes.is_empty() {
+        s.push("rss_over_budget", over);
+    }
+    let devices = pools
+        .iter()
+        .filter_map(|p| {
+            let z = find(p, 10.0)?;
+            let iops = z.fio.as_ref()?.as_ref().ok()?;
+            Some(z.reads_per_s / iops.max(1e-9))
+        })
+        .collect();
+    if let Some(d) = worst(devices) {
+        s.push("outgrow_10x_vs_fio_iops", d);
+    }
+}
+
+/// `--report DIR`: tps against data/pool (log scale), a line per engine, one chart per
+/// workload and pool, and DIR/index.html showing them.
+fn write_charts(dir: &std::path::Path, sizes: &[Size], header: &str) -> Result<()> {
+    use crate::report::charts::{xy_log_chart, MissLine};
+    use crate::report::html::escape;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut html = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Outgrowing the pool</title></head><body>\n<h1>Throughput as the data outgrows the pool</h1>\n<p>{}</p>\n",
+        escape(header)
+    );
+    let mut groups: Vec<(Work, &str)> = Vec::new();
+    for z in sizes {
+        if !groups.contains(&(z.work, z.pool.as_str())) {
+            groups.push((z.work, &z.pool));
+        }
+    }
+    for (work, pool) in groups {
+        let of: Vec<&Size> = sizes
+            .iter()
+            .filter(|z| z.work == work && z.pool == pool)
+            .collect();
+        let mut lines = vec![MissLine {
+            name: "bufpool (O_DIRECT)".into(),
+            points: of.iter().map(|z| (z.ratio, z.tps)).collect(),
+        }];
+        for z in &of {
+            for (name, tps) in &z.peers {
+                match lines.iter_mut().find(|l| &l.name == name) {
+                    Some(l) => l.points.push((z.ratio, *tps)),
+                    None => lines.push(MissLine {
+                        name: name.clone(),
+                        points: vec![(z.ratio, *tps)],
+                    }),
+                }
+            }
+        }
+        let title = format!("{}, pool {pool}: tps by data size", work.name());
+        let svg = xy_log_chart(&title, ("data / pool (log scale)", "tps"), &lines, false)?;
+        let file = format!("outgrow-{}-{}.svg", work.name(), pool);
+        let path = dir.join(&file);
+        std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+        html.push_str(&format!(
+            "<h2>{}</h2>\n<img src=\"{file}\" alt=\"{} against data over pool, a line per engine\">\n",
+            escape(&title),
+            escape(&title)
+        ));
+    }
+    html.push_str("</body></html>\n");
+    let index = dir.join("index.html");
+    std::fs::write(&index, html).with_context(|| format!("writing {}", index.display()))?;
+    progress(format!("outgrow: charts in {}", index.display()));
+    Ok(())
 }
 
 fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64)) -> Report {
@@ -422,7 +675,12 @@ fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64))
     Report {
         header: r.header(&format!(
             "YCSB C (pool {pool}) and TPC-C as the data outgrows the pool, io_direct on, c{CLIENTS} \
-             j{CLIENTS}, {seconds} s runs | {}",
+             j{CLIENTS}, {seconds} s runs{} | {}",
+            if sizes.iter().any(|z| !z.peers.is_empty()) {
+                "; peers through compare, buffered"
+            } else {
+                ""
+            },
             r.device_line()
         )),
         figures: vec![],
@@ -447,6 +705,7 @@ fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64))
 fn table_cells(sizes: &[Size]) -> Vec<Vec<String>> {
     let mut cells = vec![[
         "workload",
+        "pool",
         "data/pool",
         "records or W",
         "tps",
@@ -455,12 +714,15 @@ fn table_cells(sizes: &[Size]) -> Vec<Vec<String>> {
         "peak RSS MiB",
         "budget MiB",
         "RSS/budget",
+        "peers' tps",
     ]
     .map(String::from)
     .to_vec()];
     for z in sizes {
+        let peers: Vec<String> = z.peers.iter().map(|(n, t)| format!("{n} {t:.0}")).collect();
         cells.push(vec![
             z.work.name().to_string(),
+            z.pool.clone(),
             format!("{:.2}", z.ratio),
             z.records.to_string(),
             format!("{:.0}", z.tps),
@@ -469,6 +731,11 @@ fn table_cells(sizes: &[Size]) -> Vec<Vec<String>> {
             (z.peak_rss >> 20).to_string(),
             (z.budget >> 20).to_string(),
             format!("{:.3}", z.over_budget),
+            if peers.is_empty() {
+                "-".into()
+            } else {
+                peers.join(", ")
+            },
         ]);
     }
     cells
@@ -481,7 +748,8 @@ fn sizes_json(sizes: &[Size]) -> (serde_json::Value, serde_json::Value) {
         .filter(|z| z.work == Work::YcsbC)
         .map(|z| {
             json!({
-                "data_over_pool": z.ratio, "records": z.records, "tps": z.tps,
+                "pool": z.pool, "data_over_pool": z.ratio, "records": z.records, "tps": z.tps,
+                "engines": peers_json(z),
                 "reads_per_s": z.reads_per_s, "hit_ratio": z.hit_ratio,
                 "peak_rss_bytes": z.peak_rss, "budget_bytes": z.budget,
                 "rss_over_budget": z.over_budget,
@@ -495,7 +763,8 @@ fn sizes_json(sizes: &[Size]) -> (serde_json::Value, serde_json::Value) {
         .filter(|z| z.work == Work::Tpcc)
         .map(|z| {
             json!({
-                "data_over_pool": z.ratio, "warehouses": z.records, "tps": z.tps,
+                "pool": z.pool, "data_over_pool": z.ratio, "warehouses": z.records, "tps": z.tps,
+                "engines": peers_json(z),
                 "reads_per_s": z.reads_per_s, "hit_ratio": z.hit_ratio,
                 "peak_rss_bytes": z.peak_rss, "budget_bytes": z.budget,
                 "rss_over_budget": z.over_budget,
@@ -503,6 +772,16 @@ fn sizes_json(sizes: &[Size]) -> (serde_json::Value, serde_json::Value) {
         })
         .collect::<Vec<_>>();
     (json!(ycsb), json!(tpcc))
+}
+
+/// A size's `engines`: bufpool's tps and each peer's, by column name.
+fn peers_json(z: &Size) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    m.insert("bufpool".into(), json!(z.tps));
+    for (n, t) in &z.peers {
+        m.insert(n.clone(), json!(t));
+    }
+    serde_json::Value::Object(m)
 }
 
 /// What the notes say of fio and of what is not measured.
@@ -541,6 +820,7 @@ mod tests {
     fn size(ratio: f64, tps: f64, over: f64) -> Size {
         Size {
             work: Work::YcsbC,
+            pool: "64MB".into(),
             ratio,
             records: 1,
             tps,
@@ -550,7 +830,64 @@ mod tests {
             budget: 1,
             over_budget: over,
             fio: None,
+            peers: Vec::new(),
         }
+    }
+
+    /// Proves: with two pools each target takes the worse pool's figure.
+    #[test]
+    fn targets_over_two_pools_take_the_worse() {
+        let big = |ratio, tps| Size {
+            pool: "256MB".into(),
+            ..size(ratio, tps, 0.8)
+        };
+        let mut s = Samples::default();
+        let mut ten = big(10.0, 5.0);
+        ten.reads_per_s = 500.0;
+        ten.fio = Some(Ok(1000.0));
+        let mut ten_small = size(10.0, 5.0, 0.9);
+        ten_small.reads_per_s = 900.0;
+        ten_small.fio = Some(Ok(1000.0));
+        push_targets(
+            &mut s,
+            &[
+                size(0.9, 100.0, 0.9),
+                size(1.25, 80.0, 0.9),
+                ten_small,
+                big(0.9, 100.0),
+                big(1.25, 40.0),
+                ten,
+            ],
+        );
+        assert_eq!(s.get("outgrow_no_cliff"), [0.4]);
+        assert_eq!(s.get("outgrow_10x_vs_fio_iops"), [0.5]);
+    }
+
+    /// Proves: compare's JSON gives each engine's tps by column name and each skipped
+    /// engine's reason; a JSON without engines is an error.
+    #[test]
+    fn peers_come_from_compares_json() {
+        let (tps, skipped) = compare_tps(
+            r#"{"engines": [{"name": "sqlite", "tps": 10.5}, {"name": "postgresql-18", "tps": 7.0}],
+                "skipped": [{"name": "postgresql-15", "reason": "no PostgreSQL here"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            tps,
+            [
+                ("sqlite".to_string(), 10.5),
+                ("postgresql-18".to_string(), 7.0)
+            ]
+        );
+        assert_eq!(
+            skipped,
+            [(
+                "postgresql-15".to_string(),
+                "no PostgreSQL here".to_string()
+            )]
+        );
+        assert!(compare_tps(r#"{"skipped": []}"#).is_err());
+        assert!(compare_tps(r#"{"engines": [{"name": "sqlite"}]}"#).is_err());
     }
 
     /// Proves: the cliff target compares 1.25x with 0.9x, and the memory target takes the

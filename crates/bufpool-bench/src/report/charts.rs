@@ -524,16 +524,36 @@ pub struct MissLine {
 /// `experiment policies`' chart of one workload: miss ratio against pool size (log
 /// scale), one line per policy, and OPT (the last line, dashed black) as the floor.
 pub fn miss_ratio_chart(title: &str, lines: &[MissLine]) -> Result<String> {
+    xy_log_chart(
+        title,
+        ("pool size (buffers, log scale)", "miss ratio"),
+        lines,
+        true,
+    )
+}
+
+/// Lines of (x, y) points on a log x axis and a linear y axis from 0, with their legend
+/// above them; with `last_is_floor` the last line is drawn dashed black (a bound, as OPT
+/// in a miss-ratio chart) and y stops at 1.
+pub fn xy_log_chart(
+    title: &str,
+    (x_desc, y_desc): (&str, &str),
+    lines: &[MissLine],
+    last_is_floor: bool,
+) -> Result<String> {
     let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
     let (lo, hi) = xs.fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
-    if !(lo.is_finite() && hi > 0.0) {
-        bail!("a miss-ratio chart needs points");
+    if !(lo.is_finite() && lo > 0.0 && hi > 0.0) {
+        bail!("a chart on a log axis needs points above 0");
     }
     let y_max = finite_max(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)))
         .unwrap_or(1.0)
         .max(1e-3);
     let headroom = legend_headroom(lines.len(), HEIGHT - 110);
-    let y_top = (y_max * 1.05 / (1.0 - headroom)).min(1.0);
+    let mut y_top = y_max * 1.05 / (1.0 - headroom);
+    if last_is_floor {
+        y_top = y_top.min(1.0);
+    }
     svg_document(HEIGHT, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(title, (FONT, 22))
@@ -544,8 +564,8 @@ pub fn miss_ratio_chart(title: &str, lines: &[MissLine]) -> Result<String> {
             .build_cartesian_2d((lo * 0.8..hi * 1.25).log_scale(), 0.0..y_top)?;
         chart
             .configure_mesh()
-            .x_desc("pool size (buffers, log scale)")
-            .y_desc("miss ratio")
+            .x_desc(x_desc)
+            .y_desc(y_desc)
             .axis_desc_style((FONT, 16))
             .label_style((FONT, 13))
             .light_line_style(RGBColor(240, 240, 240))
@@ -553,7 +573,7 @@ pub fn miss_ratio_chart(title: &str, lines: &[MissLine]) -> Result<String> {
             .y_label_formatter(&fmt_num)
             .draw()?;
         for (i, line) in lines.iter().enumerate() {
-            let opt = i + 1 == lines.len();
+            let opt = last_is_floor && i + 1 == lines.len();
             let colour = if opt { BLACK_LINE } else { run_colour(i) };
             let style = colour.stroke_width(2);
             let points = line.points.iter().copied();
