@@ -1,5 +1,5 @@
 //! The helper scripts the binary runs (`postgres-peer.sh` for `compare`, with the TPC-C
-//! SQL and pgbench scripts it runs from `tpcc/` beside it; `slow-device.sh` for the
+//! and YCSB SQL and pgbench scripts it runs from `tpcc/` and `ycsb/` beside it; `slow-device.sh` for the
 //! experiments' devices; `fio-randread.sh` for `experiment outgrow`), built in so an
 //! installed binary has them: found in the environment, in `scripts/` of a clone, or
 //! written out from the built-in copy into a directory of this user's own. A leaf.
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// The helper scripts the binary runs, built in so an installed binary has them (the
 /// files live in this crate's `scripts/`; the repository's `scripts/` links to them).
-const BUILT_IN_SCRIPTS: [(&str, &str); 9] = [
+const BUILT_IN_SCRIPTS: [(&str, &str); 19] = [
     (
         "postgres-peer.sh",
         include_str!("../scripts/postgres-peer.sh"),
@@ -46,14 +46,54 @@ const BUILT_IN_SCRIPTS: [(&str, &str); 9] = [
         "tpcc/pgbench/stock_level.sql",
         include_str!("../scripts/tpcc/pgbench/stock_level.sql"),
     ),
+    (
+        "ycsb/pg-ycsb.sql",
+        include_str!("../scripts/ycsb/pg-ycsb.sql"),
+    ),
+    (
+        "ycsb/pgbench/zipfian.sql",
+        include_str!("../scripts/ycsb/pgbench/zipfian.sql"),
+    ),
+    (
+        "ycsb/pgbench/latest.sql",
+        include_str!("../scripts/ycsb/pgbench/latest.sql"),
+    ),
+    (
+        "ycsb/pgbench/keycheck.sql",
+        include_str!("../scripts/ycsb/pgbench/keycheck.sql"),
+    ),
+    (
+        "ycsb/pgbench/a.sql",
+        include_str!("../scripts/ycsb/pgbench/a.sql"),
+    ),
+    (
+        "ycsb/pgbench/b.sql",
+        include_str!("../scripts/ycsb/pgbench/b.sql"),
+    ),
+    (
+        "ycsb/pgbench/c.sql",
+        include_str!("../scripts/ycsb/pgbench/c.sql"),
+    ),
+    (
+        "ycsb/pgbench/d.sql",
+        include_str!("../scripts/ycsb/pgbench/d.sql"),
+    ),
+    (
+        "ycsb/pgbench/e.sql",
+        include_str!("../scripts/ycsb/pgbench/e.sql"),
+    ),
+    (
+        "ycsb/pgbench/f.sql",
+        include_str!("../scripts/ycsb/pgbench/f.sql"),
+    ),
 ];
 
-/// The files a script reads from beside itself, written out with it: the peer's TPC-C.
+/// The files a script reads from beside itself, written out with it: the peer's TPC-C
+/// and YCSB.
 fn companions(name: &str) -> impl Iterator<Item = &'static str> + '_ {
-    BUILT_IN_SCRIPTS
-        .iter()
-        .map(|(n, _)| *n)
-        .filter(move |n| name == "postgres-peer.sh" && n.starts_with("tpcc/"))
+    BUILT_IN_SCRIPTS.iter().map(|(n, _)| *n).filter(move |n| {
+        name == "postgres-peer.sh" && (n.starts_with("tpcc/") || n.starts_with("ycsb/"))
+    })
 }
 
 /// A helper script: `$env` if set, else `scripts/<name>` under the current directory (a
@@ -146,14 +186,42 @@ mod tests {
             assert_eq!(std::fs::read_to_string(&again).unwrap(), text);
         }
         assert!(write_built_in_script("nothing.sh").is_err());
-        // The peer's TPC-C files land beside it, where it looks for them.
+        // The peer's TPC-C and YCSB files land beside it, where it looks for them.
         let peer = write_built_in_script("postgres-peer.sh").unwrap();
         let files: Vec<&str> = companions("postgres-peer.sh").collect();
-        assert_eq!(files.len(), 6, "{files:?}");
+        assert_eq!(files.len(), 16, "{files:?}");
         for f in files {
             let p = write_built_in_script(f).unwrap();
             assert_eq!(p, peer.parent().unwrap().join(f));
         }
         assert_eq!(companions("slow-device.sh").count(), 0);
+    }
+
+    /// Every file of this crate's `scripts/` is built in (a file the peer reads but an
+    /// installed binary lacks fails only where no clone is at hand; YCSB's did).
+    #[test]
+    fn every_file_of_the_scripts_folder_is_built_in() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
+        let mut stack = vec![root.clone()];
+        let mut files = Vec::new();
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    files.push(
+                        p.strip_prefix(&root)
+                            .unwrap()
+                            .to_string_lossy()
+                            .into_owned(),
+                    );
+                }
+            }
+        }
+        files.sort();
+        let mut built: Vec<&str> = BUILT_IN_SCRIPTS.iter().map(|(n, _)| *n).collect();
+        built.sort_unstable();
+        assert_eq!(files, built);
     }
 }
