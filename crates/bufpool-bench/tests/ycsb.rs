@@ -216,6 +216,10 @@ fn outgrow_with_one_size_reports_the_targets_it_has() {
     assert_eq!(s["pool"], "64MB");
     assert_eq!(s["engines"]["bufpool"], s["tps"]);
     assert!(s["engines"]["sqlite"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(
+        s["engines"]["bufpool-buffered"].as_f64().unwrap() > 0.0,
+        "{s}"
+    );
     assert_eq!(j["tpcc_sizes"].as_array().map(Vec::len), Some(0));
     let svg = std::fs::read_to_string(dir.path().join("charts/outgrow-ycsb-c-64MB.svg")).unwrap();
     assert!(svg.contains("sqlite") && svg.contains("bufpool (O_DIRECT)"));

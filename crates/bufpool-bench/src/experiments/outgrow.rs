@@ -33,9 +33,11 @@
 //! worst. `--peers sqlite,postgres` runs the other engines at every size through `bufpool
 //! compare` (the same workload, records or warehouses, pool, clients and seconds; SQLite's
 //! cache and PostgreSQL's shared_buffers at the pool, both reading through the OS page
-//! cache, which this machine's memory lets hold every size: their figures show what the
-//! pool alone costs, not a device's reads). `--report DIR` draws tps against data/pool, a
-//! line per engine, one chart per workload and pool.
+//! cache, which this machine's memory lets hold every size: their figures show what
+//! leaving the pool costs when a miss is a copy from memory, not a device read), and
+//! bufpool beside them the same way (`bufpool-buffered`: compare's bufpool, `io_direct`
+//! off), so each engine's cliff is seen both ways. `--report DIR` draws tps against
+//! data/pool, a line per engine, one chart per workload and pool.
 
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -66,7 +68,8 @@ pub struct Args {
     /// Leave TPC-C out (YCSB C only).
     #[arg(long)]
     pub no_tpcc: bool,
-    /// Other engines at every size, through `bufpool compare`: sqlite, postgres.
+    /// Other engines at every size, through `bufpool compare`: sqlite, postgres (and bufpool
+    /// reading through the page cache as they do, `bufpool-buffered`).
     #[arg(long, value_delimiter = ',', value_name = "ENGINE,...", value_parser = parse_peer)]
     pub peers: Vec<EngineKind>,
     /// PostgreSQL's major versions with --peers postgres (default: compare's, the installed
@@ -225,7 +228,9 @@ fn peers(
     if a.peers.is_empty() {
         return Ok(Vec::new());
     }
-    let engines: Vec<&str> = a.peers.iter().map(|e| e.name()).collect();
+    let engines: Vec<&str> = std::iter::once("bufpool")
+        .chain(a.peers.iter().map(|e| e.name()))
+        .collect();
     r.step(format!(
         "{} at {size} {}, pool {pool}: {} through compare, {seconds} s each",
         work.name(),
@@ -287,13 +292,16 @@ fn peers(
     Ok(tps)
 }
 
+/// bufpool's column through compare: reading through the OS page cache, as the peers do.
+const BUFFERED: &str = "bufpool-buffered";
+
 /// An engine compare did not run: its column name and why.
 type Skipped = (String, String);
 /// An engine's column name and tps.
 type EngineTps = (String, f64);
 
-/// Each engine's tps (by column name) and each skipped engine's reason from `compare
-/// --json`.
+/// Each engine's tps (by column name; compare's bufpool, buffered, as `bufpool-buffered`)
+/// and each skipped engine's reason from `compare --json`.
 fn compare_tps(json: &str) -> Result<(Vec<EngineTps>, Vec<Skipped>)> {
     let j: serde_json::Value = serde_json::from_str(json).context("compare's --json")?;
     let engines = j["engines"]
@@ -304,6 +312,7 @@ fn compare_tps(json: &str) -> Result<(Vec<EngineTps>, Vec<Skipped>)> {
         .map(|e| {
             let name = e["name"].as_str().context("an engine without a name")?;
             let tps = e["tps"].as_f64().context("an engine without tps")?;
+            let name = if name == "bufpool" { BUFFERED } else { name };
             Ok((name.to_string(), tps))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -868,13 +877,15 @@ mod tests {
     #[test]
     fn peers_come_from_compares_json() {
         let (tps, skipped) = compare_tps(
-            r#"{"engines": [{"name": "sqlite", "tps": 10.5}, {"name": "postgresql-18", "tps": 7.0}],
+            r#"{"engines": [{"name": "bufpool", "tps": 20.0}, {"name": "sqlite", "tps": 10.5},
+                            {"name": "postgresql-18", "tps": 7.0}],
                 "skipped": [{"name": "postgresql-15", "reason": "no PostgreSQL here"}]}"#,
         )
         .unwrap();
         assert_eq!(
             tps,
             [
+                ("bufpool-buffered".to_string(), 20.0),
                 ("sqlite".to_string(), 10.5),
                 ("postgresql-18".to_string(), 7.0)
             ]
