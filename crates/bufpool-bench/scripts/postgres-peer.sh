@@ -121,7 +121,8 @@
 # that its keys are the loaded ones (scripts/ycsb/pgbench/keycheck.sql: 200 records drawn
 # at random must all be found), then runs one script: the record distribution
 # (scripts/ycsb/pgbench/zipfian.sql, or latest.sql for D) followed by the workload's
-# operations (a.sql .. f.sql), with -n and the constants as -D variables. After the run the
+# operations (read_write.sql for A, B, C and F, read_insert.sql for D and E, each told the
+# workload's shares by -D variables), with -n and the constants as -D variables. After the run the
 # table must hold the loaded records plus one per number the inserts took: "ok" goes to
 # ycsb_check.txt, else the run fails.
 #
@@ -826,10 +827,18 @@ elif [[ $WORKLOAD == ycsb-* ]]; then
   run_child "$TMP/keycheck.log" "$BIN/pgbench" -n -c 1 -t 200 -D "records=$RECORDS" \
     -f "$YCSB_DIR/pgbench/keycheck.sql" ||
     die "pgbench's YCSB keys are not the loaded ones: $(grep -m1 -iE 'error|abort' "$TMP/keycheck.log" || tail1 "$TMP/keycheck.log")"
-  core=${WORKLOAD#ycsb-}
-  dist=zipfian
-  [[ $core == d ]] && dist=latest
-  cat "$YCSB_DIR/pgbench/$dist.sql" "$YCSB_DIR/pgbench/$core.sql" >"$TMP/$WORKLOAD.sql"
+  # Each workload: its record distribution, its operations' script, and that script's
+  # settings (the share of reads, read-modify-write or not; scans or reads).
+  dist=zipfian ops=read_write
+  case $WORKLOAD in
+    ycsb-a) WORK_ARGS+=(-D read_pct=50 -D rmw=0) ;;
+    ycsb-b) WORK_ARGS+=(-D read_pct=95 -D rmw=0) ;;
+    ycsb-c) WORK_ARGS+=(-D read_pct=100 -D rmw=0) ;;
+    ycsb-d) dist=latest ops=read_insert WORK_ARGS+=(-D scan=0) ;;
+    ycsb-e) ops=read_insert WORK_ARGS+=(-D scan=1) ;;
+    ycsb-f) WORK_ARGS+=(-D read_pct=50 -D rmw=1) ;;
+  esac
+  cat "$YCSB_DIR/pgbench/$dist.sql" "$YCSB_DIR/pgbench/$ops.sql" >"$TMP/$WORKLOAD.sql"
   WORK_ARGS+=(-f "$TMP/$WORKLOAD.sql")
 fi
 log "pgbench -c $CLIENTS -j $JOBS -T $SECS -M $MODE -l${RATE:+ -R $RATE} ($WORKLOAD; $SECS s)..."

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// The helper scripts the binary runs, built in so an installed binary has them (the
 /// files live in this crate's `scripts/`; the repository's `scripts/` links to them).
-const BUILT_IN_SCRIPTS: [(&str, &str); 19] = [
+const BUILT_IN_SCRIPTS: [(&str, &str); 15] = [
     (
         "postgres-peer.sh",
         include_str!("../scripts/postgres-peer.sh"),
@@ -63,28 +63,12 @@ const BUILT_IN_SCRIPTS: [(&str, &str); 19] = [
         include_str!("../scripts/ycsb/pgbench/keycheck.sql"),
     ),
     (
-        "ycsb/pgbench/a.sql",
-        include_str!("../scripts/ycsb/pgbench/a.sql"),
+        "ycsb/pgbench/read_write.sql",
+        include_str!("../scripts/ycsb/pgbench/read_write.sql"),
     ),
     (
-        "ycsb/pgbench/b.sql",
-        include_str!("../scripts/ycsb/pgbench/b.sql"),
-    ),
-    (
-        "ycsb/pgbench/c.sql",
-        include_str!("../scripts/ycsb/pgbench/c.sql"),
-    ),
-    (
-        "ycsb/pgbench/d.sql",
-        include_str!("../scripts/ycsb/pgbench/d.sql"),
-    ),
-    (
-        "ycsb/pgbench/e.sql",
-        include_str!("../scripts/ycsb/pgbench/e.sql"),
-    ),
-    (
-        "ycsb/pgbench/f.sql",
-        include_str!("../scripts/ycsb/pgbench/f.sql"),
+        "ycsb/pgbench/read_insert.sql",
+        include_str!("../scripts/ycsb/pgbench/read_insert.sql"),
     ),
 ];
 
@@ -189,7 +173,7 @@ mod tests {
         // The peer's TPC-C and YCSB files land beside it, where it looks for them.
         let peer = write_built_in_script("postgres-peer.sh").unwrap();
         let files: Vec<&str> = companions("postgres-peer.sh").collect();
-        assert_eq!(files.len(), 16, "{files:?}");
+        assert_eq!(files.len(), 12, "{files:?}");
         for f in files {
             let p = write_built_in_script(f).unwrap();
             assert_eq!(p, peer.parent().unwrap().join(f));
