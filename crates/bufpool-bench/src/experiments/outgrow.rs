@@ -45,7 +45,6 @@ use serde_json::json;
 use super::device::remove_db;
 use super::runner::{knobs, Runner, Steps};
 use super::{layout, progress, Goal, Report, Samples};
-use crate::compare::EngineKind;
 
 /// `bufpool experiment outgrow` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -70,8 +69,8 @@ pub struct Args {
     pub no_tpcc: bool,
     /// Other engines at every size, through `bufpool compare`: sqlite, postgres (and bufpool
     /// reading through the page cache as they do, `bufpool-buffered`).
-    #[arg(long, value_delimiter = ',', value_name = "ENGINE,...", value_parser = parse_peer)]
-    pub peers: Vec<EngineKind>,
+    #[arg(long, value_delimiter = ',', value_name = "ENGINE,...", value_enum)]
+    pub peers: Vec<Peer>,
     /// PostgreSQL's major versions with --peers postgres (default: compare's, the installed
     /// one and 18).
     #[arg(long, value_delimiter = ',', value_name = "MAJOR,...")]
@@ -81,13 +80,22 @@ pub struct Args {
     pub report: Option<std::path::PathBuf>,
 }
 
-/// `sqlite` or `postgres` (bufpool runs every size anyway).
-fn parse_peer(text: &str) -> std::result::Result<EngineKind, String> {
-    match <EngineKind as clap::ValueEnum>::from_str(text, true)? {
-        EngineKind::Bufpool => {
-            Err("bufpool runs every size already: name sqlite or postgres".into())
+/// An engine `--peers` names, run through `bufpool compare` (whose `--engines` takes the
+/// same names; bufpool runs every size anyway).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Peer {
+    Sqlite,
+    #[value(alias = "postgresql", alias = "pg")]
+    Postgres,
+}
+
+impl Peer {
+    /// Its name among compare's `--engines`.
+    fn name(self) -> &'static str {
+        match self {
+            Peer::Sqlite => "sqlite",
+            Peer::Postgres => "postgres",
         }
-        e => Ok(e),
     }
 }
 
