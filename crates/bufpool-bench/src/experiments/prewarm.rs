@@ -240,10 +240,9 @@ fn report(
         figures.push(s.figure("reload_s", "s"));
     }
     let mut notes = vec![format!(
-        "steady: the first second at {:.0}% of the warm run's median TPS; restart runs in \
-         {}/prewarm/ (bufpool report charts them)",
+        "steady: the first second at {:.0}% of the warm run's median TPS; restart {}",
         STEADY_SHARE * 100.0,
-        r.common.parent_dir().display()
+        r.runs_note()
     )];
     for (on, m) in last {
         if !m.reached {

@@ -256,10 +256,7 @@ fn report(r: &Runner, s: &Samples, runs: &[LogCost], (scale, seconds): (u32, u64
             s.ratio("ycsb_c_lookups_per_s_per_core", Goal::AtLeast, 600_000.0),
         ],
         metadata,
-        notes: vec![format!(
-            "runs in {}/readonly/ (bufpool report charts them)",
-            r.common.parent_dir().display()
-        )],
+        notes: vec![r.runs_note()],
         tables: vec![layout(&cells, 2)],
     }
 }

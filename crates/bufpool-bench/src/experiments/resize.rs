@@ -298,10 +298,7 @@ fn report(r: &Runner, s: &Samples, all: &[(usize, Vec<Dip>)], (scale, secs): (u3
             s.ratio("resize_lost_transactions", Goal::Exactly, 0.0),
         ],
         metadata,
-        notes: vec![format!(
-            "runs in {}/resize/ (bufpool report charts them)",
-            r.common.parent_dir().display()
-        )],
+        notes: vec![r.runs_note()],
         tables: vec![layout(&cells, 2)],
     }
 }

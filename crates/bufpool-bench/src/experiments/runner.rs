@@ -322,6 +322,16 @@ impl Runner {
         self.steps.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The report's note on where the experiment's runs were kept: `runs in <--dir>/NAME/
+    /// (bufpool report charts them)`.
+    pub fn runs_note(&self) -> String {
+        format!(
+            "runs in {}/{}/ (bufpool report charts them)",
+            self.common.parent_dir().display(),
+            self.name
+        )
+    }
+
     /// `<--dir>/NAME`, made: where run files that outlive the scratch folder go.
     pub fn out_dir(&self) -> Result<PathBuf> {
         let dir = std::path::absolute(self.common.parent_dir().join(self.name))?;
