@@ -153,30 +153,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         (1..=3600).contains(&seconds),
         "--seconds must be within 1..=3600, got {seconds}"
     );
-    let ratios = if a.ratios.is_empty() {
-        if short {
-            vec![0.5, 0.9, 1.25, 2.0]
-        } else {
-            vec![0.5, 0.9, 1.25, 2.0, 5.0, 10.0]
-        }
-    } else {
-        a.ratios.clone()
-    };
-    anyhow::ensure!(
-        ratios
-            .iter()
-            .all(|&x| x.is_finite() && (0.01..=100.0).contains(&x)),
-        "--ratios: each within 0.01..=100, got {ratios:?}"
-    );
-    let pools = if a.pools.is_empty() {
-        if short {
-            vec!["64MB".to_string()]
-        } else {
-            vec!["64MB".to_string(), "256MB".to_string()]
-        }
-    } else {
-        a.pools.clone()
-    };
+    let (ratios, pools) = ratios_and_pools(a, short)?;
     r.set_io("O_DIRECT (io_direct = on)");
     // A run per size of each workload, fio beside each pool's largest YCSB size, and the
     // peers' runs (a compare each, its loads untimed).
@@ -223,6 +200,36 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     Ok(rep)
 }
 
+/// The sizes (data over pool) and pools to run: `--ratios` and `--pool`, or the defaults
+/// (fewer of both with `--quick`).
+fn ratios_and_pools(a: &Args, short: bool) -> Result<(Vec<f64>, Vec<String>)> {
+    let ratios = if a.ratios.is_empty() {
+        if short {
+            vec![0.5, 0.9, 1.25, 2.0]
+        } else {
+            vec![0.5, 0.9, 1.25, 2.0, 5.0, 10.0]
+        }
+    } else {
+        a.ratios.clone()
+    };
+    anyhow::ensure!(
+        ratios
+            .iter()
+            .all(|&x| x.is_finite() && (0.01..=100.0).contains(&x)),
+        "--ratios: each within 0.01..=100, got {ratios:?}"
+    );
+    let pools = if a.pools.is_empty() {
+        if short {
+            vec!["64MB".to_string()]
+        } else {
+            vec!["64MB".to_string(), "256MB".to_string()]
+        }
+    } else {
+        a.pools.clone()
+    };
+    Ok((ratios, pools))
+}
+
 /// The `--peers` at one size: `bufpool compare` of `work` on `size` records (YCSB) or
 /// warehouses (TPC-C) with `pool`, in a child process, each engine's tps by its column
 /// name; an engine compare skips (PostgreSQL missing here) goes to `skipped`, once.
@@ -236,9 +243,7 @@ fn peers(
     if a.peers.is_empty() {
         return Ok(Vec::new());
     }
-    let engines: Vec<&str> = std::iter::once("bufpool")
-        .chain(a.peers.iter().map(|e| e.name()))
-        .collect();
+    let engines = engine_names(a);
     r.step(format!(
         "{} at {size} {}, pool {pool}: {} through compare, {seconds} s each",
         work.name(),
@@ -251,25 +256,7 @@ fn peers(
     ));
     let scratch = r.data_root()?.join("outgrow-compare");
     let logs = r.scratch().join("outgrow-compare");
-    let exe = std::env::current_exe().context("finding this program to run compare")?;
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args(["compare", "--workload", work.name()]);
-    match work {
-        Work::YcsbC => cmd.args(["--records", &size.to_string()]),
-        Work::Tpcc => cmd.args(["--warehouses", &size.to_string()]),
-    };
-    let n = CLIENTS.to_string();
-    cmd.args(["--engines", &engines.join(",")])
-        .args(["--pool", pool, "-c", &n, "-j", &n])
-        .args(["-T", &seconds.to_string(), "-P", &seconds.to_string()])
-        .args(["--sync", "off", "--checkpoint-timeout", "1h", "--json"])
-        .arg("--dir")
-        .arg(&scratch)
-        .arg("-o")
-        .arg(&logs);
-    if !a.postgres_version.is_empty() {
-        cmd.args(["--postgres-version", &a.postgres_version.join(",")]);
-    }
+    let mut cmd = compare_command(a, (work, size, pool), seconds, (&scratch, &logs))?;
     cmd.stdin(std::process::Stdio::null());
     cmd.stderr(std::process::Stdio::piped());
     let out = cmd.output().context("running bufpool compare")?;
@@ -298,6 +285,44 @@ fn peers(
         ));
     }
     Ok(tps)
+}
+
+/// bufpool and each engine of `--peers`, as compare's `--engines` names them.
+fn engine_names(a: &Args) -> Vec<&'static str> {
+    std::iter::once("bufpool")
+        .chain(a.peers.iter().map(|e| e.name()))
+        .collect()
+}
+
+/// The child `bufpool compare` of [`peers`]: every engine of `--peers` and bufpool, with
+/// the experiment's pool, clients and seconds, its databases in `scratch`, its logs in `logs`.
+fn compare_command(
+    a: &Args,
+    (work, size, pool): (Work, u64, &str),
+    seconds: u64,
+    (scratch, logs): (&std::path::Path, &std::path::Path),
+) -> Result<std::process::Command> {
+    let engines = engine_names(a);
+    let exe = std::env::current_exe().context("finding this program to run compare")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["compare", "--workload", work.name()]);
+    match work {
+        Work::YcsbC => cmd.args(["--records", &size.to_string()]),
+        Work::Tpcc => cmd.args(["--warehouses", &size.to_string()]),
+    };
+    let n = CLIENTS.to_string();
+    cmd.args(["--engines", &engines.join(",")])
+        .args(["--pool", pool, "-c", &n, "-j", &n])
+        .args(["-T", &seconds.to_string(), "-P", &seconds.to_string()])
+        .args(["--sync", "off", "--checkpoint-timeout", "1h", "--json"])
+        .arg("--dir")
+        .arg(scratch)
+        .arg("-o")
+        .arg(logs);
+    if !a.postgres_version.is_empty() {
+        cmd.args(["--postgres-version", &a.postgres_version.join(",")]);
+    }
+    Ok(cmd)
 }
 
 /// bufpool's column through compare: reading through the OS page cache, as the peers do.
