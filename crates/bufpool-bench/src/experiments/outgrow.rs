@@ -10,12 +10,14 @@
 //! bench's resident memory against its budget (`shared_buffers` + `wal_buffers` + the
 //! pool's bookkeeping + a fixed allowance: `tpcb::driver::counters::memory_use`).
 //!
-//! TPC-C (`--tpcc-pool`, 256 MB; `synchronous_commit = off`, so its runs measure reads,
-//! not the log's syncs) runs the same way at about the same multiples: one
-//! warehouse loads about 119 MB of tables and keys, so a size is the nearest whole number of
-//! warehouses (at least one) and its row says the multiple it made; its transactions grow
-//! the data while they run. Its 1.25x over 0.9x is a figure (`tpcc_cliff`), not a target:
-//! the sizes are whole warehouses.
+//! TPC-C (`--tpcc-pool`, default 64 MB and 256 MB, `--quick` 256 MB; `synchronous_commit =
+//! off`, so its runs measure reads, not the log's syncs) runs the same way at about the
+//! same multiples: one warehouse loads about 119 MB of tables and keys, so a size is the
+//! nearest whole number of warehouses (at least one, each number once per pool) and its row
+//! says the multiple it made (at 64 MB: about 1.9x, 5.6x and 9.3x); its transactions grow
+//! the data while they run. Its 1.25x over 0.9x is a figure (`tpcc_cliff`, at the pools
+//! with a size on each side of the pool), not a target: the sizes are whole warehouses.
+//! `--no-tpcc` and `--no-ycsb` leave a workload out.
 //!
 //! Beside the largest size, the raw device: `fio` (Debian's, through
 //! `scripts/fio-randread.sh`, which installs it when missing and we are root) reads random
@@ -60,13 +62,18 @@ pub struct Args {
     /// 0.5,0.9,1.25,2).
     #[arg(long, value_delimiter = ',')]
     pub ratios: Vec<f64>,
-    /// TPC-C's pool (shared_buffers): a warehouse is about 119 MB, so a smaller pool has
-    /// no size below about 2x.
-    #[arg(long, default_value = "256MB")]
-    pub tpcc_pool: String,
+    /// TPC-C's pools (shared_buffers), each running every size (default 64MB,256MB;
+    /// --quick 256MB): a warehouse is about 119 MB, so at 64 MB the smallest size is about
+    /// 1.9x.
+    #[arg(long = "tpcc-pool", value_delimiter = ',', value_name = "SIZE,...")]
+    pub tpcc_pools: Vec<String>,
     /// Leave TPC-C out (YCSB C only).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_ycsb")]
     pub no_tpcc: bool,
+    /// Leave YCSB C out (TPC-C only; its targets need YCSB C, so only `rss_over_budget`
+    /// is reported).
+    #[arg(long)]
+    pub no_ycsb: bool,
     /// Other engines at every size, through `bufpool compare`: sqlite, postgres (and bufpool
     /// reading through the page cache as they do, `bufpool-buffered`).
     #[arg(long, value_delimiter = ',', value_name = "ENGINE,...", value_enum)]
@@ -153,11 +160,12 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
         (1..=3600).contains(&seconds),
         "--seconds must be within 1..=3600, got {seconds}"
     );
-    let (ratios, pools) = ratios_and_pools(a, short)?;
+    let (ratios, pools, tpcc_pools) = ratios_and_pools(a, short)?;
     r.set_io("O_DIRECT (io_direct = on)");
-    // A run per size of each workload, fio beside each pool's largest YCSB size, and the
-    // peers' runs (a compare each, its loads untimed).
-    let runs = ratios.len() * (pools.len() + usize::from(!a.no_tpcc));
+    // A run per size of each workload (at most: TPC-C's sizes are whole warehouses, each
+    // once), fio beside each pool's largest YCSB size, and the peers' runs (a compare each,
+    // its loads untimed).
+    let runs = ratios.len() * (pools.len() + tpcc_pools.len());
     let peer_runs = if a.peers.is_empty() { 0 } else { runs };
     r.plan(
         Steps::new()
@@ -187,22 +195,24 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
             sizes.push(z);
         }
     }
-    if !a.no_tpcc {
-        sizes.extend(run_tpcc(r, a, &ratios, seconds, &mut skipped)?);
+    for pool in &tpcc_pools {
+        sizes.extend(run_tpcc(r, a, (pool, &ratios), seconds, &mut skipped)?);
     }
     if let Some(dir) = &a.report {
         write_charts(dir, &sizes, &r.header("experiment outgrow"))?;
     }
     let mut samples = Samples::default();
     push_targets(&mut samples, &sizes);
-    let mut rep = report(r, &samples, &sizes, (&pools.join(","), seconds));
+    let pools = (pools.join(","), tpcc_pools.join(","));
+    let mut rep = report(r, &samples, &sizes, (&pools, seconds));
     rep.notes.extend(skipped);
     Ok(rep)
 }
 
-/// The sizes (data over pool) and pools to run: `--ratios` and `--pool`, or the defaults
-/// (fewer of both with `--quick`).
-fn ratios_and_pools(a: &Args, short: bool) -> Result<(Vec<f64>, Vec<String>)> {
+/// The sizes (data over pool), YCSB C's pools and TPC-C's to run: `--ratios`, `--pool` and
+/// `--tpcc-pool`, or the defaults (fewer of each with `--quick`); no pools for a workload
+/// left out.
+fn ratios_and_pools(a: &Args, short: bool) -> Result<(Vec<f64>, Vec<String>, Vec<String>)> {
     let ratios = if a.ratios.is_empty() {
         if short {
             vec![0.5, 0.9, 1.25, 2.0]
@@ -218,16 +228,20 @@ fn ratios_and_pools(a: &Args, short: bool) -> Result<(Vec<f64>, Vec<String>)> {
             .all(|&x| x.is_finite() && (0.01..=100.0).contains(&x)),
         "--ratios: each within 0.01..=100, got {ratios:?}"
     );
-    let pools = if a.pools.is_empty() {
-        if short {
-            vec!["64MB".to_string()]
+    let pick = |given: &[String], quick: &str, left_out: bool| -> Vec<String> {
+        if left_out {
+            Vec::new()
+        } else if !given.is_empty() {
+            given.to_vec()
+        } else if short {
+            vec![quick.to_string()]
         } else {
             vec!["64MB".to_string(), "256MB".to_string()]
         }
-    } else {
-        a.pools.clone()
     };
-    Ok((ratios, pools))
+    let pools = pick(&a.pools, "64MB", a.no_ycsb);
+    let tpcc_pools = pick(&a.tpcc_pools, "256MB", a.no_tpcc);
+    Ok((ratios, pools, tpcc_pools))
 }
 
 /// The `--peers` at one size: `bufpool compare` of `work` on `size` records (YCSB) or
@@ -412,24 +426,24 @@ fn measure(
     Ok(s)
 }
 
-/// TPC-C at each of `ratios` times `a.tpcc_pool` (whole warehouses, at least one; a
-/// number of warehouses once), `seconds` each, on a fresh load.
+/// TPC-C at each of `ratios` times `pool` (whole warehouses, at least one; a number of
+/// warehouses once), `seconds` each, on a fresh load.
 fn run_tpcc(
     r: &Runner,
     a: &Args,
-    ratios: &[f64],
+    (pool, ratios): (&str, &[f64]),
     seconds: u64,
     skipped: &mut Vec<String>,
 ) -> Result<Vec<Size>> {
     let mut check = bufpool::Config::default();
     check
-        .set("shared_buffers", &a.tpcc_pool)
+        .set("shared_buffers", pool)
         .map_err(crate::knobs::knob_error)?;
     let pool_bytes = (check.nbuffers() * check.block_size) as f64;
     // Commits do not wait for their sync: the runs measure the pool and the device's
     // reads, not the log's syncs.
     let base = [
-        ("shared_buffers", a.tpcc_pool.as_str()),
+        ("shared_buffers", pool),
         ("io_direct", "on"),
         ("checkpoint_timeout", "1h"),
         ("log_checkpoints", "off"),
@@ -443,23 +457,17 @@ fn run_tpcc(
         }
         let t = r.template_tpcc(w, &knobs(&base))?;
         let made = f64::from(w) * BYTES_PER_WAREHOUSE / pool_bytes;
-        let label = format!("TPC-C, {w} warehouses, about {made:.2}x pool");
+        let label = format!("TPC-C, {w} warehouses, about {made:.2}x pool {pool}");
         r.step(format!("{label}: {CLIENTS} clients, {seconds} s"));
         let out = bench_child(r, &t.dir, &knobs(&base), "tpcc", seconds)
             .with_context(|| label.clone())?;
         remove_db(&t.dir);
         let z = Size {
             work: Work::Tpcc,
-            pool: a.tpcc_pool.clone(),
+            pool: pool.to_string(),
             ratio: made,
             records: u64::from(w),
-            peers: peers(
-                r,
-                a,
-                (Work::Tpcc, u64::from(w), &a.tpcc_pool),
-                seconds,
-                skipped,
-            )?,
+            peers: peers(r, a, (Work::Tpcc, u64::from(w), pool), seconds, skipped)?,
             ..out
         };
         r.progress(format!(
@@ -547,17 +555,24 @@ fn warehouses_for(ratio: f64, pool_bytes: f64) -> u32 {
     ((ratio * pool_bytes / BYTES_PER_WAREHOUSE).round() as u32).max(1)
 }
 
-/// TPC-C's tps at its size nearest 1.25x over its size nearest 0.9x (None unless both
-/// ran, as different sizes).
+/// TPC-C's tps at its size nearest 1.25x over its size nearest 0.9x, at each of its pools
+/// where both ran as different sizes below and above the pool; the worst pool's (None when
+/// no pool has both: at 64 MB one warehouse is already about 1.9x).
 fn tpcc_cliff(sizes: &[Size]) -> Option<f64> {
-    let near = |x: f64| {
-        sizes
-            .iter()
-            .filter(|z| z.work == Work::Tpcc)
-            .min_by(|a, b| (a.ratio - x).abs().total_cmp(&(b.ratio - x).abs()))
+    let tpcc = || sizes.iter().filter(|z| z.work == Work::Tpcc);
+    let mut pools: Vec<&str> = tpcc().map(|z| z.pool.as_str()).collect();
+    pools.dedup();
+    let cliff = |pool: &str| {
+        let near = |x: f64| {
+            tpcc()
+                .filter(|z| z.pool == pool)
+                .min_by(|a, b| (a.ratio - x).abs().total_cmp(&(b.ratio - x).abs()))
+        };
+        let (over, under) = (near(1.25)?, near(0.9)?);
+        (over.records != under.records && under.ratio < 1.0 && over.ratio > 1.0)
+            .then(|| over.tps / under.tps.max(1e-9))
     };
-    let (over, under) = (near(1.25)?, near(0.9)?);
-    (over.records != under.records).then(|| over.tps / under.tps.max(1e-9))
+    pools.into_iter().filter_map(cliff).reduce(f64::min)
 }
 
 /// fio's random-read IOPS on the largest file under `dir` (the table's heap: a segment of
@@ -704,10 +719,18 @@ fn write_charts(dir: &std::path::Path, sizes: &[Size], header: &str) -> Result<(
     Ok(())
 }
 
-fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64)) -> Report {
+/// The report: `pools` are YCSB C's and TPC-C's, each a comma-separated list (empty when
+/// the workload was left out).
+fn report(
+    r: &Runner,
+    s: &Samples,
+    sizes: &[Size],
+    (pools, seconds): (&(String, String), u64),
+) -> Report {
     let cells = table_cells(sizes);
     let mut metadata = r.metadata();
-    metadata.insert("shared_buffers".into(), json!(pool));
+    metadata.insert("shared_buffers".into(), json!(pools.0));
+    metadata.insert("tpcc_shared_buffers".into(), json!(pools.1));
     metadata.insert("clients".into(), json!(CLIENTS));
     metadata.insert("seconds".into(), json!(seconds));
     let (ycsb, tpcc) = sizes_json(sizes);
@@ -716,8 +739,18 @@ fn report(r: &Runner, s: &Samples, sizes: &[Size], (pool, seconds): (&str, u64))
     metadata.insert("tpcc_cliff".into(), json!(tpcc_cliff(sizes)));
     Report {
         header: r.header(&format!(
-            "YCSB C (pool {pool}) and TPC-C as the data outgrows the pool, io_direct on, c{CLIENTS} \
-             j{CLIENTS}, {seconds} s runs{} | {}",
+            "YCSB C (pool {}) and TPC-C (pool {}) as the data outgrows the pool, io_direct on, \
+             c{CLIENTS} j{CLIENTS}, {seconds} s runs{} | {}",
+            if pools.0.is_empty() {
+                "not run"
+            } else {
+                &pools.0
+            },
+            if pools.1.is_empty() {
+                "not run"
+            } else {
+                &pools.1
+            },
             if sizes.iter().any(|z| !z.peers.is_empty()) {
                 "; peers through compare, buffered"
             } else {
@@ -977,10 +1010,54 @@ mod tests {
         let sizes = [size(0.9, 100.0, 0.5), t(0.93, 2, 1000.0), t(1.4, 3, 600.0)];
         assert_eq!(tpcc_cliff(&sizes), Some(0.6));
         assert_eq!(tpcc_cliff(&sizes[..2]), None);
+        // At a 64 MB pool every size is past the pool (one warehouse is about 1.9x): that
+        // pool gives no cliff, and the other pool's stands; with both pools having one, the
+        // worse.
+        let small = |ratio: f64, w: u64, tps: f64| Size {
+            pool: "64MB".into(),
+            ..t(ratio, w, tps)
+        };
+        let mut two = vec![small(1.86, 1, 900.0), small(5.6, 3, 100.0)];
+        two.extend(sizes.iter().skip(1).map(|z| Size {
+            pool: "256MB".into(),
+            ..z.clone()
+        }));
+        assert_eq!(tpcc_cliff(&two), Some(0.6));
+        two[0] = small(0.8, 1, 1000.0);
+        two[1] = small(1.3, 2, 500.0);
+        assert_eq!(tpcc_cliff(&two), Some(0.5));
+        assert_eq!(warehouses_for(0.9, 64.0 * 1024.0 * 1024.0), 1);
         let mut s = Samples::default();
         push_targets(&mut s, &sizes);
         assert!(s.get("outgrow_no_cliff").is_empty(), "no YCSB 1.25x size");
         assert_eq!(s.ratio("rss_over_budget", Goal::AtMost, 1.05).median, 1.2);
+    }
+
+    /// Proves: each workload runs at its own pools (both by default, one with `--quick`),
+    /// and a workload left out runs at none; both left out is refused.
+    #[test]
+    fn each_workload_has_its_pools() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: Args,
+        }
+        let parse = |args: &[&str]| {
+            use clap::Parser;
+            Cli::try_parse_from(std::iter::once("outgrow").chain(args.iter().copied())).map(|c| c.a)
+        };
+        let pools = |args: &[&str], short| {
+            let (_, y, t) = ratios_and_pools(&parse(args).unwrap(), short).unwrap();
+            (y.join(","), t.join(","))
+        };
+        let both = ("64MB,256MB".to_string(), "64MB,256MB".to_string());
+        assert_eq!(pools(&[], false), both);
+        assert_eq!(pools(&[], true), ("64MB".into(), "256MB".into()));
+        assert_eq!(pools(&["--no-ycsb"], false), ("".into(), both.1.clone()));
+        assert_eq!(pools(&["--no-tpcc"], true), ("64MB".into(), "".into()));
+        let given = ["--tpcc-pool", "128MB,1GB", "--pool", "32MB"];
+        assert_eq!(pools(&given, true), ("32MB".into(), "128MB,1GB".into()));
+        assert!(parse(&["--no-ycsb", "--no-tpcc"]).is_err());
     }
 
     /// Proves: a size's figures come from bench's summary, and a summary without them is
