@@ -25,6 +25,7 @@
 //! ns per lookup = wall time x threads / lookups (flat across thread counts = perfect
 //! scaling), median, min and max over the repeats.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -253,6 +254,8 @@ pub struct Exp1Row {
     /// Waits for SLRU locks and SLRU I/O, µs per client transaction (median).
     pub slru_lock_us_per_txn: f64,
     pub slru_io_us_per_txn: f64,
+    /// The same per SLRU (the seed's table is per SLRU).
+    pub slru_waits: BTreeMap<String, SlruWaitsPerTxn>,
     /// More clients than cores (+1 for the side script): the run measures a queue.
     pub oversubscribed: bool,
 }
@@ -294,6 +297,41 @@ struct RunOut {
     /// The clients' waits for SLRU locks and SLRU I/O, µs per client transaction
     /// (PostgreSQL's *SLRU and *Buffer wait events, timed instead of sampled).
     slru_waits_us: (f64, f64),
+    /// The same split per SLRU (xact, subtrans, multixact_offsets, multixact_members,
+    /// other), only the SLRUs waited for.
+    slru_waits_by: BTreeMap<String, SlruWaitsPerTxn>,
+}
+
+/// One SLRU's waits per client transaction (in a row: medians over the repeats, an SLRU a
+/// repeat did not wait for counting as zero there).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SlruWaitsPerTxn {
+    /// Waits for its lock (the central lock or a bank's) per 1,000 transactions.
+    pub lock_waits_per_1k: f64,
+    /// Time in those waits, µs per transaction.
+    pub lock_us: f64,
+    /// Time waiting for its page I/O, µs per transaction.
+    pub io_us: f64,
+}
+
+/// Each SLRU's waits over `runs` (medians, see [`SlruWaitsPerTxn`]).
+fn slru_waits_by(runs: &[RunOut]) -> BTreeMap<String, SlruWaitsPerTxn> {
+    let names: std::collections::BTreeSet<&String> =
+        runs.iter().flat_map(|r| r.slru_waits_by.keys()).collect();
+    names
+        .into_iter()
+        .map(|name| {
+            let of = |f: fn(&SlruWaitsPerTxn) -> f64| {
+                median_of(runs, |r| r.slru_waits_by.get(name).map_or(0.0, f))
+            };
+            let w = SlruWaitsPerTxn {
+                lock_waits_per_1k: of(|w| w.lock_waits_per_1k),
+                lock_us: of(|w| w.lock_us),
+                io_us: of(|w| w.io_us),
+            };
+            (name.clone(), w)
+        })
+        .collect()
 }
 
 /// The median of `f` over `runs`.
@@ -326,6 +364,19 @@ impl RunOut {
                         / r.transactions.max(1) as f64
                 };
                 (per("slru_lock"), per("slru_io"))
+            }),
+            slru_waits_by: r.waits.as_ref().map_or_else(BTreeMap::new, |w| {
+                let n = r.transactions.max(1) as f64;
+                (w.all.slru.iter())
+                    .map(|(name, s)| {
+                        let per = SlruWaitsPerTxn {
+                            lock_waits_per_1k: s.lock_count as f64 * 1e3 / n,
+                            lock_us: s.lock_ms * 1e3 / n,
+                            io_us: s.io_ms * 1e3 / n,
+                        };
+                        (name.clone(), per)
+                    })
+                    .collect()
             }),
             slru: r.slru,
         }
@@ -446,6 +497,7 @@ pub fn exp1(r: &Runner, o: &TpcbRuns, cores: usize) -> Result<Vec<Exp1Row>> {
             side_transactions: runs.iter().map(|r| r.side).sum(),
             slru_lock_us_per_txn: median_of(&runs, |r| r.slru_waits_us.0),
             slru_io_us_per_txn: median_of(&runs, |r| r.slru_waits_us.1),
+            slru_waits: slru_waits_by(&runs),
             oversubscribed: clients as usize + 1 > cores,
         })
         .collect())
@@ -466,6 +518,8 @@ pub struct Exp2Row {
     /// Waits for SLRU locks and SLRU I/O, µs per client transaction (median).
     pub slru_lock_us_per_txn: f64,
     pub slru_io_us_per_txn: f64,
+    /// The same per SLRU.
+    pub slru_waits: BTreeMap<String, SlruWaitsPerTxn>,
     pub oversubscribed: bool,
 }
 
@@ -503,6 +557,7 @@ pub fn exp2(
                 side_transactions: runs.iter().map(|r| r.side).sum(),
                 slru_lock_us_per_txn: median_of(&runs, |r| r.slru_waits_us.0),
                 slru_io_us_per_txn: median_of(&runs, |r| r.slru_waits_us.1),
+                slru_waits: slru_waits_by(&runs),
                 oversubscribed: clients as usize + 1 > cores,
             }
         })
@@ -520,6 +575,8 @@ pub struct Exp3Row {
     pub grouped_per_txn: f64,
     /// Waits for SLRU locks, µs per client transaction (median).
     pub slru_lock_us_per_txn: f64,
+    /// SLRU waits per SLRU.
+    pub slru_waits: BTreeMap<String, SlruWaitsPerTxn>,
     pub oversubscribed: bool,
 }
 
@@ -549,6 +606,7 @@ pub fn exp3(r: &Runner, o: &TpcbRuns, cores: usize) -> Result<Vec<Exp3Row>> {
             tps: summarize(&runs.iter().map(|r| r.tps).collect::<Vec<_>>()),
             grouped_per_txn: median_of(&runs, RunOut::grouped_per_txn),
             slru_lock_us_per_txn: median_of(&runs, |r| r.slru_waits_us.0),
+            slru_waits: slru_waits_by(&runs),
             oversubscribed: clients as usize > cores,
         })
         .collect())
@@ -1062,6 +1120,31 @@ fn micro_table(rows: &[MicroRow]) -> String {
     table
 }
 
+/// The per-SLRU part of an experiment's table (the seed's table is per SLRU): at the top
+/// client count, each configuration's waits for each SLRU it waited for, lock waits per
+/// 1,000 transactions, µs of lock wait and µs of I/O wait per transaction.
+fn per_slru_table<'a>(rows: &[(u32, &'a str, &'a BTreeMap<String, SlruWaitsPerTxn>)]) -> String {
+    let Some(top) = rows.iter().map(|r| r.0).max() else {
+        return String::new();
+    };
+    let mut t = format!(
+        "per SLRU at {top} clients\n{:<15}  {:<18}  {:>15}  {:>12}  {:>10}\n",
+        "config", "slru", "lock waits/1k tx", "lock us/txn", "io us/txn"
+    );
+    for (_, label, by) in rows.iter().filter(|r| r.0 == top) {
+        if by.is_empty() {
+            t.push_str(&format!("{label:<15}  {:<18}\n", "(no SLRU waits)"));
+        }
+        for (slru, w) in by.iter() {
+            t.push_str(&format!(
+                "{label:<15}  {slru:<18}  {:>15.2}  {:>12.2}  {:>10.2}\n",
+                w.lock_waits_per_1k, w.lock_us, w.io_us
+            ));
+        }
+    }
+    t
+}
+
 fn exp1_table(rows: &[Exp1Row]) -> String {
     let mut t = format!(
         "exp 1 (TPC-B + savepoint-overflow side script)\n{:>8}  {:<15}  {:>26}  {:>17}  {:>14}  {:>5}  {:>15}  {:>13}\n",
@@ -1082,6 +1165,11 @@ fn exp1_table(rows: &[Exp1Row]) -> String {
             r.slru_io_us_per_txn
         ));
     }
+    let by: Vec<_> = rows
+        .iter()
+        .map(|r| (r.clients, r.design, &r.slru_waits))
+        .collect();
+    t.push_str(&per_slru_table(&by));
     t
 }
 
@@ -1101,6 +1189,11 @@ fn exp3_table(rows: &[Exp3Row]) -> String {
             r.slru_lock_us_per_txn
         ));
     }
+    let by: Vec<_> = rows
+        .iter()
+        .map(|r| (r.clients, r.group, &r.slru_waits))
+        .collect();
+    t.push_str(&per_slru_table(&by));
     t
 }
 
@@ -1124,6 +1217,11 @@ fn exp2_table(rows: &[Exp2Row]) -> String {
             r.slru_io_us_per_txn
         ));
     }
+    let by: Vec<_> = rows
+        .iter()
+        .map(|r| (r.clients, r.design, &r.slru_waits))
+        .collect();
+    t.push_str(&per_slru_table(&by));
     t
 }
 
@@ -1149,6 +1247,7 @@ mod tests {
             side_transactions: 0,
             slru_lock_us_per_txn: 0.0,
             slru_io_us_per_txn: 0.0,
+            slru_waits: BTreeMap::new(),
             oversubscribed: false,
         }
     }
@@ -1163,6 +1262,7 @@ mod tests {
             side_transactions: 0,
             slru_lock_us_per_txn: 0.0,
             slru_io_us_per_txn: 0.0,
+            slru_waits: BTreeMap::new(),
             oversubscribed: false,
         }
     }
@@ -1174,8 +1274,56 @@ mod tests {
             tps: tps(t),
             grouped_per_txn: 0.0,
             slru_lock_us_per_txn: 0.0,
+            slru_waits: BTreeMap::new(),
             oversubscribed: false,
         }
+    }
+
+    /// Proves: a row's per-SLRU waits are medians over the repeats with an SLRU a repeat
+    /// did not wait for counted as zero there, and the table shows the top client count's.
+    #[test]
+    fn slru_waits_are_per_slru_medians_and_the_table_shows_the_top_clients() {
+        let run = |xact: f64, subtrans: Option<f64>| {
+            let w = |x: f64| SlruWaitsPerTxn {
+                lock_waits_per_1k: x,
+                lock_us: x / 10.0,
+                io_us: 0.0,
+            };
+            let mut by = BTreeMap::from([("xact".to_string(), w(xact))]);
+            if let Some(s) = subtrans {
+                by.insert("subtrans".into(), w(s));
+            }
+            RunOut {
+                tps: 1.0,
+                transactions: 1,
+                side: 0,
+                slru: Vec::new(),
+                slru_waits_us: (0.0, 0.0),
+                slru_waits_by: by,
+            }
+        };
+        let by = slru_waits_by(&[run(1.0, Some(30.0)), run(3.0, None), run(2.0, Some(40.0))]);
+        assert_eq!(by.len(), 2);
+        assert_eq!(by["xact"].lock_waits_per_1k, 2.0);
+        assert_eq!(
+            by["subtrans"].lock_waits_per_1k, 30.0,
+            "median of 30, 0 and 40"
+        );
+        assert_eq!(by["subtrans"].lock_us, 3.0);
+        let none = BTreeMap::new();
+        let t = per_slru_table(&[
+            (1, "central", &by),
+            (8, "central", &by),
+            (8, "banks", &none),
+        ]);
+        assert!(t.starts_with("per SLRU at 8 clients"), "{t}");
+        assert_eq!(
+            t.matches("central").count(),
+            2,
+            "two SLRUs at 8 clients: {t}"
+        );
+        assert!(t.contains("banks            (no SLRU waits)"), "{t}");
+        assert!(per_slru_table(&[]).is_empty());
     }
 
     #[test]
