@@ -349,6 +349,17 @@ pub fn configs() -> Vec<CkptConfig> {
 }
 
 /// The value at quantile `q` of `v` (nearest rank; 0 for none).
+/// Mean and (population) standard deviation of `v`; zeros when it is empty.
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
 fn quantile(v: &[f64], q: f64) -> f64 {
     if v.is_empty() {
         return 0.0;
@@ -372,8 +383,14 @@ pub struct Row {
     pub tps_p5: f64,
     pub tps_p10: f64,
     pub tps_p50: f64,
+    /// Standard deviation of the per-second tps (the thread tabulates it beside the
+    /// mean); population, as pgbench's.
+    pub tps_sd: f64,
     pub maxlat_p50: f64,
     pub maxlat_p99: f64,
+    /// Mean and standard deviation of the per-second maximum latency, ms.
+    pub maxlat_mean: f64,
+    pub maxlat_sd: f64,
     pub lat_best: f64,
     pub lat_worst: f64,
     pub lat_10th_worst: f64,
@@ -398,6 +415,7 @@ impl Row {
         let mut lat = latencies_ms.to_vec();
         lat.sort_by(|a, b| b.total_cmp(a));
         let ck = &r.checkpoints;
+        let (maxlat_mean, maxlat_sd) = mean_sd(&maxlat);
         Row {
             letter: letter.to_string(),
             label: r.label.clone(),
@@ -408,8 +426,11 @@ impl Row {
             tps_p5: quantile(&tps, 0.05),
             tps_p10: quantile(&tps, 0.10),
             tps_p50: quantile(&tps, 0.50),
+            tps_sd: mean_sd(&tps).1,
             maxlat_p50: quantile(&maxlat, 0.50),
             maxlat_p99: quantile(&maxlat, 0.99),
+            maxlat_mean,
+            maxlat_sd,
             lat_best: lat.last().copied().unwrap_or(0.0),
             lat_worst: lat.first().copied().unwrap_or(0.0),
             lat_10th_worst: lat.get(9).or(lat.last()).copied().unwrap_or(0.0),
@@ -424,7 +445,10 @@ impl Row {
         json!({
             "config": self.letter, "label": self.label, "throttled": self.throttled,
             "repeat": self.repeat, "rate": self.rate, "tps": self.tps, "tps_p5": self.tps_p5, "tps_p10": self.tps_p10,
-            "tps_p50": self.tps_p50, "per_second_max_latency_p50_ms": self.maxlat_p50,
+            "tps_p50": self.tps_p50, "tps_stddev": self.tps_sd,
+            "per_second_max_latency_mean_ms": self.maxlat_mean,
+            "per_second_max_latency_stddev_ms": self.maxlat_sd,
+            "per_second_max_latency_p50_ms": self.maxlat_p50,
             "per_second_max_latency_p99_ms": self.maxlat_p99, "latency_best_ms": self.lat_best,
             "latency_worst_ms": self.lat_worst, "latency_10th_worst_ms": self.lat_10th_worst,
             "checkpoints": self.checkpoints, "checkpoint_write_s": self.write_s,
@@ -557,7 +581,10 @@ pub fn run_table(rows: &[Row]) -> String {
         "tps/s p5",
         "p10",
         "p50",
-        "max-lat/s p50 ms",
+        "sd",
+        "max-lat/s mean ms",
+        "sd ms",
+        "p50 ms",
         "p99 ms",
         "lat best ms",
         "worst ms",
@@ -579,6 +606,9 @@ pub fn run_table(rows: &[Row]) -> String {
             format!("{:.0}", r.tps_p5),
             format!("{:.0}", r.tps_p10),
             format!("{:.0}", r.tps_p50),
+            format!("{:.0}", r.tps_sd),
+            format!("{:.1}", r.maxlat_mean),
+            format!("{:.1}", r.maxlat_sd),
             format!("{:.1}", r.maxlat_p50),
             format!("{:.1}", r.maxlat_p99),
             format!("{:.2}", r.lat_best),
@@ -1020,8 +1050,11 @@ mod tests {
             tps_p5: p5,
             tps_p10: p5,
             tps_p50: tps,
+            tps_sd: 0.0,
             maxlat_p50: maxlat / 2.0,
             maxlat_p99: maxlat,
+            maxlat_mean: maxlat / 2.0,
+            maxlat_sd: 0.0,
             lat_best: 1.0,
             lat_worst: maxlat,
             lat_10th_worst: maxlat,
@@ -1185,6 +1218,22 @@ mod tests {
         assert_eq!(row.tps_p5, tps[2]); // nearest rank: ceil(0.05 * 60) = 3
         assert_eq!(row.tps_p50, tps[29]);
         assert!(row.tps_p5 <= row.tps_p10 && row.tps_p10 <= row.tps_p50);
+        // The per-second series' spread, as the thread tabulates it beside the mean.
+        let n = tps.len() as f64;
+        let mean = tps.iter().sum::<f64>() / n;
+        let sd = (tps.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / n).sqrt();
+        assert!(
+            (row.tps_sd - sd).abs() < 1e-9 && sd > 0.0,
+            "{} vs {sd}",
+            row.tps_sd
+        );
+        let maxlat: Vec<f64> = r.series.iter().map(|s| s.lat_max_ms).collect();
+        assert_eq!(mean_sd(&maxlat).0, row.maxlat_mean);
+        assert_eq!(
+            mean_sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]),
+            (5.0, 2.0)
+        );
+        assert_eq!(mean_sd(&[]), (0.0, 0.0));
         let table = run_table(&[row]);
         assert!(table.contains("(c) flush per ts") && table.contains("unthrottled"));
     }
