@@ -270,7 +270,7 @@ fn peers(
     ));
     let scratch = r.data_root()?.join("outgrow-compare");
     let logs = r.scratch().join("outgrow-compare");
-    let mut cmd = compare_command(a, (work, size, pool), seconds, (&scratch, &logs))?;
+    let mut cmd = compare_command(a, &engines, (work, size, pool), seconds, (&scratch, &logs))?;
     cmd.stdin(std::process::Stdio::null());
     cmd.stderr(std::process::Stdio::piped());
     let out = cmd.output().context("running bufpool compare")?;
@@ -308,15 +308,15 @@ fn engine_names(a: &Args) -> Vec<&'static str> {
         .collect()
 }
 
-/// The child `bufpool compare` of [`peers`]: every engine of `--peers` and bufpool, with
-/// the experiment's pool, clients and seconds, its databases in `scratch`, its logs in `logs`.
+/// The child `bufpool compare` of [`peers`]: `engines` ([`engine_names`]), with the
+/// experiment's pool, clients and seconds, its databases in `scratch`, its logs in `logs`.
 fn compare_command(
     a: &Args,
+    engines: &[&str],
     (work, size, pool): (Work, u64, &str),
     seconds: u64,
     (scratch, logs): (&std::path::Path, &std::path::Path),
 ) -> Result<std::process::Command> {
-    let engines = engine_names(a);
     let exe = std::env::current_exe().context("finding this program to run compare")?;
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["compare", "--workload", work.name()]);
@@ -560,8 +560,6 @@ fn warehouses_for(ratio: f64, pool_bytes: f64) -> u32 {
 /// no pool has both: at 64 MB one warehouse is already about 1.9x).
 fn tpcc_cliff(sizes: &[Size]) -> Option<f64> {
     let tpcc = || sizes.iter().filter(|z| z.work == Work::Tpcc);
-    let mut pools: Vec<&str> = tpcc().map(|z| z.pool.as_str()).collect();
-    pools.dedup();
     let cliff = |pool: &str| {
         let near = |x: f64| {
             tpcc()
@@ -572,7 +570,20 @@ fn tpcc_cliff(sizes: &[Size]) -> Option<f64> {
         (over.records != under.records && under.ratio < 1.0 && over.ratio > 1.0)
             .then(|| over.tps / under.tps.max(1e-9))
     };
-    pools.into_iter().filter_map(cliff).reduce(f64::min)
+    (pools_of(sizes, Work::Tpcc).into_iter())
+        .filter_map(cliff)
+        .reduce(f64::min)
+}
+
+/// The pools `work` ran at, each once, in the order they ran.
+fn pools_of(sizes: &[Size], work: Work) -> Vec<&str> {
+    let mut pools: Vec<&str> = Vec::new();
+    for z in sizes.iter().filter(|z| z.work == work) {
+        if !pools.contains(&z.pool.as_str()) {
+            pools.push(&z.pool);
+        }
+    }
+    pools
 }
 
 /// fio's random-read IOPS on the largest file under `dir` (the table's heap: a segment of
@@ -628,12 +639,7 @@ fn largest_file(dir: &std::path::Path) -> Option<std::path::PathBuf> {
 /// at 10x the pool's reads over fio's IOPS (when fio ran there); with several pools, the
 /// worst pool's.
 fn push_targets(s: &mut Samples, sizes: &[Size]) {
-    let mut pools: Vec<&str> = Vec::new();
-    for z in sizes.iter().filter(|z| z.work == Work::YcsbC) {
-        if !pools.contains(&z.pool.as_str()) {
-            pools.push(&z.pool);
-        }
-    }
+    let pools = pools_of(sizes, Work::YcsbC);
     let find = |pool: &str, x: f64| {
         sizes
             .iter()
