@@ -62,7 +62,7 @@ use super::runner::{knobs, schedule, Common, DeviceArg, Runner, Steps, Template}
 use super::{layout, Figure, Goal, Ratio, Report};
 use crate::cmd::bench::run::run_tpcb;
 use crate::knobs::load_config;
-use crate::report::model::RunResult;
+use crate::report::model::{RunResult, WriteBytes};
 use crate::tpcb::driver::logs::log_file_name;
 use crate::tpcb::options::BenchOptions;
 use crate::tpcb::{Db, ACCOUNTS_PER_SCALE};
@@ -398,6 +398,9 @@ pub struct Row {
     pub write_s: f64,
     pub sync_s: f64,
     pub longest_sync_s: f64,
+    /// What the run wrote, by source and as the devices saw it (None where the run did
+    /// not count it).
+    pub written: Option<WriteBytes>,
 }
 
 impl Row {
@@ -438,7 +441,14 @@ impl Row {
             write_s: ck.iter().map(|c| c.write_s).sum(),
             sync_s: ck.iter().map(|c| c.sync_s).sum(),
             longest_sync_s: ck.iter().map(|c| c.longest_sync_s).fold(0.0, f64::max),
+            written: r.bytes_written.clone(),
         }
+    }
+
+    /// The devices' bytes written per transaction, if known.
+    fn device_per_tx(&self) -> Option<f64> {
+        let w = self.written.as_ref()?;
+        w.device.map(|d| w.per_tx(d))
     }
 
     fn json(&self) -> serde_json::Value {
@@ -453,6 +463,7 @@ impl Row {
             "latency_worst_ms": self.lat_worst, "latency_10th_worst_ms": self.lat_10th_worst,
             "checkpoints": self.checkpoints, "checkpoint_write_s": self.write_s,
             "checkpoint_sync_s": self.sync_s, "longest_sync_s": self.longest_sync_s,
+            "bytes_written_per_tx": self.written.as_ref().map(WriteBytes::per_tx_json),
         })
     }
 }
@@ -597,10 +608,7 @@ pub fn run_table(rows: &[Row]) -> String {
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in rows {
         cells.push(vec![
-            match r.rate {
-                Some(rate) if r.throttled => format!("-R {rate:.0}"),
-                _ => "unthrottled".into(),
-            },
+            run_name(r),
             r.label.trim_end_matches(" throttled").to_string(),
             format!("{:.0}", r.tps),
             format!("{:.0}", r.tps_p5),
@@ -621,6 +629,108 @@ pub fn run_table(rows: &[Row]) -> String {
         ]);
     }
     layout(&cells, 2)
+}
+
+/// Table 3: what each run wrote per transaction, by source and as the devices saw it
+/// (bytes; the devices' write requests and their mean size). Empty when no run counted it.
+pub fn written_table(rows: &[Row]) -> String {
+    if rows.iter().all(|r| r.written.is_none()) {
+        return String::new();
+    }
+    let header = [
+        "run",
+        "config",
+        "tps",
+        "wal B/tx",
+        "of which images",
+        "checkpointer",
+        "bgwriter",
+        "backends",
+        "extensions",
+        "engine total",
+        "hinted",
+        "device B/tx",
+        "device writes/tx",
+        "kB a write",
+    ];
+    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    let dash = || "–".to_string();
+    for r in rows {
+        let Some(w) = &r.written else { continue };
+        let b = |v: u64| format!("{:.0}", w.per_tx(v));
+        let ios = w.device_write_ios;
+        cells.push(vec![
+            run_name(r),
+            r.label.trim_end_matches(" throttled").to_string(),
+            format!("{:.0}", r.tps),
+            b(w.wal),
+            b(w.wal_fpi),
+            b(w.checkpointer),
+            b(w.bgwriter),
+            b(w.backend),
+            b(w.extend),
+            b(w.engine_total()),
+            b(w.writeback_hinted),
+            w.device.map_or_else(dash, b),
+            ios.map_or_else(dash, |n| format!("{:.2}", w.per_tx(n))),
+            match (w.device, ios) {
+                (Some(d), Some(n)) if n > 0 => format!("{:.1}", d as f64 / n as f64 / 1024.0),
+                _ => dash(),
+            },
+        ]);
+    }
+    format!(
+        "What each run wrote per transaction, bytes (the sources as passed to the OS; the devices between a syncfs before the first transaction and one after the last)\n{}",
+        layout(&cells, 2)
+    )
+}
+
+/// The devices' bytes per transaction of each pair's later configuration over its
+/// earlier one's, repeat paired with repeat, unthrottled and throttled: how much more
+/// (or less) the later one made the devices write for the same work. Empty where a pair
+/// did not run or the devices were not counted.
+fn written_figures(rows: &[Row]) -> Vec<Figure> {
+    const NAMES: [[&str; 2]; 2] = [
+        [
+            "device_bytes_per_tx_vs_2007",
+            "throttled_device_bytes_per_tx_vs_2007",
+        ],
+        [
+            "device_bytes_per_tx_96_vs_95",
+            "throttled_device_bytes_per_tx_96_vs_95",
+        ],
+    ];
+    let mut out = Vec::new();
+    for ((before, after), names) in PAIRS.iter().zip(NAMES) {
+        for (throttled, name) in [(false, names[0]), (true, names[1])] {
+            let ratios: Vec<f64> = rows
+                .iter()
+                .filter(|c| c.letter == *after && c.throttled == throttled)
+                .filter_map(|c| {
+                    let a = rows.iter().find(|a| {
+                        a.letter == *before && a.throttled == throttled && a.repeat == c.repeat
+                    })?;
+                    Some(c.device_per_tx()? / a.device_per_tx()?.max(1e-9))
+                })
+                .collect();
+            if !ratios.is_empty() {
+                out.push(Figure {
+                    name,
+                    unit: "x",
+                    summary: super::summarize(&ratios),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A run's name in the tables: its rate, or "unthrottled".
+fn run_name(r: &Row) -> String {
+    match r.rate {
+        Some(rate) if r.throttled => format!("-R {rate:.0}"),
+        _ => "unthrottled".into(),
+    }
 }
 
 /// Table 2's figures for one configuration, seconds.
@@ -975,6 +1085,10 @@ fn report(
     rate: Option<f64>,
 ) -> Report {
     let mut tables = vec![run_title(r, bed) + &run_table(rows)];
+    let written = written_table(rows);
+    if !written.is_empty() {
+        tables.push(written);
+    }
     if !bulk_rows.is_empty() {
         tables.push(bulk_table(bed.o.scale, bulk_rows));
     }
@@ -1012,7 +1126,10 @@ fn report(
     metadata.insert("settings".into(), settings_json(bed));
     Report {
         header: r.header(&r.device_line()),
-        figures: shared_vs_per_ts(rows),
+        figures: shared_vs_per_ts(rows)
+            .into_iter()
+            .chain(written_figures(rows))
+            .collect(),
         ratios: targets(rows),
         metadata,
         notes: Vec::new(),
@@ -1062,6 +1179,7 @@ mod tests {
             write_s: 1.0,
             sync_s: 1.0,
             longest_sync_s: 0.5,
+            written: None,
         }
     }
 
@@ -1112,6 +1230,55 @@ mod tests {
 
     /// Repeats pair (c)'s repeat i with (a)'s repeat i and report the median of the
     /// per-repeat ratios with min and max; an unpaired repeat is left out.
+    /// Table 3 and its figures: each run's bytes per transaction by source, the devices'
+    /// requests and their size, and (c)'s device bytes over (a)'s repeat by repeat; a
+    /// run without counts is left out, and no pair gives no figure.
+    #[test]
+    fn written_bytes_are_per_transaction_and_paired() {
+        let written = |tx: u64, device: u64| WriteBytes {
+            transactions: tx,
+            wal: 3_000 * tx,
+            wal_fpi: 1_000 * tx,
+            checkpointer: 8_192 * tx,
+            writeback_hinted: 4_096 * tx,
+            device: Some(device * tx),
+            device_write_ios: Some(tx / 2),
+            ..WriteBytes::default()
+        };
+        let mut rows = Vec::new();
+        for (i, (a, c)) in [(10_000, 10_500), (10_000, 9_000), (12_000, 12_600)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut ra = row("a", false, 100.0, 0.0, 1.0);
+            let mut rc = row("c", false, 100.0, 0.0, 1.0);
+            (ra.repeat, rc.repeat) = (i, i);
+            (ra.written, rc.written) = (Some(written(1_000, a)), Some(written(1_000, c)));
+            rows.extend([ra, rc]);
+        }
+        rows.push(row("a", true, 100.0, 0.0, 1.0)); // no counts: left out
+        let figures = written_figures(&rows);
+        assert_eq!(figures.len(), 1, "only the unthrottled pair ran with counts");
+        assert_eq!(figures[0].name, "device_bytes_per_tx_vs_2007");
+        let s = &figures[0].summary;
+        assert!((s.median - 1.05).abs() < 1e-9, "{s:?}");
+        assert!((s.min - 0.9).abs() < 1e-9 && (s.max - 1.05).abs() < 1e-9, "{s:?}");
+        let table = written_table(&rows);
+        let first = table
+            .lines()
+            .find(|l| l.contains("(a) x") && l.contains("unthrottled"))
+            .expect("(a)'s row");
+        for cell in ["3000", "1000", "8192", "11192", "4096", "10000", "0.50", "19.5"] {
+            assert!(first.split_whitespace().any(|c| c == cell), "{cell}: {first}");
+        }
+        assert_eq!(table.lines().filter(|l| l.contains("(a) x")).count(), 3);
+        assert!(written_table(&[row("a", false, 1.0, 0.0, 1.0)]).is_empty());
+        let json = rows[0].json();
+        assert_eq!(json["bytes_written_per_tx"]["device"], 10_000.0);
+        assert_eq!(json["bytes_written_per_tx"]["device_write_ios"], 0.5);
+        assert_eq!(json["bytes_written_per_tx"]["of_which_full-page_images"], 1_000.0);
+    }
+
     #[test]
     fn repeated_targets_are_medians_of_paired_ratios() {
         let mut rows = Vec::new();

@@ -312,6 +312,11 @@ pub struct WriteBytes {
     /// device once; other writers to them count too; what the pool still holds dirty at
     /// the end does not). None where /sys does not say.
     pub device: Option<u64>,
+    /// Write requests the same devices completed over the same span (field 5 of their
+    /// stat files: after the block layer merged adjacent writes). None where /sys does
+    /// not say, and in runs saved before 2026-12-07.
+    #[serde(default)]
+    pub device_write_ios: Option<u64>,
     /// The devices counted ("major:minor").
     pub devices: Vec<String>,
 }
@@ -348,6 +353,24 @@ impl WriteBytes {
             rows.push(("device", self.per_tx(d)));
         }
         rows
+    }
+
+    /// [`WriteBytes::per_tx_rows`] as a JSON object, keyed by the rows' names in snake
+    /// case ("of_which_full-page_images"), with the devices' write requests per
+    /// transaction (`device_write_ios`) where known.
+    pub fn per_tx_json(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut map: serde_json::Map<_, _> = self
+            .per_tx_rows()
+            .into_iter()
+            .map(|(k, v)| (k.trim().replace(' ', "_"), serde_json::json!(v)))
+            .collect();
+        if let Some(ios) = self.device_write_ios {
+            map.insert(
+                "device_write_ios".into(),
+                serde_json::json!(self.per_tx(ios)),
+            );
+        }
+        map
     }
 }
 

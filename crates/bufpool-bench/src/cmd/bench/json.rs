@@ -2,6 +2,7 @@
 //! buffers, checkpoints, config and the rest), with a `scripts` array when several scripts
 //! ran. Its field names are a contract (scripts and tests read them).
 
+use crate::report::model::WriteBytes;
 use crate::tpcb;
 use crate::tpcb::options::RunOutcome;
 
@@ -32,12 +33,7 @@ pub fn summary_json(o: &RunOutcome, per_command: bool) -> serde_json::Value {
         "wal": r.wal,
         "slru": r.slru,
         "bytes_written": r.bytes_written,
-        "bytes_written_per_tx": r.bytes_written.as_ref().map(|w| {
-            w.per_tx_rows()
-                .into_iter()
-                .map(|(k, v)| (k.trim().replace(' ', "_"), serde_json::json!(v)))
-                .collect::<serde_json::Map<_, _>>()
-        }),
+        "bytes_written_per_tx": r.bytes_written.as_ref().map(WriteBytes::per_tx_json),
         "side_script": r.side_script,
         "resizes": r.resizes,
         "autoprewarm": o.prewarm.as_ref().map(|p| serde_json::json!({
