@@ -92,9 +92,14 @@ pub struct Args {
     /// directories on the data's device, or each on its own with `--ts-devices`).
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub tablespaces: String,
-    /// Which configurations to run (letters a to j; default a to f).
-    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"])]
+    /// Which configurations to run (letters a to k; default a to f).
+    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"])]
     pub configs: Vec<String>,
+    /// The pool: a quarter of the data (seed 004's regime and issue 13's: evictions write
+    /// too), or twice the data (`whole`: seed 001's regime, whose 2 GB pool held its
+    /// 750 MB database, so only checkpoints write).
+    #[arg(long, default_value = "quarter", value_parser = ["quarter", "whole"])]
+    pub pool: String,
     /// synchronous_commit of the TPC-B runs.
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub sync: String,
@@ -145,6 +150,8 @@ struct Settings {
     /// Knobs set for every run after the base settings (`--set`); a configuration's own
     /// knobs still win.
     extra: Vec<(String, String)>,
+    /// `--pool whole`: the pool holds the data twice over (else a quarter of it).
+    pool_whole: bool,
 }
 
 impl Settings {
@@ -155,7 +162,7 @@ impl Settings {
             .iter()
             .find(|l| !all.iter().any(|c| c.letter == *l))
         {
-            bail!("unknown configuration {l:?} in --configs (allowed: a to h)");
+            bail!("unknown configuration {l:?} in --configs (allowed: a to k)");
         }
         let chosen = all
             .into_iter()
@@ -187,7 +194,32 @@ impl Settings {
             rate: a.rate,
             ts_devices: a.tablespaces == "on" && a.device.ts_devices != "shared",
             extra: a.set.clone(),
+            pool_whole: a.pool == "whole",
         })
+    }
+
+    /// The pool for data of `bytes`, MB: a quarter of it (at least 16 MB), or with
+    /// `--pool whole` twice it, rounded up.
+    fn pool_mb(&self, bytes: u64) -> u64 {
+        if self.pool_whole {
+            (2 * bytes).div_ceil(1 << 20).max(16)
+        } else {
+            (bytes / 4 / (1 << 20)).max(16)
+        }
+    }
+
+    /// The pool against the data, for titles.
+    fn pool_note(&self, bytes: u64) -> String {
+        let what = if self.pool_whole {
+            "twice"
+        } else {
+            "a quarter of"
+        };
+        format!(
+            "pool {} MB ({what} {:.0} MB of data)",
+            self.pool_mb(bytes),
+            bytes as f64 / 1048576.0
+        )
     }
 }
 
@@ -248,10 +280,10 @@ const PG_95: [(&str, &str); 4] = [
 const PAIRS: [(&str, &str); 2] = [("a", "c"), ("i", "j")];
 
 /// Whether a configuration runs without `--configs`: issue 13's six do; seed 001's
-/// baselines, (g) and (h), and seed 004's, (i) and (j), run when named (`bufpool seeds`
-/// names them).
+/// baselines, (g), (h) and (k), and seed 004's, (i) and (j), run when named (`bufpool
+/// seeds` names them).
 fn by_default(c: &CkptConfig) -> bool {
-    !matches!(c.letter, "g" | "h" | "i" | "j")
+    !matches!(c.letter, "g" | "h" | "i" | "j" | "k")
 }
 
 /// A configuration: every knob the experiment varies at (c)'s value unless `over` sets
@@ -292,6 +324,9 @@ fn config(
 pub fn configs() -> Vec<CkptConfig> {
     let mut pg_821_o_sync = PG_821.to_vec();
     pg_821_o_sync.push(("checkpoint_sync_method", "open_datasync"));
+    let mut pg_821_o_sync_sorted = pg_821_o_sync.clone();
+    pg_821_o_sync_sorted.retain(|(k, _)| !matches!(*k, "checkpoint_sort" | "io_combine_limit"));
+    pg_821_o_sync_sorted.extend([("checkpoint_sort", "on"), ("io_combine_limit", "128kB")]);
     let c = |letter, label, over: &[(&'static str, &'static str)]| config(letter, label, over, &[]);
     let mut pg_96_bgwriter = PG_95_BGWRITER.to_vec();
     pg_96_bgwriter.retain(|(k, _)| *k != "bgwriter_flush_after");
@@ -331,6 +366,10 @@ pub fn configs() -> Vec<CkptConfig> {
         // Seed 001's O_SYNC patch exactly: (g) with the data files opened O_DSYNC for the
         // checkpoint's and the bgwriter's writes, nothing else changed.
         c("h", "(h) 8.2.1 O_SYNC", &pg_821_o_sync),
+        // Seed 001's mitigation: (h) with the dirty buffers sorted by file and block and
+        // adjacent pages written together (one write of up to 128 kB; the thread's patch
+        // also needed them adjacent in memory, a vectored write does not).
+        c("k", "(k) 8.2.1 sorted O_SYNC", &pg_821_o_sync_sorted),
         // Seed 004's "master": 9.5's checkpointer and bgwriter as its runs set them.
         config("i", "(i) 9.5", &PG_95, &PG_95_BGWRITER),
         // Seed 004's patch (23a27b039, 9.6): sorted writes, still one page a write,
@@ -873,7 +912,7 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     r.use_device(&a.device)?;
     r.set_io(if o.io_direct { "O_DIRECT" } else { "buffered" });
     let template = r.template(o.scale, o.tablespaces, &knobs(INIT_KNOBS))?;
-    let knobs = Knobs::new(&o, template.quarter_pool_mb());
+    let knobs = Knobs::new(&o, o.pool_mb(template.bytes));
     let bed = Bed {
         o: &o,
         template: &template,
@@ -1039,10 +1078,9 @@ fn run_title(r: &Runner, bed: &Bed) -> String {
         String::new()
     };
     format!(
-        "TPC-B, scale {}, pool {} MB (a quarter of {:.0} MB), {} clients, {} s per run{repeats}, checkpoint_timeout 30 s{}, synchronous_commit {}, {}, device: {}, {}\n",
+        "TPC-B, scale {}, {}, {} clients, {} s per run{repeats}, checkpoint_timeout 30 s{}, synchronous_commit {}, {}, device: {}, {}\n",
         o.scale,
-        bed.template.quarter_pool_mb(),
-        bed.template.bytes as f64 / 1048576.0,
+        o.pool_note(bed.template.bytes),
         o.clients,
         o.seconds,
         if o.quick { ", max_wal_size 32 MB" } else { "" },
@@ -1054,9 +1092,9 @@ fn run_title(r: &Runner, bed: &Bed) -> String {
 }
 
 /// Table 2 laid out.
-fn bulk_table(scale: u32, bulk_rows: &[(&str, Bulk)]) -> String {
+fn bulk_table(scale: u32, pool: &str, bulk_rows: &[(&str, Bulk)]) -> String {
     let mut t2 = format!(
-        "Bulk (seed 001), scale {scale}: load with its CHECKPOINT; UPDATE of every account (100,000 rows a transaction); CHECKPOINT\n",
+        "Bulk (seed 001), scale {scale}, {pool}: load with its CHECKPOINT; UPDATE of every account (100,000 rows a transaction); CHECKPOINT\n",
     );
     let mut cells: Vec<Vec<String>> =
         vec![["config", "load + ckpt s", "update s", "ckpt s", "total s"]
@@ -1090,7 +1128,8 @@ fn report(
         tables.push(written);
     }
     if !bulk_rows.is_empty() {
-        tables.push(bulk_table(bed.o.scale, bulk_rows));
+        let pool = bed.o.pool_note(bed.template.bytes);
+        tables.push(bulk_table(bed.o.scale, &pool, bulk_rows));
     }
     let mut report_cmd = String::from("bufpool report");
     for row in rows {
@@ -1146,7 +1185,8 @@ fn settings_json(bed: &Bed) -> serde_json::Value {
             .collect::<serde_json::Map<_, _>>()
     };
     json!({"scale": o.scale, "clients": o.clients, "seconds": o.seconds,
-           "pool_mb": bed.template.quarter_pool_mb(), "synchronous_commit": o.sync_commit,
+           "pool_mb": o.pool_mb(bed.template.bytes), "pool": if o.pool_whole { "whole" } else { "quarter" },
+           "synchronous_commit": o.sync_commit,
            "checkpoint_timeout": "30s", "quick": o.quick, "repeats": o.repeats,
            "tablespaces": o.tablespaces, "settings": map(&bed.knobs.shown),
            "extra_settings": map(&o.extra)})
@@ -1258,25 +1298,40 @@ mod tests {
         }
         rows.push(row("a", true, 100.0, 0.0, 1.0)); // no counts: left out
         let figures = written_figures(&rows);
-        assert_eq!(figures.len(), 1, "only the unthrottled pair ran with counts");
+        assert_eq!(
+            figures.len(),
+            1,
+            "only the unthrottled pair ran with counts"
+        );
         assert_eq!(figures[0].name, "device_bytes_per_tx_vs_2007");
         let s = &figures[0].summary;
         assert!((s.median - 1.05).abs() < 1e-9, "{s:?}");
-        assert!((s.min - 0.9).abs() < 1e-9 && (s.max - 1.05).abs() < 1e-9, "{s:?}");
+        assert!(
+            (s.min - 0.9).abs() < 1e-9 && (s.max - 1.05).abs() < 1e-9,
+            "{s:?}"
+        );
         let table = written_table(&rows);
         let first = table
             .lines()
             .find(|l| l.contains("(a) x") && l.contains("unthrottled"))
             .expect("(a)'s row");
-        for cell in ["3000", "1000", "8192", "11192", "4096", "10000", "0.50", "19.5"] {
-            assert!(first.split_whitespace().any(|c| c == cell), "{cell}: {first}");
+        for cell in [
+            "3000", "1000", "8192", "11192", "4096", "10000", "0.50", "19.5",
+        ] {
+            assert!(
+                first.split_whitespace().any(|c| c == cell),
+                "{cell}: {first}"
+            );
         }
         assert_eq!(table.lines().filter(|l| l.contains("(a) x")).count(), 3);
         assert!(written_table(&[row("a", false, 1.0, 0.0, 1.0)]).is_empty());
         let json = rows[0].json();
         assert_eq!(json["bytes_written_per_tx"]["device"], 10_000.0);
         assert_eq!(json["bytes_written_per_tx"]["device_write_ios"], 0.5);
-        assert_eq!(json["bytes_written_per_tx"]["of_which_full-page_images"], 1_000.0);
+        assert_eq!(
+            json["bytes_written_per_tx"]["of_which_full-page_images"],
+            1_000.0
+        );
     }
 
     #[test]
@@ -1405,10 +1460,41 @@ mod tests {
         assert!(table.contains("(c) flush per ts") && table.contains("unthrottled"));
     }
 
+    /// The pool is a quarter of the data (at least 16 MB) unless `--pool whole` asks for
+    /// seed 001's regime, twice the data rounded up; the titles say which.
+    #[test]
+    fn pool_is_a_quarter_or_twice_the_data() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: Args,
+        }
+        let args = |pool: &str| Cli::try_parse_from(["x", "--pool", pool]).map(|c| c.a);
+        let common = Common {
+            json: false,
+            repeats: 3,
+            dir: None,
+            quick: false,
+        };
+        let quarter = Settings::new(&args("quarter").unwrap(), &common).unwrap();
+        let whole = Settings::new(&args("whole").unwrap(), &common).unwrap();
+        let mb = 1u64 << 20;
+        assert_eq!(quarter.pool_mb(400 * mb), 100);
+        assert_eq!(quarter.pool_mb(20 * mb), 16);
+        assert_eq!(whole.pool_mb(400 * mb), 800);
+        assert_eq!(whole.pool_mb(400 * mb + 1), 801);
+        assert!(whole
+            .pool_note(400 * mb)
+            .contains("pool 800 MB (twice 400 MB of data)"));
+        assert!(quarter.pool_note(400 * mb).contains("a quarter of 400 MB"));
+        assert!(args("half").is_err());
+    }
+
     #[test]
     fn configurations_are_the_issues() {
         let c = configs();
-        assert_eq!(c.len(), 10);
+        assert_eq!(c.len(), 11);
         assert_eq!(c.iter().filter(|c| by_default(c)).count(), 6);
         let knob = |l: &str, k: &str| {
             c.iter()
@@ -1437,6 +1523,13 @@ mod tests {
         }
         assert_eq!(knob("g", "checkpoint_sync_method"), "fsync");
         assert_eq!(knob("h", "checkpoint_sync_method"), "open_datasync");
+        // Seed 001's mitigation: (h) sorted, adjacent pages in one write, still unspread,
+        // unhinted and through O_DSYNC.
+        assert_eq!(knob("k", "checkpoint_sort"), "on");
+        assert_eq!(knob("k", "io_combine_limit"), "128kB");
+        assert_eq!(knob("k", "checkpoint_sync_method"), "open_datasync");
+        assert_eq!(knob("k", "checkpoint_completion_target"), "0");
+        assert_eq!(knob("k", "checkpoint_flush_after"), "0");
         assert_eq!(knob("a", "checkpoint_completion_target"), "0.9");
         // Seed 004's pair: 9.5 (spread over 0.5, unsorted, no hints anywhere) and 9.6
         // (sorted, hints every 256 kB, the bgwriter's every 512 kB), both page by page

@@ -380,7 +380,9 @@ fn seed001(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> 
         with(&[
             "checkpoint",
             "--configs",
-            "g,h",
+            "g,h,k",
+            "--pool",
+            "whole",
             "--clients",
             clients,
             "--scale",
@@ -409,6 +411,12 @@ fn seed001(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> 
     let bulk = |field| Ours::Bulk {
         report: 0,
         after: "h",
+        before: "g",
+        field,
+    };
+    let sorted_bulk = |field| Ours::Bulk {
+        report: 0,
+        after: "k",
         before: "g",
         field,
     };
@@ -469,12 +477,32 @@ fn seed001(with: impl Fn(&[&str]) -> Vec<String>, quick: bool, device: &str) -> 
                 before: "bulk_checkpoint_fsync_s",
                 ours: bulk("checkpoint_s"),
             },
+            Compare {
+                question: "bulk: COPY + CHECKPOINT seconds, sorted O_SYNC over fsync (ours: \
+                           init)",
+                after: "bulk_copy_checkpoint_o_sync_sorted_s",
+                before: "bulk_copy_checkpoint_fsync_s",
+                ours: sorted_bulk("load_s"),
+            },
+            Compare {
+                question: "bulk: UPDATE of every row, sorted O_SYNC over fsync",
+                after: "bulk_update_o_sync_sorted_s",
+                before: "bulk_update_fsync_s",
+                ours: sorted_bulk("update_s"),
+            },
+            Compare {
+                question: "bulk: the CHECKPOINT after it, sorted O_SYNC over fsync",
+                after: "bulk_checkpoint_o_sync_sorted_s",
+                before: "bulk_checkpoint_fsync_s",
+                ours: sorted_bulk("checkpoint_s"),
+            },
         ],
         setup: format!(
             "TPC-B scale {scale}, {seconds} s per run ({seconds_32} s with 32 clients), (g) \
              8.2.1 (unspread, unsorted, page by page, fsync at the end) against (h) the \
-             same with O_DSYNC data files; data and WAL each on its own {device} device; \
-             pool a quarter of the data (the thread's 2 GB held its 750 MB)"
+             same with O_DSYNC data files and (k) (h) sorted with adjacent pages written \
+             together; data and WAL each on its own {device} device; the pool twice the \
+             data, the thread's regime (its 2 GB held its 750 MB)"
         ),
     }
 }
