@@ -38,7 +38,7 @@ use serde_json::json;
 
 use crate::experiments::{summarize, Goal, Ratio};
 use crate::knobs::KnobError;
-use crate::report::model::RunResult;
+use crate::report::model::{RunResult, Second};
 
 /// The engines `bufpool compare` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -198,7 +198,12 @@ impl EngineRun {
 
     /// The median over the run's seconds of each second's largest latency, ms.
     fn max_latency_p50(&self) -> f64 {
-        let mut v: Vec<f64> = self.result.series.iter().map(|s| s.lat_max_ms).collect();
+        self.per_second_p50(|s| s.lat_max_ms)
+    }
+
+    /// The (lower) median over the run's seconds of `f` of each second (0 for none).
+    fn per_second_p50(&self, f: fn(&Second) -> f64) -> f64 {
+        let mut v: Vec<f64> = self.result.series.iter().map(f).collect();
         if v.is_empty() {
             return 0.0;
         }
@@ -229,6 +234,10 @@ impl EngineRun {
             ("tps_p5", r.per_interval.tps_p5),
             ("tps_p50", r.per_interval.tps_p50),
             ("max_latency_p50", self.max_latency_p50()),
+            // Split of it for throttled runs: how late the slowest start was, and the
+            // longest a transaction took once started.
+            ("max_lag_p50", self.per_second_p50(|s| s.lag_max_ms)),
+            ("max_exec_p50", self.per_second_p50(|s| s.exec_max_ms)),
             ("max_latency_p99", r.per_interval.max_latency_p99),
             ("cpu_us_per_tx", self.per_tx(self.cpu_s * 1e6)),
             (
@@ -751,6 +760,7 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
         Some(cli::Rate::Fixed(r)) => Some(r),
         _ => None,
     };
+    let mut wakeup = fixed.map(|r| wakeup_floor(o, r));
     let mut stopped = false;
     'rounds: for round in 1..=o.rounds {
         for who in &engines {
@@ -768,6 +778,7 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
                 "one more round with every engine at {rate:.0} tps ({:.0}% of the slowest one's {slowest:.0})",
                 AUTO_RATE_SHARE * 100.0
             ));
+            wakeup = Some(wakeup_floor(o, rate));
             for who in &engines {
                 if stop.load(Ordering::SeqCst) {
                     stopped = true;
@@ -804,6 +815,7 @@ pub fn compare(o: &CompareOptions) -> Result<()> {
     let floors = Floors {
         fdatasync: [sync_before, sync_after],
         runqueue_ms,
+        wakeup,
     };
     let doc = to_json(o, &summaries, &skipped, &floors, &targets);
     let json_path = o.out_dir.join("compare.json");
@@ -1178,15 +1190,48 @@ struct Floors {
     fdatasync: [f64; 2],
     /// Each second's longest wait for a CPU of as many busy threads as clients, ms.
     runqueue_ms: Vec<f64>,
+    /// With a rate: the rate, and each second's largest lateness of as many threads as
+    /// clients waking on its schedule with nothing to do, ms ([`wakeup_floor`]).
+    wakeup: Option<(f64, Vec<f64>)>,
 }
 
 impl Floors {
     /// The median second's longest wait for a CPU, ms.
     fn runqueue_p50_ms(&self) -> f64 {
-        let mut v = self.runqueue_ms.clone();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(0.0)
+        median(&self.runqueue_ms)
     }
+
+    /// The median second's largest wake-up lateness at the rate, ms (None without one).
+    fn wakeup_p50_ms(&self) -> Option<f64> {
+        self.wakeup.as_ref().map(|(_, v)| median(v))
+    }
+}
+
+/// The upper median of `v` (0 for none).
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Seconds the wake-up floor runs: enough seconds for a median.
+const WAKEUP_FLOOR_S: u64 = 10;
+
+/// The throttled runs' floor: as many threads as clients, each waiting for the moments
+/// of its share of `rate` as a paced client does and doing nothing then, for
+/// [`WAKEUP_FLOOR_S`]; each second's largest lateness, ms. Every engine's throttled
+/// latency counts from the schedule, so this is in all of them.
+fn wakeup_floor(o: &CompareOptions, rate: f64) -> (f64, Vec<f64>) {
+    note(format!(
+        "the wake-up floor: {} threads waking at {rate:.0} a second in all, {WAKEUP_FLOOR_S} s",
+        o.clients
+    ));
+    let v = crate::experiments::floor::wakeup_lag_per_second_max(
+        o.clients as usize,
+        rate,
+        std::time::Duration::from_secs(WAKEUP_FLOOR_S),
+    );
+    (rate, v)
 }
 
 fn to_json(
@@ -1232,6 +1277,8 @@ fn to_json(
                     "max_latency_p50": num(f("max_latency_p50")),
                     "max_latency_p99": num(f("max_latency_p99")),
                 },
+                "per_second_max_lag_p50_ms": num(f("max_lag_p50")),
+                "per_second_max_execution_p50_ms": num(f("max_exec_p50")),
                 "cpu_us_per_tx": num(f("cpu_us_per_tx")),
                 "write_bytes_per_tx": num(f("write_bytes_per_tx")),
                 "write_bytes_source": e.write_source,
@@ -1260,6 +1307,9 @@ fn to_json(
             "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
             "max_gap_ms_per_second": floors.runqueue_ms.iter().map(|&v| num(v)).collect::<Vec<_>>(),
             "max_gap_p50_ms": num(floors.runqueue_p50_ms()),
+            "wakeup_rate": floors.wakeup.as_ref().map(|(r, _)| *r),
+            "wakeup_lag_ms_per_second": floors.wakeup.as_ref().map(|(_, v)| v.iter().map(|&x| num(x)).collect::<Vec<_>>()),
+            "wakeup_lag_p50_ms": floors.wakeup_p50_ms().map(num),
         },
         "settings": settings(o),
         "machine": meta.get("machine"),
@@ -1342,7 +1392,7 @@ fn to_table(
         }
         _ => String::new(),
     };
-    let rows: [Row; 18] = [
+    let rows: [Row; 20] = [
         ("load s", "load_s", |v| format!("{v:.1}")),
         ("tps", "tps", |v| format!("{v:.0}")),
         ("latency avg ms", "lat_avg", |v| format!("{v:.3}")),
@@ -1356,6 +1406,12 @@ fn to_table(
         }),
         ("per-second max latency p99 ms", "max_latency_p99", |v| {
             format!("{v:.1}")
+        }),
+        ("per-second max schedule lag p50 ms", "max_lag_p50", |v| {
+            format!("{v:.2}")
+        }),
+        ("per-second max execution p50 ms", "max_exec_p50", |v| {
+            format!("{v:.2}")
         }),
         ("CPU µs per transaction", "cpu_us_per_tx", |v| {
             format!("{v:.0}")
@@ -1445,6 +1501,13 @@ fn to_table(
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         floors.runqueue_p50_ms()
     );
+    if let (Some((rate, _)), Some(p50)) = (&floors.wakeup, floors.wakeup_p50_ms()) {
+        let _ = writeln!(
+            t,
+            "the wake-up floor at {rate:.0} tps: {} threads waking on their schedule with nothing to do start up to {p50:.2} ms late in the median second (in every throttled column's latency)",
+            o.clients
+        );
+    }
     let _ = writeln!(
         t,
         "(x) = ratio to bufpool. Embedded engines run transactions as function calls; PostgreSQL is client/server (CPU = server processes + pgbench). Bytes written: the data directory's device's sector count over the run after a syncfs (other writers on that device count too), each engine's flush of what the run left dirty included. SQLite: WAL mode, synchronous={}, cache_size = pool per connection, BEGIN IMMEDIATE{}.",
@@ -1480,6 +1543,33 @@ mod tests {
         );
         (r.name, r.round) = (name.to_string(), round);
         r
+    }
+
+    /// A throttled column's typical second splits into the slowest start against the
+    /// schedule and the longest execution, each the median over the seconds of its own
+    /// per-second maximum; the wake-up floor is the median second of its threads.
+    #[test]
+    fn throttled_seconds_split_into_lag_and_execution() {
+        let mut r = run(EngineKind::Bufpool, "bufpool@100", 1, 100.0, 5.0);
+        for (i, s) in r.result.series.iter_mut().enumerate() {
+            (s.lag_max_ms, s.exec_max_ms) = (i as f64, 0.5);
+        }
+        let n = r.result.series.len();
+        let f = r.figures();
+        assert_eq!(f["max_lag_p50"], ((n - 1) / 2) as f64);
+        assert_eq!((f["max_exec_p50"], f["max_latency_p50"]), (0.5, 5.0));
+        let floors = Floors {
+            fdatasync: [1.0, 1.0],
+            runqueue_ms: vec![3.0, 1.0, 2.0],
+            wakeup: Some((100.0, vec![0.9, 0.2, 1.4, 0.3])),
+        };
+        assert_eq!(floors.runqueue_p50_ms(), 2.0);
+        assert_eq!(floors.wakeup_p50_ms(), Some(0.9));
+        let none = Floors {
+            wakeup: None,
+            ..floors
+        };
+        assert_eq!(none.wakeup_p50_ms(), None);
     }
 
     /// Proves: `--rate auto` takes the slowest column's median tps over its rounds.

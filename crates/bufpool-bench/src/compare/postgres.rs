@@ -366,8 +366,8 @@ fn read_transaction_logs(
     dir: &Path,
     time_s: u64,
 ) -> Result<(Vec<Slot>, hdrhistogram::Histogram<u64>, u64, f64)> {
-    // (end µs since the epoch, latency µs or None for a failed one)
-    let mut txs: Vec<(u64, Option<u64>)> = Vec::new();
+    // (end µs since the epoch, (latency µs, schedule lag µs) or None for a failed one)
+    let mut txs: Vec<(u64, Option<(u64, u64)>)> = Vec::new();
     let mut files = 0;
     for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
         let entry = entry?;
@@ -388,12 +388,17 @@ fn read_transaction_logs(
             }
             let epoch: u64 = f[4].parse().with_context(|| format!("{name}:{}", i + 1))?;
             let us: u64 = f[5].parse().with_context(|| format!("{name}:{}", i + 1))?;
-            let lat = match f[2] {
+            let lat: Option<u64> = match f[2] {
                 "failed" => None,
                 "skipped" => continue,
                 v => Some(v.parse().with_context(|| format!("{name}:{}", i + 1))?),
             };
-            txs.push((epoch * 1_000_000 + us, lat));
+            // With -R, a 7th field: the schedule lag, µs (part of the latency).
+            let lag: u64 = match f.get(6) {
+                Some(v) => v.parse().with_context(|| format!("{name}:{}", i + 1))?,
+                None => 0,
+            };
+            txs.push((epoch * 1_000_000 + us, lat.map(|l| (l, lag))));
         }
     }
     if files == 0 {
@@ -401,7 +406,7 @@ fn read_transaction_logs(
     }
     let start_us = txs
         .iter()
-        .map(|&(end, lat)| end - lat.unwrap_or(0).min(end))
+        .map(|&(end, lat)| end - lat.map_or(0, |(l, _)| l).min(end))
         .min()
         .unwrap_or(0);
     let mut secs: Vec<Slot> = Vec::new();
@@ -411,8 +416,8 @@ fn read_transaction_logs(
         let sec = ((end - start_us) / 1_000_000) as usize;
         last_end = last_end.max(end);
         match lat {
-            Some(l) => {
-                slot_at(&mut secs, sec).add(l as f64, 0.0);
+            Some((l, lag)) => {
+                slot_at(&mut secs, sec).add(l as f64, lag.min(l) as f64);
                 hist.record(l.max(1)).ok();
             }
             None => slot_at(&mut secs, sec).failed += 1,
@@ -506,5 +511,26 @@ mod tests {
         std::fs::write(dir.path().join("pgbench_log.5"), "0 0 12 0\n").unwrap();
         let e = read_transaction_logs(dir.path(), 1).unwrap_err();
         assert!(format!("{e:#}").contains("pgbench_log.5:1"), "{e:#}");
+        // A schedule lag that is not a number is an error too, not a lag of 0.
+        std::fs::write(dir.path().join("pgbench_log.5"), "0 0 12 0 1000 0 x\n").unwrap();
+        assert!(read_transaction_logs(dir.path(), 1).is_err());
+    }
+
+    /// With `-R` pgbench logs a 7th field, the schedule lag (part of the latency): each
+    /// second keeps its largest lag and its longest execution (latency less lag).
+    #[test]
+    fn throttled_logs_give_each_second_its_lag_and_execution() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("pgbench_log.9"),
+            "0 0 900 0 1000 500000 850\n0 1 400 0 1000 700000 10\n",
+        )
+        .unwrap();
+        let (secs, _, _, _) = read_transaction_logs(dir.path(), 1).unwrap();
+        assert_eq!(secs.len(), 1);
+        assert_eq!(
+            (secs[0].max, secs[0].lag_max, secs[0].exec_max),
+            (900.0, 850.0, 390.0)
+        );
     }
 }

@@ -105,10 +105,14 @@ impl Schedule {
     }
 
     /// Waits until the next transaction is due and returns when it was due (now, flat
-    /// out): its latency counts from there.
-    pub(super) fn wait(&mut self, rng: &mut SmallRng) -> Instant {
+    /// out), its latency counting from there, and when the client woke to start it.
+    pub(super) fn wait(&mut self, rng: &mut SmallRng) -> Due {
         let Some(rate) = self.per_client.filter(|r| *r > 0.0) else {
-            return Instant::now();
+            let now = Instant::now();
+            return Due {
+                at: now,
+                began: now,
+            };
         };
         let u: f64 = rng.random_range(f64::EPSILON..1.0);
         self.next += Duration::from_secs_f64(-u.ln() / rate);
@@ -116,8 +120,19 @@ impl Schedule {
         if self.next > now {
             std::thread::sleep(self.next - now);
         }
-        self.next
+        Due {
+            at: self.next,
+            began: Instant::now().max(self.next),
+        }
     }
+}
+
+/// A transaction's moment on the schedule and when its client began it: the latency
+/// counts from `at`, the schedule lag is `began - at` (0 flat out).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Due {
+    pub(super) at: Instant,
+    pub(super) began: Instant,
 }
 
 /// What the clients have done so far, for the progress lines.
@@ -380,11 +395,17 @@ impl ClientOut {
         }
     }
 
-    /// Counts a transaction that committed at `end` after `us` µs (the run began at
-    /// `start`).
-    pub(super) fn committed(&mut self, start: Instant, end: Instant, us: u64, running: &Running) {
+    /// Counts a transaction that committed at `end` after `us` µs, of which `lag_us`
+    /// before it began (the run began at `start`).
+    pub(super) fn committed(
+        &mut self,
+        start: Instant,
+        end: Instant,
+        (us, lag_us): (u64, u64),
+        running: &Running,
+    ) {
         let sec = end.duration_since(start).as_secs() as usize;
-        slot_at(&mut self.seconds, sec).add(us as f64, 0.0);
+        slot_at(&mut self.seconds, sec).add(us as f64, lag_us as f64);
         self.hist.record(us.max(1)).ok();
         running.commits.fetch_add(1, Ordering::Relaxed);
         running.latency_us.fetch_add(us, Ordering::Relaxed);
@@ -397,21 +418,22 @@ impl ClientOut {
         running.failed.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Books a transaction of `db` scheduled at `t0` that ended now with `r`: committed,
+    /// Books a transaction of `db` due at `t0` that ended now with `r`: committed,
     /// or failed when the busy handler gave up (rolled back and counted, as pgbench counts
     /// a failed transaction); any other error is handed back.
     pub(super) fn book(
         &mut self,
         db: &Connection,
-        (start, t0): (Instant, Instant),
+        (start, t0): (Instant, Due),
         r: rusqlite::Result<()>,
         running: &Running,
     ) -> rusqlite::Result<()> {
         let end = Instant::now();
         match r {
             Ok(()) => {
-                let us = end.duration_since(t0).as_micros() as u64;
-                self.committed(start, end, us, running);
+                let us = end.duration_since(t0.at).as_micros() as u64;
+                let lag_us = t0.began.duration_since(t0.at).as_micros() as u64;
+                self.committed(start, end, (us, lag_us), running);
                 Ok(())
             }
             Err(e) if is_busy(&e) => {

@@ -2,8 +2,19 @@
 //! read the clock, each second's longest gap between two reads of any of them. With more
 //! busy threads than CPUs that gap is a wait for a CPU (a time slice of another thread),
 //! which no engine whose clients run their transactions on their own threads can avoid.
+//!
+//! And its floor under a throttled run's (`-R`): `threads` threads that each wait for the
+//! next moment of a Poisson schedule of their share of the rate, as a paced client waits
+//! for its next transaction, and do nothing then; each second's largest lateness on
+//! waking. A throttled client's latency counts from the schedule, so this wake-up lag is
+//! in every engine's per-second maximum latency at that rate (pgbench waits the same way).
 
 use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::tpcb::driver::pace::sleep_until;
 
 /// Runs `threads` busy threads for `duration`; returns each whole second's longest gap
 /// between two clock reads of one thread, ms.
@@ -40,6 +51,45 @@ fn busy(start: Instant, secs: usize) -> Vec<f64> {
     }
 }
 
+/// Runs `threads` threads for `duration`, each waking on a Poisson schedule of its share
+/// of `rate` (per second, over all threads); returns each whole second's largest lateness
+/// on waking, ms.
+pub(crate) fn wakeup_lag_per_second_max(threads: usize, rate: f64, duration: Duration) -> Vec<f64> {
+    let secs = duration.as_secs() as usize;
+    let share = rate.max(1.0) / threads.max(1) as f64;
+    let start = Instant::now();
+    let per_thread: Vec<Vec<f64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.max(1) as u64)
+            .map(|i| s.spawn(move || paced(start, secs, share, i)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a paced thread does not panic"))
+            .collect()
+    });
+    (0..secs)
+        .map(|i| per_thread.iter().map(|v| v[i]).fold(0.0, f64::max))
+        .collect()
+}
+
+/// One paced thread: the largest lateness of each second since `start`, ms.
+fn paced(start: Instant, secs: usize, rate: f64, seed: u64) -> Vec<f64> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut maxes = vec![0f64; secs];
+    let mut scheduled = start;
+    loop {
+        let u: f64 = rng.random_range(f64::EPSILON..1.0);
+        scheduled += Duration::from_secs_f64(-u.ln() / rate);
+        let i = scheduled.duration_since(start).as_secs() as usize;
+        if i >= secs {
+            return maxes;
+        }
+        sleep_until(scheduled, || false);
+        let late = Instant::now().duration_since(scheduled).as_secs_f64() * 1e3;
+        maxes[i] = maxes[i].max(late);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,6 +97,15 @@ mod tests {
     #[test]
     fn one_figure_per_whole_second_and_none_negative() {
         let v = runqueue_per_second_max(2, Duration::from_secs(1));
+        assert_eq!(v.len(), 1);
+        assert!(v[0] > 0.0 && v[0].is_finite(), "{v:?}");
+    }
+
+    /// A paced thread wakes after its moment, never before: one non-negative, finite
+    /// lateness per whole second, and at 1,000 wake-ups a second some lateness at all.
+    #[test]
+    fn wakeup_lag_is_one_figure_per_second_and_never_early() {
+        let v = wakeup_lag_per_second_max(2, 1000.0, Duration::from_secs(1));
         assert_eq!(v.len(), 1);
         assert!(v[0] > 0.0 && v[0].is_finite(), "{v:?}");
     }

@@ -492,6 +492,8 @@ mod tests {
             lat_avg_ms: 0.0,
             lat_max_ms: 0.0,
             lat_stddev_ms: 0.0,
+            lag_max_ms: 0.0,
+            exec_max_ms: 0.0,
             written_backend: 0,
             written_bgwriter: 0,
             written_checkpointer: 0,

@@ -631,6 +631,13 @@ pub struct Second {
     pub lat_avg_ms: f64,
     pub lat_max_ms: f64,
     pub lat_stddev_ms: f64,
+    /// The second's largest schedule lag (`-R`: how late a transaction started against
+    /// its schedule) and its longest execution (latency less lag), ms; 0 in runs saved
+    /// before 2026-12-07. Without `-R` the lag is 0 and the execution the latency.
+    #[serde(default)]
+    pub lag_max_ms: f64,
+    #[serde(default)]
+    pub exec_max_ms: f64,
     pub written_backend: u64,
     pub written_bgwriter: u64,
     pub written_checkpointer: u64,
@@ -738,6 +745,8 @@ impl RunResult {
                 lat_avg_ms,
                 lat_max_ms: lat_avg_ms + spike,
                 lat_stddev_ms: lat_avg_ms * (0.2 + if busy { 2.0 } else { 0.3 } * rng.unit()),
+                lag_max_ms: 0.0,
+                exec_max_ms: lat_avg_ms + spike,
                 written_backend: if busy { rng.below(40) } else { rng.below(200) },
                 written_bgwriter: 50 + rng.below(150),
                 written_checkpointer: if busy { 700 + rng.below(200) } else { 0 },

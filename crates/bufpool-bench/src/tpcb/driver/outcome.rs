@@ -194,6 +194,8 @@ pub(crate) fn series(secs: &[Slot], samples: &[Sample], elapsed: f64) -> Vec<Sec
                 lat_avg_ms: avg_ms(s.sum, s.n),
                 lat_max_ms: s.max_with_stalled() / 1000.0,
                 lat_stddev_ms: s.stddev() / 1000.0,
+                lag_max_ms: s.lag_max / 1000.0,
+                exec_max_ms: s.exec_max / 1000.0,
                 written_backend: w.backend,
                 written_bgwriter: w.bgwriter,
                 written_checkpointer: w.checkpointer,

@@ -73,22 +73,14 @@ impl<'a> Pace<'a> {
                 break;
             }
         }
-        while Instant::now() < *scheduled {
-            if self.opts.stop.load(Ordering::Relaxed)
+        let stopped = || {
+            self.opts.stop.load(Ordering::Relaxed)
                 || self
                     .opts
                     .duration
                     .is_some_and(|d| self.start.elapsed() >= d)
-            {
-                break;
-            }
-            std::thread::sleep(
-                scheduled
-                    .saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(50)),
-            );
-        }
-        if Instant::now() < *scheduled {
+        };
+        if !sleep_until(*scheduled, stopped) {
             return Next::Stop; // stopped while waiting
         }
         // Too late to make the latency limit: skip it (pgbench -L).
@@ -100,6 +92,22 @@ impl<'a> Pace<'a> {
         }
         Next::Run(*scheduled)
     }
+}
+
+/// Sleeps until `at`, in naps of at most 50 ms so that `stopped` is noticed; true once
+/// `at` has come, false if `stopped` said so first. How a paced client waits for its next
+/// transaction (and the compare's wake-up floor, which measures what that wait costs).
+pub(crate) fn sleep_until(at: Instant, stopped: impl Fn() -> bool) -> bool {
+    while Instant::now() < at {
+        if stopped() {
+            return false;
+        }
+        std::thread::sleep(
+            at.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(50)),
+        );
+    }
+    true
 }
 
 /// The clock of a thread beside the clients: a tick every `every` seconds from the run's
