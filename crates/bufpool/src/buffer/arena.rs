@@ -14,12 +14,29 @@
 //! fails unless explicit huge pages are granted; `off` uses normal pages. Which one was used
 //! is reported by [`PageArena::huge_pages`]. Reading the THP mode from sysfs is the one
 //! file access that does not go through `vfs`: it is a kernel setting, not data.
+//!
+//! With transparent huge pages, the first write into each 2 MiB of the arena makes the
+//! kernel allocate and clear a huge page (and, with `defrag = madvise`, compact memory for
+//! it) inside the faulting access: a read into a never-used frame stalled its transaction
+//! for 3-4 ms per huge page in the first seconds after open (BENCHMARKS, `compare --rate`).
+//! A prefault thread ([`Prefault`]) takes those faults instead, a little ahead of use:
+//! the pool tells the arena which frame an allocation hands out ([`PageArena::handing_out`],
+//! one relaxed load when nothing is to do), and the thread populates up to
+//! [`PREFAULT_AHEAD`] bytes past it with `MADV_POPULATE_WRITE` (page tables and zeroed
+//! pages, no write to the memory itself, so it never races with a frame's bytes). The
+//! resident memory grows with use as before, at most [`PREFAULT_AHEAD`] ahead. The thread
+//! is joined before the mapping goes (Drop); kernels before 5.14 refuse the advice and the
+//! thread then stops.
 
 use std::io;
 use std::ptr::NonNull;
 
 /// Size of a huge page on x86_64 and aarch64 with 4 KiB base pages.
 const HUGE_PAGE_SIZE: usize = 2 << 20;
+
+/// How far past the frame an allocation hands out the prefault thread populates: eight
+/// huge pages, 16 MiB.
+pub(crate) const PREFAULT_AHEAD: usize = 8 * HUGE_PAGE_SIZE;
 
 /// How the pool's page memory asks for huge pages (PostgreSQL's `huge_pages`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -73,6 +90,9 @@ pub struct PageArena {
     page_size: usize,
     nbuffers: usize,
     huge: HugePageUse,
+    /// With transparent huge pages (and not under shuttle): the thread that takes their
+    /// first-touch faults ahead of use.
+    prefault: Option<Prefault>,
 }
 
 // SAFETY: the arena is plain memory owned by this struct; it is freed only in Drop. Access
@@ -159,6 +179,7 @@ impl PageArena {
                     page_size,
                     nbuffers,
                     huge: HugePageUse::Explicit,
+                    prefault: None,
                 });
             }
             if huge == HugePages::On {
@@ -198,12 +219,18 @@ impl PageArena {
             } else {
                 HugePageUse::None
             };
+            let prefault = if huge == HugePageUse::Transparent {
+                Prefault::start(aligned, rounded)
+            } else {
+                None
+            };
             return Ok(Self {
                 base,
                 map_len: rounded,
                 page_size,
                 nbuffers,
                 huge,
+                prefault,
             });
         }
         let base = mmap_anon(rounded, 0).ok_or_else(io::Error::last_os_error)?;
@@ -213,7 +240,24 @@ impl PageArena {
             page_size,
             nbuffers,
             huge: HugePageUse::None,
+            prefault: None,
         })
+    }
+
+    /// Notes that an allocation hands out frame `id`: the prefault thread (with
+    /// transparent huge pages) is asked to populate up to 16 MiB past it. One relaxed
+    /// load when it is already that far.
+    #[inline]
+    pub fn handing_out(&self, id: u32) {
+        if let Some(p) = &self.prefault {
+            p.want((id as usize + 1) * self.page_size + PREFAULT_AHEAD);
+        }
+    }
+
+    /// Bytes from the start the prefault thread has populated (None without one: no
+    /// transparent huge pages).
+    pub fn prefaulted_bytes(&self) -> Option<usize> {
+        self.prefault.as_ref().map(Prefault::done)
     }
 
     /// The bytes mapped for the frames (the pages rounded up, plus alignment slack with
@@ -295,11 +339,124 @@ impl PageArena {
 
 impl Drop for PageArena {
     fn drop(&mut self) {
+        // The prefault thread works on the mapping: stop and join it first.
+        drop(self.prefault.take());
         // SAFETY: unmaps exactly the range mapped in `new`; no frame pointer outlives the
         // arena because the pool owns it and drops it last.
         unsafe {
             libc::munmap(self.base.as_ptr().cast(), self.map_len);
         }
+    }
+}
+
+/// The prefault thread's handle: what it is asked for, what it has done, and a stop.
+struct Prefault {
+    shared: std::sync::Arc<PrefaultShared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+struct PrefaultShared {
+    /// Bytes from the arena's start the thread is asked to populate.
+    wanted: std::sync::atomic::AtomicUsize,
+    /// Bytes it has populated (whole huge pages, or the arena's end).
+    done: std::sync::atomic::AtomicUsize,
+    stop: std::sync::atomic::AtomicBool,
+}
+
+impl Prefault {
+    /// Starts the thread over the `len` bytes at `addr` (mapped, advised huge); None where
+    /// no thread can be spawned, under shuttle, or off Linux.
+    fn start(addr: usize, len: usize) -> Option<Prefault> {
+        if cfg!(any(shuttle, not(target_os = "linux"))) {
+            return None;
+        }
+        let shared = std::sync::Arc::new(PrefaultShared {
+            wanted: std::sync::atomic::AtomicUsize::new(PREFAULT_AHEAD.min(len)),
+            done: std::sync::atomic::AtomicUsize::new(0),
+            stop: std::sync::atomic::AtomicBool::new(false),
+        });
+        let s = std::sync::Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("bufpool-prefault".into())
+            .spawn(move || prefault_loop(&s, addr, len))
+            .ok()?;
+        Some(Prefault {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Asks for the first `bytes` populated; wakes the thread if it is behind.
+    #[inline]
+    fn want(&self, bytes: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if bytes <= self.shared.wanted.load(Relaxed) {
+            return;
+        }
+        self.shared.wanted.fetch_max(bytes, Relaxed);
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
+    }
+
+    fn done(&self) -> usize {
+        self.shared.done.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+impl Drop for Prefault {
+    fn drop(&mut self) {
+        self.shared
+            .stop
+            .store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+/// The prefault thread: populates `[done, wanted)` of the `len` bytes at `addr` a huge
+/// page at a time, then parks until asked for more; returns at the end of the arena, on a
+/// stop, or when the kernel refuses the advice.
+fn prefault_loop(s: &PrefaultShared, addr: usize, len: usize) {
+    use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+    loop {
+        if s.stop.load(Acquire) {
+            return;
+        }
+        let done = s.done.load(Relaxed);
+        if done >= len {
+            return;
+        }
+        if done >= s.wanted.load(Relaxed).min(len) {
+            // Parked until `want` or Drop unparks it; the timeout only bounds a missed
+            // wake-up.
+            std::thread::park_timeout(std::time::Duration::from_millis(100));
+            continue;
+        }
+        let step = HUGE_PAGE_SIZE.min(len - done);
+        if !populate_write(addr + done, step) {
+            return;
+        }
+        s.done.store(done + step, Release);
+    }
+}
+
+/// Faults `[addr, addr + len)` in writable without writing to it (Linux 5.14's
+/// `MADV_POPULATE_WRITE`); false where the kernel refuses.
+fn populate_write(addr: usize, len: usize) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: the range lies inside the arena's mapping, which outlives this thread
+        // (the arena joins it before unmapping); the advice only populates page tables and
+        // allocates zeroed pages where none are, it never changes bytes already there.
+        unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (addr, len);
+        false
     }
 }
 
@@ -343,5 +500,46 @@ mod tests {
     fn a_frame_past_the_arena_is_refused() {
         let a = PageArena::new(64, 8192, HugePages::Off).unwrap();
         let _ = a.frame(64);
+    }
+
+    /// Proves: with transparent huge pages the prefault thread populates ahead of the
+    /// frames handed out and no further than asked until more is handed out; frames it
+    /// populated keep what was written into them; dropping the arena joins the thread.
+    #[test]
+    fn the_prefault_thread_runs_ahead_of_use_and_no_further() {
+        let frames = 4096; // 32 MiB of 8 kB frames
+        let a = PageArena::new(frames, 8192, HugePages::Try).unwrap();
+        let Some(_) = a.prefaulted_bytes() else {
+            // No transparent huge pages here (or explicit ones were granted): nothing to
+            // prefault, and the arena says so.
+            assert_ne!(a.huge_pages(), HugePageUse::Transparent);
+            return;
+        };
+        let wait_for = |bytes: usize| {
+            let t = std::time::Instant::now();
+            while a.prefaulted_bytes().unwrap() < bytes {
+                assert!(
+                    t.elapsed().as_secs() < 20,
+                    "prefault stuck at {:?}",
+                    a.prefaulted_bytes()
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        };
+        wait_for(PREFAULT_AHEAD);
+        // SAFETY: frame 0 of this test's own arena, no other reference to it.
+        unsafe { std::ptr::write_bytes(a.frame(0), 0xCD, 8192) };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(
+            a.prefaulted_bytes(),
+            Some(PREFAULT_AHEAD),
+            "ran past what was asked"
+        );
+        a.handing_out(2047); // the end of the first 16 MiB: 16 MiB more is wanted
+        wait_for(32 << 20);
+        assert_eq!(a.prefaulted_bytes(), Some(32 << 20));
+        // SAFETY: as above.
+        assert_eq!(unsafe { *a.frame(0).add(8191) }, 0xCD);
+        drop(a);
     }
 }

@@ -37,7 +37,8 @@ impl BufferPool {
             "the sweep's victim {r:?} is not a pinned, unlocked buffer of the pool"
         );
         self.bgwriter.note_allocation();
-        if let Ok((_, s)) = r {
+        if let Ok((id, s)) = r {
+            self.arena.handing_out(id);
             if s & DIRTY != 0 {
                 self.bgwriter.note_dirty_victim(self.repl.hand());
             }
