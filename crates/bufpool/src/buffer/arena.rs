@@ -244,13 +244,15 @@ impl PageArena {
         })
     }
 
-    /// Notes that an allocation hands out frame `id`: the prefault thread (with
-    /// transparent huge pages) is asked to populate up to 16 MiB past it. One relaxed
-    /// load when it is already that far.
+    /// Notes that an allocation hands out frame `id` of the first `active` frames (the
+    /// pool's size in use): the prefault thread (with transparent huge pages) is asked to
+    /// populate up to 16 MiB past it, never past the active frames (a pool that may grow
+    /// keeps the rest untouched). One relaxed load when it is already that far.
     #[inline]
-    pub fn handing_out(&self, id: u32) {
+    pub fn handing_out(&self, id: u32, active: usize) {
         if let Some(p) = &self.prefault {
-            p.want((id as usize + 1) * self.page_size + PREFAULT_AHEAD);
+            let ahead = (id as usize + 1) * self.page_size + PREFAULT_AHEAD;
+            p.want(ahead.min(active.min(self.nbuffers) * self.page_size));
         }
     }
 
@@ -371,7 +373,7 @@ impl Prefault {
             return None;
         }
         let shared = std::sync::Arc::new(PrefaultShared {
-            wanted: std::sync::atomic::AtomicUsize::new(PREFAULT_AHEAD.min(len)),
+            wanted: std::sync::atomic::AtomicUsize::new(0),
             done: std::sync::atomic::AtomicUsize::new(0),
             stop: std::sync::atomic::AtomicBool::new(false),
         });
@@ -503,8 +505,8 @@ mod tests {
     }
 
     /// Proves: with transparent huge pages the prefault thread populates ahead of the
-    /// frames handed out and no further than asked until more is handed out; frames it
-    /// populated keep what was written into them; dropping the arena joins the thread.
+    /// frames handed out, never past what was asked nor past the active frames; frames
+    /// it populated keep what was written into them; dropping the arena joins the thread.
     #[test]
     fn the_prefault_thread_runs_ahead_of_use_and_no_further() {
         let frames = 4096; // 32 MiB of 8 kB frames
@@ -515,29 +517,46 @@ mod tests {
             assert_ne!(a.huge_pages(), HugePageUse::Transparent);
             return;
         };
+        let settle = || std::thread::sleep(std::time::Duration::from_millis(50));
         let wait_for = |bytes: usize| {
             let t = std::time::Instant::now();
             while a.prefaulted_bytes().unwrap() < bytes {
                 assert!(
                     t.elapsed().as_secs() < 20,
-                    "prefault stuck at {:?}",
+                    "stuck at {:?}",
                     a.prefaulted_bytes()
                 );
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         };
-        wait_for(PREFAULT_AHEAD);
-        // SAFETY: frame 0 of this test's own arena, no other reference to it.
-        unsafe { std::ptr::write_bytes(a.frame(0), 0xCD, 8192) };
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        settle();
         assert_eq!(
             a.prefaulted_bytes(),
-            Some(PREFAULT_AHEAD),
+            Some(0),
+            "nothing handed out, nothing populated"
+        );
+        // A pool using 1,024 of the frames (8 MiB): the thread stops at its end.
+        a.handing_out(0, 1024);
+        wait_for(8 << 20);
+        settle();
+        assert_eq!(
+            a.prefaulted_bytes(),
+            Some(8 << 20),
+            "ran past the active frames"
+        );
+        // SAFETY: frame 0 of this test's own arena, no other reference to it.
+        unsafe { std::ptr::write_bytes(a.frame(0), 0xCD, 8192) };
+        // Grown to all 4,096: frame 0 handed out again asks for 16 MiB and a page.
+        a.handing_out(0, frames);
+        wait_for(18 << 20);
+        settle();
+        assert_eq!(
+            a.prefaulted_bytes(),
+            Some(18 << 20),
             "ran past what was asked"
         );
-        a.handing_out(2047); // the end of the first 16 MiB: 16 MiB more is wanted
+        a.handing_out(2047, frames); // the end of the first 16 MiB: the rest is wanted
         wait_for(32 << 20);
-        assert_eq!(a.prefaulted_bytes(), Some(32 << 20));
         // SAFETY: as above.
         assert_eq!(unsafe { *a.frame(0).add(8191) }, 0xCD);
         drop(a);

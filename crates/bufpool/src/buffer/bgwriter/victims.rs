@@ -38,7 +38,7 @@ impl BufferPool {
         );
         self.bgwriter.note_allocation();
         if let Ok((id, s)) = r {
-            self.arena.handing_out(id);
+            self.arena.handing_out(id, self.repl.active());
             if s & DIRTY != 0 {
                 self.bgwriter.note_dirty_victim(self.repl.hand());
             }
