@@ -1359,40 +1359,9 @@ fn or_na(v: f64, decimals: usize) -> String {
     }
 }
 
-fn to_table(
-    o: &CompareOptions,
-    engines: &[EngineSummary],
-    skipped: &[(String, String)],
-    floors: &Floors,
-) -> String {
-    let mut t = String::new();
-    let size = match o.workload {
-        cli::Workload::Tpcb => format!("TPC-B, scale {}", o.scale),
-        cli::Workload::Ycsb(_) => format!("{}, {} records", o.workload.name(), o.records),
-        cli::Workload::Tpcc => format!("TPC-C, {} warehouse(s)", o.warehouses),
-    };
-    let _ = writeln!(
-        t,
-        "{size}, {} clients, {} s, synchronous commit {}, pool {}, checkpoint_timeout {}{}",
-        o.clients,
-        o.time_s,
-        if o.sync { "on" } else { "off" },
-        o.pool,
-        o.checkpoint_timeout,
-        if o.rounds > 1 {
-            format!(", median of {} rounds", o.rounds)
-        } else {
-            String::new()
-        }
-    );
-    let base = engines.iter().find(|e| e.engine == EngineKind::Bufpool);
-    let ratio = |e: &EngineSummary, k: &str| match base {
-        Some(b) if e.engine != EngineKind::Bufpool && b.figures[k] > 0.0 => {
-            format!(" ({:.2}x)", e.figures[k] / b.figures[k])
-        }
-        _ => String::new(),
-    };
-    let rows: [Row; 20] = [
+/// The table's rows, in order: label, figure, format.
+fn table_rows() -> [Row; 20] {
+    [
         ("load s", "load_s", |v| format!("{v:.1}")),
         ("tps", "tps", |v| format!("{v:.0}")),
         ("latency avg ms", "lat_avg", |v| format!("{v:.3}")),
@@ -1439,7 +1408,43 @@ fn to_table(
         ("buffer hits per tx", "hits_per_tx", |v| or_na(v, 1)),
         ("buffer reads per tx", "reads_per_tx", |v| or_na(v, 3)),
         ("checkpoints in the run", "checkpoints", |v| or_na(v, 0)),
-    ];
+    ]
+}
+
+fn to_table(
+    o: &CompareOptions,
+    engines: &[EngineSummary],
+    skipped: &[(String, String)],
+    floors: &Floors,
+) -> String {
+    let mut t = String::new();
+    let size = match o.workload {
+        cli::Workload::Tpcb => format!("TPC-B, scale {}", o.scale),
+        cli::Workload::Ycsb(_) => format!("{}, {} records", o.workload.name(), o.records),
+        cli::Workload::Tpcc => format!("TPC-C, {} warehouse(s)", o.warehouses),
+    };
+    let _ = writeln!(
+        t,
+        "{size}, {} clients, {} s, synchronous commit {}, pool {}, checkpoint_timeout {}{}",
+        o.clients,
+        o.time_s,
+        if o.sync { "on" } else { "off" },
+        o.pool,
+        o.checkpoint_timeout,
+        if o.rounds > 1 {
+            format!(", median of {} rounds", o.rounds)
+        } else {
+            String::new()
+        }
+    );
+    let base = engines.iter().find(|e| e.engine == EngineKind::Bufpool);
+    let ratio = |e: &EngineSummary, k: &str| match base {
+        Some(b) if e.engine != EngineKind::Bufpool && b.figures[k] > 0.0 => {
+            format!(" ({:.2}x)", e.figures[k] / b.figures[k])
+        }
+        _ => String::new(),
+    };
+    let rows = table_rows();
     let mut table: Vec<Vec<String>> = Vec::new();
     let mut header = vec![String::new()];
     header.extend(engines.iter().map(|e| e.name.clone()));

@@ -19,15 +19,26 @@ use crate::tpcb::driver::pace::sleep_until;
 /// Runs `threads` busy threads for `duration`; returns each whole second's longest gap
 /// between two clock reads of one thread, ms.
 pub(crate) fn runqueue_per_second_max(threads: usize, duration: Duration) -> Vec<f64> {
+    per_second_max(threads, duration, |start, secs, _| busy(start, secs))
+}
+
+/// Runs `threads` threads of `each(start, seconds, thread index)` for `duration`, each
+/// giving its figure per whole second; returns each second's largest over the threads.
+fn per_second_max(
+    threads: usize,
+    duration: Duration,
+    each: impl Fn(Instant, usize, u64) -> Vec<f64> + Sync,
+) -> Vec<f64> {
     let secs = duration.as_secs() as usize;
     let start = Instant::now();
+    let each = &each;
     let per_thread: Vec<Vec<f64>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.max(1))
-            .map(|_| s.spawn(move || busy(start, secs)))
+        let handles: Vec<_> = (0..threads.max(1) as u64)
+            .map(|i| s.spawn(move || each(start, secs, i)))
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().expect("a clock-reading thread does not panic"))
+            .map(|h| h.join().expect("a measuring thread does not panic"))
             .collect()
     });
     (0..secs)
@@ -55,21 +66,10 @@ fn busy(start: Instant, secs: usize) -> Vec<f64> {
 /// of `rate` (per second, over all threads); returns each whole second's largest lateness
 /// on waking, ms.
 pub(crate) fn wakeup_lag_per_second_max(threads: usize, rate: f64, duration: Duration) -> Vec<f64> {
-    let secs = duration.as_secs() as usize;
     let share = rate.max(1.0) / threads.max(1) as f64;
-    let start = Instant::now();
-    let per_thread: Vec<Vec<f64>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.max(1) as u64)
-            .map(|i| s.spawn(move || paced(start, secs, share, i)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a paced thread does not panic"))
-            .collect()
-    });
-    (0..secs)
-        .map(|i| per_thread.iter().map(|v| v[i]).fold(0.0, f64::max))
-        .collect()
+    per_second_max(threads, duration, |start, secs, i| {
+        paced(start, secs, share, i)
+    })
 }
 
 /// One paced thread: the largest lateness of each second since `start`, ms.
