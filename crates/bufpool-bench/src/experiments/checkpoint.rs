@@ -204,7 +204,7 @@ impl Settings {
         if self.pool_whole {
             (2 * bytes).div_ceil(1 << 20).max(16)
         } else {
-            (bytes / 4 / (1 << 20)).max(16)
+            Template::quarter_pool_mb_of(bytes)
         }
     }
 

@@ -117,7 +117,12 @@ pub struct Template {
 impl Template {
     /// A pool of a quarter of the data (at least 16 MB), in MB.
     pub fn quarter_pool_mb(&self) -> u64 {
-        (self.bytes / 4 / (1 << 20)).max(16)
+        Template::quarter_pool_mb_of(self.bytes)
+    }
+
+    /// A pool of a quarter of `bytes` of data (at least 16 MB), in MB.
+    pub fn quarter_pool_mb_of(bytes: u64) -> u64 {
+        (bytes / 4 / (1 << 20)).max(16)
     }
 }
 

@@ -432,9 +432,9 @@ fn prefault_loop(s: &PrefaultShared, addr: usize, len: usize) {
             return;
         }
         if done >= s.wanted.load(Relaxed).min(len) {
-            // Parked until `want` or Drop unparks it; the timeout only bounds a missed
-            // wake-up.
-            std::thread::park_timeout(std::time::Duration::from_millis(100));
+            // Parked until `want` or Drop unparks it (an unpark that comes first leaves
+            // its token, so none is missed; a spurious wake-up only loops).
+            std::thread::park();
             continue;
         }
         let step = HUGE_PAGE_SIZE.min(len - done);
