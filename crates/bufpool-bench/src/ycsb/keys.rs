@@ -35,6 +35,44 @@ pub fn key_name(keynum: u64) -> String {
     format!("{PREFIX}{}", fnv64(keynum))
 }
 
+/// A key as [`key_name`] spells it, held on the stack (the read path's: no allocation).
+pub struct KeyBytes {
+    buf: [u8; PREFIX.len() + 20],
+    len: usize,
+}
+
+impl KeyBytes {
+    /// The key's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// [`key_name`] without the allocation.
+pub fn key_bytes(keynum: u64) -> KeyBytes {
+    let mut k = KeyBytes {
+        buf: [0; PREFIX.len() + 20],
+        len: PREFIX.len(),
+    };
+    k.buf[..PREFIX.len()].copy_from_slice(PREFIX.as_bytes());
+    // A u64 has at most 20 decimal digits: written backwards, then moved up.
+    let mut digits = [0u8; 20];
+    let (mut v, mut n) = (fnv64(keynum), 0);
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for (i, d) in digits[..n].iter().rev().enumerate() {
+        k.buf[PREFIX.len() + i] = *d;
+    }
+    k.len += n;
+    k
+}
+
 /// The order-keeping index key of `key`: the digits after [`PREFIX`] read as a base-11
 /// number of [`INDEX_DIGITS`] places, a digit `d` as `d + 1` and a place past the key's
 /// end as 0 (so `user12` < `user123` < `user13`, as in byte order). Every key shares the
@@ -134,6 +172,13 @@ mod tests {
     #[test]
     fn choosers_draw_in_range_with_their_skew() {
         assert_eq!(key_name(0), format!("user{}", fnv64(0)));
+        for n in [0, 1, 9, 10, 12_345, u64::MAX / 3, u64::MAX] {
+            assert_eq!(
+                key_bytes(n).as_bytes(),
+                key_name(n).as_bytes(),
+                "record {n}"
+            );
+        }
         assert_ne!(key_name(1), key_name(2));
         let mut rng = SmallRng::seed_from_u64(3);
         let z = Chooser::zipfian(10_000, THETA).unwrap();

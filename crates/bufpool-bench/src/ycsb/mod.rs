@@ -252,8 +252,14 @@ impl<'e> YcsbDb<'e> {
     }
 
     /// The root tuple id of the row with key `key` that `snap` sees, if any: every index
-    /// entry of its code, each checked against the key in the row.
-    fn find(&self, snap: &Snapshot, key: &[u8]) -> Result<Option<Tid>, bufpool::Error> {
+    /// entry of its code, each checked against the key in the row; `on_row` sees the
+    /// row's bytes (under the same heap visit as the check).
+    fn find(
+        &self,
+        snap: &Snapshot,
+        key: &[u8],
+        mut on_row: impl FnMut(&[u8]),
+    ) -> Result<Option<Tid>, bufpool::Error> {
         let mut hits = [0u64; 4];
         let mut n = 0usize;
         let mut more = Vec::new();
@@ -267,9 +273,13 @@ impl<'e> YcsbDb<'e> {
         })?;
         for v in hits[..n.min(hits.len())].iter().chain(&more) {
             let root = Tid::from_u64(*v);
-            let same = self
-                .table
-                .fetch_with(snap, root, |_, d| row_key(&self.schema, d) == key)?;
+            let same = self.table.fetch_with(snap, root, |_, d| {
+                let same = row_key(&self.schema, d) == key;
+                if same {
+                    on_row(d);
+                }
+                same
+            })?;
             if same == Some(true) {
                 return Ok(Some(root));
             }
@@ -285,16 +295,14 @@ impl<'e> YcsbDb<'e> {
         keynum: u64,
         out: &mut Vec<u8>,
     ) -> Result<bool, bufpool::Error> {
-        let key = keys::key_name(keynum);
-        let Some(root) = self.find(snap, key.as_bytes())? else {
-            return Ok(false);
-        };
+        let key = keys::key_bytes(keynum);
         out.clear();
         let f = self.schema.offset(col::FIELD0);
-        let got = self.table.fetch_with(snap, root, |_, d| {
+        // One heap visit: the row's key checked and its fields copied under one lock.
+        let found = self.find(snap, key.as_bytes(), |d| {
             out.extend_from_slice(&d[f..f + FIELDS * FIELD_LEN]);
         })?;
-        Ok(got.is_some())
+        Ok(found.is_some())
     }
 
     /// YCSB's update (`writeallfields=false`): field `field` of record `keynum` set to
@@ -307,8 +315,8 @@ impl<'e> YcsbDb<'e> {
         field: usize,
         value: &[u8],
     ) -> Result<bool, bufpool::Error> {
-        let key = keys::key_name(keynum);
-        let Some(root) = self.find(snap, key.as_bytes())? else {
+        let key = keys::key_bytes(keynum);
+        let Some(root) = self.find(snap, key.as_bytes(), |_| {})? else {
             return Ok(false);
         };
         let o = self.schema.offset(col::FIELD0 + field);
@@ -414,7 +422,7 @@ pub fn check(db: &YcsbDb<'_>, vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> 
     r.entries = entries;
     // Heap to index: every row is found under its key.
     for (key, _) in &rows {
-        if db.find(&snap, key)?.is_none() {
+        if db.find(&snap, key, |_| {})?.is_none() {
             r.problems.push(format!(
                 "row {} is not found through {INDEX}",
                 String::from_utf8_lossy(key)

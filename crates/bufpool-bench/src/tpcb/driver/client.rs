@@ -118,9 +118,9 @@ impl<'a, W: Workload> Client<'a, W> {
             scripts: vec![Slot::default(); self.weights.len()],
             session: self.workload.session(self.id),
         };
-        let sched_stat = ThreadSched::open();
-        // Back to back (no -R), one transaction's end mark is the next one's start: one
-        // schedstat read per transaction instead of two.
+        let mut sched_stat = ThreadSched::open();
+        // Back to back (no -R), one transaction's end mark is the next one's start; a
+        // mark reads schedstat only when its last reading is 0.1 ms old (`waits.rs`).
         let mut last_mark: Option<Mark> = None;
         let mut ack = self.open_ack_log()?;
         let mut scheduled = Instant::now();
@@ -142,7 +142,7 @@ impl<'a, W: Workload> Client<'a, W> {
             };
             let mark = match (self.pace.rate, last_mark.take()) {
                 (None, Some(m)) => m,
-                _ => Mark::now(&sched_stat),
+                _ => Mark::now(&mut sched_stat, Instant::now()),
             };
             let began = Instant::now();
             let (done, tries) = self.attempt(k, &mut rng, &mut out.session)?;
@@ -150,7 +150,7 @@ impl<'a, W: Workload> Client<'a, W> {
                 acknowledge(f, line)?;
             }
             let end = Instant::now();
-            let end_mark = Mark::now(&sched_stat);
+            let end_mark = Mark::now(&mut sched_stat, end);
             if let Done::Committed(_) = done {
                 // From its start: what it waited for, not how late it started.
                 let took = end.duration_since(began).as_secs_f64() * 1e6;
