@@ -340,22 +340,37 @@ fn unique_index_rejects_duplicates_non_unique_keeps_both() {
 
 #[test]
 fn concurrent_inserts_deletes_and_readers() {
-    run_concurrent("2048", 10_000, 2_500, 3);
+    run_concurrent("2048", 10_000, 2_500, 3, false);
 }
 
 /// The same with a pool far smaller than the tree: pages are evicted and read back while
 /// splits are under way.
 #[test]
 fn concurrent_inserts_deletes_and_readers_with_evictions() {
-    run_concurrent("48", 2_500, 600, 2);
+    run_concurrent("48", 2_500, 600, 2, false);
+}
+
+/// Both again with `optimistic_reads = on`: the readers' descents read internal pages with
+/// no pin and no lock while splits change them and evictions reuse their buffers.
+#[test]
+fn concurrent_inserts_deletes_and_optimistic_readers() {
+    run_concurrent("2048", 10_000, 2_500, 3, true);
+}
+
+#[test]
+fn concurrent_inserts_deletes_and_optimistic_readers_with_evictions() {
+    run_concurrent("48", 2_500, 600, 2, true);
 }
 
 /// 4 inserters (`own` pairs each on disjoint keys, plus `shared` pairs all of them insert),
 /// a deleter removing a quarter of the own pairs once published, 2 readers.
-fn run_concurrent(buffers: &str, own: usize, shared: usize, min_levels: u32) {
+fn run_concurrent(buffers: &str, own: usize, shared: usize, min_levels: u32, optimistic: bool) {
     const INSERTERS: usize = 4;
     let vfs = MemVfs::new();
-    let e = open_with(&vfs, &config(buffers));
+    let mut c = config(buffers);
+    c.set("optimistic_reads", if optimistic { "on" } else { "off" })
+        .unwrap();
+    let e = open_with(&vfs, &c);
     let t = BTree::create(&e, REL, false).unwrap();
     let mut rng = SmallRng::seed_from_u64(42);
     // Shared pairs: all inserters insert them (the second insert of a pair is a no-op);

@@ -26,6 +26,11 @@ pub struct BufferDesc {
     pub(super) content_lock: RawContentLock,
     /// The replacement policy's word for this buffer (`policy/`: list links).
     pub(super) link: AtomicU64,
+    /// The page's version, for reads that hold no pin and no lock (`racy.rs`): odd while
+    /// a write guard changes the page's bytes, and moved on (by 2) whenever the buffer
+    /// stops holding a valid page (every header unlock that leaves VALID clear: eviction,
+    /// a drop, a retirement), before anything can write into the frame.
+    pub(super) version: AtomicU64,
 }
 
 #[cfg(not(shuttle))]
@@ -56,6 +61,7 @@ impl BufferDesc {
             id,
             content_lock: RawContentLock::new(),
             link: AtomicU64::new(0),
+            version: AtomicU64::new(0),
         }
     }
 
@@ -140,7 +146,60 @@ impl BufferDesc {
             self.id,
             describe(state)
         );
+        if state & VALID == 0 {
+            // The frame may be written (read into, zeroed, released) from here on: a
+            // racy reader that started before must fail its check (`racy.rs`).
+            self.version.fetch_add(2, Ordering::Relaxed);
+            crate::sync::fence(Ordering::Release);
+        }
         self.state.store(state & !LOCKED, Ordering::Release);
+    }
+
+    /// A write guard is about to change the page's bytes: the version turns odd (racy
+    /// readers fail until [`BufferDesc::end_change`]). The caller holds the content lock
+    /// exclusively, so no other thread changes the version's parity meanwhile.
+    #[inline]
+    pub(super) fn begin_change(&self) {
+        self.version.fetch_add(1, Ordering::Relaxed);
+        crate::sync::fence(Ordering::Release);
+    }
+
+    /// The write guard's changes are done (it still holds the exclusive lock): the
+    /// version turns even again, published after the bytes.
+    #[inline]
+    pub(super) fn end_change(&self) {
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    /// The version as a racy reader takes it before reading (Acquire: the bytes read after
+    /// are at least as new as this version).
+    #[inline]
+    pub(super) fn version_before_read(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// The version as a racy reader takes it after reading: equal to the one before only
+    /// if no change and no eviction overlapped the read.
+    #[inline]
+    pub(super) fn version_after_read(&self) -> u64 {
+        crate::sync::fence(Ordering::Acquire);
+        self.version.load(Ordering::Relaxed)
+    }
+
+    /// Raises the usage count of a page a racy reader used, as a pin would, with one try
+    /// and no write at all once the count is at its cap (a hot page's usual state), so
+    /// racy hits keep the clock's and the lists' view of the page without bouncing its
+    /// cache line.
+    #[inline]
+    pub(super) fn touch(&self, seen: u64) {
+        if usage(seen) < USAGE_COUNT_MAX && seen & LOCKED == 0 {
+            let _ = self.state.compare_exchange(
+                seen,
+                seen + USAGE_ONE,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
     }
 
     /// Adds a pin (and usage credit); waits out a held header lock. Returns the new state.

@@ -71,6 +71,7 @@ impl<'a> BufferRef<'a> {
             buf: self,
             dirtied: false,
             dirtied_clean: false,
+            changing: false,
         }
     }
 
@@ -83,6 +84,7 @@ impl<'a> BufferRef<'a> {
             buf: self,
             dirtied: false,
             dirtied_clean: false,
+            changing: false,
         })
     }
 
@@ -145,6 +147,9 @@ pub struct PageWriteGuard<'b> {
     dirtied: bool,
     /// This guard found the buffer clean and made it dirty (VACUUM's cost accounting).
     dirtied_clean: bool,
+    /// This guard has handed out the bytes mutably, so the page's version is odd until
+    /// it drops (racy readers, `racy.rs`, fail meanwhile).
+    changing: bool,
 }
 
 impl PageWriteGuard<'_> {
@@ -204,6 +209,10 @@ impl DerefMut for PageWriteGuard<'_> {
         if !self.dirtied {
             self.mark_dirty();
         }
+        if !self.changing {
+            self.buf.pool.descs[self.buf.id as usize].begin_change();
+            self.changing = true;
+        }
         // No write can clear DIRTY while this guard holds the exclusive lock (a write takes
         // the content lock before claiming the I/O), so a change made now reaches storage.
         debug_assert!(
@@ -221,12 +230,12 @@ impl DerefMut for PageWriteGuard<'_> {
 impl Drop for PageWriteGuard<'_> {
     #[inline]
     fn drop(&mut self) {
+        let d = &self.buf.pool.descs[self.buf.id as usize];
+        if self.changing {
+            d.end_change();
+        }
         // SAFETY: this guard took the lock exclusively in `BufferRef::write` and gives it up.
-        unsafe {
-            self.buf.pool.descs[self.buf.id as usize]
-                .content_lock
-                .unlock_exclusive()
-        };
+        unsafe { d.content_lock.unlock_exclusive() };
     }
 }
 

@@ -51,6 +51,7 @@ mod guard;
 mod io_wait;
 mod mapping;
 mod memory;
+mod optimistic;
 mod options;
 mod policy;
 mod read_run;
@@ -73,6 +74,7 @@ pub use checkpoint::{
 pub use error::{BufferError, BufferResult};
 pub use guard::{BufferRef, PageReadGuard, PageWriteGuard};
 pub use memory::PoolMemory;
+pub use optimistic::OptimisticPage;
 pub use options::{
     auto_lru_maxpages, max_shared_buffers_error, partitions_allowed, shared_buffers_error,
     BgwriterIo, BgwriterOptions, BgwriterStrategy, HugePages, PoolConfig, PoolOptions,
@@ -270,6 +272,8 @@ pub struct BufferPool {
     resize_lock: crate::sync::Mutex<()>,
     /// `resize_duty_cycle` in thousandths: the share of time a shrink works.
     resize_duty: u32,
+    /// `optimistic_reads`: whether [`BufferPool::read_optimistic`] reads (`optimistic.rs`).
+    optimistic_reads: bool,
 }
 
 impl Drop for BufferPool {
@@ -311,7 +315,9 @@ impl BufferPool {
     ) -> BufferResult<Self> {
         let page_size = smgr.block_size();
         let opts = config.pool_options(page_size)?;
-        Self::with_options(smgr, &opts, wal)
+        let mut pool = Self::with_options(smgr, &opts, wal)?;
+        pool.optimistic_reads = config.optimistic_reads();
+        Ok(pool)
     }
 
     /// Builds a pool from validated options.
@@ -355,6 +361,7 @@ impl BufferPool {
             sizes: crate::sync::RwLock::new(()),
             resize_lock: crate::sync::Mutex::new(()),
             resize_duty: opts.resize_duty_thousandths,
+            optimistic_reads: false,
         };
         pool.retire_tail_at_start(opts.nbuffers);
         Ok(pool)

@@ -461,6 +461,11 @@ pub trait PoolConfig {
     fn pool_options(&self, page_size: usize) -> Result<PoolOptions, ConfigError>;
     /// How to open the data directory.
     fn smgr_options(&self, create: bool) -> Result<SmgrOptions, ConfigError>;
+    /// Whether reads that can take [`crate::buffer::BufferPool::read_optimistic`] do
+    /// (`optimistic_reads`); off unless the configuration says so.
+    fn optimistic_reads(&self) -> bool {
+        false
+    }
 }
 
 impl PoolConfig for (PoolOptions, SmgrOptions) {

@@ -46,6 +46,8 @@ macro_rules! with_config_setters {
         io_direct: bool => |c, v| c.io_direct = v;
         /// Whether a commit waits until its WAL is durable.
         synchronous_commit: bool => |c, v| c.synchronous_commit = v;
+        /// B-tree descents read inner pages optimistically (`optimistic_reads`).
+        optimistic_reads: bool => |c, v| c.optimistic_reads = v;
         /// With synchronous commit: end a transaction at its commit record, before its flush.
         early_lock_release: bool => |c, v| c.early_lock_release = v;
         /// Whether a page's first change after a checkpoint logs a full-page image.

@@ -378,6 +378,14 @@ pub static KNOBS: &[Knob] = &[
         )
     },
     row(
+        "optimistic_reads",
+        Unit::Bool,
+        "off",
+        "B-tree lookups and range scans read the inner pages of their descent with no pin and no lock, checking each page's version after reading (a seqlock; vmcache's optimistic latches); a read that overlapped a change or an eviction takes the locked path",
+        |c, v| c.optimistic_reads = flag(v),
+        |c| Value::Bool(c.optimistic_reads),
+    ),
+    row(
         "io_direct",
         Unit::Bool,
         "off",

@@ -224,6 +224,10 @@ impl PoolConfig for Config {
         })
     }
 
+    fn optimistic_reads(&self) -> bool {
+        self.optimistic_reads
+    }
+
     fn smgr_options(&self, create: bool) -> Result<SmgrOptions, ConfigError> {
         self.validate()?;
         Ok(SmgrOptions {

@@ -127,6 +127,9 @@ pub struct Config {
     pub buffer_replacement: ReplacementPolicy,
     /// Whether page memory uses huge pages.
     pub huge_pages: HugePages,
+    /// B-tree descents read inner pages with no pin and no lock, validated by the page's
+    /// version (see the knob).
+    pub optimistic_reads: bool,
     /// Data files opened with O_DIRECT (bypassing the OS page cache).
     pub io_direct: bool,
     /// A commit waits until its WAL is durable.

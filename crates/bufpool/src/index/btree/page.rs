@@ -290,25 +290,10 @@ impl<'a> BtPage<'a> {
     /// short linear scan over the last few entries (one or two cache lines).
     #[inline]
     fn partition_point(&self, start: usize, end: usize, key: Pair, or_equal: bool) -> usize {
-        const LINEAR: usize = 8;
         let (p, es) = (self.0, self.esize());
-        let below = |i: usize| {
-            let (k, v) = get_pair(p, PAGE_HEADER_SIZE + i * es);
-            k < key.0 || (k == key.0 && (v < key.1 || (or_equal && v == key.1)))
-        };
-        let (mut lo, mut hi) = (start, end.max(start));
-        while hi - lo > LINEAR {
-            let mid = lo + (hi - lo) / 2;
-            if below(mid) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        while lo < hi && below(lo) {
-            lo += 1;
-        }
-        lo
+        partition_point(start, end, key, or_equal, |i| {
+            get_pair(p, PAGE_HEADER_SIZE + i * es)
+        })
     }
 
     /// Checks the layout of a tree page (not its keys against other pages); returns what
@@ -349,6 +334,103 @@ impl<'a> BtPage<'a> {
             return Err("rightmost page marked INCOMPLETE_SPLIT".into());
         }
         Ok(())
+    }
+}
+
+/// The search of [`BtPage::partition_point`] over entries `entry(i)`: the first position
+/// in `start..end` whose entry is not below `key` (with `or_equal`: not at or below).
+/// Binary search with branches while the range spans many cache lines (a predicted branch
+/// lets the CPU start the next probe's load early, which beats a branch-free chain of
+/// dependent cache misses), then a short linear scan over the last few entries. Visits at
+/// most `end - start` entries whatever `entry` returns (so a torn optimistic read cannot
+/// make it loop).
+#[inline]
+fn partition_point(
+    start: usize,
+    end: usize,
+    key: Pair,
+    or_equal: bool,
+    entry: impl Fn(usize) -> Pair,
+) -> usize {
+    const LINEAR: usize = 8;
+    let below = |i: usize| {
+        let (k, v) = entry(i);
+        k < key.0 || (k == key.0 && (v < key.1 || (or_equal && v == key.1)))
+    };
+    let (mut lo, mut hi) = (start, end.max(start));
+    while hi - lo > LINEAR {
+        let mid = lo + (hi - lo) / 2;
+        if below(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    while lo < hi && below(lo) {
+        lo += 1;
+    }
+    lo
+}
+
+/// Where a descent goes from an internal page read optimistically
+/// ([`OptimisticBtPage::step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Down to this child, at this level (one below the page's).
+    Down(u32, u16),
+    /// Right to this sibling, at this level (the page's; the key is at or above the high
+    /// key).
+    Right(u32, u16),
+}
+
+/// An internal tree page read with no pin and no lock (`BufferPool::read_optimistic`):
+/// every value may be torn, so each is read once and checked before use, and anything
+/// unexpected answers "take the locked path" (which reports damage as the locked
+/// descent always has). Offsets are all multiples of 8: the special area, entries of 24
+/// bytes from 24, and `lower` in the header's third word.
+pub(super) struct OptimisticBtPage<'a>(pub crate::buffer::OptimisticPage<'a>);
+
+impl OptimisticBtPage<'_> {
+    fn pair(&self, off: usize) -> Pair {
+        (self.0.u64_at(off) as i64, self.0.u64_at(off + 8))
+    }
+
+    /// The next step for `key` from this page, if it is an initialized internal page at
+    /// `level` (any level above 0 when None) that is the root when `root` asks so, and
+    /// its layout holds together; None otherwise.
+    pub(super) fn step(&self, key: Pair, level: Option<u16>, root: bool) -> Option<Step> {
+        let size = self.0.len();
+        let special = size.checked_sub(SPECIAL_SIZE)?;
+        // level u16 | flags u16 | right link u32, little-endian.
+        let word = self.0.u64_at(special);
+        let (lvl, flags, right) = (word as u16, (word >> 16) as u16, (word >> 32) as u32);
+        let header_special = (self.0.u64_at(OFF_LOWER) >> 32) as u16 as usize;
+        if lvl == 0
+            || level.is_some_and(|l| l != lvl)
+            || flags & !KNOWN_FLAGS != 0
+            || (root && flags & ROOT == 0)
+            || header_special != special
+        {
+            return None;
+        }
+        if flags & RIGHTMOST == 0 {
+            if right == NO_BLOCK || right == 0 {
+                return None;
+            }
+            if key >= self.pair(special + SP_HIGH) {
+                return Some(Step::Right(right, lvl));
+            }
+        }
+        let lower = self.0.u64_at(OFF_LOWER) as u16 as usize;
+        let n = (lower.saturating_sub(PAGE_HEADER_SIZE) / INTERNAL_ENTRY_SIZE)
+            .min(capacity_for(size, 1));
+        if n == 0 {
+            return None;
+        }
+        let at = |i: usize| PAGE_HEADER_SIZE + i * INTERNAL_ENTRY_SIZE;
+        let i = partition_point(1, n, key, true, |i| self.pair(at(i))) - 1;
+        let child = self.0.u64_at(at(i) + 16) as u32;
+        (child != 0 && child != NO_BLOCK).then_some(Step::Down(child, lvl - 1))
     }
 }
 

@@ -20,9 +20,10 @@
 //! call the caller's closure with no lock held, resuming from the last pair returned (not
 //! a snapshot). Pins: one at a time.
 
-use super::page::{BtPage, Meta, Pair};
+use super::page::{BtPage, Meta, OptimisticBtPage, Pair, Step};
 use super::{BTree, META_BLOCK};
 use crate::index::IndexError;
+use crate::stats::IoContext;
 use crate::sync::Ordering;
 
 /// Entries a scan copies under one page lock before calling the closure.
@@ -120,6 +121,11 @@ impl BTree<'_> {
     /// given: the writer's path, root first; cleared at the start). `at` must stop at a
     /// leaf covering `key`: there is nothing below it.
     ///
+    /// With `optimistic` (readers, whose `at` goes on at every internal page) and the
+    /// pool's `optimistic_reads` on, internal pages are read with no pin and no lock
+    /// ([`OptimisticBtPage::step`]) and `at` sees only the pages the locked path reads:
+    /// leaves, and any internal page whose optimistic read failed.
+    ///
     /// Takes no lock but the one it holds and allocates nothing (the stack aside): `get`,
     /// the benchmark's hot lookup, runs its leaf search inside `at`, under the same lock.
     #[inline]
@@ -128,6 +134,7 @@ impl BTree<'_> {
         key: Pair,
         start: Start,
         mut stack: Option<&mut Vec<u32>>,
+        optimistic: bool,
         mut at: impl FnMut(&BtPage<'_>, u32) -> Result<Visit<R>, IndexError>,
     ) -> Result<R, IndexError> {
         let pool = self.engine.pool();
@@ -140,6 +147,22 @@ impl BTree<'_> {
             Start::Page(block, level) => (block, Some(level), false),
         };
         loop {
+            if optimistic && level != Some(0) {
+                // An internal page with no pin and no lock (`optimistic_reads`); a leaf,
+                // a page that is not in the pool, a read that overlapped a change, or
+                // anything unexpected takes the locked path below.
+                let step = pool.read_optimistic(self.tag(block), IoContext::Normal, |pg| {
+                    OptimisticBtPage(pg).step(key, level, first)
+                });
+                if let Some(Some(step)) = step {
+                    first = false;
+                    (block, level) = match step {
+                        Step::Down(child, l) => (child, Some(l)),
+                        Step::Right(right, l) => (right, Some(l)),
+                    };
+                    continue;
+                }
+            }
             let buf = pool.read(self.tag(block))?;
             let g = buf.read();
             let p = BtPage(&g);
@@ -225,7 +248,7 @@ impl BTree<'_> {
     /// The first value stored under `key` (the smallest one), if any. Does not allocate.
     pub fn get(&self, key: i64) -> Result<Option<u64>, IndexError> {
         let search = (key, 0);
-        self.descend(search, Start::CachedRoot, None, |p, _| {
+        self.descend(search, Start::CachedRoot, None, true, |p, _| {
             if !p.is_leaf() || p.beyond_high(search) {
                 return Ok(Visit::Go);
             }
@@ -280,7 +303,7 @@ impl BTree<'_> {
         let mut start = Start::CachedRoot;
         let mut batch = [(0i64, 0u64); SCAN_BATCH];
         loop {
-            let (count, next) = self.descend(cursor, start, None, |p, block| {
+            let (count, next) = self.descend(cursor, start, None, true, |p, block| {
                 if !p.is_leaf() || p.beyond_high(cursor) {
                     return Ok(Visit::Go);
                 }

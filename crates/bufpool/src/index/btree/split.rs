@@ -95,15 +95,16 @@ impl BTree<'_> {
         stack: &mut Vec<u32>,
     ) -> Result<u32, IndexError> {
         loop {
-            let reached = self.descend(key, Start::CachedRoot, Some(stack), |p, block| {
-                Ok(if p.is_leaf() {
-                    Visit::Stop(Descent::Leaf(block))
-                } else if p.flags() & INCOMPLETE_SPLIT != 0 {
-                    Visit::Stop(Descent::Repair(block))
-                } else {
-                    Visit::Go
-                })
-            })?;
+            let reached =
+                self.descend(key, Start::CachedRoot, Some(stack), false, |p, block| {
+                    Ok(if p.is_leaf() {
+                        Visit::Stop(Descent::Leaf(block))
+                    } else if p.flags() & INCOMPLETE_SPLIT != 0 {
+                        Visit::Stop(Descent::Repair(block))
+                    } else {
+                        Visit::Go
+                    })
+                })?;
             match reached {
                 Descent::Leaf(block) => return Ok(block),
                 Descent::Repair(block) => self.repair(xid, block, stack)?,
@@ -114,7 +115,7 @@ impl BTree<'_> {
     /// Descends from the current root (read from the meta page) to the page of `level`
     /// covering `key`, filling `stack` with the path above it.
     fn find_level(&self, key: Pair, level: u16, stack: &mut Vec<u32>) -> Result<u32, IndexError> {
-        self.descend(key, Start::MetaRoot, Some(stack), |p, block| {
+        self.descend(key, Start::MetaRoot, Some(stack), false, |p, block| {
             if p.level() < level {
                 return Err(self.corrupt(format!(
                     "the root (block {block}) is at level {}, below level {level} where a \
