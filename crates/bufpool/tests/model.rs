@@ -22,13 +22,18 @@
 //! pool past its 16 buffers and shrinks it back (retiring buffers the updaters hold or
 //! dirtied): no update is lost, no pinned page moves, and the invariants hold after
 //! (`resize_races_updaters`, under the clock and ARC).
+//! Optimistic reads (`buffer/optimistic.rs`): a read with no pin and no lock that
+//! validates saw one page whole, though writers change it word by word and evictions
+//! reuse its buffer meanwhile (`optimistic_reads_see_whole_pages`).
 #![cfg(shuttle)]
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bufpool::{BufferPool, BufferTag, Config, ForkNumber, IoMethod, IoOp, MemVfs, RelFileId, Vfs};
+use bufpool::{
+    BufferPool, BufferTag, Config, ForkNumber, IoContext, IoMethod, IoOp, MemVfs, RelFileId, Vfs,
+};
 
 /// Each modelled thread's stack. Shuttle's default (60 KiB) is too small for opening a
 /// pool in a debug build, whose frames hold the whole pool while it is built (about 50
@@ -215,6 +220,97 @@ fn pins_hold_and_dirty_is_never_lost(policy: &str) {
     }
     // A fresh pool over the same storage sees every update.
     assert_every_bump_stored(&vfs, policy, &bumps);
+}
+
+/// Page b of DATA for the optimistic model: its number, then two copies of a counter
+/// tagged with the number in its high half (a writer changes them one at a time).
+fn fill_pairs(pool: &BufferPool) {
+    pool.create_relation(DATA, ForkNumber::Main).unwrap();
+    for b in 0..5u32 {
+        let buf = pool.extend(DATA, ForkNumber::Main).unwrap();
+        let mut g = buf.write();
+        bufpool::page::init(&mut g, 0);
+        put(&mut g, BODY, u64::from(b));
+        put(&mut g, BODY + 8, u64::from(b) << 32);
+        put(&mut g, BODY + 16, u64::from(b) << 32);
+    }
+    pool.flush_all().unwrap();
+    pool.drop_buffers(DATA, None, 0).unwrap();
+}
+
+/// Optimistic reads (`optimistic_reads = on`, `buffer/optimistic.rs`): a writer changes
+/// DATA's pages 0-3 (one copy of the counter, a yield, then the other) and a plain reader
+/// reads all 5, through 3 free buffers, so pages are evicted and others read into their
+/// buffers while a third thread reads optimistically, yielding between its three words on
+/// the first pass over the pages and not on the second. Whatever the schedule, a read
+/// that validates saw one page, whole: its own number, and two equal copies tagged with
+/// it. `validated` counts the reads that validated over all schedules (so the assertions
+/// are not vacuous).
+fn optimistic_reads_see_whole_pages(
+    policy: &str,
+    validated: &'static std::sync::atomic::AtomicU64,
+) {
+    let vfs = MemVfs::new();
+    let mut c = config(policy);
+    c.set("optimistic_reads", "on").unwrap();
+    let pool = new_pool_with(&vfs, c);
+    fill(&pool, FILLER, 13);
+    fill_pairs(&pool);
+    let held: Vec<_> = (0..13)
+        .map(|b| pool.read(tag(FILLER, b)).unwrap())
+        .collect();
+    let writer = {
+        let pool = pool.clone();
+        shuttle::thread::spawn(move || {
+            for b in [0u32, 1, 2, 3] {
+                let buf = pool.read(tag(DATA, b)).unwrap();
+                let mut g = buf.write();
+                let v = get(&g, BODY + 8) + 1;
+                put(&mut g, BODY + 8, v);
+                shuttle::thread::yield_now();
+                put(&mut g, BODY + 16, v);
+            }
+        })
+    };
+    let evictor = {
+        let pool = pool.clone();
+        shuttle::thread::spawn(move || {
+            for b in [4u32, 3, 2, 1, 0] {
+                drop(pool.read(tag(DATA, b)).unwrap());
+            }
+        })
+    };
+    let reader = {
+        let pool = pool.clone();
+        shuttle::thread::spawn(move || {
+            for (i, b) in [0u32, 1, 2, 3, 4, 0, 1, 2, 3, 4].into_iter().enumerate() {
+                let pause = || {
+                    if i < 5 {
+                        shuttle::thread::yield_now();
+                    }
+                };
+                let seen = pool.read_optimistic(tag(DATA, b), IoContext::Normal, |pg| {
+                    let id = pg.u64_at(BODY);
+                    pause();
+                    let x = pg.u64_at(BODY + 8);
+                    pause();
+                    (id, x, pg.u64_at(BODY + 16))
+                });
+                if let Some((id, x, y)) = seen {
+                    validated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    assert_eq!(id, u64::from(b), "a validated read saw another page");
+                    assert_eq!(x >> 32, u64::from(b), "a validated read mixed two pages");
+                    assert_eq!(x, y, "a validated read saw a change half made");
+                }
+            }
+        })
+    };
+    let threads = [writer, evictor, reader];
+    for t in threads {
+        t.join().unwrap();
+    }
+    drop(held);
+    pool.check_invariants().unwrap();
 }
 
 /// Two updaters on 5 pages while a third thread resizes the pool 16 -> 20 -> 16 -> 18
@@ -431,6 +527,27 @@ fn lists_survive_a_drop(policy: &str) {
     }
     drop(held);
     pool.check_invariants().unwrap();
+}
+
+#[test]
+fn model_optimistic_reads_see_whole_pages_random() {
+    static VALIDATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    check_random(
+        || optimistic_reads_see_whole_pages("clock", &VALIDATED),
+        2000,
+    );
+    assert!(VALIDATED.load(std::sync::atomic::Ordering::Relaxed) > 0);
+}
+
+#[test]
+fn model_optimistic_reads_see_whole_pages_pct() {
+    static VALIDATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    check_pct(
+        || optimistic_reads_see_whole_pages("clock", &VALIDATED),
+        2000,
+        3,
+    );
+    assert!(VALIDATED.load(std::sync::atomic::Ordering::Relaxed) > 0);
 }
 
 #[test]
