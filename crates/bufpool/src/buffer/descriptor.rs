@@ -26,10 +26,10 @@ pub struct BufferDesc {
     pub(super) content_lock: RawContentLock,
     /// The replacement policy's word for this buffer (`policy/`: list links).
     pub(super) link: AtomicU64,
-    /// The page's version, for reads that hold no pin and no lock (`racy.rs`): odd while
-    /// a write guard changes the page's bytes, and moved on (by 2) whenever the buffer
-    /// stops holding a valid page (every header unlock that leaves VALID clear: eviction,
-    /// a drop, a retirement), before anything can write into the frame.
+    /// The page's version, for reads that hold no pin and no lock (`optimistic.rs`): odd
+    /// while a write guard changes the page's bytes, and moved on (by 2) whenever the
+    /// buffer stops holding a valid page (a header unlock that clears VALID: eviction, a
+    /// drop, a retirement), before anything can write into the frame.
     pub(super) version: AtomicU64,
 }
 
@@ -90,8 +90,22 @@ impl BufferDesc {
             self.id,
             refcount(s)
         );
+        // An optimistic reader that finds the buffer under the new tag (it is on the new
+        // tag's chain before the header is unlocked) must not take the old page's bytes
+        // for it: the version moves first (`optimistic.rs`).
+        self.move_version();
         self.tag0.store(tag.word0(), Ordering::Release);
         self.tag1.store(tag.word1(), Ordering::Release);
+    }
+
+    /// Moves the version on by 2 (it stays even): every optimistic read that took the
+    /// version before fails its check. Release: a reader that sees the new version sees
+    /// the header lock this holder took; the fence: one that sees any store after this
+    /// one (a tag, a frame's bytes) sees the new version at its check.
+    #[inline]
+    fn move_version(&self) {
+        self.version.fetch_add(2, Ordering::AcqRel);
+        crate::sync::fence(Ordering::Release);
     }
 
     #[inline]
@@ -146,16 +160,18 @@ impl BufferDesc {
             self.id,
             describe(state)
         );
-        if state & VALID == 0 {
-            // The frame may be written (read into, zeroed, released) from here on: a
-            // racy reader that started before must fail its check (`racy.rs`).
-            self.version.fetch_add(2, Ordering::Relaxed);
-            crate::sync::fence(Ordering::Release);
+        // The state this holder locked (nobody else stores the word while LOCKED is set).
+        if state & VALID == 0 && self.state.load(Ordering::Relaxed) & VALID != 0 {
+            // The buffer stops holding a valid page: its frame may be written (read into,
+            // zeroed, released) from here on, so an optimistic reader that started before
+            // must fail its check (`optimistic.rs`). A buffer that was not VALID has no
+            // such reader (they check VALID first).
+            self.move_version();
         }
         self.state.store(state & !LOCKED, Ordering::Release);
     }
 
-    /// A write guard is about to change the page's bytes: the version turns odd (racy
+    /// A write guard is about to change the page's bytes: the version turns odd (optimistic
     /// readers fail until [`BufferDesc::end_change`]). The caller holds the content lock
     /// exclusively, so no other thread changes the version's parity meanwhile.
     #[inline]
@@ -171,14 +187,14 @@ impl BufferDesc {
         self.version.fetch_add(1, Ordering::Release);
     }
 
-    /// The version as a racy reader takes it before reading (Acquire: the bytes read after
+    /// The version as a optimistic reader takes it before reading (Acquire: the bytes read after
     /// are at least as new as this version).
     #[inline]
     pub(super) fn version_before_read(&self) -> u64 {
         self.version.load(Ordering::Acquire)
     }
 
-    /// The version as a racy reader takes it after reading: equal to the one before only
+    /// The version as a optimistic reader takes it after reading: equal to the one before only
     /// if no change and no eviction overlapped the read.
     #[inline]
     pub(super) fn version_after_read(&self) -> u64 {
@@ -186,9 +202,9 @@ impl BufferDesc {
         self.version.load(Ordering::Relaxed)
     }
 
-    /// Raises the usage count of a page a racy reader used, as a pin would, with one try
+    /// Raises the usage count of a page a optimistic reader used, as a pin would, with one try
     /// and no write at all once the count is at its cap (a hot page's usual state), so
-    /// racy hits keep the clock's and the lists' view of the page without bouncing its
+    /// optimistic hits keep the clock's and the lists' view of the page without bouncing its
     /// cache line.
     #[inline]
     pub(super) fn touch(&self, seen: u64) {

@@ -148,7 +148,7 @@ pub struct PageWriteGuard<'b> {
     /// This guard found the buffer clean and made it dirty (VACUUM's cost accounting).
     dirtied_clean: bool,
     /// This guard has handed out the bytes mutably, so the page's version is odd until
-    /// it drops (racy readers, `racy.rs`, fail meanwhile).
+    /// it drops (optimistic readers, `optimistic.rs`, fail meanwhile).
     changing: bool,
 }
 

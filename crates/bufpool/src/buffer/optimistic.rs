@@ -9,10 +9,11 @@
 //!
 //! Protocol (the descriptor's `version`, `descriptor.rs`): a write guard makes the
 //! version odd when it first hands out the bytes mutably and even again when it drops;
-//! every header unlock that leaves the buffer not VALID moves it on by 2, before anything
-//! can write into the frame (a read into it, zeroing, releasing its memory). A reader
-//! takes the version (even, else it gives up), checks that the buffer holds `tag` and is
-//! VALID, reads, and takes the version again after an acquire fence: equal, nothing
+//! a retag (before it stores the new tag) and every header unlock that clears VALID move
+//! it on by 2, before anything can write into the frame (a read into it, zeroing,
+//! releasing its memory). A reader takes the version (even, else it gives up), checks
+//! that the buffer holds `tag`, is VALID and its header unlocked, reads, and takes the
+//! version again after an acquire fence: equal, nothing
 //! overlapped its reads and what it computed stands; else it is thrown away and the
 //! caller takes the locked path. The frame's memory stays mapped and readable for the
 //! pool's life (a released frame reads as zeros), so a read that will fail its check still
@@ -32,7 +33,7 @@
 //! only pages whose bytes change under the exclusive lock (B-tree pages). A read while
 //! the pool is being traced takes the locked path, so traces stay complete.
 
-use super::state::{TAG_VALID, VALID};
+use super::state::{LOCKED, TAG_VALID, VALID};
 use super::BufferPool;
 use crate::stats::{IoContext, IoOp};
 use crate::types::BufferTag;
@@ -111,8 +112,10 @@ impl BufferPool {
         if before & 1 != 0 {
             return None;
         }
+        // Not while the header is locked: a retag puts the buffer on the new tag's chain
+        // and sets the new tag before it clears VALID.
         let s = d.load_state();
-        if s & (TAG_VALID | VALID) != (TAG_VALID | VALID) || !d.tag_is(&tag) {
+        if s & (TAG_VALID | VALID | LOCKED) != (TAG_VALID | VALID) || !d.tag_is(&tag) {
             return None;
         }
         let page = OptimisticPage {
