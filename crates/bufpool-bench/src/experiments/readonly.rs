@@ -157,35 +157,11 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
                 )?);
             }
         }
-        // The knob on, right after the same run with it off (the last YCSB C run of the
-        // repetition alternates between sync on and off: compare with the off one).
-        let off = runs
-            .iter()
-            .rev()
-            .find(|c| c.script == Mode::YcsbC.name() && !c.sync)
-            .map_or(0.0, |c| c.tps);
-        let on = measure(
-            r,
-            &ycsb_dir,
-            &out_dir,
-            (Mode::YcsbC, false, true, rep),
-            seconds,
-        )?;
-        samples.push("ycsb_c_optimistic_on_vs_off", on.tps / off.max(1e-9));
-        runs.push(on);
-        for script in SCRIPTS {
-            let tps = |sync: bool| {
-                runs.iter()
-                    .rev()
-                    .find(|c| c.script == script.name() && c.sync == sync && !c.optimistic)
-                    .map_or(0.0, |c| c.tps)
-            };
-            let name = match script {
-                Mode::SelectOnly => "select_only_sync_on_vs_off",
-                _ => "ycsb_c_sync_on_vs_off",
-            };
-            samples.push(name, tps(true) / tps(false).max(1e-9));
-        }
+        // The knob on, after the same run with it off (the last YCSB C run of the
+        // repetition alternates between sync on and off: compared with the off one).
+        let on = (Mode::YcsbC, false, true, rep);
+        runs.push(measure(r, &ycsb_dir, &out_dir, on, seconds)?);
+        push_repetition_ratios(&mut samples, &runs);
     }
     remove_db(&dir);
     remove_db(&ycsb_dir);
@@ -195,6 +171,32 @@ pub fn run(a: &Args, r: &mut Runner) -> Result<Report> {
     let mut rep = report(r, &samples, &runs, (scale, seconds));
     rep.metadata.insert("ycsb_records".into(), json!(records));
     Ok(rep)
+}
+
+/// The figures of the repetition that ended `runs`: sync on over off per script (the
+/// defaults), and YCSB C with sync off, optimistic reads on over off.
+fn push_repetition_ratios(samples: &mut Samples, runs: &[LogCost]) {
+    let tps = |script: Mode, sync: bool, optimistic: bool| {
+        runs.iter()
+            .rev()
+            .find(|c| c.script == script.name() && c.sync == sync && c.optimistic == optimistic)
+            .map_or(0.0, |c| c.tps)
+    };
+    for script in SCRIPTS {
+        let name = match script {
+            Mode::SelectOnly => "select_only_sync_on_vs_off",
+            _ => "ycsb_c_sync_on_vs_off",
+        };
+        samples.push(
+            name,
+            tps(script, true, false) / tps(script, false, false).max(1e-9),
+        );
+    }
+    let (on, off) = (
+        tps(Mode::YcsbC, false, true),
+        tps(Mode::YcsbC, false, false),
+    );
+    samples.push("ycsb_c_optimistic_on_vs_off", on / off.max(1e-9));
 }
 
 /// One run of `script` with synchronous commit `sync` (repetition `rep`) on the copy at
@@ -356,6 +358,32 @@ mod tests {
         push_targets(&mut s, &runs, 2);
         let r = s.ratio("ycsb_c_lookups_per_s_per_core", Goal::AtLeast, 600_000.0);
         assert_eq!((r.median, r.pass), (500_000.0, false));
+    }
+
+    /// Proves: a repetition's figures compare its own runs: sync on over off with the
+    /// defaults, and optimistic reads on over off with sync off.
+    #[test]
+    fn a_repetition_compares_sync_and_optimistic_reads_among_its_runs() {
+        let run = |script: Mode, sync, optimistic, tps| LogCost {
+            script: script.name(),
+            sync,
+            optimistic,
+            tps,
+            ..cost(0.0)
+        };
+        let runs = [
+            run(Mode::SelectOnly, true, false, 90.0),
+            run(Mode::SelectOnly, false, false, 100.0),
+            run(Mode::YcsbC, false, false, 200.0),
+            run(Mode::YcsbC, true, false, 180.0),
+            run(Mode::YcsbC, false, true, 250.0),
+        ];
+        let mut s = Samples::default();
+        push_repetition_ratios(&mut s, &runs);
+        let f = |name| s.ratio(name, Goal::AtLeast, 0.0).median;
+        assert!((f("select_only_sync_on_vs_off") - 0.9).abs() < 1e-9);
+        assert!((f("ycsb_c_sync_on_vs_off") - 0.9).abs() < 1e-9);
+        assert!((f("ycsb_c_optimistic_on_vs_off") - 1.25).abs() < 1e-9);
     }
 
     #[test]
