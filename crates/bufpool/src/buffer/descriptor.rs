@@ -27,9 +27,9 @@ pub struct BufferDesc {
     /// The replacement policy's word for this buffer (`policy/`: list links).
     pub(super) link: AtomicU64,
     /// The page's version, for reads that hold no pin and no lock (`optimistic.rs`): odd
-    /// while a write guard changes the page's bytes, and moved on (by 2) whenever the
-    /// buffer stops holding a valid page (a header unlock that clears VALID: eviction, a
-    /// drop, a retirement), before anything can write into the frame.
+    /// while a write guard changes the page's bytes, and moved on (by 2) at a retag and
+    /// whenever the buffer stops holding a valid page (a header unlock that clears VALID:
+    /// eviction, a drop, a retirement), before anything can write into the frame.
     pub(super) version: AtomicU64,
 }
 
@@ -171,9 +171,9 @@ impl BufferDesc {
         self.state.store(state & !LOCKED, Ordering::Release);
     }
 
-    /// A write guard is about to change the page's bytes: the version turns odd (optimistic
-    /// readers fail until [`BufferDesc::end_change`]). The caller holds the content lock
-    /// exclusively, so no other thread changes the version's parity meanwhile.
+    /// A write guard is about to change the page's bytes: the version turns odd
+    /// (optimistic readers fail until [`BufferDesc::end_change`]). The caller holds the
+    /// content lock exclusively, so no other thread changes the version's parity meanwhile.
     #[inline]
     pub(super) fn begin_change(&self) {
         self.version.fetch_add(1, Ordering::Relaxed);
@@ -187,25 +187,25 @@ impl BufferDesc {
         self.version.fetch_add(1, Ordering::Release);
     }
 
-    /// The version as a optimistic reader takes it before reading (Acquire: the bytes read after
-    /// are at least as new as this version).
+    /// The version as an optimistic reader takes it before reading (Acquire: the bytes
+    /// read after are at least as new as this version).
     #[inline]
     pub(super) fn version_before_read(&self) -> u64 {
         self.version.load(Ordering::Acquire)
     }
 
-    /// The version as a optimistic reader takes it after reading: equal to the one before only
-    /// if no change and no eviction overlapped the read.
+    /// The version as an optimistic reader takes it after reading: equal to the one before
+    /// only if no change and no eviction overlapped the read.
     #[inline]
     pub(super) fn version_after_read(&self) -> u64 {
         crate::sync::fence(Ordering::Acquire);
         self.version.load(Ordering::Relaxed)
     }
 
-    /// Raises the usage count of a page a optimistic reader used, as a pin would, with one try
-    /// and no write at all once the count is at its cap (a hot page's usual state), so
-    /// optimistic hits keep the clock's and the lists' view of the page without bouncing its
-    /// cache line.
+    /// Raises the usage count of a page an optimistic reader used, as a pin would, with one
+    /// try and no write at all once the count is at its cap (a hot page's usual state), so
+    /// optimistic hits keep the clock's and the lists' view of the page without bouncing
+    /// its cache line.
     #[inline]
     pub(super) fn touch(&self, seen: u64) {
         if usage(seen) < USAGE_COUNT_MAX && seen & LOCKED == 0 {

@@ -24,8 +24,8 @@
 //! checked on one load and used from another; out-of-range or unaligned offsets read as
 //! zero. The closure must treat every value as possibly torn: no panic, no unbounded loop,
 //! no allocation sized by one. Rust's memory model counts an atomic load racing a
-//! non-atomic store as a data race, as it does for every seqlock written in Rust today
-//! (the language has no atomic memcpy yet); the loads are plain machine loads on every
+//! non-atomic store as a data race, as it does for every seqlock written in Rust (the
+//! language has no atomic memcpy); the loads are plain machine loads on every
 //! target the crate builds for, and nothing computed from a read that overlapped a write
 //! is used. That is why it is a knob (`optimistic_reads`), measured on and off.
 //!
