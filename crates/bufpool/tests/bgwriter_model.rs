@@ -15,6 +15,8 @@
 //! raises its flag, both tests fail at shuttle's step bound.
 #![cfg(shuttle)]
 
+mod shuttle_check;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -60,10 +62,10 @@ fn hibernation_never_loses_a_wake_up() {
 
 #[test]
 fn model_hibernation_wake_up_random() {
-    shuttle::check_random(hibernation_never_loses_a_wake_up, 1000);
+    shuttle_check::check_random(hibernation_never_loses_a_wake_up, 1000);
 }
 
 #[test]
 fn model_hibernation_wake_up_pct() {
-    shuttle::check_pct(hibernation_never_loses_a_wake_up, 1000, 3);
+    shuttle_check::check_pct(hibernation_never_loses_a_wake_up, 1000, 3);
 }

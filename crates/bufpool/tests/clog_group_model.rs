@@ -14,6 +14,8 @@
 //! threads and a reader, in each `slru_design`.
 #![cfg(shuttle)]
 
+mod shuttle_check;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -99,8 +101,8 @@ fn ends_race(design: SlruDesign) {
 #[test]
 fn every_end_is_recorded_once_whoever_leads() {
     for design in SlruDesign::ALL {
-        shuttle::check_random(move || ends_race(design), 500);
-        shuttle::check_pct(move || ends_race(design), 500, 3);
+        shuttle_check::check_random(move || ends_race(design), 500);
+        shuttle_check::check_pct(move || ends_race(design), 500, 3);
     }
     let grouped = GROUPED_SCHEDULES.load(Ordering::Relaxed);
     assert!(grouped > 0, "no schedule formed a group");
@@ -133,7 +135,7 @@ fn groups_in_sequence(design: SlruDesign) {
 #[test]
 fn successive_groups_lose_no_end() {
     for design in SlruDesign::ALL {
-        shuttle::check_random(move || groups_in_sequence(design), 300);
-        shuttle::check_pct(move || groups_in_sequence(design), 300, 3);
+        shuttle_check::check_random(move || groups_in_sequence(design), 300);
+        shuttle_check::check_pct(move || groups_in_sequence(design), 300, 3);
     }
 }

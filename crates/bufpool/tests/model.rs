@@ -27,6 +27,8 @@
 //! reuse its buffer meanwhile (`optimistic_reads_see_whole_pages`).
 #![cfg(shuttle)]
 
+mod shuttle_check;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,30 +36,6 @@ use std::sync::Arc;
 use bufpool::{
     BufferPool, BufferTag, Config, ForkNumber, IoContext, IoMethod, IoOp, MemVfs, RelFileId, Vfs,
 };
-
-/// Each modelled thread's stack. Shuttle's default (60 KiB) is too small for opening a
-/// pool in a debug build, whose frames hold the whole pool while it is built (about 50
-/// KiB, measured with gdb): past it the coroutine overflows into its guard page and the
-/// test dies of SIGSEGV, which hides which test and schedule it was.
-const MODEL_STACK: usize = 1 << 20;
-
-fn runner_config() -> shuttle::Config {
-    let mut c = shuttle::Config::new();
-    c.stack_size = MODEL_STACK;
-    c
-}
-
-/// `shuttle::check_random` with [`MODEL_STACK`].
-fn check_random(f: impl Fn() + Send + Sync + 'static, iterations: usize) {
-    let scheduler = shuttle::scheduler::RandomScheduler::new(iterations);
-    shuttle::Runner::new(scheduler, runner_config()).run(f);
-}
-
-/// `shuttle::check_pct` with [`MODEL_STACK`].
-fn check_pct(f: impl Fn() + Send + Sync + 'static, iterations: usize, depth: usize) {
-    let scheduler = shuttle::scheduler::PctScheduler::new(depth, iterations);
-    shuttle::Runner::new(scheduler, runner_config()).run(f);
-}
 
 const BODY: usize = bufpool::page::PAGE_HEADER_SIZE;
 const FILLER: RelFileId = RelFileId::new(0, 1);
@@ -355,17 +333,17 @@ fn resize_races_updaters(policy: &str) {
 
 #[test]
 fn model_resize_races_updaters_random() {
-    check_random(|| resize_races_updaters("clock"), 2000);
+    shuttle_check::check_random(|| resize_races_updaters("clock"), 2000);
 }
 
 #[test]
 fn model_resize_races_updaters_pct() {
-    check_pct(|| resize_races_updaters("clock"), 2000, 3);
+    shuttle_check::check_pct(|| resize_races_updaters("clock"), 2000, 3);
 }
 
 #[test]
 fn model_car_resize_races_updaters_random() {
-    check_random(|| resize_races_updaters("car"), 1000);
+    shuttle_check::check_random(|| resize_races_updaters("car"), 1000);
 }
 
 /// A read run over pages 0..4 (its read on the modeled I/O worker) and a reader of pages 2
@@ -465,27 +443,27 @@ fn failed_read_run_wakes_a_reader() {
 
 #[test]
 fn model_failed_read_run_wakes_a_reader_random() {
-    check_random(failed_read_run_wakes_a_reader, 1000);
+    shuttle_check::check_random(failed_read_run_wakes_a_reader, 1000);
 }
 
 #[test]
 fn model_failed_read_run_wakes_a_reader_pct() {
-    check_pct(failed_read_run_wakes_a_reader, 1000, 3);
+    shuttle_check::check_pct(failed_read_run_wakes_a_reader, 1000, 3);
 }
 
 #[test]
 fn model_read_run_races_a_reader_random() {
-    check_random(|| read_run_races_a_reader(false), 1000);
+    shuttle_check::check_random(|| read_run_races_a_reader(false), 1000);
 }
 
 #[test]
 fn model_read_run_races_a_reader_pct() {
-    check_pct(|| read_run_races_a_reader(false), 1000, 3);
+    shuttle_check::check_pct(|| read_run_races_a_reader(false), 1000, 3);
 }
 
 #[test]
 fn model_read_run_dropped_early_random() {
-    check_random(|| read_run_races_a_reader(true), 1000);
+    shuttle_check::check_random(|| read_run_races_a_reader(true), 1000);
 }
 
 /// A list policy's lists against a relation drop: two threads miss on DATA's pages
@@ -532,7 +510,7 @@ fn lists_survive_a_drop(policy: &str) {
 #[test]
 fn model_optimistic_reads_see_whole_pages_random() {
     static VALIDATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    check_random(
+    shuttle_check::check_random(
         || optimistic_reads_see_whole_pages("clock", &VALIDATED),
         2000,
     );
@@ -542,7 +520,7 @@ fn model_optimistic_reads_see_whole_pages_random() {
 #[test]
 fn model_optimistic_reads_see_whole_pages_pct() {
     static VALIDATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    check_pct(
+    shuttle_check::check_pct(
         || optimistic_reads_see_whole_pages("clock", &VALIDATED),
         2000,
         3,
@@ -552,100 +530,100 @@ fn model_optimistic_reads_see_whole_pages_pct() {
 
 #[test]
 fn model_no_duplicate_reads_random() {
-    check_random(|| no_duplicate_reads("clock"), 2000);
+    shuttle_check::check_random(|| no_duplicate_reads("clock"), 2000);
 }
 
 #[test]
 fn model_no_duplicate_reads_pct() {
-    check_pct(|| no_duplicate_reads("clock"), 2000, 3);
+    shuttle_check::check_pct(|| no_duplicate_reads("clock"), 2000, 3);
 }
 
 #[test]
 fn model_pins_and_dirty_flags_random() {
-    check_random(|| pins_hold_and_dirty_is_never_lost("clock"), 2000);
+    shuttle_check::check_random(|| pins_hold_and_dirty_is_never_lost("clock"), 2000);
 }
 
 #[test]
 fn model_pins_and_dirty_flags_pct() {
-    check_pct(|| pins_hold_and_dirty_is_never_lost("clock"), 2000, 3);
+    shuttle_check::check_pct(|| pins_hold_and_dirty_is_never_lost("clock"), 2000, 3);
 }
 
 #[test]
 fn model_sieve_no_duplicate_reads_pct() {
-    check_pct(|| no_duplicate_reads("sieve"), 1000, 3);
+    shuttle_check::check_pct(|| no_duplicate_reads("sieve"), 1000, 3);
 }
 
 #[test]
 fn model_sieve_pins_and_dirty_flags_random() {
-    check_random(|| pins_hold_and_dirty_is_never_lost("sieve"), 1000);
+    shuttle_check::check_random(|| pins_hold_and_dirty_is_never_lost("sieve"), 1000);
 }
 
 #[test]
 fn model_sieve_list_survives_a_drop_random() {
-    check_random(|| lists_survive_a_drop("sieve"), 1000);
+    shuttle_check::check_random(|| lists_survive_a_drop("sieve"), 1000);
 }
 
 #[test]
 fn model_sieve_list_survives_a_drop_pct() {
-    check_pct(|| lists_survive_a_drop("sieve"), 1000, 3);
+    shuttle_check::check_pct(|| lists_survive_a_drop("sieve"), 1000, 3);
 }
 
 #[test]
 fn model_s3fifo_no_duplicate_reads_pct() {
-    check_pct(|| no_duplicate_reads("s3fifo"), 1000, 3);
+    shuttle_check::check_pct(|| no_duplicate_reads("s3fifo"), 1000, 3);
 }
 
 #[test]
 fn model_s3fifo_pins_and_dirty_flags_random() {
-    check_random(|| pins_hold_and_dirty_is_never_lost("s3fifo"), 1000);
+    shuttle_check::check_random(|| pins_hold_and_dirty_is_never_lost("s3fifo"), 1000);
 }
 
 #[test]
 fn model_s3fifo_lists_survive_a_drop_random() {
-    check_random(|| lists_survive_a_drop("s3fifo"), 1000);
+    shuttle_check::check_random(|| lists_survive_a_drop("s3fifo"), 1000);
 }
 
 #[test]
 fn model_s3fifo_lists_survive_a_drop_pct() {
-    check_pct(|| lists_survive_a_drop("s3fifo"), 1000, 3);
+    shuttle_check::check_pct(|| lists_survive_a_drop("s3fifo"), 1000, 3);
 }
 
 #[test]
 fn model_car_no_duplicate_reads_pct() {
-    check_pct(|| no_duplicate_reads("car"), 1000, 3);
+    shuttle_check::check_pct(|| no_duplicate_reads("car"), 1000, 3);
 }
 
 #[test]
 fn model_car_pins_and_dirty_flags_random() {
-    check_random(|| pins_hold_and_dirty_is_never_lost("car"), 1000);
+    shuttle_check::check_random(|| pins_hold_and_dirty_is_never_lost("car"), 1000);
 }
 
 #[test]
 fn model_car_lists_survive_a_drop_random() {
-    check_random(|| lists_survive_a_drop("car"), 1000);
+    shuttle_check::check_random(|| lists_survive_a_drop("car"), 1000);
 }
 
 #[test]
 fn model_car_lists_survive_a_drop_pct() {
-    check_pct(|| lists_survive_a_drop("car"), 1000, 3);
+    shuttle_check::check_pct(|| lists_survive_a_drop("car"), 1000, 3);
 }
 
 #[test]
 fn model_2q_pins_and_dirty_flags_random() {
-    check_random(|| pins_hold_and_dirty_is_never_lost("2q"), 1000);
+    shuttle_check::check_random(|| pins_hold_and_dirty_is_never_lost("2q"), 1000);
 }
 
 #[test]
 fn model_2q_lists_survive_a_drop_random() {
-    check_random(|| lists_survive_a_drop("2q"), 1000);
+    shuttle_check::check_random(|| lists_survive_a_drop("2q"), 1000);
 }
 
 #[test]
 fn model_cooling_pins_and_dirty_flags_random() {
-    check_random(|| pins_hold_and_dirty_is_never_lost("cooling"), 1000);
+    shuttle_check::check_random(|| pins_hold_and_dirty_is_never_lost("cooling"), 1000);
 }
 
 #[test]
 fn model_cooling_lists_survive_a_drop_random() {
-    check_random(|| lists_survive_a_drop("cooling"), 1000);
+    shuttle_check::check_random(|| lists_survive_a_drop("cooling"), 1000);
 }

@@ -16,6 +16,8 @@
 //! is a mock whose durable end moves only when the pool flushes it.
 #![cfg(shuttle)]
 
+mod shuttle_check;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -192,7 +194,7 @@ fn ring_members_shared_with_another_thread(kind: RingKind) {
 
 #[test]
 fn model_bulkread_ring_members_random() {
-    shuttle::check_random(
+    shuttle_check::check_random(
         || ring_members_shared_with_another_thread(RingKind::BulkRead),
         1000,
     );
@@ -200,7 +202,7 @@ fn model_bulkread_ring_members_random() {
 
 #[test]
 fn model_bulkread_ring_members_pct() {
-    shuttle::check_pct(
+    shuttle_check::check_pct(
         || ring_members_shared_with_another_thread(RingKind::BulkRead),
         1000,
         3,
@@ -209,7 +211,7 @@ fn model_bulkread_ring_members_pct() {
 
 #[test]
 fn model_vacuum_ring_members_random() {
-    shuttle::check_random(
+    shuttle_check::check_random(
         || ring_members_shared_with_another_thread(RingKind::Vacuum),
         1000,
     );
@@ -217,7 +219,7 @@ fn model_vacuum_ring_members_random() {
 
 #[test]
 fn model_vacuum_ring_members_pct() {
-    shuttle::check_pct(
+    shuttle_check::check_pct(
         || ring_members_shared_with_another_thread(RingKind::Vacuum),
         1000,
         3,

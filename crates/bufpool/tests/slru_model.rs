@@ -12,6 +12,8 @@
 //! 2 so every miss evicts), pages stamped with their number, in each `slru_design`.
 #![cfg(shuttle)]
 
+mod shuttle_check;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -148,23 +150,23 @@ fn flush_waits_for_a_write_in_progress(design: SlruDesign) {
 #[test]
 fn flush_racing_an_eviction_returns_only_when_the_page_is_durable() {
     for design in SlruDesign::ALL {
-        shuttle::check_random(move || flush_waits_for_a_write_in_progress(design), 300);
-        shuttle::check_pct(move || flush_waits_for_a_write_in_progress(design), 300, 3);
+        shuttle_check::check_random(move || flush_waits_for_a_write_in_progress(design), 300);
+        shuttle_check::check_pct(move || flush_waits_for_a_write_in_progress(design), 300, 3);
     }
 }
 
 #[test]
 fn concurrent_read_in_of_one_page_reads_it_once() {
     for design in SlruDesign::ALL {
-        shuttle::check_random(move || one_read_per_page(design), 300);
-        shuttle::check_pct(move || one_read_per_page(design), 300, 3);
+        shuttle_check::check_random(move || one_read_per_page(design), 300);
+        shuttle_check::check_pct(move || one_read_per_page(design), 300, 3);
     }
 }
 
 #[test]
 fn eviction_racing_a_reader_keeps_pages_and_changes() {
     for design in SlruDesign::ALL {
-        shuttle::check_random(move || eviction_races_readers(design), 300);
-        shuttle::check_pct(move || eviction_races_readers(design), 300, 3);
+        shuttle_check::check_random(move || eviction_races_readers(design), 300);
+        shuttle_check::check_pct(move || eviction_races_readers(design), 300, 3);
     }
 }

@@ -11,6 +11,8 @@
 //! slot is freed when its last member leaves.
 #![cfg(shuttle)]
 
+mod shuttle_check;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,16 +45,16 @@ fn scans(starts: &'static [u32], max_lead: u32) {
 
 #[test]
 fn paced_scans_all_finish_random() {
-    shuttle::check_random(|| scans(&[0, 3, 7], 2), 2_000);
+    shuttle_check::check_random(|| scans(&[0, 3, 7], 2), 2_000);
 }
 
 #[test]
 fn paced_scans_all_finish_pct() {
-    shuttle::check_pct(|| scans(&[0, 3, 7], 2), 2_000, 3);
+    shuttle_check::check_pct(|| scans(&[0, 3, 7], 2), 2_000, 3);
 }
 
 #[test]
 fn scans_half_a_table_apart_do_not_wait_for_each_other() {
-    shuttle::check_random(|| scans(&[0, PAGES / 2], 1), 2_000);
-    shuttle::check_pct(|| scans(&[0, PAGES / 2, PAGES / 2], 1), 1_000, 3);
+    shuttle_check::check_random(|| scans(&[0, PAGES / 2], 1), 2_000);
+    shuttle_check::check_pct(|| scans(&[0, PAGES / 2, PAGES / 2], 1), 1_000, 3);
 }
