@@ -404,7 +404,9 @@ impl OptimisticBtPage<'_> {
         // level u16 | flags u16 | right link u32, little-endian.
         let word = self.0.u64_at(special);
         let (lvl, flags, right) = (word as u16, (word >> 16) as u16, (word >> 32) as u32);
-        let header_special = (self.0.u64_at(OFF_LOWER) >> 32) as u16 as usize;
+        // lower u16 | upper u16 | special u16 | reserved, little-endian: read once.
+        let header = self.0.u64_at(OFF_LOWER);
+        let header_special = (header >> 32) as u16 as usize;
         if lvl == 0
             || level.is_some_and(|l| l != lvl)
             || flags & !KNOWN_FLAGS != 0
@@ -421,7 +423,7 @@ impl OptimisticBtPage<'_> {
                 return Some(Step::Right(right, lvl));
             }
         }
-        let lower = self.0.u64_at(OFF_LOWER) as u16 as usize;
+        let lower = header as u16 as usize;
         let n = (lower.saturating_sub(PAGE_HEADER_SIZE) / INTERNAL_ENTRY_SIZE)
             .min(capacity_for(size, 1));
         if n == 0 {
