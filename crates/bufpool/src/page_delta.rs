@@ -12,13 +12,17 @@
 //! index-specific.
 //!
 //! A delta may also hold one *shift* ([`Shift`]): bytes moved within the page (a sorted
-//! array's entries making room for an insert or closing the gap of a removal), logged as
-//! three numbers instead of the moved bytes and replayed as a `memmove` before the ranges.
-//! Without it a B-tree leaf insert logs every entry after its slot: half a page on
-//! average, 20 kB of the 28 kB a TPC-C New-Order logged. A shift is recorded only as the
-//! delta's first declaration (redo moves the bytes of the page as it was before the change,
-//! then writes the ranges' final bytes over it); any later move is declared as the range it
-//! wrote, as before.
+//! array's entries making room for an insert or closing the gap of a removal, or a heap
+//! page's tuples closing the hole a pruned version left), logged as three numbers instead
+//! of the moved bytes and replayed as a `memmove` before the ranges. Without it a B-tree
+//! leaf insert logs every entry after its slot: half a page on average, 20 kB of the 28 kB
+//! a TPC-C New-Order logged. Redo moves the bytes of the page as it was before the change,
+//! then writes the ranges' final bytes over it, so a move is recorded as the shift only if
+//! no shift is recorded yet and its source overlaps no range declared before it (those
+//! bytes may already differ from the page before the change; every other byte of the
+//! source is still as it was then). Whatever a move overwrites that was declared earlier
+//! is rewritten from the final page by its range. Any other move is declared as the range
+//! it wrote.
 //!
 //! Invariants: the ranges are ascending, disjoint, non-empty, at least
 //! `RANGE_MERGE_GAP_BYTES` + 1 bytes apart, and inside the page; every byte a change wrote
@@ -94,8 +98,8 @@ impl PageDelta {
         }
     }
 
-    /// Moves `src` of `page` to start at `dst` (`memmove`), declaring it as a shift when it
-    /// is the delta's first declaration, else as the range it wrote.
+    /// Moves `src` of `page` to start at `dst` (`memmove`), declaring it as the shift when
+    /// [`Self::can_shift`] allows, else as the range it wrote.
     #[inline]
     pub fn shift_within(&mut self, page: &mut [u8], src: Range<usize>, dst: usize) {
         let len = src.len();
@@ -104,7 +108,7 @@ impl PageDelta {
         if len == 0 {
             return;
         }
-        if self.len == 0 && self.shift.is_none() && !self.whole {
+        if self.can_shift(&src) {
             self.shift = Some(Shift {
                 from: src.start,
                 to: dst,
@@ -113,6 +117,19 @@ impl PageDelta {
         } else {
             self.touch(dst..dst + len);
         }
+    }
+
+    /// Whether a move of the bytes `src` now would be recorded as the shift: none is
+    /// recorded yet, the delta is not the whole page, and no declared range overlaps `src`
+    /// (see the module doc).
+    #[inline]
+    pub fn can_shift(&self, src: &Range<usize>) -> bool {
+        self.shift.is_none()
+            && !self.whole
+            && self
+                .ranges()
+                .iter()
+                .all(|r| r.end <= src.start || src.end <= r.start)
     }
 
     /// The shift redo does before writing the ranges (None: none, or the delta is the
@@ -310,7 +327,8 @@ mod tests {
     }
 
     /// Proves: a move as the first declaration is a shift (redo's memmove then the ranges
-    /// rebuild the page), a later one a range, and the debug check accepts both.
+    /// rebuild the page), a later one a range, and the debug check accepts both; a move
+    /// after other declarations is the shift unless its source overlaps one of them.
     #[test]
     fn a_first_move_is_a_shift_and_a_later_one_a_range() {
         let before: Vec<u8> = (0..64u8).collect();
@@ -339,12 +357,33 @@ mod tests {
         // A second move is declared as what it wrote.
         d.shift_within(&mut page, 50..54, 56);
         assert_eq!(d.ranges(), &[8..12, 56..60]);
+        // After a range the source does not overlap: still the shift.
+        let before = page.clone();
         let mut e = PageDelta::new(64);
+        page[0..2].copy_from_slice(&[7, 7]);
         e.touch(0..2);
         e.shift_within(&mut page, 10..20, 11);
-        assert_eq!((e.shift(), e.ranges()), (None, &[0..2, 11..21][..]));
+        assert_eq!(
+            (e.shift(), e.ranges()),
+            (
+                Some(Shift {
+                    from: 10,
+                    to: 11,
+                    len: 10
+                }),
+                &[0..2][..]
+            )
+        );
+        BeforeImage::take(&before).assert_declared(&page, &e);
         e.touch_whole();
         assert_eq!(e.shift(), None);
+        // After a range the source overlaps: the range it wrote (the moved bytes are no
+        // longer the page's before the change).
+        let mut f = PageDelta::new(64);
+        page[14] = 1;
+        f.touch(14..15);
+        f.shift_within(&mut page, 10..20, 11);
+        assert_eq!((f.shift(), f.ranges()), (None, &[11..21][..]));
     }
 
     #[test]
@@ -387,7 +426,64 @@ mod tests {
         assert_covered(&a, &b, &[8..12]);
     }
 
+    /// One step of [`delta_replays_any_mix_of_writes_and_moves`]: write `len` bytes of
+    /// `fill` at `at`, or move `len` bytes from `at` to `to`.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Write { at: usize, len: usize, fill: u8 },
+        Move { at: usize, len: usize, to: usize },
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0usize..256, 1usize..24, any::<u8>()).prop_map(|(at, len, fill)| Step::Write {
+                at,
+                len,
+                fill
+            }),
+            (0usize..256, 1usize..96, 0usize..256).prop_map(|(at, len, to)| Step::Move {
+                at,
+                len,
+                to
+            }),
+        ]
+    }
+
     proptest! {
+        /// Writes (declared) and moves (`shift_within`) in any order: redo of the delta
+        /// (its shift on the page before, then its ranges' final bytes) rebuilds the page
+        /// exactly, whichever move became the shift.
+        #[test]
+        fn delta_replays_any_mix_of_writes_and_moves(
+            steps in proptest::collection::vec(step(), 1..12)
+        ) {
+            const LEN: usize = 256;
+            let before: Vec<u8> = (0..LEN).map(|i| (i * 7 + 3) as u8).collect();
+            let mut page = before.clone();
+            let mut d = PageDelta::new(LEN);
+            for s in steps {
+                match s {
+                    Step::Write { at, len, fill } => {
+                        let r = at..(at + len).min(LEN);
+                        page[r.clone()].fill(fill);
+                        d.touch(r);
+                    }
+                    Step::Move { at, len, to } => {
+                        let len = len.min(LEN - at).min(LEN - to);
+                        d.shift_within(&mut page, at..at + len, to);
+                    }
+                }
+            }
+            let mut redo = before.clone();
+            if let Some(sh) = d.shift() {
+                sh.apply(&mut redo);
+            }
+            for r in d.ranges() {
+                redo[r.clone()].copy_from_slice(&page[r.clone()]);
+            }
+            prop_assert_eq!(redo, page);
+        }
+
         /// Random touches against a model (a bitmap of touched bytes): the delta covers
         /// every touched byte, its ranges stay sorted, disjoint and more than the merge gap
         /// apart, and it covers untouched bytes only inside merge gaps (or when whole).

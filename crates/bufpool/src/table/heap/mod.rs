@@ -327,7 +327,7 @@ impl<'e> Heap<'e> {
         let delta = p.into_delta();
         before.assert_declared(g, &delta);
         if !delta.is_empty() {
-            self.engine.log_pages(xid, 0, &mut [(g, delta.ranges())])?;
+            self.engine.log_deltas(xid, 0, &mut [(g, &delta)])?;
         } else {
             // Nothing changed, but the page was opened for writing and is now dirty (a
             // pruning plan that restates a redirect): written without an image since the

@@ -506,17 +506,20 @@ impl<'a> HeapPageMut<'a> {
     /// Moves the remaining tuples together at the end of the page (slot numbers stay) and
     /// drops trailing unused line pointers. Returns the free space afterwards.
     ///
-    /// Every byte a tuple moves to is logged, so this moves as few as it can, choosing the
-    /// cheaper of two layouts (the free space ends up contiguous either way; the bytes
-    /// left below the new upper are not cleared, as nothing reads free space, so they cost
-    /// no log):
+    /// What a move costs in the log depends on the layout, so this chooses the cheaper of
+    /// two (the free space ends up contiguous either way; the bytes left below the new
+    /// upper are not cleared, as nothing reads free space, so they cost no log):
     /// - fill holes: tuples lying below the new upper move into the holes that dead ones
     ///   left above it, first fit (an update's dead version is one hole, filled by one
     ///   tuple of the same size); each move is a range of its own plus its line pointer;
     /// - shift: tuples move up highest offset first (PostgreSQL's
     ///   PageRepairFragmentation), each by the space freed above it, so the ones packed at
-    ///   the end stay put and the moved ones form one run, declared with the span of their
-    ///   line pointers (cheaper when many holes are scattered among few tuples).
+    ///   the end stay put and the moved ones form runs, one per hole above them. The
+    ///   largest run is the delta's shift (three numbers, replayed as a `memmove`) when no
+    ///   declared range overlaps it; the others are the bytes they wrote; the span of the
+    ///   moved tuples' line pointers is declared too. One hole (a prune of one dead
+    ///   version, as most updates of a full page do) then logs a few bytes per moved
+    ///   tuple however large the tuples are.
     pub fn compact(&mut self) -> usize {
         self.init_if_new();
         let v = self.view();
@@ -571,62 +574,125 @@ impl<'a> HeapPageMut<'a> {
     }
 
     /// Bytes (with range headers) the shift layout of `live` (highest offset first)
-    /// would log.
+    /// would log: the moved bytes but the largest run's, which goes as the delta's shift
+    /// (three numbers) when the delta can take it, and the span of the moved tuples' line
+    /// pointers.
     fn shift_cost(&self, live: &[Tuple]) -> usize {
-        let mut upper = self.page.len();
-        let mut moved_end = None;
-        let (mut slot_min, mut slot_max) = (u16::MAX, 0);
-        for t in live {
-            upper -= t.len;
-            if t.from != upper {
-                moved_end.get_or_insert(upper + t.len);
-                slot_min = slot_min.min(t.slot);
-                slot_max = slot_max.max(t.slot);
+        let (mut moved, mut largest) = (0, 0..0);
+        shift_runs(live, self.page.len(), |src, _| {
+            moved += src.len();
+            if src.len() > largest.len() {
+                largest = src;
             }
+        });
+        if moved == 0 {
+            return 0;
         }
-        match moved_end {
-            None => 0,
-            Some(end) => {
-                end - upper + item_offset(slot_max) + ITEM_ID_SIZE - item_offset(slot_min)
-                    + 2 * RANGE_HEADER_BYTES
-            }
+        if self.delta.can_shift(&largest) {
+            moved = moved - largest.len() + SHIFT_BYTES;
         }
+        let (slot_min, slot_max) = moved_slots(live, self.page.len());
+        moved + item_offset(slot_max) + ITEM_ID_SIZE - item_offset(slot_min)
+            + 2 * RANGE_HEADER_BYTES
     }
 
     /// The shift layout (see [`HeapPageMut::compact`]); `live` is highest offset first.
+    /// The largest run moves as the delta's shift if it can; the others are declared as
+    /// the bytes they wrote.
     fn shift_up(&mut self, live: &[Tuple]) {
-        let mut upper = self.page.len();
-        let mut moved_end = None;
-        let (mut slot_min, mut slot_max) = (u16::MAX, 0);
+        let page_len = self.page.len();
+        let mut largest = 0..0;
+        shift_runs(live, page_len, |src, _| {
+            if src.len() > largest.len() {
+                largest = src;
+            }
+        });
+        if largest.is_empty() {
+            return;
+        }
+        // Highest run first: each run's destination ends where the one above it now
+        // starts, over bytes that run has left.
+        let (page, delta) = (&mut *self.page, &mut self.delta);
+        shift_runs(live, page_len, |src, to| {
+            let len = src.len();
+            if src == largest {
+                delta.shift_within(page, src, to);
+            } else {
+                page.copy_within(src, to);
+                delta.touch(to..to + len);
+            }
+        });
+        let mut upper = page_len;
         for t in live {
             upper -= t.len;
-            if t.from == upper {
-                continue;
+            if t.from != upper {
+                let lp = item_offset(t.slot);
+                self.page[lp..lp + ITEM_ID_SIZE].copy_from_slice(
+                    &ItemId::Normal {
+                        offset: upper as u16,
+                        len: t.len as u16,
+                    }
+                    .encode()
+                    .to_le_bytes(),
+                );
             }
-            debug_assert!(t.from < upper, "packing only moves tuples up");
-            // Declared below, as one run; the source lies entirely below `upper` (tuples
-            // do not overlap), so no unmoved tuple is overwritten.
-            self.page.copy_within(t.from..t.from + t.len, upper);
-            moved_end.get_or_insert(upper + t.len);
-            let lp = item_offset(t.slot);
-            self.page[lp..lp + ITEM_ID_SIZE].copy_from_slice(
-                &ItemId::Normal {
-                    offset: upper as u16,
-                    len: t.len as u16,
+        }
+        let (slot_min, slot_max) = moved_slots(live, page_len);
+        self.delta
+            .touch(item_offset(slot_min)..item_offset(slot_max) + ITEM_ID_SIZE);
+    }
+}
+
+/// Calls `f(src, to)` for each run the shift layout of `live` (highest offset first, on a
+/// page of `page_len` bytes) moves, highest first: a longest sequence of adjacent tuples
+/// that all move up by one distance, from `src` to start at `to`. Tuples packed at the
+/// end stay put; below the first hole every tuple moves, and each further hole starts a
+/// new run (the distance grows by the hole).
+fn shift_runs(live: &[Tuple], page_len: usize, mut f: impl FnMut(Range<usize>, usize)) {
+    let mut upper = page_len;
+    let mut run: Option<(Range<usize>, usize)> = None;
+    for t in live {
+        upper -= t.len;
+        if t.from == upper {
+            continue;
+        }
+        debug_assert!(t.from < upper, "packing only moves tuples up");
+        match &mut run {
+            Some((src, to)) if t.from + t.len == src.start => {
+                src.start = t.from;
+                *to = upper;
+            }
+            _ => {
+                if let Some((src, to)) = run.take() {
+                    f(src, to);
                 }
-                .encode()
-                .to_le_bytes(),
-            );
+                run = Some((t.from..t.from + t.len, upper));
+            }
+        }
+    }
+    if let Some((src, to)) = run {
+        f(src, to);
+    }
+}
+
+/// The lowest and highest slot whose tuple the shift layout of `live` moves
+/// (`(u16::MAX, 0)` if none moves).
+fn moved_slots(live: &[Tuple], page_len: usize) -> (u16, u16) {
+    let mut upper = page_len;
+    let (mut slot_min, mut slot_max) = (u16::MAX, 0);
+    for t in live {
+        upper -= t.len;
+        if t.from != upper {
             slot_min = slot_min.min(t.slot);
             slot_max = slot_max.max(t.slot);
         }
-        if let Some(end) = moved_end {
-            self.delta.touch(upper..end);
-            self.delta
-                .touch(item_offset(slot_min)..item_offset(slot_max) + ITEM_ID_SIZE);
-        }
     }
+    (slot_min, slot_max)
 }
+
+/// Bytes a record spends on a block's shift (from, to and length, u16 each:
+/// `RecordBuilder::shifted_ranges`).
+const SHIFT_BYTES: usize = 6;
 
 /// A live tuple as compaction sees it.
 #[derive(Debug, Clone, Copy)]
@@ -833,7 +899,7 @@ mod tests {
         let mut p = HeapPageMut::new(buf);
         change(&mut p);
         let delta = p.into_delta();
-        crate::page_delta::assert_covered(&before, buf, delta.ranges());
+        crate::page_delta::assert_delta_covers(&before, buf, &delta);
         delta
     }
 
@@ -906,8 +972,26 @@ mod tests {
             "{d:?}"
         );
         HeapPage(&full).check().unwrap();
+        // Large tuples with one dead in the middle: the ones below it shift up as the
+        // delta's shift, and only their line pointers are logged, not a tuple's bytes.
+        let mut wide = vec![0u8; 8192];
+        let mut p = HeapPageMut::new(&mut wide);
+        while p.insert(3, 10, &[6u8; 700]).is_some() {}
+        let slots = p.view().slots();
+        p.set_item_state(slots / 2, ItemId::Unused);
+        let d = declared(&mut wide, |p| {
+            p.compact();
+        });
+        let moved = tuple_space(700) * (slots as usize - slots as usize / 2);
+        assert_eq!(
+            d.shift().map(|s| (s.len, s.to - s.from)),
+            Some((moved, tuple_space(700))),
+            "{d:?}"
+        );
+        assert!(d.bytes() <= slots as usize * ITEM_ID_SIZE + 8, "{d:?}");
+        HeapPage(&wide).check().unwrap();
         // Every other tuple dead: too many holes to fill one by one, so the live ones
-        // shift up as one run.
+        // shift up in runs, the largest as the shift.
         let mut half = vec![0u8; 8192];
         let mut p = HeapPageMut::new(&mut half);
         while p.insert(3, 10, &[4u8; 100]).is_some() {}
@@ -989,7 +1073,7 @@ mod tests {
                     Op::Compact => { p.compact(); }
                 }
                 let delta = p.into_delta();
-                crate::page_delta::assert_covered(&before, &buf, delta.ranges());
+                crate::page_delta::assert_delta_covers(&before, &buf, &delta);
                 // The raw search and the fast path of `fits` agree with the line pointers.
                 let v = HeapPage(&buf);
                 let unused = (1..=v.slots()).find(|&s| v.item(s) == ItemId::Unused);
