@@ -61,7 +61,7 @@ use crate::engine::{Engine, EngineRef, HookPoint};
 use crate::page::PAGE_HEADER_SIZE;
 use crate::page_delta::BeforeImage;
 use crate::stats::RelCounters;
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::table::HeapError;
 use crate::txn::{Snapshot, Xid, FROZEN_XID, INVALID_XID};
 use crate::types::{BufferTag, ForkNumber, RelFileId};
@@ -174,6 +174,13 @@ pub struct Heap<'e> {
     hint: AtomicU32,
     /// This relation's row counters (the engine's [`crate::stats::RelStats`]).
     counters: std::sync::Arc<RelCounters>,
+    /// The page and horizon of this handle's last update-time pruning plan that found
+    /// nothing to do (block << 32 | horizon; `u64::MAX`: none): see
+    /// [`Heap::plan_prune_for_update`].
+    futile_prune: AtomicU64,
+    /// Pruning plans made (tests only: that a futile one is not repeated).
+    #[cfg(test)]
+    plans: AtomicU64,
 }
 
 impl std::fmt::Debug for Heap<'_> {
@@ -220,6 +227,9 @@ impl<'e> Heap<'e> {
             fillfactor: DEFAULT_FILLFACTOR,
             hint: AtomicU32::new(0),
             counters,
+            futile_prune: AtomicU64::new(u64::MAX),
+            #[cfg(test)]
+            plans: AtomicU64::new(0),
         }
     }
 
@@ -587,6 +597,55 @@ impl<'e> Heap<'e> {
 mod tests {
     use super::page::XMAX_INVALID;
     use super::*;
+
+    /// Proves: an update that finds its page full with nothing to prune does not plan the
+    /// page again while the horizon stands still (TPC-C's Delivery: an order's lines, one
+    /// full page, updated one after the other), and plans it again once the horizon has
+    /// moved, when the prune then makes room. How: a full page of committed rows; one
+    /// transaction updates two of them (the first plan finds nothing, the second is not
+    /// made: each new version goes to another page); after it commits, an update of a third
+    /// row plans again and prunes the first two rows' old versions.
+    #[test]
+    fn a_futile_prune_is_not_planned_again_at_the_same_horizon() {
+        let vfs = std::sync::Arc::new(crate::MemVfs::new()) as std::sync::Arc<dyn crate::Vfs>;
+        let mut config = crate::Config::default();
+        config.set("shared_buffers", "32").unwrap();
+        let e = Engine::open_vfs(vfs, std::path::Path::new("/db"), &config, true).unwrap();
+        let heap = Heap::create(&e, RelFileId::new(0, 900)).unwrap();
+        let t = e.begin_xid().unwrap();
+        let mut tids = Vec::new();
+        loop {
+            let tid = heap.insert(t, &[3u8; 100]).unwrap();
+            if tid.block > 0 {
+                break;
+            }
+            tids.push(tid);
+        }
+        e.commit_transaction(t).unwrap();
+        let x = e.begin_xid().unwrap();
+        for (n, &tid) in tids[..2].iter().enumerate() {
+            let new = heap.update(x, tid, |d| d.to_vec()).unwrap().unwrap();
+            assert_ne!(
+                new.block, 0,
+                "nothing to prune: the new version goes elsewhere"
+            );
+            assert_eq!(
+                heap.plans.load(Ordering::Relaxed),
+                1,
+                "plans after update {n}"
+            );
+        }
+        e.commit_transaction(x).unwrap();
+        let y = e.begin_xid().unwrap();
+        let new = heap.update(y, tids[2], |d| d.to_vec()).unwrap().unwrap();
+        assert_eq!(
+            heap.plans.load(Ordering::Relaxed),
+            2,
+            "planned at the new horizon"
+        );
+        assert_eq!(new.block, 0, "the prune made room on the page");
+        e.commit_transaction(y).unwrap();
+    }
 
     /// The block number of the pages built here.
     pub(super) const BLOCK: u32 = 7;

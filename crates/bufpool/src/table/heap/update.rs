@@ -727,7 +727,7 @@ impl Heap<'_> {
             None
         } else {
             let horizon = self.engine.txns().oldest_xmin();
-            self.plan_prune_locked(&mut g, horizon, false, &[])?
+            self.plan_prune_for_update(&mut g, horizon)?
         };
         if fits || prune.is_some() {
             if let Some(plan) = &prune {
