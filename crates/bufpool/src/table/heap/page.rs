@@ -549,7 +549,7 @@ impl<'a> HeapPageMut<'a> {
             keep -= 1;
         }
         let upper = self.page.len() - live.iter().map(|t| t.len).sum::<usize>();
-        let shift_cost = self.shift_cost(&live);
+        let (shift_cost, largest) = self.shift_cost(&live);
         match fill_plan(&live, upper, self.page.len()) {
             Some(plan) if fill_cost(&plan, self.page.len()) < shift_cost => {
                 for (t, to) in plan {
@@ -566,7 +566,7 @@ impl<'a> HeapPageMut<'a> {
                     );
                 }
             }
-            _ => self.shift_up(&live),
+            _ => self.shift_up(&live, largest),
         }
         let lower = PAGE_HEADER_SIZE + keep as usize * ITEM_ID_SIZE;
         self.set_bounds(lower, upper);
@@ -576,8 +576,8 @@ impl<'a> HeapPageMut<'a> {
     /// Bytes (with range headers) the shift layout of `live` (highest offset first)
     /// would log: the moved bytes but the largest run's, which goes as the delta's shift
     /// (three numbers) when the delta can take it, and the span of the moved tuples' line
-    /// pointers.
-    fn shift_cost(&self, live: &[Tuple]) -> usize {
+    /// pointers. Returns it with the largest run's source (empty if nothing moves).
+    fn shift_cost(&self, live: &[Tuple]) -> (usize, Range<usize>) {
         let (mut moved, mut largest) = (0, 0..0);
         shift_runs(live, self.page.len(), |src, _| {
             moved += src.len();
@@ -586,27 +586,22 @@ impl<'a> HeapPageMut<'a> {
             }
         });
         if moved == 0 {
-            return 0;
+            return (0, largest);
         }
         if self.delta.can_shift(&largest) {
             moved = moved - largest.len() + SHIFT_BYTES;
         }
         let (slot_min, slot_max) = moved_slots(live, self.page.len());
-        moved + item_offset(slot_max) + ITEM_ID_SIZE - item_offset(slot_min)
-            + 2 * RANGE_HEADER_BYTES
+        let cost = moved + item_offset(slot_max) + ITEM_ID_SIZE - item_offset(slot_min)
+            + 2 * RANGE_HEADER_BYTES;
+        (cost, largest)
     }
 
     /// The shift layout (see [`HeapPageMut::compact`]); `live` is highest offset first.
-    /// The largest run moves as the delta's shift if it can; the others are declared as
-    /// the bytes they wrote.
-    fn shift_up(&mut self, live: &[Tuple]) {
+    /// The largest run (`largest`, from [`Self::shift_cost`]) moves as the delta's shift if
+    /// it can; the others are declared as the bytes they wrote.
+    fn shift_up(&mut self, live: &[Tuple], largest: Range<usize>) {
         let page_len = self.page.len();
-        let mut largest = 0..0;
-        shift_runs(live, page_len, |src, _| {
-            if src.len() > largest.len() {
-                largest = src;
-            }
-        });
         if largest.is_empty() {
             return;
         }
@@ -623,9 +618,12 @@ impl<'a> HeapPageMut<'a> {
             }
         });
         let mut upper = page_len;
+        let (mut slot_min, mut slot_max) = (u16::MAX, 0);
         for t in live {
             upper -= t.len;
             if t.from != upper {
+                slot_min = slot_min.min(t.slot);
+                slot_max = slot_max.max(t.slot);
                 let lp = item_offset(t.slot);
                 self.page[lp..lp + ITEM_ID_SIZE].copy_from_slice(
                     &ItemId::Normal {
@@ -637,7 +635,6 @@ impl<'a> HeapPageMut<'a> {
                 );
             }
         }
-        let (slot_min, slot_max) = moved_slots(live, page_len);
         self.delta
             .touch(item_offset(slot_min)..item_offset(slot_max) + ITEM_ID_SIZE);
     }
@@ -903,6 +900,17 @@ mod tests {
         delta
     }
 
+    /// An 8 kB page filled with tuples of `len` bytes, the middle one then made unused
+    /// (an update's dead version pruned); returns it and its slot count.
+    fn full_page_with_a_hole(len: usize) -> (Vec<u8>, u16) {
+        let mut page = vec![0u8; 8192];
+        let mut p = HeapPageMut::new(&mut page);
+        while p.insert(3, 10, &vec![4u8; len]).is_some() {}
+        let slots = p.view().slots();
+        p.set_item_state(slots / 2, ItemId::Unused);
+        (page, slots)
+    }
+
     #[test]
     fn each_mutator_declares_what_it_writes_and_little_more() {
         let mut buf = vec![0u8; 8192];
@@ -959,11 +967,7 @@ mod tests {
         HeapPage(&buf).check().unwrap();
         // An update's dead version in the middle of a full page: fill-holes moves one
         // tuple of the same size into its hole, not the half page below it.
-        let mut full = vec![0u8; 8192];
-        let mut p = HeapPageMut::new(&mut full);
-        while p.insert(3, 10, &[4u8; 100]).is_some() {}
-        let slots = p.view().slots();
-        p.set_item_state(slots / 2, ItemId::Unused);
+        let (mut full, _) = full_page_with_a_hole(100);
         let d = declared(&mut full, |p| {
             p.compact();
         });
@@ -974,11 +978,7 @@ mod tests {
         HeapPage(&full).check().unwrap();
         // Large tuples with one dead in the middle: the ones below it shift up as the
         // delta's shift, and only their line pointers are logged, not a tuple's bytes.
-        let mut wide = vec![0u8; 8192];
-        let mut p = HeapPageMut::new(&mut wide);
-        while p.insert(3, 10, &[6u8; 700]).is_some() {}
-        let slots = p.view().slots();
-        p.set_item_state(slots / 2, ItemId::Unused);
+        let (mut wide, slots) = full_page_with_a_hole(700);
         let d = declared(&mut wide, |p| {
             p.compact();
         });
