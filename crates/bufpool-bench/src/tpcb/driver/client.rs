@@ -124,8 +124,12 @@ impl<'a, W: Workload> Client<'a, W> {
         let mut last_mark: Option<Mark> = None;
         let mut ack = self.open_ack_log()?;
         let mut scheduled = Instant::now();
+        // The clock's last reading: back to back (no -R), the previous transaction's end
+        // is this one's schedule and start, as pgbench's lazy "now" (two clock reads a
+        // transaction fewer: 2.8% of a read-only run's CPU, 2026-12-08).
+        let mut now = scheduled;
         let mut count = 0u64;
-        while !self.finished(count) {
+        while !self.finished(count, now) {
             // As pgbench: the script first, then its schedule (a skipped one counts to it).
             let k = choose(&self.weights, self.total_weight, &mut choose_rng);
             let sched = match self.pace.rate {
@@ -134,22 +138,27 @@ impl<'a, W: Workload> Client<'a, W> {
                     Next::Skip(at) => {
                         self.skip(&mut out, k, count, at);
                         count += 1;
+                        now = Instant::now();
                         continue;
                     }
                     Next::Stop => break,
                 },
-                None => Instant::now(),
+                None => now,
+            };
+            let began = match self.pace.rate {
+                Some(_) => Instant::now(),
+                None => now,
             };
             let mark = match (self.pace.rate, last_mark.take()) {
                 (None, Some(m)) => m,
-                _ => Mark::now(&mut sched_stat, Instant::now()),
+                _ => Mark::now(&mut sched_stat, began),
             };
-            let began = Instant::now();
             let (done, tries) = self.attempt(k, &mut rng, &mut out.session)?;
             if let (Some(f), Done::Committed(Some(line))) = (ack.as_mut(), done) {
                 acknowledge(f, line)?;
             }
             let end = Instant::now();
+            now = end;
             let end_mark = Mark::now(&mut sched_stat, end);
             if let Done::Committed(_) = done {
                 // From its start: what it waited for, not how late it started.
@@ -251,14 +260,15 @@ impl<'a, W: Workload> Client<'a, W> {
         }
     }
 
-    /// Whether Ctrl-C, `-t` (after `count` transactions) or `-T` has ended the run.
-    fn finished(&self, count: u64) -> bool {
+    /// Whether Ctrl-C, `-t` (after `count` transactions) or `-T` (at `now`) has ended
+    /// the run.
+    fn finished(&self, count: u64, now: Instant) -> bool {
         self.opts.stop.load(Ordering::Relaxed)
             || self.opts.transactions.is_some_and(|t| count >= t)
             || self
                 .opts
                 .duration
-                .is_some_and(|d| self.start.elapsed() >= d)
+                .is_some_and(|d| now.saturating_duration_since(self.start) >= d)
     }
 
     /// Counts a finished transaction of script `k` scheduled for `sched`, started at
@@ -291,14 +301,14 @@ impl<'a, W: Workload> Client<'a, W> {
             if self.pace.limit_us.is_some_and(|l| lat_us > l) {
                 out.late += 1;
             }
-            self.live.committed(lat_us);
+            self.live.committed(self.id, lat_us);
         } else {
             let deadlock = matches!(done, Done::Failed { deadlock: true });
             for s in [slot, tally] {
                 s.failed += 1;
                 s.deadlocks += u64::from(deadlock);
             }
-            self.live.failed();
+            self.live.failed(self.id);
         }
     }
 }
