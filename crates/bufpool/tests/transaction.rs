@@ -363,5 +363,10 @@ fn a_savepoint_before_the_first_write_gets_its_id_after_its_parent() {
     let mut b = b;
     assert!(b.rollback_to(sp).is_err());
     assert!(b.release(sp).is_err());
+    // ...also by a handle with a savepoint of the same number of its own.
+    let own = b.savepoint().unwrap();
+    assert!(b.rollback_to(sp).is_err());
+    assert!(b.release(sp).is_err());
+    b.release(own).unwrap();
     a.rollback_to(sp).unwrap();
 }

@@ -25,7 +25,9 @@
 //! subtransaction id's cache entry and tree entry leave with it; a rolled-back one is
 //! never part of its tree's commit.
 //! Locks: `state` (short: assignment, snapshot copy, end), then the commit log's or the
-//! subtransaction log's own. An [`OwnTree`]'s lock is taken alone.
+//! subtransaction log's own, or an observer shard's. An [`OwnTree`]'s lock is taken
+//! alone. A read-only transaction's snapshot, while no transaction has ended since its
+//! thread's last one, is that one again (`Observers::reuse`): its shard's lock only.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -33,7 +35,9 @@ use super::clog::{Clog, ClogError, XidStatus};
 use super::multixact::MultiXact;
 use super::subtrans::Subtrans;
 use super::{Xid, FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID};
-use crate::sync::{Arc, AtomicU32, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, RwLock};
+use crate::sync::{
+    Arc, AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, RwLock,
+};
 
 /// Subtransaction ids a transaction's snapshot entry holds before it overflows
 /// (PostgreSQL's PGPROC_MAX_CACHED_SUBXIDS).
@@ -125,33 +129,59 @@ impl Drop for ObserverReg {
 const MAX_OBSERVER_SHARDS: usize = 16;
 
 /// One shard of [`Observers`]: the xmins registered in it, with how many snapshots share
-/// each (a handful: each thread's snapshot or two). Two cache lines of its own, so the
+/// each (a handful: each thread's snapshot or two), and the last observer's snapshot of
+/// the shard's threads for the next one to reuse. Two cache lines of its own, so the
 /// threads of other shards never touch them.
 #[derive(Debug, Default)]
 #[repr(align(128))]
-struct ObserverShard(Mutex<Vec<(Xid, usize)>>);
+struct ObserverShard(Mutex<ShardState>);
 
-impl ObserverShard {
-    fn register(&self, xmin: Xid) {
-        let mut v = self.0.lock();
-        match v.iter_mut().find(|e| e.0 == xmin) {
+#[derive(Debug, Default)]
+struct ShardState {
+    regs: Vec<(Xid, usize)>,
+    reusable: Option<Reusable>,
+}
+
+/// An observer's snapshot kept for reuse while no transaction ends (PostgreSQL 14's
+/// snapshot reuse, by its completion count): a transaction that begins or writes later
+/// has an id at or above `xmax`, which every snapshot counts as running, so only an
+/// ending one makes it stale.
+#[derive(Debug)]
+struct Reusable {
+    /// [`TxnManager::completions`] when it was taken.
+    completions: u64,
+    xmin: Xid,
+    xmax: Xid,
+    running: Vec<Xid>,
+    subxip: Vec<Xid>,
+    suboverflowed: bool,
+}
+
+impl ShardState {
+    fn register(&mut self, xmin: Xid) {
+        match self.regs.iter_mut().find(|e| e.0 == xmin) {
             Some(e) => e.1 += 1,
-            None => v.push((xmin, 1)),
+            None => self.regs.push((xmin, 1)),
         }
     }
 
-    fn unregister(&self, xmin: Xid) {
-        let mut v = self.0.lock();
-        if let Some(k) = v.iter().position(|e| e.0 == xmin) {
-            v[k].1 -= 1;
-            if v[k].1 == 0 {
-                v.swap_remove(k);
+    fn unregister(&mut self, xmin: Xid) {
+        if let Some(k) = self.regs.iter().position(|e| e.0 == xmin) {
+            self.regs[k].1 -= 1;
+            if self.regs[k].1 == 0 {
+                self.regs.swap_remove(k);
             }
         }
     }
+}
+
+impl ObserverShard {
+    fn unregister(&self, xmin: Xid) {
+        self.0.lock().unregister(xmin);
+    }
 
     fn oldest(&self) -> Option<Xid> {
-        self.0.lock().iter().map(|e| e.0).min()
+        self.0.lock().regs.iter().map(|e| e.0).min()
     }
 }
 
@@ -167,6 +197,9 @@ impl ObserverShard {
 #[derive(Debug)]
 struct Observers {
     shards: Box<[Arc<ObserverShard>]>,
+    /// Snapshots [`Observers::reuse`] handed out (for the tests).
+    #[cfg(test)]
+    reused: std::sync::atomic::AtomicUsize,
 }
 
 /// Shard numbers handed to threads as they first register an observer.
@@ -186,16 +219,69 @@ impl Observers {
             .min(MAX_OBSERVER_SHARDS);
         Observers {
             shards: (0..n).map(|_| Arc::new(ObserverShard::default())).collect(),
+            #[cfg(test)]
+            reused: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
-    /// Registers `xmin` in the calling thread's shard; the returned registration
-    /// unregisters it when dropped.
-    fn register(&self, xmin: Xid) -> ObserverReg {
-        let i = THREAD_SHARD.with(|i| *i) % self.shards.len();
-        let shard = self.shards[i].clone();
-        shard.register(xmin);
+    /// The calling thread's shard.
+    fn shard(&self) -> &Arc<ObserverShard> {
+        &self.shards[THREAD_SHARD.with(|i| *i) % self.shards.len()]
+    }
+
+    /// Registers `xmin` in the calling thread's shard, and keeps `reusable` there for the
+    /// shard's next observer; the returned registration unregisters it when dropped.
+    fn register(&self, xmin: Xid, reusable: Option<Reusable>) -> ObserverReg {
+        let shard = self.shard().clone();
+        let mut g = shard.0.lock();
+        g.register(xmin);
+        if reusable.is_some() {
+            g.reusable = reusable;
+        }
+        drop(g);
         ObserverReg { xmin, shard }
+    }
+
+    /// The calling thread's shard's reusable snapshot, registered, if no transaction has
+    /// ended since it was taken ([`TxnManager::completions`]); `None` otherwise.
+    ///
+    /// Why a horizon cannot pass it: the count is read after the registration, in the
+    /// shard's lock. A horizon that did not see the registration read this shard before
+    /// that lock was taken; a transaction that ended before that horizon (and so could
+    /// let it pass the snapshot's xmin) counted its end under `state` before the horizon
+    /// took `state`, so the count read here shows it and the snapshot is not reused.
+    fn reuse(&self, completions: &AtomicU64, tree: Option<&Arc<OwnTree>>) -> Option<Snapshot> {
+        let shard = self.shard();
+        let mut g = shard.0.lock();
+        let r = g.reusable.as_ref()?;
+        let (xmin, taken) = (r.xmin, r.completions);
+        if completions.load(Ordering::Acquire) != taken {
+            g.reusable = None;
+            return None;
+        }
+        g.register(xmin);
+        if completions.load(Ordering::Acquire) != taken {
+            g.unregister(xmin);
+            g.reusable = None;
+            return None;
+        }
+        let r = g.reusable.as_ref().expect("checked above");
+        let snap = Snapshot {
+            xmin,
+            xmax: r.xmax,
+            running: r.running.clone(),
+            subxip: r.subxip.clone(),
+            suboverflowed: r.suboverflowed,
+            own: INVALID_XID,
+            own_tree: tree.cloned(),
+            _observer: Some(Arc::new(ObserverReg {
+                xmin,
+                shard: shard.clone(),
+            })),
+        };
+        #[cfg(test)]
+        self.reused.fetch_add(1, Ordering::Relaxed);
+        Some(snap)
     }
 
     /// The oldest xmin registered, if any.
@@ -279,9 +365,20 @@ pub struct TxnManager {
     /// Notified whenever a transaction ends (row-lock waiters re-check).
     ended: Condvar,
     /// Xmins of observers' snapshots alive (registered under `state`, which
-    /// `oldest_xmin` holds while it reads them: state -> an observer shard).
+    /// `oldest_xmin` holds while it reads them: state -> an observer shard; or registered
+    /// without `state` by [`Observers::reuse`], which says why that is safe).
     observers: Observers,
+    /// Top-level transactions ended and savepoints rolled back, counted under `state`
+    /// (PostgreSQL 14's xactCompletionCount): an observer's snapshot taken at one count is
+    /// still exact at the same count ([`Reusable`]). On lines of its own: every observer
+    /// reads it, every commit writes it.
+    completions: Padded,
 }
+
+/// An atomic counter alone on its cache lines.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Padded(AtomicU64);
 
 impl TxnManager {
     /// The state, its lock's contended waits timed (PostgreSQL's ProcArrayLock).
@@ -313,6 +410,7 @@ impl TxnManager {
             running_subs: AtomicUsize::new(0),
             ended: Condvar::new(),
             observers: Observers::new(),
+            completions: Padded::default(),
         }
     }
 
@@ -479,6 +577,11 @@ impl TxnManager {
     }
 
     fn snapshot_of(&self, own: Xid, unassigned: Option<&Arc<OwnTree>>) -> Snapshot {
+        if own == INVALID_XID {
+            if let Some(snap) = self.observers.reuse(&self.completions.0, unassigned) {
+                return snap;
+            }
+        }
         let st = self.st();
         let own = st.top(own);
         let running: Vec<Xid> = st.tops.keys().copied().filter(|&x| x != own).collect();
@@ -499,7 +602,19 @@ impl TxnManager {
         // registered before `state` is released (a horizon computed after this sees it; one
         // computed before is at most this xmin, since every transaction running then began
         // at or above it).
-        let observer = observing.then(|| Arc::new(self.observers.register(xmin)));
+        // An observer's snapshot is kept for the thread's next one (`state` held: the
+        // count is the one this copy is exact at).
+        let observer = observing.then(|| {
+            let reusable = (own == INVALID_XID).then(|| Reusable {
+                completions: self.completions.0.load(Ordering::Relaxed),
+                xmin,
+                xmax: st.next_xid,
+                running: running.clone(),
+                subxip: subxip.clone(),
+                suboverflowed,
+            });
+            Arc::new(self.observers.register(xmin, reusable))
+        });
         Snapshot {
             xmin,
             xmax: st.next_xid,
@@ -574,6 +689,7 @@ impl TxnManager {
                     st.overflowed -= 1;
                 }
             }
+            self.completions.0.fetch_add(1, Ordering::Release);
         }
         self.ended.notify_all();
         Ok(())
@@ -604,6 +720,7 @@ impl TxnManager {
                 .get_mut(&top)
                 .expect("a running subtransaction's top runs");
             t.cached.retain(|x| sorted.binary_search(x).is_err());
+            self.completions.0.fetch_add(1, Ordering::Release);
             t.tree.clone()
         };
         tree.remove(&sorted);
@@ -769,7 +886,7 @@ mod tests {
         TxnManager::new(clog, sub, multis, next)
     }
 
-    fn manager() -> TxnManager {
+    pub(super) fn manager() -> TxnManager {
         manager_at(FIRST_NORMAL_XID)
     }
 
@@ -819,6 +936,57 @@ mod tests {
     /// snapshots, each pair on a new thread while one transaction runs (so the pairs'
     /// xmins differ), the transactions then ended; dropped oldest first, the horizon rises
     /// to the next pair's xmin each time.
+    fn reused(m: &TxnManager) -> usize {
+        m.observers.reused.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn an_observer_reuses_its_snapshot_until_a_transaction_ends() {
+        let m = manager();
+        let w = m.begin().unwrap();
+        let first = m.snapshot(INVALID_XID);
+        let again = m.snapshot(INVALID_XID);
+        assert_eq!(reused(&m), 1, "nothing ended: the same snapshot again");
+        assert_eq!(
+            (again.xmin, again.xmax, &again.running),
+            (w, w + 1, &vec![w])
+        );
+        assert!(m.xid_in_snapshot(&again, w).unwrap());
+        // A transaction that begins or starts a savepoint later has an id the snapshot
+        // counts as running anyway.
+        let w2 = m.begin().unwrap();
+        let sub = m.begin_sub(w2).unwrap();
+        let later = m.snapshot(INVALID_XID);
+        assert_eq!(reused(&m), 2);
+        assert!(m.xid_in_snapshot(&later, w2).unwrap() && m.xid_in_snapshot(&later, sub).unwrap());
+        // An end makes it stale: the next observer sees the commit.
+        m.end(w, true).unwrap();
+        let after = m.snapshot(INVALID_XID);
+        assert_eq!(reused(&m), 2, "taken afresh after a commit");
+        assert!(!m.xid_in_snapshot(&after, w).unwrap(), "the commit is seen");
+        assert_eq!(after.xmin, w2);
+        // So does a savepoint's rollback.
+        m.end_subs(&[sub]).unwrap();
+        let rolled = m.snapshot(INVALID_XID);
+        assert_eq!(reused(&m), 2, "taken afresh after a rollback");
+        assert!(rolled.subxip.is_empty());
+        drop((first, again, later, after, rolled));
+        m.end(w2, true).unwrap();
+    }
+
+    #[test]
+    fn a_reused_snapshot_holds_the_horizon() {
+        let m = manager();
+        let w = m.begin().unwrap();
+        drop(m.snapshot(INVALID_XID));
+        let held = m.snapshot(INVALID_XID);
+        assert_eq!(reused(&m), 1);
+        m.end(w, true).unwrap();
+        assert_eq!(m.oldest_xmin(), w, "held by the reused snapshot");
+        drop(held);
+        assert!(m.oldest_xmin() > w, "released with it");
+    }
+
     #[test]
     fn observers_on_many_threads_hold_the_horizon_until_each_goes() {
         let m = manager();
@@ -1186,5 +1354,82 @@ mod tests {
             overflowed_seeds >= 10,
             "only {overflowed_seeds} of 60 runs overflowed a snapshot"
         );
+    }
+}
+
+/// A model test of observer snapshot reuse under shuttle: run with
+/// `RUSTFLAGS="--cfg shuttle" cargo test -p pgbufpool --target-dir target/shuttle --lib
+/// txn::procarray::model`.
+#[cfg(all(test, shuttle))]
+mod model {
+    use super::*;
+
+    /// Proves: a snapshot an observer reuses (registered without `state`) is never one a
+    /// pruning horizon has passed. How: a writer begins and commits two transactions, a
+    /// vacuum computes the horizon twice, an observer takes a snapshot (kept for reuse)
+    /// and drops it, then takes two more (reused while no transaction ends) and keeps them; after
+    /// every schedule, no snapshot counts as running a transaction that ended below any
+    /// horizon computed (a prune at that horizon may have removed what it needs). Fails if
+    /// the reuse reads the count before registering, or an end does not count.
+    fn reuse_beside_a_horizon() {
+        let m = Arc::new(super::tests::manager());
+        let ended = Arc::new(Mutex::new(Vec::new()));
+        let writer = {
+            let (m, ended) = (m.clone(), ended.clone());
+            shuttle::thread::spawn(move || {
+                for _ in 0..2 {
+                    let x = m.begin().unwrap();
+                    m.end(x, true).unwrap();
+                    ended.lock().push(x);
+                }
+            })
+        };
+        let vacuum = {
+            let m = m.clone();
+            shuttle::thread::spawn(move || (0..2).map(|_| m.oldest_xmin()).collect::<Vec<_>>())
+        };
+        let observer = {
+            let m = m.clone();
+            shuttle::thread::spawn(move || {
+                // The first is kept for reuse and dropped: only the reused ones' own
+                // registrations hold the horizon.
+                drop(m.snapshot(INVALID_XID));
+                (0..2).map(|_| m.snapshot(INVALID_XID)).collect::<Vec<_>>()
+            })
+        };
+        writer.join().unwrap();
+        let horizons = vacuum.join().unwrap();
+        let snaps = observer.join().unwrap();
+        for s in &snaps {
+            for &h in &horizons {
+                for &d in ended.lock().iter().filter(|&&d| d < h) {
+                    assert!(
+                        !m.xid_in_snapshot(s, d).unwrap(),
+                        "snapshot (xmin {}) counts {d} as running below horizon {h}",
+                        s.xmin
+                    );
+                }
+            }
+        }
+    }
+
+    /// Shuttle's runner with a roomy stack per modelled thread: opening the commit and
+    /// subtransaction logs in a debug build overflows shuttle's default 60 KiB.
+    fn runner(
+        scheduler: impl shuttle::scheduler::Scheduler + 'static,
+    ) -> shuttle::Runner<impl shuttle::scheduler::Scheduler> {
+        let mut c = shuttle::Config::new();
+        c.stack_size = 1 << 20;
+        shuttle::Runner::new(scheduler, c)
+    }
+
+    #[test]
+    fn observer_reuse_random() {
+        runner(shuttle::scheduler::RandomScheduler::new(3000)).run(reuse_beside_a_horizon);
+    }
+
+    #[test]
+    fn observer_reuse_pct() {
+        runner(shuttle::scheduler::PctScheduler::new(3, 3000)).run(reuse_beside_a_horizon);
     }
 }
