@@ -125,8 +125,9 @@ impl<'a, W: Workload> Client<'a, W> {
         let mut ack = self.open_ack_log()?;
         let mut scheduled = Instant::now();
         // The clock's last reading: back to back (no -R), the previous transaction's end
-        // is this one's schedule and start, as pgbench's lazy "now" (two clock reads a
-        // transaction fewer: 2.8% of a read-only run's CPU, 2026-12-08).
+        // is this one's schedule and start, and `-T`'s clock, as pgbench's lazy "now": one
+        // clock read a transaction where there were four (`clock_gettime` was 5.7% of a
+        // read-only run's CPU, 2026-12-08).
         let mut now = scheduled;
         let mut count = 0u64;
         while !self.finished(count, now) {
