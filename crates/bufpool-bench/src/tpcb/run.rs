@@ -37,7 +37,7 @@ use super::driver::outcome::{mark_targets, Measured, Merged, RunHead};
 use super::driver::unix_micros;
 use super::options::{BenchOptions, RunOutcome};
 use super::vacuum::VacuumStats;
-use super::workload::{Session, Tpcb};
+use super::workload::{ClientState, Tpcb};
 use super::Db;
 use crate::report::model::SideCounts;
 
@@ -70,7 +70,7 @@ struct Began {
 
 /// What the run's threads gave back once the clients finished.
 struct Ended {
-    clients: Vec<Result<ClientStats<Session>>>,
+    clients: Vec<Result<ClientStats<ClientState>>>,
     samples: Vec<Sample>,
     batches: Option<Result<BatchStats>>,
     side: Option<Result<SideCounts>>,
@@ -127,7 +127,7 @@ pub fn run(db: &Db<'_>, opts: &BenchOptions) -> Result<RunOutcome> {
             let client = Client::new(id, &workload, &opts.driver, start, &live);
             handles.push(s.spawn(move || client.run()));
         }
-        let clients: Vec<Result<ClientStats<Session>>> = handles
+        let clients: Vec<Result<ClientStats<ClientState>>> = handles
             .into_iter()
             .map(|h| h.join().expect("client thread"))
             .collect();
@@ -169,7 +169,8 @@ fn outcome(db: &Db<'_>, opts: &BenchOptions, began: Began, ended: Ended) -> Resu
     }
     let checkpoints = checkpoint_spans(db.engine, start);
     let batches: BatchStats = ended.batches.transpose()?.unwrap_or_default();
-    let clients: Vec<ClientStats<Session>> = ended.clients.into_iter().collect::<Result<_>>()?;
+    let clients: Vec<ClientStats<ClientState>> =
+        ended.clients.into_iter().collect::<Result<_>>()?;
     let after = db.engine.pool().stats();
     let merged = Merged::new(&clients);
     let tallies = super::mix::merge_clients(&clients);

@@ -41,17 +41,17 @@ impl<'a, 'e> Tpcb<'a, 'e> {
 
 /// One client's interpreter state per script (None for those run as engine calls), in
 /// the run's order.
-pub(super) type Session = Vec<Option<ScriptState>>;
+pub(super) type ClientState = Vec<Option<ScriptState>>;
 
 impl Workload for Tpcb<'_, '_> {
-    type Session = Session;
+    type ClientState = ClientState;
     type Ack = HistoryRow;
 
     fn weights(&self) -> Vec<u32> {
         self.picks.iter().map(|p| p.script.weight).collect()
     }
 
-    fn session(&self, client: u32) -> Session {
+    fn session(&self, client: u32) -> ClientState {
         self.picks
             .iter()
             .map(|p| {
@@ -65,7 +65,7 @@ impl Workload for Tpcb<'_, '_> {
 
     fn transaction(
         &self,
-        session: &mut Session,
+        session: &mut ClientState,
         script: usize,
         rng: &mut SmallRng,
     ) -> Result<Done<HistoryRow>> {

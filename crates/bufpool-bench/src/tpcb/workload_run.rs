@@ -30,7 +30,7 @@ pub fn run_workload<W: Workload>(
     workload: &W,
     opts: &BenchOptions,
     names: &HashMap<RelFileId, String>,
-) -> Result<(RunOutcome, Vec<W::Session>)> {
+) -> Result<(RunOutcome, Vec<W::ClientState>)> {
     let list = opts.script_list();
     let pool = engine.pool();
     let counters = Counters::take(engine);
@@ -62,7 +62,7 @@ pub fn run_workload<W: Workload>(
         let clients: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
         done.store(true, Ordering::Relaxed);
         let samples = monitor.join().expect("monitor thread");
-        let clients: Vec<Result<ClientStats<W::Session>>> = clients
+        let clients: Vec<Result<ClientStats<W::ClientState>>> = clients
             .into_iter()
             .map(|c| c.unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
@@ -72,7 +72,7 @@ pub fn run_workload<W: Workload>(
     if let Some(e) = engine.checkpointer_error() {
         anyhow::bail!("checkpoint during the run: {e}");
     }
-    let clients: Vec<ClientStats<W::Session>> = clients.into_iter().collect::<Result<_>>()?;
+    let clients: Vec<ClientStats<W::ClientState>> = clients.into_iter().collect::<Result<_>>()?;
     let wall_start = wall_start_us / 1_000_000;
     if let Some(interval) = opts.driver.aggregate_interval {
         write_aggregate_logs(&opts.driver, &clients, interval.max(1), wall_start)?;

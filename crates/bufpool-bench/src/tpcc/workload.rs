@@ -25,7 +25,7 @@ pub struct Tpcc<'a, 'e> {
 
 /// One terminal's state.
 #[derive(Debug)]
-pub struct Session {
+pub struct ClientState {
     terminal: Terminal,
     cleanup: Cleanup,
     /// What its transactions did.
@@ -45,7 +45,7 @@ impl<'a, 'e> Tpcc<'a, 'e> {
     fn body(
         &self,
         t: &bufpool::engine::Transaction<'_>,
-        s: &mut Session,
+        s: &mut ClientState,
         kind: Kind,
         rng: &mut SmallRng,
     ) -> Result<bool> {
@@ -101,15 +101,15 @@ pub fn is_deadlock(e: &anyhow::Error) -> bool {
 }
 
 impl Workload for Tpcc<'_, '_> {
-    type Session = Session;
+    type ClientState = ClientState;
     type Ack = NoAck;
 
     fn weights(&self) -> Vec<u32> {
         self.scripts.iter().map(|s| s.1).collect()
     }
 
-    fn session(&self, client: u32) -> Session {
-        Session {
+    fn session(&self, client: u32) -> ClientState {
+        ClientState {
             terminal: Terminal {
                 home: client % self.db.warehouses + 1,
                 warehouses: self.db.warehouses,
@@ -122,7 +122,7 @@ impl Workload for Tpcc<'_, '_> {
 
     fn transaction(
         &self,
-        s: &mut Session,
+        s: &mut ClientState,
         script: usize,
         rng: &mut SmallRng,
     ) -> Result<Done<NoAck>> {

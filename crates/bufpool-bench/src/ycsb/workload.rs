@@ -128,7 +128,7 @@ pub struct Ycsb<'a, 'e> {
 
 /// One client's state: a buffer for the rows it reads, and its operations.
 #[derive(Debug, Default)]
-pub struct Session {
+pub struct ClientState {
     buf: Vec<u8>,
     value: Vec<u8>,
     /// What the client's committed transactions did.
@@ -156,7 +156,7 @@ impl<'a, 'e> Ycsb<'a, 'e> {
 
     fn run(
         &self,
-        s: &mut Session,
+        s: &mut ClientState,
         core: Core,
         rng: &mut SmallRng,
     ) -> Result<Done<()>, bufpool::Error> {
@@ -222,20 +222,20 @@ impl std::fmt::Display for NoAck {
 }
 
 impl Workload for Ycsb<'_, '_> {
-    type Session = Session;
+    type ClientState = ClientState;
     type Ack = NoAck;
 
     fn weights(&self) -> Vec<u32> {
         self.scripts.iter().map(|s| s.1).collect()
     }
 
-    fn session(&self, _client: u32) -> Session {
-        Session::default()
+    fn session(&self, _client: u32) -> ClientState {
+        ClientState::default()
     }
 
     fn transaction(
         &self,
-        session: &mut Session,
+        session: &mut ClientState,
         script: usize,
         rng: &mut SmallRng,
     ) -> Result<Done<NoAck>> {

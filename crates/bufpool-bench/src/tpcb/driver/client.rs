@@ -105,7 +105,7 @@ impl<'a, W: Workload> Client<'a, W> {
 
     /// Runs transactions until the run ends; stops at the first error other than a
     /// deadlock.
-    pub(crate) fn run(self) -> Result<ClientStats<W::Session>> {
+    pub(crate) fn run(self) -> Result<ClientStats<W::ClientState>> {
         let mut rng = SmallRng::seed_from_u64(self.opts.seed ^ (u64::from(self.id) << 32));
         let mut sample = SmallRng::seed_from_u64(!self.opts.seed ^ (u64::from(self.id) << 32));
         let mut choose_rng = chooser(self.opts.seed, self.id);
@@ -217,7 +217,7 @@ impl<'a, W: Workload> Client<'a, W> {
         &self,
         k: usize,
         rng: &mut SmallRng,
-        session: &mut W::Session,
+        session: &mut W::ClientState,
     ) -> Result<(Done<W::Ack>, u32)> {
         let mut tries = 1;
         loop {
@@ -233,7 +233,7 @@ impl<'a, W: Workload> Client<'a, W> {
     }
 
     /// Counts a transaction of script `k`, number `count`, due at `at`, as skipped (`-L`).
-    fn skip(&self, out: &mut ClientStats<W::Session>, k: usize, count: u64, at: Instant) {
+    fn skip(&self, out: &mut ClientStats<W::ClientState>, k: usize, count: u64, at: Instant) {
         let sec = at.duration_since(self.start).as_secs() as usize;
         slot_at(&mut out.seconds, sec).skipped += 1;
         out.scripts[k].skipped += 1;
@@ -250,7 +250,13 @@ impl<'a, W: Workload> Client<'a, W> {
 
     /// Counts the tries beyond the first of a transaction of script `k` that ended at
     /// `end` (`--max-tries`).
-    fn note_tries(&self, out: &mut ClientStats<W::Session>, k: usize, tries: u32, end: Instant) {
+    fn note_tries(
+        &self,
+        out: &mut ClientStats<W::ClientState>,
+        k: usize,
+        tries: u32,
+        end: Instant,
+    ) {
         if tries <= 1 {
             return;
         }
@@ -277,7 +283,7 @@ impl<'a, W: Workload> Client<'a, W> {
     /// pgbench logs it.
     fn record(
         &self,
-        out: &mut ClientStats<W::Session>,
+        out: &mut ClientStats<W::ClientState>,
         k: usize,
         done: Done<W::Ack>,
         sched: Instant,

@@ -43,18 +43,18 @@ use rate_profile::RateProfile;
 pub trait Workload: Sync {
     /// One client's own state (its scripts' variables, say): made for it before its first
     /// transaction, handed back with its figures.
-    type Session: Send;
+    type ClientState: Send;
     /// What a committed transaction acknowledges: its line of `--ack-log`.
     type Ack: Copy + std::fmt::Display;
     /// The scripts' weights, in the run's order.
     fn weights(&self) -> Vec<u32>;
     /// Client `client`'s session.
-    fn session(&self, client: u32) -> Self::Session;
+    fn session(&self, client: u32) -> Self::ClientState;
     /// Runs one transaction of script `script` in `session`, drawing from `rng`; Err: any
     /// error other than a deadlock (a deadlock is [`Done::Failed`]).
     fn transaction(
         &self,
-        session: &mut Self::Session,
+        session: &mut Self::ClientState,
         script: usize,
         rng: &mut SmallRng,
     ) -> Result<Done<Self::Ack>>;
